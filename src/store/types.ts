@@ -1,0 +1,176 @@
+/**
+ * The Store interface: the source of truth for environments, API keys, content revisions and
+ * mappings. SQLite (embedded, default) implements it today; PostgreSQL is planned behind the same
+ * interface, which is why every method returns a Promise even though better-sqlite3 is synchronous.
+ *
+ * Two rules the rest of the server relies on:
+ * 1. Revisions and mappings are immutable rows with ids that are never reused. Worker threads cache
+ *    parsed content by those ids, so a cache entry can never go stale: an edit produces a new id.
+ * 2. Every write is one transaction: a refused or crashed write leaves the previous state whole.
+ *
+ * The hot path never calls the Store. The front end holds a Directory built from `loadDirectory()`
+ * and rebuilds it after each write, before the write answers.
+ */
+
+/** X.Y.Z as three non-negative integers. */
+export type AppVersion = readonly [number, number, number];
+
+export interface RevisionMeta {
+  /** Global, immutable, never reused: the key worker caches use. */
+  readonly revId: number;
+  /** 1-based position within its content item. */
+  readonly number: number;
+  /** XXH3-128 of the minified JSON text, 32 lowercase hex digits. */
+  readonly hash: string;
+  /** "X.Y.Z" or null. */
+  readonly minAppVersion: string | null;
+  readonly createdAt: string;
+}
+
+export interface ContentMeta {
+  readonly envId: string;
+  /** The id as it was created (the catalog shows this spelling). */
+  readonly id: string;
+  /** Lower-cased id: the lookup key (ids are not case sensitive). */
+  readonly idLower: string;
+  /** Oldest first. Never empty. */
+  readonly revisions: readonly RevisionMeta[];
+  /** The current mapping's immutable id, or null. */
+  readonly mappingId: number | null;
+  /** Number of rules in the current mapping (0 when none): the catalog's `d` is ruleCount > 0. */
+  readonly mappingRuleCount: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export interface KeyDigest {
+  /** SHA-256 hex of the plain API key. Plain keys are never stored. */
+  readonly digest: string;
+  readonly keyId: string;
+  readonly envId: string;
+}
+
+/** Everything the front end needs to route requests, loaded at start and after every write. */
+export interface DirectorySnapshot {
+  readonly environments: readonly string[];
+  /** Only keys that are not revoked. */
+  readonly keys: readonly KeyDigest[];
+  readonly contents: readonly ContentMeta[];
+}
+
+export interface RevisionText {
+  readonly revId: number;
+  /** Minified JSON (comments stripped): what is delivered. */
+  readonly minified: string;
+  readonly hash: string;
+}
+
+/** Read side used by worker threads: each worker opens its own (read-only) reader from the store URL. */
+export interface RevisionReader {
+  readRevision(revId: number): RevisionText | undefined;
+  /** The mapping JSON text as stored, or undefined. */
+  readMapping(mappingId: number): string | undefined;
+  close(): void;
+}
+
+export interface EnvironmentInfo {
+  readonly id: string;
+  readonly createdAt: string;
+  readonly contentCount: number;
+  readonly keyCount: number;
+}
+
+export interface KeyInfo {
+  readonly id: string;
+  readonly envId: string;
+  readonly createdAt: string;
+  readonly lastUsedAt: string | null;
+  readonly revokedAt: string | null;
+}
+
+export interface ContentSummary {
+  readonly id: string;
+  readonly hash: string;
+  readonly revisionCount: number;
+  readonly hasMapping: boolean;
+  readonly updatedAt: string;
+}
+
+export interface RevisionDetail extends RevisionMeta {
+  /** The JSONC text exactly as stored (comments kept). */
+  readonly text: string;
+}
+
+export interface ContentDetail {
+  readonly id: string;
+  readonly envId: string;
+  readonly revisions: readonly RevisionDetail[];
+  /** The mapping as JSON value, or null. */
+  readonly mapping: unknown;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+}
+
+export interface PutContentResult {
+  readonly id: string;
+  readonly hash: string;
+  /** The revision number now newest. */
+  readonly revision: number;
+  /** False when the text and minAppVersion equal the newest revision's (nothing was written). */
+  readonly changed: boolean;
+}
+
+export interface SyncReport {
+  readonly from: string;
+  readonly to: string;
+  /** One entry per id considered: what happened to it in the target environment. */
+  readonly items: readonly { readonly id: string; readonly action: 'created' | 'updated' | 'unchanged'; readonly hash: string }[];
+}
+
+export interface ImportReport {
+  readonly environmentsCreated: number;
+  readonly keysAdded: number;
+  readonly revisionsAdded: number;
+  readonly mappingsChanged: number;
+}
+
+export interface Store {
+  /** URL a worker thread passes to openRevisionReader() to read revisions and mappings by id. */
+  readonly readerUrl: string;
+  loadDirectory(): Promise<DirectorySnapshot>;
+
+  listEnvironments(): Promise<EnvironmentInfo[]>;
+  /** Creates the environment when missing; true when it was created. */
+  putEnvironment(envId: string): Promise<boolean>;
+  /** RcdError conflict while it holds content, unless force; not_found when missing. */
+  deleteEnvironment(envId: string, force: boolean): Promise<void>;
+
+  /** Creates a key (random when plainKey is omitted); the plain key is returned only here. */
+  createKey(envId: string, plainKey?: string): Promise<{ id: string; key: string }>;
+  listKeys(envId: string): Promise<KeyInfo[]>;
+  revokeKey(envId: string, keyId: string): Promise<void>;
+  /** Batched last-use bookkeeping; never on the request path. */
+  recordKeyUse(keyIds: readonly string[], at: string): Promise<void>;
+
+  listContent(envId: string): Promise<ContentSummary[]>;
+  /** Validates JSONC (invalid_content with line and column); adds a revision unless unchanged. */
+  putContent(envId: string, id: string, text: string, minAppVersion: string | null): Promise<PutContentResult>;
+  getContent(envId: string, id: string): Promise<ContentDetail | undefined>;
+  deleteContent(envId: string, id: string): Promise<void>;
+  /** Copies revision `to` as the newest revision. */
+  rollback(envId: string, id: string, to: number): Promise<PutContentResult>;
+
+  /** Validates (invalid_mapping with rule index and reason, incl. patches against the content). */
+  putMapping(envId: string, id: string, mapping: unknown): Promise<{ mappingId: number; ruleCount: number }>;
+  deleteMapping(envId: string, id: string): Promise<void>;
+
+  /** Copies newest revisions (and mappings) of `ids` (all when omitted) from one environment to another. */
+  sync(from: string, to: string, ids?: readonly string[]): Promise<SyncReport>;
+
+  /** Validates the whole bundle first (invalid_bundle listing every problem), then writes in one transaction. Idempotent. */
+  importBundle(bundle: unknown): Promise<ImportReport>;
+  /** A bundle of everything except API keys (they are stored as digests and cannot be exported). */
+  exportBundle(): Promise<unknown>;
+
+  close(): Promise<void>;
+}
