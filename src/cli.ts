@@ -1,0 +1,138 @@
+/**
+ * `rcd`: serve, import and export work on a store directly; every other command is a management
+ * command spoken to a running server's admin API (src/admin/cli.ts).
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { SERVE_OPTIONS, buildServeConfig, ConfigError, resolveOptions, type OptionSpec } from './config.js';
+import { RcdError } from './errors.js';
+import { logError, logInfo } from './log.js';
+import { startServer } from './server.js';
+import { openStore } from './store/index.js';
+
+const STORE_OPTION: OptionSpec = SERVE_OPTIONS[0]!;
+
+const USAGE = `rcd — remote configuration delivery server
+
+Usage:
+  rcd serve [options]            run the delivery API (and the admin API)
+  rcd import FILE [--store URL]  import a bundle into a store (idempotent)
+  rcd export [--store URL]       write a bundle of the store to stdout (API keys are not exported)
+  rcd <command> --help           options of one command
+
+Management commands (against a running server's admin API):
+  rcd env|key|content|mapping|sync|webhook|audit ...   see docs/admin.md
+
+Every option also reads an environment variable (rcd serve --help lists them).
+`;
+
+function optionHelp(specs: readonly OptionSpec[]): string {
+  return specs
+    .map((s) => `  --${s.flag.padEnd(18)} ${s.help}\n  ${' '.repeat(20)} env ${s.env}, default ${s.fallback === '' ? '(none)' : s.fallback}`)
+    .join('\n');
+}
+
+function parseFlags(args: string[], specs: readonly OptionSpec[]): { flags: Record<string, string | boolean | undefined>; positionals: string[] } {
+  const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
+  for (const s of specs) options[s.flag] = { type: 'string' };
+  const parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
+  return { flags: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
+}
+
+async function serve(args: string[]): Promise<number> {
+  const { flags } = parseFlags(args, SERVE_OPTIONS);
+  if (flags.help === true) {
+    process.stdout.write(`rcd serve [options]\n\n${optionHelp(SERVE_OPTIONS)}\n`);
+    return 0;
+  }
+  const config = buildServeConfig(resolveOptions(SERVE_OPTIONS, flags, process.env));
+  const server = await startServer(config);
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string): void => {
+      logInfo(`${signal} received: no new connections, finishing in-flight requests`);
+      server.close().then(resolve, (err: unknown) => {
+        logError(`shutdown: ${(err as Error).message}`);
+        resolve();
+      });
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  logInfo('stopped');
+  return 0;
+}
+
+async function importCommand(args: string[]): Promise<number> {
+  const { flags, positionals } = parseFlags(args, [STORE_OPTION]);
+  if (flags.help === true || positionals.length !== 1) {
+    process.stdout.write(`rcd import FILE [--store URL]\n\n${optionHelp([STORE_OPTION])}\n`);
+    return flags.help === true ? 0 : 2;
+  }
+  const storeUrl = resolveOptions([STORE_OPTION], flags, process.env).get('store')!;
+  const store = await openStore(storeUrl);
+  try {
+    const bundle: unknown = JSON.parse(readFileSync(positionals[0]!, 'utf8'));
+    const report = await store.importBundle(bundle);
+    process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+async function exportCommand(args: string[]): Promise<number> {
+  const { flags } = parseFlags(args, [STORE_OPTION]);
+  if (flags.help === true) {
+    process.stdout.write(`rcd export [--store URL]\n\nWrites a bundle to stdout. API keys are stored as SHA-256 digests and cannot be exported.\n\n${optionHelp([STORE_OPTION])}\n`);
+    return 0;
+  }
+  const storeUrl = resolveOptions([STORE_OPTION], flags, process.env).get('store')!;
+  const store = await openStore(storeUrl);
+  try {
+    process.stdout.write(JSON.stringify(await store.exportBundle(), null, 2) + '\n');
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(USAGE);
+      return command === undefined ? 2 : 0;
+    case 'serve':
+      return serve(rest);
+    case 'import':
+      return importCommand(rest);
+    case 'export':
+      return exportCommand(rest);
+    default:
+      process.stderr.write(`rcd: unknown command "${command}"\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+function describe(err: unknown): string {
+  if (err instanceof RcdError) {
+    const details = err.details === undefined ? '' : '\n' + JSON.stringify(err.details, null, 2);
+    return `${err.code}: ${err.message}${details}`;
+  }
+  if (err instanceof ConfigError) return err.message;
+  if (err instanceof Error && 'code' in err && err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return err.message;
+  return err instanceof Error ? (err.stack ?? err.message) : String(err);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    logError(describe(err));
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,121 @@
+/**
+ * Flags and environment variables → one frozen, typed configuration, validated at start-up.
+ * Every limit the server enforces is here, bounded, with its default (docs: README "Configuration").
+ */
+import { availableParallelism } from 'node:os';
+import { dirname, resolve } from 'node:path';
+
+export interface ServeConfig {
+  readonly storeUrl: string;
+  readonly importFile: string | null;
+  readonly host: string;
+  readonly port: number;
+  readonly threads: number;
+  readonly maxBodyBytes: number;
+  readonly maxCombineIds: number;
+  /** Jobs accepted but not yet answered; beyond this the server answers 503 overloaded at once. */
+  readonly maxPendingJobs: number;
+  /** Per worker thread: LRU bound for parsed content and rendered bytes. */
+  readonly cacheBytes: number;
+  readonly adminHost: string;
+  readonly adminEnabled: boolean;
+  /** 0: any free port (printed at start). */
+  readonly adminPort: number;
+  readonly dataDir: string;
+  readonly shutdownTimeoutMs: number;
+  readonly seedDemo: boolean;
+}
+
+/** One option: its flag, environment variable, default and parser. Order here is the --help order. */
+export interface OptionSpec {
+  readonly flag: string;
+  readonly env: string;
+  readonly help: string;
+  readonly fallback: string;
+}
+
+export const SERVE_OPTIONS: readonly OptionSpec[] = [
+  { flag: 'store', env: 'RCD_STORE', fallback: 'sqlite:./data/rcd.db', help: 'store URL: sqlite:PATH or memory:' },
+  { flag: 'import', env: 'RCD_IMPORT', fallback: '', help: 'bundle file imported at start (idempotent)' },
+  { flag: 'host', env: 'RCD_HOST', fallback: '0.0.0.0', help: 'delivery API host' },
+  { flag: 'port', env: 'RCD_PORT', fallback: '8080', help: 'delivery API port (0: any free port)' },
+  { flag: 'threads', env: 'RCD_THREADS', fallback: String(defaultThreads()), help: 'worker threads (1..64)' },
+  { flag: 'max-body', env: 'RCD_MAX_BODY', fallback: '65536', help: 'request body limit in bytes (1..16777216)' },
+  { flag: 'max-combine-ids', env: 'RCD_MAX_COMBINE_IDS', fallback: '100', help: 'ids per combine request (1..10000)' },
+  { flag: 'max-pending', env: 'RCD_MAX_PENDING', fallback: '20000', help: 'jobs in flight before 503 overloaded (1..1000000)' },
+  { flag: 'cache-mb', env: 'RCD_CACHE_MB', fallback: '256', help: 'per-thread content/render cache in MiB (1..65536)' },
+  { flag: 'admin-host', env: 'RCD_ADMIN_HOST', fallback: '127.0.0.1', help: 'admin API host' },
+  { flag: 'admin', env: 'RCD_ADMIN', fallback: 'true', help: 'run the admin API listener (true|false)' },
+  { flag: 'admin-port', env: 'RCD_ADMIN_PORT', fallback: '8081', help: 'admin API port (0: any free port)' },
+  { flag: 'data-dir', env: 'RCD_DATA_DIR', fallback: '', help: 'data directory (admin token, demo key); default: the SQLite file\'s folder, or ./data' },
+  { flag: 'shutdown-timeout', env: 'RCD_SHUTDOWN_TIMEOUT_MS', fallback: '10000', help: 'ms to finish in-flight requests on SIGTERM (0..600000)' },
+  { flag: 'seed-demo', env: 'RCD_SEED_DEMO', fallback: 'true', help: 'seed a demo environment into an empty store (true|false)' },
+];
+
+function defaultThreads(): number {
+  // The main thread does the network I/O; on small boxes it is the bottleneck, so the pool gets every core
+  // (workers mostly sleep between batches). Measured choice: see bench/README.md.
+  return Math.max(1, Math.min(availableParallelism(), 64));
+}
+
+export class ConfigError extends Error {}
+
+function intIn(name: string, raw: string, min: number, max: number): number {
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`--${name} must be an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`--${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(name: string, raw: string): boolean {
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(`--${name} must be true or false, got "${raw}"`);
+}
+
+/** Resolves each option: flag, then environment variable, then default. */
+export function resolveOptions(
+  specs: readonly OptionSpec[],
+  flags: Readonly<Record<string, string | boolean | undefined>>,
+  env: NodeJS.ProcessEnv,
+): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const spec of specs) {
+    const f = flags[spec.flag];
+    const v = typeof f === 'string' ? f : f === true ? 'true' : env[spec.env] ?? spec.fallback;
+    out.set(spec.flag, v);
+  }
+  return out;
+}
+
+/** The data directory: explicit, else beside the SQLite file, else ./data. */
+export function dataDirFor(storeUrl: string, explicit: string): string {
+  if (explicit !== '') return resolve(explicit);
+  if (storeUrl.startsWith('sqlite:')) return resolve(dirname(storeUrl.slice('sqlite:'.length)));
+  return resolve('data');
+}
+
+export function buildServeConfig(values: Map<string, string>): ServeConfig {
+  const get = (k: string): string => values.get(k) ?? '';
+  const storeUrl = get('store');
+  if (!storeUrl.startsWith('sqlite:') && storeUrl !== 'memory:') {
+    throw new ConfigError(`--store must be sqlite:PATH or memory:, got "${storeUrl}"`);
+  }
+  return Object.freeze({
+    storeUrl,
+    importFile: get('import') === '' ? null : get('import'),
+    host: get('host'),
+    port: intIn('port', get('port'), 0, 65535),
+    threads: intIn('threads', get('threads'), 1, 64),
+    maxBodyBytes: intIn('max-body', get('max-body'), 1, 16 * 1024 * 1024),
+    maxCombineIds: intIn('max-combine-ids', get('max-combine-ids'), 1, 10_000),
+    maxPendingJobs: intIn('max-pending', get('max-pending'), 1, 1_000_000),
+    cacheBytes: intIn('cache-mb', get('cache-mb'), 1, 65536) * 1024 * 1024,
+    adminHost: get('admin-host'),
+    adminEnabled: bool('admin', get('admin')),
+    adminPort: intIn('admin-port', get('admin-port'), 0, 65535),
+    dataDir: dataDirFor(storeUrl, get('data-dir')),
+    shutdownTimeoutMs: intIn('shutdown-timeout', get('shutdown-timeout'), 0, 600_000),
+    seedDemo: bool('seed-demo', get('seed-demo')),
+  });
+}

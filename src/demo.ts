@@ -1,0 +1,60 @@
+/**
+ * The demo environment seeded into an empty store on first start, so `npm start` answers a pasted
+ * curl line at once. The key is random per installation and kept in the data directory (mode 0600)
+ * so that later starts can print the same curl line; it only reads demo content.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const DEMO_ENV = 'demo';
+export const DEMO_CONTENT_ID = 'PlayerSettings';
+
+const PLAYER_SETTINGS = `{
+  // Seeded by rcd on first start. Comments like this one are stripped before delivery.
+  "difficulty": "normal",
+  "dailyReward": { "coins": 100, "gems": 1 },
+  "features": { "newShop": false, "chat": true },
+  /* Shown on the title screen */
+  "motd": "Welcome, // this is not a comment, it is inside a string"
+}
+`;
+
+const STORE_LAYOUT = `{
+  "tabs": ["featured", "gems", "bundles"],
+  "featuredItem": "starter-pack",
+  "discountPercent": 0
+}
+`;
+
+export function demoBundle(key: string): unknown {
+  return {
+    environments: {
+      [DEMO_ENV]: {
+        keys: [key],
+        content: {
+          [DEMO_CONTENT_ID]: { text: PLAYER_SETTINGS },
+          StoreLayout: { text: STORE_LAYOUT },
+        },
+      },
+    },
+  };
+}
+
+export function demoKeyPath(dataDir: string): string {
+  return join(dataDir, 'demo-api-key');
+}
+
+export function newDemoKey(dataDir: string): string {
+  const key = 'demo_' + randomBytes(18).toString('base64url');
+  mkdirSync(dataDir, { recursive: true });
+  const path = demoKeyPath(dataDir);
+  writeFileSync(path, key + '\n', { mode: 0o600 });
+  chmodSync(path, 0o600);
+  return key;
+}
+
+export function readDemoKey(dataDir: string): string | null {
+  const path = demoKeyPath(dataDir);
+  return existsSync(path) ? readFileSync(path, 'utf8').trim() : null;
+}

@@ -1,0 +1,132 @@
+/**
+ * The front end's routing data: which key belongs to which environment, which content ids exist
+ * there, their revisions (for the app-version choice) and mapping ids, and each environment's
+ * catalog body, prebuilt.
+ *
+ * Built from a store snapshot at start and after every write, then swapped in whole, so a request
+ * sees either the old or the new state, never a mix. Building is O(store size) and happens only on
+ * change; the hot path does Map lookups.
+ */
+import { createHash } from 'node:crypto';
+import type { ContentMeta, DirectorySnapshot } from './store/types.js';
+
+export interface RevisionView {
+  readonly revId: number;
+  readonly hash: string;
+  /** Parsed minAppVersion as a comparable number, or -1 when absent (matches every v). */
+  readonly minVersion: number;
+}
+
+export interface ContentView {
+  readonly id: string;
+  /** Newest first: the app-version choice scans until the first revision the client can take. */
+  readonly revisions: readonly RevisionView[];
+  readonly mappingId: number;
+}
+
+export interface EnvView {
+  readonly id: string;
+  readonly contents: ReadonlyMap<string, ContentView>;
+  /** `{"catalog":{...}}`, ready to send. */
+  readonly catalogBody: Buffer;
+}
+
+export interface KeyView {
+  readonly keyId: string;
+  readonly env: EnvView;
+}
+
+/**
+ * X.Y.Z → one number that orders like the version. Each part is at most 9 digits (the request
+ * validator enforces that), so parts are weighted by 1e9 — exact in a double up to about 9e15,
+ * which covers major versions below 9,007,199.
+ */
+export function versionNumber(major: number, minor: number, patch: number): number {
+  return (major * 1e9 + minor) * 1e9 + patch;
+}
+
+export function parseVersion(text: string): number {
+  const parts = text.split('.');
+  return versionNumber(Number(parts[0]), Number(parts[1]), Number(parts[2]));
+}
+
+const KEY_CACHE_LIMIT = 100_000;
+
+export class Directory {
+  private readonly byDigest: Map<string, KeyView>;
+  /**
+   * Plain key → view, filled on first use so that a valid key costs one Map lookup instead of a
+   * SHA-256 per request (~1 µs). Holds only keys that exist (bounded by the key count and a hard
+   * cap); unknown keys are hashed every time, which keeps a key-guessing flood from growing memory.
+   * Dropped with the Directory on every change, so a revoked key stops working at once.
+   */
+  private readonly plainCache = new Map<string, KeyView>();
+  readonly environments: ReadonlyMap<string, EnvView>;
+
+  constructor(snapshot: DirectorySnapshot) {
+    const envs = new Map<string, EnvView>();
+    const grouped = new Map<string, ContentMeta[]>();
+    for (const env of snapshot.environments) grouped.set(env, []);
+    for (const c of snapshot.contents) {
+      let list = grouped.get(c.envId);
+      if (list === undefined) grouped.set(c.envId, (list = []));
+      list.push(c);
+    }
+    for (const [envId, list] of grouped) envs.set(envId, buildEnv(envId, list));
+    this.environments = envs;
+
+    this.byDigest = new Map();
+    for (const k of snapshot.keys) {
+      const env = envs.get(k.envId);
+      if (env !== undefined) this.byDigest.set(k.digest, { keyId: k.keyId, env });
+    }
+  }
+
+  /** The environment of a plain API key, or undefined when unknown or revoked. */
+  lookupKey(plainKey: string): KeyView | undefined {
+    const hit = this.plainCache.get(plainKey);
+    if (hit !== undefined) return hit;
+    const view = this.byDigest.get(createHash('sha256').update(plainKey).digest('hex'));
+    if (view !== undefined && this.plainCache.size < KEY_CACHE_LIMIT) this.plainCache.set(plainKey, view);
+    return view;
+  }
+}
+
+function buildEnv(envId: string, list: readonly ContentMeta[]): EnvView {
+  const contents = new Map<string, ContentView>();
+  const catalog: Record<string, { h: string; d: boolean }> = {};
+  for (const c of list) {
+    const revisions: RevisionView[] = [];
+    for (let i = c.revisions.length - 1; i >= 0; i--) {
+      const r = c.revisions[i]!;
+      revisions.push({
+        revId: r.revId,
+        hash: r.hash,
+        minVersion: r.minAppVersion === null ? -1 : parseVersion(r.minAppVersion),
+      });
+    }
+    contents.set(c.idLower, { id: c.id, revisions, mappingId: c.mappingId ?? 0 });
+    // defineProperty, not assignment: an id spelled "__proto__" must become an own key of the catalog.
+    Object.defineProperty(catalog, c.id, {
+      value: { h: c.revisions[c.revisions.length - 1]!.hash, d: c.mappingRuleCount > 0 },
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  }
+  return { id: envId, contents, catalogBody: Buffer.from(JSON.stringify({ catalog })) };
+}
+
+/**
+ * The revision a client of app version `v` gets: the newest whose minAppVersion is absent or <= v.
+ * `v` = -1 means "no version sent": the newest revision. Undefined when every revision needs a newer app.
+ */
+export function chooseRevision(content: ContentView, v: number): RevisionView | undefined {
+  const revs = content.revisions;
+  if (v < 0) return revs[0];
+  for (let i = 0; i < revs.length; i++) {
+    const r = revs[i]!;
+    if (r.minVersion <= v) return r;
+  }
+  return undefined;
+}

@@ -1,0 +1,48 @@
+/**
+ * The uWS application: routes and listening. No logic lives here; handlers.ts has it.
+ * Every path is also registered with a trailing slash (the spec writes /api/v1/combine/).
+ */
+import uWS from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { handleCatalog, handleContent, handleHealth, handleNotFound } from './handlers.js';
+import { Route } from './request.js';
+import type { FrontEndState } from './state.js';
+
+/** True when the native uWS addon loaded (the package silently falls back to a slow JS shim otherwise). */
+export function isNativeUws(): boolean {
+  return 'H3App' in (uWS as object);
+}
+
+export function createApp(state: FrontEndState): TemplatedApp {
+  const app = uWS.App();
+  const plain = (res: HttpResponse, req: HttpRequest): void => handleContent(state, res, req, Route.Plain);
+  const wrapped = (res: HttpResponse, req: HttpRequest): void => handleContent(state, res, req, Route.Wrapped);
+  const combine = (res: HttpResponse, req: HttpRequest): void => handleContent(state, res, req, Route.Combine);
+  const catalog = (res: HttpResponse, req: HttpRequest): void => handleCatalog(state, res, req);
+  const health = (res: HttpResponse, req: HttpRequest): void => handleHealth(state, res, req);
+  for (const suffix of ['', '/']) {
+    app.any('/api/v1/config/:contentId/dynamic' + suffix, wrapped);
+    app.any('/api/v1/config/:contentId' + suffix, plain);
+    app.any('/api/v1/combine' + suffix, combine);
+    app.any('/api/v1/env/catalog' + suffix, catalog);
+    app.any('/healthz' + suffix, health);
+  }
+  app.any('/*', (res: HttpResponse) => handleNotFound(state, res));
+  return app;
+}
+
+export function listen(app: TemplatedApp, host: string, port: number): Promise<{ socket: us_listen_socket; port: number }> {
+  return new Promise((resolve, reject) => {
+    app.listen(host, port, (socket) => {
+      if (socket === false) {
+        reject(new Error(`cannot listen on ${host}:${port} (port in use or not permitted)`));
+        return;
+      }
+      resolve({ socket, port: uWS.us_socket_local_port(socket as unknown as uWS.us_socket) });
+    });
+  });
+}
+
+export function stopListening(socket: us_listen_socket): void {
+  uWS.us_listen_socket_close(socket);
+}

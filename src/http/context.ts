@@ -1,0 +1,81 @@
+/**
+ * The user context (request body of content requests): u, p, v.
+ *
+ * Two definitions of one contract:
+ * - `userContextSchema` (zod) is the readable statement, used by tests and documentation;
+ * - `parseUserContext` is the hand-written hot-path check. bench/micro shows it several times
+ *   faster than the zod parse on typical bodies; a unit test checks both agree on every case.
+ *
+ * HOT PATH: called once per content request. Change with care: keep it allocation-light and
+ * keep the result object's fields in one order.
+ */
+import { z } from 'zod';
+import { RcdError } from '../errors.js';
+import { versionNumber } from '../directory.js';
+
+/** Each part 0..999999999 without leading zeros, so that npm-semver ranges read v the same way. */
+export const APP_VERSION_PATTERN = /^(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})$/;
+
+export const userContextSchema = z.object({
+  u: z.string().optional(),
+  p: z.record(z.string(), z.unknown()).optional(),
+  v: z.string().regex(APP_VERSION_PATTERN).optional(),
+});
+
+export interface UserContext {
+  u: string;
+  p: Record<string, unknown>;
+  /** As sent, "" when absent. */
+  v: string;
+  /** Comparable form of v (see versionNumber), -1 when absent. */
+  vNum: number;
+}
+
+const EMPTY_BODY = 'the request body is empty; send a JSON object such as {"u":"","p":{}}';
+
+/** Parses and validates a body; throws RcdError invalid_json / invalid_body. */
+export function parseUserContext(text: string): UserContext {
+  if (text.length === 0) throw new RcdError('invalid_json', EMPTY_BODY);
+  let root: unknown;
+  try {
+    root = JSON.parse(text);
+  } catch {
+    throw new RcdError('invalid_json', 'the request body is not valid JSON');
+  }
+  return validateUserContext(root);
+}
+
+export function validateUserContext(root: unknown): UserContext {
+  if (typeof root !== 'object' || root === null || Array.isArray(root)) {
+    throw new RcdError('invalid_body', 'the request body must be a JSON object');
+  }
+  const body = root as Record<string, unknown>;
+  const u = body.u;
+  const p = body.p;
+  const v = body.v;
+  let uOut = '';
+  if (u !== undefined) {
+    if (typeof u !== 'string') throw new RcdError('invalid_body', 'u must be a string');
+    uOut = u;
+  }
+  let pOut: Record<string, unknown> = EMPTY_P;
+  if (p !== undefined) {
+    if (typeof p !== 'object' || p === null || Array.isArray(p)) {
+      throw new RcdError('invalid_body', 'p must be a JSON object');
+    }
+    pOut = p as Record<string, unknown>;
+  }
+  let vOut = '';
+  let vNum = -1;
+  if (v !== undefined) {
+    if (typeof v !== 'string') throw new RcdError('invalid_body', 'v must be a string of the form X.Y.Z');
+    const m = APP_VERSION_PATTERN.exec(v);
+    if (m === null) throw new RcdError('invalid_body', 'v must be a string of the form X.Y.Z (e.g. "1.4.2")');
+    vOut = v;
+    vNum = versionNumber(Number(m[1]), Number(m[2]), Number(m[3]));
+  }
+  return { u: uOut, p: pOut, v: vOut, vNum };
+}
+
+// Shared, frozen: a body without p gets this one object instead of a fresh {} per request.
+const EMPTY_P: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;

@@ -1,0 +1,114 @@
+/**
+ * Route handlers of the delivery API. Checks run in the documented order:
+ * route/method → X-Api-Key (401) → Content-Type (400) → body size (413) → JSON and schema (400)
+ * → query (400) → content lookup (404). The last three run once the body is in (request.ts).
+ *
+ * HOT PATH: change with care. Everything a handler needs from `req` is read synchronously here:
+ * uWS invalidates `req` when the handler returns.
+ */
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { errorResponse } from '../errors.js';
+import type { KeyView } from '../directory.js';
+import { JSON_TYPE, STATUS_OK, send, sendError } from './reply.js';
+import { ContentRequest, Route } from './request.js';
+import type { FrontEndState } from './state.js';
+
+const MISSING_KEY = errorResponse('missing_api_key', 'the X-Api-Key header is required');
+const INVALID_KEY = errorResponse('invalid_api_key', 'the API key is unknown or revoked');
+const BAD_TYPE = errorResponse('unsupported_content_type', 'Content-Type must be application/json');
+const NOT_FOUND = errorResponse('not_found', 'no such endpoint; see docs/api.md');
+const POST_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts POST only');
+const GET_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts GET only');
+const HEALTH_OK = '{"status":"ok"}';
+const HEALTH_DRAINING = '{"status":"shutting_down"}';
+
+/** `application/json`, optionally with parameters (`; charset=utf-8`), any letter case. */
+export function isJsonContentType(value: string): boolean {
+  if (value === JSON_TYPE) return true;
+  const semi = value.indexOf(';');
+  const type = (semi === -1 ? value : value.slice(0, semi)).trim().toLowerCase();
+  return type === JSON_TYPE;
+}
+
+/** Key then Content-Type; answers and returns undefined when either fails. */
+function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest): KeyView | undefined {
+  const key = req.getHeader('x-api-key');
+  if (key === '') {
+    sendError(res, MISSING_KEY, state.shuttingDown);
+    return undefined;
+  }
+  const view = state.directory.lookupKey(key);
+  if (view === undefined) {
+    sendError(res, INVALID_KEY, state.shuttingDown);
+    return undefined;
+  }
+  if (!isJsonContentType(req.getHeader('content-type'))) {
+    sendError(res, BAD_TYPE, state.shuttingDown);
+    return undefined;
+  }
+  state.usedKeys.add(view.keyId);
+  return view;
+}
+
+function decodeId(raw: string): string | undefined {
+  if (raw.indexOf('%') === -1) return raw.toLowerCase();
+  try {
+    return decodeURIComponent(raw).toLowerCase();
+  } catch {
+    return undefined;
+  }
+}
+
+export function handleContent(state: FrontEndState, res: HttpResponse, req: HttpRequest, route: Route): void {
+  if (req.getMethod() !== 'post') {
+    send(res, POST_ONLY.statusLine, POST_ONLY.body, '', 'allow', 'POST', state.shuttingDown);
+    return;
+  }
+  const view = authorize(state, res, req);
+  if (view === undefined) return;
+  const maxBody = state.config.maxBodyBytes;
+  const declared = req.getHeader('content-length');
+  if (declared !== '' && Number(declared) > maxBody) {
+    // Refuse before reading a byte; close since the client is about to send the body anyway.
+    sendError(res, errorResponse('payload_too_large', `the request body exceeds ${maxBody} bytes`), true);
+    return;
+  }
+  let idLower = '';
+  if (route !== Route.Combine) {
+    const id = decodeId(req.getParameter(0));
+    if (id === undefined) {
+      sendError(res, NOT_FOUND, state.shuttingDown);
+      return;
+    }
+    idLower = id;
+  }
+  const r = new ContentRequest(state, res, route, view.env, idLower, req.getQuery() ?? '');
+  res.onAborted(() => r.onAborted());
+  res.onData((chunk, isLast) => r.onChunk(chunk, isLast));
+}
+
+export function handleCatalog(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  if (req.getMethod() !== 'get') {
+    send(res, GET_ONLY.statusLine, GET_ONLY.body, '', 'allow', 'GET', state.shuttingDown);
+    return;
+  }
+  const view = authorize(state, res, req);
+  if (view === undefined) return;
+  send(res, STATUS_OK, view.env.catalogBody, '', '', '', state.shuttingDown);
+}
+
+export function handleHealth(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  if (req.getMethod() !== 'get') {
+    send(res, GET_ONLY.statusLine, GET_ONLY.body, '', 'allow', 'GET', state.shuttingDown);
+    return;
+  }
+  if (state.shuttingDown) {
+    send(res, '503 Service Unavailable', HEALTH_DRAINING, '', '', '', true);
+    return;
+  }
+  send(res, STATUS_OK, HEALTH_OK, '', '', '', false);
+}
+
+export function handleNotFound(state: FrontEndState, res: HttpResponse): void {
+  sendError(res, NOT_FOUND, state.shuttingDown);
+}

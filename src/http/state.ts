@@ -1,0 +1,21 @@
+/**
+ * What the front end's handlers share: the current routing directory (swapped whole on change),
+ * the batcher, limits, and the in-flight count that graceful shutdown waits on.
+ */
+import type { ServeConfig } from '../config.js';
+import type { Directory } from '../directory.js';
+import type { Batcher } from '../pool/batcher.js';
+
+export interface FrontEndState {
+  directory: Directory;
+  readonly batcher: Batcher;
+  readonly config: ServeConfig;
+  /** Requests accepted and not yet answered or aborted. */
+  inFlight: number;
+  /** Set on SIGTERM: answers carry Connection: close so keep-alive clients move to another node. */
+  shuttingDown: boolean;
+  /** Key ids seen since the last flush to the store (last-use bookkeeping, off the hot path). */
+  readonly usedKeys: Set<string>;
+  /** Called once for each unexpected failure (logged, never sent to the client). */
+  readonly onInternalError: (err: unknown) => void;
+}

@@ -1,0 +1,164 @@
+/**
+ * The composition root of `rcd serve`: store → directory → worker pool → uWS front end (+ admin
+ * listener), and graceful shutdown in the reverse order.
+ */
+import { readFileSync } from 'node:fs';
+import { Piscina } from 'piscina';
+import type { ServeConfig } from './config.js';
+import { DEMO_CONTENT_ID, DEMO_ENV, demoBundle, newDemoKey, readDemoKey } from './demo.js';
+import { Directory } from './directory.js';
+import { RcdError } from './errors.js';
+import { createApp, isNativeUws, listen, stopListening } from './http/app.js';
+import type { FrontEndState } from './http/state.js';
+import { logError, logInfo, rateLimitedErrorLogger } from './log.js';
+import { Batcher } from './pool/batcher.js';
+import type { WorkerOptions } from './pool/protocol.js';
+import { openStore } from './store/index.js';
+import type { Store } from './store/types.js';
+
+export interface RunningServer {
+  readonly port: number;
+  readonly store: Store;
+  /** Rebuilds the routing directory from the store; resolves once new requests see the change. */
+  refresh(): Promise<void>;
+  /** Stops accepting, finishes in-flight requests (bounded by the shutdown timeout), releases everything. */
+  close(): Promise<void>;
+}
+
+const KEY_USE_FLUSH_MS = 30_000;
+
+export async function startServer(config: ServeConfig): Promise<RunningServer> {
+  if (!isNativeUws()) {
+    logError('the native uWebSockets.js addon did not load; running on its slow JavaScript fallback');
+  }
+  const store = await openStore(config.storeUrl);
+  let demoKey: string | null = null;
+  try {
+    if (config.importFile !== null) await importFile(store, config.importFile);
+    if (config.seedDemo) demoKey = await seedDemo(store, config);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+
+  const workerData: WorkerOptions = { storeUrl: store.readerUrl, cacheBytes: config.cacheBytes };
+  const pool = new Piscina({
+    filename: new URL('./worker/index.js', import.meta.url).href,
+    minThreads: config.threads,
+    maxThreads: config.threads,
+    idleTimeout: Number.MAX_SAFE_INTEGER,
+    workerData,
+  });
+  const state: FrontEndState = {
+    directory: new Directory(await store.loadDirectory()),
+    batcher: new Batcher(pool, config.threads, config.maxPendingJobs),
+    config,
+    inFlight: 0,
+    shuttingDown: false,
+    usedKeys: new Set(),
+    onInternalError: rateLimitedErrorLogger(1000),
+  };
+
+  const app = createApp(state);
+  let listening: Awaited<ReturnType<typeof listen>>;
+  try {
+    listening = await listen(app, config.host, config.port);
+  } catch (err) {
+    await pool.destroy();
+    await store.close();
+    throw err;
+  }
+  logInfo(`listening on http://${config.host}:${listening.port} (${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
+  if (demoKey !== null) printDemoHint(config, listening.port, demoKey);
+
+  const flushTimer = setInterval(() => void flushKeyUse(store, state), KEY_USE_FLUSH_MS);
+  flushTimer.unref();
+
+  const refresh = async (): Promise<void> => {
+    state.directory = new Directory(await store.loadDirectory());
+  };
+
+  let closing: Promise<void> | null = null;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      state.shuttingDown = true;
+      stopListening(listening.socket);
+      await waitForIdle(state, config.shutdownTimeoutMs);
+      clearInterval(flushTimer);
+      // Closes keep-alive connections too; present at runtime in this uWS build, missing from its typings.
+      (app as unknown as { close(): void }).close();
+      await pool.destroy();
+      await flushKeyUse(store, state);
+      await store.close();
+    })();
+    return closing;
+  };
+
+  return { port: listening.port, store, refresh, close };
+}
+
+function describeStore(url: string): string {
+  return url === 'memory:' ? 'memory: (nothing is kept after exit)' : url;
+}
+
+async function importFile(store: Store, file: string): Promise<void> {
+  let bundle: unknown;
+  try {
+    bundle = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new RcdError('invalid_bundle', `cannot read bundle ${file}: ${(err as Error).message}`);
+  }
+  const report = await store.importBundle(bundle);
+  logInfo(
+    `imported ${file}: ${report.environmentsCreated} environments created, ${report.keysAdded} keys added, ` +
+      `${report.revisionsAdded} revisions added, ${report.mappingsChanged} mappings changed`,
+  );
+}
+
+/** Seeds the demo environment into an empty store; returns the demo key when the demo environment is there. */
+async function seedDemo(store: Store, config: ServeConfig): Promise<string | null> {
+  const envs = await store.listEnvironments();
+  if (envs.length === 0) {
+    const key = newDemoKey(config.dataDir);
+    await store.importBundle(demoBundle(key));
+    logInfo(`seeded a demo environment "${DEMO_ENV}" (first start of an empty store)`);
+    return key;
+  }
+  return envs.some((e) => e.id === DEMO_ENV) ? readDemoKey(config.dataDir) : null;
+}
+
+function printDemoHint(config: ServeConfig, port: number, key: string): void {
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  logInfo(`demo API key: ${key} (stored in ${config.dataDir}/demo-api-key)`);
+  logInfo('try:');
+  logInfo(
+    `  curl -s -X POST http://${host}:${port}/api/v1/config/${DEMO_CONTENT_ID}/dynamic ` +
+      `-H 'X-Api-Key: ${key}' -H 'Content-Type: application/json' -d '{"u":"player-1","p":{},"v":"1.0.0"}'`,
+  );
+}
+
+async function flushKeyUse(store: Store, state: FrontEndState): Promise<void> {
+  if (state.usedKeys.size === 0) return;
+  const ids = [...state.usedKeys];
+  state.usedKeys.clear();
+  try {
+    await store.recordKeyUse(ids, new Date().toISOString());
+  } catch (err) {
+    logError(`recording API key use failed: ${(err as Error).message}`);
+  }
+}
+
+function waitForIdle(state: FrontEndState, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve) => {
+    const check = (): void => {
+      if (state.inFlight === 0 || Date.now() >= deadline) {
+        if (state.inFlight > 0) logError(`shutdown timeout: ${state.inFlight} requests still in flight`);
+        resolve();
+        return;
+      }
+      setTimeout(check, 10);
+    };
+    check();
+  });
+}

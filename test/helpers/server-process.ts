@@ -1,0 +1,139 @@
+/**
+ * Starts the real `rcd serve` process (compiled, from dist/ via bin/rcd.js) on ephemeral ports with a
+ * temporary store, and speaks HTTP to it. No mocks: this is what a client or an operator sees.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const BIN = join(ROOT, 'bin', 'rcd.js');
+
+export interface ServerOptions {
+  /** Bundle object written to a temp file and passed with --import. */
+  bundle?: unknown;
+  /** Reuse a directory (e.g. to restart on the same store). A fresh temp dir otherwise. */
+  dir?: string;
+  args?: string[];
+  env?: Record<string, string>;
+  /** Admin listener on an ephemeral port (default: disabled). */
+  admin?: boolean;
+}
+
+export interface ServerProcess {
+  readonly url: string;
+  readonly adminUrl: string | null;
+  readonly dir: string;
+  readonly storeUrl: string;
+  readonly child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** SIGTERM and wait for exit; resolves with the exit code. */
+  stop(): Promise<number | null>;
+  /** Stop and remove the temp dir (unless it was given). */
+  dispose(): Promise<void>;
+}
+
+export function tempDir(prefix = 'rcd-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export async function startServer(opts: ServerOptions = {}): Promise<ServerProcess> {
+  const ownDir = opts.dir === undefined;
+  const dir = opts.dir ?? tempDir();
+  const storeUrl = `sqlite:${join(dir, 'rcd.db')}`;
+  const args = [BIN, 'serve', '--store', storeUrl, '--host', '127.0.0.1', '--port', '0', '--threads', '2', '--seed-demo', 'false'];
+  if (opts.admin === true) args.push('--admin-port', '0', '--admin-host', '127.0.0.1');
+  else args.push('--admin', 'false');
+  if (opts.bundle !== undefined) {
+    const file = join(dir, 'bundle.json');
+    writeFileSync(file, JSON.stringify(opts.bundle));
+    args.push('--import', file);
+  }
+  args.push(...(opts.args ?? []));
+  const child = spawn(process.execPath, args, {
+    cwd: dir,
+    env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in time\nstdout:\n${out}\nstderr:\n${err}`)), 20_000);
+    const onData = (): void => {
+      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
+      if (m !== null) {
+        clearTimeout(timer);
+        child.stdout!.off('data', onData);
+        resolve(m[1]!);
+      }
+    };
+    child.stdout!.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening\nstdout:\n${out}\nstderr:\n${err}`));
+    });
+  });
+  const adminMatch = /admin listening on (http:\/\/[^\s]+)/.exec(out);
+
+  const stop = async (): Promise<number | null> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    return exited;
+  };
+  return {
+    url,
+    adminUrl: adminMatch === null ? null : adminMatch[1]!,
+    dir,
+    storeUrl,
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    stop,
+    dispose: async () => {
+      await stop();
+      if (ownDir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: unknown;
+}
+
+/** POST (or GET) with the delivery API's headers; `headers` entries set to null are omitted. */
+export async function call(
+  base: string,
+  path: string,
+  opts: { method?: string; key?: string | null; contentType?: string | null; body?: string | null; headers?: Record<string, string> } = {},
+): Promise<Reply> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.key !== null && opts.key !== undefined) headers['x-api-key'] = opts.key;
+  const ct = opts.contentType === undefined ? 'application/json' : opts.contentType;
+  if (ct !== null) headers['content-type'] = ct;
+  const method = opts.method ?? 'POST';
+  const init: RequestInit = { method, headers };
+  if (method !== 'GET' && method !== 'HEAD') init.body = opts.body === undefined ? '{}' : (opts.body ?? undefined);
+  const res = await fetch(base + path, init);
+  const text = await res.text();
+  let json: unknown = undefined;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+/** The stable error code of an error reply. */
+export function errorCode(r: Reply): string | undefined {
+  return (r.json as { error?: { code?: string } } | undefined)?.error?.code;
+}

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { Directory, chooseRevision, parseVersion } from '../../src/directory.js';
+import type { DirectorySnapshot } from '../../src/store/types.js';
+import { createHash } from 'node:crypto';
+
+const rev = (revId: number, minAppVersion: string | null) => ({ revId, number: revId, hash: `h${revId}`, minAppVersion, createdAt: '' });
+
+const SNAPSHOT: DirectorySnapshot = {
+  environments: ['prod', 'empty'],
+  keys: [{ digest: createHash('sha256').update('k1').digest('hex'), keyId: 'id1', envId: 'prod' }],
+  contents: [
+    {
+      envId: 'prod', id: 'Game', idLower: 'game', mappingId: 7, mappingRuleCount: 2, createdAt: '', updatedAt: '',
+      revisions: [rev(1, null), rev(2, '2.0.0'), rev(3, '1.5.0')],
+    },
+    { envId: 'prod', id: '__proto__', idLower: '__proto__', mappingId: null, mappingRuleCount: 0, createdAt: '', updatedAt: '', revisions: [rev(4, null)] },
+  ],
+};
+
+describe('Directory', () => {
+  const dir = new Directory(SNAPSHOT);
+
+  it('finds the environment of a plain key by its SHA-256 digest, and not an unknown key', () => {
+    expect(dir.lookupKey('k1')?.env.id).toBe('prod');
+    expect(dir.lookupKey('k1')?.keyId).toBe('id1');
+    expect(dir.lookupKey('k2')).toBeUndefined();
+  });
+
+  it('prebuilds the catalog with ids as created, newest hash and d from the rule count', () => {
+    const body = JSON.parse(dir.environments.get('prod')!.catalogBody.toString()) as { catalog: Record<string, unknown> };
+    expect(Object.keys(body.catalog)).toEqual(['Game', '__proto__']);
+    expect(body.catalog.Game).toEqual({ h: 'h3', d: true });
+    expect(JSON.parse(dir.environments.get('empty')!.catalogBody.toString())).toEqual({ catalog: {} });
+  });
+
+  it('chooses the newest revision whose minAppVersion is absent or <= v', () => {
+    const game = dir.environments.get('prod')!.contents.get('game')!;
+    expect(chooseRevision(game, -1)?.revId).toBe(3);
+    expect(chooseRevision(game, parseVersion('1.4.9'))?.revId).toBe(1);
+    expect(chooseRevision(game, parseVersion('1.5.0'))?.revId).toBe(3);
+    expect(chooseRevision(game, parseVersion('2.0.0'))?.revId).toBe(3);
+  });
+
+  it('returns undefined when every revision needs a newer app', () => {
+    const only = new Directory({
+      environments: ['e'], keys: [],
+      contents: [{ envId: 'e', id: 'X', idLower: 'x', mappingId: null, mappingRuleCount: 0, createdAt: '', updatedAt: '', revisions: [rev(9, '5.0.0')] }],
+    });
+    expect(chooseRevision(only.environments.get('e')!.contents.get('x')!, parseVersion('4.9.9'))).toBeUndefined();
+  });
+});

@@ -1,0 +1,87 @@
+import { describe, expect, it } from 'vitest';
+import { RcdError } from '../../../src/errors.js';
+import { parseUserContext, userContextSchema } from '../../../src/http/context.js';
+import { isJsonContentType } from '../../../src/http/handlers.js';
+
+const CASES: [string, boolean][] = [
+  ['{}', true],
+  ['{"u":"x"}', true],
+  ['{"u":"","p":{}}', true],
+  ['{"u":"a","p":{"k":[1,"b"],"n":{"d":1}},"v":"0.0.0"}', true],
+  ['{"v":"999999999.0.1"}', true],
+  ['{"x":1}', true],
+  ['{"p":{"__proto__":{"a":1}}}', true],
+  ['{"p":[]}', false],
+  ['{"p":1}', false],
+  ['{"p":"s"}', false],
+  ['{"p":null}', false],
+  ['{"u":null}', false],
+  ['{"u":1}', false],
+  ['{"v":1}', false],
+  ['{"v":null}', false],
+  ['{"v":"1.2"}', false],
+  ['{"v":"1.2.3.4"}', false],
+  ['{"v":"1.2.3-beta"}', false],
+  ['{"v":"01.2.3"}', false],
+  ['{"v":"1000000000.0.0"}', false],
+  ['{"v":" 1.2.3"}', false],
+  ['[]', false],
+  ['"s"', false],
+  ['null', false],
+];
+
+describe('parseUserContext', () => {
+  for (const [body, ok] of CASES) {
+    it(`${ok ? 'accepts' : 'refuses'} ${body}`, () => {
+      if (ok) {
+        expect(() => parseUserContext(body)).not.toThrow();
+      } else {
+        expect(() => parseUserContext(body)).toThrowError(RcdError);
+      }
+      // The hand-written hot path and the zod statement of the contract agree.
+      const root = JSON.parse(body) as unknown;
+      expect(userContextSchema.safeParse(root).success).toBe(ok);
+    });
+  }
+
+  it('fills the defaults: u "", p {}, v "" and vNum -1', () => {
+    const ctx = parseUserContext('{}');
+    expect(ctx).toEqual({ u: '', p: {}, v: '', vNum: -1 });
+  });
+
+  it('orders versions numerically, not as text', () => {
+    const a = parseUserContext('{"v":"1.10.0"}').vNum;
+    const b = parseUserContext('{"v":"1.9.99"}').vNum;
+    const c = parseUserContext('{"v":"2.0.0"}').vNum;
+    expect(a).toBeGreaterThan(b);
+    expect(c).toBeGreaterThan(a);
+  });
+
+  it('uses invalid_json for empty and malformed bodies, invalid_body for wrong shapes', () => {
+    const code = (body: string): string => {
+      try {
+        parseUserContext(body);
+        return 'none';
+      } catch (err) {
+        return (err as RcdError).code;
+      }
+    };
+    expect(code('')).toBe('invalid_json');
+    expect(code('{')).toBe('invalid_json');
+    expect(code('[]')).toBe('invalid_body');
+  });
+});
+
+describe('isJsonContentType', () => {
+  it.each([
+    ['application/json', true],
+    ['application/json; charset=utf-8', true],
+    ['APPLICATION/JSON', true],
+    [' application/json ;charset=UTF-8', true],
+    ['application/jsonp', false],
+    ['text/json', false],
+    ['', false],
+  ])('%s → %s', (value, ok) => {
+    expect(isJsonContentType(value)).toBe(ok);
+  });
+});
