@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { SERVE_OPTIONS, buildServeConfig, ConfigError, resolveOptions, type OptionSpec } from './config.js';
 import { RcdError } from './errors.js';
 import { logError, logInfo } from './log.js';
-import { startServer } from './server.js';
+import { ADMIN_COMMANDS, ADMIN_USAGE, runAdminCommand } from './admin/cli.js';
 import { openStore } from './store/index.js';
 
 const STORE_OPTION: OptionSpec = SERVE_OPTIONS[0]!;
@@ -20,10 +20,11 @@ Usage:
   rcd export [--store URL]       write a bundle of the store to stdout (API keys are not exported)
   rcd <command> --help           options of one command
 
-Management commands (against a running server's admin API):
-  rcd env|key|content|mapping|sync|webhook|audit ...   see docs/admin.md
+  rcd import FILE --admin-url URL / rcd export --admin-url URL
+                                 the same through a running server's admin API (edits live at once)
 
-Every option also reads an environment variable (rcd serve --help lists them).
+Every serve option also reads an environment variable (rcd serve --help lists them).
+
 `;
 
 function optionHelp(specs: readonly OptionSpec[]): string {
@@ -46,6 +47,8 @@ async function serve(args: string[]): Promise<number> {
     return 0;
   }
   const config = buildServeConfig(resolveOptions(SERVE_OPTIONS, flags, process.env));
+  // Loaded here, not at the top: management commands then start without loading uWS and the pool.
+  const { startServer } = await import('./server.js');
   const server = await startServer(config);
   await new Promise<void>((resolve) => {
     const stop = (signal: string): void => {
@@ -103,18 +106,24 @@ async function main(argv: string[]): Promise<number> {
     case 'help':
     case '--help':
     case '-h':
-      process.stdout.write(USAGE);
+      process.stdout.write(USAGE + ADMIN_USAGE);
       return command === undefined ? 2 : 0;
     case 'serve':
       return serve(rest);
     case 'import':
-      return importCommand(rest);
+      return viaAdmin(rest) ? runAdminCommand(argv) : importCommand(rest);
     case 'export':
-      return exportCommand(rest);
+      return viaAdmin(rest) ? runAdminCommand(argv) : exportCommand(rest);
     default:
+      if (ADMIN_COMMANDS.includes(command)) return runAdminCommand(argv);
       process.stderr.write(`rcd: unknown command "${command}"\n\n${USAGE}`);
       return 2;
   }
+}
+
+/** import/export go through the admin API when an admin URL is named, else straight to the store. */
+function viaAdmin(args: string[]): boolean {
+  return args.some((a) => a === '--admin-url' || a.startsWith('--admin-url='));
 }
 
 function describe(err: unknown): string {

@@ -4,6 +4,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { Piscina } from 'piscina';
+import { startAdminServer } from './admin/server.js';
+import { openAdminState } from './admin/state.js';
+import { resolveAdminToken } from './admin/token.js';
 import type { ServeConfig } from './config.js';
 import { DEMO_CONTENT_ID, DEMO_ENV, demoBundle, newDemoKey, readDemoKey } from './demo.js';
 import { Directory } from './directory.js';
@@ -78,10 +81,13 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     state.directory = new Directory(await store.loadDirectory());
   };
 
+  const admin = config.adminEnabled ? await startAdmin(config, store, refresh) : null;
+
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= (async () => {
       state.shuttingDown = true;
+      if (admin !== null) await admin.close();
       stopListening(listening.socket);
       await waitForIdle(state, config.shutdownTimeoutMs);
       clearInterval(flushTimer);
@@ -95,6 +101,33 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   };
 
   return { port: listening.port, store, refresh, close };
+}
+
+/** The management plane on its own listener; its writes call `refresh` before they answer ("live at once"). */
+async function startAdmin(
+  config: ServeConfig,
+  store: Store,
+  refresh: () => Promise<void>,
+): Promise<{ close(): Promise<void> }> {
+  const token = resolveAdminToken(config.dataDir);
+  if (token.source === 'file') logInfo(`admin token in ${token.path}`);
+  const state = openAdminState(config.storeUrl);
+  const server = await startAdminServer({
+    host: config.adminHost,
+    port: config.adminPort,
+    token: token.token,
+    store,
+    state,
+    onChange: refresh,
+    log: logInfo,
+  });
+  logInfo(`admin listening on http://${config.adminHost}:${server.port}`);
+  return {
+    close: async () => {
+      await server.close();
+      await state.close();
+    },
+  };
 }
 
 function describeStore(url: string): string {

@@ -21,7 +21,7 @@ const PLAYER_SETTINGS_MIN = JSON.stringify(PLAYER_SETTINGS);
 const BUNDLE = {
   environments: {
     prod: {
-      keys: ['key-prod'],
+      keys: ['key-prod-1'],
       content: {
         PlayerSettings: { text: PLAYER_SETTINGS_TEXT },
         Shop: { json: { items: ['sword', 'shield'], sale: false } },
@@ -32,14 +32,14 @@ const BUNDLE = {
       },
     },
     dev: {
-      keys: ['key-dev'],
+      keys: ['key-dev-01'],
       content: { PlayerSettings: { json: { dev: true } }, DevOnly: { json: 1 } },
     },
   },
 };
 
 let server: ServerProcess;
-const prod = { key: 'key-prod' };
+const prod = { key: 'key-prod-1' };
 
 beforeAll(async () => {
   server = await startServer({ bundle: BUNDLE, args: ['--max-body', '1024', '--max-combine-ids', '5'] });
@@ -335,13 +335,13 @@ describe('catalog and isolation', () => {
   });
 
   it('never shows content of another environment', async () => {
-    const dev = await call(server.url, '/api/v1/config/PlayerSettings', { key: 'key-dev' });
+    const dev = await call(server.url, '/api/v1/config/PlayerSettings', { key: 'key-dev-01' });
     expect(dev.json).toEqual({ dev: true });
-    const prodOnly = await call(server.url, '/api/v1/config/Shop', { key: 'key-dev' });
+    const prodOnly = await call(server.url, '/api/v1/config/Shop', { key: 'key-dev-01' });
     expect(errorCode(prodOnly)).toBe('content_not_found');
     const devOnly = await call(server.url, '/api/v1/config/DevOnly', prod);
     expect(errorCode(devOnly)).toBe('content_not_found');
-    const cat = await call(server.url, '/api/v1/env/catalog', { key: 'key-dev', method: 'GET' });
+    const cat = await call(server.url, '/api/v1/env/catalog', { key: 'key-dev-01', method: 'GET' });
     expect(Object.keys((cat.json as { catalog: object }).catalog).sort()).toEqual(['DevOnly', 'PlayerSettings']);
   });
 });

@@ -67,8 +67,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in time\nstdout:\n${out}\nstderr:\n${err}`)), 20_000);
     const onData = (): void => {
-      const m = /listening on (http:\/\/[^\s]+)/.exec(out);
-      if (m !== null) {
+      const m = /(?<!admin )listening on (http:\/\/[^\s]+)/.exec(out);
+      if (m !== null && (opts.admin !== true || /admin listening on/.test(out))) {
         clearTimeout(timer);
         child.stdout!.off('data', onData);
         resolve(m[1]!);

@@ -1,0 +1,240 @@
+/**
+ * Rule conditions (`when`): a MongoDB-style query on the user attributes p.
+ *
+ * Validation is ours and strict (an allow-list of operators and operand shapes, checked before sift
+ * ever sees the query): sift would otherwise also run `$where` (code execution), `$mod` and `$type`,
+ * which the mapping format does not offer. Evaluation is sift's: it implements the MongoDB semantics
+ * the format promises (array attributes, dotted paths, $elemMatch, $not) and compiles a query once
+ * into a reusable tester. Version comparisons are added as sift operations.
+ *
+ * Semantics worth knowing (documented in docs/api.md): a missing attribute never matches a positive
+ * comparison ($eq with a non-null value, $gt.., $in, $regex, $size, $all, $elemMatch, $v..); negations
+ * ($ne, $nin, $not, $nor, $exists:false) match a missing attribute as in MongoDB; `{"a":null}` matches
+ * a missing a. Version operators ($vne included) never match a missing or non-X.Y.Z attribute.
+ */
+import siftModule from 'sift';
+import type { AppVersion } from '../store/types.js';
+import { FORBIDDEN_KEYS, childPath, findForbiddenKeys, isPlainObject, type MappingProblem } from './problems.js';
+import { compareAppVersions, parseAppVersion } from './version.js';
+
+/** A compiled condition: true when the rule's `when` matches p. */
+export type Predicate = (p: Record<string, unknown>) => boolean;
+
+type SiftOperationCreator = (params: unknown, ownerQuery: unknown, options: unknown, name: string) => unknown;
+interface SiftApi {
+  default: (query: unknown, options?: { operations?: Record<string, SiftOperationCreator> }) => (item: unknown) => boolean;
+  createEqualsOperation: (params: unknown, ownerQuery: unknown, options: unknown) => unknown;
+}
+// sift ships CommonJS whose typings describe an ES default export; under NodeNext the default import
+// is the whole exports object, so name its two members we use explicitly.
+const sift = siftModule as unknown as SiftApi;
+
+const MAX_DEPTH = 32;
+
+const COMPARISON_OPS = new Set(['$gt', '$gte', '$lt', '$lte']);
+const VERSION_OPS = new Set(['$veq', '$vne', '$vgt', '$vgte', '$vlt', '$vlte']);
+const LOGICAL_OPS = new Set(['$and', '$or', '$nor']);
+
+type VersionTest = (cmp: number) => boolean;
+const VERSION_TESTS: Record<string, VersionTest> = {
+  $veq: (c) => c === 0,
+  $vne: (c) => c !== 0,
+  $vgt: (c) => c > 0,
+  $vgte: (c) => c >= 0,
+  $vlt: (c) => c < 0,
+  $vlte: (c) => c <= 0,
+};
+
+/** Runs at compile time only: the returned tester is what runs per request. */
+function versionTester(target: AppVersion, test: VersionTest): (value: unknown) => boolean {
+  return (value: unknown): boolean => {
+    if (typeof value !== 'string') return false;
+    const parsed = parseAppVersion(value);
+    return parsed !== null && test(compareAppVersions(parsed, target));
+  };
+}
+
+function versionOperation(params: unknown, ownerQuery: unknown, options: unknown, name: string): unknown {
+  // Operands were validated before compiling; a bad one here is a programming error.
+  const target = typeof params === 'string' ? parseAppVersion(params) : null;
+  if (target === null) throw new Error(`${name} needs an X.Y.Z version`);
+  return sift.createEqualsOperation(versionTester(target, VERSION_TESTS[name]), ownerQuery, options);
+}
+
+const SIFT_OPTIONS = {
+  operations: {
+    $veq: versionOperation,
+    $vne: versionOperation,
+    $vgt: versionOperation,
+    $vgte: versionOperation,
+    $vlt: versionOperation,
+    $vlte: versionOperation,
+  },
+};
+
+/**
+ * Validates `when` and compiles it. Returns null when the condition matches everyone (absent or `{}`),
+ * so the evaluator skips the call. Problems are appended to `problems`; when any were added the
+ * returned value must not be used.
+ */
+export function compileCondition(when: unknown, path: string, rule: number, problems: MappingProblem[]): Predicate | null {
+  if (when === undefined) return null;
+  const before = problems.length;
+  if (!isPlainObject(when)) {
+    problems.push({ rule, path, reason: 'must be an object (a condition on p)' });
+    return null;
+  }
+  checkQuery(when, path, rule, problems, 0);
+  if (problems.length !== before || Object.keys(when).length === 0) return null;
+  try {
+    return sift.default(when, SIFT_OPTIONS) as Predicate;
+  } catch (err) {
+    problems.push({ rule, path, reason: (err as Error).message });
+    return null;
+  }
+}
+
+/** A query: field conditions and $and/$or/$nor, as at the top of `when` or inside $elemMatch. */
+function checkQuery(query: Record<string, unknown>, path: string, rule: number, problems: MappingProblem[], depth: number): void {
+  if (depth > MAX_DEPTH) {
+    problems.push({ rule, path, reason: `nested deeper than ${MAX_DEPTH} levels` });
+    return;
+  }
+  for (const key of Object.keys(query)) {
+    const p = childPath(path, key);
+    const value = query[key];
+    if (key.startsWith('$')) {
+      if (!LOGICAL_OPS.has(key)) {
+        problems.push({ rule, path: p, reason: `unknown operator ${key} (allowed here: $and, $or, $nor, or an attribute name)` });
+      } else if (!Array.isArray(value) || value.length === 0) {
+        problems.push({ rule, path: p, reason: `${key} needs a non-empty array of conditions` });
+      } else {
+        for (let i = 0; i < value.length; i++) {
+          const item: unknown = value[i];
+          if (isPlainObject(item)) checkQuery(item, `${p}[${i}]`, rule, problems, depth + 1);
+          else problems.push({ rule, path: `${p}[${i}]`, reason: 'must be an object (a condition)' });
+        }
+      }
+      continue;
+    }
+    if (!checkFieldPath(key, p, rule, problems)) continue;
+    checkValueCondition(value, p, rule, problems, depth + 1);
+  }
+}
+
+function checkFieldPath(key: string, path: string, rule: number, problems: MappingProblem[]): boolean {
+  const segments = key.split('.');
+  for (const segment of segments) {
+    if (segment === '') {
+      problems.push({ rule, path, reason: `attribute path "${key}" has an empty segment` });
+      return false;
+    }
+    if (FORBIDDEN_KEYS.has(segment)) {
+      problems.push({ rule, path, reason: `key "${segment}" is not allowed` });
+      return false;
+    }
+    if (segment.startsWith('$')) {
+      problems.push({ rule, path, reason: `attribute path "${key}" contains an operator (${segment})` });
+      return false;
+    }
+  }
+  return true;
+}
+
+function hasOperatorKey(value: Record<string, unknown>): boolean {
+  for (const key of Object.keys(value)) if (key.startsWith('$')) return true;
+  return false;
+}
+
+/** What one attribute is tested with: a literal (implicit equality) or an object of operators. */
+function checkValueCondition(value: unknown, path: string, rule: number, problems: MappingProblem[], depth: number): void {
+  if (isPlainObject(value) && hasOperatorKey(value)) {
+    checkOperators(value, path, rule, problems, depth);
+  } else {
+    findForbiddenKeys(value, path, rule, problems);
+  }
+}
+
+function checkOperators(ops: Record<string, unknown>, path: string, rule: number, problems: MappingProblem[], depth: number): void {
+  if (depth > MAX_DEPTH) {
+    problems.push({ rule, path, reason: `nested deeper than ${MAX_DEPTH} levels` });
+    return;
+  }
+  for (const op of Object.keys(ops)) {
+    const p = childPath(path, op);
+    const operand = ops[op];
+    if (!op.startsWith('$')) {
+      problems.push({ rule, path: p, reason: `"${op}" mixed with operators: use either operators or a literal value` });
+      continue;
+    }
+    checkOperator(op, operand, ops, p, rule, problems, depth);
+  }
+}
+
+function checkOperator(
+  op: string,
+  operand: unknown,
+  ops: Record<string, unknown>,
+  path: string,
+  rule: number,
+  problems: MappingProblem[],
+  depth: number,
+): void {
+  if (op === '$eq' || op === '$ne') {
+    findForbiddenKeys(operand, path, rule, problems);
+  } else if (COMPARISON_OPS.has(op)) {
+    if (typeof operand !== 'number' && typeof operand !== 'string') {
+      problems.push({ rule, path, reason: `${op} needs a number or a string` });
+    }
+  } else if (op === '$in' || op === '$nin' || op === '$all') {
+    if (!Array.isArray(operand)) problems.push({ rule, path, reason: `${op} needs an array` });
+    else findForbiddenKeys(operand, path, rule, problems);
+  } else if (op === '$exists') {
+    if (typeof operand !== 'boolean') problems.push({ rule, path, reason: '$exists needs true or false' });
+  } else if (op === '$regex') {
+    checkRegex(operand, ops.$options, path, rule, problems);
+  } else if (op === '$options') {
+    if (!('$regex' in ops)) problems.push({ rule, path, reason: '$options is only allowed next to $regex' });
+  } else if (op === '$size') {
+    if (typeof operand !== 'number' || !Number.isInteger(operand) || operand < 0) {
+      problems.push({ rule, path, reason: '$size needs a non-negative integer' });
+    }
+  } else if (op === '$elemMatch') {
+    if (!isPlainObject(operand) || Object.keys(operand).length === 0) {
+      problems.push({ rule, path, reason: '$elemMatch needs a non-empty object' });
+    } else if (hasOperatorKey(operand) && !Object.keys(operand).some((k) => LOGICAL_OPS.has(k))) {
+      checkOperators(operand, path, rule, problems, depth + 1);
+    } else {
+      checkQuery(operand, path, rule, problems, depth + 1);
+    }
+  } else if (op === '$not') {
+    if (!isPlainObject(operand) || !hasOperatorKey(operand)) {
+      problems.push({ rule, path, reason: '$not needs an object of operators, e.g. {"$not":{"$gt":5}}' });
+    } else {
+      checkOperators(operand, path, rule, problems, depth + 1);
+    }
+  } else if (VERSION_OPS.has(op)) {
+    if (typeof operand !== 'string' || parseAppVersion(operand) === null) {
+      problems.push({ rule, path, reason: `${op} needs a version string X.Y.Z` });
+    }
+  } else {
+    problems.push({ rule, path, reason: `unknown operator ${op}` });
+  }
+}
+
+function checkRegex(pattern: unknown, flags: unknown, path: string, rule: number, problems: MappingProblem[]): void {
+  if (typeof pattern !== 'string') {
+    problems.push({ rule, path, reason: '$regex needs a string' });
+    return;
+  }
+  // g and y make a RegExp stateful (lastIndex) across calls; the others are meaningful per test.
+  if (flags !== undefined && (typeof flags !== 'string' || !/^[imsu]*$/.test(flags))) {
+    problems.push({ rule, path, reason: '$options may only hold the flags i, m, s, u' });
+    return;
+  }
+  try {
+    new RegExp(pattern, flags === undefined ? '' : flags);
+  } catch (err) {
+    problems.push({ rule, path, reason: `bad regular expression: ${(err as Error).message}` });
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * The per-request side of a mapping: (p, v, mod) → the Combination of applied rules and variants.
+ *
+ * This runs for every wrapped request, so it only does cheap work in a fixed order per rule: the
+ * mod table lookup (A/B tests), the app-version range, then the compiled condition. The result is an
+ * interned Combination; the render cache is keyed by (revision id, mapping id, combination key), so
+ * a repeat combination costs this evaluation plus one cache lookup.
+ */
+import semver from 'semver';
+import type { CompiledMapping, CompiledRule, Combination, Selection } from './compile.js';
+import { PatchKind, type CompiledPatch } from './patch.js';
+
+/** No rule applied: deliver the base revision, `seg: []`. */
+export const EMPTY_SELECTION: Selection = { key: '', seg: '[]', patches: [], applied: null };
+export const EMPTY_COMBINATION: Combination = { key: '', patches: [], segEntries: [], mayFail: false, whole: EMPTY_SELECTION };
+
+// The number of distinct combinations is bounded by the rules' shape, but a pathological mapping
+// (many independent rules) could produce very many; past this bound combinations are still correct,
+// just built per request instead of interned.
+const MAX_INTERNED = 4096;
+
+/**
+ * Which rules apply to this request. `v` is the request's app version ("" when absent): a rule with
+ * an appVersion range never applies without one. `mod` is meta.mod (uid % 1000).
+ */
+export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unknown>, v: string, mod: number): Combination {
+  const rules = mapping.rules;
+  const version = mapping.usesAppVersion && v !== '' ? semver.parse(v) : null;
+  let key = '';
+  for (let i = 0; i < rules.length; i++) {
+    const choice = ruleChoice(rules[i], p, version, mod);
+    if (choice !== -2) key += i + '.' + choice + ';';
+  }
+  if (key === '') return EMPTY_COMBINATION;
+  const interned = mapping.combinations.get(key);
+  if (interned !== undefined) return interned;
+  const built = buildCombination(mapping, key);
+  if (mapping.combinations.size < MAX_INTERNED) mapping.combinations.set(key, built);
+  return built;
+}
+
+/** -2: the rule does not apply; -1: its patch applies; k >= 0: variant k applies. */
+function ruleChoice(rule: CompiledRule, p: Record<string, unknown>, version: semver.SemVer | null, mod: number): number {
+  let choice = -1;
+  if (rule.variantOfMod !== null) {
+    choice = rule.variantOfMod[mod];
+    if (choice < 0) return -2;
+  }
+  if (rule.range !== null && (version === null || !rule.range.test(version))) return -2;
+  if (rule.predicate !== null && !rule.predicate(p)) return -2;
+  return choice;
+}
+
+function buildCombination(mapping: CompiledMapping, key: string): Combination {
+  const patches: CompiledPatch[] = [];
+  const segEntries: string[] = [];
+  for (const part of key.split(';')) {
+    if (part === '') continue;
+    const dot = part.indexOf('.');
+    const rule = mapping.rules[Number(part.slice(0, dot))];
+    const choice = Number(part.slice(dot + 1));
+    if (choice < 0) {
+      patches.push(rule.patch as CompiledPatch);
+      segEntries.push(rule.segJson);
+    } else {
+      patches.push(rule.variants[choice].patch);
+      segEntries.push(rule.variants[choice].segJson);
+    }
+  }
+  const whole: Selection = { key, seg: '[' + segEntries.join(',') + ']', patches, applied: null };
+  return { key, patches, segEntries, mayFail: patches.some((p) => p.kind === PatchKind.Json), whole };
+}
+
+/**
+ * The selection of a combination of which only the patches flagged in `applied` apply (to one
+ * revision): their seg entries only, or EMPTY_SELECTION when none applies.
+ */
+export function partialSelection(combination: Combination, applied: Uint8Array): Selection {
+  let seg = '[';
+  let count = 0;
+  for (let i = 0; i < combination.segEntries.length; i++) {
+    if (applied[i] === 0) continue;
+    if (count > 0) seg += ',';
+    seg += combination.segEntries[i];
+    count++;
+  }
+  if (count === 0) return EMPTY_SELECTION;
+  if (count === applied.length) return combination.whole;
+  return { key: combination.key, seg: seg + ']', patches: combination.patches, applied };
+}

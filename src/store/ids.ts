@@ -1,0 +1,88 @@
+/**
+ * The rules for identifiers and values the store accepts, shared by the Store methods and bundle
+ * validation (so both refuse the same things with the same words), and the API-key digest the front
+ * end uses to look a key up.
+ *
+ * Each check returns '' when the value is acceptable, otherwise the reason: bundle validation
+ * collects every reason, the Store methods throw the first.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+
+/** Environment ids: case sensitive; 1-64 of [A-Za-z0-9_.-], starting with a letter, digit or `_`. */
+const ENV_ID = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/;
+/** C0 and C1 control characters. */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const EDGE_SPACE = /^\s|\s$/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** X.Y.Z, no leading zeros, each part at most 9 digits (fits comparisons as plain numbers). */
+const APP_VERSION = /^(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})$/;
+/** Plain API keys given by an operator: 8-256 visible ASCII characters (a valid header value). */
+const PLAIN_KEY = /^[\x21-\x7e]{8,256}$/;
+
+export const MAX_CONTENT_ID_CHARS = 256;
+
+export function envIdProblem(envId: unknown): string {
+  if (typeof envId !== 'string') return 'an environment id must be a string';
+  if (!ENV_ID.test(envId)) {
+    return 'an environment id must be 1-64 characters of A-Z a-z 0-9 _ . - and start with a letter, digit or _';
+  }
+  return '';
+}
+
+export function contentIdProblem(id: unknown): string {
+  if (typeof id !== 'string') return 'a content id must be a string';
+  if (id.length === 0) return 'a content id must not be empty';
+  if (LONE_SURROGATE.test(id)) return 'a content id must be valid Unicode (no lone surrogates)';
+  if (codePoints(id) > MAX_CONTENT_ID_CHARS) return `a content id must be at most ${MAX_CONTENT_ID_CHARS} characters`;
+  if (CONTROL.test(id)) return 'a content id must not contain control characters';
+  if (EDGE_SPACE.test(id)) return 'a content id must not start or end with whitespace';
+  return '';
+}
+
+function codePoints(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0xdc00 || c > 0xdfff) n++; // a low surrogate completes a pair already counted
+  }
+  return n;
+}
+
+/**
+ * The lookup key of a content id: ids are not case sensitive. Unicode default lower-casing,
+ * independent of the locale (String.prototype.toLowerCase), so `PlayerSettings` == `playersettings`.
+ * The front end must look ids up with this same function.
+ */
+export function contentIdKey(id: string): string {
+  return id.toLowerCase();
+}
+
+export function appVersionProblem(v: unknown): string {
+  if (typeof v !== 'string' || !APP_VERSION.test(v)) {
+    return 'minAppVersion must be a version X.Y.Z of three non-negative integers without leading zeros';
+  }
+  return '';
+}
+
+export function plainKeyProblem(key: unknown): string {
+  if (typeof key !== 'string' || !PLAIN_KEY.test(key)) {
+    return 'an API key must be 8-256 visible ASCII characters (no spaces)';
+  }
+  return '';
+}
+
+/** SHA-256 hex of the UTF-8 bytes of a plain API key: the only form a key is stored in. */
+export function apiKeyDigest(plainKey: string): string {
+  return createHash('sha256').update(plainKey, 'utf8').digest('hex');
+}
+
+/** A new plain API key: 32 random bytes in base64url (256 bits of entropy, safe in a header). */
+export function generateKey(): string {
+  return 'rcd_' + randomBytes(32).toString('base64url');
+}
+
+/** The public id of a key (shown in listings, used to revoke it); reveals nothing about the key. */
+export function generateKeyId(): string {
+  return 'key_' + randomBytes(8).toString('hex');
+}

@@ -1,0 +1,135 @@
+/**
+ * Webhooks from the real server process to a real receiver on loopback: signed bodies, retries
+ * after a 500, and admin calls that stay fast while a receiver fails.
+ */
+import { createHmac } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type ServerProcess } from '../helpers/server-process.js';
+
+const AUTH = { authorization: 'Bearer test-admin-token' };
+const SECRET = 'receiver-shared-secret';
+
+interface Hit {
+  readonly body: string;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly at: number;
+}
+
+let srv: ServerProcess;
+let receiver: Server;
+let receiverUrl: string;
+const hits: Hit[] = [];
+/** Status codes answered in order; 204 once empty. */
+const script: number[] = [];
+
+async function adm(method: string, path: string, body?: unknown): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const res = await fetch(`${srv.adminUrl}/admin/v1/${path}`, {
+    method,
+    headers: AUTH,
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const json = await res.json();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+  return json;
+}
+
+async function waitFor(n: number, timeoutMs = 15_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (hits.length < n) {
+    if (Date.now() > end) throw new Error(`expected ${n} webhook hits, got ${hits.length}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function verify(hit: Hit): unknown {
+  const expected = 'sha256=' + createHmac('sha256', SECRET).update(hit.body, 'utf8').digest('hex');
+  expect(hit.headers['x-rcd-signature']).toBe(expected);
+  return JSON.parse(hit.body);
+}
+
+beforeAll(async () => {
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      hits.push({ body: Buffer.concat(chunks).toString('utf8'), headers: req.headers, at: Date.now() });
+      res.statusCode = script.shift() ?? 204;
+      res.end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks/rcd`;
+  srv = await startServer({ admin: true });
+});
+
+afterAll(async () => {
+  await srv?.dispose();
+  receiver.closeAllConnections();
+  await new Promise<void>((r) => receiver.close(() => r()));
+});
+
+describe('webhooks', () => {
+  it('registers, lists without the secret, and delivers every subscribed event signed', async () => {
+    const hook = await adm('POST', 'webhooks', {
+      url: receiverUrl,
+      events: ['content.updated', 'content.deleted', 'mapping.updated', 'environment.synced'],
+      secret: SECRET,
+    });
+    expect(hook).toMatchObject({ id: expect.any(String), url: receiverUrl, secret: SECRET });
+    const listed = await adm('GET', 'webhooks');
+    expect(listed.webhooks).toHaveLength(1);
+    expect(JSON.stringify(listed)).not.toContain(SECRET);
+
+    await adm('PUT', 'environments/dev');
+    await adm('PUT', 'environments/prod');
+    const put = await adm('PUT', 'environments/dev/content/Store', '{"sale":false}');
+    await waitFor(1);
+    expect(verify(hits[0]!)).toEqual({ event: 'content.updated', env: 'dev', id: 'Store', hash: put.hash, at: expect.any(String) });
+    expect(hits[0]!.headers['content-type']).toBe('application/json');
+
+    await adm('PUT', 'environments/dev/content/Store/mapping', { rules: [{ segment: 'all', patch: { sale: true } }] });
+    await waitFor(2);
+    expect(verify(hits[1]!)).toMatchObject({ event: 'mapping.updated', env: 'dev', id: 'Store', hash: put.hash });
+
+    await adm('POST', 'environments/dev/sync', { to: 'prod' });
+    await waitFor(3);
+    expect(verify(hits[2]!)).toMatchObject({ event: 'environment.synced', env: 'prod', id: 'Store', hash: put.hash });
+
+    await adm('DELETE', 'environments/prod/content/store');
+    await waitFor(4);
+    expect(verify(hits[3]!)).toMatchObject({ event: 'content.deleted', env: 'prod', id: 'Store', hash: put.hash });
+  });
+
+  it('retries after a 500 with the same body and signature, without delaying the admin call', async () => {
+    hits.length = 0;
+    script.push(500, 500);
+    const t = Date.now();
+    const put = await adm('PUT', 'environments/dev/content/Store', '{"sale":"maybe"}');
+    expect(Date.now() - t).toBeLessThan(1000);
+    await waitFor(3);
+    expect(hits[0]!.body).toBe(hits[2]!.body);
+    expect(hits[0]!.headers['x-rcd-delivery']).toBe(hits[2]!.headers['x-rcd-delivery']);
+    expect(verify(hits[2]!)).toMatchObject({ event: 'content.updated', id: 'Store', hash: put.hash });
+    // Exponential backoff: the second wait is longer than the first.
+    const gap1 = hits[1]!.at - hits[0]!.at;
+    const gap2 = hits[2]!.at - hits[1]!.at;
+    expect(gap1).toBeGreaterThanOrEqual(500);
+    expect(gap2).toBeGreaterThan(gap1 * 1.2);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(hits).toHaveLength(3);
+  });
+
+  it('stops delivering once removed', async () => {
+    const hooks = (await adm('GET', 'webhooks')).webhooks as { id: string }[];
+    for (const h of hooks) await adm('DELETE', `webhooks/${h.id}`);
+    hits.length = 0;
+    await adm('PUT', 'environments/dev/content/Store', '{"sale":"no"}');
+    await new Promise((r) => setTimeout(r, 500));
+    expect(hits).toHaveLength(0);
+    const audit = (await adm('GET', 'audit?limit=1000')).entries as { action: string }[];
+    expect(audit.filter((e) => e.action === 'webhook.add')).toHaveLength(1);
+    expect(audit.filter((e) => e.action === 'webhook.delete')).toHaveLength(1);
+  });
+});
