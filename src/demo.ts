@@ -27,13 +27,28 @@ const STORE_LAYOUT = `{
 }
 `;
 
+/** A segment on a user attribute and a sticky A/B test, so the first curl shows `meta.seg` at work. */
+const PLAYER_SETTINGS_MAPPING = {
+  rules: [
+    { segment: 'veterans', when: { level: { $gte: 10 } }, patch: { difficulty: 'hard' } },
+    {
+      segment: 'reward-test',
+      info: 'daily reward experiment',
+      variants: [
+        { name: 'control', mod: [0, 499], patch: { dailyReward: { coins: 100 } } },
+        { name: 'boosted', mod: [500, 999], patch: { dailyReward: { coins: 150 } }, info: 'coins +50%' },
+      ],
+    },
+  ],
+};
+
 export function demoBundle(key: string): unknown {
   return {
     environments: {
       [DEMO_ENV]: {
         keys: [key],
         content: {
-          [DEMO_CONTENT_ID]: { text: PLAYER_SETTINGS },
+          [DEMO_CONTENT_ID]: { text: PLAYER_SETTINGS, mapping: PLAYER_SETTINGS_MAPPING },
           StoreLayout: { text: STORE_LAYOUT },
         },
       },

@@ -71,8 +71,9 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     await store.close();
     throw err;
   }
-  logInfo(`listening on http://${config.host}:${listening.port} (${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
+  // The hint first: "listening on" is the line scripts and tests wait for as the readiness signal.
   if (demoKey !== null) printDemoHint(config, listening.port, demoKey);
+  logInfo(`listening on http://${config.host}:${listening.port} (${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
 
   const flushTimer = setInterval(() => void flushKeyUse(store, state), KEY_USE_FLUSH_MS);
   flushTimer.unref();
@@ -166,7 +167,7 @@ function printDemoHint(config: ServeConfig, port: number, key: string): void {
   logInfo('try:');
   logInfo(
     `  curl -s -X POST http://${host}:${port}/api/v1/config/${DEMO_CONTENT_ID}/dynamic ` +
-      `-H 'X-Api-Key: ${key}' -H 'Content-Type: application/json' -d '{"u":"player-1","p":{},"v":"1.0.0"}'`,
+      `-H 'X-Api-Key: ${key}' -H 'Content-Type: application/json' -d '{"u":"player-1","p":{"level":12},"v":"1.0.0"}'`,
   );
 }
 

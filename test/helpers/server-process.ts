@@ -20,6 +20,8 @@ export interface ServerOptions {
   env?: Record<string, string>;
   /** Admin listener on an ephemeral port (default: disabled). */
   admin?: boolean;
+  /** Seed the demo environment into an empty store, as `npm start` does (default: false). */
+  seedDemo?: boolean;
 }
 
 export interface ServerProcess {
@@ -44,7 +46,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
   const ownDir = opts.dir === undefined;
   const dir = opts.dir ?? tempDir();
   const storeUrl = `sqlite:${join(dir, 'rcd.db')}`;
-  const args = [BIN, 'serve', '--store', storeUrl, '--host', '127.0.0.1', '--port', '0', '--threads', '2', '--seed-demo', 'false'];
+  const args = [BIN, 'serve', '--store', storeUrl, '--host', '127.0.0.1', '--port', '0', '--threads', '2', '--seed-demo', String(opts.seedDemo === true)];
   if (opts.admin === true) args.push('--admin-port', '0', '--admin-host', '127.0.0.1');
   else args.push('--admin', 'false');
   if (opts.bundle !== undefined) {
