@@ -9,11 +9,12 @@
  */
 import { createHash } from 'node:crypto';
 import type { ContentMeta, DirectorySnapshot } from './store/types.js';
+import { versionNumberOf } from './version.js';
 
 export interface RevisionView {
   readonly revId: number;
   readonly hash: string;
-  /** Parsed minAppVersion as a comparable number, or -1 when absent (matches every v). */
+  /** minAppVersion as a comparable number (versionNumber), or -1 when absent (matches every v). */
   readonly minVersion: number;
 }
 
@@ -34,20 +35,6 @@ export interface EnvView {
 export interface KeyView {
   readonly keyId: string;
   readonly env: EnvView;
-}
-
-/**
- * X.Y.Z → one number that orders like the version. Each part is at most 9 digits (the request
- * validator enforces that), so parts are weighted by 1e9 — exact in a double up to about 9e15,
- * which covers major versions below 9,007,199.
- */
-export function versionNumber(major: number, minor: number, patch: number): number {
-  return (major * 1e9 + minor) * 1e9 + patch;
-}
-
-export function parseVersion(text: string): number {
-  const parts = text.split('.');
-  return versionNumber(Number(parts[0]), Number(parts[1]), Number(parts[2]));
 }
 
 const KEY_CACHE_LIMIT = 100_000;
@@ -102,7 +89,7 @@ function buildEnv(envId: string, list: readonly ContentMeta[]): EnvView {
       revisions.push({
         revId: r.revId,
         hash: r.hash,
-        minVersion: r.minAppVersion === null ? -1 : parseVersion(r.minAppVersion),
+        minVersion: r.minAppVersion === null ? -1 : versionNumberOf(r.minAppVersion),
       });
     }
     contents.set(c.idLower, { id: c.id, revisions, mappingId: c.mappingId ?? 0 });

@@ -11,10 +11,7 @@
  */
 import { z } from 'zod';
 import { RcdError } from '../errors.js';
-import { versionNumber } from '../directory.js';
-
-/** Each part 0..999999999 without leading zeros, so that npm-semver ranges read v the same way. */
-export const APP_VERSION_PATTERN = /^(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})$/;
+import { APP_VERSION_PATTERN, versionNumber } from '../version.js';
 
 export const userContextSchema = z.object({
   u: z.string().optional(),

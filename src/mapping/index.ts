@@ -11,7 +11,6 @@ export type { CompiledMapping, Selection, Combination } from './compile.js';
 export type { MappingProblem } from './problems.js';
 export { checkMapping, mappingError } from './compile.js';
 export { EMPTY_SELECTION, evaluateMapping } from './evaluate.js';
-export { buildRevisionLadder, pickRevision, type RevisionLadder } from './revision.js';
 export { compareAppVersions, parseAppVersion } from './version.js';
 
 /** A revision prepared for mutation: parsed once, text offsets found once, selections memoized. */

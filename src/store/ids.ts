@@ -7,6 +7,7 @@
  * collects every reason, the Store methods throw the first.
  */
 import { createHash, randomBytes } from 'node:crypto';
+import { APP_VERSION_PATTERN } from '../version.js';
 
 /** Environment ids: case sensitive; 1-64 of [A-Za-z0-9_.-], starting with a letter, digit or `_`. */
 const ENV_ID = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/;
@@ -16,7 +17,6 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const EDGE_SPACE = /^\s|\s$/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** X.Y.Z, no leading zeros, each part at most 9 digits (fits comparisons as plain numbers). */
-const APP_VERSION = /^(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})\.(0|[1-9]\d{0,8})$/;
 /** Plain API keys given by an operator: 8-256 visible ASCII characters (a valid header value). */
 const PLAIN_KEY = /^[\x21-\x7e]{8,256}$/;
 
@@ -59,7 +59,7 @@ export function contentIdKey(id: string): string {
 }
 
 export function appVersionProblem(v: unknown): string {
-  if (typeof v !== 'string' || !APP_VERSION.test(v)) {
+  if (typeof v !== 'string' || !APP_VERSION_PATTERN.test(v)) {
     return 'minAppVersion must be a version X.Y.Z of three non-negative integers without leading zeros';
   }
   return '';

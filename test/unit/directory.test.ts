@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Directory, chooseRevision, parseVersion } from '../../src/directory.js';
+import { Directory, chooseRevision } from '../../src/directory.js';
+import { versionNumberOf as parseVersion } from '../../src/version.js';
 import type { DirectorySnapshot } from '../../src/store/types.js';
 import { createHash } from 'node:crypto';
 
@@ -39,6 +40,20 @@ describe('Directory', () => {
     expect(chooseRevision(game, parseVersion('1.4.9'))?.revId).toBe(1);
     expect(chooseRevision(game, parseVersion('1.5.0'))?.revId).toBe(3);
     expect(chooseRevision(game, parseVersion('2.0.0'))?.revId).toBe(3);
+  });
+
+  it('takes the newest qualifying revision even when minAppVersions are out of order', () => {
+    const d = new Directory({
+      environments: ['e'], keys: [],
+      contents: [{
+        envId: 'e', id: 'L', idLower: 'l', mappingId: null, mappingRuleCount: 0, createdAt: '', updatedAt: '',
+        revisions: [rev(1, null), rev(2, '1.5.0'), rev(3, '2.0.0'), rev(4, '1.0.0')],
+      }],
+    });
+    const l = d.environments.get('e')!.contents.get('l')!;
+    const cases: [string, number][] = [['0.9.9', 1], ['1.0.0', 4], ['1.4.99', 4], ['2.0.0', 4], ['10.0.0', 4]];
+    for (const [v, revId] of cases) expect(chooseRevision(l, parseVersion(v))?.revId).toBe(revId);
+    expect(chooseRevision(l, -1)?.revId).toBe(4);
   });
 
   it('returns undefined when every revision needs a newer app', () => {

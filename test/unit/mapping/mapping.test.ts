@@ -4,8 +4,7 @@ import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { RcdError } from '../../../src/errors.js';
 import { userMod, userUid } from '../../../src/identity.js';
-import { compileMapping, prepareDoc, renderSelection, selectRules, validateMapping, buildRevisionLadder, pickRevision, parseAppVersion } from '../../../src/mapping/index.js';
-import type { RevisionMeta } from '../../../src/store/types.js';
+import { compileMapping, prepareDoc, renderSelection, selectRules, validateMapping } from '../../../src/mapping/index.js';
 
 const CONTENT = '{"shop":{"banner":"default","discount":0},"ads":{"enabled":true},"list":[1,2,3]}';
 
@@ -169,37 +168,6 @@ describe('validation', () => {
     } catch (err) {
       expect((err as RcdError).message).toBe('rule 0 (rules[0].segment): segment must be a non-empty string (and 1 more problem)');
     }
-  });
-});
-
-describe('revisions by app version', () => {
-  const rev = (revId: number, minAppVersion: string | null): RevisionMeta => ({ revId, number: revId, hash: 'h' + revId, minAppVersion, createdAt: '' });
-  const ladder = buildRevisionLadder([rev(1, null), rev(2, '1.5.0'), rev(3, '2.0.0'), rev(4, '1.0.0')]);
-  it.each([
-    ['', 4],
-    ['0.9.9', 1],
-    ['1.0.0', 4],
-    ['1.4.9', 4],
-    ['1.5.0', 4],
-    ['2.0.0', 4],
-  ])('v=%s gets revision %i', (v, expected) => {
-    expect(pickRevision(ladder, v === '' ? null : parseAppVersion(v))?.revId).toBe(expected);
-  });
-
-  it('newest qualifying revision, at the boundaries', () => {
-    const l = buildRevisionLadder([rev(1, null), rev(2, '1.5.0'), rev(3, '2.0.0')]);
-    expect(pickRevision(l, parseAppVersion('1.4.99'))?.revId).toBe(1);
-    expect(pickRevision(l, parseAppVersion('1.5.0'))?.revId).toBe(2);
-    expect(pickRevision(l, parseAppVersion('1.99.0'))?.revId).toBe(2);
-    expect(pickRevision(l, parseAppVersion('2.0.0'))?.revId).toBe(3);
-    expect(pickRevision(l, parseAppVersion('10.0.0'))?.revId).toBe(3);
-    expect(pickRevision(l, null)?.revId).toBe(3);
-  });
-
-  it('no revision for an app older than every minAppVersion', () => {
-    const l = buildRevisionLadder([rev(1, '2.0.0')]);
-    expect(pickRevision(l, parseAppVersion('1.0.0'))).toBeUndefined();
-    expect(pickRevision(l, null)?.revId).toBe(1);
   });
 });
 

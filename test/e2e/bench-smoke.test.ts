@@ -1,0 +1,79 @@
+// The benchmark suite is a user-facing tool (`npm run bench`): this runs its CI smoke mode end to end
+// against the real server and the real ceiling, as a subprocess, exactly as a user or CI would.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { userUid } from '../../src/identity.js';
+import { XXH32_VECTORS, xxh32String } from '../../bench/micro/xxh32.js';
+import type { BenchResults } from '../../bench/report.js';
+import { SCENARIOS } from '../../bench/scenarios.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const outDir = mkdtempSync(join(tmpdir(), 'rcd-bench-smoke-test-'));
+
+afterAll(() => rmSync(outDir, { recursive: true, force: true }));
+
+function runBench(args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(root, 'dist/bench/run.js'), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const timer = setTimeout(() => {
+      // SIGTERM lets the suite stop the server and ceiling it started.
+      child.kill('SIGTERM');
+      reject(new Error(`bench smoke run did not finish in ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+describe('npm run bench -- --smoke', () => {
+  it('drives every scenario against the real server and the ceiling with zero errors', async () => {
+    const { code, output } = await runBench(['--smoke', '--duration', '1', '--out', outDir], 240_000);
+    expect(code, output).toBe(0);
+    const files = readdirSync(outDir);
+    const json = files.find((f) => f.endsWith('.json'));
+    expect(json, output).toBeDefined();
+    expect(files.some((f) => f.endsWith('.md'))).toBe(true);
+    const results = JSON.parse(readFileSync(join(outDir, json as string), 'utf8')) as BenchResults;
+    expect(results.ok).toBe(true);
+    expect(results.scenarios.map((s) => s.name)).toEqual(SCENARIOS.map((s) => s.name));
+    for (const s of results.scenarios) {
+      expect(s.problems, s.key).toEqual([]);
+      for (const run of [s.server, s.ceiling]) {
+        expect(run.errors, s.key).toBe(0);
+        expect(run.mismatches, s.key).toBe(0);
+        expect(run.requests, s.key).toBeGreaterThan(0);
+        expect(Object.keys(run.statusCodes).every((c) => s.name === 'bad-requests' ? c === '400' || c === '401' : c === '200'), s.key).toBe(true);
+      }
+      expect(s.server.cpuUsPerReq, s.key).toBeGreaterThan(0);
+      expect(s.server.peakRssBytes, s.key).toBeGreaterThan(0);
+      expect(s.ratio, s.key).not.toBeNull();
+    }
+  }, 300_000);
+
+  it('refuses unknown options and scenarios with exit code 2', async () => {
+    const { code, output } = await runBench(['--scenario', 'no-such-scenario'], 30_000);
+    expect(code).toBe(2);
+    expect(output).toContain('unknown scenario');
+  });
+});
+
+describe('pure-JS XXH32 used by the bench checks and the micro-benchmark', () => {
+  it('matches the documented vectors and the xxhash-addon build', () => {
+    for (const [input, want] of XXH32_VECTORS) {
+      expect(xxh32String(input)).toBe(want);
+      expect(userUid(input)).toBe(want);
+    }
+    expect(xxh32String('')).toBe(46947589);
+    const inputs = ['player-1', 'joueur-é-x', '日本語のユーザー', 'a'.repeat(15), 'b'.repeat(16), 'c'.repeat(17), 'd'.repeat(100), '\u{1f600}'];
+    for (const u of inputs) expect(xxh32String(u), u).toBe(userUid(u));
+  });
+});
