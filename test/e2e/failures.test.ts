@@ -1,0 +1,98 @@
+/**
+ * Failure paths a production service must get right: overload answers 503 fast, an internal fault
+ * answers 500 without leaking details and does not take the server down, and a streamed body over
+ * the limit is cut off.
+ */
+import Database from 'better-sqlite3';
+import { request } from 'node:http';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { call, errorCode, startServer, type ServerProcess } from '../helpers/server-process.js';
+
+const KEY = 'failure-key-1';
+const BUNDLE = {
+  environments: {
+    env: {
+      keys: [KEY],
+      content: {
+        Big: { json: { blob: 'x'.repeat(200_000) } },
+        Mapped: { json: { a: 1 }, mapping: { rules: [{ segment: 's', patch: { a: 2 } }] } },
+        Fine: { json: { ok: true } },
+      },
+    },
+  },
+};
+
+let server: ServerProcess | undefined;
+afterEach(async () => {
+  await server?.dispose();
+  server = undefined;
+});
+
+describe('overload', () => {
+  it('answers 503 overloaded with Retry-After when jobs in flight exceed --max-pending', async () => {
+    server = await startServer({ bundle: BUNDLE, args: ['--max-pending', '1', '--threads', '1'] });
+    const body = JSON.stringify({ u: 'x' });
+    const replies = await Promise.all(
+      Array.from({ length: 200 }, () => call(server!.url, '/api/v1/config/Big', { key: KEY, body })),
+    );
+    const overloaded = replies.filter((r) => r.status === 503);
+    const ok = replies.filter((r) => r.status === 200);
+    expect(overloaded.length).toBeGreaterThan(0);
+    expect(ok.length).toBeGreaterThan(0);
+    expect(ok.length + overloaded.length).toBe(200);
+    expect(errorCode(overloaded[0]!)).toBe('overloaded');
+    expect(overloaded[0]!.headers.get('retry-after')).toBe('1');
+  });
+});
+
+describe('internal faults', () => {
+  it('answers 500 internal without details when stored data is corrupt, and keeps serving the rest', async () => {
+    server = await startServer({ bundle: BUNDLE });
+    // Damage the stored mapping behind the server's back (as a bad manual edit of the file would).
+    const db = new Database(join(server.dir, 'rcd.db'));
+    db.prepare("UPDATE mappings SET json = '{\"rules\": 5}'").run();
+    db.close();
+
+    const r = await call(server.url, '/api/v1/config/Mapped/dynamic', { key: KEY, body: '{}' });
+    expect(r.status).toBe(500);
+    expect(errorCode(r)).toBe('internal');
+    expect(r.text).not.toMatch(/at .*\.js|stack|rules/);
+
+    const fine = await call(server.url, '/api/v1/config/Fine/dynamic', { key: KEY, body: '{}' });
+    expect(fine.status).toBe(200);
+    const plain = await call(server.url, '/api/v1/config/Mapped', { key: KEY, body: '{}' });
+    expect(plain.json).toEqual({ a: 1 });
+    await expect.poll(() => server!.stderr()).toMatch(/error/);
+  });
+});
+
+describe('streamed bodies', () => {
+  it('cuts off a chunked body that grows past --max-body with 413', async () => {
+    server = await startServer({ bundle: BUNDLE, args: ['--max-body', '1000'] });
+    const url = new URL(server.url);
+    const result = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(
+        { host: url.hostname, port: url.port, path: '/api/v1/config/Fine', method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (d: string) => (body += d)).on('end', () => resolve({ status: res.statusCode!, body }));
+        },
+      );
+      req.on('error', reject);
+      req.write('{"u":"');
+      const chunk = 'y'.repeat(400);
+      let sent = 0;
+      const pump = (): void => {
+        if (sent++ < 10) {
+          req.write(chunk, () => setTimeout(pump, 5));
+        } else {
+          req.end('"}');
+        }
+      };
+      pump();
+    });
+    expect(result.status).toBe(413);
+    expect((JSON.parse(result.body) as { error: { code: string } }).error.code).toBe('payload_too_large');
+  });
+});
