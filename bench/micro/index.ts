@@ -1,0 +1,118 @@
+/**
+ * `npm run bench:micro`: every micro-benchmark of the hot functions, one table per group.
+ *
+ * - mapping (./mapping.ts): condition evaluation, selectRules, render-cache hit and miss, splice vs
+ *   parse-apply-stringify;
+ * - json (./json.ts): JSON.parse vs simdjson for bodies and content validation;
+ * - here: body parse + validation (the hand-written check in src/http/context.ts vs its zod schema) and
+ *   the uid hash (xxhash-addon as used by src/identity.ts vs the pure-JS XXH32 in ./xxh32.ts, checked
+ *   for identical output before anything is timed).
+ *
+ * Inputs are the benchmark scenarios' own request bodies (thousands of distinct u, p and v), so the
+ * numbers describe the traffic the load benchmark sends.
+ */
+import { userContextSchema, parseUserContext } from '../../src/http/context.js';
+import { userUid } from '../../src/identity.js';
+import { BASE_SEED, scenarioByName } from '../scenarios.js';
+import { runJsonMicro } from './json.js';
+import { runMappingMicro } from './mapping.js';
+import { XXH32_VECTORS, xxh32String } from './xxh32.js';
+
+export interface Row {
+  name: string;
+  opsPerSec: number;
+  nsPerOp: number;
+}
+
+const MIN_MS = 1000;
+const WARMUP_MS = 200;
+// Written by every measured function so that the JIT cannot drop the work as dead code.
+let sink = 0;
+
+/** Runs fn(i) over a rotating index until minMs has elapsed (after a warm-up), in batches so that the
+ *  clock is read rarely. */
+function measure(name: string, fn: (i: number) => number, minMs = MIN_MS): Row {
+  const batch = 1024;
+  const run = (ms: number): { ops: number; ns: number } => {
+    const start = process.hrtime.bigint();
+    const limit = BigInt(ms) * 1_000_000n;
+    let ops = 0;
+    let now = start;
+    while (now - start < limit) {
+      for (let i = 0; i < batch; i++) sink = (sink + fn(ops + i)) | 0;
+      ops += batch;
+      now = process.hrtime.bigint();
+    }
+    return { ops, ns: Number(now - start) };
+  };
+  run(WARMUP_MS);
+  const { ops, ns } = run(minMs);
+  const nsPerOp = ns / ops;
+  return { name, opsPerSec: Math.round(1e9 / nsPerOp), nsPerOp: Math.round(nsPerOp * 10) / 10 };
+}
+
+function requestBodies(): { bodies: string[]; users: string[] } {
+  const pool = scenarioByName('mapped').pool(BASE_SEED);
+  return { bodies: pool.map((e) => e.body as string), users: pool.map((e) => e.ctx.u) };
+}
+
+export function runBodyMicro(minMs = MIN_MS): Row[] {
+  const { bodies } = requestBodies();
+  const mask = 1023;
+  const sample = bodies.slice(0, mask + 1);
+  const avg = Math.round(sample.reduce((n, b) => n + Buffer.byteLength(b), 0) / sample.length);
+  // Both must accept every body the benchmark sends; a benchmark of a check that rejects its input measures nothing.
+  for (const b of sample) {
+    parseUserContext(b);
+    userContextSchema.parse(JSON.parse(b));
+  }
+  return [
+    measure(`JSON.parse only (${avg} B bodies)`, (i) => (JSON.parse(sample[i & mask] as string) as { u: string }).u.length, minMs),
+    measure('JSON.parse + hand-written check (src/http/context.ts)', (i) => parseUserContext(sample[i & mask] as string).u.length, minMs),
+    measure('JSON.parse + zod schema (userContextSchema)', (i) => (userContextSchema.parse(JSON.parse(sample[i & mask] as string)).u ?? '').length, minMs),
+  ];
+}
+
+/** Throws when the two XXH32 implementations disagree on any vector or benchmark user id. */
+export function checkXxh32(users: readonly string[]): void {
+  for (const [input, want] of XXH32_VECTORS) {
+    const js = xxh32String(input);
+    const addon = userUid(input);
+    if (js !== want || addon !== want) throw new Error(`XXH32(${JSON.stringify(input)}): pure JS ${js}, addon ${addon}, expected ${want}`);
+  }
+  for (const u of users) {
+    if (xxh32String(u) !== userUid(u)) throw new Error(`XXH32 mismatch for ${JSON.stringify(u)}`);
+  }
+}
+
+export function runHashMicro(minMs = MIN_MS): Row[] {
+  const { users } = requestBodies();
+  checkXxh32(users);
+  const mask = 1023;
+  const sample = users.slice(0, mask + 1);
+  const avg = Math.round(sample.reduce((n, u) => n + Buffer.byteLength(u), 0) / sample.length);
+  return [
+    measure(`uid XXH32 xxhash-addon (Buffer.from + N-API, ${avg} B u)`, (i) => userUid(sample[i & mask] as string), minMs),
+    measure(`uid XXH32 pure JS (bench/micro/xxh32.ts, ${avg} B u)`, (i) => xxh32String(sample[i & mask] as string), minMs),
+  ];
+}
+
+export function formatTable(title: string, rows: readonly Row[]): string {
+  const lines = [`### ${title}`, '', '| benchmark | ops/s | ns/op |', '|---|---:|---:|'];
+  for (const r of rows) lines.push(`| ${r.name} | ${r.opsPerSec.toLocaleString('en-US')} | ${r.nsPerOp.toLocaleString('en-US')} |`);
+  return lines.join('\n') + '\n';
+}
+
+function main(): void {
+  const groups: [string, () => Row[]][] = [
+    ['Body parse + validation', () => runBodyMicro()],
+    ['uid hash', () => runHashMicro()],
+    ['JSON parse and validation (bench/micro/json.ts)', () => runJsonMicro()],
+    ['Mapping: conditions, selection, render (bench/micro/mapping.ts)', () => runMappingMicro()],
+  ];
+  process.stdout.write(`Node ${process.versions.node}; each row: ${WARMUP_MS} ms warm-up, >= ${MIN_MS} ms measured.\n\n`);
+  for (const [title, run] of groups) process.stdout.write(formatTable(title, run()) + '\n');
+  if (sink === 0.5) process.stdout.write('\n');
+}
+
+main();

@@ -1,0 +1,568 @@
+/**
+ * `npm run bench [-- --scenario NAME[,NAME] --duration S --connections N --threads N[,N] --workers N --smoke]`
+ *
+ * Seeds a temporary SQLite store from bench/fixtures, starts the real server (`bin/rcd.js serve`) and the
+ * bare-uWS ceiling (bench/ceiling.js) as child processes, probes every scenario in depth, then drives the
+ * ceiling and the server with the same autocannon load, one right after the other, so that each scenario
+ * reports ratios measured side by side. Everything it starts is stopped and its temp dir removed on
+ * success, failure, Ctrl-C and SIGTERM.
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { createServer } from 'node:net';
+import { cpus, hostname, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import type { CeilingAnswer, CeilingConfig, CeilingMessage, CeilingReply } from './ceiling.js';
+import { BENCH_KEY, repoRoot, writeBundle } from './fixtures/generate.js';
+import { RssSampler, clientCpu, isLinuxProcAvailable, memoryStatus, processCpuMicros, resetPeakRss, rssAt } from './measure.js';
+import { renderTable, writeResults, type BenchResults, type RunStats, type ScenarioResult } from './report.js';
+import { BASE_SEED, SCENARIOS, selectScenarios, setupRequestFor, syntheticResponse, verifyBodyFor, type RequestEntry, type Scenario } from './scenarios.js';
+
+// ---------------------------------------------------------------- autocannon (CommonJS, no bundled types)
+
+interface AcHistogram {
+  readonly average: number;
+  readonly mean: number;
+  readonly max: number;
+  readonly total: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+}
+
+interface AcResult {
+  readonly duration: number;
+  readonly errors: number;
+  readonly timeouts: number;
+  readonly mismatches: number;
+  readonly non2xx: number;
+  readonly statusCodeStats: Record<string, { count: number }>;
+  readonly latency: AcHistogram;
+  readonly requests: AcHistogram;
+  readonly throughput: AcHistogram;
+}
+
+interface AcInstance {
+  stop(): void;
+}
+
+type AcOptions = Record<string, unknown>;
+type Autocannon = (opts: AcOptions, cb: (err: Error | null, result: AcResult) => void) => AcInstance;
+
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+// ---------------------------------------------------------------- options
+
+interface Options {
+  readonly scenarios: Scenario[];
+  readonly durationSec: number;
+  readonly warmupSec: number;
+  readonly connections: number;
+  readonly threads: readonly (number | null)[];
+  readonly workers: number;
+  readonly smoke: boolean;
+  readonly target: 'server' | 'ceiling';
+  readonly outDir: string;
+}
+
+const MAX_DURATION_SEC = 600;
+
+const USAGE = `usage: npm run bench -- [options]
+  --scenario LIST      names or issue numbers, comma-separated (default: all)
+                       ${SCENARIOS.map((s) => `${s.name} (${s.issue})`).join(', ')}
+  --duration S         seconds per measured run (default 10; --smoke: 2; max ${MAX_DURATION_SEC})
+  --warmup S           seconds of warm-up before each measured run (default 2; --smoke: 0)
+  --connections N      concurrent connections (default 100; --smoke: 10)
+  --threads N[,N]      server worker threads; a list runs everything once per value (default: server default)
+  --workers N          autocannon worker threads (default 0 = autocannon on the main thread)
+  --smoke              short runs that assert zero errors and zero unexpected statuses, not speed
+  --target ceiling     calibration: a second ceiling stands in for the server (ratios ~1 show the noise floor)
+  --out DIR            results directory (default bench/results; --smoke: a temp dir)`;
+
+function positiveNumber(name: string, raw: string | undefined, fallback: number, max: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0 || n > max) throw new UsageError(`--${name} must be a number in 0..${max}, got "${raw}"`);
+  return n;
+}
+
+class UsageError extends Error {}
+
+function parseOptions(argv: string[]): Options {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      scenario: { type: 'string' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      threads: { type: 'string' },
+      workers: { type: 'string' },
+      smoke: { type: 'boolean', default: false },
+      target: { type: 'string', default: 'server' },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE + '\n');
+    process.exit(0);
+  }
+  const smoke = values.smoke === true;
+  const durationSec = positiveNumber('duration', values.duration, smoke ? 2 : 10, MAX_DURATION_SEC);
+  if (durationSec < 1) throw new UsageError('--duration must be at least 1 second');
+  const threads = values.threads === undefined ? [null] : values.threads.split(',').map((t) => positiveNumber('threads', t, 1, 64));
+  if (values.target !== 'server' && values.target !== 'ceiling') throw new UsageError('--target is server or ceiling');
+  return {
+    scenarios: selectScenarios(values.scenario),
+    durationSec,
+    warmupSec: positiveNumber('warmup', values.warmup, smoke ? 0 : 2, 60),
+    connections: Math.max(1, Math.floor(positiveNumber('connections', values.connections, smoke ? 10 : 100, 10000))),
+    threads,
+    workers: Math.floor(positiveNumber('workers', values.workers, 0, 16)),
+    smoke,
+    target: values.target,
+    outDir: values.out ?? (smoke ? join(tmpdir(), 'rcd-bench-smoke') : join(repoRoot(), 'bench', 'results')),
+  };
+}
+
+// ---------------------------------------------------------------- child processes and cleanup
+
+const children = new Set<ChildProcess>();
+const tempDirs = new Set<string>();
+const expectedExits = new WeakSet<ChildProcess>();
+let currentLoad: AcInstance | null = null;
+let stopping = false;
+
+function alive(c: ChildProcess): boolean {
+  return c.exitCode === null && c.signalCode === null;
+}
+
+function track(c: ChildProcess): ChildProcess {
+  children.add(c);
+  c.once('exit', () => children.delete(c));
+  return c;
+}
+
+/** SIGTERM (the server finishes in-flight requests and exits 0), SIGKILL after a grace period. */
+function stopChild(c: ChildProcess, graceMs = 5000): Promise<void> {
+  expectedExits.add(c);
+  if (!alive(c)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      if (alive(c)) c.kill('SIGKILL');
+    }, graceMs);
+    c.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    c.kill('SIGTERM');
+  });
+}
+
+async function stopAll(): Promise<void> {
+  currentLoad?.stop();
+  await Promise.all([...children].map((c) => stopChild(c)));
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+  tempDirs.clear();
+}
+
+function installCleanup(): void {
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`\n${signal}: stopping the load, the server and the ceiling\n`);
+    void stopAll().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  // Last resort for paths that skip stopAll (an exception thrown from a callback): nothing may outlive us.
+  process.on('exit', () => {
+    for (const c of children) if (alive(c)) c.kill('SIGKILL');
+    for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A load target: where to send requests and which process to account CPU and memory to. */
+interface Target {
+  readonly url: string;
+  readonly pid: number;
+  readonly child: ChildProcess;
+  /** Only for ceilings: change the answer. */
+  configure(config: CeilingConfig): Promise<void>;
+}
+
+const TAIL_LINES = 40;
+
+/** Keeps reading a child's output (a full pipe would block the server) and remembers the last lines for errors. */
+function drain(stream: NodeJS.ReadableStream, tail: string[], onLine?: (line: string) => void): void {
+  let partial = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    const lines = (partial + chunk).split('\n');
+    partial = lines.pop() ?? '';
+    for (const l of lines) {
+      tail.push(l);
+      if (tail.length > TAIL_LINES) tail.shift();
+      onLine?.(l);
+    }
+  });
+}
+
+async function startServer(dir: string, bundle: string, threads: number | null): Promise<Target> {
+  const port = await freePort();
+  const args = [
+    join(repoRoot(), 'bin', 'rcd.js'),
+    'serve',
+    '--store',
+    `sqlite:${join(dir, `bench-${threads ?? 'default'}.db`)}`,
+    '--import',
+    bundle,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    // The benchmark measures the delivery API only: no admin listener competing for the CPU.
+    '--admin',
+    'false',
+  ];
+  if (threads !== null) args.push('--threads', String(threads));
+  const child = track(spawn(process.execPath, args, { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] }));
+  const tail: string[] = [];
+  return new Promise<Target>((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error('the server did not print "listening on" within 120 s')), 120_000);
+    const fail = (err: Error): void => {
+      clearTimeout(timer);
+      void stopChild(child, 1000);
+      reject(new Error(`${err.message}\n--- server output (last lines) ---\n${tail.join('\n')}`));
+    };
+    const onEarlyExit = (code: number | null, signal: string | null): void => fail(new Error(`the server exited during start-up (code ${code}, signal ${signal})`));
+    child.once('error', fail);
+    child.once('exit', onEarlyExit);
+    drain(child.stderr as NodeJS.ReadableStream, tail);
+    drain(child.stdout as NodeJS.ReadableStream, tail, (line) => {
+      const m = /listening on (http:\/\/[^\s]+)/.exec(line);
+      if (m === null) return;
+      clearTimeout(timer);
+      child.off('exit', onEarlyExit);
+      child.once('exit', (code, signal) => {
+        if (!stopping && !expectedExits.has(child)) process.stderr.write(`\nthe server exited (code ${code}, signal ${signal})\n--- last lines ---\n${tail.join('\n')}\n`);
+      });
+      resolve({
+        url: (m[1] as string).replace(/\/$/, ''),
+        pid: child.pid as number,
+        child,
+        configure: () => Promise.reject(new Error('the real server is not configurable')),
+      });
+    });
+  });
+}
+
+async function startCeiling(): Promise<Target> {
+  const path = fileURLToPath(new URL('./ceiling.js', import.meta.url));
+  const child = track(fork(path, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  let onEarlyExit: (code: number | null) => void = () => undefined;
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the ceiling did not start within 30 s')), 30_000);
+    onEarlyExit = (code) => reject(new Error(`the ceiling exited during start-up (code ${code})`));
+    child.once('exit', onEarlyExit);
+    const onMessage = (m: CeilingReply): void => {
+      if (m.type === 'listening') {
+        clearTimeout(timer);
+        child.off('message', onMessage);
+        resolve(m.port);
+      } else if (m.type === 'error') reject(new Error(m.message));
+    };
+    child.on('message', onMessage);
+  });
+  child.off('exit', onEarlyExit);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid as number,
+    child,
+    configure(config) {
+      return new Promise<void>((resolve) => {
+        const onMessage = (m: CeilingReply): void => {
+          if (m.type !== 'ok') return;
+          child.off('message', onMessage);
+          resolve();
+        };
+        child.on('message', onMessage);
+        child.send({ type: 'set', config } satisfies CeilingMessage);
+      });
+    },
+  };
+}
+
+// ---------------------------------------------------------------- probe: in-depth validation + ceiling bodies
+
+const PROBE_SAMPLES = 48;
+const MAX_PROBLEMS = 8;
+
+interface ProbeResult {
+  readonly problems: string[];
+  readonly config: CeilingConfig;
+  readonly bodyBytes: number;
+}
+
+async function send(url: string, e: RequestEntry): Promise<{ status: number; body: string }> {
+  const init: RequestInit = { method: e.method, headers: e.headers as Record<string, string> };
+  if (e.body !== undefined) init.body = e.body;
+  const res = await fetch(url + e.path, init);
+  return { status: res.status, body: await res.text() };
+}
+
+/** The response of median size among the samples, so that the ceiling sends the bytes of a typical answer. */
+function median(answers: CeilingAnswer[]): CeilingAnswer | null {
+  if (answers.length === 0) return null;
+  const sorted = [...answers].sort((a, b) => a.body.length - b.body.length);
+  return sorted[Math.floor(sorted.length / 2)] as CeilingAnswer;
+}
+
+function ceilingConfig(s: Scenario, answers: CeilingAnswer[]): CeilingConfig {
+  if (s.name === 'bad-requests') {
+    const unauthorized = median(answers.filter((a) => a.status === 401));
+    return { ok: median(answers.filter((a) => a.status !== 401)) ?? { status: 400, body: '{}' }, validKey: BENCH_KEY, unauthorized };
+  }
+  return { ok: median(answers) ?? { status: 200, body: '{}' }, validKey: null, unauthorized: null };
+}
+
+async function probe(s: Scenario, server: Target | null): Promise<ProbeResult> {
+  // The first entries: pools are random already, and a stride could alias with scenario 8's rotation.
+  const samples = s.pool(BASE_SEED).slice(0, PROBE_SAMPLES);
+  const problems: string[] = [];
+  const answers: CeilingAnswer[] = [];
+  for (const e of samples) {
+    let answer: CeilingAnswer;
+    if (server === null) {
+      answer = syntheticResponse(s, e);
+    } else {
+      try {
+        answer = await send(server.url, e);
+      } catch (err) {
+        problems.push(`probe request failed: ${(err as Error).message}`);
+        break;
+      }
+      const problem = s.validate(e, answer.status, answer.body);
+      if (problem !== null && problems.length < MAX_PROBLEMS) problems.push(`probe ${e.method} ${e.path}: ${problem}`);
+    }
+    if (!s.verifyBody(answer.body) && problems.length < MAX_PROBLEMS) problems.push(`the per-response body check rejects a real answer: ${answer.body.slice(0, 160)}`);
+    answers.push(answer);
+  }
+  const config = ceilingConfig(s, answers);
+  return { problems, config, bodyBytes: Buffer.byteLength(config.ok.body) };
+}
+
+// ---------------------------------------------------------------- load
+
+/** Workers mode needs file paths for every function option: tiny CommonJS shims that load this
+ *  suite's compiled scenarios (require of an ES module, supported by Node >= 20.19). */
+function workerShims(dir: string, s: Scenario): { setupRequest: string; verifyBody: string } {
+  const scenarios = fileURLToPath(new URL('./scenarios.js', import.meta.url));
+  const setupRequest = join(dir, `setup-${s.name}.cjs`);
+  const verifyBody = join(dir, `verify-${s.name}.cjs`);
+  writeFileSync(
+    setupRequest,
+    `'use strict';\nconst { threadId } = require('node:worker_threads');\nmodule.exports = require(${JSON.stringify(scenarios)}).setupRequestFor(${JSON.stringify(s.name)}, threadId);\n`,
+  );
+  writeFileSync(verifyBody, `'use strict';\nmodule.exports = require(${JSON.stringify(scenarios)}).verifyBodyFor(${JSON.stringify(s.name)});\n`);
+  return { setupRequest, verifyBody };
+}
+
+function runLoad(target: Target, s: Scenario, seconds: number, opts: Options, dir: string): Promise<AcResult> {
+  const common: AcOptions = { url: target.url, connections: opts.connections, duration: seconds, timeout: 10 };
+  let acOpts: AcOptions;
+  if (opts.workers > 0) {
+    const shims = workerShims(dir, s);
+    acOpts = { ...common, workers: opts.workers, verifyBody: shims.verifyBody, requests: [{ setupRequest: shims.setupRequest }] };
+  } else {
+    acOpts = { ...common, verifyBody: verifyBodyFor(s.name), requests: [{ setupRequest: setupRequestFor(s.name, 0) }] };
+  }
+  return new Promise((resolve, reject) => {
+    currentLoad = autocannon(acOpts, (err, result) => {
+      currentLoad = null;
+      if (err !== null && err !== undefined) reject(err);
+      else resolve(result);
+    });
+  });
+}
+
+async function measure(target: Target, s: Scenario, opts: Options, dir: string): Promise<RunStats> {
+  if (opts.warmupSec > 0) await runLoad(target, s, opts.warmupSec, opts, dir);
+  const peakIsPerRun = resetPeakRss(target.pid);
+  const rssStart = memoryStatus(target.pid).rss;
+  const sampler = new RssSampler(target.pid, 500);
+  const cpu0 = processCpuMicros(target.pid);
+  const client0 = process.cpuUsage();
+  const t0 = Date.now();
+  const r = await runLoad(target, s, opts.durationSec, opts, dir);
+  const wallMs = Date.now() - t0;
+  const cpuMicros = processCpuMicros(target.pid) - cpu0;
+  const client = clientCpu(client0, wallMs, Math.max(1, opts.workers));
+  const samples = sampler.stop();
+  const mem = memoryStatus(target.pid);
+  // Every answered request, whatever its status: that is what the server spent its CPU on (autocannon's
+  // requests.total can miss the responses of the last partial sampling second).
+  const statusCodes: Record<string, number> = {};
+  let requests = 0;
+  for (const [code, v] of Object.entries(r.statusCodeStats)) {
+    statusCodes[code] = v.count;
+    requests += v.count;
+  }
+  return {
+    requests,
+    durationSec: r.duration,
+    reqPerSec: r.duration > 0 ? requests / r.duration : 0,
+    latencyMs: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max, mean: r.latency.mean },
+    throughputBytesPerSec: r.duration > 0 ? r.throughput.total / r.duration : 0,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    mismatches: r.mismatches,
+    statusCodes,
+    cpuUsPerReq: requests > 0 ? cpuMicros / requests : null,
+    cpuCores: wallMs > 0 ? cpuMicros / 1000 / wallMs : 0,
+    peakRssBytes: mem.peakRss,
+    peakRssIsPerRun: peakIsPerRun,
+    rssStartBytes: rssStart,
+    rssAt10sBytes: rssAt(samples, 10_000),
+    rssEndBytes: mem.rss,
+    rssSamples: samples,
+    clientCores: client.cores,
+    clientBound: client.bound,
+  };
+}
+
+/** Zero errors, zero timeouts, zero body mismatches, only the statuses the scenario expects. */
+function loadProblems(label: string, s: Scenario, r: RunStats): string[] {
+  const out: string[] = [];
+  if (r.requests === 0) out.push(`${label}: no request completed`);
+  if (r.errors > 0) out.push(`${label}: ${r.errors} connection errors (${r.timeouts} timeouts)`);
+  if (r.mismatches > 0) out.push(`${label}: ${r.mismatches} responses failed the body check`);
+  for (const [code, n] of Object.entries(r.statusCodes)) {
+    if (!s.expectedStatuses.includes(Number(code))) out.push(`${label}: ${n} responses with unexpected status ${code}`);
+  }
+  if (s.expectedStatuses.length > 1) {
+    for (const code of s.expectedStatuses) if ((r.statusCodes[String(code)] ?? 0) === 0) out.push(`${label}: no ${code} answer at all`);
+  }
+  return out;
+}
+
+async function runScenario(s: Scenario, server: Target, ceiling: Target, threads: number | null, opts: Options, dir: string): Promise<ScenarioResult> {
+  const key = opts.threads.length > 1 ? `${s.name}@${threads ?? 'default'}t` : s.name;
+  process.stdout.write(`${key}: probing... `);
+  const pr = await probe(s, opts.target === 'server' ? server : null);
+  await ceiling.configure(pr.config);
+  if (opts.target === 'ceiling') await server.configure(pr.config);
+  process.stdout.write(`ceiling ${opts.durationSec}s... `);
+  const c = await measure(ceiling, s, opts, dir);
+  process.stdout.write(`${opts.target === 'ceiling' ? 'ceiling #2' : 'server'} ${opts.durationSec}s... `);
+  const sv = await measure(server, s, opts, dir);
+  const problems = [...pr.problems, ...loadProblems('server', s, sv), ...loadProblems('ceiling', s, c)];
+  process.stdout.write(`${Math.round(sv.reqPerSec)} vs ${Math.round(c.reqPerSec)} req/s${problems.length > 0 ? `, ${problems.length} PROBLEM(S)` : ''}\n`);
+  return {
+    key,
+    name: s.name,
+    issue: s.issue,
+    title: s.title,
+    threads,
+    connections: opts.connections,
+    server: sv,
+    ceiling: c,
+    ratio: c.reqPerSec > 0 ? sv.reqPerSec / c.reqPerSec : null,
+    cpuEfficiency: sv.cpuUsPerReq !== null && c.cpuUsPerReq !== null && sv.cpuUsPerReq > 0 ? c.cpuUsPerReq / sv.cpuUsPerReq : null,
+    bodyBytes: pr.bodyBytes,
+    problems,
+  };
+}
+
+// ---------------------------------------------------------------- main
+
+async function main(): Promise<number> {
+  let opts: Options;
+  try {
+    opts = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (!isLinuxProcAvailable()) {
+    process.stderr.write('bench: server CPU and memory are read from /proc; this suite runs on Linux only\n');
+    return 2;
+  }
+  installCleanup();
+  const dir = mkdtempSync(join(tmpdir(), 'rcd-bench-'));
+  tempDirs.add(dir);
+  const bundle = join(dir, 'bundle.json');
+  writeBundle(bundle);
+  const started = new Date();
+  const load = loadavg();
+  const scenarios: ScenarioResult[] = [];
+  const ceiling = await startCeiling();
+  for (const threads of opts.threads) {
+    const server = opts.target === 'server' ? await startServer(dir, bundle, threads) : await startCeiling();
+    process.stdout.write(`${opts.target === 'server' ? 'server' : 'calibration ceiling'} ${server.url} (pid ${server.pid}, threads ${threads ?? 'default'}), ceiling ${ceiling.url} (pid ${ceiling.pid})\n`);
+    try {
+      for (const s of opts.scenarios) {
+        if (stopping) break;
+        scenarios.push(await runScenario(s, server, ceiling, threads, opts, dir));
+      }
+    } finally {
+      await stopChild(server.child);
+    }
+  }
+  await stopChild(ceiling.child);
+  const cpuList = cpus();
+  const results: BenchResults = {
+    version: 1,
+    date: started.toISOString(),
+    host: hostname(),
+    node: process.versions.node,
+    cpus: { model: cpuList[0]?.model ?? 'unknown', count: cpuList.length },
+    loadavgAtStart: load,
+    target: opts.target,
+    options: {
+      durationSec: opts.durationSec,
+      warmupSec: opts.warmupSec,
+      connections: opts.connections,
+      threads: opts.threads,
+      workers: opts.workers,
+      smoke: opts.smoke,
+    },
+    scenarios,
+    ok: scenarios.every((s) => s.problems.length === 0),
+  };
+  process.stdout.write('\n' + renderTable(results) + '\n');
+  const files = writeResults(results, opts.outDir);
+  process.stdout.write(`\nresults: ${files.json}\nsummary: ${files.md}\n`);
+  if (!results.ok) {
+    process.stderr.write('\nPROBLEMS:\n');
+    for (const s of scenarios) for (const p of s.problems) process.stderr.write(`  ${s.key}: ${p}\n`);
+  }
+  await stopAll();
+  return results.ok ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    void stopAll().finally(() => process.exit(1));
+  },
+);
