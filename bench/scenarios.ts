@@ -31,7 +31,7 @@ import {
   revisionFor,
   type FixtureItem,
 } from './fixtures/generate.js';
-import { xxh32String } from './micro/xxh32.js';
+import { xxh32String } from '../src/xxh32.js';
 
 /** One prepared request. `ctx` is what was sent, kept for the probe's in-depth validation. */
 export interface RequestEntry {

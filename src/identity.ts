@@ -2,16 +2,17 @@
  * The two hashes clients can reproduce (documented in docs/api.md):
  * - meta.uid = XXH32(seed 0) of the UTF-8 bytes of u, as an unsigned 32-bit integer; meta.mod = uid % 1000.
  * - content hash = XXH3-128 of the minified base JSON text, 32 lowercase hex digits.
+ *
+ * uid is per request and short: pure JS (src/xxh32.ts) wins. The content hash runs on writes over
+ * up to megabytes: the xxhash-addon's native XXH3 is the right tool there.
  */
 import xxhash from 'xxhash-addon';
+import { xxh32String } from './xxh32.js';
 
-const { XXHash32, XXHash128 } = xxhash as unknown as {
-  XXHash32: { hash(data: Buffer): Buffer };
-  XXHash128: { hash(data: Buffer): Buffer };
-};
+const { XXHash128 } = xxhash as unknown as { XXHash128: { hash(data: Buffer): Buffer } };
 
 export function userUid(u: string): number {
-  return XXHash32.hash(Buffer.from(u, 'utf8')).readUInt32BE(0);
+  return xxh32String(u, 0);
 }
 
 export function userMod(uid: number): number {

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { userUid } from '../../src/identity.js';
-import { XXH32_VECTORS, xxh32String } from '../../bench/micro/xxh32.js';
+import { XXH32_VECTORS, xxh32String } from '../../src/xxh32.js';
 import type { BenchResults } from '../../bench/report.js';
 import { SCENARIOS } from '../../bench/scenarios.js';
 
