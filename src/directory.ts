@@ -8,7 +8,8 @@
  * change; the hot path does Map lookups.
  */
 import { createHash } from 'node:crypto';
-import type { ContentMeta, DirectorySnapshot } from './store/types.js';
+import { compileMapping, type CompiledMapping } from './mapping/index.js';
+import type { ContentMeta, DirectorySnapshot, RevisionReader } from './store/types.js';
 import { versionNumberOf } from './version.js';
 
 export interface RevisionView {
@@ -23,6 +24,46 @@ export interface ContentView {
   /** Newest first: the app-version choice scans until the first revision the client can take. */
   readonly revisions: readonly RevisionView[];
   readonly mappingId: number;
+  /** Compiled rules (evaluated per wrapped request on the main thread), or null without a mapping. */
+  readonly mapping: CompiledMapping | null;
+  /** True when the stored mapping could not be compiled: wrapped requests answer 500 internal. */
+  readonly mappingBroken: boolean;
+}
+
+/**
+ * Compiled mappings by immutable id, kept across directory rebuilds so a write recompiles only the
+ * mapping it changed. Ids no longer referenced are dropped after each build.
+ */
+export class MappingLibrary {
+  private readonly reader: RevisionReader;
+  private compiled = new Map<number, CompiledMapping | null>();
+  private readonly onError: (mappingId: number, err: unknown) => void;
+
+  constructor(reader: RevisionReader, onError: (mappingId: number, err: unknown) => void) {
+    this.reader = reader;
+    this.onError = onError;
+  }
+
+  /** The compiled mapping, or null when it cannot be read or compiled (reported once). */
+  get(mappingId: number): CompiledMapping | null {
+    const known = this.compiled.get(mappingId);
+    if (known !== undefined) return known;
+    let result: CompiledMapping | null = null;
+    try {
+      const text = this.reader.readMapping(mappingId);
+      if (text === undefined) throw new Error('mapping row not found');
+      result = compileMapping(JSON.parse(text));
+    } catch (err) {
+      this.onError(mappingId, err);
+    }
+    this.compiled.set(mappingId, result);
+    return result;
+  }
+
+  /** Forgets mappings not in `live`. */
+  retain(live: ReadonlySet<number>): void {
+    for (const id of this.compiled.keys()) if (!live.has(id)) this.compiled.delete(id);
+  }
 }
 
 export interface EnvView {
@@ -50,7 +91,7 @@ export class Directory {
   private readonly plainCache = new Map<string, KeyView>();
   readonly environments: ReadonlyMap<string, EnvView>;
 
-  constructor(snapshot: DirectorySnapshot) {
+  constructor(snapshot: DirectorySnapshot, mappings: MappingLibrary) {
     const envs = new Map<string, EnvView>();
     const grouped = new Map<string, ContentMeta[]>();
     for (const env of snapshot.environments) grouped.set(env, []);
@@ -59,8 +100,11 @@ export class Directory {
       if (list === undefined) grouped.set(c.envId, (list = []));
       list.push(c);
     }
-    for (const [envId, list] of grouped) envs.set(envId, buildEnv(envId, list));
+    for (const [envId, list] of grouped) envs.set(envId, buildEnv(envId, list, mappings));
     this.environments = envs;
+    const live = new Set<number>();
+    for (const c of snapshot.contents) if (c.mappingId !== null) live.add(c.mappingId);
+    mappings.retain(live);
 
     this.byDigest = new Map();
     for (const k of snapshot.keys) {
@@ -79,7 +123,7 @@ export class Directory {
   }
 }
 
-function buildEnv(envId: string, list: readonly ContentMeta[]): EnvView {
+function buildEnv(envId: string, list: readonly ContentMeta[], mappings: MappingLibrary): EnvView {
   const contents = new Map<string, ContentView>();
   const catalog: Record<string, { h: string; d: boolean }> = {};
   for (const c of list) {
@@ -92,7 +136,14 @@ function buildEnv(envId: string, list: readonly ContentMeta[]): EnvView {
         minVersion: r.minAppVersion === null ? -1 : versionNumberOf(r.minAppVersion),
       });
     }
-    contents.set(c.idLower, { id: c.id, revisions, mappingId: c.mappingId ?? 0 });
+    const mapping = c.mappingId === null ? null : mappings.get(c.mappingId);
+    contents.set(c.idLower, {
+      id: c.id,
+      revisions,
+      mappingId: c.mappingId ?? 0,
+      mapping,
+      mappingBroken: c.mappingId !== null && mapping === null,
+    });
     // defineProperty, not assignment: an id spelled "__proto__" must become an own key of the catalog.
     Object.defineProperty(catalog, c.id, {
       value: { h: c.revisions[c.revisions.length - 1]!.hash, d: c.mappingRuleCount > 0 },

@@ -9,14 +9,15 @@ import { openAdminState } from './admin/state.js';
 import { resolveAdminToken } from './admin/token.js';
 import type { ServeConfig } from './config.js';
 import { DEMO_CONTENT_ID, DEMO_ENV, demoBundle, newDemoKey, readDemoKey } from './demo.js';
-import { Directory } from './directory.js';
+import { Directory, MappingLibrary } from './directory.js';
+import { createFrontCache } from './http/front-cache.js';
 import { RcdError } from './errors.js';
 import { createApp, isNativeUws, listen, stopListening } from './http/app.js';
 import type { FrontEndState } from './http/state.js';
 import { logError, logInfo, rateLimitedErrorLogger } from './log.js';
 import { Batcher } from './pool/batcher.js';
 import type { WorkerOptions } from './pool/protocol.js';
-import { openStore } from './store/index.js';
+import { openRevisionReader, openStore } from './store/index.js';
 import type { Store } from './store/types.js';
 
 export interface RunningServer {
@@ -52,9 +53,16 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     idleTimeout: Number.MAX_SAFE_INTEGER,
     workerData,
   });
+  // The front end reads mapping texts (by immutable id, when the directory is rebuilt) to compile and
+  // evaluate rules itself; content bytes stay with the workers.
+  const mainReader = openRevisionReader(store.readerUrl);
+  const mappings = new MappingLibrary(mainReader, (id, err) =>
+    logError(`mapping ${id} cannot be compiled; wrapped requests for its content answer 500: ${(err as Error).message}`),
+  );
   const state: FrontEndState = {
-    directory: new Directory(await store.loadDirectory()),
+    directory: new Directory(await store.loadDirectory(), mappings),
     batcher: new Batcher(pool, config.threads, config.maxPendingJobs),
+    frontCache: createFrontCache(config.cacheBytes),
     config,
     inFlight: 0,
     shuttingDown: false,
@@ -68,6 +76,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     listening = await listen(app, config.host, config.port);
   } catch (err) {
     await pool.destroy();
+    mainReader.close();
     await store.close();
     throw err;
   }
@@ -79,7 +88,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   flushTimer.unref();
 
   const refresh = async (): Promise<void> => {
-    state.directory = new Directory(await store.loadDirectory());
+    state.directory = new Directory(await store.loadDirectory(), mappings);
   };
 
   const admin = config.adminEnabled ? await startAdmin(config, store, refresh) : null;
@@ -95,6 +104,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
       // Closes keep-alive connections too; present at runtime in this uWS build, missing from its typings.
       (app as unknown as { close(): void }).close();
       await pool.destroy();
+      mainReader.close();
       await flushKeyUse(store, state);
       await store.close();
     })();

@@ -1,15 +1,28 @@
 /**
- * Micro-benchmark of the mutation path (src/mapping): condition evaluation (sift, as compiled by
- * src/mapping/condition.ts, against a hand-written JS function doing the same test: the floor any
- * evaluator of our own could reach), selectRules on a ~10-rule mapping, and the render of a 512 KiB
- * content with a small patch: splice (render-cache miss, offsets already known), the first miss on a
- * revision (offsets found), the naive parse-apply-stringify, and a render-cache hit.
+ * Micro-benchmark of the mutation path (src/mapping): condition evaluation (the engine's compiled
+ * evaluator, src/mapping/predicate.ts, against sift compiling the same condition, which is what the
+ * engine used before, and against a hand-written JS function doing the same test: the floor any
+ * evaluator could reach), selectRules on a ~10-rule mapping with either evaluator, and the render of
+ * a 512 KiB content with a small patch: splice (render-cache miss, offsets already known), the first
+ * miss on a revision (offsets found), the naive parse-apply-stringify, and a render-cache hit.
  */
 import { LRUCache } from 'lru-cache';
+import { siftPredicate } from '../reference/sift.js';
 import { userMod, userUid } from '../../src/identity.js';
+import type { CompiledMapping } from '../../src/mapping/compile.js';
 import { compileCondition, type Predicate } from '../../src/mapping/condition.js';
-import { compileMapping, prepareDoc, renderSelection, selectRules, type Selection } from '../../src/mapping/index.js';
+import {
+  compileMapping,
+  prepareDoc,
+  renderSelection,
+  renderSelectionInto,
+  selectRules,
+  type Selection,
+} from '../../src/mapping/index.js';
 import { applyPatchToValue } from '../../src/mapping/patch.js';
+import { renderPatched } from '../../src/mapping/splice.js';
+import { sharedBytes } from '../../src/worker/cache.js';
+import { largeDoc, largeMapping } from '../fixtures/generate.js';
 import type { MappingProblem } from '../../src/mapping/problems.js';
 
 export interface Row {
@@ -40,6 +53,22 @@ function measure(name: string, fn: (i: number) => number, minMs: number): Row {
   const { ops, ns } = run(minMs, batch);
   const nsPerOp = ns / ops;
   return { name, opsPerSec: Math.round(1e9 / nsPerOp), nsPerOp: Math.round(nsPerOp * 10) / 10 };
+}
+
+/** The same compiled mapping with every condition evaluated by sift instead (the "before"). */
+function withSiftPredicates(mapping: CompiledMapping, raw: { rules: { when?: unknown }[] }): CompiledMapping {
+  const rules = mapping.rules.map((rule) => {
+    const when = raw.rules[rule.index].when;
+    return { ...rule, predicate: rule.predicate === null ? null : (siftPredicate(when) as Predicate) };
+  });
+  return { ...mapping, rules, combinations: new Map() };
+}
+
+function compileOwn(when: unknown): Predicate {
+  const problems: MappingProblem[] = [];
+  const predicate = compileCondition(when, 'when', 0, problems);
+  if (problems.length > 0 || predicate === null) throw new Error(problems[0]?.reason ?? 'condition matches everyone');
+  return predicate;
 }
 
 const COUNTRIES = ['DE', 'FR', 'US', 'BR', 'JP', 'IN', 'GB', 'ES'];
@@ -105,18 +134,30 @@ export function benchContent(bytes: number): string {
 export function runMappingMicro(minMs = 1000): Row[] {
   const ps = attributes(1024);
   const mask = 1023;
-  const problems: MappingProblem[] = [];
-  const sift = compileCondition({ country: { $in: ['DE', 'FR'] }, level: { $gte: 10 }, tags: 'vip' }, 'when', 0, problems) as Predicate;
-  if (problems.length > 0) throw new Error(problems[0].reason);
+  const simpleWhen = { country: { $in: ['DE', 'FR'] }, level: { $gte: 10 }, tags: 'vip' };
+  const siftSimple = siftPredicate(simpleWhen);
+  const ownSimple = compileOwn(simpleWhen);
   const hand = (p: Record<string, unknown>): boolean => {
     const c = p.country;
     const l = p.level;
     const t = p.tags;
     return (c === 'DE' || c === 'FR') && typeof l === 'number' && l >= 10 && (t === 'vip' || (Array.isArray(t) && t.includes('vip')));
   };
-  for (const p of ps) if (sift(p) !== hand(p)) throw new Error('sift and the hand-written condition disagree');
+  // Nested path, version operator, $or and $elemMatch: the shapes where sift's generic walk costs most.
+  const richWhen = {
+    'device.os': 'ios',
+    $or: [{ 'device.app': { $vgte: '1.8.0' } }, { level: { $not: { $lt: 30 } } }],
+    tags: { $elemMatch: { $in: ['vip', 'gold'] } },
+  };
+  const siftRich = siftPredicate(richWhen);
+  const ownRich = compileOwn(richWhen);
+  for (const p of ps) {
+    if (siftSimple(p) !== hand(p) || ownSimple(p) !== hand(p)) throw new Error('sift, the compiled predicate and the hand-written condition disagree');
+    if (siftRich(p) !== ownRich(p)) throw new Error('sift and the compiled predicate disagree');
+  }
 
   const mapping = compileMapping(BENCH_MAPPING);
+  const siftMapping = withSiftPredicates(mapping, BENCH_MAPPING);
   const mods = ps.map((_p, i) => userMod(userUid(`user-${i}`)));
   const small = prepareDoc(benchContent(2 * 1024));
 
@@ -133,9 +174,13 @@ export function runMappingMicro(minMs = 1000): Row[] {
   cache.set('w1:1:1:' + bigSelection.key, sab);
 
   return [
-    measure('condition: sift compiled (3 fields, $in/$gte/array)', (i) => (sift(ps[i & mask]) ? 1 : 0), minMs),
-    measure('condition: hand-written JS equivalent (floor for an own evaluator)', (i) => (hand(ps[i & mask]) ? 1 : 0), minMs),
-    measure('selectRules: 10 rules, 2 A/B tests (2 KiB content)', (i) => selectRules(mapping, small, ps[i & mask], '1.5.0', mods[i & mask]).key.length, minMs),
+    measure('condition: sift (3 fields, $in/$gte/array) [before]', (i) => (siftSimple(ps[i & mask]) ? 1 : 0), minMs),
+    measure('condition: compiled predicate (same 3 fields) [after]', (i) => (ownSimple(ps[i & mask]) ? 1 : 0), minMs),
+    measure('condition: hand-written JS equivalent (floor)', (i) => (hand(ps[i & mask]) ? 1 : 0), minMs),
+    measure('condition: sift (nested path, $or/$vgte/$not, $elemMatch) [before]', (i) => (siftRich(ps[i & mask]) ? 1 : 0), minMs),
+    measure('condition: compiled predicate (same) [after]', (i) => (ownRich(ps[i & mask]) ? 1 : 0), minMs),
+    measure('selectRules: 10 rules, 2 A/B tests, sift conditions [before]', (i) => selectRules(siftMapping, small, ps[i & mask], '1.5.0', mods[i & mask]).key.length, minMs),
+    measure('selectRules: 10 rules, 2 A/B tests, compiled predicates [after]', (i) => selectRules(mapping, small, ps[i & mask], '1.5.0', mods[i & mask]).key.length, minMs),
     measure('512 KiB render-cache hit (LRU get)', (i) => cache.get('w1:1:1:' + bigSelection.key)!.byteLength + i, minMs),
     measure('512 KiB miss: splice small patch (string)', () => renderSelection(big, bigMapping, bigSelection).length, minMs),
     measure('512 KiB miss: splice + UTF-8 encode (bytes for the head)', () => Buffer.byteLength(renderSelection(big, bigMapping, bigSelection)), minMs),
@@ -144,5 +189,49 @@ export function runMappingMicro(minMs = 1000): Row[] {
       return renderSelection(fresh, bigMapping, selectRules(bigMapping, fresh, {}, '', 0)).length;
     }, minMs),
     measure('512 KiB naive: JSON.parse + apply + JSON.stringify', () => JSON.stringify(applyPatchToValue(JSON.parse(bigText), naivePatch, null)).length, minMs),
+    ...largeFixtureRows(minMs),
+  ];
+}
+
+/**
+ * The bench suite's scenario-7 content (bench/fixtures: 512 KiB, a `levels` object of ~3,000
+ * members) and mapping (flag rules merge-patching single levels): a render-cache miss through the
+ * copy-on-write renderer plus the UTF-8 copy into shared memory (the worker's previous miss path)
+ * against the byte splicer writing the head straight into shared memory, and selectRules on that
+ * mapping. The misses cycle through 64 flag combinations whose objects are already indexed (the
+ * steady state of a revision); the allocation row is the floor of any miss: a fresh 512 KiB
+ * SharedArrayBuffer written once.
+ */
+function largeFixtureRows(minMs: number): Row[] {
+  const text = JSON.stringify(largeDoc());
+  const mapping = compileMapping(largeMapping());
+  const doc = prepareDoc(text);
+  const flagSets: Record<string, unknown>[] = [];
+  for (let i = 0; i < 1024; i++) {
+    const flags: string[] = [];
+    for (let k = 0; k < 14; k++) if (((Math.imul(i, 2654435761) >>> k) & 1) === 1) flags.push(`f${k}`);
+    flagSets.push({ tier: i % 2 === 0 ? 'gold' : 'silver', flags });
+  }
+  const selections: Selection[] = flagSets.slice(0, 64).map((p, i) => selectRules(mapping, doc, p, '', (i * 37) % 1000));
+  const prefix = '{"data":';
+  const suffix = ',"hash":"00112233445566778899aabbccddeeff","meta":{"uid":';
+  for (const s of selections) {
+    const before = Buffer.from(sharedBytes(prefix + renderPatched(doc, s.patches, s.applied, null) + suffix));
+    if (!before.equals(Buffer.from(renderSelectionInto(doc, mapping, s, prefix, suffix)))) throw new Error('the byte splicer and the copy-on-write renderer disagree');
+  }
+  const source = Buffer.from(renderSelectionInto(doc, mapping, selections[0], prefix, suffix));
+  return [
+    measure('fixture 512 KiB miss: copy-on-write render + sharedBytes [before]', (i) => {
+      const s = selections[i & 63];
+      return sharedBytes(prefix + renderPatched(doc, s.patches, s.applied, null) + suffix).byteLength;
+    }, minMs),
+    measure('fixture 512 KiB miss: renderSelectionInto (byte splice) [after]', (i) => renderSelectionInto(doc, mapping, selections[i & 63], prefix, suffix).byteLength, minMs),
+    measure('fixture 512 KiB miss: renderSelection (string, serialized path)', (i) => renderSelection(doc, mapping, selections[i & 63]).length, minMs),
+    measure('fixture 512 KiB: new SharedArrayBuffer + one copy (floor of a miss)', () => {
+      const sab = new SharedArrayBuffer(source.length);
+      source.copy(Buffer.from(sab));
+      return sab.byteLength;
+    }, minMs),
+    measure('fixture selectRules: 16 rules, 1,024 flag combinations', (i) => selectRules(mapping, doc, flagSets[i & 1023], '', i % 1000).key.length, minMs),
   ];
 }

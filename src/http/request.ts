@@ -10,11 +10,14 @@
  * HOT PATH: change with care. Fields are initialised in one order in the constructor.
  */
 import type { HttpResponse } from 'uWebSockets.js';
-import { chooseRevision, type EnvView } from '../directory.js';
+import { chooseRevision, type ContentView, type EnvView, type RevisionView } from '../directory.js';
 import { RcdError, errorResponse, responseForError, type ErrorCode } from '../errors.js';
+import { userUid } from '../identity.js';
+import { evaluateMapping } from '../mapping/index.js';
 import type { JobSink } from '../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
 import { parseUserContext, type UserContext } from './context.js';
+import { frontKey, type Rendered } from './front-cache.js';
 import { checkPlainQuery, parseCombineQuery, wrappedKind } from './query.js';
 import { STATUS_OK, send, sendError, sendOverloaded } from './reply.js';
 import type { FrontEndState } from './state.js';
@@ -24,8 +27,6 @@ export const enum Route {
   Wrapped = 1,
   Combine = 2,
 }
-
-const NO_P: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
 
 export class ContentRequest implements JobSink {
   readonly state: FrontEndState;
@@ -40,9 +41,15 @@ export class ContentRequest implements JobSink {
   /** True once answered or aborted: nothing more may touch res. */
   done = false;
   aborted = false;
+  kind: JobKind = JobKind.Plain;
+  /** meta.uid and meta.mod of wrapped requests (the tail is built here, per user). */
+  uid = 0;
+  mod = 0;
+  /** Front-cache key per slot, so results coming back from the pool are cached under it. */
+  keys: string[] | null = null;
   // Combine only:
   ids: string[] | null = null;
-  results: (JobResult | null)[] | null = null;
+  rendered: (Rendered | null)[] | null = null;
   missing: string[] | null = null;
   remaining = 0;
 
@@ -85,22 +92,23 @@ export class ContentRequest implements JobSink {
   }
 
   onResult(slot: number, result: JobResult): void {
-    if (this.done) return;
-    if (this.route !== Route.Combine) {
-      if (result.head === null) {
-        this.answerJobError(result.error);
-        return;
-      }
-      send(this.res, STATUS_OK, new Uint8Array(result.head, 0, result.headLength), result.tail, '', '', this.state.shuttingDown);
-      this.finish();
-      return;
+    let rendered: Rendered | null = null;
+    if (result.head !== null) {
+      rendered = { head: new Uint8Array(result.head, 0, result.headLength), seg: result.seg };
+      // Cached even when this request was aborted meanwhile: the next request for it is a hit.
+      this.state.frontCache.set(this.keys![slot]!, rendered);
     }
-    if (result.head === null && result.error !== 'content_not_found') {
+    if (this.done) return;
+    if (rendered === null && (this.route !== Route.Combine || result.error !== 'content_not_found')) {
       this.answerJobError(result.error);
       return;
     }
-    if (result.head === null) this.missing!.push(this.ids![slot]!);
-    this.results![slot] = result;
+    if (this.route !== Route.Combine) {
+      answerSingle(this, rendered!);
+      return;
+    }
+    if (rendered === null) this.missing!.push(this.ids![slot]!);
+    this.rendered![slot] = rendered;
     if (--this.remaining === 0) answerCombine(this);
   }
 
@@ -178,21 +186,35 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
   if (rev === undefined) {
     throw new RcdError('content_not_found', `no revision of this content is available for app version ${ctx.v}`);
   }
+  prepareUser(r, kind, ctx);
+  const job = itemJob(r, kind, content, rev, ctx);
+  const key = frontKey(kind, rev.revId, job.mappingId, job.comboKey);
+  const hit = r.state.frontCache.get(key);
+  if (hit !== undefined) {
+    answerSingle(r, hit);
+    return;
+  }
   const batcher = r.state.batcher;
   if (!batcher.hasRoom(1)) {
     sendOverloaded(r.res, r.state.shuttingDown);
     r.finish();
     return;
   }
-  batcher.enqueue(makeJob(kind, rev.revId, content.mappingId, ctx), r, 0);
+  r.keys = [key];
+  batcher.enqueue(job, r, 0);
 }
 
 function startCombine(r: ContentRequest, ctx: UserContext): void {
   const q = parseCombineQuery(r.query, r.state.config.maxCombineIds);
   const contents = r.env.contents;
+  const cache = r.state.frontCache;
+  prepareUser(r, q.kind, ctx);
   const ids: string[] = [];
-  const jobs: Job[] = [];
+  const keys: string[] = [];
+  const rendered: (Rendered | null)[] = [];
   const missing: string[] = [];
+  const jobs: Job[] = [];
+  const slots: number[] = [];
   for (const id of q.ids) {
     const content = contents.get(id.toLowerCase());
     const rev = content === undefined ? undefined : chooseRevision(content, ctx.vNum);
@@ -200,12 +222,21 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
       missing.push(id);
       continue;
     }
+    const job = itemJob(r, q.kind, content, rev, ctx);
+    const key = frontKey(q.kind, rev.revId, job.mappingId, job.comboKey);
+    const hit = cache.get(key);
+    if (hit === undefined) {
+      jobs.push(job);
+      slots.push(ids.length);
+    }
     ids.push(id);
-    jobs.push(makeJob(q.kind, rev.revId, content.mappingId, ctx));
+    keys.push(key);
+    rendered.push(hit ?? null);
   }
   r.ids = ids;
+  r.keys = keys;
+  r.rendered = rendered;
   r.missing = missing;
-  r.results = new Array<JobResult | null>(ids.length).fill(null);
   r.remaining = jobs.length;
   if (jobs.length === 0) {
     answerCombine(r);
@@ -217,13 +248,33 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
     r.finish();
     return;
   }
-  for (let i = 0; i < jobs.length; i++) batcher.enqueue(jobs[i]!, r, i);
+  for (let i = 0; i < jobs.length; i++) batcher.enqueue(jobs[i]!, r, slots[i]!);
 }
 
-function makeJob(kind: JobKind, revId: number, mappingId: number, ctx: UserContext): Job {
-  // Plain jobs do not use u/p/v: sending empty values keeps the batch message small.
-  if (kind === JobKind.Plain) return { kind, revId, mappingId, u: '', p: NO_P, v: '' };
-  return { kind, revId, mappingId, u: ctx.u, p: ctx.p, v: ctx.v };
+/** uid and mod for wrapped kinds (the per-user tail); plain answers do not depend on the user. */
+function prepareUser(r: ContentRequest, kind: JobKind, ctx: UserContext): void {
+  r.kind = kind;
+  if (kind === JobKind.Plain) return;
+  r.uid = userUid(ctx.u);
+  r.mod = r.uid % 1000;
+}
+
+/** The job for one item; the mapping's rules are evaluated here, per user, in the front end. */
+function itemJob(r: ContentRequest, kind: JobKind, content: ContentView, rev: RevisionView, ctx: UserContext): Job {
+  if (kind === JobKind.Plain || content.mappingId === 0) return { kind, revId: rev.revId, mappingId: 0, comboKey: '' };
+  if (content.mappingBroken) throw new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
+  const comboKey = evaluateMapping(content.mapping!, ctx.p, ctx.v, r.mod).key;
+  return { kind, revId: rev.revId, mappingId: content.mappingId, comboKey };
+}
+
+/** The per-user remainder after a head: "" for plain, `uid,"mod":n,"seg":[…]}}` for wrapped. */
+function tailOf(r: ContentRequest, seg: string): string {
+  return r.kind === JobKind.Plain ? '' : r.uid + ',"mod":' + r.mod + ',"seg":' + seg + '}}';
+}
+
+function answerSingle(r: ContentRequest, item: Rendered): void {
+  send(r.res, STATUS_OK, item.head, tailOf(r, item.seg), '', '', r.state.shuttingDown);
+  r.finish();
 }
 
 // Combine answers are written in several pieces; like reply.ts, the corked writer reads a module slot.
@@ -244,16 +295,17 @@ function writeCombine(): void {
   const missing = r.missing!;
   if (missing.length > 0) res.writeHeader('x-missing-content', missing.map(encodeURIComponent).join(','));
   const ids = r.ids!;
-  const results = r.results!;
+  const rendered = r.rendered!;
   let first = true;
   res.write('{');
   for (let i = 0; i < ids.length; i++) {
-    const result = results[i]!;
-    if (result.head === null) continue;
+    const item = rendered[i];
+    if (item === null || item === undefined) continue;
     res.write((first ? '' : ',') + JSON.stringify(ids[i]) + ':');
     first = false;
-    res.write(new Uint8Array(result.head, 0, result.headLength));
-    if (result.tail !== '') res.write(result.tail);
+    res.write(item.head);
+    const tail = tailOf(r, item.seg);
+    if (tail !== '') res.write(tail);
   }
   res.end('}', r.state.shuttingDown);
 }

@@ -5,10 +5,13 @@
 import type { ServeConfig } from '../config.js';
 import type { Directory } from '../directory.js';
 import type { Batcher } from '../pool/batcher.js';
+import type { FrontCache } from './front-cache.js';
 
 export interface FrontEndState {
   directory: Directory;
   readonly batcher: Batcher;
+  /** Rendered heads by immutable ids: repeats are answered without the pool. */
+  readonly frontCache: FrontCache;
   readonly config: ServeConfig;
   /** Requests accepted and not yet answered or aborted. */
   inFlight: number;

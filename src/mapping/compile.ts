@@ -2,9 +2,10 @@
  * Mapping JSON → a compiled, validated mapping (issue 3's format):
  * `{"rules":[{"segment","when"?,"appVersion"?,"info"?,"patch"|"variants"}]}`.
  *
- * Compiled once per immutable mapping id (worker LRU) and reused for every request: conditions are
- * sift testers, app-version ranges are parsed semver Ranges, variant ranges become a 1000-entry
- * lookup table (mod → variant) and each seg entry is pre-serialized JSON. Validation collects every
+ * Compiled once per immutable mapping id (front end and worker LRU) and reused for every request:
+ * conditions are compiled predicates (predicate.ts), app-version ranges are parsed semver Ranges,
+ * variant ranges become a 1000-entry lookup table (mod → variant) and each seg entry is pre-serialized
+ * JSON. Validation collects every
  * problem with its rule index and path; nothing is compiled into use when any exist.
  */
 import semver from 'semver';

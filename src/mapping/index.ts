@@ -1,26 +1,56 @@
 /**
  * The mapping engine's public surface, for the store (validation), the bundle import and the worker
  * threads (selection and rendering). The hot path per wrapped request is `selectRules` followed, on a
- * render-cache miss only, by `renderSelection`.
+ * render-cache miss only, by `renderSelectionInto` (or `renderSelection` for the serialized form).
+ *
+ * Rendering composes the selection's patches into an edit tree (edits.ts) and splices it into the
+ * base's UTF-8 bytes (bytesplice.ts): the cost grows with the patches, not the content. What the
+ * tree does not express (JSON Patch on array elements, move, copy) is rendered by the copy-on-write
+ * renderer (splice.ts) instead, with the same output.
  */
+import { createByteBase, type ByteBase } from './byteindex.js';
+import { renderEditsShared, renderEditsText } from './bytesplice.js';
 import { compileMapping as compileChecked, type Combination, type CompiledMapping, type Selection } from './compile.js';
+import { composeEdits } from './edits.js';
 import { EMPTY_SELECTION, evaluateMapping, partialSelection } from './evaluate.js';
-import { createBaseDocument, patchesThatApply, renderPatched, type BaseDocument } from './splice.js';
+import type { CompiledPatch } from './patch.js';
+import { createBaseDocument, patchesThatApply as patchesThatApplyCopying, renderPatched, type BaseDocument } from './splice.js';
 
 export type { CompiledMapping, Selection, Combination } from './compile.js';
 export type { MappingProblem } from './problems.js';
 export { checkMapping, mappingError } from './compile.js';
-export { EMPTY_SELECTION, evaluateMapping } from './evaluate.js';
+export { EMPTY_SELECTION, combinationForKey, evaluateMapping } from './evaluate.js';
 export { compareAppVersions, parseAppVersion } from './version.js';
 
-/** A revision prepared for mutation: parsed once, text offsets found once, selections memoized. */
-export interface PreparedDoc extends BaseDocument {
+/**
+ * A revision prepared for mutation: its UTF-8 bytes with the objects on patched paths indexed on first
+ * use, the parsed value only if a patch needs the copy-on-write renderer, selections memoized.
+ */
+export interface PreparedDoc extends BaseDocument, ByteBase {
   /** Per combination (of any mapping): which of its patches apply to this revision. */
   readonly selections: WeakMap<Combination, Selection>;
 }
 
-export function prepareDoc(minified: string): PreparedDoc {
-  return Object.assign(createBaseDocument(minified), { selections: new WeakMap<Combination, Selection>() });
+/**
+ * `minified` is the revision's JSON text as stored (JSON.stringify output). `utf8`, when given, must be
+ * its UTF-8 bytes (e.g. the plain body the worker already holds): they are shared instead of encoding
+ * a second copy.
+ */
+export function prepareDoc(minified: string, utf8?: Uint8Array | SharedArrayBuffer): PreparedDoc {
+  const text = createBaseDocument(minified);
+  const bytes = createByteBase(minified, utf8);
+  return {
+    text: text.text,
+    value: text.value,
+    parsed: text.parsed,
+    spans: text.spans,
+    indexes: text.indexes,
+    bytes: bytes.bytes,
+    rootStart: bytes.rootStart,
+    rootEnd: bytes.rootEnd,
+    objects: bytes.objects,
+    selections: new WeakMap<Combination, Selection>(),
+  };
 }
 
 /**
@@ -42,7 +72,11 @@ export function compileMapping(raw: unknown): CompiledMapping {
  * request has none. Allocation-free for a repeat combination.
  */
 export function selectRules(mapping: CompiledMapping, doc: PreparedDoc, p: Record<string, unknown>, v: string, mod: number): Selection {
-  const combination = evaluateMapping(mapping, p, v, mod);
+  return selectCombination(doc, evaluateMapping(mapping, p, v, mod));
+}
+
+/** The part of selectRules that depends on the revision: which of the combination's patches apply to it. */
+export function selectCombination(doc: PreparedDoc, combination: Combination): Selection {
   if (combination.key === '') return EMPTY_SELECTION;
   if (!combination.mayFail) return combination.whole;
   // A JSON Patch may not apply to this (older or newer) revision: such a rule is skipped and not
@@ -54,8 +88,58 @@ export function selectRules(mapping: CompiledMapping, doc: PreparedDoc, p: Recor
   return selection;
 }
 
+/**
+ * Which of `patches` apply to this revision, in order (1 applied, 0 skipped). Decided on the edit tree
+ * (no container copied, only the objects on the operations' paths indexed) unless a patch needs the
+ * copy-on-write renderer.
+ */
+export function patchesThatApply(doc: PreparedDoc, patches: readonly CompiledPatch[]): Uint8Array {
+  const out = new Uint8Array(patches.length);
+  if (composeEdits(doc, patches, null, out) !== null) return out;
+  return patchesThatApplyCopying(doc, patches);
+}
+
 /** Render-cache miss: the data JSON text of the revision with the selection's patches applied. */
 export function renderSelection(doc: PreparedDoc, _mapping: CompiledMapping, selection: Selection): string {
   if (selection.key === '') return doc.text;
-  return renderPatched(doc, selection.patches, selection.applied, null);
+  const root = composeEdits(doc, selection.patches, selection.applied, null);
+  const text = root === null ? null : renderEditsText(doc, root);
+  return text ?? renderPatched(doc, selection.patches, selection.applied, null);
+}
+
+/**
+ * Render-cache miss, straight into the bytes a response is built from: UTF-8 of `prefix` + the data
+ * JSON (as renderSelection) + `suffix`, written once into a SharedArrayBuffer of exactly that size.
+ * prefix and suffix are short texts around the data (e.g. `{"data":` and `,"hash":"…","meta":{"uid":`).
+ */
+export function renderSelectionInto(
+  doc: PreparedDoc,
+  _mapping: CompiledMapping,
+  selection: Selection,
+  prefix: string,
+  suffix: string,
+): SharedArrayBuffer {
+  if (selection.key !== '') {
+    const root = composeEdits(doc, selection.patches, selection.applied, null);
+    const out = root === null ? null : renderEditsShared(doc, root, prefix, suffix);
+    if (out !== null) return out;
+    return sharedText(prefix + renderPatched(doc, selection.patches, selection.applied, null) + suffix);
+  }
+  return sharedWithBase(doc, prefix, suffix);
+}
+
+function sharedText(text: string): SharedArrayBuffer {
+  const sab = new SharedArrayBuffer(Buffer.byteLength(text, 'utf8'));
+  Buffer.from(sab).write(text, 0, 'utf8');
+  return sab;
+}
+
+function sharedWithBase(doc: PreparedDoc, prefix: string, suffix: string): SharedArrayBuffer {
+  const head = Buffer.byteLength(prefix, 'utf8');
+  const sab = new SharedArrayBuffer(head + doc.bytes.length + Buffer.byteLength(suffix, 'utf8'));
+  const out = Buffer.from(sab);
+  out.write(prefix, 0, 'utf8');
+  doc.bytes.copy(out, head);
+  out.write(suffix, head + doc.bytes.length, 'utf8');
+  return sab;
 }

@@ -15,19 +15,20 @@ export const enum JobKind {
   Serialized = 2,
 }
 
-/** One content item to render for one request. Fields always in this order (stable hidden class). */
+/**
+ * One item to render: a front-cache miss. The front end has already chosen the revision (by app
+ * version) and evaluated the mapping's rules for the user; the worker only needs the result of that,
+ * the combination key, so user data (u, p) never crosses the thread boundary.
+ * Fields always in this order (stable hidden class).
+ */
 export interface Job {
   kind: JobKind;
-  /** Immutable revision id chosen by the front end (by app version). */
+  /** Immutable revision id. */
   revId: number;
-  /** Immutable mapping id or 0 when the content has none. */
+  /** Immutable mapping id, or 0 when the content has none. */
   mappingId: number;
-  /** The user id (u); "" when absent. */
-  u: string;
-  /** The user attributes (p), already validated as a plain object. */
-  p: Record<string, unknown>;
-  /** The app version as given ("" when absent). */
-  v: string;
+  /** The combination of rules/variants that matched ("" for none); see mapping/evaluate.ts. */
+  comboKey: string;
 }
 
 export interface Batch {
@@ -35,17 +36,19 @@ export interface Batch {
 }
 
 /**
- * A rendered item. The body is sent as head followed by tail:
- * - head: the cached, shared bytes (content-dependent, user-independent), e.g. `{"data":...,"hash":"...","meta":{"uid":`.
- *   A SharedArrayBuffer so that a large cached render is handed to the main thread without a copy.
- * - tail: the small per-user remainder (e.g. `123,"mod":123,"seg":[]}}`), "" for plain.
- * On failure (e.g. a revision vanished because its content was deleted mid-flight) head is null and
- * `error` names a stable code.
+ * A rendered item. The body is sent as head followed by a per-user tail the front end builds:
+ * - head: the content-dependent, user-independent bytes: the content (plain) or
+ *   `{"data":…,"hash":"…","meta":{"uid":` (wrapped). A SharedArrayBuffer, so the front end can keep
+ *   it in its cache and send it without a copy: the worker's cache and the front cache share it.
+ * - seg: the JSON of meta.seg for this combination on this revision (a JSON Patch that does not apply
+ *   to the revision drops its rule), "" for plain.
+ * On failure head is null and `error` names a stable code (e.g. content_not_found when the content
+ * was deleted while the job was queued).
  */
 export interface JobResult {
   head: SharedArrayBuffer | null;
   headLength: number;
-  tail: string;
+  seg: string;
   error: string;
 }
 

@@ -24,7 +24,7 @@ export default function runBatch(batch: Batch): BatchResult {
     } catch (err) {
       // One bad job must not fail its batch neighbours; the front end answers 500 internal for it.
       process.emitWarning(`rcd worker: job failed: ${(err as Error).stack ?? String(err)}`);
-      results[i] = { head: null, headLength: 0, tail: '', error: 'internal' };
+      results[i] = { head: null, headLength: 0, seg: '', error: 'internal' };
     }
   }
   return { results };

@@ -1,19 +1,20 @@
 /**
- * One job → one rendered item: revision lookup, mapping selection, render-cache lookup or render.
+ * One job → one rendered head: revision lookup, the combination's applicability to this revision,
+ * render-cache lookup or render.
  *
- * HOT PATH: change with care. The wrapped body is split in a cached, user-independent head
- * (`{"data":…,"hash":"…","meta":{"uid":`) and a small per-user tail (`uid,"mod":n,"seg":[…]}}`),
- * so a repeat (revision, applied rules) combination costs a predicate run, a cache hit and a short
- * string — never a re-parse, clone or re-serialization of the content.
+ * The worker owns everything expensive: reading and parsing revisions, compiling mappings, rendering
+ * patched content. The front end keeps the results (shared memory) and answers repeats itself, so a
+ * job reaches this code only on a front-cache miss.
  */
 import type { LRUCache } from 'lru-cache';
-import { userMod, userUid } from '../identity.js';
 import {
   EMPTY_SELECTION,
+  combinationForKey,
   compileMapping,
   prepareDoc,
   renderSelection,
-  selectRules,
+  renderSelectionInto,
+  selectCombination,
   type Selection,
 } from '../mapping/index.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
@@ -30,28 +31,29 @@ export function resolveJob(state: WorkerState, job: Job): JobResult {
   if (rev === undefined) return failure('content_not_found');
   if (job.kind === JobKind.Plain) return success(rev.plainHead, '');
 
-  const uid = userUid(job.u);
-  const mod = userMod(uid);
   let selection: Selection = EMPTY_SELECTION;
   let mapping: MappingEntry | undefined;
-  if (job.mappingId !== 0) {
+  if (job.mappingId !== 0 && job.comboKey !== '') {
     mapping = loadMapping(state, job.mappingId);
-    if (mapping !== undefined) {
-      if (rev.doc === null) rev.doc = prepareDoc(rev.minified);
-      selection = selectRules(mapping.compiled, rev.doc, job.p, job.v, mod);
-    }
+    if (mapping === undefined) return failure('content_not_found');
+    // The plain body already holds the revision's UTF-8 bytes: the splicer reads those, no second copy.
+    if (rev.doc === null) rev.doc = prepareDoc(rev.minified, rev.plainHead);
+    selection = selectCombination(rev.doc, combinationForKey(mapping.compiled, job.comboKey));
   }
-  const tail = uid + ',"mod":' + mod + ',"seg":' + selection.seg + '}}';
-  if (selection.key === '' || mapping === undefined) return success(unmutatedHead(rev, job.kind), tail);
+  if (selection.key === '' || mapping === undefined) return success(unmutatedHead(rev, job.kind), '[]');
 
   const key = 'w' + job.revId + ':' + job.mappingId + ':' + job.kind + ':' + selection.key;
   let head = state.cache.get(key) as SharedArrayBuffer | undefined;
   if (head === undefined) {
-    const data = renderSelection(rev.doc!, mapping.compiled, selection);
-    head = sharedBytes(wrappedHead(data, rev.hash, job.kind));
+    // Wrapped: splice the patches into the base bytes straight into the shared head (cost ~ patch size
+    // plus one copy). Serialized needs the text as a JSON string, so it takes the string path.
+    head =
+      job.kind === JobKind.Wrapped
+        ? renderSelectionInto(rev.doc!, mapping.compiled, selection, WRAPPED_PREFIX, wrappedSuffix(rev.hash))
+        : sharedBytes(wrappedHead(renderSelection(rev.doc!, mapping.compiled, selection), rev.hash, job.kind));
     state.cache.set(key, head);
   }
-  return success(head, tail);
+  return success(head, selection.seg);
 }
 
 function unmutatedHead(rev: RevisionEntry, kind: JobKind): SharedArrayBuffer {
@@ -63,9 +65,15 @@ function unmutatedHead(rev: RevisionEntry, kind: JobKind): SharedArrayBuffer {
   return rev.serializedHead;
 }
 
+const WRAPPED_PREFIX = '{"data":';
+
+function wrappedSuffix(hash: string): string {
+  return ',"hash":"' + hash + '","meta":{"uid":';
+}
+
 function wrappedHead(data: string, hash: string, kind: JobKind): string {
   const value = kind === JobKind.Serialized ? JSON.stringify(data) : data;
-  return '{"data":' + value + ',"hash":"' + hash + '","meta":{"uid":';
+  return WRAPPED_PREFIX + value + wrappedSuffix(hash);
 }
 
 function loadRevision(state: WorkerState, revId: number): RevisionEntry | undefined {
@@ -98,10 +106,10 @@ function loadMapping(state: WorkerState, mappingId: number): MappingEntry | unde
   return entry;
 }
 
-function success(head: SharedArrayBuffer, tail: string): JobResult {
-  return { head, headLength: head.byteLength, tail, error: '' };
+function success(head: SharedArrayBuffer, seg: string): JobResult {
+  return { head, headLength: head.byteLength, seg, error: '' };
 }
 
 function failure(code: string): JobResult {
-  return { head: null, headLength: 0, tail: '', error: code };
+  return { head: null, headLength: 0, seg: '', error: code };
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Directory, chooseRevision } from '../../src/directory.js';
+import { Directory, MappingLibrary, chooseRevision } from '../../src/directory.js';
+import type { RevisionReader } from '../../src/store/types.js';
 import { versionNumberOf as parseVersion } from '../../src/version.js';
 import type { DirectorySnapshot } from '../../src/store/types.js';
 import { createHash } from 'node:crypto';
@@ -18,8 +19,16 @@ const SNAPSHOT: DirectorySnapshot = {
   ],
 };
 
+/** Mapping 7 is stored; any other id is missing (as a hand-damaged store would have it). */
+const reader: RevisionReader = {
+  readRevision: () => undefined,
+  readMapping: (id) => (id === 7 ? JSON.stringify({ rules: [{ segment: 's', patch: { a: 1 } }, { segment: 't', patch: { b: 1 } }] }) : undefined),
+  close: () => undefined,
+};
+const library = (errors: number[] = []): MappingLibrary => new MappingLibrary(reader, (id) => errors.push(id));
+
 describe('Directory', () => {
-  const dir = new Directory(SNAPSHOT);
+  const dir = new Directory(SNAPSHOT, library());
 
   it('finds the environment of a plain key by its SHA-256 digest, and not an unknown key', () => {
     expect(dir.lookupKey('k1')?.env.id).toBe('prod');
@@ -49,7 +58,7 @@ describe('Directory', () => {
         envId: 'e', id: 'L', idLower: 'l', mappingId: null, mappingRuleCount: 0, createdAt: '', updatedAt: '',
         revisions: [rev(1, null), rev(2, '1.5.0'), rev(3, '2.0.0'), rev(4, '1.0.0')],
       }],
-    });
+    }, library());
     const l = d.environments.get('e')!.contents.get('l')!;
     const cases: [string, number][] = [['0.9.9', 1], ['1.0.0', 4], ['1.4.99', 4], ['2.0.0', 4], ['10.0.0', 4]];
     for (const [v, revId] of cases) expect(chooseRevision(l, parseVersion(v))?.revId).toBe(revId);
@@ -60,7 +69,25 @@ describe('Directory', () => {
     const only = new Directory({
       environments: ['e'], keys: [],
       contents: [{ envId: 'e', id: 'X', idLower: 'x', mappingId: null, mappingRuleCount: 0, createdAt: '', updatedAt: '', revisions: [rev(9, '5.0.0')] }],
-    });
+    }, library());
     expect(chooseRevision(only.environments.get('e')!.contents.get('x')!, parseVersion('4.9.9'))).toBeUndefined();
+  });
+
+  it('compiles each content\'s mapping once, and marks one that cannot be read as broken', () => {
+    const errors: number[] = [];
+    const lib = library(errors);
+    const snapshot: DirectorySnapshot = {
+      environments: ['e'], keys: [],
+      contents: [
+        { envId: 'e', id: 'A', idLower: 'a', mappingId: 7, mappingRuleCount: 2, createdAt: '', updatedAt: '', revisions: [rev(1, null)] },
+        { envId: 'e', id: 'B', idLower: 'b', mappingId: 8, mappingRuleCount: 1, createdAt: '', updatedAt: '', revisions: [rev(2, null)] },
+      ],
+    };
+    const first = new Directory(snapshot, lib).environments.get('e')!.contents;
+    const second = new Directory(snapshot, lib).environments.get('e')!.contents;
+    expect(first.get('a')!.mapping?.ruleCount).toBe(2);
+    expect(second.get('a')!.mapping).toBe(first.get('a')!.mapping);
+    expect(first.get('b')!.mappingBroken).toBe(true);
+    expect(errors).toEqual([8]);
   });
 });

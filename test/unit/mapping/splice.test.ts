@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { applyPatchToValue, compilePatch, PATCH_FAILED, type CompiledPatch } from '../../../src/mapping/patch.js';
 import type { MappingProblem } from '../../../src/mapping/problems.js';
 import { createBaseDocument, renderPatched } from '../../../src/mapping/splice.js';
+import { prng } from '../../../bench/fixtures/generate.js';
 
 function patch(raw: unknown): CompiledPatch {
   const problems: MappingProblem[] = [];
@@ -22,18 +23,6 @@ function reference(text: string, patches: CompiledPatch[]): unknown {
 
 function render(text: string, patches: CompiledPatch[]): string {
   return renderPatched(createBaseDocument(text), patches, null, null);
-}
-
-// Small deterministic PRNG (mulberry32) so failures reproduce.
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const KEYS = ['a', 'b', 'c', 'd', 'é', 'k"q', 'x\\y', '1', '10', 'weird key'];
