@@ -13,6 +13,7 @@ import type { CompiledMapping } from '../../src/mapping/compile.js';
 import { compileCondition, type Predicate } from '../../src/mapping/condition.js';
 import {
   compileMapping,
+  ownedText,
   prepareDoc,
   renderSelection,
   renderSelectionInto,
@@ -21,7 +22,6 @@ import {
 } from '../../src/mapping/index.js';
 import { applyPatchToValue } from '../../src/mapping/patch.js';
 import { renderPatched } from '../../src/mapping/splice.js';
-import { sharedBytes } from '../../src/worker/cache.js';
 import { largeDoc, largeMapping } from '../fixtures/generate.js';
 import type { MappingProblem } from '../../src/mapping/problems.js';
 
@@ -216,14 +216,14 @@ function largeFixtureRows(minMs: number): Row[] {
   const prefix = '{"data":';
   const suffix = ',"hash":"00112233445566778899aabbccddeeff","meta":{"uid":';
   for (const s of selections) {
-    const before = Buffer.from(sharedBytes(prefix + renderPatched(doc, s.patches, s.applied, null) + suffix));
+    const before = Buffer.from(ownedText(prefix + renderPatched(doc, s.patches, s.applied, null) + suffix));
     if (!before.equals(Buffer.from(renderSelectionInto(doc, mapping, s, prefix, suffix)))) throw new Error('the byte splicer and the copy-on-write renderer disagree');
   }
   const source = Buffer.from(renderSelectionInto(doc, mapping, selections[0], prefix, suffix));
   return [
-    measure('fixture 512 KiB miss: copy-on-write render + sharedBytes [before]', (i) => {
+    measure('fixture 512 KiB miss: copy-on-write render + encode [before]', (i) => {
       const s = selections[i & 63];
-      return sharedBytes(prefix + renderPatched(doc, s.patches, s.applied, null) + suffix).byteLength;
+      return ownedText(prefix + renderPatched(doc, s.patches, s.applied, null) + suffix).byteLength;
     }, minMs),
     measure('fixture 512 KiB miss: renderSelectionInto (byte splice) [after]', (i) => renderSelectionInto(doc, mapping, selections[i & 63], prefix, suffix).byteLength, minMs),
     measure('fixture 512 KiB miss: renderSelection (string, serialized path)', (i) => renderSelection(doc, mapping, selections[i & 63]).length, minMs),

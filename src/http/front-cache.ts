@@ -5,9 +5,9 @@
  *
  * Why the front end caches at all: on this 2-core box a pool round trip per request left the main
  * thread idle half the time waiting for workers (bench/README.md, "The pool's role"). Answering
- * repeats here keeps the pool for what is expensive (parse, compile, render a miss). The bytes live
- * in SharedArrayBuffers shared with the worker that rendered them: caching them here costs a
- * reference, not a copy.
+ * repeats here keeps the pool for what is expensive (parse, compile, render a miss). Each head was
+ * rendered by a worker into its own ArrayBuffer and moved here without a copy; this is the only
+ * place rendered bytes are kept.
  *
  * HOT PATH: one get per content item.
  */
@@ -15,7 +15,7 @@ import { LRUCache } from 'lru-cache';
 import { JobKind } from '../pool/protocol.js';
 
 export interface Rendered {
-  /** The head bytes (a view on the worker's SharedArrayBuffer). */
+  /** The head bytes (the whole ArrayBuffer a worker rendered and transferred). */
   readonly head: Uint8Array;
   /** meta.seg JSON for wrapped kinds, "" for plain. */
   readonly seg: string;

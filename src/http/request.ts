@@ -94,7 +94,7 @@ export class ContentRequest implements JobSink {
   onResult(slot: number, result: JobResult): void {
     let rendered: Rendered | null = null;
     if (result.head !== null) {
-      rendered = { head: new Uint8Array(result.head, 0, result.headLength), seg: result.seg };
+      rendered = { head: new Uint8Array(result.head), seg: result.seg };
       // Cached even when this request was aborted meanwhile: the next request for it is a hit.
       this.state.frontCache.set(this.keys![slot]!, rendered);
     }

@@ -54,11 +54,8 @@ export interface ByteBase {
  * `utf8`, when given, must be the UTF-8 bytes of `text` (e.g. the revision's plain body, already in
  * memory): it is used as is instead of encoding a second copy.
  */
-export function createByteBase(text: string, utf8?: Uint8Array | SharedArrayBuffer): ByteBase {
-  let bytes: Buffer;
-  if (utf8 === undefined) bytes = Buffer.from(text, 'utf8');
-  else if (utf8 instanceof SharedArrayBuffer) bytes = Buffer.from(utf8);
-  else bytes = Buffer.from(utf8.buffer, utf8.byteOffset, utf8.byteLength);
+export function createByteBase(text: string, utf8?: Uint8Array): ByteBase {
+  const bytes = utf8 === undefined ? Buffer.from(text, 'utf8') : Buffer.from(utf8.buffer, utf8.byteOffset, utf8.byteLength);
   const rootStart = skipWs(bytes, 0);
   return { bytes, rootStart, rootEnd: skipValue(bytes, rootStart), objects: new Map() };
 }

@@ -190,13 +190,16 @@ function writePlan(plan: Plan, out: Buffer): void {
   if (plan.tail !== '') out.write(plan.tail, pos, 'utf8');
 }
 
-/** `prefix` + the edited base + `suffix` as UTF-8 in a new SharedArrayBuffer, or null (see planRender). */
-export function renderEditsShared(base: ByteBase, root: Edit, prefix: string, suffix: string): SharedArrayBuffer | null {
+/**
+ * `prefix` + the edited base + `suffix` as UTF-8 in a new ArrayBuffer of exactly that size (its own
+ * memory, never a pooled slice, so it can be transferred to another thread), or null (see planRender).
+ */
+export function renderEditsOwned(base: ByteBase, root: Edit, prefix: string, suffix: string): ArrayBuffer | null {
   const plan = planRender(base, root, prefix, suffix);
   if (plan === null) return null;
-  const sab = new SharedArrayBuffer(planLength(plan));
-  writePlan(plan, Buffer.from(sab));
-  return sab;
+  const buffer = new ArrayBuffer(planLength(plan));
+  writePlan(plan, Buffer.from(buffer));
+  return buffer;
 }
 
 /** The edited base as a string, or null (see planRender). */

@@ -9,7 +9,7 @@
  * renderer (splice.ts) instead, with the same output.
  */
 import { createByteBase, type ByteBase } from './byteindex.js';
-import { renderEditsShared, renderEditsText } from './bytesplice.js';
+import { renderEditsOwned, renderEditsText } from './bytesplice.js';
 import { compileMapping as compileChecked, type Combination, type CompiledMapping, type Selection } from './compile.js';
 import { composeEdits } from './edits.js';
 import { EMPTY_SELECTION, evaluateMapping, partialSelection } from './evaluate.js';
@@ -36,7 +36,7 @@ export interface PreparedDoc extends BaseDocument, ByteBase {
  * its UTF-8 bytes (e.g. the plain body the worker already holds): they are shared instead of encoding
  * a second copy.
  */
-export function prepareDoc(minified: string, utf8?: Uint8Array | SharedArrayBuffer): PreparedDoc {
+export function prepareDoc(minified: string, utf8?: Uint8Array): PreparedDoc {
   const text = createBaseDocument(minified);
   const bytes = createByteBase(minified, utf8);
   return {
@@ -109,7 +109,8 @@ export function renderSelection(doc: PreparedDoc, _mapping: CompiledMapping, sel
 
 /**
  * Render-cache miss, straight into the bytes a response is built from: UTF-8 of `prefix` + the data
- * JSON (as renderSelection) + `suffix`, written once into a SharedArrayBuffer of exactly that size.
+ * JSON (as renderSelection) + `suffix`, written once into an ArrayBuffer of exactly that size. The
+ * buffer is its own memory (transferable): rendered bodies move to the front end without a copy.
  * prefix and suffix are short texts around the data (e.g. `{"data":` and `,"hash":"…","meta":{"uid":`).
  */
 export function renderSelectionInto(
@@ -118,28 +119,29 @@ export function renderSelectionInto(
   selection: Selection,
   prefix: string,
   suffix: string,
-): SharedArrayBuffer {
+): ArrayBuffer {
   if (selection.key !== '') {
     const root = composeEdits(doc, selection.patches, selection.applied, null);
-    const out = root === null ? null : renderEditsShared(doc, root, prefix, suffix);
+    const out = root === null ? null : renderEditsOwned(doc, root, prefix, suffix);
     if (out !== null) return out;
-    return sharedText(prefix + renderPatched(doc, selection.patches, selection.applied, null) + suffix);
+    return ownedText(prefix + renderPatched(doc, selection.patches, selection.applied, null) + suffix);
   }
-  return sharedWithBase(doc, prefix, suffix);
+  return ownedWithBase(doc, prefix, suffix);
 }
 
-function sharedText(text: string): SharedArrayBuffer {
-  const sab = new SharedArrayBuffer(Buffer.byteLength(text, 'utf8'));
-  Buffer.from(sab).write(text, 0, 'utf8');
-  return sab;
+/** UTF-8 of `text` in an ArrayBuffer of its own (Buffer.from(string) may hand out a pooled slice). */
+export function ownedText(text: string): ArrayBuffer {
+  const buffer = new ArrayBuffer(Buffer.byteLength(text, 'utf8'));
+  Buffer.from(buffer).write(text, 0, 'utf8');
+  return buffer;
 }
 
-function sharedWithBase(doc: PreparedDoc, prefix: string, suffix: string): SharedArrayBuffer {
+function ownedWithBase(doc: PreparedDoc, prefix: string, suffix: string): ArrayBuffer {
   const head = Buffer.byteLength(prefix, 'utf8');
-  const sab = new SharedArrayBuffer(head + doc.bytes.length + Buffer.byteLength(suffix, 'utf8'));
-  const out = Buffer.from(sab);
+  const buffer = new ArrayBuffer(head + doc.bytes.length + Buffer.byteLength(suffix, 'utf8'));
+  const out = Buffer.from(buffer);
   out.write(prefix, 0, 'utf8');
   doc.bytes.copy(out, head);
   out.write(suffix, head + doc.bytes.length, 'utf8');
-  return sab;
+  return buffer;
 }

@@ -38,16 +38,15 @@ export interface Batch {
 /**
  * A rendered item. The body is sent as head followed by a per-user tail the front end builds:
  * - head: the content-dependent, user-independent bytes: the content (plain) or
- *   `{"data":…,"hash":"…","meta":{"uid":` (wrapped). A SharedArrayBuffer, so the front end can keep
- *   it in its cache and send it without a copy: the worker's cache and the front cache share it.
+ *   `{"data":…,"hash":"…","meta":{"uid":` (wrapped). A fresh ArrayBuffer, transferred (moved, not
+ *   copied) to the front end, whose cache keeps it.
  * - seg: the JSON of meta.seg for this combination on this revision (a JSON Patch that does not apply
  *   to the revision drops its rule), "" for plain.
  * On failure head is null and `error` names a stable code (e.g. content_not_found when the content
  * was deleted while the job was queued).
  */
 export interface JobResult {
-  head: SharedArrayBuffer | null;
-  headLength: number;
+  head: ArrayBuffer | null;
   seg: string;
   error: string;
 }

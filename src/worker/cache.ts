@@ -1,7 +1,12 @@
 /**
- * The worker's one LRU: parsed revisions, compiled mappings and rendered bodies, bounded in bytes
- * (--cache-mb per thread). Keys embed immutable ids (revision, mapping), so entries never go stale:
- * an edit creates new ids and the old entries simply age out.
+ * The worker's LRU of parsed content: revisions (text, UTF-8 bytes, the splice index built on first
+ * mutation) and compiled mappings, bounded in bytes (--cache-mb per thread). Keys embed immutable
+ * ids (revision, mapping), so entries never go stale: an edit creates new ids and old entries age out.
+ *
+ * Rendered bodies are not kept here: each is moved (transferred) to the front end, whose cache holds
+ * it (src/http/front-cache.ts). Keeping them in shared memory instead was measured to defeat garbage
+ * collection: churning 512 KiB SharedArrayBuffers peaked at 2,073 MB RSS against 138 MB for
+ * transferred ArrayBuffers (bench/README.md, "Memory").
  */
 import { LRUCache } from 'lru-cache';
 import type { CompiledMapping, PreparedDoc } from '../mapping/index.js';
@@ -9,12 +14,9 @@ import type { CompiledMapping, PreparedDoc } from '../mapping/index.js';
 export interface RevisionEntry {
   readonly minified: string;
   readonly hash: string;
-  /** The plain body (endpoint 2), shared with the main thread without a copy. */
-  readonly plainHead: SharedArrayBuffer;
-  /** Built on first wrapped request without mutations. */
-  wrappedHead: SharedArrayBuffer | null;
-  serializedHead: SharedArrayBuffer | null;
-  /** Built on first use by a mapping (offsets for splicing, parsed value). */
+  /** UTF-8 of minified: the plain body's source and the splice base. */
+  readonly bytes: Buffer;
+  /** Built on first use by a wrapped request (byte index for splicing). */
   doc: PreparedDoc | null;
 }
 
@@ -22,22 +24,14 @@ export interface MappingEntry {
   readonly compiled: CompiledMapping;
 }
 
-export type CacheValue = RevisionEntry | MappingEntry | SharedArrayBuffer;
+export type CacheValue = RevisionEntry | MappingEntry;
 
 export function createCache(maxBytes: number): LRUCache<string, CacheValue> {
   return new LRUCache<string, CacheValue>({ maxSize: maxBytes, sizeCalculation: entrySize });
 }
 
 function entrySize(value: CacheValue): number {
-  if (value instanceof SharedArrayBuffer) return Math.max(1, value.byteLength);
-  if ('minified' in value) return Math.max(1, value.minified.length * 3);
+  // Text (UTF-16, up to 2 bytes per char) + its UTF-8 bytes + the splice index, roughly.
+  if ('minified' in value) return Math.max(1, value.minified.length * 4);
   return 4096;
-}
-
-/** Copies UTF-8 bytes of `text` into a new SharedArrayBuffer. */
-export function sharedBytes(text: string): SharedArrayBuffer {
-  const len = Buffer.byteLength(text, 'utf8');
-  const sab = new SharedArrayBuffer(len);
-  Buffer.from(sab).write(text, 0, 'utf8');
-  return sab;
 }

@@ -1,8 +1,9 @@
 /**
  * Piscina worker entry: one task = one batch of jobs from one event-loop turn of the front end.
- * State (store reader, LRU) lives for the life of the thread.
+ * State (store reader, LRU) lives for the life of the thread. Every rendered head is in the batch's
+ * transfer list: it moves to the front end without a copy.
  */
-import { workerData } from 'piscina';
+import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
 import type { Batch, BatchResult, JobResult, WorkerOptions } from '../pool/protocol.js';
 import { openRevisionReader } from '../store/index.js';
 import { createCache } from './cache.js';
@@ -15,17 +16,41 @@ const state: WorkerState = {
   cache: createCache(options.cacheBytes),
 };
 
+/** Piscina's Transferable protocol: the value to send and what to move with it. */
+class TransferredBatch {
+  private readonly value: BatchResult;
+  private readonly list: ArrayBuffer[];
+
+  constructor(value: BatchResult, list: ArrayBuffer[]) {
+    this.value = value;
+    this.list = list;
+  }
+
+  get [transferableSymbol](): ArrayBuffer[] {
+    return this.list;
+  }
+
+  get [valueSymbol](): BatchResult {
+    return this.value;
+  }
+}
+
 export default function runBatch(batch: Batch): BatchResult {
   const jobs = batch.jobs;
   const results: JobResult[] = new Array(jobs.length);
+  const transfer: ArrayBuffer[] = [];
   for (let i = 0; i < jobs.length; i++) {
+    let result: JobResult;
     try {
-      results[i] = resolveJob(state, jobs[i]!);
+      result = resolveJob(state, jobs[i]!);
     } catch (err) {
       // One bad job must not fail its batch neighbours; the front end answers 500 internal for it.
       process.emitWarning(`rcd worker: job failed: ${(err as Error).stack ?? String(err)}`);
-      results[i] = { head: null, headLength: 0, seg: '', error: 'internal' };
+      result = { head: null, seg: '', error: 'internal' };
     }
+    results[i] = result;
+    if (result.head !== null) transfer.push(result.head);
   }
-  return { results };
+  // Piscina unwraps the value and transfers the list; typed as the value for the caller.
+  return move(new TransferredBatch({ results }, transfer) as never) as unknown as BatchResult;
 }

@@ -1,79 +1,67 @@
 /**
- * One job → one rendered head: revision lookup, the combination's applicability to this revision,
- * render-cache lookup or render.
+ * One job → one rendered head, moved to the front end: revision lookup, the combination's
+ * applicability to this revision, and the render.
  *
  * The worker owns everything expensive: reading and parsing revisions, compiling mappings, rendering
- * patched content. The front end keeps the results (shared memory) and answers repeats itself, so a
- * job reaches this code only on a front-cache miss.
+ * patched content. A job reaches it only on a front-cache miss; the result is a fresh ArrayBuffer that
+ * the batch transfers (no copy) and the front cache keeps.
  */
 import type { LRUCache } from 'lru-cache';
 import {
   EMPTY_SELECTION,
   combinationForKey,
   compileMapping,
+  ownedText,
   prepareDoc,
   renderSelection,
   renderSelectionInto,
   selectCombination,
+  type PreparedDoc,
   type Selection,
 } from '../mapping/index.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
 import type { RevisionReader } from '../store/types.js';
-import { sharedBytes, type CacheValue, type MappingEntry, type RevisionEntry } from './cache.js';
+import type { CacheValue, MappingEntry, RevisionEntry } from './cache.js';
 
 export interface WorkerState {
   readonly reader: RevisionReader;
   readonly cache: LRUCache<string, CacheValue>;
 }
 
+const WRAPPED_PREFIX = '{"data":';
+
 export function resolveJob(state: WorkerState, job: Job): JobResult {
   const rev = loadRevision(state, job.revId);
   if (rev === undefined) return failure('content_not_found');
-  if (job.kind === JobKind.Plain) return success(rev.plainHead, '');
+  if (job.kind === JobKind.Plain) {
+    const b = rev.bytes;
+    return success(b.buffer.slice(b.byteOffset, b.byteOffset + b.length) as ArrayBuffer, '');
+  }
 
   let selection: Selection = EMPTY_SELECTION;
   let mapping: MappingEntry | undefined;
   if (job.mappingId !== 0 && job.comboKey !== '') {
     mapping = loadMapping(state, job.mappingId);
     if (mapping === undefined) return failure('content_not_found');
-    // The plain body already holds the revision's UTF-8 bytes: the splicer reads those, no second copy.
-    if (rev.doc === null) rev.doc = prepareDoc(rev.minified, rev.plainHead);
-    selection = selectCombination(rev.doc, combinationForKey(mapping.compiled, job.comboKey));
+    selection = selectCombination(docOf(rev), combinationForKey(mapping.compiled, job.comboKey));
   }
-  if (selection.key === '' || mapping === undefined) return success(unmutatedHead(rev, job.kind), '[]');
-
-  const key = 'w' + job.revId + ':' + job.mappingId + ':' + job.kind + ':' + selection.key;
-  let head = state.cache.get(key) as SharedArrayBuffer | undefined;
-  if (head === undefined) {
-    // Wrapped: splice the patches into the base bytes straight into the shared head (cost ~ patch size
-    // plus one copy). Serialized needs the text as a JSON string, so it takes the string path.
-    head =
-      job.kind === JobKind.Wrapped
-        ? renderSelectionInto(rev.doc!, mapping.compiled, selection, WRAPPED_PREFIX, wrappedSuffix(rev.hash))
-        : sharedBytes(wrappedHead(renderSelection(rev.doc!, mapping.compiled, selection), rev.hash, job.kind));
-    state.cache.set(key, head);
+  const suffix = ',"hash":"' + rev.hash + '","meta":{"uid":';
+  if (job.kind === JobKind.Serialized) {
+    // data is the JSON text as a JSON string: the whole text is escaped, so this takes the string path.
+    const data = selection.key === '' ? rev.minified : renderSelection(docOf(rev), mapping!.compiled, selection);
+    return success(ownedText(WRAPPED_PREFIX + JSON.stringify(data) + suffix), selection.seg);
   }
-  return success(head, selection.seg);
+  // Splice the patches (if any) into the base bytes, written once into the buffer that is sent.
+  return success(renderSelectionInto(docOf(rev), mapping?.compiled ?? NO_MAPPING, selection, WRAPPED_PREFIX, suffix), selection.seg);
 }
 
-function unmutatedHead(rev: RevisionEntry, kind: JobKind): SharedArrayBuffer {
-  if (kind === JobKind.Wrapped) {
-    if (rev.wrappedHead === null) rev.wrappedHead = sharedBytes(wrappedHead(rev.minified, rev.hash, kind));
-    return rev.wrappedHead;
-  }
-  if (rev.serializedHead === null) rev.serializedHead = sharedBytes(wrappedHead(rev.minified, rev.hash, kind));
-  return rev.serializedHead;
-}
+// renderSelectionInto does not read the mapping for an empty selection.
+const NO_MAPPING = compileMapping({ rules: [] });
 
-const WRAPPED_PREFIX = '{"data":';
-
-function wrappedSuffix(hash: string): string {
-  return ',"hash":"' + hash + '","meta":{"uid":';
-}
-
-function wrappedHead(data: string, hash: string, kind: JobKind): string {
-  const value = kind === JobKind.Serialized ? JSON.stringify(data) : data;
-  return WRAPPED_PREFIX + value + wrappedSuffix(hash);
+function docOf(rev: RevisionEntry): PreparedDoc {
+  // The revision's UTF-8 bytes are the splice base: no second copy.
+  if (rev.doc === null) rev.doc = prepareDoc(rev.minified, rev.bytes);
+  return rev.doc;
 }
 
 function loadRevision(state: WorkerState, revId: number): RevisionEntry | undefined {
@@ -82,14 +70,7 @@ function loadRevision(state: WorkerState, revId: number): RevisionEntry | undefi
   if (hit !== undefined) return hit;
   const row = state.reader.readRevision(revId);
   if (row === undefined) return undefined;
-  const entry: RevisionEntry = {
-    minified: row.minified,
-    hash: row.hash,
-    plainHead: sharedBytes(row.minified),
-    wrappedHead: null,
-    serializedHead: null,
-    doc: null,
-  };
+  const entry: RevisionEntry = { minified: row.minified, hash: row.hash, bytes: Buffer.from(row.minified, 'utf8'), doc: null };
   state.cache.set(key, entry);
   return entry;
 }
@@ -106,10 +87,10 @@ function loadMapping(state: WorkerState, mappingId: number): MappingEntry | unde
   return entry;
 }
 
-function success(head: SharedArrayBuffer, seg: string): JobResult {
-  return { head, headLength: head.byteLength, seg, error: '' };
+function success(head: ArrayBuffer, seg: string): JobResult {
+  return { head, seg, error: '' };
 }
 
 function failure(code: string): JobResult {
-  return { head: null, headLength: 0, seg: '', error: code };
+  return { head: null, seg: '', error: code };
 }

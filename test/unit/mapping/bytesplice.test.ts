@@ -379,12 +379,11 @@ describe('byte splice renderer', () => {
     expect(Buffer.from(sab).toString('utf8')).toBe('[' + text + ']');
   });
 
-  it('renders from UTF-8 bytes the caller already holds (e.g. the plain body in shared memory)', () => {
+  it('renders from UTF-8 bytes the caller already holds (e.g. the revision\'s cached body)', () => {
     const text = '{"ü":{"x":1},"b":"日本"}';
-    const shared = new SharedArrayBuffer(Buffer.byteLength(text));
-    Buffer.from(shared).write(text);
-    const doc = prepareDoc(text, shared);
-    expect(doc.bytes.buffer).toBe(shared);
+    const held = Buffer.from(text, 'utf8');
+    const doc = prepareDoc(text, held);
+    expect(doc.bytes.buffer).toBe(held.buffer);
     const sab = renderSelectionInto(doc, NO_MAPPING, selectionOf([patch({ ü: { y: 'é' } })], null), '', '');
     expect(Buffer.from(sab).toString('utf8')).toBe('{"ü":{"x":1,"y":"é"},"b":"日本"}');
   });
