@@ -277,14 +277,50 @@ function answerSingle(r: ContentRequest, item: Rendered): void {
   r.finish();
 }
 
-// Combine answers are written in several pieces; like reply.ts, the corked writer reads a module slot.
+// The combine body is assembled into one buffer and written once: writing each entry's pieces
+// separately cost ~4 uWS calls per id, which dominated a 10-id answer (bench: combine).
 let combineSlot: ContentRequest | null = null;
+let combineBody: Buffer | null = null;
 
 function answerCombine(r: ContentRequest): void {
   combineSlot = r;
+  combineBody = combineBytes(r);
   r.res.cork(writeCombine);
   combineSlot = null;
+  combineBody = null;
   r.finish();
+}
+
+/** `{"id":head+tail,...}` as one buffer: sizes first, then one allocation and copies. */
+function combineBytes(r: ContentRequest): Buffer {
+  const ids = r.ids!;
+  const rendered = r.rendered!;
+  const texts: string[] = [];
+  let total = 1;
+  let first = true;
+  for (let i = 0; i < ids.length; i++) {
+    const item = rendered[i];
+    if (item === null || item === undefined) continue;
+    const key = (first ? '{' : ',') + JSON.stringify(ids[i]) + ':';
+    first = false;
+    const tail = tailOf(r, item.seg);
+    texts.push(key, tail);
+    total += Buffer.byteLength(key, 'utf8') + item.head.byteLength + Buffer.byteLength(tail, 'utf8');
+  }
+  if (first) return Buffer.from('{}');
+  const out = Buffer.allocUnsafe(total);
+  let pos = 0;
+  let t = 0;
+  for (let i = 0; i < ids.length; i++) {
+    const item = rendered[i];
+    if (item === null || item === undefined) continue;
+    pos += out.write(texts[t++]!, pos, 'utf8');
+    out.set(item.head, pos);
+    pos += item.head.byteLength;
+    pos += out.write(texts[t++]!, pos, 'utf8');
+  }
+  out[pos] = 0x7d; // '}'
+  return out;
 }
 
 function writeCombine(): void {
@@ -294,18 +330,5 @@ function writeCombine(): void {
   res.writeHeader('content-type', 'application/json');
   const missing = r.missing!;
   if (missing.length > 0) res.writeHeader('x-missing-content', missing.map(encodeURIComponent).join(','));
-  const ids = r.ids!;
-  const rendered = r.rendered!;
-  let first = true;
-  res.write('{');
-  for (let i = 0; i < ids.length; i++) {
-    const item = rendered[i];
-    if (item === null || item === undefined) continue;
-    res.write((first ? '' : ',') + JSON.stringify(ids[i]) + ':');
-    first = false;
-    res.write(item.head);
-    const tail = tailOf(r, item.seg);
-    if (tail !== '') res.write(tail);
-  }
-  res.end('}', r.state.shuttingDown);
+  res.end(combineBody!, r.state.shuttingDown);
 }
