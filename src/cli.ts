@@ -50,20 +50,34 @@ async function serve(args: string[]): Promise<number> {
   // Loaded here, not at the top: management commands then start without loading uWS and the pool.
   const { startServer } = await import('./server.js');
   const server = await startServer(config);
-  await new Promise<void>((resolve) => {
+  const code = await new Promise<number>((resolve) => {
     const stop = (signal: string): void => {
       logInfo(`${signal} received: no new connections, finishing in-flight requests`);
-      server.close().then(resolve, (err: unknown) => {
-        logError(`shutdown: ${(err as Error).message}`);
-        resolve();
-      });
+      // Watchdog: if draining itself hangs, the process still ends (an orchestrator is waiting on it).
+      setTimeout(() => {
+        logError('shutdown did not finish in time; exiting');
+        process.exit(1);
+      }, config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS).unref();
+      server.close().then(
+        () => resolve(0),
+        (err: unknown) => {
+          logError(`shutdown: ${(err as Error).message}`);
+          resolve(1);
+        },
+      );
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
   logInfo('stopped');
-  return 0;
+  // Exit explicitly once everything is released: a stray handle (a native addon's timer, a client
+  // socket the kernel still holds) must not keep a stopped server alive.
+  process.stdout.write('', () => process.exit(code));
+  return code;
 }
+
+/** Time allowed beyond --shutdown-timeout for releasing the pool and the store. */
+const SHUTDOWN_GRACE_MS = 5000;
 
 async function importCommand(args: string[]): Promise<number> {
   const { flags, positionals } = parseFlags(args, [STORE_OPTION]);

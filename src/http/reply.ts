@@ -20,6 +20,13 @@ let slotHeaderName = '';
 let slotHeaderValue = '';
 let slotClose = false;
 
+/**
+ * Heads up to this size are joined with their tail into one buffer and sent with one end(): one
+ * native call and a Content-Length. Larger heads are sent as write(head) + end(tail), which avoids
+ * copying the body but makes uWS use chunked encoding.
+ */
+const JOIN_LIMIT = 64 * 1024;
+
 function writeCorked(): void {
   const res = slotRes!;
   res.writeStatus(slotStatus);
@@ -27,10 +34,22 @@ function writeCorked(): void {
   if (slotHeaderName !== '') res.writeHeader(slotHeaderName, slotHeaderValue);
   if (slotTail === '') {
     res.end(slotHead, slotClose);
+  } else if (slotClose || typeof slotHead === 'string' || slotHead.byteLength <= JOIN_LIMIT) {
+    // Always joined when closing: uWS writes its Connection: close header at end(), which after a
+    // write() would land inside the chunked body (found by the graceful-shutdown test).
+    res.end(joinBody(slotHead, slotTail), slotClose);
   } else {
     res.write(slotHead);
-    res.end(slotTail, slotClose);
+    res.end(slotTail, false);
   }
+}
+
+function joinBody(head: Uint8Array | string, tail: string): Buffer {
+  if (typeof head === 'string') return Buffer.from(head + tail, 'utf8');
+  const out = Buffer.allocUnsafe(head.byteLength + Buffer.byteLength(tail, 'utf8'));
+  out.set(head, 0);
+  out.write(tail, head.byteLength, 'utf8');
+  return out;
 }
 
 /** Status, JSON content type, optional extra header, body = head + tail. */

@@ -188,6 +188,9 @@ describe('endpoint 1: wrapped', () => {
       meta: { uid: 46947589, mod: 589, seg: [] },
     });
     expect((r.json as { hash: string }).hash).toMatch(/^[0-9a-f]{32}$/);
+    // One body with a length, not a chunked stream.
+    expect(r.headers.get('content-length')).toBe(String(Buffer.byteLength(r.text)));
+    expect(r.headers.get('transfer-encoding')).toBeNull();
   });
 
   it('gives the same u the same uid, and different u different uids', async () => {

@@ -96,3 +96,19 @@ describe('streamed bodies', () => {
     expect((JSON.parse(result.body) as { error: { code: string } }).error.code).toBe('payload_too_large');
   });
 });
+
+describe('graceful shutdown', () => {
+  it('finishes requests in flight on SIGTERM, then exits 0', async () => {
+    server = await startServer({ bundle: BUNDLE, args: ['--threads', '1'] });
+    const pending = Array.from({ length: 40 }, (_, i) =>
+      call(server!.url, '/api/v1/config/Big/dynamic', { key: KEY, body: JSON.stringify({ u: `user-${i}` }) }),
+    );
+    // Signal as soon as the first answer is back: the others are accepted and in flight.
+    await Promise.race(pending);
+    const exit = server.stop();
+    const replies = await Promise.all(pending);
+    expect(replies.every((r) => r.status === 200)).toBe(true);
+    expect(await exit).toBe(0);
+    expect(server.stdout()).toContain('stopped');
+  });
+});
