@@ -99,7 +99,7 @@ export function runHashMicro(minMs = MIN_MS): Row[] {
   const avg = Math.round(sample.reduce((n, u) => n + Buffer.byteLength(u), 0) / sample.length);
   return [
     measure(`uid XXH32 xxhash-addon (Buffer.from + N-API, ${avg} B u)`, (i) => addonUid(sample[i & mask] as string), minMs),
-    measure(`uid XXH32 pure JS (bench/micro/xxh32.ts, ${avg} B u)`, (i) => xxh32String(sample[i & mask] as string), minMs),
+    measure(`uid XXH32 pure JS (src/xxh32.ts, ${avg} B u)`, (i) => xxh32String(sample[i & mask] as string), minMs),
   ];
 }
 

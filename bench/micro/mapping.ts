@@ -227,7 +227,7 @@ function largeFixtureRows(minMs: number): Row[] {
     }, minMs),
     measure('fixture 512 KiB miss: renderSelectionInto (byte splice) [after]', (i) => renderSelectionInto(doc, mapping, selections[i & 63], prefix, suffix).byteLength, minMs),
     measure('fixture 512 KiB miss: renderSelection (string, serialized path)', (i) => renderSelection(doc, mapping, selections[i & 63]).length, minMs),
-    measure('fixture 512 KiB: new SharedArrayBuffer + one copy (floor of a miss)', () => {
+    measure('fixture 512 KiB: new SharedArrayBuffer + one copy (why rendered heads are not shared memory)', () => {
       const sab = new SharedArrayBuffer(source.length);
       source.copy(Buffer.from(sab));
       return sab.byteLength;
