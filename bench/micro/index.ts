@@ -17,6 +17,7 @@ import { BASE_SEED, scenarioByName } from '../scenarios.js';
 import { runJsonMicro } from './json.js';
 import { runMappingMicro } from './mapping.js';
 import { XXH32_VECTORS, xxh32String } from '../../src/xxh32.js';
+import { MIN_MS, WARMUP_MS, formatTable, measure, type Row } from './measure.js';
 
 const { XXHash32 } = xxhash as unknown as { XXHash32: { hash(data: Buffer): Buffer } };
 /** The library alternative to src/xxh32.ts: what meta.uid would cost through the native addon. */
@@ -24,38 +25,6 @@ function addonUid(u: string): number {
   return XXHash32.hash(Buffer.from(u, 'utf8')).readUInt32BE(0);
 }
 
-export interface Row {
-  name: string;
-  opsPerSec: number;
-  nsPerOp: number;
-}
-
-const MIN_MS = 1000;
-const WARMUP_MS = 200;
-// Written by every measured function so that the JIT cannot drop the work as dead code.
-let sink = 0;
-
-/** Runs fn(i) over a rotating index until minMs has elapsed (after a warm-up), in batches so that the
- *  clock is read rarely. */
-function measure(name: string, fn: (i: number) => number, minMs = MIN_MS): Row {
-  const batch = 1024;
-  const run = (ms: number): { ops: number; ns: number } => {
-    const start = process.hrtime.bigint();
-    const limit = BigInt(ms) * 1_000_000n;
-    let ops = 0;
-    let now = start;
-    while (now - start < limit) {
-      for (let i = 0; i < batch; i++) sink = (sink + fn(ops + i)) | 0;
-      ops += batch;
-      now = process.hrtime.bigint();
-    }
-    return { ops, ns: Number(now - start) };
-  };
-  run(WARMUP_MS);
-  const { ops, ns } = run(minMs);
-  const nsPerOp = ns / ops;
-  return { name, opsPerSec: Math.round(1e9 / nsPerOp), nsPerOp: Math.round(nsPerOp * 10) / 10 };
-}
 
 function requestBodies(): { bodies: string[]; users: string[] } {
   const pool = scenarioByName('mapped').pool(BASE_SEED);
@@ -103,11 +72,6 @@ export function runHashMicro(minMs = MIN_MS): Row[] {
   ];
 }
 
-export function formatTable(title: string, rows: readonly Row[]): string {
-  const lines = [`### ${title}`, '', '| benchmark | ops/s | ns/op |', '|---|---:|---:|'];
-  for (const r of rows) lines.push(`| ${r.name} | ${r.opsPerSec.toLocaleString('en-US')} | ${r.nsPerOp.toLocaleString('en-US')} |`);
-  return lines.join('\n') + '\n';
-}
 
 function main(): void {
   const groups: [string, () => Row[]][] = [
@@ -118,7 +82,6 @@ function main(): void {
   ];
   process.stdout.write(`Node ${process.versions.node}; each row: ${WARMUP_MS} ms warm-up, >= ${MIN_MS} ms measured.\n\n`);
   for (const [title, run] of groups) process.stdout.write(formatTable(title, run()) + '\n');
-  if (sink === 0.5) process.stdout.write('\n');
 }
 
 main();

@@ -7,12 +7,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import simdjson from 'simdjson';
-
-export interface Row {
-  name: string;
-  opsPerSec: number;
-  nsPerOp: number;
-}
+import { formatTable, measure, type Row } from './measure.js';
 
 /** A user-context body of exactly 80 bytes, the shape the delivery endpoints receive. */
 export function smallBody(): string {
@@ -44,24 +39,6 @@ export function largeDocument(targetBytes = 460 * 1024): string {
   return JSON.stringify({ version: 3, items });
 }
 
-function measure(name: string, fn: () => unknown, minMs: number): Row {
-  // Warm-up lets V8 optimise the call site before timing.
-  const warmEnd = process.hrtime.bigint() + BigInt(Math.round(minMs * 0.3e6));
-  let sink: unknown = null;
-  while (process.hrtime.bigint() < warmEnd) sink = fn();
-  let ops = 0;
-  const start = process.hrtime.bigint();
-  const end = start + BigInt(minMs * 1e6);
-  let now = start;
-  while (now < end) {
-    for (let k = 0; k < 8; k++) sink = fn();
-    ops += 8;
-    now = process.hrtime.bigint();
-  }
-  if (sink === undefined) console.log('');
-  const ns = Number(now - start) / ops;
-  return { name, opsPerSec: Math.round(1e9 / ns), nsPerOp: Math.round(ns) };
-}
 
 export function runJsonMicro(minMs = 1000): Row[] {
   const small = smallBody();
@@ -78,12 +55,7 @@ export function runJsonMicro(minMs = 1000): Row[] {
   return rows;
 }
 
-export function formatRows(rows: readonly Row[]): string {
-  const lines = ['| benchmark | ops/s | ns/op |', '|---|---:|---:|'];
-  for (const r of rows) lines.push(`| ${r.name} | ${r.opsPerSec.toLocaleString('en-US')} | ${r.nsPerOp.toLocaleString('en-US')} |`);
-  return lines.join('\n');
-}
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  console.log(formatRows(runJsonMicro()));
+  console.log(formatTable('JSON parse and validation', runJsonMicro()));
 }

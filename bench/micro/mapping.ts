@@ -24,36 +24,8 @@ import { applyPatchToValue } from '../../src/mapping/patch.js';
 import { renderPatched } from '../../src/mapping/splice.js';
 import { largeDoc, largeMapping } from '../fixtures/generate.js';
 import type { MappingProblem } from '../../src/mapping/problems.js';
+import { measure, type Row } from './measure.js';
 
-export interface Row {
-  name: string;
-  opsPerSec: number;
-  nsPerOp: number;
-}
-
-let sink = 0;
-
-function measure(name: string, fn: (i: number) => number, minMs: number): Row {
-  const run = (ms: number, batch: number): { ops: number; ns: number } => {
-    const start = process.hrtime.bigint();
-    const limit = BigInt(ms) * 1_000_000n;
-    let ops = 0;
-    let now = start;
-    while (now - start < limit) {
-      for (let i = 0; i < batch; i++) sink = (sink + fn(ops + i)) | 0;
-      ops += batch;
-      now = process.hrtime.bigint();
-    }
-    return { ops, ns: Number(now - start) };
-  };
-  // Slow operations (a whole-document render) are timed in small batches so minMs still bounds the run.
-  const probe = run(20, 1);
-  const batch = probe.ns / probe.ops > 100_000 ? 1 : 256;
-  run(Math.min(200, minMs), batch);
-  const { ops, ns } = run(minMs, batch);
-  const nsPerOp = ns / ops;
-  return { name, opsPerSec: Math.round(1e9 / nsPerOp), nsPerOp: Math.round(nsPerOp * 10) / 10 };
-}
 
 /** The same compiled mapping with every condition evaluated by sift instead (the "before"). */
 function withSiftPredicates(mapping: CompiledMapping, raw: { rules: { when?: unknown }[] }): CompiledMapping {

@@ -34,14 +34,8 @@ export interface AuditEntry {
   readonly detail: unknown;
 }
 
-export interface NewAuditEntry {
-  readonly actor: string;
-  readonly tokenId: string;
-  readonly action: string;
-  readonly env: string | null;
-  readonly target: string | null;
-  readonly detail: unknown;
-}
+/** An entry before the store numbers and timestamps it. */
+export type NewAuditEntry = Omit<AuditEntry, 'id' | 'at'>;
 
 export interface WebhookInfo {
   readonly id: string;
