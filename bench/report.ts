@@ -60,6 +60,16 @@ export interface ScenarioResult {
   readonly problems: readonly string[];
 }
 
+/** The load settings of a run, as given on the command line and recorded with its results. */
+export interface RunOptions {
+  readonly durationSec: number;
+  readonly warmupSec: number;
+  readonly connections: number;
+  readonly threads: readonly (number | null)[];
+  readonly workers: number;
+  readonly smoke: boolean;
+}
+
 export interface BenchResults {
   readonly version: 1;
   readonly date: string;
@@ -69,14 +79,7 @@ export interface BenchResults {
   readonly loadavgAtStart: readonly number[];
   /** 'server' normally; 'ceiling' for calibration runs (ceiling against ceiling: ratios show the noise floor). */
   readonly target: 'server' | 'ceiling';
-  readonly options: {
-    readonly durationSec: number;
-    readonly warmupSec: number;
-    readonly connections: number;
-    readonly threads: readonly (number | null)[];
-    readonly workers: number;
-    readonly smoke: boolean;
-  };
+  readonly options: RunOptions;
   readonly scenarios: ScenarioResult[];
   readonly ok: boolean;
 }

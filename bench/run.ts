@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import type { CeilingAnswer, CeilingConfig, CeilingMessage, CeilingReply } from './ceiling.js';
 import { BENCH_KEY, repoRoot, writeBundle } from './fixtures/generate.js';
 import { RssSampler, clientCpu, isLinuxProcAvailable, memoryStatus, processCpuMicros, resetPeakRss, rssAt } from './measure.js';
-import { renderTable, writeResults, type BenchResults, type RunStats, type ScenarioResult } from './report.js';
+import { renderTable, writeResults, type BenchResults, type RunOptions, type RunStats, type ScenarioResult } from './report.js';
 import { BASE_SEED, SCENARIOS, selectScenarios, setupRequestFor, syntheticResponse, verifyBodyFor, type RequestEntry, type Scenario } from './scenarios.js';
 
 // ---------------------------------------------------------------- autocannon (CommonJS, no bundled types)
@@ -56,14 +56,8 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 
 // ---------------------------------------------------------------- options
 
-interface Options {
+interface Options extends RunOptions {
   readonly scenarios: Scenario[];
-  readonly durationSec: number;
-  readonly warmupSec: number;
-  readonly connections: number;
-  readonly threads: readonly (number | null)[];
-  readonly workers: number;
-  readonly smoke: boolean;
   readonly target: 'server' | 'ceiling';
   readonly outDir: string;
 }

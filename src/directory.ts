@@ -8,7 +8,7 @@
  * change; the hot path does Map lookups.
  */
 import { createHash } from 'node:crypto';
-import { compileMapping, type CompiledMapping } from './mapping/index.js';
+import { compileStoredMapping, type CompiledMapping } from './mapping/index.js';
 import type { ContentMeta, DirectorySnapshot, RevisionReader } from './store/types.js';
 import { versionNumberOf } from './version.js';
 
@@ -52,7 +52,7 @@ export class MappingLibrary {
     try {
       const text = this.reader.readMapping(mappingId);
       if (text === undefined) throw new Error('mapping row not found');
-      result = compileMapping(JSON.parse(text));
+      result = compileStoredMapping(text);
     } catch (err) {
       this.onError(mappingId, err);
     }

@@ -137,10 +137,10 @@ export function runMappingMicro(minMs = 1000): Row[] {
   const big = prepareDoc(bigText);
   const bigMapping = compileMapping({ rules: [{ segment: 's', patch: { shop: { banner: 'summer', discount: 20 } } }] });
   const bigSelection: Selection = selectRules(bigMapping, big, {}, '', 0);
-  renderSelection(big, bigMapping, bigSelection); // offsets of the patched containers found once
+  renderSelection(big, bigSelection); // offsets of the patched containers found once
   const naivePatch = bigSelection.patches[0];
   const cache = new LRUCache<string, SharedArrayBuffer>({ max: 1000 });
-  const bytes = Buffer.from(renderSelection(big, bigMapping, bigSelection));
+  const bytes = Buffer.from(renderSelection(big, bigSelection));
   const sab = new SharedArrayBuffer(bytes.length);
   Buffer.from(sab).set(bytes);
   cache.set('w1:1:1:' + bigSelection.key, sab);
@@ -154,11 +154,11 @@ export function runMappingMicro(minMs = 1000): Row[] {
     measure('selectRules: 10 rules, 2 A/B tests, sift conditions [before]', (i) => selectRules(siftMapping, small, ps[i & mask], '1.5.0', mods[i & mask]).key.length, minMs),
     measure('selectRules: 10 rules, 2 A/B tests, compiled predicates [after]', (i) => selectRules(mapping, small, ps[i & mask], '1.5.0', mods[i & mask]).key.length, minMs),
     measure('512 KiB render-cache hit (LRU get)', (i) => cache.get('w1:1:1:' + bigSelection.key)!.byteLength + i, minMs),
-    measure('512 KiB miss: splice small patch (string)', () => renderSelection(big, bigMapping, bigSelection).length, minMs),
-    measure('512 KiB miss: splice + UTF-8 encode (bytes for the head)', () => Buffer.byteLength(renderSelection(big, bigMapping, bigSelection)), minMs),
+    measure('512 KiB miss: splice small patch (string)', () => renderSelection(big, bigSelection).length, minMs),
+    measure('512 KiB miss: splice + UTF-8 encode (bytes for the head)', () => Buffer.byteLength(renderSelection(big, bigSelection)), minMs),
     measure('512 KiB miss, first on the revision (parse + offsets + splice)', () => {
       const fresh = prepareDoc(bigText);
-      return renderSelection(fresh, bigMapping, selectRules(bigMapping, fresh, {}, '', 0)).length;
+      return renderSelection(fresh, selectRules(bigMapping, fresh, {}, '', 0)).length;
     }, minMs),
     measure('512 KiB naive: JSON.parse + apply + JSON.stringify', () => JSON.stringify(applyPatchToValue(JSON.parse(bigText), naivePatch, null)).length, minMs),
     ...largeFixtureRows(minMs),
@@ -189,16 +189,16 @@ function largeFixtureRows(minMs: number): Row[] {
   const suffix = ',"hash":"00112233445566778899aabbccddeeff","meta":{"uid":';
   for (const s of selections) {
     const before = Buffer.from(ownedText(prefix + renderPatched(doc, s.patches, s.applied, null) + suffix));
-    if (!before.equals(Buffer.from(renderSelectionInto(doc, mapping, s, prefix, suffix)))) throw new Error('the byte splicer and the copy-on-write renderer disagree');
+    if (!before.equals(Buffer.from(renderSelectionInto(doc, s, prefix, suffix)))) throw new Error('the byte splicer and the copy-on-write renderer disagree');
   }
-  const source = Buffer.from(renderSelectionInto(doc, mapping, selections[0], prefix, suffix));
+  const source = Buffer.from(renderSelectionInto(doc, selections[0], prefix, suffix));
   return [
     measure('fixture 512 KiB miss: copy-on-write render + encode [before]', (i) => {
       const s = selections[i & 63];
       return ownedText(prefix + renderPatched(doc, s.patches, s.applied, null) + suffix).byteLength;
     }, minMs),
-    measure('fixture 512 KiB miss: renderSelectionInto (byte splice) [after]', (i) => renderSelectionInto(doc, mapping, selections[i & 63], prefix, suffix).byteLength, minMs),
-    measure('fixture 512 KiB miss: renderSelection (string, serialized path)', (i) => renderSelection(doc, mapping, selections[i & 63]).length, minMs),
+    measure('fixture 512 KiB miss: renderSelectionInto (byte splice) [after]', (i) => renderSelectionInto(doc, selections[i & 63], prefix, suffix).byteLength, minMs),
+    measure('fixture 512 KiB miss: renderSelection (string, serialized path)', (i) => renderSelection(doc, selections[i & 63]).length, minMs),
     measure('fixture 512 KiB: new SharedArrayBuffer + one copy (why rendered heads are not shared memory)', () => {
       const sab = new SharedArrayBuffer(source.length);
       source.copy(Buffer.from(sab));

@@ -9,6 +9,7 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { errorResponse } from '../errors.js';
 import type { KeyView } from '../directory.js';
+import { contentIdKey } from '../store/ids.js';
 import { JSON_TYPE, STATUS_OK, send, sendError } from './reply.js';
 import { ContentRequest, Route } from './request.js';
 import type { FrontEndState } from './state.js';
@@ -51,9 +52,9 @@ function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest): K
 }
 
 function decodeId(raw: string): string | undefined {
-  if (raw.indexOf('%') === -1) return raw.toLowerCase();
+  if (raw.indexOf('%') === -1) return contentIdKey(raw);
   try {
-    return decodeURIComponent(raw).toLowerCase();
+    return contentIdKey(decodeURIComponent(raw));
   } catch {
     return undefined;
   }

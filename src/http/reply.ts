@@ -7,7 +7,7 @@
  * slots cannot be overwritten in between.
  */
 import type { HttpResponse } from 'uWebSockets.js';
-import { errorResponse, type ErrorCode, type ErrorResponse } from '../errors.js';
+import { errorResponse, type ErrorResponse } from '../errors.js';
 
 export const JSON_TYPE = 'application/json';
 export const STATUS_OK = '200 OK';
@@ -76,10 +76,6 @@ export function send(
 
 export function sendError(res: HttpResponse, err: ErrorResponse, closeConnection: boolean): void {
   send(res, err.statusLine, err.body, '', '', '', closeConnection);
-}
-
-export function sendErrorCode(res: HttpResponse, code: ErrorCode, message: string, closeConnection: boolean): void {
-  sendError(res, errorResponse(code, message), closeConnection);
 }
 
 /** 503 with Retry-After: the pool queue is full. Prebuilt: overload is exactly when cost matters most. */

@@ -16,6 +16,7 @@ import { userUid } from '../identity.js';
 import { evaluateMapping } from '../mapping/index.js';
 import type { JobSink } from '../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
+import { contentIdKey } from '../store/ids.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKey, type Rendered } from './front-cache.js';
 import { checkPlainQuery, parseCombineQuery, wrappedKind } from './query.js';
@@ -40,7 +41,6 @@ export class ContentRequest implements JobSink {
   received = 0;
   /** True once answered or aborted: nothing more may touch res. */
   done = false;
-  aborted = false;
   kind: JobKind = JobKind.Plain;
   /** meta.uid and meta.mod of wrapped requests (the tail is built here, per user). */
   uid = 0;
@@ -64,7 +64,6 @@ export class ContentRequest implements JobSink {
   }
 
   onAborted(): void {
-    this.aborted = true;
     this.finish();
   }
 
@@ -216,7 +215,7 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
   const jobs: Job[] = [];
   const slots: number[] = [];
   for (const id of q.ids) {
-    const content = contents.get(id.toLowerCase());
+    const content = contents.get(contentIdKey(id));
     const rev = content === undefined ? undefined : chooseRevision(content, ctx.vNum);
     if (content === undefined || rev === undefined) {
       missing.push(id);

@@ -18,7 +18,7 @@ import { createBaseDocument, patchesThatApply as patchesThatApplyCopying, render
 
 export type { CompiledMapping, Selection, Combination } from './compile.js';
 export type { MappingProblem } from './problems.js';
-export { checkMapping, mappingError } from './compile.js';
+export { checkMapping, compileStoredMapping, mappingError } from './compile.js';
 export { EMPTY_SELECTION, combinationForKey, evaluateMapping } from './evaluate.js';
 export { compareAppVersions, parseAppVersion } from './version.js';
 
@@ -100,7 +100,7 @@ export function patchesThatApply(doc: PreparedDoc, patches: readonly CompiledPat
 }
 
 /** Render-cache miss: the data JSON text of the revision with the selection's patches applied. */
-export function renderSelection(doc: PreparedDoc, _mapping: CompiledMapping, selection: Selection): string {
+export function renderSelection(doc: PreparedDoc, selection: Selection): string {
   if (selection.key === '') return doc.text;
   const root = composeEdits(doc, selection.patches, selection.applied, null);
   const text = root === null ? null : renderEditsText(doc, root);
@@ -115,7 +115,6 @@ export function renderSelection(doc: PreparedDoc, _mapping: CompiledMapping, sel
  */
 export function renderSelectionInto(
   doc: PreparedDoc,
-  _mapping: CompiledMapping,
   selection: Selection,
   prefix: string,
   suffix: string,

@@ -10,7 +10,7 @@ import type { LRUCache } from 'lru-cache';
 import {
   EMPTY_SELECTION,
   combinationForKey,
-  compileMapping,
+  compileStoredMapping,
   ownedText,
   prepareDoc,
   renderSelection,
@@ -39,24 +39,20 @@ export function resolveJob(state: WorkerState, job: Job): JobResult {
   }
 
   let selection: Selection = EMPTY_SELECTION;
-  let mapping: MappingEntry | undefined;
   if (job.mappingId !== 0 && job.comboKey !== '') {
-    mapping = loadMapping(state, job.mappingId);
+    const mapping = loadMapping(state, job.mappingId);
     if (mapping === undefined) return failure('content_not_found');
     selection = selectCombination(docOf(rev), combinationForKey(mapping.compiled, job.comboKey));
   }
   const suffix = ',"hash":"' + rev.hash + '","meta":{"uid":';
   if (job.kind === JobKind.Serialized) {
     // data is the JSON text as a JSON string: the whole text is escaped, so this takes the string path.
-    const data = selection.key === '' ? rev.minified : renderSelection(docOf(rev), mapping!.compiled, selection);
+    const data = selection.key === '' ? rev.minified : renderSelection(docOf(rev), selection);
     return success(ownedText(WRAPPED_PREFIX + JSON.stringify(data) + suffix), selection.seg);
   }
   // Splice the patches (if any) into the base bytes, written once into the buffer that is sent.
-  return success(renderSelectionInto(docOf(rev), mapping?.compiled ?? NO_MAPPING, selection, WRAPPED_PREFIX, suffix), selection.seg);
+  return success(renderSelectionInto(docOf(rev), selection, WRAPPED_PREFIX, suffix), selection.seg);
 }
-
-// renderSelectionInto does not read the mapping for an empty selection.
-const NO_MAPPING = compileMapping({ rules: [] });
 
 function docOf(rev: RevisionEntry): PreparedDoc {
   // The revision's UTF-8 bytes are the splice base: no second copy.
@@ -82,7 +78,7 @@ function loadMapping(state: WorkerState, mappingId: number): MappingEntry | unde
   const text = state.reader.readMapping(mappingId);
   if (text === undefined) return undefined;
   // Stored mappings were validated on write; compiling again here cannot fail unless the store was edited by hand.
-  const entry: MappingEntry = { compiled: compileMapping(JSON.parse(text)) };
+  const entry: MappingEntry = { compiled: compileStoredMapping(text) };
   state.cache.set(key, entry);
   return entry;
 }

@@ -275,12 +275,11 @@ function selectionOf(patches: CompiledPatch[], applied: Uint8Array | null): Sele
   return { key: 'k', seg: '[]', patches, applied };
 }
 
-const NO_MAPPING = compileMapping({ rules: [] });
 
 function renderBoth(doc: PreparedDoc, patches: CompiledPatch[], applied: Uint8Array | null): { bytes: string; text: string } {
   const selection = selectionOf(patches, applied);
-  const sab = renderSelectionInto(doc, NO_MAPPING, selection, '{"data":', ',"hash":"h","meta":{"uid":');
-  return { bytes: Buffer.from(sab).toString('utf8'), text: renderSelection(doc, NO_MAPPING, selection) };
+  const sab = renderSelectionInto(doc, selection, '{"data":', ',"hash":"h","meta":{"uid":');
+  return { bytes: Buffer.from(sab).toString('utf8'), text: renderSelection(doc, selection) };
 }
 
 // ---------------------------------------------------------------- tests
@@ -375,7 +374,7 @@ describe('byte splice renderer', () => {
 
   it('an unmutated selection is the base bytes between prefix and suffix', () => {
     const text = '{"a":"é"}';
-    const sab = renderSelectionInto(prepareDoc(text), NO_MAPPING, { key: '', seg: '[]', patches: [], applied: null }, '[', ']');
+    const sab = renderSelectionInto(prepareDoc(text), { key: '', seg: '[]', patches: [], applied: null }, '[', ']');
     expect(Buffer.from(sab).toString('utf8')).toBe('[' + text + ']');
   });
 
@@ -384,7 +383,7 @@ describe('byte splice renderer', () => {
     const held = Buffer.from(text, 'utf8');
     const doc = prepareDoc(text, held);
     expect(doc.bytes.buffer).toBe(held.buffer);
-    const sab = renderSelectionInto(doc, NO_MAPPING, selectionOf([patch({ ü: { y: 'é' } })], null), '', '');
+    const sab = renderSelectionInto(doc, selectionOf([patch({ ü: { y: 'é' } })], null), '', '');
     expect(Buffer.from(sab).toString('utf8')).toBe('{"ü":{"x":1,"y":"é"},"b":"日本"}');
   });
 });
@@ -395,7 +394,7 @@ describe('a render-cache miss on the 512 KiB fixture', () => {
 
   function render(doc: PreparedDoc, p: Record<string, unknown>): string {
     const selection = selectRules(mapping, doc, p, '', 0);
-    const sab = renderSelectionInto(doc, mapping, selection, '{"data":', ',"hash":"h","meta":{"uid":');
+    const sab = renderSelectionInto(doc, selection, '{"data":', ',"hash":"h","meta":{"uid":');
     return Buffer.from(sab).toString('utf8');
   }
 
@@ -437,7 +436,7 @@ describe('a render-cache miss on the 512 KiB fixture', () => {
     const selection = selectRules(m, doc, {}, '', 0);
     expect(selection.seg).toBe('[{"n":"a","v":null}]');
     expect(doc.parsed).toBe(false);
-    const out = JSON.parse(renderSelection(doc, m, selection)) as { levels: Record<string, { boss: string }> };
+    const out = JSON.parse(renderSelection(doc, selection)) as { levels: Record<string, { boss: string }> };
     expect(out.levels.L0001.boss).toBe('x');
     expect(doc.parsed).toBe(false);
   });

@@ -12,7 +12,7 @@ function deliver(mapping: unknown, p: Record<string, unknown>, v: string, mod: n
   const compiled = compileMapping(mapping);
   const doc = prepareDoc(content);
   const selection = selectRules(compiled, doc, p, v, mod);
-  return { data: JSON.parse(renderSelection(doc, compiled, selection)) as unknown, seg: JSON.parse(selection.seg) as unknown };
+  return { data: JSON.parse(renderSelection(doc, selection)) as unknown, seg: JSON.parse(selection.seg) as unknown };
 }
 
 const AB = {
@@ -104,7 +104,7 @@ describe('rules', () => {
   it('hash stays the base revision: rendering never changes the base text', () => {
     const compiled = compileMapping(AB);
     const doc = prepareDoc(CONTENT);
-    renderSelection(doc, compiled, selectRules(compiled, doc, {}, '', 1));
+    renderSelection(doc, selectRules(compiled, doc, {}, '', 1));
     expect(doc.text).toBe(CONTENT);
   });
 });
