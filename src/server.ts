@@ -12,6 +12,7 @@ import { DEMO_CONTENT_ID, DEMO_ENV, demoBundle, newDemoKey, readDemoKey } from '
 import { Directory, MappingLibrary } from './directory.js';
 import { createFrontCache } from './http/front-cache.js';
 import { RcdError } from './errors.js';
+import { holdYoungGeneration, operatorSizedYoungGeneration } from './heap.js';
 import { createApp, isNativeUws, listen, stopListening } from './http/app.js';
 import type { FrontEndState } from './http/state.js';
 import { logError, logInfo, rateLimitedErrorLogger } from './log.js';
@@ -35,6 +36,9 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   if (!isNativeUws()) {
     logError('the native uWebSockets.js addon did not load; running on its slow JavaScript fallback');
   }
+  // First: opening the store and importing a bundle allocate enough to grow the young generation.
+  const holdYoung = !operatorSizedYoungGeneration(process.execArgv, process.env.NODE_OPTIONS);
+  if (holdYoung) holdYoungGeneration();
   const store = await openStore(config.storeUrl);
   let demoKey: string | null = null;
   try {
@@ -45,7 +49,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     throw err;
   }
 
-  const workerData: WorkerOptions = { storeUrl: store.readerUrl, cacheBytes: config.cacheBytes };
+  const workerData: WorkerOptions = { storeUrl: store.readerUrl, cacheBytes: config.cacheBytes, holdYoungGeneration: holdYoung };
   const pool = new Piscina({
     filename: new URL('./worker/index.js', import.meta.url).href,
     minThreads: config.threads,

@@ -10,6 +10,7 @@ import { LRUCache } from 'lru-cache';
 import { siftPredicate } from '../reference/sift.js';
 import { userMod, userUid } from '../../src/identity.js';
 import type { CompiledMapping } from '../../src/mapping/compile.js';
+import { CombinationIndex } from '../../src/mapping/interning.js';
 import { compileCondition, type Predicate } from '../../src/mapping/condition.js';
 import {
   compileMapping,
@@ -33,7 +34,7 @@ function withSiftPredicates(mapping: CompiledMapping, raw: { rules: { when?: unk
     const when = raw.rules[rule.index].when;
     return { ...rule, predicate: rule.predicate === null ? null : (siftPredicate(when) as Predicate) };
   });
-  return { ...mapping, rules, combinations: new Map() };
+  return { ...mapping, rules, combinations: new CombinationIndex() };
 }
 
 function compileOwn(when: unknown): Predicate {

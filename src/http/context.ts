@@ -66,12 +66,26 @@ export function validateUserContext(root: unknown): UserContext {
   let vNum = -1;
   if (v !== undefined) {
     if (typeof v !== 'string') throw new RcdError('invalid_body', 'v must be a string of the form X.Y.Z');
-    const m = APP_VERSION_PATTERN.exec(v);
-    if (m === null) throw new RcdError('invalid_body', 'v must be a string of the form X.Y.Z (e.g. "1.4.2")');
     vOut = v;
-    vNum = versionNumber(Number(m[1]), Number(m[2]), Number(m[3]));
+    vNum = appVersionNumber(v);
   }
   return { u: uOut, p: pOut, v: vOut, vNum };
+}
+
+// Clients in the field run a handful of app versions: each is matched against the pattern once (the
+// match array and its strings were ~150 bytes of garbage per request). Bounded: past the limit (a
+// client inventing versions) versions are matched per request.
+const VERSION_MEMO_LIMIT = 1024;
+const versionMemo = new Map<string, number>();
+
+function appVersionNumber(v: string): number {
+  let num = versionMemo.get(v);
+  if (num !== undefined) return num;
+  const m = APP_VERSION_PATTERN.exec(v);
+  if (m === null) throw new RcdError('invalid_body', 'v must be a string of the form X.Y.Z (e.g. "1.4.2")');
+  num = versionNumber(Number(m[1]), Number(m[2]), Number(m[3]));
+  if (versionMemo.size < VERSION_MEMO_LIMIT) versionMemo.set(v, num);
+  return num;
 }
 
 // Shared, frozen: a body without p gets this one object instead of a fresh {} per request.

@@ -17,8 +17,8 @@ import { JobKind } from '../pool/protocol.js';
 export interface Rendered {
   /** The head bytes (the whole ArrayBuffer a worker rendered and transferred). */
   readonly head: Uint8Array;
-  /** meta.seg JSON for wrapped kinds, "" for plain. */
-  readonly seg: string;
+  /** meta.seg JSON (UTF-8) for wrapped kinds, empty for plain: written into every answer's tail. */
+  readonly seg: Uint8Array;
 }
 
 export type FrontCache = LRUCache<string, Rendered>;
@@ -28,7 +28,7 @@ export function createFrontCache(maxBytes: number): FrontCache {
 }
 
 function renderedSize(r: Rendered): number {
-  return r.head.byteLength + r.seg.length + 64;
+  return r.head.byteLength + r.seg.byteLength + 64;
 }
 
 const KIND_PREFIX = ['p', 'w', 's'];

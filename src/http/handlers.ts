@@ -62,7 +62,7 @@ function decodeId(raw: string): string | undefined {
 
 export function handleContent(state: FrontEndState, res: HttpResponse, req: HttpRequest, route: Route): void {
   if (req.getMethod() !== 'post') {
-    send(res, POST_ONLY.statusLine, POST_ONLY.body, '', 'allow', 'POST', state.shuttingDown);
+    send(res, POST_ONLY.statusLine, POST_ONLY.body, 'allow', 'POST', state.shuttingDown);
     return;
   }
   const view = authorize(state, res, req);
@@ -90,24 +90,24 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
 
 export function handleCatalog(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
   if (req.getMethod() !== 'get') {
-    send(res, GET_ONLY.statusLine, GET_ONLY.body, '', 'allow', 'GET', state.shuttingDown);
+    send(res, GET_ONLY.statusLine, GET_ONLY.body, 'allow', 'GET', state.shuttingDown);
     return;
   }
   const view = authorize(state, res, req);
   if (view === undefined) return;
-  send(res, STATUS_OK, view.env.catalogBody, '', '', '', state.shuttingDown);
+  send(res, STATUS_OK, view.env.catalogBody, '', '', state.shuttingDown);
 }
 
 export function handleHealth(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
   if (req.getMethod() !== 'get') {
-    send(res, GET_ONLY.statusLine, GET_ONLY.body, '', 'allow', 'GET', state.shuttingDown);
+    send(res, GET_ONLY.statusLine, GET_ONLY.body, 'allow', 'GET', state.shuttingDown);
     return;
   }
   if (state.shuttingDown) {
-    send(res, '503 Service Unavailable', HEALTH_DRAINING, '', '', '', true);
+    send(res, '503 Service Unavailable', HEALTH_DRAINING, '', '', true);
     return;
   }
-  send(res, STATUS_OK, HEALTH_OK, '', '', '', false);
+  send(res, STATUS_OK, HEALTH_OK, '', '', false);
 }
 
 export function handleNotFound(state: FrontEndState, res: HttpResponse): void {

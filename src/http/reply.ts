@@ -8,17 +8,21 @@
  */
 import type { HttpResponse } from 'uWebSockets.js';
 import { errorResponse, type ErrorResponse } from '../errors.js';
+import { EMPTY_BYTES, wrappedTailLength, writeWrappedTail } from './tail.js';
 
 export const JSON_TYPE = 'application/json';
 export const STATUS_OK = '200 OK';
 
 let slotRes: HttpResponse | null = null;
 let slotStatus = STATUS_OK;
-let slotHead: Uint8Array | string = '';
-let slotTail = '';
+let slotBody: Uint8Array | string = '';
 let slotHeaderName = '';
 let slotHeaderValue = '';
 let slotClose = false;
+// Wrapped answers only: the per-user tail's parts.
+let slotUid = 0;
+let slotMod = 0;
+let slotSeg: Uint8Array = EMPTY_BYTES;
 
 /**
  * Heads up to this size are joined with their tail into one buffer and sent with one end(): one
@@ -27,59 +31,84 @@ let slotClose = false;
  */
 const JOIN_LIMIT = 64 * 1024;
 
+// Where head and tail are joined. Reused for every response: uWS copies what end() and write() are
+// given before returning (into its cork buffer or the socket's backpressure buffer), so the bytes
+// are free again at once. A fresh Buffer per response was ~1.6 KB of ArrayBuffer churn per request.
+let scratch = Buffer.allocUnsafeSlow(JOIN_LIMIT + 4096);
+
+function scratchOf(size: number): Buffer {
+  if (scratch.byteLength < size) scratch = Buffer.allocUnsafeSlow(size);
+  return scratch;
+}
+
 function writeCorked(): void {
   const res = slotRes!;
   res.writeStatus(slotStatus);
   res.writeHeader('content-type', JSON_TYPE);
   if (slotHeaderName !== '') res.writeHeader(slotHeaderName, slotHeaderValue);
-  if (slotTail === '') {
-    res.end(slotHead, slotClose);
-  } else if (slotClose || typeof slotHead === 'string' || slotHead.byteLength <= JOIN_LIMIT) {
+  res.end(slotBody, slotClose);
+}
+
+function writeWrappedCorked(): void {
+  const res = slotRes!;
+  const head = slotBody as Uint8Array;
+  res.writeStatus(STATUS_OK);
+  res.writeHeader('content-type', JSON_TYPE);
+  const tailLength = wrappedTailLength(slotUid, slotMod, slotSeg);
+  if (slotClose || head.byteLength <= JOIN_LIMIT) {
     // Always joined when closing: uWS writes its Connection: close header at end(), which after a
     // write() would land inside the chunked body (found by the graceful-shutdown test).
-    res.end(joinBody(slotHead, slotTail), slotClose);
+    const out = scratchOf(head.byteLength + tailLength);
+    out.set(head, 0);
+    const end = writeWrappedTail(out, head.byteLength, slotUid, slotMod, slotSeg);
+    res.end(out.subarray(0, end), slotClose);
   } else {
-    res.write(slotHead);
-    res.end(slotTail, false);
+    res.write(head);
+    const out = scratchOf(tailLength);
+    res.end(out.subarray(0, writeWrappedTail(out, 0, slotUid, slotMod, slotSeg)), false);
   }
 }
 
-function joinBody(head: Uint8Array | string, tail: string): Buffer {
-  if (typeof head === 'string') return Buffer.from(head + tail, 'utf8');
-  const out = Buffer.allocUnsafe(head.byteLength + Buffer.byteLength(tail, 'utf8'));
-  out.set(head, 0);
-  out.write(tail, head.byteLength, 'utf8');
-  return out;
-}
-
-/** Status, JSON content type, optional extra header, body = head + tail. */
+/** Status, JSON content type, optional extra header, body. */
 export function send(
   res: HttpResponse,
   status: string,
-  head: Uint8Array | string,
-  tail: string,
+  body: Uint8Array | string,
   headerName: string,
   headerValue: string,
   closeConnection: boolean,
 ): void {
   slotRes = res;
   slotStatus = status;
-  slotHead = head;
-  slotTail = tail;
+  slotBody = body;
   slotHeaderName = headerName;
   slotHeaderValue = headerValue;
   slotClose = closeConnection;
   res.cork(writeCorked);
   slotRes = null;
-  slotHead = '';
+  slotBody = '';
+}
+
+/** 200 with a wrapped answer: the rendered head, then the tail of this user (see tail.ts). */
+export function sendWrapped(res: HttpResponse, head: Uint8Array, uid: number, mod: number, seg: Uint8Array, closeConnection: boolean): void {
+  slotRes = res;
+  slotBody = head;
+  slotUid = uid;
+  slotMod = mod;
+  slotSeg = seg;
+  slotClose = closeConnection;
+  res.cork(writeWrappedCorked);
+  slotRes = null;
+  slotBody = '';
+  slotSeg = EMPTY_BYTES;
 }
 
 export function sendError(res: HttpResponse, err: ErrorResponse, closeConnection: boolean): void {
-  send(res, err.statusLine, err.body, '', '', '', closeConnection);
+  send(res, err.statusLine, err.body, '', '', closeConnection);
 }
 
 /** 503 with Retry-After: the pool queue is full. Prebuilt: overload is exactly when cost matters most. */
 const OVERLOADED = errorResponse('overloaded', 'the server is at capacity; retry shortly');
 export function sendOverloaded(res: HttpResponse, closeConnection: boolean): void {
-  send(res, OVERLOADED.statusLine, OVERLOADED.body, '', 'retry-after', '1', closeConnection);
+  send(res, OVERLOADED.statusLine, OVERLOADED.body, 'retry-after', '1', closeConnection);
 }

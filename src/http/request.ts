@@ -20,8 +20,13 @@ import { contentIdKey } from '../store/ids.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKey, type Rendered } from './front-cache.js';
 import { checkPlainQuery, parseCombineQuery, wrappedKind } from './query.js';
-import { STATUS_OK, send, sendError, sendOverloaded } from './reply.js';
+import { STATUS_OK, send, sendError, sendOverloaded, sendWrapped } from './reply.js';
+import { EMPTY_BYTES, wrappedTailLength, writeWrappedTail } from './tail.js';
 import type { FrontEndState } from './state.js';
+
+// Twice as fast as Buffer.from(chunk).toString() on request bodies and one object less (bench/micro).
+// ignoreBOM keeps a leading BOM in the text, as Buffer#toString does: JSON.parse then refuses it.
+const BODY_DECODER = new TextDecoder('utf-8', { ignoreBOM: true });
 
 export const enum Route {
   Plain = 0,
@@ -81,10 +86,10 @@ export class ContentRequest implements JobSink {
     }
     let text: string;
     if (this.chunks === null) {
-      text = Buffer.from(chunk).toString('utf8');
+      text = BODY_DECODER.decode(chunk);
     } else {
       this.chunks.push(Buffer.from(chunk));
-      text = Buffer.concat(this.chunks).toString('utf8');
+      text = BODY_DECODER.decode(Buffer.concat(this.chunks));
       this.chunks = null;
     }
     handleBody(this, text);
@@ -93,7 +98,7 @@ export class ContentRequest implements JobSink {
   onResult(slot: number, result: JobResult): void {
     let rendered: Rendered | null = null;
     if (result.head !== null) {
-      rendered = { head: new Uint8Array(result.head), seg: result.seg };
+      rendered = { head: new Uint8Array(result.head), seg: result.seg === '' ? EMPTY_BYTES : Buffer.from(result.seg, 'utf8') };
       // Cached even when this request was aborted meanwhile: the next request for it is a hit.
       this.state.frontCache.set(this.keys![slot]!, rendered);
     }
@@ -186,8 +191,8 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
     throw new RcdError('content_not_found', `no revision of this content is available for app version ${ctx.v}`);
   }
   prepareUser(r, kind, ctx);
-  const job = itemJob(r, kind, content, rev, ctx);
-  const key = frontKey(kind, rev.revId, job.mappingId, job.comboKey);
+  const comboKey = combinationKey(r, kind, content, ctx);
+  const key = frontKey(kind, rev.revId, content.mappingId, comboKey);
   const hit = r.state.frontCache.get(key);
   if (hit !== undefined) {
     answerSingle(r, hit);
@@ -200,7 +205,7 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
     return;
   }
   r.keys = [key];
-  batcher.enqueue(job, r, 0);
+  batcher.enqueue(missJob(kind, rev, content, comboKey), r, 0);
 }
 
 function startCombine(r: ContentRequest, ctx: UserContext): void {
@@ -221,11 +226,11 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
       missing.push(id);
       continue;
     }
-    const job = itemJob(r, q.kind, content, rev, ctx);
-    const key = frontKey(q.kind, rev.revId, job.mappingId, job.comboKey);
+    const comboKey = combinationKey(r, q.kind, content, ctx);
+    const key = frontKey(q.kind, rev.revId, content.mappingId, comboKey);
     const hit = cache.get(key);
     if (hit === undefined) {
-      jobs.push(job);
+      jobs.push(missJob(q.kind, rev, content, comboKey));
       slots.push(ids.length);
     }
     ids.push(id);
@@ -258,21 +263,24 @@ function prepareUser(r: ContentRequest, kind: JobKind, ctx: UserContext): void {
   r.mod = r.uid % 1000;
 }
 
-/** The job for one item; the mapping's rules are evaluated here, per user, in the front end. */
-function itemJob(r: ContentRequest, kind: JobKind, content: ContentView, rev: RevisionView, ctx: UserContext): Job {
-  if (kind === JobKind.Plain || content.mappingId === 0) return { kind, revId: rev.revId, mappingId: 0, comboKey: '' };
+/**
+ * The item's combination of applied rules ("" for plain answers and content without a mapping). The
+ * mapping's rules are evaluated here, per user, in the front end.
+ */
+function combinationKey(r: ContentRequest, kind: JobKind, content: ContentView, ctx: UserContext): string {
+  if (kind === JobKind.Plain || content.mappingId === 0) return '';
   if (content.mappingBroken) throw new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
-  const comboKey = evaluateMapping(content.mapping!, ctx.p, ctx.v, r.mod).key;
-  return { kind, revId: rev.revId, mappingId: content.mappingId, comboKey };
+  return evaluateMapping(content.mapping!, ctx.p, ctx.v, r.mod).key;
 }
 
-/** The per-user remainder after a head: "" for plain, `uid,"mod":n,"seg":[…]}}` for wrapped. */
-function tailOf(r: ContentRequest, seg: string): string {
-  return r.kind === JobKind.Plain ? '' : r.uid + ',"mod":' + r.mod + ',"seg":' + seg + '}}';
+/** The pool job that renders an item the front cache does not hold. */
+function missJob(kind: JobKind, rev: RevisionView, content: ContentView, comboKey: string): Job {
+  return { kind, revId: rev.revId, mappingId: kind === JobKind.Plain ? 0 : content.mappingId, comboKey };
 }
 
 function answerSingle(r: ContentRequest, item: Rendered): void {
-  send(r.res, STATUS_OK, item.head, tailOf(r, item.seg), '', '', r.state.shuttingDown);
+  if (r.kind === JobKind.Plain) send(r.res, STATUS_OK, item.head, '', '', r.state.shuttingDown);
+  else sendWrapped(r.res, item.head, r.uid, r.mod, item.seg, r.state.shuttingDown);
   r.finish();
 }
 
@@ -294,29 +302,27 @@ function answerCombine(r: ContentRequest): void {
 function combineBytes(r: ContentRequest): Buffer {
   const ids = r.ids!;
   const rendered = r.rendered!;
-  const texts: string[] = [];
+  const wrapped = r.kind !== JobKind.Plain;
+  const keys: string[] = [];
   let total = 1;
-  let first = true;
   for (let i = 0; i < ids.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    const key = (first ? '{' : ',') + JSON.stringify(ids[i]) + ':';
-    first = false;
-    const tail = tailOf(r, item.seg);
-    texts.push(key, tail);
-    total += Buffer.byteLength(key, 'utf8') + item.head.byteLength + Buffer.byteLength(tail, 'utf8');
+    const key = (keys.length === 0 ? '{' : ',') + JSON.stringify(ids[i]) + ':';
+    keys.push(key);
+    total += Buffer.byteLength(key, 'utf8') + item.head.byteLength + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
   }
-  if (first) return Buffer.from('{}');
+  if (keys.length === 0) return Buffer.from('{}');
   const out = Buffer.allocUnsafe(total);
   let pos = 0;
-  let t = 0;
+  let k = 0;
   for (let i = 0; i < ids.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    pos += out.write(texts[t++]!, pos, 'utf8');
+    pos += out.write(keys[k++]!, pos, 'utf8');
     out.set(item.head, pos);
     pos += item.head.byteLength;
-    pos += out.write(texts[t++]!, pos, 'utf8');
+    if (wrapped) pos = writeWrappedTail(out, pos, r.uid, r.mod, item.seg);
   }
   out[pos] = 0x7d; // '}'
   return out;

@@ -11,6 +11,7 @@
 import semver from 'semver';
 import { RcdError } from '../errors.js';
 import { compileCondition, type Predicate } from './condition.js';
+import { CombinationIndex } from './interning.js';
 import { applyPatchToValue, compilePatch, PATCH_FAILED, type CompiledPatch } from './patch.js';
 import { childPath, isPlainObject, type MappingProblem } from './problems.js';
 
@@ -75,13 +76,13 @@ export interface CompiledMapping {
   readonly ruleCount: number;
   /** True when a rule has an appVersion range (v is then parsed once per request). */
   readonly usesAppVersion: boolean;
-  /** Combination interning; bounded (see evaluate.ts). */
-  readonly combinations: Map<string, Combination>;
+  /** Combination interning; bounded (see interning.ts). */
+  readonly combinations: CombinationIndex;
 }
 
 const RULE_KEYS = new Set(['segment', 'when', 'appVersion', 'patch', 'variants', 'info']);
 const VARIANT_KEYS = new Set(['name', 'mod', 'patch', 'info']);
-const MAX_RULES = 1000;
+export const MAX_RULES = 1000;
 
 export interface MappingCheck {
   /** The compiled mapping, or null when there are problems. */
@@ -122,7 +123,7 @@ export function checkMapping(raw: unknown, content?: unknown): MappingCheck {
     rules,
     ruleCount: rules.length,
     usesAppVersion: rules.some((r) => r.range !== null),
-    combinations: new Map(),
+    combinations: new CombinationIndex(),
   };
   return { mapping, problems };
 }

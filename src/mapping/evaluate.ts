@@ -7,31 +7,37 @@
  * a repeat combination costs this evaluation plus one cache lookup.
  */
 import semver from 'semver';
-import type { CompiledMapping, CompiledRule, Combination, Selection } from './compile.js';
+import { MAX_RULES, type CompiledMapping, type CompiledRule, type Combination, type Selection } from './compile.js';
+import { pathEdge, pathKey } from './interning.js';
 import { PatchKind, type CompiledPatch } from './patch.js';
 
 /** No rule applied: deliver the base revision, `seg: []`. */
 export const EMPTY_SELECTION: Selection = { key: '', seg: '[]', patches: [], applied: null };
 export const EMPTY_COMBINATION: Combination = { key: '', patches: [], segEntries: [], mayFail: false, whole: EMPTY_SELECTION };
 
-// The number of distinct combinations is bounded by the rules' shape, but a pathological mapping
-// (many independent rules) could produce very many; past this bound combinations are still correct,
-// just built per request instead of interned.
-const MAX_INTERNED = 4096;
+// The applied (rule, choice) pairs of the request being evaluated (see interning.ts); one array
+// for every call: evaluation is synchronous and rules are at most MAX_RULES.
+const path = new Int32Array(MAX_RULES);
 
 /**
  * Which rules apply to this request. `v` is the request's app version ("" when absent): a rule with
  * an appVersion range never applies without one. `mod` is meta.mod (uid % 1000).
+ * HOT PATH: a repeat combination allocates nothing.
  */
 export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unknown>, v: string, mod: number): Combination {
   const rules = mapping.rules;
   const version = mapping.usesAppVersion && v !== '' ? parsedVersion(v) : null;
-  let key = '';
+  let length = 0;
   for (let i = 0; i < rules.length; i++) {
     const choice = ruleChoice(rules[i], p, version, mod);
-    if (choice !== -2) key += i + '.' + choice + ';';
+    if (choice !== -2) path[length++] = pathEdge(i, choice);
   }
-  return combinationForKey(mapping, key);
+  if (length === 0) return EMPTY_COMBINATION;
+  const found = mapping.combinations.byPath(path, length);
+  if (found !== null) return found;
+  const combination = combinationForKey(mapping, pathKey(path, length));
+  if (mapping.combinations.getByKey(combination.key) === combination) mapping.combinations.addPath(path, length, combination);
+  return combination;
 }
 
 /**
@@ -40,10 +46,10 @@ export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unkn
  */
 export function combinationForKey(mapping: CompiledMapping, key: string): Combination {
   if (key === '') return EMPTY_COMBINATION;
-  const interned = mapping.combinations.get(key);
+  const interned = mapping.combinations.getByKey(key);
   if (interned !== undefined) return interned;
   const built = buildCombination(mapping, key);
-  if (mapping.combinations.size < MAX_INTERNED) mapping.combinations.set(key, built);
+  mapping.combinations.addByKey(key, built);
   return built;
 }
 

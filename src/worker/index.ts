@@ -4,12 +4,15 @@
  * transfer list: it moves to the front end without a copy.
  */
 import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
+import { holdYoungGeneration } from '../heap.js';
 import type { Batch, BatchResult, JobResult, WorkerOptions } from '../pool/protocol.js';
 import { openRevisionReader } from '../store/index.js';
 import { createCache } from './cache.js';
 import { resolveJob, type WorkerState } from './resolve.js';
 
 const options = workerData as WorkerOptions;
+// This thread's start put V8's process-wide growth factor back to its default; set it again.
+if (options.holdYoungGeneration) holdYoungGeneration();
 
 const state: WorkerState = {
   reader: openRevisionReader(options.storeUrl),

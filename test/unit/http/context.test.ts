@@ -57,6 +57,21 @@ describe('parseUserContext', () => {
     expect(c).toBeGreaterThan(a);
   });
 
+  it('gives every version the same number on every request, past the memo of parsed versions too', () => {
+    const first = new Map<string, number>();
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 1500; i++) {
+        const v = `${i % 7}.${i}.${i % 13}`;
+        const num = parseUserContext(JSON.stringify({ v })).vNum;
+        if (round === 0) first.set(v, num);
+        else expect(num).toBe(first.get(v));
+      }
+    }
+    expect(first.get('1.1.1')).toBeGreaterThan(first.get('0.7.7')!);
+    // A malformed version is refused however many valid ones were seen before it.
+    expect(() => parseUserContext('{"v":"1.2"}')).toThrow(RcdError);
+  });
+
   it('uses invalid_json for empty and malformed bodies, invalid_body for wrong shapes', () => {
     const code = (body: string): string => {
       try {

@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { RcdError } from '../../../src/errors.js';
 import { userMod, userUid } from '../../../src/identity.js';
-import { compileMapping, prepareDoc, renderSelection, selectRules, validateMapping } from '../../../src/mapping/index.js';
+import { combinationForKey, compileMapping, evaluateMapping, prepareDoc, renderSelection, selectRules, validateMapping } from '../../../src/mapping/index.js';
 
 const CONTENT = '{"shop":{"banner":"default","discount":0},"ads":{"enabled":true},"list":[1,2,3]}';
 
@@ -99,6 +99,44 @@ describe('rules', () => {
     const b = selectRules(compiled, doc, { other: 1 }, '', 20);
     expect(a).toBe(b);
     expect(a.key).not.toBe(selectRules(compiled, doc, {}, '', 600).key);
+  });
+
+  it('interns combinations: evaluation and the key a job carries reach the same object', () => {
+    const mapping = {
+      rules: [
+        { segment: 'eu', when: { country: 'DE' }, patch: { shop: { discount: 5 } } },
+        { segment: 'payer', when: { spend: { $gt: 10 } }, patch: { ads: { enabled: false } } },
+        AB.rules[0],
+      ],
+    };
+    const compiled = compileMapping(mapping);
+    const de = evaluateMapping(compiled, { country: 'DE' }, '', 600);
+    // Key format (Job.comboKey): "rule.choice;" per applied rule, -1 for a patch rule, k for variant k.
+    expect(de.key).toBe('0.-1;2.1;');
+    expect(evaluateMapping(compiled, { country: 'DE', spend: 1 }, '', 999)).toBe(de);
+    expect(combinationForKey(compiled, '0.-1;2.1;')).toBe(de);
+    expect(evaluateMapping(compiled, { spend: 20 }, '', 0).key).toBe('1.-1;2.0;');
+    expect(evaluateMapping(compiled, { country: 'DE', spend: 20 }, '', 0).key).toBe('0.-1;1.-1;2.0;');
+    expect(evaluateMapping(compileMapping({ rules: [mapping.rules[0]] }), {}, '', 0).key).toBe('');
+  });
+
+  it('stays correct past the interning bound (4,096 combinations)', () => {
+    // 13 independent rules: 8,192 combinations, all seen twice.
+    const rules = Array.from({ length: 13 }, (_, i) => ({ segment: `f${i}`, when: { [`f${i}`]: true }, patch: { shop: { [`f${i}`]: i } } }));
+    const compiled = compileMapping({ rules });
+    const attrs = (n: number): Record<string, unknown> => Object.fromEntries(rules.map((_, i) => [`f${i}`, (n & (1 << i)) !== 0]));
+    const expectedKey = (n: number): string => rules.map((_, i) => ((n & (1 << i)) !== 0 ? `${i}.-1;` : '')).join('');
+    const first = new Map<number, unknown>();
+    for (let round = 0; round < 2; round++) {
+      for (let n = 0; n < 8192; n++) {
+        const c = evaluateMapping(compiled, attrs(n), '', 0);
+        expect(c.key).toBe(expectedKey(n));
+        expect(c.segEntries).toHaveLength(expectedKey(n).split(';').length - 1);
+        if (round === 0) first.set(n, c);
+        else if (n < 4096) expect(c).toBe(first.get(n));
+      }
+    }
+    expect(compiled.combinations.size).toBe(4096);
   });
 
   it('hash stays the base revision: rendering never changes the base text', () => {

@@ -1,0 +1,35 @@
+/**
+ * V8 heap sizing for `rcd serve`.
+ *
+ * Why: under steady load the main thread allocates a few hundred bytes per request, almost all of it
+ * dead by the next scavenge. V8 still doubles its young generation each time the bytes that survived
+ * scavenges add up to its capacity, and at 16 MiB semi-spaces (Node 20's ceiling) the old generation
+ * (~10 MiB live here) is left with less headroom than the young generation holds, so V8 starts an
+ * incremental mark-compact right after every mark-compact. Measured under wrk, mapped scenario, 60 s:
+ * by default RSS grew 131 -> 146 MiB at ~18 s and 190 mark-compacts followed (2-6 ms pauses each);
+ * with the young generation held at its initial size RSS stayed at 108-112 MiB, 2 mark-compacts ran,
+ * and req/s did not drop (bench/README.md, "Memory").
+ *
+ * V8 sizes its heaps when an isolate is created, so the maximum cannot change at run time; the growth
+ * factor can (V8 reads it each time it would grow the young generation). The flag is process-wide,
+ * but starting a worker thread puts it back to its default (test/unit/heap.test.ts shows both), so
+ * the main thread sets it before the pool starts and every worker sets it again when it loads. The
+ * result is a young generation that stays at V8's initial size: more frequent, shorter scavenges.
+ *
+ * An operator who sizes the young generation themselves (`--max-semi-space-size` and friends in
+ * NODE_OPTIONS or on the node command line) keeps their choice: nothing is changed then.
+ */
+import v8 from 'node:v8';
+
+const OPERATOR_FLAG = /--(?:max|min)[-_]semi[-_]space[-_]size|--semi[-_]space[-_]growth[-_]factor/;
+
+/** True when the operator set the young generation's size through node's flags. */
+export function operatorSizedYoungGeneration(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
+  if (execArgv.some((arg) => OPERATOR_FLAG.test(arg))) return true;
+  return nodeOptions !== undefined && OPERATOR_FLAG.test(nodeOptions);
+}
+
+/** Stops the young generation from growing beyond its current size (this isolate and the others). */
+export function holdYoungGeneration(): void {
+  v8.setFlagsFromString('--semi-space-growth-factor=1');
+}

@@ -1,0 +1,54 @@
+/**
+ * The per-user tail of a wrapped answer. A rendered head ends with `"meta":{"uid":`; what follows
+ * depends on the user and is written here, as bytes, straight into the response buffer:
+ * `<uid>,"mod":<mod>,"seg":<seg JSON>}}`.
+ *
+ * HOT PATH: once per wrapped item. Writing digits and prebuilt byte runs instead of concatenating a
+ * string and encoding it saves ~300 bytes of garbage per request (bench/micro, "allocation").
+ */
+
+export const EMPTY_BYTES = new Uint8Array(0);
+
+const MOD_FIELD = Buffer.from(',"mod":', 'latin1');
+const SEG_FIELD = Buffer.from(',"seg":', 'latin1');
+const CLOSE = 0x7d; // '}'
+
+/** Decimal digits of a uint32. */
+function digitCount(n: number): number {
+  let count = 1;
+  while (n >= 10) {
+    n = Math.floor(n / 10);
+    count++;
+  }
+  return count;
+}
+
+export function wrappedTailLength(uid: number, mod: number, seg: Uint8Array): number {
+  return digitCount(uid) + MOD_FIELD.length + digitCount(mod) + SEG_FIELD.length + seg.byteLength + 2;
+}
+
+/** Writes the decimal form of a uint32 at pos; returns the position after it. */
+function writeDecimal(out: Uint8Array, pos: number, n: number): number {
+  const end = pos + digitCount(n);
+  let at = end;
+  do {
+    const q = Math.floor(n / 10);
+    out[--at] = 0x30 + (n - q * 10);
+    n = q;
+  } while (n > 0);
+  return end;
+}
+
+/** Writes the tail at pos (room for wrappedTailLength bytes is the caller's); returns the end. */
+export function writeWrappedTail(out: Uint8Array, pos: number, uid: number, mod: number, seg: Uint8Array): number {
+  pos = writeDecimal(out, pos, uid);
+  out.set(MOD_FIELD, pos);
+  pos = writeDecimal(out, pos + MOD_FIELD.length, mod);
+  out.set(SEG_FIELD, pos);
+  pos += SEG_FIELD.length;
+  out.set(seg, pos);
+  pos += seg.byteLength;
+  out[pos] = CLOSE;
+  out[pos + 1] = CLOSE;
+  return pos + 2;
+}
