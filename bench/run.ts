@@ -19,6 +19,7 @@ import type { CeilingAnswer, CeilingConfig, CeilingMessage, CeilingReply } from 
 import { BENCH_KEY, repoRoot, writeBundle } from './fixtures/generate.js';
 import { RssSampler, clientCpu, isLinuxProcAvailable, memoryStatus, processCpuMicros, resetPeakRss, rssAt } from './measure.js';
 import { renderTable, writeResults, type BenchResults, type RunOptions, type RunStats, type ScenarioResult } from './report.js';
+import { runWrk, wrkAvailable, writeWrkScript } from './wrk.js';
 import { BASE_SEED, SCENARIOS, selectScenarios, setupRequestFor, syntheticResponse, verifyBodyFor, type RequestEntry, type Scenario } from './scenarios.js';
 
 // ---------------------------------------------------------------- autocannon (CommonJS, no bundled types)
@@ -60,6 +61,7 @@ interface Options extends RunOptions {
   readonly scenarios: Scenario[];
   readonly target: 'server' | 'ceiling';
   readonly outDir: string;
+  readonly wrk: boolean;
 }
 
 const MAX_DURATION_SEC = 600;
@@ -74,6 +76,8 @@ const USAGE = `usage: npm run bench -- [options]
   --workers N          autocannon worker threads (default 0 = autocannon on the main thread)
   --smoke              short runs that assert zero errors and zero unexpected statuses, not speed
   --target ceiling     calibration: a second ceiling stands in for the server (ratios ~1 show the noise floor)
+  --wrk                after each scenario's autocannon runs, measure its latency with wrk too (needs wrk
+                       on PATH: apt-get install wrk); bad-requests is left out
   --out DIR            results directory (default bench/results; --smoke: a temp dir)`;
 
 function positiveNumber(name: string, raw: string | undefined, fallback: number, max: number): number {
@@ -98,6 +102,7 @@ function parseOptions(argv: string[]): Options {
       smoke: { type: 'boolean', default: false },
       target: { type: 'string', default: 'server' },
       out: { type: 'string' },
+      wrk: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -111,6 +116,7 @@ function parseOptions(argv: string[]): Options {
   if (durationSec < 1) throw new UsageError('--duration must be at least 1 second');
   const threads = values.threads === undefined ? [null] : values.threads.split(',').map((t) => positiveNumber('threads', t, 1, 64));
   if (values.target !== 'server' && values.target !== 'ceiling') throw new UsageError('--target is server or ceiling');
+  if (values.wrk === true && !wrkAvailable()) throw new UsageError('--wrk needs wrk on PATH (Debian: apt-get install wrk)');
   return {
     scenarios: selectScenarios(values.scenario),
     durationSec,
@@ -121,6 +127,7 @@ function parseOptions(argv: string[]): Options {
     smoke,
     target: values.target,
     outDir: values.out ?? (smoke ? join(tmpdir(), 'rcd-bench-smoke') : join(repoRoot(), 'bench', 'results')),
+    wrk: values.wrk === true,
   };
 }
 
@@ -469,6 +476,17 @@ async function runScenario(s: Scenario, server: Target, ceiling: Target, threads
   process.stdout.write(`${opts.target === 'ceiling' ? 'ceiling #2' : 'server'} ${opts.durationSec}s... `);
   const sv = await measure(server, s, opts, dir);
   const problems = [...pr.problems, ...loadProblems('server', s, sv), ...loadProblems('ceiling', s, c)];
+  let wrk: ScenarioResult['wrk'] = null;
+  if (opts.wrk && s.expectedStatuses.every((code) => code < 300) && !stopping) {
+    process.stdout.write(`wrk ${opts.durationSec}s x2... `);
+    const script = writeWrkScript(dir, s.name, s.pool(BASE_SEED));
+    const wc = await runWrk(ceiling.url, script, opts.connections, opts.durationSec, track);
+    const ws = await runWrk(server.url, script, opts.connections, opts.durationSec, track);
+    for (const [label, w] of [['server', ws], ['ceiling', wc]] as const) {
+      if (w.non2xx > 0 || w.socketErrors > 0) problems.push(`${label} (wrk): ${w.non2xx} non-2xx answers, ${w.socketErrors} socket errors`);
+    }
+    wrk = { server: ws, ceiling: wc };
+  }
   process.stdout.write(`${Math.round(sv.reqPerSec)} vs ${Math.round(c.reqPerSec)} req/s${problems.length > 0 ? `, ${problems.length} PROBLEM(S)` : ''}\n`);
   return {
     key,
@@ -482,6 +500,7 @@ async function runScenario(s: Scenario, server: Target, ceiling: Target, threads
     ratio: c.reqPerSec > 0 ? sv.reqPerSec / c.reqPerSec : null,
     cpuEfficiency: sv.cpuUsPerReq !== null && c.cpuUsPerReq !== null && sv.cpuUsPerReq > 0 ? c.cpuUsPerReq / sv.cpuUsPerReq : null,
     bodyBytes: pr.bodyBytes,
+    wrk,
     problems,
   };
 }

@@ -3,6 +3,7 @@
  *
  * - mapping (./mapping.ts): condition evaluation, selectRules, render-cache hit and miss, splice vs
  *   parse-apply-stringify;
+ * - alloc (./alloc.ts): time and JS heap bytes of the front end's steps on a render-cache hit;
  * - json (./json.ts): JSON.parse vs simdjson for bodies and content validation;
  * - here: body parse + validation (the hand-written check in src/http/context.ts vs its zod schema) and
  *   the uid hash (xxhash-addon vs the pure-JS XXH32 in src/xxh32.ts that src/identity.ts uses, checked
@@ -16,6 +17,7 @@ import xxhash from 'xxhash-addon';
 import { BASE_SEED, scenarioByName } from '../scenarios.js';
 import { runJsonMicro } from './json.js';
 import { runMappingMicro } from './mapping.js';
+import { runAllocMicro } from './alloc.js';
 import { XXH32_VECTORS, xxh32String } from '../../src/xxh32.js';
 import { MIN_MS, WARMUP_MS, formatTable, measure, type Row } from './measure.js';
 
@@ -79,6 +81,7 @@ function main(): void {
     ['uid hash', () => runHashMicro()],
     ['JSON parse and validation (bench/micro/json.ts)', () => runJsonMicro()],
     ['Mapping: conditions, selection, render (bench/micro/mapping.ts)', () => runMappingMicro()],
+    ['Front-end allocation per mapped request (bench/micro/alloc.ts)', () => runAllocMicro()],
   ];
   process.stdout.write(`Node ${process.versions.node}; each row: ${WARMUP_MS} ms warm-up, >= ${MIN_MS} ms measured.\n\n`);
   for (const [title, run] of groups) process.stdout.write(formatTable(title, run()) + '\n');

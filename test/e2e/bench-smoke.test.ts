@@ -8,8 +8,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { userUid } from '../../src/identity.js';
 import { XXH32_VECTORS, xxh32String } from '../../src/xxh32.js';
-import type { BenchResults } from '../../bench/report.js';
+import { evaluateTargets, type BenchResults } from '../../bench/report.js';
 import { SCENARIOS } from '../../bench/scenarios.js';
+import { wrkAvailable } from '../../bench/wrk.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const outDir = mkdtempSync(join(tmpdir(), 'rcd-bench-smoke-test-'));
@@ -57,7 +58,40 @@ describe('npm run bench -- --smoke', () => {
       expect(s.server.peakRssBytes, s.key).toBeGreaterThan(0);
       expect(s.ratio, s.key).not.toBeNull();
     }
+    // The verdicts the Markdown summary prints follow from the measured figures.
+    const checks = evaluateTargets(results);
+    const mapped = results.scenarios.find((s) => s.name === 'mapped')!;
+    const latency = checks.find((c) => c.what.startsWith('mapped: p99 < 5 ms'));
+    expect(latency?.verdict).toBe(mapped.connections !== 100 ? 'n/a' : mapped.server.latencyMs.p99 < 5 ? 'pass' : 'FAIL');
+    // A smoke run is shorter than 60 s: the memory target is not judged on it.
+    expect(checks.find((c) => c.what.startsWith('mapped: RSS at end'))?.verdict).toBe('n/a');
   }, 300_000);
+
+  it('--wrk adds a latency pass with wrk (or, where wrk is not installed, refuses with exit code 2)', async () => {
+    const wrkDir = mkdtempSync(join(tmpdir(), 'rcd-bench-wrk-test-'));
+    try {
+      const { code, output } = await runBench(['--smoke', '--wrk', '--scenario', 'mapped,bad-requests', '--duration', '1', '--out', wrkDir], 120_000);
+      if (!wrkAvailable()) {
+        expect(code).toBe(2);
+        expect(output).toContain('apt-get install wrk');
+        return;
+      }
+      expect(code, output).toBe(0);
+      const json = readdirSync(wrkDir).find((f) => f.endsWith('.json'));
+      const results = JSON.parse(readFileSync(join(wrkDir, json as string), 'utf8')) as BenchResults;
+      const [mapped, bad] = results.scenarios;
+      expect(bad!.wrk).toBeNull(); // errors on purpose: wrk would only count them as non-2xx
+      for (const w of [mapped!.wrk!.server, mapped!.wrk!.ceiling]) {
+        expect(w.reqPerSec).toBeGreaterThan(0);
+        expect(w.non2xx).toBe(0);
+        expect(w.socketErrors).toBe(0);
+        expect(w.latencyMs.p99).toBeGreaterThanOrEqual(w.latencyMs.p50);
+      }
+      expect(readFileSync(join(wrkDir, json!.replace(/\.json$/, '.md')), 'utf8')).toContain('Latency with wrk');
+    } finally {
+      rmSync(wrkDir, { recursive: true, force: true });
+    }
+  }, 150_000);
 
   it('refuses unknown options and scenarios with exit code 2', async () => {
     const { code, output } = await runBench(['--scenario', 'no-such-scenario'], 30_000);
@@ -75,5 +109,14 @@ describe('pure-JS XXH32 used by the bench checks and the micro-benchmark', () =>
     expect(xxh32String('')).toBe(46947589);
     const inputs = ['player-1', 'joueur-é-x', '日本語のユーザー', 'a'.repeat(15), 'b'.repeat(16), 'c'.repeat(17), 'd'.repeat(100), '\u{1f600}'];
     for (const u of inputs) expect(xxh32String(u), u).toBe(userUid(u));
+  });
+});
+
+describe('allocation micro-benchmark (bench/micro/alloc.ts)', () => {
+  it('runs every row, and its before/after combination evaluations agree on every request', async () => {
+    const { runAllocMicro } = await import('../../bench/micro/alloc.js');
+    const rows = runAllocMicro(5);
+    expect(rows.map((r) => r.name)).toHaveLength(7);
+    for (const r of rows) expect(r.nsPerOp, r.name).toBeGreaterThan(0);
   });
 });
