@@ -5,16 +5,16 @@
  * dead by the next scavenge. V8 still doubles its young generation each time the bytes that survived
  * scavenges add up to its capacity, and at 16 MiB semi-spaces (Node 20's ceiling) the old generation
  * (~10 MiB live here) is left with less headroom than the young generation holds, so V8 starts an
- * incremental mark-compact right after every mark-compact. Measured under wrk, mapped scenario, 60 s:
- * by default RSS grew 131 -> 146 MiB at ~18 s and 190 mark-compacts followed (2-6 ms pauses each);
- * with the young generation held at its initial size RSS stayed at 108-112 MiB, 2 mark-compacts ran,
- * and req/s did not drop (bench/README.md, "Memory").
+ * incremental mark-compact right after every mark-compact. Measured under wrk, mapped scenario, 60 s,
+ * side by side: by default RSS grew 131.7 -> 146.3 MB after ~18 s and 150 mark-compacts ran (2-6 ms
+ * pauses each); held, RSS stayed at 123.9 MB and 1 mark-compact ran (bench/README.md, "Memory").
  *
  * V8 sizes its heaps when an isolate is created, so the maximum cannot change at run time; the growth
  * factor can (V8 reads it each time it would grow the young generation). The flag is process-wide,
  * but starting a worker thread puts it back to its default (test/unit/heap.test.ts shows both), so
  * the main thread sets it before the pool starts and every worker sets it again when it loads. The
- * result is a young generation that stays at V8's initial size: more frequent, shorter scavenges.
+ * young generation then keeps the size it had when the flag was set (module loading has usually
+ * grown the main thread's to 8 MiB semi-spaces by then).
  *
  * An operator who sizes the young generation themselves (`--max-semi-space-size` and friends in
  * NODE_OPTIONS or on the node command line) keeps their choice: nothing is changed then.
