@@ -19,7 +19,7 @@ import type { CeilingAnswer, CeilingConfig, CeilingMessage, CeilingReply } from 
 import { BENCH_KEY, repoRoot, writeBundle } from './fixtures/generate.js';
 import { RssSampler, clientCpu, isLinuxProcAvailable, memoryStatus, processCpuMicros, resetPeakRss, rssAt } from './measure.js';
 import { renderTable, writeResults, type BenchResults, type RunOptions, type RunStats, type ScenarioResult } from './report.js';
-import { runWrk, wrkAvailable, writeWrkScript } from './wrk.js';
+import { runWrkPass, wrkAvailable, writeWrkScript } from './wrk.js';
 import { BASE_SEED, SCENARIOS, selectScenarios, setupRequestFor, syntheticResponse, verifyBodyFor, type RequestEntry, type Scenario } from './scenarios.js';
 
 // ---------------------------------------------------------------- autocannon (CommonJS, no bundled types)
@@ -62,6 +62,7 @@ interface Options extends RunOptions {
   readonly target: 'server' | 'ceiling';
   readonly outDir: string;
   readonly wrk: boolean;
+  readonly wrkRounds: number;
 }
 
 const MAX_DURATION_SEC = 600;
@@ -78,6 +79,8 @@ const USAGE = `usage: npm run bench -- [options]
   --target ceiling     calibration: a second ceiling stands in for the server (ratios ~1 show the noise floor)
   --wrk                after each scenario's autocannon runs, measure its latency with wrk too (needs wrk
                        on PATH: apt-get install wrk); bad-requests is left out
+  --wrk-rounds N       rounds of the wrk pass, each the ceiling then the server for --duration; the
+                       median round is reported (default 3; --smoke: 1; max 20)
   --out DIR            results directory (default bench/results; --smoke: a temp dir)`;
 
 function positiveNumber(name: string, raw: string | undefined, fallback: number, max: number): number {
@@ -103,6 +106,7 @@ function parseOptions(argv: string[]): Options {
       target: { type: 'string', default: 'server' },
       out: { type: 'string' },
       wrk: { type: 'boolean', default: false },
+      'wrk-rounds': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -128,6 +132,7 @@ function parseOptions(argv: string[]): Options {
     target: values.target,
     outDir: values.out ?? (smoke ? join(tmpdir(), 'rcd-bench-smoke') : join(repoRoot(), 'bench', 'results')),
     wrk: values.wrk === true,
+    wrkRounds: Math.max(1, Math.floor(positiveNumber('wrk-rounds', values['wrk-rounds'], smoke ? 1 : 3, 20))),
   };
 }
 
@@ -478,14 +483,13 @@ async function runScenario(s: Scenario, server: Target, ceiling: Target, threads
   const problems = [...pr.problems, ...loadProblems('server', s, sv), ...loadProblems('ceiling', s, c)];
   let wrk: ScenarioResult['wrk'] = null;
   if (opts.wrk && s.expectedStatuses.every((code) => code < 300) && !stopping) {
-    process.stdout.write(`wrk ${opts.durationSec}s x2... `);
+    process.stdout.write(`wrk ${opts.wrkRounds} x 2 x ${opts.durationSec}s... `);
     const script = writeWrkScript(dir, s.name, s.pool(BASE_SEED));
-    const wc = await runWrk(ceiling.url, script, opts.connections, opts.durationSec, track);
-    const ws = await runWrk(server.url, script, opts.connections, opts.durationSec, track);
-    for (const [label, w] of [['server', ws], ['ceiling', wc]] as const) {
+    const pass = await runWrkPass(server.url, ceiling.url, script, opts.connections, opts.durationSec, opts.wrkRounds, track, () => stopping);
+    for (const [label, w] of [['server', pass.server], ['ceiling', pass.ceiling]] as const) {
       if (w.non2xx > 0 || w.socketErrors > 0) problems.push(`${label} (wrk): ${w.non2xx} non-2xx answers, ${w.socketErrors} socket errors`);
     }
-    wrk = { server: ws, ceiling: wc };
+    wrk = pass;
   }
   process.stdout.write(`${Math.round(sv.reqPerSec)} vs ${Math.round(c.reqPerSec)} req/s${problems.length > 0 ? `, ${problems.length} PROBLEM(S)` : ''}\n`);
   return {

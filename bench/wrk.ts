@@ -10,15 +10,48 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { RequestEntry } from './scenarios.js';
 
 export interface WrkStats {
   readonly reqPerSec: number;
-  readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number };
+  readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly p999: number; readonly max: number };
   readonly non2xx: number;
   /** connect + read + write + timeout errors. */
   readonly socketErrors: number;
 }
+
+/** What bench/stall-probe.ts saw during one wrk run. */
+export interface StallStats {
+  /** True when the probe ran with real-time priority: a late wake-up was the machine, not CPU load. */
+  readonly realtime: boolean;
+  /** Wake-ups late by STALL_MS or more. */
+  readonly stalls: number;
+  readonly maxStallMs: number;
+  /** Time lost in those stalls, summed. */
+  readonly stalledMs: number;
+}
+
+export interface WrkRound {
+  readonly ceiling: WrkStats;
+  readonly server: WrkStats;
+  readonly ceilingStalls: StallStats;
+  readonly serverStalls: StallStats;
+}
+
+/**
+ * The latency pass of one scenario: `rounds` rounds, each the ceiling then the server for the full
+ * duration. `server` and `ceiling` hold the median of the rounds, figure by figure (errors summed):
+ * one window in which the machine itself stopped moves one round's p99, not the median.
+ */
+export interface WrkPass {
+  readonly rounds: readonly WrkRound[];
+  readonly server: WrkStats;
+  readonly ceiling: WrkStats;
+}
+
+/** A late wake-up of the stall probe this long or longer counts as a machine stall: the p99 target's size. */
+export const STALL_MS = 5;
 
 export function wrkAvailable(): boolean {
   const r = spawnSync('wrk', ['--version'], { encoding: 'utf8' });
@@ -58,43 +91,62 @@ export function writeWrkScript(dir: string, name: string, pool: readonly Request
     '  next = next % #formatted + 1',
     '  return formatted[next]',
     'end',
+    // wrk's own --latency table has no p99.9; its histogram does (microseconds).
+    'done = function(summary, latency, requests)',
+    '  io.write(string.format("rcd-latency-us p50=%d p90=%d p99=%d p999=%d max=%d\\n",',
+    '    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency:percentile(99.9), latency.max))',
+    'end',
   );
   const path = join(dir, `wrk-${name}.lua`);
   writeFileSync(path, lines.join('\n') + '\n');
   return path;
 }
 
-function toMs(value: string, unit: string): number {
-  const n = Number(value);
-  if (unit === 'us') return n / 1000;
-  if (unit === 's') return n * 1000;
-  if (unit === 'm') return n * 60_000;
-  return n;
-}
-
-/** Parses wrk's report (`--latency`); throws when a figure is missing. */
+/** Parses wrk's report and the script's `rcd-latency-us` line; throws when a figure is missing. */
 export function parseWrkOutput(text: string): WrkStats {
-  const pct = (p: string): number => {
-    const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m)\\s*$`, 'm').exec(text);
-    if (m === null) throw new Error(`wrk output has no ${p}% latency:\n${text}`);
-    return toMs(m[1]!, m[2]!);
-  };
+  const lat = /^rcd-latency-us p50=(\d+) p90=(\d+) p99=(\d+) p999=(\d+) max=(\d+)\s*$/m.exec(text);
+  if (lat === null) throw new Error(`wrk output has no rcd-latency-us line (the script's done()):\n${text}`);
   const rps = /^Requests\/sec:\s+([\d.]+)/m.exec(text);
   if (rps === null) throw new Error(`wrk output has no Requests/sec:\n${text}`);
   const non2xx = /Non-2xx or 3xx responses:\s+(\d+)/.exec(text);
   const sock = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(text);
   const socketErrors = sock === null ? 0 : sock.slice(1, 5).reduce((n, v) => n + Number(v), 0);
+  const ms = (i: number): number => Number(lat[i]) / 1000;
   return {
     reqPerSec: Number(rps[1]),
-    latencyMs: { p50: pct('50'), p90: pct('90'), p99: pct('99') },
+    latencyMs: { p50: ms(1), p90: ms(2), p99: ms(3), p999: ms(4), max: ms(5) },
     non2xx: non2xx === null ? 0 : Number(non2xx[1]),
     socketErrors,
   };
 }
 
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** Figure-by-figure median of several runs; errors are summed (any error in any round is a problem). */
+export function medianOfRuns(runs: readonly WrkStats[]): WrkStats {
+  if (runs.length === 0) throw new Error('medianOfRuns needs at least one run');
+  const m = (pick: (w: WrkStats) => number): number => median(runs.map(pick));
+  return {
+    reqPerSec: m((w) => w.reqPerSec),
+    latencyMs: {
+      p50: m((w) => w.latencyMs.p50),
+      p90: m((w) => w.latencyMs.p90),
+      p99: m((w) => w.latencyMs.p99),
+      p999: m((w) => w.latencyMs.p999),
+      max: m((w) => w.latencyMs.max),
+    },
+    non2xx: runs.reduce((n, w) => n + w.non2xx, 0),
+    socketErrors: runs.reduce((n, w) => n + w.socketErrors, 0),
+  };
+}
+
 /** One wrk run (one thread, `connections` connections); `track` registers the child for cleanup. */
 export function runWrk(url: string, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void): Promise<WrkStats> {
-  const args = ['-t1', `-c${connections}`, `-d${Math.max(1, Math.round(durationSec))}s`, '--latency', '-s', script, url];
+  const args = ['-t1', `-c${connections}`, `-d${wholeSeconds(durationSec)}s`, '-s', script, url];
   return new Promise((resolve, reject) => {
     const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     track(child);
@@ -114,4 +166,76 @@ export function runWrk(url: string, script: string, connections: number, duratio
       }
     });
   });
+}
+
+function wholeSeconds(durationSec: number): number {
+  return Math.max(1, Math.round(durationSec));
+}
+
+let realtimeAllowed: boolean | null = null;
+
+/** Whether `chrt -f 1` works here (util-linux installed and the permission to use SCHED_FIFO). */
+function canRunRealtime(): boolean {
+  if (realtimeAllowed === null) {
+    const r = spawnSync('chrt', ['-f', '1', 'true'], { stdio: 'ignore' });
+    realtimeAllowed = r.error === undefined && r.status === 0;
+  }
+  return realtimeAllowed;
+}
+
+const PROBE = fileURLToPath(new URL('./stall-probe.js', import.meta.url));
+
+/** Starts bench/stall-probe.ts for `durationSec`; resolves with what it saw. */
+export function runStallProbe(durationSec: number, track: (c: ChildProcess) => void): Promise<StallStats> {
+  const realtime = canRunRealtime();
+  const probeArgs = [PROBE, String(durationSec), String(STALL_MS)];
+  const [cmd, args] = realtime ? ['chrt', ['-f', '1', process.execPath, ...probeArgs]] : [process.execPath, probeArgs];
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(child);
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      try {
+        if (code !== 0) throw new Error(`stall probe exited with ${code}: ${out}`);
+        const seen = JSON.parse(out) as Omit<StallStats, 'realtime'>;
+        resolve({ realtime, stalls: seen.stalls, maxStallMs: seen.maxStallMs, stalledMs: seen.stalledMs });
+      } catch (err) {
+        reject(err as Error);
+      }
+    });
+  });
+}
+
+async function probedRun(url: string, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void): Promise<[WrkStats, StallStats]> {
+  const probe = runStallProbe(wholeSeconds(durationSec), track);
+  const wrk = runWrk(url, script, connections, durationSec, track);
+  return [await wrk, await probe];
+}
+
+/**
+ * The --wrk pass of one scenario: `rounds` times the ceiling, then the server, each for `durationSec`
+ * with the stall probe beside it. Interleaved so that a slow minute of a shared machine lands on
+ * both servers rather than on one.
+ */
+export async function runWrkPass(
+  serverUrl: string,
+  ceilingUrl: string,
+  script: string,
+  connections: number,
+  durationSec: number,
+  rounds: number,
+  track: (c: ChildProcess) => void,
+  shouldStop: () => boolean,
+): Promise<WrkPass> {
+  const done: WrkRound[] = [];
+  for (let i = 0; i < rounds && !shouldStop(); i++) {
+    const [ceiling, ceilingStalls] = await probedRun(ceilingUrl, script, connections, durationSec, track);
+    const [server, serverStalls] = await probedRun(serverUrl, script, connections, durationSec, track);
+    done.push({ ceiling, server, ceilingStalls, serverStalls });
+  }
+  if (done.length === 0) throw new Error('wrk pass stopped before its first round');
+  return { rounds: done, server: medianOfRuns(done.map((r) => r.server)), ceiling: medianOfRuns(done.map((r) => r.ceiling)) };
 }

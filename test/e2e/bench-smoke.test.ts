@@ -70,7 +70,7 @@ describe('npm run bench -- --smoke', () => {
   it('--wrk adds a latency pass with wrk (or, where wrk is not installed, refuses with exit code 2)', async () => {
     const wrkDir = mkdtempSync(join(tmpdir(), 'rcd-bench-wrk-test-'));
     try {
-      const { code, output } = await runBench(['--smoke', '--wrk', '--scenario', 'mapped,bad-requests', '--duration', '1', '--out', wrkDir], 120_000);
+      const { code, output } = await runBench(['--smoke', '--wrk', '--wrk-rounds', '2', '--scenario', 'mapped,bad-requests', '--duration', '1', '--out', wrkDir], 120_000);
       if (!wrkAvailable()) {
         expect(code).toBe(2);
         expect(output).toContain('apt-get install wrk');
@@ -86,6 +86,18 @@ describe('npm run bench -- --smoke', () => {
         expect(w.non2xx).toBe(0);
         expect(w.socketErrors).toBe(0);
         expect(w.latencyMs.p99).toBeGreaterThanOrEqual(w.latencyMs.p50);
+        expect(w.latencyMs.p999).toBeGreaterThanOrEqual(w.latencyMs.p99);
+        expect(w.latencyMs.max).toBeGreaterThanOrEqual(w.latencyMs.p999);
+      }
+      // Two interleaved rounds, each with the stall probe's account; the reported figure is their median.
+      const rounds = mapped!.wrk!.rounds;
+      expect(rounds).toHaveLength(2);
+      expect(mapped!.wrk!.server.latencyMs.p99).toBeCloseTo((rounds[0]!.server.latencyMs.p99 + rounds[1]!.server.latencyMs.p99) / 2, 6);
+      for (const r of rounds) {
+        for (const probe of [r.serverStalls, r.ceilingStalls]) {
+          expect(probe.stalls).toBeGreaterThanOrEqual(0);
+          expect(probe.stalledMs).toBeGreaterThanOrEqual(probe.maxStallMs);
+        }
       }
       expect(readFileSync(join(wrkDir, json!.replace(/\.json$/, '.md')), 'utf8')).toContain('Latency with wrk');
     } finally {

@@ -1,9 +1,16 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { parseWrkOutput, writeWrkScript } from '../../../bench/wrk.js';
+import { medianOfRuns, parseWrkOutput, writeWrkScript, type WrkStats } from '../../../bench/wrk.js';
+
+const PROBE = join(dirname(fileURLToPath(import.meta.url)), '../../../dist/bench/stall-probe.js');
+
+function run(p99: number, non2xx = 0): WrkStats {
+  return { reqPerSec: 1000 * p99, latencyMs: { p50: 1, p90: 2, p99, p999: 2 * p99, max: 3 * p99 }, non2xx, socketErrors: 0 };
+}
 
 const REPORT = `Running 10s test @ http://127.0.0.1:19080
   1 threads and 100 connections
@@ -20,13 +27,14 @@ const REPORT = `Running 10s test @ http://127.0.0.1:19080
   Socket errors: connect 0, read 1, write 0, timeout 2
 Requests/sec:  60353.07
 Transfer/sec:    102.06MB
+rcd-latency-us p50=830 p90=2240 p99=1020000 p999=1500123 max=1700000
 `;
 
 describe('bench --wrk: reading wrk', () => {
-  it('parses rate, percentiles in every unit, non-2xx answers and socket errors', () => {
+  it("parses rate, the script's percentiles (microseconds), non-2xx answers and socket errors", () => {
     expect(parseWrkOutput(REPORT)).toEqual({
       reqPerSec: 60353.07,
-      latencyMs: { p50: 0.83, p90: 2.24, p99: 1020 },
+      latencyMs: { p50: 0.83, p90: 2.24, p99: 1020, p999: 1500.123, max: 1700 },
       non2xx: 12,
       socketErrors: 3,
     });
@@ -36,7 +44,8 @@ describe('bench --wrk: reading wrk', () => {
     const clean = REPORT.replace(/ {2}Non-2xx.*\n/, '').replace(/ {2}Socket errors.*\n/, '');
     expect(parseWrkOutput(clean).non2xx).toBe(0);
     expect(parseWrkOutput(clean).socketErrors).toBe(0);
-    expect(() => parseWrkOutput(REPORT.replace(/ {5}99%.*\n/, ''))).toThrow(/99%/);
+    expect(() => parseWrkOutput(REPORT.replace(/^rcd-latency-us.*\n/m, ''))).toThrow(/rcd-latency-us/);
+    expect(() => parseWrkOutput(REPORT.replace(/^Requests\/sec.*\n/m, ''))).toThrow(/Requests\/sec/);
   });
 
   it('writes a Lua script that reproduces every request byte for byte', () => {
@@ -57,6 +66,43 @@ describe('bench --wrk: reading wrk', () => {
       expect(script).toContain('\\0341.0.0\\034');
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('reports the median round figure by figure, so one disturbed round cannot set the p99; errors are summed', () => {
+    const m = medianOfRuns([run(4.1), run(78, 2), run(3.9)]);
+    expect(m.latencyMs.p99).toBe(4.1);
+    expect(m.latencyMs.p999).toBe(8.2);
+    expect(m.reqPerSec).toBe(4100);
+    expect(m.non2xx).toBe(2);
+    expect(medianOfRuns([run(4), run(6)]).latencyMs.p99).toBe(5);
+    expect(() => medianOfRuns([])).toThrow();
+  });
+});
+
+describe('bench --wrk: the machine-stall probe', () => {
+  it('counts a stop of its process as a stall of about that length', async () => {
+    const child = spawn(process.execPath, [PROBE, '1.5', '5'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    await new Promise((r) => setTimeout(r, 500));
+    // SIGSTOP freezes the probe the way a host freezes a guest: its clock runs on, it does not.
+    child.kill('SIGSTOP');
+    await new Promise((r) => setTimeout(r, 120));
+    child.kill('SIGCONT');
+    const code = await new Promise<number | null>((r) => child.once('exit', r));
+    expect(code).toBe(0);
+    const seen = JSON.parse(out) as { stalls: number; maxStallMs: number; stalledMs: number };
+    expect(seen.stalls).toBeGreaterThanOrEqual(1);
+    expect(seen.maxStallMs).toBeGreaterThanOrEqual(100);
+    expect(seen.stalledMs).toBeGreaterThanOrEqual(seen.maxStallMs);
+  });
+
+  it('refuses a missing or silly duration with exit code 2', () => {
+    for (const args of [[], ['0', '5'], ['1', 'x']]) {
+      const r = spawnSync(process.execPath, [PROBE, ...args], { encoding: 'utf8' });
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain('usage');
     }
   });
 });
