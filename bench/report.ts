@@ -144,6 +144,7 @@ const WRK_COLUMNS = [
   'scenario (wrk)',
   'srv req/s',
   'ceil req/s',
+  'ratio',
   'p50 ms',
   'p90 ms',
   'p99 ms',
@@ -168,6 +169,7 @@ function wrkRow(s: ScenarioResult): string[] {
     s.key,
     fmtInt(w.server.reqPerSec),
     fmtInt(w.ceiling.reqPerSec),
+    fmt(w.ceiling.reqPerSec > 0 ? w.server.reqPerSec / w.ceiling.reqPerSec : null, 2),
     fmt(w.server.latencyMs.p50, 2),
     fmt(w.server.latencyMs.p90, 2),
     fmt(w.server.latencyMs.p99, 2),
@@ -284,7 +286,8 @@ export function renderMarkdown(results: BenchResults): string {
     lines.push(
       `Each round runs the ceiling, then the server, for the full duration; figures are the median round's. ` +
         `Stalls: wake-ups of a probe sleeping 1 ms at a time (real-time priority unless marked "not rt") that came ${STALL_MS} ms or more late, ` +
-        `so the machine itself was not running: every request in flight then waited too.`,
+        `so the machine itself was not running: every request in flight then waited too. ` +
+        `wrk saturates both servers (it keeps up where autocannon does not), so its ratio compares the two at their limits.`,
     );
     lines.push('');
     lines.push(`| ${WRK_COLUMNS.join(' | ')} |`);
