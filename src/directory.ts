@@ -10,13 +10,13 @@
 import { createHash } from 'node:crypto';
 import { compileStoredMapping, type CompiledMapping } from './mapping/index.js';
 import type { ContentMeta, DirectorySnapshot, RevisionReader } from './store/types.js';
-import { versionNumberOf } from './version.js';
+import { NO_VERSION_KEY, versionKeyOf } from './version.js';
 
 export interface RevisionView {
   readonly revId: number;
   readonly hash: string;
-  /** minAppVersion as a comparable number (versionNumber), or -1 when absent (matches every v). */
-  readonly minVersion: number;
+  /** minAppVersion as a comparison key (versionKey), or "" when absent (matches every v). */
+  readonly minVersion: string;
 }
 
 export interface ContentView {
@@ -133,7 +133,7 @@ function buildEnv(envId: string, list: readonly ContentMeta[], mappings: Mapping
       revisions.push({
         revId: r.revId,
         hash: r.hash,
-        minVersion: r.minAppVersion === null ? -1 : versionNumberOf(r.minAppVersion),
+        minVersion: r.minAppVersion === null ? NO_VERSION_KEY : versionKeyOf(r.minAppVersion),
       });
     }
     const mapping = c.mappingId === null ? null : mappings.get(c.mappingId);
@@ -156,12 +156,13 @@ function buildEnv(envId: string, list: readonly ContentMeta[], mappings: Mapping
 }
 
 /**
- * The revision a client of app version `v` gets: the newest whose minAppVersion is absent or <= v.
- * `v` = -1 means "no version sent": the newest revision. Undefined when every revision needs a newer app.
+ * The revision a client of app version `v` (a versionKey) gets: the newest whose minAppVersion is
+ * absent or <= v. `v` = "" means "no version sent": the newest revision. Undefined when every
+ * revision needs a newer app.
  */
-export function chooseRevision(content: ContentView, v: number): RevisionView | undefined {
+export function chooseRevision(content: ContentView, v: string): RevisionView | undefined {
   const revs = content.revisions;
-  if (v < 0) return revs[0];
+  if (v === NO_VERSION_KEY) return revs[0];
   for (let i = 0; i < revs.length; i++) {
     const r = revs[i]!;
     if (r.minVersion <= v) return r;

@@ -3,7 +3,7 @@
  * revision choice and the `$veq`..`$vlte` condition operators.
  *
  * Each part is a non-negative integer without leading zeros (so npm-semver ranges read it the same
- * way) and at most 9 digits (so a version packs exactly into one double, see versionNumber).
+ * way) and at most 9 digits (so a version has a fixed-width comparison key, see versionKey).
  */
 import type { AppVersion } from './store/types.js';
 
@@ -24,16 +24,29 @@ export function compareAppVersions(a: AppVersion, b: AppVersion): number {
 }
 
 /**
- * X.Y.Z → one number that orders like the version: parts weighted by 1e9 (each part < 1e9), exact
- * in a double for majors below ~9,007,199. Lets the hot path compare versions with one `<=`.
+ * X.Y.Z → a string that orders like the version under plain string comparison (`<=`): each part
+ * zero-padded to 9 digits (the pattern's limit), 27 characters. Lets the hot path compare versions
+ * with one `<=` and no allocation (the front end memoizes the key per version text).
+ *
+ * Not a number on purpose: packing three 9-digit parts into one double (major * 1e18 + ...) is not
+ * exact (doubles near 1e18 are 128 apart), so 3.1.4 and 3.1.5 compared equal and a revision with
+ * minAppVersion 3.1.5 went to 3.1.4 clients. Three parts of up to 1e9 need 90 bits.
  */
-export function versionNumber(major: number, minor: number, patch: number): number {
-  return (major * 1e9 + minor) * 1e9 + patch;
+export function versionKey(major: number, minor: number, patch: number): string {
+  return pad9(major) + pad9(minor) + pad9(patch);
 }
 
-/** versionNumber of a text already known to be valid (stored minAppVersion). */
-export function versionNumberOf(text: string): number {
+/** The key of "no version": sorts before every versionKey. */
+export const NO_VERSION_KEY = '';
+
+function pad9(n: number): string {
+  const s = String(n);
+  return s.length >= 9 ? s : '000000000'.slice(s.length) + s;
+}
+
+/** versionKey of a text already known to be valid (stored minAppVersion). */
+export function versionKeyOf(text: string): string {
   const v = parseAppVersion(text);
   if (v === null) throw new Error(`not an app version: ${text}`);
-  return versionNumber(v[0], v[1], v[2]);
+  return versionKey(v[0], v[1], v[2]);
 }

@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { RcdError } from '../errors.js';
-import { APP_VERSION_PATTERN, versionNumber } from '../version.js';
+import { APP_VERSION_PATTERN, NO_VERSION_KEY, versionKey } from '../version.js';
 
 export const userContextSchema = z.object({
   u: z.string().optional(),
@@ -24,8 +24,8 @@ export interface UserContext {
   p: Record<string, unknown>;
   /** As sent, "" when absent. */
   v: string;
-  /** Comparable form of v (see versionNumber), -1 when absent. */
-  vNum: number;
+  /** Comparable form of v (versionKey: compare with <=), "" when absent. */
+  vKey: string;
 }
 
 const EMPTY_BODY = 'the request body is empty; send a JSON object such as {"u":"","p":{}}';
@@ -63,29 +63,29 @@ export function validateUserContext(root: unknown): UserContext {
     pOut = p as Record<string, unknown>;
   }
   let vOut = '';
-  let vNum = -1;
+  let vKey = NO_VERSION_KEY;
   if (v !== undefined) {
     if (typeof v !== 'string') throw new RcdError('invalid_body', 'v must be a string of the form X.Y.Z');
     vOut = v;
-    vNum = appVersionNumber(v);
+    vKey = appVersionKey(v);
   }
-  return { u: uOut, p: pOut, v: vOut, vNum };
+  return { u: uOut, p: pOut, v: vOut, vKey };
 }
 
-// Clients in the field run a handful of app versions: each is matched against the pattern once (the
-// match array and its strings were ~150 bytes of garbage per request). Bounded: past the limit (a
-// client inventing versions) versions are matched per request.
+// Clients in the field run a handful of app versions: each is matched against the pattern and keyed
+// once (the match array and its strings were ~150 bytes of garbage per request). Bounded: past the
+// limit (a client inventing versions) versions are matched per request.
 const VERSION_MEMO_LIMIT = 1024;
-const versionMemo = new Map<string, number>();
+const versionMemo = new Map<string, string>();
 
-function appVersionNumber(v: string): number {
-  let num = versionMemo.get(v);
-  if (num !== undefined) return num;
+function appVersionKey(v: string): string {
+  let key = versionMemo.get(v);
+  if (key !== undefined) return key;
   const m = APP_VERSION_PATTERN.exec(v);
   if (m === null) throw new RcdError('invalid_body', 'v must be a string of the form X.Y.Z (e.g. "1.4.2")');
-  num = versionNumber(Number(m[1]), Number(m[2]), Number(m[3]));
-  if (versionMemo.size < VERSION_MEMO_LIMIT) versionMemo.set(v, num);
-  return num;
+  key = versionKey(Number(m[1]), Number(m[2]), Number(m[3]));
+  if (versionMemo.size < VERSION_MEMO_LIMIT) versionMemo.set(v, key);
+  return key;
 }
 
 // Shared, frozen: a body without p gets this one object instead of a fresh {} per request.

@@ -12,6 +12,7 @@
  * HOT PATH: one get per content item.
  */
 import { LRUCache } from 'lru-cache';
+import type { Combination } from '../mapping/index.js';
 import { JobKind } from '../pool/protocol.js';
 
 export interface Rendered {
@@ -37,4 +38,21 @@ const KIND_PREFIX = ['p', 'w', 's'];
 export function frontKey(kind: JobKind, revId: number, mappingId: number, comboKey: string): string {
   if (kind === JobKind.Plain || comboKey === '') return KIND_PREFIX[kind]! + revId;
   return KIND_PREFIX[kind]! + revId + ':' + mappingId + ':' + comboKey;
+}
+
+/**
+ * frontKey of a wrapped item with a mapping, memoized on its interned combination for the last
+ * (kind, revision, mapping) it served. Returning the same string object matters as much as not
+ * building it: V8 caches a string's hash in the string, so the cache lookup then neither flattens
+ * nor hashes a fresh key (bench/micro/alloc.ts: cache key). One entry per combination: content
+ * sharing a combination across revisions or kinds rebuilds the key, as every request did before.
+ */
+export function frontKeyOf(kind: JobKind, revId: number, mappingId: number, c: Combination): string {
+  if (c.cacheKeyRev === revId && c.cacheKeyKind === kind && c.cacheKeyMapping === mappingId) return c.cacheKey;
+  const key = frontKey(kind, revId, mappingId, c.key);
+  c.cacheKey = key;
+  c.cacheKeyRev = revId;
+  c.cacheKeyMapping = mappingId;
+  c.cacheKeyKind = kind;
+  return key;
 }

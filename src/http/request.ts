@@ -13,12 +13,12 @@ import type { HttpResponse } from 'uWebSockets.js';
 import { chooseRevision, type ContentView, type EnvView, type RevisionView } from '../directory.js';
 import { RcdError, errorResponse, responseForError, type ErrorCode } from '../errors.js';
 import { userUid } from '../identity.js';
-import { evaluateMapping } from '../mapping/index.js';
+import { evaluateMapping, type Combination } from '../mapping/index.js';
 import type { JobSink } from '../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
 import { contentIdKey } from '../store/ids.js';
 import { parseUserContext, type UserContext } from './context.js';
-import { frontKey, type Rendered } from './front-cache.js';
+import { frontKey, frontKeyOf, type Rendered } from './front-cache.js';
 import { checkPlainQuery, parseCombineQuery, wrappedKind } from './query.js';
 import { STATUS_OK, send, sendError, sendOverloaded, sendWrapped } from './reply.js';
 import { EMPTY_BYTES, wrappedTailLength, writeWrappedTail } from './tail.js';
@@ -187,13 +187,13 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
   }
   const content = r.env.contents.get(r.idLower);
   if (content === undefined) throw new RcdError('content_not_found', 'content not found in this environment');
-  const rev = chooseRevision(content, ctx.vNum);
+  const rev = chooseRevision(content, ctx.vKey);
   if (rev === undefined) {
     throw new RcdError('content_not_found', `no revision of this content is available for app version ${ctx.v}`);
   }
   prepareUser(r, kind, ctx);
-  const comboKey = combinationKey(r, kind, content, ctx);
-  const key = frontKey(kind, rev.revId, content.mappingId, comboKey);
+  const combination = combinationOf(r, kind, content, ctx);
+  const key = combination === null ? frontKey(kind, rev.revId, 0, '') : frontKeyOf(kind, rev.revId, content.mappingId, combination);
   const hit = r.state.frontCache.get(key);
   if (hit !== undefined) {
     answerSingle(r, hit);
@@ -206,7 +206,7 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
     return;
   }
   r.keys = [key];
-  batcher.enqueue(missJob(kind, rev, content, comboKey), r, 0);
+  batcher.enqueue(missJob(kind, rev, content, combination), r, 0);
 }
 
 function startCombine(r: ContentRequest, ctx: UserContext): void {
@@ -222,16 +222,16 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
   const slots: number[] = [];
   for (const id of q.ids) {
     const content = contents.get(contentIdKey(id));
-    const rev = content === undefined ? undefined : chooseRevision(content, ctx.vNum);
+    const rev = content === undefined ? undefined : chooseRevision(content, ctx.vKey);
     if (content === undefined || rev === undefined) {
       missing.push(id);
       continue;
     }
-    const comboKey = combinationKey(r, q.kind, content, ctx);
-    const key = frontKey(q.kind, rev.revId, content.mappingId, comboKey);
+    const combination = combinationOf(r, q.kind, content, ctx);
+    const key = combination === null ? frontKey(q.kind, rev.revId, 0, '') : frontKeyOf(q.kind, rev.revId, content.mappingId, combination);
     const hit = cache.get(key);
     if (hit === undefined) {
-      jobs.push(missJob(q.kind, rev, content, comboKey));
+      jobs.push(missJob(q.kind, rev, content, combination));
       slots.push(ids.length);
     }
     ids.push(id);
@@ -265,18 +265,18 @@ function prepareUser(r: ContentRequest, kind: JobKind, ctx: UserContext): void {
 }
 
 /**
- * The item's combination of applied rules ("" for plain answers and content without a mapping). The
+ * The item's combination of applied rules; null for plain answers and content without a mapping. The
  * mapping's rules are evaluated here, per user, in the front end.
  */
-function combinationKey(r: ContentRequest, kind: JobKind, content: ContentView, ctx: UserContext): string {
-  if (kind === JobKind.Plain || content.mappingId === 0) return '';
+function combinationOf(r: ContentRequest, kind: JobKind, content: ContentView, ctx: UserContext): Combination | null {
+  if (kind === JobKind.Plain || content.mappingId === 0) return null;
   if (content.mappingBroken) throw new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
-  return evaluateMapping(content.mapping!, ctx.p, ctx.v, r.mod).key;
+  return evaluateMapping(content.mapping!, ctx.p, ctx.v, r.mod);
 }
 
 /** The pool job that renders an item the front cache does not hold. */
-function missJob(kind: JobKind, rev: RevisionView, content: ContentView, comboKey: string): Job {
-  return { kind, revId: rev.revId, mappingId: kind === JobKind.Plain ? 0 : content.mappingId, comboKey };
+function missJob(kind: JobKind, rev: RevisionView, content: ContentView, combination: Combination | null): Job {
+  return { kind, revId: rev.revId, mappingId: combination === null ? 0 : content.mappingId, comboKey: combination === null ? '' : combination.key };
 }
 
 function answerSingle(r: ContentRequest, item: Rendered): void {

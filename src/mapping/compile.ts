@@ -69,6 +69,15 @@ export interface Combination {
   readonly mayFail: boolean;
   /** The selection when every patch applies. */
   readonly whole: Selection;
+  /**
+   * The last render-cache key built from this combination and what it was built for; owned by
+   * http/front-cache.ts (frontKeyOf). Kept here because a combination is interned: the same object
+   * comes back for every request that selects it, so the key is built and hashed once, not per request.
+   */
+  cacheKey: string;
+  cacheKeyRev: number;
+  cacheKeyMapping: number;
+  cacheKeyKind: number;
 }
 
 export interface CompiledMapping {

@@ -13,7 +13,12 @@ import { PatchKind, type CompiledPatch } from './patch.js';
 
 /** No rule applied: deliver the base revision, `seg: []`. */
 export const EMPTY_SELECTION: Selection = { key: '', seg: '[]', patches: [], applied: null };
-export const EMPTY_COMBINATION: Combination = { key: '', patches: [], segEntries: [], mayFail: false, whole: EMPTY_SELECTION };
+export const EMPTY_COMBINATION: Combination = newCombination('', [], [], false, EMPTY_SELECTION);
+
+/** Every Combination is made here, so all have one shape (the cache-key memo starts empty). */
+function newCombination(key: string, patches: CompiledPatch[], segEntries: string[], mayFail: boolean, whole: Selection): Combination {
+  return { key, patches, segEntries, mayFail, whole, cacheKey: '', cacheKeyRev: -1, cacheKeyMapping: -1, cacheKeyKind: -1 };
+}
 
 // The applied (rule, choice) pairs of the request being evaluated (see interning.ts); one array
 // for every call: evaluation is synchronous and rules are at most MAX_RULES.
@@ -96,7 +101,7 @@ function buildCombination(mapping: CompiledMapping, key: string): Combination {
     }
   }
   const whole: Selection = { key, seg: '[' + segEntries.join(',') + ']', patches, applied: null };
-  return { key, patches, segEntries, mayFail: patches.some((p) => p.kind === PatchKind.Json), whole };
+  return newCombination(key, patches, segEntries, patches.some((p) => p.kind === PatchKind.Json), whole);
 }
 
 /**

@@ -27,7 +27,14 @@ const BUNDLE = {
         Shop: { json: { items: ['sword', 'shield'], sale: false } },
         'Odd Id/é': { json: { odd: true } },
         Versioned: {
-          revisions: [{ json: { gen: 1 } }, { json: { gen: 2 }, minAppVersion: '2.0.0' }, { json: { gen: 3 }, minAppVersion: '3.1.0' }],
+          revisions: [
+            { json: { gen: 1 } },
+            { json: { gen: 2 }, minAppVersion: '2.0.0' },
+            { json: { gen: 3 }, minAppVersion: '3.1.0' },
+            // Patch-level: 3.1.4 and 3.1.5 differ only in the last part (once packed into one
+            // inexact double, they compared equal and 3.1.4 got this revision).
+            { json: { gen: 4 }, minAppVersion: '3.1.5' },
+          ],
         },
       },
     },
@@ -246,13 +253,17 @@ describe('endpoint 2: content only', () => {
 
 describe('app-version revisions', () => {
   const cases: [string, number][] = [
-    ['', 3],
+    ['', 4],
     ['"v":"0.0.1"', 1],
     ['"v":"1.99.99"', 1],
     ['"v":"2.0.0"', 2],
     ['"v":"3.0.999"', 2],
     ['"v":"3.1.0"', 3],
-    ['"v":"10.0.0"', 3],
+    ['"v":"3.1.4"', 3],
+    ['"v":"3.1.5"', 4],
+    ['"v":"3.1.999999999"', 4],
+    ['"v":"10.0.0"', 4],
+    ['"v":"999999999.999999999.999999999"', 4],
   ];
   for (const [v, gen] of cases) {
     it(`${v || 'no v'} gets revision ${gen}`, async () => {
@@ -332,7 +343,7 @@ describe('catalog and isolation', () => {
     expect(r.status).toBe(200);
     const catalog = (r.json as { catalog: Record<string, { h: string; d: boolean }> }).catalog;
     expect(Object.keys(catalog).sort()).toEqual(['Odd Id/é', 'PlayerSettings', 'Shop', 'Versioned']);
-    expect(catalog.Versioned).toEqual({ h: contentHash('{"gen":3}'), d: false });
+    expect(catalog.Versioned).toEqual({ h: contentHash('{"gen":4}'), d: false });
     const wrapped = await call(server.url, '/api/v1/config/PlayerSettings/dynamic', prod);
     expect(catalog.PlayerSettings!.h).toBe((wrapped.json as { hash: string }).hash);
   });

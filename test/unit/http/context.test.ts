@@ -44,30 +44,35 @@ describe('parseUserContext', () => {
     });
   }
 
-  it('fills the defaults: u "", p {}, v "" and vNum -1', () => {
+  it('fills the defaults: u "", p {}, v "" and vKey ""', () => {
     const ctx = parseUserContext('{}');
-    expect(ctx).toEqual({ u: '', p: {}, v: '', vNum: -1 });
+    expect(ctx).toEqual({ u: '', p: {}, v: '', vKey: '' });
   });
 
-  it('orders versions numerically, not as text', () => {
-    const a = parseUserContext('{"v":"1.10.0"}').vNum;
-    const b = parseUserContext('{"v":"1.9.99"}').vNum;
-    const c = parseUserContext('{"v":"2.0.0"}').vNum;
-    expect(a).toBeGreaterThan(b);
-    expect(c).toBeGreaterThan(a);
+  it('keys versions so that <= orders them numerically, exactly, up to 9 digits per part', () => {
+    const key = (v: string): string => parseUserContext(JSON.stringify({ v })).vKey;
+    const ordered = ['0.0.0', '0.0.1', '0.9.99', '1.0.0', '1.9.99', '1.10.0', '3.1.4', '3.1.5', '3.1.999999999', '3.2.0', '10.0.0', '999999999.999999999.999999998', '999999999.999999999.999999999'];
+    for (let i = 1; i < ordered.length; i++) {
+      const [a, b] = [key(ordered[i - 1]!), key(ordered[i]!)];
+      expect(a < b, `${ordered[i - 1]} < ${ordered[i]}`).toBe(true);
+      expect(b <= a).toBe(false);
+    }
+    expect(key('3.1.5') <= key('3.1.5')).toBe(true);
+    // No version sorts before every version.
+    expect('' < key('0.0.0')).toBe(true);
   });
 
   it('gives every version the same number on every request, past the memo of parsed versions too', () => {
-    const first = new Map<string, number>();
+    const first = new Map<string, string>();
     for (let round = 0; round < 2; round++) {
       for (let i = 0; i < 1500; i++) {
         const v = `${i % 7}.${i}.${i % 13}`;
-        const num = parseUserContext(JSON.stringify({ v })).vNum;
-        if (round === 0) first.set(v, num);
-        else expect(num).toBe(first.get(v));
+        const key = parseUserContext(JSON.stringify({ v })).vKey;
+        if (round === 0) first.set(v, key);
+        else expect(key).toBe(first.get(v));
       }
     }
-    expect(first.get('1.1.1')).toBeGreaterThan(first.get('0.7.7')!);
+    expect(first.get('1.1.1')! > first.get('0.7.7')!).toBe(true);
     // A malformed version is refused however many valid ones were seen before it.
     expect(() => parseUserContext('{"v":"1.2"}')).toThrow(RcdError);
   });
