@@ -69,7 +69,10 @@ export function runAllocMicro(minMs?: number): Row[] {
   const cache = new Map<string, number>();
   const combos = contexts.map((c, i) => evaluateMapping(mapping, c.p, c.v, mods[i]!));
   // Stored under the memoized strings, as the front cache stores what a miss was requested under.
-  for (const c of combos) cache.set(frontKeyOf(JobKind.Wrapped, 7, 3, c), c.patches.length);
+  for (const c of combos) {
+    if (frontKeyOf(JobKind.Wrapped, 7, 3, c) !== frontKey(JobKind.Wrapped, 7, 3, c.key)) throw new Error('the memoized and built cache keys disagree');
+    cache.set(frontKeyOf(JobKind.Wrapped, 7, 3, c), c.patches.length);
+  }
 
   const hitPath = (i: number): number => {
     const ctx = parseUserContext(decoder.decode(chunks[i & mask]!));

@@ -125,10 +125,16 @@ describe('pure-JS XXH32 used by the bench checks and the micro-benchmark', () =>
 });
 
 describe('allocation micro-benchmark (bench/micro/alloc.ts)', () => {
-  it('runs every row, and its before/after combination evaluations agree on every request', async () => {
+  it('runs every row, each [before] with its [after], and checks that before and after agree on every request', async () => {
     const { runAllocMicro } = await import('../../bench/micro/alloc.js');
     const rows = runAllocMicro(5);
-    expect(rows.map((r) => r.name)).toHaveLength(7);
+    const names = rows.map((r) => r.name);
+    expect(names).toHaveLength(9);
+    for (const before of names.filter((n) => n.endsWith('[before]'))) {
+      const step = before.slice(0, before.indexOf(':'));
+      expect(names.some((n) => n.startsWith(step + ':') && n.endsWith('[after]')), step).toBe(true);
+    }
+    expect(names.filter((n) => n.endsWith('[before]'))).toHaveLength(4);
     for (const r of rows) expect(r.nsPerOp, r.name).toBeGreaterThan(0);
   });
 });
