@@ -144,28 +144,33 @@ export function medianOfRuns(runs: readonly WrkStats[]): WrkStats {
   };
 }
 
-/** One wrk run (one thread, `connections` connections); `track` registers the child for cleanup. */
-export function runWrk(url: string, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void): Promise<WrkStats> {
-  const args = ['-t1', `-c${connections}`, `-d${wholeSeconds(durationSec)}s`, '-s', script, url];
+/**
+ * Runs a child to its end with stdout and stderr collected; resolves with `parse(output)` when it
+ * exits 0. `track` registers the child for cleanup on Ctrl-C or failure.
+ */
+function runToEnd<T>(label: string, cmd: string, args: readonly string[], track: (c: ChildProcess) => void, parse: (out: string) => T): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     track(child);
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.once('error', reject);
     child.once('exit', (code) => {
-      if (code !== 0) {
-        reject(new Error(`wrk exited with ${code}:\n${out}`));
-        return;
-      }
       try {
-        resolve(parseWrkOutput(out));
+        if (code !== 0) throw new Error(`${label} exited with ${code}:\n${out}`);
+        resolve(parse(out));
       } catch (err) {
         reject(err as Error);
       }
     });
   });
+}
+
+/** One wrk run (one thread, `connections` connections); `track` registers the child for cleanup. */
+export function runWrk(url: string, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void): Promise<WrkStats> {
+  const args = ['-t1', `-c${connections}`, `-d${wholeSeconds(durationSec)}s`, '-s', script, url];
+  return runToEnd('wrk', 'wrk', args, track, parseWrkOutput);
 }
 
 function wholeSeconds(durationSec: number): number {
@@ -190,22 +195,9 @@ export function runStallProbe(durationSec: number, track: (c: ChildProcess) => v
   const realtime = canRunRealtime();
   const probeArgs = [PROBE, String(durationSec), String(STALL_MS)];
   const [cmd, args] = realtime ? ['chrt', ['-f', '1', process.execPath, ...probeArgs]] : [process.execPath, probeArgs];
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    track(child);
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      try {
-        if (code !== 0) throw new Error(`stall probe exited with ${code}: ${out}`);
-        const seen = JSON.parse(out) as Omit<StallStats, 'realtime'>;
-        resolve({ realtime, stalls: seen.stalls, maxStallMs: seen.maxStallMs, stalledMs: seen.stalledMs });
-      } catch (err) {
-        reject(err as Error);
-      }
-    });
+  return runToEnd('stall probe', cmd, args, track, (out) => {
+    const seen = JSON.parse(out) as Omit<StallStats, 'realtime'>;
+    return { realtime, stalls: seen.stalls, maxStallMs: seen.maxStallMs, stalledMs: seen.stalledMs };
   });
 }
 

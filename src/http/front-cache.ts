@@ -41,13 +41,15 @@ export function frontKey(kind: JobKind, revId: number, mappingId: number, comboK
 }
 
 /**
- * frontKey of a wrapped item with a mapping, memoized on its interned combination for the last
+ * The cache key of an item whose rules were evaluated (`c`), or of one without (null: plain answers
+ * and content without a mapping). A combination's key is memoized on it for the last
  * (kind, revision, mapping) it served. Returning the same string object matters as much as not
  * building it: V8 caches a string's hash in the string, so the cache lookup then neither flattens
  * nor hashes a fresh key (bench/micro/alloc.ts: cache key). One entry per combination: content
  * sharing a combination across revisions or kinds rebuilds the key, as every request did before.
  */
-export function frontKeyOf(kind: JobKind, revId: number, mappingId: number, c: Combination): string {
+export function frontKeyOf(kind: JobKind, revId: number, mappingId: number, c: Combination | null): string {
+  if (c === null) return frontKey(kind, revId, 0, '');
   if (c.cacheKeyRev === revId && c.cacheKeyKind === kind && c.cacheKeyMapping === mappingId) return c.cacheKey;
   const key = frontKey(kind, revId, mappingId, c.key);
   c.cacheKey = key;

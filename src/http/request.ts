@@ -18,7 +18,7 @@ import type { JobSink } from '../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
 import { contentIdKey } from '../store/ids.js';
 import { parseUserContext, type UserContext } from './context.js';
-import { frontKey, frontKeyOf, type Rendered } from './front-cache.js';
+import { frontKeyOf, type Rendered } from './front-cache.js';
 import { checkPlainQuery, parseCombineQuery, wrappedKind } from './query.js';
 import { STATUS_OK, send, sendError, sendOverloaded, sendWrapped } from './reply.js';
 import { EMPTY_BYTES, wrappedTailLength, writeWrappedTail } from './tail.js';
@@ -193,7 +193,7 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
   }
   prepareUser(r, kind, ctx);
   const combination = combinationOf(r, kind, content, ctx);
-  const key = combination === null ? frontKey(kind, rev.revId, 0, '') : frontKeyOf(kind, rev.revId, content.mappingId, combination);
+  const key = frontKeyOf(kind, rev.revId, content.mappingId, combination);
   const hit = r.state.frontCache.get(key);
   if (hit !== undefined) {
     answerSingle(r, hit);
@@ -228,7 +228,7 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
       continue;
     }
     const combination = combinationOf(r, q.kind, content, ctx);
-    const key = combination === null ? frontKey(q.kind, rev.revId, 0, '') : frontKeyOf(q.kind, rev.revId, content.mappingId, combination);
+    const key = frontKeyOf(q.kind, rev.revId, content.mappingId, combination);
     const hit = cache.get(key);
     if (hit === undefined) {
       jobs.push(missJob(q.kind, rev, content, combination));

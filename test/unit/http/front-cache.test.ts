@@ -58,5 +58,8 @@ describe('front cache keys', () => {
     expect(other.key).toBe('');
     expect(frontKeyOf(JobKind.Wrapped, 9, 5, other)).toBe(frontKey(JobKind.Wrapped, 9, 0, ''));
     expect(frontKeyOf(JobKind.Wrapped, 10, 6, other)).toBe(frontKey(JobKind.Wrapped, 10, 0, ''));
+    // No rules evaluated (plain answers, content without a mapping): the mapping is not in the key.
+    expect(frontKeyOf(JobKind.Plain, 7, 3, null)).toBe(frontKey(JobKind.Plain, 7, 0, ''));
+    expect(frontKeyOf(JobKind.Wrapped, 7, 3, null)).toBe(frontKey(JobKind.Wrapped, 7, 0, ''));
   });
 });
