@@ -37,7 +37,7 @@ function evaluateByKeyString(mapping: CompiledMapping, p: Record<string, unknown
       if (choice < 0) continue;
     }
     // Requests here carry no v, so appVersion rules never apply (as in evaluateMapping).
-    if (rule.range !== null) continue;
+    if (rule.versions !== null) continue;
     if (rule.predicate !== null && !rule.predicate(p)) continue;
     key += i + '.' + choice + ';';
   }
@@ -67,7 +67,7 @@ export function runAllocMicro(minMs?: number): Row[] {
   const segBytes = Buffer.from(seg, 'utf8');
   const scratch = Buffer.allocUnsafe(64 * 1024);
   const cache = new Map<string, number>();
-  const combos = contexts.map((c, i) => evaluateMapping(mapping, c.p, c.v, mods[i]!));
+  const combos = contexts.map((c, i) => evaluateMapping(mapping, c.p, c.vKey, mods[i]!));
   // Stored under the memoized strings, as the front cache stores what a miss was requested under.
   for (const c of combos) {
     if (frontKeyOf(JobKind.Wrapped, 7, 3, c) !== frontKey(JobKind.Wrapped, 7, 3, c.key)) throw new Error('the memoized and built cache keys disagree');
@@ -78,7 +78,7 @@ export function runAllocMicro(minMs?: number): Row[] {
     const ctx = parseUserContext(decoder.decode(chunks[i & mask]!));
     const uid = userUid(ctx.u);
     const mod = uid % 1000;
-    const combination = evaluateMapping(mapping, ctx.p, ctx.v, mod);
+    const combination = evaluateMapping(mapping, ctx.p, ctx.vKey, mod);
     const key = frontKeyOf(JobKind.Wrapped, 7, 3, combination);
     scratch.set(head, 0);
     return writeWrappedTail(scratch, head.byteLength, uid, mod, segBytes) + (cache.get(key) ?? 0);

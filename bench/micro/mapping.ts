@@ -7,6 +7,7 @@
  * miss on a revision (offsets found), the naive parse-apply-stringify, and a render-cache hit.
  */
 import { LRUCache } from 'lru-cache';
+import semver from 'semver';
 import { siftPredicate } from '../reference/sift.js';
 import { userMod, userUid } from '../../src/identity.js';
 import type { CompiledMapping } from '../../src/mapping/compile.js';
@@ -17,10 +18,14 @@ import {
   ownedText,
   prepareDoc,
   renderSelection,
+  evaluateMapping,
   renderSelectionInto,
+  selectCombination,
   selectRules,
   type Selection,
 } from '../../src/mapping/index.js';
+import { compileVersionRange, versionInRange } from '../../src/mapping/version-range.js';
+import { versionKeyOf } from '../../src/version.js';
 import { applyPatchToValue } from '../../src/mapping/patch.js';
 import { renderPatched } from '../../src/mapping/splice.js';
 import { largeDoc, largeMapping } from '../fixtures/generate.js';
@@ -107,6 +112,17 @@ export function benchContent(bytes: number): string {
 export function runMappingMicro(minMs = 1000): Row[] {
   const ps = attributes(1024);
   const mask = 1023;
+  const V150 = versionKeyOf('1.5.0');
+  // A caret range and a two-set range: what appVersion rules look like.
+  const rangeText = '^1.4.0 || >=2.1.0 <3.0.0';
+  const semverRange = new semver.Range(rangeText);
+  const keyRange = compileVersionRange(semverRange);
+  const versionTexts = ['1.3.9', '1.5.0', '2.4.1', '3.0.0'];
+  const semvers = versionTexts.map((v) => new semver.SemVer(v));
+  const vKeys = versionTexts.map(versionKeyOf);
+  for (let i = 0; i < versionTexts.length; i++) {
+    if (semverRange.test(semvers[i]!) !== versionInRange(keyRange, vKeys[i]!)) throw new Error(`range test disagrees on ${versionTexts[i]}`);
+  }
   const simpleWhen = { country: { $in: ['DE', 'FR'] }, level: { $gte: 10 }, tags: 'vip' };
   const siftSimple = siftPredicate(simpleWhen);
   const ownSimple = compileOwn(simpleWhen);
@@ -152,8 +168,11 @@ export function runMappingMicro(minMs = 1000): Row[] {
     measure('condition: hand-written JS equivalent (floor)', (i) => (hand(ps[i & mask]) ? 1 : 0), minMs),
     measure('condition: sift (nested path, $or/$vgte/$not, $elemMatch) [before]', (i) => (siftRich(ps[i & mask]) ? 1 : 0), minMs),
     measure('condition: compiled predicate (same) [after]', (i) => (ownRich(ps[i & mask]) ? 1 : 0), minMs),
-    measure('selectRules: 10 rules, 2 A/B tests, sift conditions [before]', (i) => selectRules(siftMapping, small, ps[i & mask], '1.5.0', mods[i & mask]).key.length, minMs),
-    measure('selectRules: 10 rules, 2 A/B tests, compiled predicates [after]', (i) => selectRules(mapping, small, ps[i & mask], '1.5.0', mods[i & mask]).key.length, minMs),
+    // As the front end calls it: the request's version key was made once, when its body was checked.
+    measure('selectRules: 10 rules, 2 A/B tests, sift conditions [before]', (i) => selectCombination(small, evaluateMapping(siftMapping, ps[i & mask], V150, mods[i & mask])).key.length, minMs),
+    measure('selectRules: 10 rules, 2 A/B tests, compiled predicates [after]', (i) => selectCombination(small, evaluateMapping(mapping, ps[i & mask], V150, mods[i & mask])).key.length, minMs),
+    measure('appVersion range test: semver Range#test on a memoized SemVer [before]', (i) => (semverRange.test(semvers[i & 3]!) ? 1 : 0), minMs),
+    measure('appVersion range test: version-key comparisons (version-range.ts) [after]', (i) => (versionInRange(keyRange, vKeys[i & 3]!) ? 1 : 0), minMs),
     measure('512 KiB render-cache hit (LRU get)', (i) => cache.get('w1:1:1:' + bigSelection.key)!.byteLength + i, minMs),
     measure('512 KiB miss: splice small patch (string)', () => renderSelection(big, bigSelection).length, minMs),
     measure('512 KiB miss: splice + UTF-8 encode (bytes for the head)', () => Buffer.byteLength(renderSelection(big, bigSelection)), minMs),

@@ -271,7 +271,7 @@ function prepareUser(r: ContentRequest, kind: JobKind, ctx: UserContext): void {
 function combinationOf(r: ContentRequest, kind: JobKind, content: ContentView, ctx: UserContext): Combination | null {
   if (kind === JobKind.Plain || content.mappingId === 0) return null;
   if (content.mappingBroken) throw new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
-  return evaluateMapping(content.mapping!, ctx.p, ctx.v, r.mod);
+  return evaluateMapping(content.mapping!, ctx.p, ctx.vKey, r.mod);
 }
 
 /** The pool job that renders an item the front cache does not hold. */

@@ -3,7 +3,8 @@
  * `{"rules":[{"segment","when"?,"appVersion"?,"info"?,"patch"|"variants"}]}`.
  *
  * Compiled once per immutable mapping id (front end and worker LRU) and reused for every request:
- * conditions are compiled predicates (predicate.ts), app-version ranges are parsed semver Ranges,
+ * conditions are compiled predicates (predicate.ts), app-version ranges are parsed by semver and
+ * compiled to version-key comparisons (version-range.ts),
  * variant ranges become a 1000-entry lookup table (mod → variant) and each seg entry is pre-serialized
  * JSON. Validation collects every
  * problem with its rule index and path; nothing is compiled into use when any exist.
@@ -13,6 +14,7 @@ import { RcdError } from '../errors.js';
 import { compileCondition, type Predicate } from './condition.js';
 import { CombinationIndex } from './interning.js';
 import { applyPatchToValue, compilePatch, PATCH_FAILED, type CompiledPatch } from './patch.js';
+import { compileVersionRange, type VersionRange } from './version-range.js';
 import { childPath, isPlainObject, type MappingProblem } from './problems.js';
 
 export const MOD_COUNT = 1000;
@@ -31,8 +33,8 @@ export interface CompiledRule {
   readonly segment: string;
   /** null: matches every p. */
   readonly predicate: Predicate | null;
-  /** null: every app version (and requests without v). */
-  readonly range: semver.Range | null;
+  /** The appVersion range; null: every app version (and requests without v). */
+  readonly versions: VersionRange | null;
   /** The rule's patch (segment-only rule), or null for an A/B test. */
   readonly patch: CompiledPatch | null;
   /** The patch rule's seg JSON (`"v":null`), or "" for an A/B test. */
@@ -83,8 +85,6 @@ export interface Combination {
 export interface CompiledMapping {
   readonly rules: readonly CompiledRule[];
   readonly ruleCount: number;
-  /** True when a rule has an appVersion range (v is then parsed once per request). */
-  readonly usesAppVersion: boolean;
   /** Combination interning; bounded (see interning.ts). */
   readonly combinations: CombinationIndex;
 }
@@ -131,7 +131,6 @@ export function checkMapping(raw: unknown, content?: unknown): MappingCheck {
   const mapping: CompiledMapping = {
     rules,
     ruleCount: rules.length,
-    usesAppVersion: rules.some((r) => r.range !== null),
     combinations: new CombinationIndex(),
   };
   return { mapping, problems };
@@ -175,7 +174,7 @@ function compileRule(raw: unknown, index: number, problems: MappingProblem[]): C
     problems.push({ rule: index, path: `${path}.info`, reason: 'info must be a string' });
   }
   const predicate = compileCondition(raw.when, `${path}.when`, index, problems);
-  const range = compileRange(raw.appVersion, `${path}.appVersion`, index, problems);
+  const versions = compileRange(raw.appVersion, `${path}.appVersion`, index, problems);
 
   const hasPatch = Object.hasOwn(raw, 'patch');
   const hasVariants = Object.hasOwn(raw, 'variants');
@@ -198,7 +197,7 @@ function compileRule(raw: unknown, index: number, problems: MappingProblem[]): C
     index,
     segment: seg,
     predicate,
-    range,
+    versions,
     patch,
     segJson: patch === null ? '' : segEntryJson(seg, null, info as string | undefined),
     variants,
@@ -206,14 +205,14 @@ function compileRule(raw: unknown, index: number, problems: MappingProblem[]): C
   };
 }
 
-function compileRange(raw: unknown, path: string, rule: number, problems: MappingProblem[]): semver.Range | null {
+function compileRange(raw: unknown, path: string, rule: number, problems: MappingProblem[]): VersionRange | null {
   if (raw === undefined) return null;
   if (typeof raw !== 'string' || raw.trim() === '') {
     problems.push({ rule, path, reason: 'appVersion must be an npm semver range string, e.g. ">=1.2.0 <2.0.0"' });
     return null;
   }
   try {
-    return new semver.Range(raw);
+    return compileVersionRange(new semver.Range(raw));
   } catch {
     problems.push({ rule, path, reason: `"${raw}" is not a valid semver range` });
     return null;

@@ -2,14 +2,15 @@
  * The per-request side of a mapping: (p, v, mod) → the Combination of applied rules and variants.
  *
  * This runs for every wrapped request, so it only does cheap work in a fixed order per rule: the
- * mod table lookup (A/B tests), the app-version range, then the compiled condition. The result is an
+ * mod table lookup (A/B tests), the app-version range (key comparisons), then the compiled condition. The result is an
  * interned Combination; the render cache is keyed by (revision id, mapping id, combination key), so
  * a repeat combination costs this evaluation plus one cache lookup.
  */
-import semver from 'semver';
 import { MAX_RULES, type CompiledMapping, type CompiledRule, type Combination, type Selection } from './compile.js';
+import { NO_VERSION_KEY } from '../version.js';
 import { pathEdge, pathKey } from './interning.js';
 import { PatchKind, type CompiledPatch } from './patch.js';
+import { versionInRange } from './version-range.js';
 
 /** No rule applied: deliver the base revision, `seg: []`. */
 export const EMPTY_SELECTION: Selection = { key: '', seg: '[]', patches: [], applied: null };
@@ -25,16 +26,16 @@ function newCombination(key: string, patches: CompiledPatch[], segEntries: strin
 const path = new Int32Array(MAX_RULES);
 
 /**
- * Which rules apply to this request. `v` is the request's app version ("" when absent): a rule with
- * an appVersion range never applies without one. `mod` is meta.mod (uid % 1000).
+ * Which rules apply to this request. `vKey` is the versionKey of the request's app version
+ * (NO_VERSION_KEY, "", when it has none): a rule with an appVersion range never applies without one.
+ * `mod` is meta.mod (uid % 1000).
  * HOT PATH: a repeat combination allocates nothing.
  */
-export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unknown>, v: string, mod: number): Combination {
+export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unknown>, vKey: string, mod: number): Combination {
   const rules = mapping.rules;
-  const version = mapping.usesAppVersion && v !== '' ? parsedVersion(v) : null;
   let length = 0;
   for (let i = 0; i < rules.length; i++) {
-    const choice = ruleChoice(rules[i], p, version, mod);
+    const choice = ruleChoice(rules[i], p, vKey, mod);
     if (choice !== -2) path[length++] = pathEdge(i, choice);
   }
   if (length === 0) return EMPTY_COMBINATION;
@@ -58,28 +59,14 @@ export function combinationForKey(mapping: CompiledMapping, key: string): Combin
   return built;
 }
 
-// Clients in the field run a handful of app versions, so parsing each once saves ~15% of rule
-// evaluation. Bounded: past the limit (e.g. a client inventing versions) versions are parsed per call.
-const VERSION_MEMO_LIMIT = 1024;
-const versionMemo = new Map<string, semver.SemVer | null>();
-
-function parsedVersion(v: string): semver.SemVer | null {
-  let parsed = versionMemo.get(v);
-  if (parsed === undefined) {
-    parsed = semver.parse(v);
-    if (versionMemo.size < VERSION_MEMO_LIMIT) versionMemo.set(v, parsed);
-  }
-  return parsed;
-}
-
 /** -2: the rule does not apply; -1: its patch applies; k >= 0: variant k applies. */
-function ruleChoice(rule: CompiledRule, p: Record<string, unknown>, version: semver.SemVer | null, mod: number): number {
+function ruleChoice(rule: CompiledRule, p: Record<string, unknown>, vKey: string, mod: number): number {
   let choice = -1;
   if (rule.variantOfMod !== null) {
     choice = rule.variantOfMod[mod];
     if (choice < 0) return -2;
   }
-  if (rule.range !== null && (version === null || !rule.range.test(version))) return -2;
+  if (rule.versions !== null && (vKey === NO_VERSION_KEY || !versionInRange(rule.versions, vKey))) return -2;
   if (rule.predicate !== null && !rule.predicate(p)) return -2;
   return choice;
 }

@@ -12,6 +12,7 @@ import { createByteBase, type ByteBase } from './byteindex.js';
 import { renderEditsOwned, renderEditsText } from './bytesplice.js';
 import { compileMapping as compileChecked, type Combination, type CompiledMapping, type Selection } from './compile.js';
 import { composeEdits } from './edits.js';
+import { NO_VERSION_KEY, versionKeyOf } from '../version.js';
 import { EMPTY_SELECTION, evaluateMapping, partialSelection } from './evaluate.js';
 import type { CompiledPatch } from './patch.js';
 import { createBaseDocument, patchesThatApply as patchesThatApplyCopying, renderPatched, type BaseDocument } from './splice.js';
@@ -72,7 +73,7 @@ export function compileMapping(raw: unknown): CompiledMapping {
  * request has none. Allocation-free for a repeat combination.
  */
 export function selectRules(mapping: CompiledMapping, doc: PreparedDoc, p: Record<string, unknown>, v: string, mod: number): Selection {
-  return selectCombination(doc, evaluateMapping(mapping, p, v, mod));
+  return selectCombination(doc, evaluateMapping(mapping, p, v === '' ? NO_VERSION_KEY : versionKeyOf(v), mod));
 }
 
 /** The part of selectRules that depends on the revision: which of the combination's patches apply to it. */
