@@ -2,9 +2,9 @@
  * The per-request side of a mapping: (p, v, mod) → the Combination of applied rules and variants.
  *
  * This runs for every wrapped request, so it only does cheap work in a fixed order per rule: the
- * mod table lookup (A/B tests), the app-version range (key comparisons), then the compiled condition. The result is an
- * interned Combination; the render cache is keyed by (revision id, mapping id, combination key), so
- * a repeat combination costs this evaluation plus one cache lookup.
+ * mod table lookup (A/B tests), the app-version range (version-key comparisons), then the compiled
+ * condition. The result is an interned Combination; the render cache is keyed by (revision id,
+ * mapping id, combination key), so a repeat combination costs this evaluation plus one cache lookup.
  */
 import { MAX_RULES, type CompiledMapping, type CompiledRule, type Combination, type Selection } from './compile.js';
 import { NO_VERSION_KEY } from '../version.js';
