@@ -33,13 +33,14 @@ export function compareAppVersions(a: AppVersion, b: AppVersion): number {
  * minAppVersion 3.1.5 went to 3.1.4 clients. Three parts of up to 1e9 need 90 bits.
  */
 export function versionKey(major: number, minor: number, patch: number): string {
-  return pad9(major) + pad9(minor) + pad9(patch);
+  return versionKeyPart(major) + versionKeyPart(minor) + versionKeyPart(patch);
 }
 
 /** The key of "no version": sorts before every versionKey. */
 export const NO_VERSION_KEY = '';
 
-function pad9(n: number): string {
+/** One part of a versionKey: the number zero-padded to 9 digits. */
+export function versionKeyPart(n: number): string {
   const s = String(n);
   return s.length >= 9 ? s : '000000000'.slice(s.length) + s;
 }

@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { RcdError } from '../errors.js';
-import { APP_VERSION_PATTERN, NO_VERSION_KEY, versionKey } from '../version.js';
+import { APP_VERSION_PATTERN, NO_VERSION_KEY, parseAppVersion, versionKey } from '../version.js';
 
 export const userContextSchema = z.object({
   u: z.string().optional(),
@@ -81,9 +81,9 @@ const versionMemo = new Map<string, string>();
 function appVersionKey(v: string): string {
   let key = versionMemo.get(v);
   if (key !== undefined) return key;
-  const m = APP_VERSION_PATTERN.exec(v);
-  if (m === null) throw new RcdError('invalid_body', 'v must be a string of the form X.Y.Z (e.g. "1.4.2")');
-  key = versionKey(Number(m[1]), Number(m[2]), Number(m[3]));
+  const parts = parseAppVersion(v);
+  if (parts === null) throw new RcdError('invalid_body', 'v must be a string of the form X.Y.Z (e.g. "1.4.2")');
+  key = versionKey(parts[0], parts[1], parts[2]);
   if (versionMemo.size < VERSION_MEMO_LIMIT) versionMemo.set(v, key);
   return key;
 }

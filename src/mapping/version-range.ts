@@ -18,7 +18,7 @@
  * - build metadata takes no part in semver's ordering.
  */
 import semver from 'semver';
-import { versionKey } from '../version.js';
+import { versionKey, versionKeyPart } from '../version.js';
 
 const enum VersionOp {
   Lt = 0,
@@ -91,8 +91,8 @@ function compileComparator(comparator: semver.Comparator): [VersionOp, string] {
  */
 function beyondKey(major: number, minor: number, patch: number): string {
   if (major > MAX_PART) return ':';
-  if (minor > MAX_PART) return versionKey(major, 0, 0).slice(0, 9) + ':';
-  if (patch > MAX_PART) return versionKey(major, minor, 0).slice(0, 18) + ':';
+  if (minor > MAX_PART) return versionKeyPart(major) + ':';
+  if (patch > MAX_PART) return versionKeyPart(major) + versionKeyPart(minor) + ':';
   return '';
 }
 
