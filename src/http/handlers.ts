@@ -1,7 +1,7 @@
 /**
- * Route handlers of the delivery API. Checks run in the documented order:
- * route/method → X-Api-Key (401) → Content-Type (400) → body size (413) → JSON and schema (400)
- * → query (400) → content lookup (404). The last three run once the body is in (request.ts).
+ * Route handlers of the delivery API. Checks run in the documented order: route and method (matched
+ * by uWS's router, app.ts) → X-Api-Key (401) → Content-Type (400) → body size (413) → JSON and schema
+ * (400) → query (400) → content lookup (404). The last three run once the body is in (request.ts).
  *
  * HOT PATH: change with care. Everything a handler needs from `req` is read synchronously here:
  * uWS invalidates `req` when the handler returns.
@@ -21,6 +21,11 @@ const NOT_FOUND = errorResponse('not_found', 'no such endpoint; see docs/api.md'
 const POST_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts POST only');
 const GET_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts GET only');
 const HEALTH_OK = '{"status":"ok"}';
+// Header names as bytes: uWS reads a byte array in place, while a string argument is UTF-8-encoded
+// into a fresh native allocation on every call (v8::String::Utf8Value).
+const H_API_KEY = Buffer.from('x-api-key', 'latin1');
+const H_CONTENT_TYPE = Buffer.from('content-type', 'latin1');
+const H_CONTENT_LENGTH = Buffer.from('content-length', 'latin1');
 const HEALTH_DRAINING = '{"status":"shutting_down"}';
 
 /** `application/json`, optionally with parameters (`; charset=utf-8`), any letter case. */
@@ -33,7 +38,7 @@ export function isJsonContentType(value: string): boolean {
 
 /** Key then Content-Type; answers and returns undefined when either fails. */
 function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest): KeyView | undefined {
-  const key = req.getHeader('x-api-key');
+  const key = req.getHeader(H_API_KEY);
   if (key === '') {
     sendError(res, MISSING_KEY, state.shuttingDown);
     return undefined;
@@ -43,7 +48,7 @@ function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest): K
     sendError(res, INVALID_KEY, state.shuttingDown);
     return undefined;
   }
-  if (!isJsonContentType(req.getHeader('content-type'))) {
+  if (!isJsonContentType(req.getHeader(H_CONTENT_TYPE))) {
     sendError(res, BAD_TYPE, state.shuttingDown);
     return undefined;
   }
@@ -61,14 +66,10 @@ function decodeId(raw: string): string | undefined {
 }
 
 export function handleContent(state: FrontEndState, res: HttpResponse, req: HttpRequest, route: Route): void {
-  if (req.getMethod() !== 'post') {
-    send(res, POST_ONLY.statusLine, POST_ONLY.body, 'allow', 'POST', state.shuttingDown);
-    return;
-  }
   const view = authorize(state, res, req);
   if (view === undefined) return;
   const maxBody = state.config.maxBodyBytes;
-  const declared = req.getHeader('content-length');
+  const declared = req.getHeader(H_CONTENT_LENGTH);
   if (declared !== '' && Number(declared) > maxBody) {
     // Refuse before reading a byte; close since the client is about to send the body anyway.
     sendError(res, errorResponse('payload_too_large', `the request body exceeds ${maxBody} bytes`), true);
@@ -89,25 +90,23 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
 }
 
 export function handleCatalog(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
-  if (req.getMethod() !== 'get') {
-    send(res, GET_ONLY.statusLine, GET_ONLY.body, 'allow', 'GET', state.shuttingDown);
-    return;
-  }
   const view = authorize(state, res, req);
   if (view === undefined) return;
   send(res, STATUS_OK, view.env.catalogBody, '', '', state.shuttingDown);
 }
 
-export function handleHealth(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
-  if (req.getMethod() !== 'get') {
-    send(res, GET_ONLY.statusLine, GET_ONLY.body, 'allow', 'GET', state.shuttingDown);
-    return;
-  }
+export function handleHealth(state: FrontEndState, res: HttpResponse): void {
   if (state.shuttingDown) {
     send(res, '503 Service Unavailable', HEALTH_DRAINING, '', '', true);
     return;
   }
   send(res, STATUS_OK, HEALTH_OK, '', '', false);
+}
+
+/** 405 on a route that exists for another method; `allow` is the one it takes. */
+export function handleWrongMethod(state: FrontEndState, res: HttpResponse, allow: 'GET' | 'POST'): void {
+  const err = allow === 'POST' ? POST_ONLY : GET_ONLY;
+  send(res, err.statusLine, err.body, 'allow', allow, state.shuttingDown);
 }
 
 export function handleNotFound(state: FrontEndState, res: HttpResponse): void {

@@ -81,6 +81,28 @@ describe('routing and methods', () => {
     expect(put.status).toBe(405);
   });
 
+  it('matches the method before anything else, on every route and with the trailing slash', async () => {
+    // uWS's router picks the method-specific route; everything else on the path lands on the 405 handler.
+    const cases: [string, string, string][] = [
+      ['/api/v1/config/Shop', 'GET', 'POST'],
+      ['/api/v1/config/Shop/', 'DELETE', 'POST'],
+      ['/api/v1/config/Shop/dynamic', 'GET', 'POST'],
+      ['/api/v1/config/Shop/dynamic/', 'PATCH', 'POST'],
+      ['/api/v1/combine/', 'GET', 'POST'],
+      ['/api/v1/env/catalog/', 'PUT', 'GET'],
+      ['/healthz', 'POST', 'GET'],
+      ['/healthz/', 'DELETE', 'GET'],
+    ];
+    for (const [path, method, allow] of cases) {
+      // No key and no content type: the method is judged first.
+      const r = await call(server.url, path, { method, key: null, contentType: null });
+      expect([path, method, r.status, errorCode(r), r.headers.get('allow')]).toEqual([path, method, 405, 'method_not_allowed', allow]);
+    }
+    const head = await fetch(`${server.url}/healthz`, { method: 'HEAD' });
+    expect(head.status).toBe(405);
+    expect(head.headers.get('allow')).toBe('GET');
+  });
+
   it('accepts the trailing slash', async () => {
     expect((await call(server.url, '/api/v1/combine/?c=%5B%22Shop%22%5D', prod)).status).toBe(200);
     expect((await call(server.url, '/api/v1/config/Shop/', prod)).status).toBe(200);
