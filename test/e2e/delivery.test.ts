@@ -382,6 +382,24 @@ describe('catalog and isolation', () => {
   });
 });
 
+describe('writing answers', () => {
+  it('writes every kind of answer inside a corked uWS callback (uWS warns on stderr otherwise)', async () => {
+    // Pool results arrive after uWS's callbacks returned: a write there without res.cork makes uWS
+    // print a warning (and send the status, headers and body in separate syscalls).
+    const body = JSON.stringify({ u: 'cork-check', p: {}, v: '1.0.0' });
+    for (let i = 0; i < 2; i++) {
+      // The first of each is a render miss (a pool result), the second a front-cache hit.
+      expect((await call(server.url, '/api/v1/config/Shop/dynamic', { ...prod, body })).status).toBe(200);
+      expect((await call(server.url, '/api/v1/config/Versioned', { ...prod, body })).status).toBe(200);
+      expect((await call(server.url, '/api/v1/combine?c=["Shop","PlayerSettings","nope"]', { ...prod, body })).status).toBe(200);
+    }
+    expect((await call(server.url, '/api/v1/env/catalog', { ...prod, method: 'GET' })).status).toBe(200);
+    expect((await call(server.url, '/api/v1/config/Shop', { ...prod, body: '{"u":1}' })).status).toBe(400);
+    expect((await call(server.url, '/api/v1/config/Shop', { key: 'nope' })).status).toBe(401);
+    expect(server.stderr()).not.toContain('corked');
+  });
+});
+
 describe('persistence and the store', () => {
   it('keeps data across a restart, keeps the hash on a comment-only edit, and exits 0 on SIGTERM', async () => {
     const dir = tempDir();
