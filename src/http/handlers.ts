@@ -10,7 +10,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { errorResponse } from '../errors.js';
 import type { KeyView } from '../directory.js';
 import { contentIdKey } from '../store/ids.js';
-import { JSON_TYPE, STATUS_OK, send, sendError } from './reply.js';
+import { H_CONTENT_TYPE, JSON_TYPE, STATUS_OK, send, sendError } from './reply.js';
 import { ContentRequest, Route } from './request.js';
 import type { FrontEndState } from './state.js';
 
@@ -21,12 +21,10 @@ const NOT_FOUND = errorResponse('not_found', 'no such endpoint; see docs/api.md'
 const POST_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts POST only');
 const GET_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts GET only');
 const HEALTH_OK = '{"status":"ok"}';
-// Header names as bytes: uWS reads a byte array in place, while a string argument is UTF-8-encoded
-// into a fresh native allocation on every call (v8::String::Utf8Value).
-const H_API_KEY = Buffer.from('x-api-key', 'latin1');
-const H_CONTENT_TYPE = Buffer.from('content-type', 'latin1');
-const H_CONTENT_LENGTH = Buffer.from('content-length', 'latin1');
 const HEALTH_DRAINING = '{"status":"shutting_down"}';
+// Header names as bytes, for the reason given in reply.ts.
+const H_API_KEY = Buffer.from('x-api-key', 'latin1');
+const H_CONTENT_LENGTH = Buffer.from('content-length', 'latin1');
 
 /** `application/json`, optionally with parameters (`; charset=utf-8`), any letter case. */
 export function isJsonContentType(value: string): boolean {

@@ -13,10 +13,11 @@ import { EMPTY_BYTES, wrappedTailLength, writeWrappedTail } from './tail.js';
 export const JSON_TYPE = 'application/json';
 export const STATUS_OK = '200 OK';
 
-// Header name and value as bytes: uWS reads a byte array in place, while a string argument is
-// UTF-8-encoded into a fresh native allocation on every call (v8::String::Utf8Value).
-const H_CONTENT_TYPE = Buffer.from('content-type', 'latin1');
-const JSON_TYPE_BYTES = Buffer.from(JSON_TYPE, 'latin1');
+// Header names and values as bytes: uWS reads a byte array in place, while a string argument is
+// UTF-8-encoded into a fresh native allocation on every call (v8::String::Utf8Value). With the method
+// left to uWS's router and 200 to its default status, this measured +7% req/s (bench/README.md).
+export const H_CONTENT_TYPE = Buffer.from('content-type', 'latin1');
+export const JSON_TYPE_BYTES = Buffer.from(JSON_TYPE, 'latin1');
 
 let slotRes: HttpResponse | null = null;
 let slotStatus = STATUS_OK;

@@ -20,7 +20,7 @@ import { contentIdKey } from '../store/ids.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKeyOf, type Rendered } from './front-cache.js';
 import { checkPlainQuery, parseCombineQuery, wrappedKind } from './query.js';
-import { STATUS_OK, send, sendError, sendOverloaded, sendWrapped } from './reply.js';
+import { H_CONTENT_TYPE, JSON_TYPE_BYTES, STATUS_OK, send, sendError, sendOverloaded, sendWrapped } from './reply.js';
 import { EMPTY_BYTES, wrappedTailLength, writeWrappedTail } from './tail.js';
 import type { FrontEndState } from './state.js';
 
@@ -332,8 +332,8 @@ function combineBytes(r: ContentRequest): Buffer {
 function writeCombine(): void {
   const r = combineSlot!;
   const res = r.res;
-  res.writeStatus(STATUS_OK);
-  res.writeHeader('content-type', 'application/json');
+  // No writeStatus: 200 is uWS's default.
+  res.writeHeader(H_CONTENT_TYPE, JSON_TYPE_BYTES);
   const missing = r.missing!;
   if (missing.length > 0) res.writeHeader('x-missing-content', missing.map(encodeURIComponent).join(','));
   res.end(combineBody!, r.state.shuttingDown);
