@@ -19,9 +19,10 @@
  * size (seen with --trace-gc in session 4; the same happens after any idle spell), and a held one
  * does not grow back. Under load that is a ~0.2 ms scavenge every ~17 ms (~0.4 us per mapped
  * request). Growing it at run time does not last for that reason; V8 takes a floor only when the
- * isolate is created (`--min-semi-space-size`). Both flags at 8 MiB measured +13% and +1% req/s in
- * two side-by-side sets and 16 MiB no better, for +14 MB RSS: an operator's choice (README), not
- * the default.
+ * isolate is created (`--min-semi-space-size`, node's command line only: NODE_OPTIONS refuses it).
+ * Both flags at 8 MiB measured +13% and +1% req/s in two side-by-side sets, +2% (the noise floor)
+ * with both servers loaded at once, and 16 MiB no better, for +14 MB RSS: an operator's choice
+ * (README), not the default.
  *
  * An operator who sizes the young generation themselves (`--max-semi-space-size` and friends in
  * NODE_OPTIONS or on the node command line) keeps their choice: nothing is changed then.
