@@ -7,16 +7,16 @@
  * reports ratios measured side by side. Everything it starts is stopped and its temp dir removed on
  * success, failure, Ctrl-C and SIGTERM.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { fork, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { cpus, hostname, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { CeilingAnswer, CeilingConfig, CeilingMessage, CeilingReply } from './ceiling.js';
 import { BENCH_KEY, repoRoot, writeBundle } from './fixtures/generate.js';
+import { Supervisor, startServer, type Target } from './processes.js';
 import { RssSampler, clientCpu, isLinuxProcAvailable, memoryStatus, processCpuMicros, resetPeakRss, rssAt } from './measure.js';
 import { renderTable, writeResults, type BenchResults, type RunOptions, type RunStats, type ScenarioResult } from './report.js';
 import { runWrkPass, wrkAvailable, writeWrkScript } from './wrk.js';
@@ -138,151 +138,14 @@ function parseOptions(argv: string[]): Options {
 
 // ---------------------------------------------------------------- child processes and cleanup
 
-const children = new Set<ChildProcess>();
-const tempDirs = new Set<string>();
-const expectedExits = new WeakSet<ChildProcess>();
+const sup = new Supervisor();
 let currentLoad: AcInstance | null = null;
-let stopping = false;
-
-function alive(c: ChildProcess): boolean {
-  return c.exitCode === null && c.signalCode === null;
-}
-
-function track(c: ChildProcess): ChildProcess {
-  children.add(c);
-  c.once('exit', () => children.delete(c));
-  return c;
-}
-
-/** SIGTERM (the server finishes in-flight requests and exits 0), SIGKILL after a grace period. */
-function stopChild(c: ChildProcess, graceMs = 5000): Promise<void> {
-  expectedExits.add(c);
-  if (!alive(c)) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      if (alive(c)) c.kill('SIGKILL');
-    }, graceMs);
-    c.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-    c.kill('SIGTERM');
-  });
-}
-
-async function stopAll(): Promise<void> {
-  currentLoad?.stop();
-  await Promise.all([...children].map((c) => stopChild(c)));
-  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
-  tempDirs.clear();
-}
-
-function installCleanup(): void {
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (stopping) return;
-    stopping = true;
-    process.stderr.write(`\n${signal}: stopping the load, the server and the ceiling\n`);
-    void stopAll().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  // Last resort for paths that skip stopAll (an exception thrown from a callback): nothing may outlive us.
-  process.on('exit', () => {
-    for (const c of children) if (alive(c)) c.kill('SIGKILL');
-    for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-/** A load target: where to send requests and which process to account CPU and memory to. */
-interface Target {
-  readonly url: string;
-  readonly pid: number;
-  readonly child: ChildProcess;
-  /** Only for ceilings: change the answer. */
-  configure(config: CeilingConfig): Promise<void>;
-}
-
-const TAIL_LINES = 40;
-
-/** Keeps reading a child's output (a full pipe would block the server) and remembers the last lines for errors. */
-function drain(stream: NodeJS.ReadableStream, tail: string[], onLine?: (line: string) => void): void {
-  let partial = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (chunk: string) => {
-    const lines = (partial + chunk).split('\n');
-    partial = lines.pop() ?? '';
-    for (const l of lines) {
-      tail.push(l);
-      if (tail.length > TAIL_LINES) tail.shift();
-      onLine?.(l);
-    }
-  });
-}
-
-async function startServer(dir: string, bundle: string, threads: number | null): Promise<Target> {
-  const port = await freePort();
-  const args = [
-    join(repoRoot(), 'bin', 'rcd.js'),
-    'serve',
-    '--store',
-    `sqlite:${join(dir, `bench-${threads ?? 'default'}.db`)}`,
-    '--import',
-    bundle,
-    '--host',
-    '127.0.0.1',
-    '--port',
-    String(port),
-    // The benchmark measures the delivery API only: no admin listener competing for the CPU.
-    '--admin',
-    'false',
-  ];
-  if (threads !== null) args.push('--threads', String(threads));
-  const child = track(spawn(process.execPath, args, { cwd: repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] }));
-  const tail: string[] = [];
-  return new Promise<Target>((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error('the server did not print "listening on" within 120 s')), 120_000);
-    const fail = (err: Error): void => {
-      clearTimeout(timer);
-      void stopChild(child, 1000);
-      reject(new Error(`${err.message}\n--- server output (last lines) ---\n${tail.join('\n')}`));
-    };
-    const onEarlyExit = (code: number | null, signal: string | null): void => fail(new Error(`the server exited during start-up (code ${code}, signal ${signal})`));
-    child.once('error', fail);
-    child.once('exit', onEarlyExit);
-    drain(child.stderr as NodeJS.ReadableStream, tail);
-    drain(child.stdout as NodeJS.ReadableStream, tail, (line) => {
-      const m = /listening on (http:\/\/[^\s]+)/.exec(line);
-      if (m === null) return;
-      clearTimeout(timer);
-      child.off('exit', onEarlyExit);
-      child.once('exit', (code, signal) => {
-        if (!stopping && !expectedExits.has(child)) process.stderr.write(`\nthe server exited (code ${code}, signal ${signal})\n--- last lines ---\n${tail.join('\n')}\n`);
-      });
-      resolve({
-        url: (m[1] as string).replace(/\/$/, ''),
-        pid: child.pid as number,
-        child,
-        configure: () => Promise.reject(new Error('the real server is not configurable')),
-      });
-    });
-  });
-}
+sup.beforeStop = () => currentLoad?.stop();
+const track = (c: ChildProcess): ChildProcess => sup.track(c);
 
 async function startCeiling(): Promise<Target> {
   const path = fileURLToPath(new URL('./ceiling.js', import.meta.url));
-  const child = track(fork(path, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  const child = sup.track(fork(path, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
   let onEarlyExit: (code: number | null) => void = () => undefined;
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the ceiling did not start within 30 s')), 30_000);
@@ -482,10 +345,10 @@ async function runScenario(s: Scenario, server: Target, ceiling: Target, threads
   const sv = await measure(server, s, opts, dir);
   const problems = [...pr.problems, ...loadProblems('server', s, sv), ...loadProblems('ceiling', s, c)];
   let wrk: ScenarioResult['wrk'] = null;
-  if (opts.wrk && s.expectedStatuses.every((code) => code < 300) && !stopping) {
+  if (opts.wrk && s.expectedStatuses.every((code) => code < 300) && !sup.stopping) {
     process.stdout.write(`wrk ${opts.wrkRounds} x 2 x ${opts.durationSec}s... `);
     const script = writeWrkScript(dir, s.name, s.pool(BASE_SEED));
-    const pass = await runWrkPass(server.url, ceiling.url, script, opts.connections, opts.durationSec, opts.wrkRounds, track, () => stopping);
+    const pass = await runWrkPass(server.url, ceiling.url, script, opts.connections, opts.durationSec, opts.wrkRounds, track, () => sup.stopping);
     for (const [label, w] of [['server', pass.server], ['ceiling', pass.ceiling]] as const) {
       if (w.non2xx > 0 || w.socketErrors > 0) problems.push(`${label} (wrk): ${w.non2xx} non-2xx answers, ${w.socketErrors} socket errors`);
     }
@@ -523,9 +386,8 @@ async function main(): Promise<number> {
     process.stderr.write('bench: server CPU and memory are read from /proc; this suite runs on Linux only\n');
     return 2;
   }
-  installCleanup();
-  const dir = mkdtempSync(join(tmpdir(), 'rcd-bench-'));
-  tempDirs.add(dir);
+  sup.installCleanup('the load, the server and the ceiling');
+  const dir = sup.tempDir('rcd-bench-');
   const bundle = join(dir, 'bundle.json');
   writeBundle(bundle);
   const started = new Date();
@@ -533,18 +395,21 @@ async function main(): Promise<number> {
   const scenarios: ScenarioResult[] = [];
   const ceiling = await startCeiling();
   for (const threads of opts.threads) {
-    const server = opts.target === 'server' ? await startServer(dir, bundle, threads) : await startCeiling();
+    const server =
+      opts.target === 'server'
+        ? await startServer(sup, { root: repoRoot(), dbPath: join(dir, `bench-${threads ?? 'default'}.db`), bundle, threads, label: 'server' })
+        : await startCeiling();
     process.stdout.write(`${opts.target === 'server' ? 'server' : 'calibration ceiling'} ${server.url} (pid ${server.pid}, threads ${threads ?? 'default'}), ceiling ${ceiling.url} (pid ${ceiling.pid})\n`);
     try {
       for (const s of opts.scenarios) {
-        if (stopping) break;
+        if (sup.stopping) break;
         scenarios.push(await runScenario(s, server, ceiling, threads, opts, dir));
       }
     } finally {
-      await stopChild(server.child);
+      await sup.stopChild(server.child);
     }
   }
-  await stopChild(ceiling.child);
+  await sup.stopChild(ceiling.child);
   const cpuList = cpus();
   const results: BenchResults = {
     version: 1,
@@ -572,7 +437,7 @@ async function main(): Promise<number> {
     process.stderr.write('\nPROBLEMS:\n');
     for (const s of scenarios) for (const p of s.problems) process.stderr.write(`  ${s.key}: ${p}\n`);
   }
-  await stopAll();
+  await sup.stopAll();
   return results.ok ? 0 : 1;
 }
 
@@ -580,6 +445,6 @@ main().then(
   (code) => process.exit(code),
   (err: unknown) => {
     process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    void stopAll().finally(() => process.exit(1));
+    void sup.stopAll().finally(() => process.exit(1));
   },
 );

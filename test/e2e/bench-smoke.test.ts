@@ -17,9 +17,9 @@ const outDir = mkdtempSync(join(tmpdir(), 'rcd-bench-smoke-test-'));
 
 afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
-function runBench(args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
+function runBench(args: string[], timeoutMs: number, script = 'dist/bench/run.js'): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(root, 'dist/bench/run.js'), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(root, script), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -110,6 +110,48 @@ describe('npm run bench -- --smoke', () => {
     const { code, output } = await runBench(['--scenario', 'no-such-scenario'], 30_000);
     expect(code).toBe(2);
     expect(output).toContain('unknown scenario');
+  });
+});
+
+describe('npm run bench:ab (this checkout against a baseline, both loaded at once)', () => {
+  it('runs its rounds against a real baseline server and prints the per-round and summary figures', async () => {
+    // This checkout as its own baseline: the rig's noise-floor mode, and a real second server process.
+    const { code, output } = await runBench(['--baseline', root, '--rounds', '2', '--duration', '1', '--warmup', '0', '--connections', '8'], 90_000, 'dist/bench/ab.js');
+    if (!wrkAvailable()) {
+      expect(code).toBe(2);
+      expect(output).toContain('apt-get install wrk');
+      return;
+    }
+    expect(code, output).toBe(0);
+    const rounds = [...output.matchAll(/^round +\d+ +base +(\d+) req\/s +([\d.]+) µs\/req +this +(\d+) req\/s +([\d.]+) µs\/req +this\/base ([\d.]+)$/gm)];
+    expect(rounds, output).toHaveLength(2);
+    for (const m of rounds) {
+      const [base, baseCpu, cur, curCpu, ratio] = m.slice(1).map(Number) as [number, number, number, number, number];
+      expect(base).toBeGreaterThan(0);
+      expect(cur).toBeGreaterThan(0);
+      expect(baseCpu).toBeGreaterThan(0);
+      expect(curCpu).toBeGreaterThan(0);
+      expect(ratio).toBeCloseTo(cur / base, 2);
+    }
+    expect(output).toMatch(/^this\/base req\/s: mean [\d.]+, min [\d.]+, max [\d.]+; ahead in \d of 2 rounds$/m);
+    expect(output).toMatch(/^server CPU per request: base [\d.]+ µs, this [\d.]+ µs/m);
+  }, 120_000);
+
+  it('refuses a directory that is not a built checkout, and a scenario that answers errors, with exit code 2', async () => {
+    const notBuilt = mkdtempSync(join(tmpdir(), 'rcd-ab-not-built-'));
+    try {
+      const missing = await runBench(['--baseline', notBuilt], 30_000, 'dist/bench/ab.js');
+      expect(missing.code).toBe(2);
+      expect(missing.output).toContain('not a built rcd checkout');
+    } finally {
+      rmSync(notBuilt, { recursive: true, force: true });
+    }
+    const errors = await runBench(['--baseline', root, '--scenario', 'bad-requests'], 30_000, 'dist/bench/ab.js');
+    expect(errors.code).toBe(2);
+    expect(errors.output).toContain('answers errors on purpose');
+    const noBaseline = await runBench([], 30_000, 'dist/bench/ab.js');
+    expect(noBaseline.code).toBe(2);
+    expect(noBaseline.output).toContain('--baseline DIR is required');
   });
 });
 

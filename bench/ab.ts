@@ -1,0 +1,213 @@
+/**
+ * `npm run bench:ab -- --baseline DIR [--scenario NAME --rounds N --duration S --connections N]`
+ *
+ * Judges a change against a baseline checkout with both servers up and loaded **at the same time**:
+ * one wrk client per server, rounds of `--duration` seconds. On a shared machine the speed drifts by
+ * tens of percent within minutes, so runs one after the other (the suite, `bench:compare`) cannot
+ * resolve a change of a few percent; two servers loaded at once share whatever the machine gives,
+ * and the ratio per round (this checkout's req/s over the baseline's) carries the difference. The
+ * same checkout as its own baseline shows the rig's noise floor (bench/README.md, "Latency").
+ *
+ * Both servers import the same generated bundle (bench/fixtures) into their own temp SQLite store and
+ * get the scenario's request pool as a wrk script. Every answer must be 2xx; the run fails otherwise.
+ * Needs wrk on PATH (Debian: apt-get install wrk) and Linux /proc for CPU accounting.
+ */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
+import { repoRoot, writeBundle } from './fixtures/generate.js';
+import { isLinuxProcAvailable, processCpuMicros } from './measure.js';
+import { Supervisor, startServer, type Target } from './processes.js';
+import { runWrk, wrkAvailable, writeWrkScript, type WrkStats } from './wrk.js';
+
+const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
+  --baseline DIR       another checkout of rcd, built (npm run build), to compare this one against;
+                       e.g. git worktree add /tmp/base main && ln -s "$PWD/node_modules" /tmp/base/
+                       && (cd /tmp/base && npx tsc -p .). This checkout itself shows the noise floor.
+  --scenario NAME      one scenario answered 2xx (default mapped; see npm run bench -- --help)
+  --rounds N           rounds, both servers loaded at once in each (default 10, max 100)
+  --duration S         seconds per round (default 8, 1..120)
+  --warmup S           seconds of load on both before the first round, not counted (default 3, max 60)
+  --connections N      connections per server (default 100)
+  --threads N          worker threads of both servers (default: the server's default)`;
+
+class UsageError extends Error {}
+
+interface AbOptions {
+  readonly baseline: string;
+  readonly scenario: Scenario;
+  readonly rounds: number;
+  readonly durationSec: number;
+  readonly warmupSec: number;
+  readonly connections: number;
+  readonly threads: number | null;
+}
+
+function intOption(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be a whole number in ${min}..${max}, got "${raw}"`);
+  return n;
+}
+
+function parseOptions(argv: string[]): AbOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      baseline: { type: 'string' },
+      scenario: { type: 'string' },
+      rounds: { type: 'string' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      threads: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help === true) {
+    process.stdout.write(USAGE + '\n');
+    process.exit(0);
+  }
+  if (values.baseline === undefined) throw new UsageError('--baseline DIR is required');
+  const baseline = resolve(values.baseline);
+  if (!existsSync(join(baseline, 'bin', 'rcd.js')) || !existsSync(join(baseline, 'dist'))) {
+    throw new UsageError(`--baseline ${baseline} is not a built rcd checkout (needs bin/rcd.js and dist/: run npm run build there)`);
+  }
+  let scenarios: Scenario[];
+  try {
+    scenarios = selectScenarios(values.scenario ?? 'mapped');
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  const scenario = scenarios[0];
+  if (scenarios.length !== 1 || scenario === undefined) throw new UsageError('--scenario takes exactly one scenario');
+  if (!scenario.expectedStatuses.every((code) => code < 300)) {
+    throw new UsageError(`--scenario ${scenario.name} answers errors on purpose; wrk would count them all as failures`);
+  }
+  if (!wrkAvailable()) throw new UsageError('bench:ab needs wrk on PATH (Debian: apt-get install wrk)');
+  return {
+    baseline,
+    scenario,
+    rounds: intOption('rounds', values.rounds, 10, 1, 100),
+    durationSec: intOption('duration', values.duration, 8, 1, 120),
+    warmupSec: intOption('warmup', values.warmup, 3, 0, 60),
+    connections: intOption('connections', values.connections, 100, 1, 10000),
+    threads: values.threads === undefined ? null : intOption('threads', values.threads, 1, 1, 64),
+  };
+}
+
+/** One round's figures for one server. */
+interface Side {
+  readonly wrk: WrkStats;
+  /** Server CPU (all threads) per request, µs. */
+  readonly cpuUsPerReq: number;
+}
+
+interface Round {
+  readonly base: Side;
+  readonly current: Side;
+}
+
+const sup = new Supervisor();
+
+async function loadOne(target: Target, script: string, opts: AbOptions, seconds: number): Promise<Side> {
+  const cpu0 = processCpuMicros(target.pid);
+  const wrk = await runWrk(target.url, script, opts.connections, seconds, (c) => sup.track(c));
+  const cpu = processCpuMicros(target.pid) - cpu0;
+  const requests = wrk.reqPerSec * seconds;
+  return { wrk, cpuUsPerReq: requests > 0 ? cpu / requests : 0 };
+}
+
+/** Both servers loaded at once: the point of the rig. */
+async function loadBoth(base: Target, current: Target, script: string, opts: AbOptions, seconds: number): Promise<Round> {
+  const [b, c] = await Promise.all([loadOne(base, script, opts, seconds), loadOne(current, script, opts, seconds)]);
+  for (const [label, side] of [['baseline', b], ['this checkout', c]] as const) {
+    if (side.wrk.non2xx > 0 || side.wrk.socketErrors > 0) {
+      throw new Error(`${label}: ${side.wrk.non2xx} non-2xx answers and ${side.wrk.socketErrors} socket errors under wrk`);
+    }
+  }
+  return { base: b, current: c };
+}
+
+function fixed(n: number, digits: number): string {
+  return n.toFixed(digits);
+}
+
+function mean(values: readonly number[]): number {
+  return values.reduce((s, v) => s + v, 0) / values.length;
+}
+
+function roundLine(i: number, r: Round): string {
+  const ratio = r.current.wrk.reqPerSec / r.base.wrk.reqPerSec;
+  return (
+    `round ${String(i + 1).padStart(3)}  base ${fixed(r.base.wrk.reqPerSec, 0).padStart(7)} req/s ${fixed(r.base.cpuUsPerReq, 2).padStart(6)} µs/req` +
+    `  this ${fixed(r.current.wrk.reqPerSec, 0).padStart(7)} req/s ${fixed(r.current.cpuUsPerReq, 2).padStart(6)} µs/req  this/base ${fixed(ratio, 3)}`
+  );
+}
+
+/** The summary a change is judged by, printed last. */
+function summarize(rounds: readonly Round[]): string {
+  const ratios = rounds.map((r) => r.current.wrk.reqPerSec / r.base.wrk.reqPerSec);
+  const ahead = ratios.filter((x) => x > 1).length;
+  const baseCpu = mean(rounds.map((r) => r.base.cpuUsPerReq));
+  const curCpu = mean(rounds.map((r) => r.current.cpuUsPerReq));
+  return [
+    `this/base req/s: mean ${fixed(mean(ratios), 3)}, min ${fixed(Math.min(...ratios), 3)}, max ${fixed(Math.max(...ratios), 3)}; ahead in ${ahead} of ${rounds.length} rounds`,
+    `server CPU per request: base ${fixed(baseCpu, 2)} µs, this ${fixed(curCpu, 2)} µs (this/base ${fixed(curCpu / baseCpu, 3)})`,
+    `p99 (median of rounds): base ${fixed(medianOf(rounds.map((r) => r.base.wrk.latencyMs.p99)), 2)} ms, this ${fixed(medianOf(rounds.map((r) => r.current.wrk.latencyMs.p99)), 2)} ms`,
+  ].join('\n');
+}
+
+function medianOf(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+async function main(): Promise<number> {
+  let opts: AbOptions;
+  try {
+    opts = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    if (!(err instanceof UsageError) && !(err instanceof TypeError)) throw err;
+    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (!isLinuxProcAvailable()) {
+    process.stderr.write('bench:ab: server CPU is read from /proc; it runs on Linux only\n');
+    return 2;
+  }
+  sup.installCleanup('both servers and the load');
+  const dir = sup.tempDir('rcd-ab-');
+  const bundle = join(dir, 'bundle.json');
+  writeBundle(bundle);
+  const script = writeWrkScript(dir, opts.scenario.name, opts.scenario.pool(BASE_SEED));
+  const [base, current] = await Promise.all([
+    startServer(sup, { root: opts.baseline, dbPath: join(dir, 'base.db'), bundle, threads: opts.threads, label: 'baseline' }),
+    startServer(sup, { root: repoRoot(), dbPath: join(dir, 'this.db'), bundle, threads: opts.threads, label: 'server' }),
+  ]);
+  process.stdout.write(
+    `${opts.scenario.name}: baseline ${opts.baseline} (pid ${base.pid}) and this checkout ${repoRoot()} (pid ${current.pid}), ` +
+      `${opts.rounds} rounds of ${opts.durationSec} s, ${opts.connections} connections each, both loaded at once\n`,
+  );
+  if (opts.warmupSec > 0) await loadBoth(base, current, script, opts, opts.warmupSec);
+  const rounds: Round[] = [];
+  for (let i = 0; i < opts.rounds && !sup.stopping; i++) {
+    const r = await loadBoth(base, current, script, opts, opts.durationSec);
+    rounds.push(r);
+    process.stdout.write(roundLine(i, r) + '\n');
+  }
+  if (rounds.length > 0) process.stdout.write('\n' + summarize(rounds) + '\n');
+  await sup.stopAll();
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`bench:ab failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    void sup.stopAll().finally(() => process.exit(1));
+  },
+);

@@ -1,0 +1,188 @@
+/**
+ * The child processes a benchmark starts (servers, ceilings, load generators) and their cleanup:
+ * whatever happens (success, failure, Ctrl-C, SIGTERM, an exception thrown from a callback), nothing
+ * a run started may outlive it, and its temp dirs are removed. Shared by the suite (run.ts) and the
+ * side-by-side comparison (ab.ts).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CeilingConfig } from './ceiling.js';
+
+export class Supervisor {
+  /** Set once a signal asked the run to stop: loops check it between steps. */
+  stopping = false;
+  /** Called first when stopping everything (e.g. to stop an in-process load generator). */
+  beforeStop: () => void = () => undefined;
+  private readonly children = new Set<ChildProcess>();
+  private readonly tempDirs = new Set<string>();
+  private readonly expectedExits = new WeakSet<ChildProcess>();
+
+  track(c: ChildProcess): ChildProcess {
+    this.children.add(c);
+    c.once('exit', () => this.children.delete(c));
+    return c;
+  }
+
+  /** A fresh temp dir, removed with everything else. */
+  tempDir(prefix: string): string {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    this.tempDirs.add(dir);
+    return dir;
+  }
+
+  /** True when this child was stopped on purpose (its exit is not news). */
+  expected(c: ChildProcess): boolean {
+    return this.expectedExits.has(c);
+  }
+
+  /** SIGTERM (a server finishes in-flight requests and exits 0), SIGKILL after a grace period. */
+  stopChild(c: ChildProcess, graceMs = 5000): Promise<void> {
+    this.expectedExits.add(c);
+    if (!alive(c)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        if (alive(c)) c.kill('SIGKILL');
+      }, graceMs);
+      c.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      c.kill('SIGTERM');
+    });
+  }
+
+  async stopAll(): Promise<void> {
+    this.beforeStop();
+    await Promise.all([...this.children].map((c) => this.stopChild(c)));
+    for (const d of this.tempDirs) rmSync(d, { recursive: true, force: true });
+    this.tempDirs.clear();
+  }
+
+  /** Ctrl-C and SIGTERM stop everything and exit 130 / 143; `what` names it in the message. */
+  installCleanup(what: string): void {
+    const onSignal = (signal: NodeJS.Signals): void => {
+      if (this.stopping) return;
+      this.stopping = true;
+      process.stderr.write(`\n${signal}: stopping ${what}\n`);
+      void this.stopAll().finally(() => process.exit(signal === 'SIGINT' ? 130 : 143));
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    // Last resort for paths that skip stopAll (an exception thrown from a callback): nothing may outlive us.
+    process.on('exit', () => {
+      for (const c of this.children) if (alive(c)) c.kill('SIGKILL');
+      for (const d of this.tempDirs) rmSync(d, { recursive: true, force: true });
+    });
+  }
+}
+
+function alive(c: ChildProcess): boolean {
+  return c.exitCode === null && c.signalCode === null;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** A load target: where to send requests and which process to account CPU and memory to. */
+export interface Target {
+  readonly url: string;
+  readonly pid: number;
+  readonly child: ChildProcess;
+  /** Only for ceilings: change the answer. */
+  configure(config: CeilingConfig): Promise<void>;
+}
+
+const TAIL_LINES = 40;
+
+/** Keeps reading a child's output (a full pipe would block the server) and remembers the last lines for errors. */
+export function drain(stream: NodeJS.ReadableStream, tail: string[], onLine?: (line: string) => void): void {
+  let partial = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    const lines = (partial + chunk).split('\n');
+    partial = lines.pop() ?? '';
+    for (const l of lines) {
+      tail.push(l);
+      if (tail.length > TAIL_LINES) tail.shift();
+      onLine?.(l);
+    }
+  });
+}
+
+export interface ServerStart {
+  /** The checkout whose `bin/rcd.js` runs (this one, or a baseline in ab.ts). */
+  readonly root: string;
+  /** The SQLite file of this server's store (created from `bundle`). */
+  readonly dbPath: string;
+  /** A bundle file (bench/fixtures/generate.ts) imported at start. */
+  readonly bundle: string;
+  /** Worker threads, or null for the server's default. */
+  readonly threads: number | null;
+  /** Names the server in messages ("server", "baseline"). */
+  readonly label: string;
+}
+
+/** Starts `rcd serve` from `root` on a free port; resolves once it printed "listening on". */
+export async function startServer(sup: Supervisor, start: ServerStart): Promise<Target> {
+  const port = await freePort();
+  const args = [
+    join(start.root, 'bin', 'rcd.js'),
+    'serve',
+    '--store',
+    `sqlite:${start.dbPath}`,
+    '--import',
+    start.bundle,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    // The benchmark measures the delivery API only: no admin listener competing for the CPU.
+    '--admin',
+    'false',
+  ];
+  if (start.threads !== null) args.push('--threads', String(start.threads));
+  const child = sup.track(spawn(process.execPath, args, { cwd: start.root, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const tail: string[] = [];
+  return new Promise<Target>((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`the ${start.label} did not print "listening on" within 120 s`)), 120_000);
+    const fail = (err: Error): void => {
+      clearTimeout(timer);
+      void sup.stopChild(child, 1000);
+      reject(new Error(`${err.message}\n--- ${start.label} output (last lines) ---\n${tail.join('\n')}`));
+    };
+    const onEarlyExit = (code: number | null, signal: string | null): void =>
+      fail(new Error(`the ${start.label} exited during start-up (code ${code}, signal ${signal})`));
+    child.once('error', fail);
+    child.once('exit', onEarlyExit);
+    drain(child.stderr as NodeJS.ReadableStream, tail);
+    drain(child.stdout as NodeJS.ReadableStream, tail, (line) => {
+      const m = /listening on (http:\/\/[^\s]+)/.exec(line);
+      if (m === null) return;
+      clearTimeout(timer);
+      child.off('exit', onEarlyExit);
+      child.once('exit', (code, signal) => {
+        if (!sup.stopping && !sup.expected(child)) {
+          process.stderr.write(`\nthe ${start.label} exited (code ${code}, signal ${signal})\n--- last lines ---\n${tail.join('\n')}\n`);
+        }
+      });
+      resolve({
+        url: (m[1] as string).replace(/\/$/, ''),
+        pid: child.pid as number,
+        child,
+        configure: () => Promise.reject(new Error('the real server is not configurable')),
+      });
+    });
+  });
+}
