@@ -207,6 +207,8 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (err: unknown) => {
+    // After Ctrl-C the signal handler stops everything and exits; a load it killed is not a failure.
+    if (sup.stopping) return;
     process.stderr.write(`bench:ab failed: ${err instanceof Error ? err.message : String(err)}\n`);
     void sup.stopAll().finally(() => process.exit(1));
   },
