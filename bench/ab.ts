@@ -19,7 +19,7 @@ import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { repoRoot, writeBundle } from './fixtures/generate.js';
 import { isLinuxProcAvailable, processCpuMicros } from './measure.js';
 import { Supervisor, startServer, type Target } from './processes.js';
-import { runWrk, wrkAvailable, writeWrkScript, type WrkStats } from './wrk.js';
+import { medianOfRuns, runWrk, wrkAvailable, writeWrkScript, type WrkStats } from './wrk.js';
 
 const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
   --baseline DIR       another checkout of rcd, built (npm run build), to compare this one against;
@@ -156,14 +156,8 @@ function summarize(rounds: readonly Round[]): string {
   return [
     `this/base req/s: mean ${fixed(mean(ratios), 3)}, min ${fixed(Math.min(...ratios), 3)}, max ${fixed(Math.max(...ratios), 3)}; ahead in ${ahead} of ${rounds.length} rounds`,
     `server CPU per request: base ${fixed(baseCpu, 2)} µs, this ${fixed(curCpu, 2)} µs (this/base ${fixed(curCpu / baseCpu, 3)})`,
-    `p99 (median of rounds): base ${fixed(medianOf(rounds.map((r) => r.base.wrk.latencyMs.p99)), 2)} ms, this ${fixed(medianOf(rounds.map((r) => r.current.wrk.latencyMs.p99)), 2)} ms`,
+    `p99 (median of rounds): base ${fixed(medianOfRuns(rounds.map((r) => r.base.wrk)).latencyMs.p99, 2)} ms, this ${fixed(medianOfRuns(rounds.map((r) => r.current.wrk)).latencyMs.p99, 2)} ms`,
   ].join('\n');
-}
-
-function medianOf(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 async function main(): Promise<number> {
