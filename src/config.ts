@@ -101,6 +101,16 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
   if (!storeUrl.startsWith('sqlite:') && storeUrl !== 'memory:') {
     throw new ConfigError(`--store must be sqlite:PATH or memory:, got "${storeUrl}"`);
   }
+  const maxCombineIds = intIn('max-combine-ids', get('max-combine-ids'), 1, 10_000);
+  const maxPendingJobs = intIn('max-pending', get('max-pending'), 1, 1_000_000);
+  // A combine whose ids all miss the front cache needs one pool job per id, admitted together: with
+  // fewer places than ids it could never run and would answer 503 forever.
+  if (maxPendingJobs < maxCombineIds) {
+    throw new ConfigError(
+      `--max-pending (${maxPendingJobs}) must be at least --max-combine-ids (${maxCombineIds}): ` +
+        'a combine request needs up to one pool job per id at once',
+    );
+  }
   return Object.freeze({
     storeUrl,
     importFile: get('import') === '' ? null : get('import'),
@@ -108,8 +118,8 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     port: intIn('port', get('port'), 0, 65535),
     threads: intIn('threads', get('threads'), 1, 64),
     maxBodyBytes: intIn('max-body', get('max-body'), 1, 16 * 1024 * 1024),
-    maxCombineIds: intIn('max-combine-ids', get('max-combine-ids'), 1, 10_000),
-    maxPendingJobs: intIn('max-pending', get('max-pending'), 1, 1_000_000),
+    maxCombineIds,
+    maxPendingJobs,
     cacheBytes: intIn('cache-mb', get('cache-mb'), 1, 65536) * 1024 * 1024,
     adminHost: get('admin-host'),
     adminEnabled: bool('admin', get('admin')),

@@ -4,7 +4,7 @@
  */
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { handleCatalog, handleContent, handleHealth, handleNotFound, handleWrongMethod } from './handlers.js';
+import { handleCatalog, handleContent, handleHealth, handleNotFound, handleWrongMethod, handlerFailed } from './handlers.js';
 import { Route } from './request.js';
 import type { FrontEndState } from './state.js';
 
@@ -15,13 +15,38 @@ export function isNativeUws(): boolean {
 
 export function createApp(state: FrontEndState): TemplatedApp {
   const app = uWS.App();
-  const plain = (res: HttpResponse, req: HttpRequest): void => handleContent(state, res, req, Route.Plain);
-  const wrapped = (res: HttpResponse, req: HttpRequest): void => handleContent(state, res, req, Route.Wrapped);
-  const combine = (res: HttpResponse, req: HttpRequest): void => handleContent(state, res, req, Route.Combine);
-  const catalog = (res: HttpResponse, req: HttpRequest): void => handleCatalog(state, res, req);
-  const health = (res: HttpResponse): void => handleHealth(state, res);
-  const postOnly = (res: HttpResponse): void => handleWrongMethod(state, res, 'POST');
-  const getOnly = (res: HttpResponse): void => handleWrongMethod(state, res, 'GET');
+  // An exception escaping a uWS handler ends the process; handlerFailed contains it to the connection.
+  const plain = (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      handleContent(state, res, req, Route.Plain);
+    } catch (err) {
+      handlerFailed(state, res, err);
+    }
+  };
+  const wrapped = (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      handleContent(state, res, req, Route.Wrapped);
+    } catch (err) {
+      handlerFailed(state, res, err);
+    }
+  };
+  const combine = (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      handleContent(state, res, req, Route.Combine);
+    } catch (err) {
+      handlerFailed(state, res, err);
+    }
+  };
+  const catalog = (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      handleCatalog(state, res, req);
+    } catch (err) {
+      handlerFailed(state, res, err);
+    }
+  };
+  const health = (res: HttpResponse, req: HttpRequest): void => handleHealth(state, res, req);
+  const postOnly = (res: HttpResponse, req: HttpRequest): void => handleWrongMethod(state, res, req, 'POST');
+  const getOnly = (res: HttpResponse, req: HttpRequest): void => handleWrongMethod(state, res, req, 'GET');
   // The method is matched by uWS's router (a method-specific route wins over `any` on the same path),
   // so a handler never asks for it: one native call and one string less per request.
   for (const suffix of ['', '/']) {
@@ -31,7 +56,7 @@ export function createApp(state: FrontEndState): TemplatedApp {
     app.get('/api/v1/env/catalog' + suffix, catalog).any('/api/v1/env/catalog' + suffix, getOnly);
     app.get('/healthz' + suffix, health).any('/healthz' + suffix, getOnly);
   }
-  app.any('/*', (res: HttpResponse) => handleNotFound(state, res));
+  app.any('/*', (res: HttpResponse, req: HttpRequest) => handleNotFound(state, res, req));
   return app;
 }
 

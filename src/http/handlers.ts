@@ -63,7 +63,46 @@ function decodeId(raw: string): string | undefined {
   }
 }
 
+// Counted by countFramingHeader over one request's headers (uWS calls back synchronously).
+let contentLengthCount = 0;
+let transferEncodingCount = 0;
+
+function countFramingHeader(name: string): void {
+  if (name === 'content-length') contentLengthCount++;
+  else if (name === 'transfer-encoding') transferEncodingCount++;
+}
+
+/**
+ * RFC 9112 6.3: two Content-Length headers, or Content-Length beside Transfer-Encoding, leave the
+ * body's end ambiguous; uWS takes the first and parses the rest as the next request, which a proxy
+ * that took the other length would not see (request smuggling). Such a request is refused by closing
+ * the connection at once: uWS keeps parsing the bytes that follow this head in the same read before
+ * it sends anything, so a 400 could only go out after the smuggled request was handled; a closed
+ * socket stops the parser there. uWS exposes duplicates only through forEach (~1 us a request with
+ * eight headers), every route checks: a GET may carry a body too.
+ */
+function hasAmbiguousFraming(req: HttpRequest): boolean {
+  contentLengthCount = 0;
+  transferEncodingCount = 0;
+  req.forEach(countFramingHeader);
+  return contentLengthCount > 1 || (contentLengthCount === 1 && transferEncodingCount > 0);
+}
+
+/** Called when a route handler threw: the connection is closed (it may hold part of an answer). */
+export function handlerFailed(state: FrontEndState, res: HttpResponse, err: unknown): void {
+  state.onInternalError(err);
+  try {
+    res.close();
+  } catch {
+    // Already closed or aborted: nothing is left to clean up.
+  }
+}
+
 export function handleContent(state: FrontEndState, res: HttpResponse, req: HttpRequest, route: Route): void {
+  if (hasAmbiguousFraming(req)) {
+    res.close();
+    return;
+  }
   const view = authorize(state, res, req);
   if (view === undefined) return;
   const maxBody = state.config.maxBodyBytes;
@@ -88,12 +127,20 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
 }
 
 export function handleCatalog(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  if (hasAmbiguousFraming(req)) {
+    res.close();
+    return;
+  }
   const view = authorize(state, res, req);
   if (view === undefined) return;
   send(res, STATUS_OK, view.env.catalogBody, '', '', state.shuttingDown);
 }
 
-export function handleHealth(state: FrontEndState, res: HttpResponse): void {
+export function handleHealth(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  if (hasAmbiguousFraming(req)) {
+    res.close();
+    return;
+  }
   if (state.shuttingDown) {
     send(res, '503 Service Unavailable', HEALTH_DRAINING, '', '', true);
     return;
@@ -102,11 +149,19 @@ export function handleHealth(state: FrontEndState, res: HttpResponse): void {
 }
 
 /** 405 on a route that exists for another method; `allow` is the one it takes. */
-export function handleWrongMethod(state: FrontEndState, res: HttpResponse, allow: 'GET' | 'POST'): void {
+export function handleWrongMethod(state: FrontEndState, res: HttpResponse, req: HttpRequest, allow: 'GET' | 'POST'): void {
+  if (hasAmbiguousFraming(req)) {
+    res.close();
+    return;
+  }
   const err = allow === 'POST' ? POST_ONLY : GET_ONLY;
   send(res, err.statusLine, err.body, 'allow', allow, state.shuttingDown);
 }
 
-export function handleNotFound(state: FrontEndState, res: HttpResponse): void {
+export function handleNotFound(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  if (hasAmbiguousFraming(req)) {
+    res.close();
+    return;
+  }
   sendError(res, NOT_FOUND, state.shuttingDown);
 }

@@ -48,6 +48,9 @@ export function parseCombineQuery(query: string, maxIds: number): CombineQuery {
     if (typeof id !== 'string' || id.length === 0) {
       throw new RcdError('invalid_query', 'every id in c must be a non-empty string');
     }
+    // A lone surrogate (JSON allows "\ud800") can be neither looked up nor written back in the
+    // X-Missing-Content header (encodeURIComponent throws on it).
+    if (!id.isWellFormed()) throw new RcdError('invalid_query', 'every id in c must be well-formed Unicode (no lone surrogates)');
     if (!seen.has(id)) {
       seen.add(id);
       ids.push(id);

@@ -47,6 +47,8 @@ export class ContentRequest implements JobSink {
   received = 0;
   /** True once answered or aborted: nothing more may touch res. */
   done = false;
+  /** True once a success answer started writing: a failure after that cannot answer 500 any more. */
+  writing = false;
   kind: JobKind = JobKind.Plain;
   /** meta.uid and meta.mod of wrapped requests (the tail is built here, per user). */
   uid = 0;
@@ -74,6 +76,15 @@ export class ContentRequest implements JobSink {
   }
 
   onChunk(chunk: ArrayBuffer, isLast: boolean): void {
+    // An exception escaping a uWS callback ends the process: contain it to this request.
+    try {
+      this.readChunk(chunk, isLast);
+    } catch (err) {
+      this.onFailure(0, err);
+    }
+  }
+
+  private readChunk(chunk: ArrayBuffer, isLast: boolean): void {
     if (this.done) return;
     this.received += chunk.byteLength;
     if (this.received > this.state.config.maxBodyBytes) {
@@ -118,13 +129,14 @@ export class ContentRequest implements JobSink {
   }
 
   onFailure(_slot: number, err: unknown): void {
+    this.state.onInternalError(err);
     if (this.done) return;
-    if (isQueueFull(err)) {
-      sendOverloaded(this.res, this.state.shuttingDown);
+    if (this.writing) {
+      // Part of the answer may be out already; a second status line would desync the connection.
       this.finish();
+      this.res.close();
       return;
     }
-    this.state.onInternalError(err);
     this.answerError('internal', 'internal error', false);
   }
 
@@ -151,10 +163,6 @@ export class ContentRequest implements JobSink {
   }
 }
 
-function isQueueFull(err: unknown): boolean {
-  return err instanceof Error && /queue is at limit/i.test(err.message);
-}
-
 function handleBody(r: ContentRequest, text: string): void {
   let ctx: UserContext;
   try {
@@ -165,15 +173,14 @@ function handleBody(r: ContentRequest, text: string): void {
       startSingle(r, ctx);
     }
   } catch (err) {
-    if (err instanceof RcdError) {
-      if (!r.done) {
-        sendError(r.res, responseForError(err), r.state.shuttingDown);
-        r.finish();
-      }
+    if (!(err instanceof RcdError) || r.writing) {
+      r.onFailure(0, err);
       return;
     }
-    r.state.onInternalError(err);
-    r.answerError('internal', 'internal error', false);
+    if (!r.done) {
+      sendError(r.res, responseForError(err), r.state.shuttingDown);
+      r.finish();
+    }
   }
 }
 
@@ -280,6 +287,7 @@ function missJob(kind: JobKind, rev: RevisionView, content: ContentView, combina
 }
 
 function answerSingle(r: ContentRequest, item: Rendered): void {
+  r.writing = true;
   if (r.kind === JobKind.Plain) send(r.res, STATUS_OK, item.head, '', '', r.state.shuttingDown);
   else sendWrapped(r.res, item.head, r.uid, r.mod, item.seg, r.state.shuttingDown);
   r.finish();
@@ -289,10 +297,17 @@ function answerSingle(r: ContentRequest, item: Rendered): void {
 // separately cost ~4 uWS calls per id, which dominated a 10-id answer (bench: combine).
 let combineSlot: ContentRequest | null = null;
 let combineBody: Buffer | null = null;
+let combineMissing = '';
 
 function answerCombine(r: ContentRequest): void {
+  // Everything that can fail is computed before the first byte is written.
+  const body = combineBytes(r);
+  const missing = r.missing!;
+  const missingHeader = missing.length === 0 ? '' : missing.map(encodeURIComponent).join(',');
+  r.writing = true;
   combineSlot = r;
-  combineBody = combineBytes(r);
+  combineBody = body;
+  combineMissing = missingHeader;
   r.res.cork(writeCombine);
   combineSlot = null;
   combineBody = null;
@@ -334,7 +349,6 @@ function writeCombine(): void {
   const res = r.res;
   // No writeStatus: 200 is uWS's default.
   res.writeHeader(H_CONTENT_TYPE, JSON_TYPE_BYTES);
-  const missing = r.missing!;
-  if (missing.length > 0) res.writeHeader('x-missing-content', missing.map(encodeURIComponent).join(','));
+  if (combineMissing !== '') res.writeHeader('x-missing-content', combineMissing);
   res.end(combineBody!, r.state.shuttingDown);
 }

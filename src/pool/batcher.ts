@@ -13,6 +13,7 @@ import type { Batch, BatchResult, Job, JobResult } from './protocol.js';
 /** Whoever waits for a job's result (a request). `slot` tells a multi-job request which one it is. */
 export interface JobSink {
   onResult(slot: number, result: JobResult): void;
+  /** The job failed, or onResult threw. Must not throw: it answers 500 (or closes) and logs. */
   onFailure(slot: number, err: unknown): void;
 }
 
@@ -88,10 +89,21 @@ function flushBatcher(b: Batcher): void {
   b.flush();
 }
 
+// A sink that throws is failed on its own: one request's bug must neither reach the other requests
+// of its batch nor escape as an unhandled rejection, which would end the process.
 function deliverResults(b: Batcher, out: BatchResult, sinks: JobSink[], slots: number[]): void {
   const results = out.results;
   b.pending -= sinks.length;
-  for (let i = 0; i < sinks.length; i++) sinks[i]!.onResult(slots[i]!, results[i]!);
+  for (let i = 0; i < sinks.length; i++) deliverResult(sinks[i]!, slots[i]!, results[i]);
+}
+
+function deliverResult(sink: JobSink, slot: number, result: JobResult | undefined): void {
+  try {
+    if (result === undefined) throw new Error('the worker returned fewer results than jobs');
+    sink.onResult(slot, result);
+  } catch (err) {
+    sink.onFailure(slot, err);
+  }
 }
 
 function deliverFailure(b: Batcher, err: unknown, sinks: JobSink[], slots: number[]): void {

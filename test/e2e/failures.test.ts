@@ -31,7 +31,7 @@ afterEach(async () => {
 
 describe('overload', () => {
   it('answers 503 overloaded with Retry-After when jobs in flight exceed --max-pending', async () => {
-    server = await startServer({ bundle: BUNDLE, args: ['--max-pending', '1', '--threads', '1'] });
+    server = await startServer({ bundle: BUNDLE, args: ['--max-pending', '1', '--max-combine-ids', '1', '--threads', '1'] });
     const body = JSON.stringify({ u: 'x' });
     const replies = await Promise.all(
       Array.from({ length: 200 }, () => call(server!.url, '/api/v1/config/Big', { key: KEY, body })),

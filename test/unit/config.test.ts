@@ -31,4 +31,9 @@ describe('serve configuration', () => {
   ])('refuses %j', (flags) => {
     expect(() => build(flags)).toThrowError(ConfigError);
   });
+
+  it('refuses --max-pending below --max-combine-ids (such a combine could never be admitted)', () => {
+    expect(() => build({ 'max-pending': '50' })).toThrowError(/--max-pending \(50\) must be at least --max-combine-ids \(100\)/);
+    expect(build({ 'max-pending': '50', 'max-combine-ids': '50' }).maxPendingJobs).toBe(50);
+  });
 });

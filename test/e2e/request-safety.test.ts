@@ -1,0 +1,130 @@
+/**
+ * Requests that once ended the process or desynced a connection, against the real server: a
+ * failure on a result path stays with its request, ambiguous framing is refused, pipelined
+ * requests are answered in order (or, where uWS cannot, the connection closes at once), and a
+ * configuration that could never admit a combine is refused at start.
+ */
+import { spawnSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN, call, errorCode, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { rawExchange, rawPost, statusCodes } from '../helpers/raw-http.js';
+
+const KEY = 'safety-key-0001';
+const HEADERS = { 'X-Api-Key': KEY, 'Content-Type': 'application/json' };
+const content: Record<string, { json: unknown }> = { StoreLayout: { json: { slots: [1, 2, 3] } } };
+for (let i = 0; i < 8; i++) content[`Cold${i}`] = { json: { cold: i } };
+const BUNDLE = { environments: { env: { keys: [KEY], content } } };
+
+let server: ServerProcess;
+beforeAll(async () => {
+  server = await startServer({ bundle: BUNDLE });
+});
+afterAll(async () => {
+  await server?.dispose();
+});
+
+function alive(): boolean {
+  return server.child.exitCode === null && server.child.signalCode === null;
+}
+
+describe('a failure on a result path stays with its request', () => {
+  it('refuses a combine id that is not well-formed Unicode with 400 invalid_query, beside an id needing a render', async () => {
+    const c = encodeURIComponent('["StoreLayout","\\ud800"]');
+    const r = await call(server.url, `/api/v1/combine?c=${c}`, { key: KEY, body: '{}' });
+    expect(r.status).toBe(400);
+    expect(errorCode(r)).toBe('invalid_query');
+    expect(alive()).toBe(true);
+    const again = await call(server.url, `/api/v1/combine?c=${encodeURIComponent('["StoreLayout"]')}`, { key: KEY, body: '{}' });
+    expect(again.status).toBe(200);
+    expect(again.json).toEqual({ StoreLayout: { slots: [1, 2, 3] } });
+  });
+
+  it('answers a combine whose every id is missing with one status line and one Content-Type', async () => {
+    const c = encodeURIComponent('["Nope","Nah x","ünïcode"]');
+    const r = await rawExchange(server.url, [rawPost(`/api/v1/combine?c=${c}`, HEADERS, '{}')], {
+      until: (t) => t.endsWith('{}'),
+    });
+    expect(statusCodes(r.text)).toEqual([200]);
+    expect(r.text.match(/^content-type:/gim)).toHaveLength(1);
+    expect(r.text).toMatch(/^x-missing-content: Nope,Nah%20x,%C3%BCn%C3%AFcode\r$/im);
+  });
+});
+
+describe('ambiguous framing (request smuggling)', () => {
+  const smuggled = 'GET /healthz HTTP/1.1\r\nHost: rcd\r\n\r\n';
+  const headOf = (framing: string, body: string): string =>
+    `POST /api/v1/config/StoreLayout HTTP/1.1\r\nHost: rcd\r\nX-Api-Key: ${KEY}\r\nContent-Type: application/json\r\n${framing}\r\n${body}`;
+
+  it('closes the connection on two Content-Length headers without answering either request', async () => {
+    const body = '{}' + smuggled;
+    const r = await rawExchange(server.url, [headOf(`Content-Length: 2\r\nContent-Length: ${body.length}\r\n`, body)]);
+    expect(r.closed).toBe(true);
+    expect(r.ms).toBeLessThan(1000);
+    expect(r.text).toBe('');
+  });
+
+  it('closes the connection on Content-Length beside Transfer-Encoding', async () => {
+    const body = '2\r\n{}\r\n0\r\n\r\n';
+    const r = await rawExchange(server.url, [headOf(`Content-Length: 2\r\nTransfer-Encoding: chunked\r\n`, body)]);
+    expect(r.closed).toBe(true);
+    expect(r.text).toBe('');
+  });
+
+  it('refuses it on the catalog, health and unknown routes too, and keeps serving', async () => {
+    for (const line of ['GET /api/v1/env/catalog', 'GET /healthz', 'GET /nowhere', 'GET /api/v1/combine']) {
+      const r = await rawExchange(server.url, [`${line} HTTP/1.1\r\nHost: rcd\r\nContent-Length: 0\r\nContent-Length: 37\r\n\r\n${smuggled}`]);
+      expect(r.closed, line).toBe(true);
+      expect(r.text, line).toBe('');
+    }
+    const ok = await call(server.url, '/api/v1/config/StoreLayout', { key: KEY, body: '{}' });
+    expect(ok.status).toBe(200);
+  });
+
+  it('still takes a single Content-Length and a chunked body', async () => {
+    const one = await rawExchange(server.url, [rawPost('/api/v1/config/StoreLayout', HEADERS, '{}')], { until: (t) => t.endsWith('}') });
+    expect(statusCodes(one.text)).toEqual([200]);
+    const chunked = await rawExchange(
+      server.url,
+      [`POST /api/v1/config/StoreLayout HTTP/1.1\r\nHost: rcd\r\nX-Api-Key: ${KEY}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`],
+      { until: (t) => t.endsWith('}') },
+    );
+    expect(statusCodes(chunked.text)).toEqual([200]);
+  });
+});
+
+describe('pipelined requests', () => {
+  it('answers requests pipelined in one write in order when each is answered at once', async () => {
+    // Warm the front cache so the content request is answered without the pool.
+    await call(server.url, '/api/v1/config/StoreLayout', { key: KEY, body: '{}' });
+    const writes = rawPost('/api/v1/config/StoreLayout', HEADERS, '{}') + 'GET /healthz HTTP/1.1\r\nHost: rcd\r\n\r\n' + rawPost('/api/v1/config/Missing', HEADERS, '{}');
+    const r = await rawExchange(server.url, [writes], { until: (t) => statusCodes(t).length === 3 && t.endsWith('}') });
+    expect(statusCodes(r.text)).toEqual([200, 200, 404]);
+    expect(r.text.indexOf('"slots"')).toBeLessThan(r.text.indexOf('"status":"ok"'));
+  });
+
+  it('closes at once, never hangs, when a request follows one that waits for the render pool (uWS cannot queue it)', async () => {
+    const writes = rawPost('/api/v1/config/Cold0', HEADERS, '{}') + 'GET /healthz HTTP/1.1\r\nHost: rcd\r\n\r\n';
+    const r = await rawExchange(server.url, [writes]);
+    expect(r.closed).toBe(true);
+    expect(r.ms).toBeLessThan(1000);
+    expect(alive()).toBe(true);
+    // The render it started is cached; the same request on its own is answered.
+    const single = await call(server.url, '/api/v1/config/Cold0', { key: KEY, body: '{}' });
+    expect(single.json).toEqual({ cold: 0 });
+  });
+});
+
+describe('limits that could never be met', () => {
+  it('refuses --max-pending below --max-combine-ids at start, with one line and exit 1', () => {
+    const dir = tempDir();
+    const r = spawnSync(process.execPath, [BIN, 'serve', '--store', 'memory:', '--port', '0', '--admin', 'false', '--max-pending', '10', '--max-combine-ids', '100'], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toMatch(/--max-pending/);
+    expect(r.stdout).not.toMatch(/listening/);
+  });
+});
