@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { Piscina } from 'piscina';
 import { startAdminServer } from './admin/server.js';
+import { loadSealKey } from './admin/sealed.js';
 import { openAdminState } from './admin/state.js';
 import { resolveAdminToken, type ResolvedAdminToken } from './admin/token.js';
 import type { ServeConfig } from './config.js';
@@ -39,8 +40,10 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   // First: opening the store and importing a bundle allocate enough to grow the young generation.
   const holdYoung = !operatorSizedYoungGeneration(process.execArgv, process.env.NODE_OPTIONS);
   if (holdYoung) holdYoungGeneration();
-  // Before the store opens or anything listens: an unusable admin token stops the start with one line.
+  // Before the store opens or anything listens: an unusable admin token or webhook key file stops
+  // the start with one line (the admin state reads the key file again when it opens).
   const adminToken = config.adminEnabled ? resolveAdminToken(config.dataDir) : null;
+  if (adminToken !== null && config.storeUrl.startsWith('sqlite:')) loadSealKey(config.dataDir);
   const store = await openStore(config.storeUrl);
   let demoKey: string | null = null;
   try {

@@ -102,7 +102,7 @@ function mode(path: string): number {
   return statSync(path).mode & 0o777;
 }
 
-describe('admin token', () => {
+describe('admin token and webhook key at start', () => {
   it('refuses to start with a short token: one line, exit 1, nothing created', async () => {
     const dir = ownDir();
     const r = await serveExpectingExit(dir, { RCD_ADMIN_TOKEN: 'a' });
@@ -121,6 +121,16 @@ describe('admin token', () => {
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
     expect(r.stderr).toContain(join(dir, 'admin-token'));
     expect(r.stdout).not.toContain('listening');
+  });
+
+  it('refuses to start with a webhook key file that holds no key, before creating the store', async () => {
+    const dir = ownDir();
+    writeFileSync(join(dir, 'webhook-key'), 'not-a-key\n', { mode: 0o600 });
+    const r = await serveExpectingExit(dir, {});
+    expect(r.code).toBe(1);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain(join(dir, 'webhook-key'));
+    expect(existsSync(join(dir, 'rcd.db'))).toBe(false);
   });
 
   it('trims the configured token the way it trims the presented one', async () => {
