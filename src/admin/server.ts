@@ -137,7 +137,7 @@ async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerRe
   }
 }
 
-const BEARER = /^bearer +(\S.*)$/is;
+const BEARER = /^bearer +(\S.*)$/i;
 
 /**
  * The token of an `Authorization: Bearer <token>` header value, or null when there is none.
@@ -146,7 +146,8 @@ const BEARER = /^bearer +(\S.*)$/is;
  */
 export function bearerToken(header: string | undefined): string | null {
   if (header === undefined) return null;
-  const m = BEARER.exec(header);
+  // A field value excludes surrounding whitespace (RFC 9110); node strips it already, other callers may not.
+  const m = BEARER.exec(header.trim());
   if (m === null) return null;
   const token = normaliseToken(m[1] as string);
   return token === '' ? null : token;

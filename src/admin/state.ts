@@ -201,8 +201,11 @@ class SqliteAdminState implements AdminStateStore {
     })();
     // The clear pages still sit in the WAL until a checkpoint copies them over; TRUNCATE also
     // empties the WAL file itself.
-    if (onDisk) this.db.pragma('wal_checkpoint(TRUNCATE)');
+    const checkpoint = onDisk ? (this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[])[0] : undefined;
     this.log(`admin: sealed ${clear.length} webhook secret(s) stored in clear by an older version`);
+    if (checkpoint !== undefined && checkpoint.busy !== 0) {
+      this.log('admin: the store was busy; the clear copies leave the database file at its next checkpoint');
+    }
   }
 
   async appendAudit(entry: NewAuditEntry): Promise<AuditEntry> {
