@@ -199,8 +199,9 @@ class SqliteAdminState implements AdminStateStore {
     this.db.transaction(() => {
       for (const row of clear) update.run(sealSecret(this.sealKey, row.secret, row.id), row.id);
     })();
-    // The clear pages still sit in the WAL until a checkpoint copies them over; TRUNCATE also
-    // empties the WAL file itself.
+    // Until a checkpoint copies the rewritten pages back, the database file still holds the clear
+    // ones (and a WAL left by a crash may hold older frames with them); TRUNCATE does the copy and
+    // empties the WAL file.
     const checkpoint = onDisk ? (this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[])[0] : undefined;
     this.log(`admin: sealed ${clear.length} webhook secret(s) stored in clear by an older version`);
     if (checkpoint !== undefined && checkpoint.busy !== 0) {
