@@ -62,7 +62,7 @@ export function demoKeyPath(dataDir: string): string {
 
 export function newDemoKey(dataDir: string): string {
   const key = 'demo_' + randomBytes(18).toString('base64url');
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = demoKeyPath(dataDir);
   writeFileSync(path, key + '\n', { mode: 0o600 });
   chmodSync(path, 0o600);

@@ -5,8 +5,9 @@
 import { readFileSync } from 'node:fs';
 import { Piscina } from 'piscina';
 import { startAdminServer } from './admin/server.js';
+import { loadSealKey } from './admin/sealed.js';
 import { openAdminState } from './admin/state.js';
-import { resolveAdminToken } from './admin/token.js';
+import { resolveAdminToken, type ResolvedAdminToken } from './admin/token.js';
 import type { ServeConfig } from './config.js';
 import { DEMO_CONTENT_ID, DEMO_ENV, demoBundle, newDemoKey, readDemoKey } from './demo.js';
 import { Directory, MappingLibrary } from './directory.js';
@@ -39,6 +40,10 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   // First: opening the store and importing a bundle allocate enough to grow the young generation.
   const holdYoung = !operatorSizedYoungGeneration(process.execArgv, process.env.NODE_OPTIONS);
   if (holdYoung) holdYoungGeneration();
+  // Before the store opens or anything listens: an unusable admin token or webhook key file stops
+  // the start with one line (the admin state reads the key file again when it opens).
+  const adminToken = config.adminEnabled ? resolveAdminToken(config.dataDir) : null;
+  if (adminToken !== null && config.storeUrl.startsWith('sqlite:')) loadSealKey(config.dataDir);
   const store = await openStore(config.storeUrl);
   let demoKey: string | null = null;
   try {
@@ -102,7 +107,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     state.directory = new Directory(await store.loadDirectory(), mappings);
   };
 
-  const admin = config.adminEnabled ? await startAdmin(config, store, refresh) : null;
+  const admin = adminToken !== null ? await startAdmin(config, store, refresh, adminToken) : null;
 
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
@@ -130,10 +135,10 @@ async function startAdmin(
   config: ServeConfig,
   store: Store,
   refresh: () => Promise<void>,
+  token: ResolvedAdminToken,
 ): Promise<{ close(): Promise<void> }> {
-  const token = resolveAdminToken(config.dataDir);
   if (token.source === 'file') logInfo(`admin token in ${token.path}`);
-  const state = openAdminState(config.storeUrl);
+  const state = openAdminState(config.storeUrl, { dataDir: config.dataDir, log: logError });
   const server = await startAdminServer({
     host: config.adminHost,
     port: config.adminPort,

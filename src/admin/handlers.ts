@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { RcdError } from '../errors.js';
+import { plainKeyProblem } from '../store/ids.js';
 import type { DirectorySnapshot, Store } from '../store/types.js';
 import type { Route } from './router.js';
 import { WEBHOOK_EVENTS, type AdminStateStore, type WebhookEvent, type WebhookInfo } from './state.js';
@@ -148,10 +149,10 @@ async function createKey(ctx: AdminContext, call: AdminCall): Promise<AdminResul
     const body = parseJsonBody(call);
     if (!isPlainObject(body)) throw new RcdError('invalid_body', 'the body must be a JSON object');
     if (body.key !== undefined) {
-      if (typeof body.key !== 'string' || body.key.length < 16) {
-        throw new RcdError('invalid_body', 'key must be a string of at least 16 characters (omit it to get a random key)');
-      }
-      plain = body.key;
+      // The store's rule, so a key the admin API refuses is exactly one a bundle import refuses.
+      const problem = plainKeyProblem(body.key);
+      if (problem !== '') throw new RcdError('invalid_body', `key: ${problem} (omit it to get a random key)`);
+      plain = body.key as string;
     }
   }
   const { id, key } = await ctx.store.createKey(env, plain);
@@ -380,7 +381,7 @@ function parseEvents(raw: unknown): WebhookEvent[] {
 }
 
 async function listWebhooks(ctx: AdminContext): Promise<AdminResult> {
-  return read({ webhooks: (await ctx.state.listWebhooks()).map(publicWebhook) });
+  return read({ webhooks: await ctx.state.listWebhookInfo() });
 }
 
 async function deleteWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {

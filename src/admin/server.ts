@@ -16,7 +16,7 @@ import type { Store } from '../store/types.js';
 import { ADMIN_ROUTES, type AdminContext, type AdminHandler, type AdminResult } from './handlers.js';
 import { compileRouter, type Router } from './router.js';
 import type { AdminStateStore } from './state.js';
-import { adminTokenId, tokenMatcher } from './token.js';
+import { adminTokenId, normaliseToken, tokenMatcher } from './token.js';
 import { WebhookDispatcher, type WebhookDispatcherOptions, type WebhookStats } from './webhooks.js';
 
 export const DEFAULT_ADMIN_MAX_BODY = 10 * 1024 * 1024;
@@ -119,12 +119,9 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
 
 async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerResponse): Promise<void> {
   try {
-    const auth = req.headers.authorization;
-    if (auth === undefined || auth === '') {
-      throw new RcdError('unauthorized', 'missing Authorization: Bearer <admin token>');
-    }
-    const presented = auth.startsWith('Bearer ') ? auth.slice(7).trim() : '';
-    if (presented === '' || !shared.matches(presented)) throw new RcdError('unauthorized', 'invalid admin token');
+    const presented = bearerToken(req.headers.authorization);
+    if (presented === null) throw new RcdError('unauthorized', 'missing Authorization: Bearer <admin token>');
+    if (!shared.matches(presented)) throw new RcdError('unauthorized', 'invalid admin token');
 
     const url = new URL(req.url ?? '/', 'http://admin.invalid');
     const { handler: entry, params } = shared.router.match(req.method ?? 'GET', url.pathname);
@@ -138,6 +135,22 @@ async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerRe
   } catch (err) {
     sendError(shared, res, err);
   }
+}
+
+const BEARER = /^bearer +(\S.*)$/i;
+
+/**
+ * The token of an `Authorization: Bearer <token>` header value, or null when there is none.
+ * RFC 9110 makes the scheme case-insensitive and allows more than one space after it; the token
+ * is normalised exactly like the configured one (normaliseToken), so both sides follow one rule.
+ */
+export function bearerToken(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  // A field value excludes surrounding whitespace (RFC 9110); node strips it already, other callers may not.
+  const m = BEARER.exec(header.trim());
+  if (m === null) return null;
+  const token = normaliseToken(m[1] as string);
+  return token === '' ? null : token;
 }
 
 function actorOf(req: IncomingMessage, tokenId: string): string {

@@ -11,7 +11,7 @@
  * switches on when SQLITE_USE_URI=1 is in the environment the first time a connection is opened in
  * the process; `enableUriFilenames()` sets it and every open verifies the result.
  */
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { RcdError } from '../errors.js';
@@ -67,7 +67,8 @@ export function openWriter(loc: DbLocation, busyTimeoutMs: number): Database {
   enableUriFilenames();
   let db: Database;
   if (loc.kind === 'file') {
-    mkdirSync(dirname(loc.path), { recursive: true });
+    mkdirSync(dirname(loc.path), { recursive: true, mode: 0o700 });
+    makeStoreFilesPrivate(loc.path);
     db = new BetterSqlite3(loc.path);
     db.pragma('journal_mode = WAL');
     // FULL: a write that answered 2xx survives a power loss. Writes are rare admin calls, so the
@@ -79,6 +80,30 @@ export function openWriter(loc: DbLocation, busyTimeoutMs: number): Database {
   db.pragma('foreign_keys = ON');
   db.pragma(`busy_timeout = ${busyTimeoutMs}`);
   return db;
+}
+
+/**
+ * The store holds key digests, content and (sealed) webhook secrets: only the server's user may read
+ * it. SQLite creates the `-wal` and `-shm` files with the mode of the database file, so creating the
+ * database 0600 before SQLite opens it (an empty file is a valid empty database) makes all three
+ * 0600 whatever the umask; files a looser umask or a restored backup left readable are tightened.
+ */
+export function makeStoreFilesPrivate(path: string): void {
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  for (const file of [path, path + '-wal', path + '-shm']) {
+    let mode: number;
+    try {
+      mode = statSync(file).mode;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw err;
+    }
+    if ((mode & 0o077) !== 0) chmodSync(file, mode & 0o700);
+  }
 }
 
 /** A read-only connection for a worker thread. */

@@ -16,9 +16,16 @@ const ENV_ID = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/;
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 const EDGE_SPACE = /^\s|\s$/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-/** X.Y.Z, no leading zeros, each part at most 9 digits (fits comparisons as plain numbers). */
-/** Plain API keys given by an operator: 8-256 visible ASCII characters (a valid header value). */
-const PLAIN_KEY = /^[\x21-\x7e]{8,256}$/;
+/**
+ * Plain API keys given by an operator (bundle or admin API): visible ASCII only, so the key is a
+ * valid header value that no proxy rewrites, within these bounds. The one rule for both paths.
+ * Why 8 and not more: a key ships inside every game build, so it names an environment rather than
+ * guarding a secret, and `rcd serve --import` at every start must keep accepting bundles it accepted
+ * before. Generated keys (256 random bits) are the recommended form.
+ */
+export const MIN_PLAIN_KEY_CHARS = 8;
+export const MAX_PLAIN_KEY_CHARS = 256;
+const PLAIN_KEY = new RegExp(`^[\\x21-\\x7e]{${MIN_PLAIN_KEY_CHARS},${MAX_PLAIN_KEY_CHARS}}$`);
 
 export const MAX_CONTENT_ID_CHARS = 256;
 
@@ -67,7 +74,7 @@ export function appVersionProblem(v: unknown): string {
 
 export function plainKeyProblem(key: unknown): string {
   if (typeof key !== 'string' || !PLAIN_KEY.test(key)) {
-    return 'an API key must be 8-256 visible ASCII characters (no spaces)';
+    return `an API key must be ${MIN_PLAIN_KEY_CHARS}-${MAX_PLAIN_KEY_CHARS} visible ASCII characters (no spaces)`;
   }
   return '';
 }

@@ -6,7 +6,7 @@ import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startAdminServer, type AdminServer } from '../../../src/admin/server.js';
+import { bearerToken, startAdminServer, type AdminServer } from '../../../src/admin/server.js';
 import { openAdminState, type AdminStateStore } from '../../../src/admin/state.js';
 import { openStore } from '../../../src/store/index.js';
 import type { DirectorySnapshot, Store } from '../../../src/store/types.js';
@@ -89,6 +89,16 @@ describe('authentication', () => {
     const wrongWrite = await fetch(base + 'environments/dev', { method: 'PUT', headers: { authorization: 'Bearer nope' } });
     expect(wrongWrite.status).toBe(401);
     expect((await admin('GET', 'environments')).json.environments).toEqual([]);
+  });
+
+  it('reads the bearer token with a case-insensitive scheme and the token trimmed', () => {
+    expect(bearerToken('Bearer abc')).toBe('abc');
+    expect(bearerToken('bearer abc')).toBe('abc');
+    expect(bearerToken('BEARER   abc  ')).toBe('abc');
+    expect(bearerToken(' \tBearer abc\t')).toBe('abc');
+    for (const none of [undefined, '', 'Bearer', 'Bearer ', 'Bearerabc', 'Basic abc', 'abc', 'Bearer\tabc']) {
+      expect([none, bearerToken(none)]).toEqual([none, null]);
+    }
   });
 
   it('answers unknown paths 404 and wrong methods 405 with Allow', async () => {

@@ -1,16 +1,18 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { WEBHOOK_KEY_FILE } from '../../../src/admin/sealed.js';
 import { openAdminState, type AdminStateStore } from '../../../src/admin/state.js';
+import { ConfigError } from '../../../src/config.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function open(url: string): AdminStateStore {
-  const state = openAdminState(url);
+function open(url: string, dataDir?: string): AdminStateStore {
+  const state = openAdminState(url, { dataDir });
   cleanups.push(() => state.close());
   return state;
 }
@@ -57,6 +59,43 @@ describe('admin state', () => {
     const b = open('memory:');
     await a.addWebhook('http://127.0.0.1:9/h', ['content.updated'], 's');
     expect(await b.listWebhooks()).toEqual([]);
+  });
+
+  it('a webhook whose sealed secret does not open with the key file is skipped for delivery and logged once', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rcd-state-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const url = `sqlite:${join(dir, 'rcd.db')}`;
+    const first = openAdminState(url, { dataDir: dir });
+    const kept = await first.addWebhook('https://example.test/a', ['content.updated'], 'secret-a');
+    await first.close();
+    const keyFile = join(dir, WEBHOOK_KEY_FILE);
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    // The key file is lost and a new one is made: the old sealed secret cannot open with it.
+    rmSync(keyFile);
+    const lines: string[] = [];
+    const second = openAdminState(url, { dataDir: dir, log: (l) => lines.push(l) });
+    cleanups.push(() => second.close());
+    const fresh = await second.addWebhook('https://example.test/b', ['content.updated'], 'secret-b');
+    expect(await second.listWebhooks()).toEqual([fresh]);
+    expect(await second.listWebhooks()).toEqual([fresh]);
+    expect(lines.filter((l) => l.includes(kept.id))).toHaveLength(1);
+    expect((await second.listWebhookInfo()).map((w) => w.id)).toEqual([kept.id, fresh.id]);
+  });
+
+  it('refuses a key file that holds no key instead of sealing under a guess', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rcd-state-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    writeFileSync(join(dir, WEBHOOK_KEY_FILE), 'not a key\n', { mode: 0o600 });
+    expect(() => openAdminState(`sqlite:${join(dir, 'rcd.db')}`, { dataDir: dir })).toThrow(ConfigError);
+  });
+
+  it('memory state writes no key file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rcd-state-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const state = open('memory:', dir);
+    const hook = await state.addWebhook('http://127.0.0.1:9/h', ['content.updated'], 'in-memory');
+    expect(await state.listWebhooks()).toEqual([hook]);
+    expect(readdirSync(dir)).toEqual([]);
   });
 
   it('refuses unknown store URLs', () => {

@@ -2,7 +2,15 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { adminTokenId, readAdminToken, resolveAdminToken, tokenMatcher } from '../../../src/admin/token.js';
+import { ConfigError } from '../../../src/config.js';
+import {
+  adminTokenId,
+  MAX_ADMIN_TOKEN_CHARS,
+  MIN_ADMIN_TOKEN_CHARS,
+  readAdminToken,
+  resolveAdminToken,
+  tokenMatcher,
+} from '../../../src/admin/token.js';
 
 const dirs: string[] = [];
 function tempDir(): string {
@@ -17,8 +25,8 @@ afterEach(() => {
 describe('resolveAdminToken', () => {
   it('uses RCD_ADMIN_TOKEN when set and writes no file', () => {
     const dir = tempDir();
-    const r = resolveAdminToken(dir, { RCD_ADMIN_TOKEN: 'from-env-token' });
-    expect(r).toEqual({ token: 'from-env-token', source: 'env' });
+    const r = resolveAdminToken(dir, { RCD_ADMIN_TOKEN: 'from-env-admin-token' });
+    expect(r).toEqual({ token: 'from-env-admin-token', source: 'env' });
     expect(() => statSync(join(dir, 'admin-token'))).toThrow();
   });
 
@@ -38,11 +46,23 @@ describe('resolveAdminToken', () => {
   it('tightens a token file that others can read', () => {
     const dir = tempDir();
     const path = join(dir, 'admin-token');
-    writeFileSync(path, 'restored-token\n');
+    writeFileSync(path, 'restored-admin-token\n');
     chmodSync(path, 0o644);
-    expect(resolveAdminToken(dir, {}).token).toBe('restored-token');
+    expect(resolveAdminToken(dir, {}).token).toBe('restored-admin-token');
     expect(statSync(path).mode & 0o777).toBe(0o600);
-    expect(readFileSync(path, 'utf8')).toBe('restored-token\n');
+    expect(readFileSync(path, 'utf8')).toBe('restored-admin-token\n');
+  });
+
+  it('trims the configured token like the presented one and refuses tokens a header cannot carry', () => {
+    const dir = tempDir();
+    expect(resolveAdminToken(dir, { RCD_ADMIN_TOKEN: ' \tpadded-admin-token-1\n' }).token).toBe('padded-admin-token-1');
+    expect(readAdminToken(dir, { RCD_ADMIN_TOKEN: ' padded-admin-token-1 ' })).toBe('padded-admin-token-1');
+    expect(resolveAdminToken(dir, { RCD_ADMIN_TOKEN: 'x'.repeat(MIN_ADMIN_TOKEN_CHARS) }).token).toHaveLength(MIN_ADMIN_TOKEN_CHARS);
+    for (const bad of ['a', 'x'.repeat(MIN_ADMIN_TOKEN_CHARS - 1), '   ', 'x'.repeat(MAX_ADMIN_TOKEN_CHARS + 1), 'has a space inside!', 'caf\u00e9-admin-token-x']) {
+      expect(() => resolveAdminToken(dir, { RCD_ADMIN_TOKEN: bad })).toThrow(ConfigError);
+    }
+    writeFileSync(join(dir, 'admin-token'), 'short\n', { mode: 0o600 });
+    expect(() => resolveAdminToken(dir, {})).toThrow(ConfigError);
   });
 
   it('readAdminToken never creates a file', () => {
