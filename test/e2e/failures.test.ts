@@ -16,6 +16,8 @@ const BUNDLE = {
       keys: [KEY],
       content: {
         Big: { json: { blob: 'x'.repeat(200_000) } },
+        // Distinct items, so that every request of the overload test misses the front cache.
+        ...Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`Many${i}`, { json: { i, blob: 'y'.repeat(20_000) } }])),
         Mapped: { json: { a: 1 }, mapping: { rules: [{ segment: 's', patch: { a: 2 } }] } },
         Fine: { json: { ok: true } },
       },
@@ -34,7 +36,7 @@ describe('overload', () => {
     server = await startServer({ bundle: BUNDLE, args: ['--max-pending', '1', '--max-combine-ids', '1', '--threads', '1'] });
     const body = JSON.stringify({ u: 'x' });
     const replies = await Promise.all(
-      Array.from({ length: 200 }, () => call(server!.url, '/api/v1/config/Big', { key: KEY, body })),
+      Array.from({ length: 200 }, (_, i) => call(server!.url, `/api/v1/config/Many${i}`, { key: KEY, body })),
     );
     const overloaded = replies.filter((r) => r.status === 503);
     const ok = replies.filter((r) => r.status === 200);
