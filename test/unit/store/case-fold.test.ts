@@ -32,7 +32,7 @@ const SAME: readonly { name: string; key: string; spellings: readonly string[] }
     // NFC-first would give ᾼ͂'s title-case spelling the key α + ῖ and tell it from ᾷ.
     name: 'ᾷ (U+1FB7), its title case Α + ͂ + ͅ and its upper case Α͂Ι',
     key: 'ᾶι',
-    spellings: ['\u1FB7', '\u0391\u0342\u0345', '\u0391\u0345\u0342', '\u0391\u0342\u0399', '\u03b1\u0342\u0345'],
+    spellings: ['\u1FB7', '\u0391\u0342\u0345', '\u0391\u0345\u0342', '\u0391\u0342\u0399', '\u03b1\u0342\u0345', 'ᾶι'],
   },
   { name: 'Cherokee folds to the capitals', key: '\u13A0', spellings: ['\u13A0', '\uAB70'] },
   { name: 'the ligature ﬁ (U+FB01) folds to fi', key: 'file', spellings: ['\uFB01le', 'FILE', 'file'] },
