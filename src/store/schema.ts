@@ -102,7 +102,7 @@ export function migrate(db: Database): void {
  * fetching, and picking one would be a guess: the migration refuses instead, naming every such
  * group, and the transaction leaves the store as it was (the previous rcd still opens it).
  */
-export function rekeyContents(db: Database): void {
+function rekeyContents(db: Database): void {
   const rows = db.prepare<{ content_pk: number; env_id: string; id: string; id_lower: string }>(
     'SELECT content_pk, env_id, id, id_lower FROM contents ORDER BY env_id, content_pk',
   ).all();
@@ -126,10 +126,14 @@ export function rekeyContents(db: Database): void {
   for (const c of changed) set.run(c.key, c.pk);
 }
 
+const MAX_GROUPS_NAMED = 20;
+
 function contentIdCollision(groups: { envId: string; key: string; ids: string[] }[]): RcdError {
-  const listed = groups
-    .map((g) => `environment ${JSON.stringify(g.envId)}: ${g.ids.map((id) => JSON.stringify(id)).join(', ')}`)
-    .join('; ');
+  // The message names the first groups (a log line stays readable); details hold all of them.
+  const shown = groups.slice(0, MAX_GROUPS_NAMED);
+  const more = groups.length > shown.length ? `; and ${groups.length - shown.length} more groups (see details)` : '';
+  const listed =
+    shown.map((g) => `environment ${JSON.stringify(g.envId)}: ${g.ids.map((id) => JSON.stringify(id)).join(', ')}`).join('; ') + more;
   return new RcdError(
     'content_id_conflict',
     `this store cannot be upgraded: content ids are now compared after Unicode normalisation and case folding ` +

@@ -83,6 +83,17 @@ describe('schema migration 2: content keys recomputed as NFC(toCasefold(NFD(id))
     await rejectsWith(openStore(`sqlite:${file}`), 'content_id_conflict');
   });
 
+  it('names the first 20 groups in the message and every group in the details', async () => {
+    const contents = [];
+    for (let i = 0; i < 25; i++) contents.push({ env: 'prod', id: `Straße${i}`, text: '{}' }, { env: 'prod', id: `STRASSE${i}`, text: '{}' });
+    writeStoreV1(file, contents);
+    const err = await rejectsWith(openStore(`sqlite:${file}`), 'content_id_conflict');
+    expect((err.details as { collisions: unknown[] }).collisions).toHaveLength(25);
+    expect(err.message).toContain('"STRASSE19"');
+    expect(err.message).not.toContain('"STRASSE20"');
+    expect(err.message).toContain('and 5 more groups');
+  });
+
   it('opens once the operator has removed all but one id of each group', async () => {
     writeStoreV1(file, [
       { env: 'prod', id: 'STRASSE', text: '{"a":1}' },
