@@ -23,6 +23,8 @@ export const ERROR_STATUS = {
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
+  // Only when a store is opened: its upgrade would make distinct content ids one (src/store/schema.ts).
+  content_id_conflict: 409,
   overloaded: 503,
   internal: 500,
 } as const;

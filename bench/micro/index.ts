@@ -5,6 +5,7 @@
  *   parse-apply-stringify;
  * - alloc (./alloc.ts): time and JS heap bytes of the front end's steps on a render-cache hit;
  * - json (./json.ts): JSON.parse vs simdjson for bodies and content validation;
+ * - ids (./ids.ts): the content-id key (ASCII fast path, Unicode path);
  * - here: body parse + validation (the hand-written check in src/http/context.ts vs its zod schema) and
  *   the uid hash (xxhash-addon vs the pure-JS XXH32 in src/xxh32.ts that src/identity.ts uses, checked
  *   for identical output before anything is timed).
@@ -18,6 +19,7 @@ import { BASE_SEED, scenarioByName } from '../scenarios.js';
 import { runJsonMicro } from './json.js';
 import { runMappingMicro } from './mapping.js';
 import { runAllocMicro } from './alloc.js';
+import { runIdKeyMicro } from './ids.js';
 import { XXH32_VECTORS, xxh32String } from '../../src/xxh32.js';
 import { MIN_MS, WARMUP_MS, formatTable, measure, type Row } from './measure.js';
 
@@ -82,6 +84,7 @@ function main(): void {
     ['JSON parse and validation (bench/micro/json.ts)', () => runJsonMicro()],
     ['Mapping: conditions, selection, render (bench/micro/mapping.ts)', () => runMappingMicro()],
     ['Front-end allocation per mapped request (bench/micro/alloc.ts)', () => runAllocMicro()],
+    ['Content-id key (bench/micro/ids.ts)', () => runIdKeyMicro()],
   ];
   process.stdout.write(`Node ${process.versions.node}; each row: ${WARMUP_MS} ms warm-up, >= ${MIN_MS} ms measured.\n\n`);
   for (const [title, run] of groups) process.stdout.write(formatTable(title, run()) + '\n');

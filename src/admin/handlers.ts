@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { RcdError } from '../errors.js';
-import { plainKeyProblem } from '../store/ids.js';
+import { contentIdKey, plainKeyProblem } from '../store/ids.js';
 import type { DirectorySnapshot, Store } from '../store/types.js';
 import type { Route } from './router.js';
 import { WEBHOOK_EVENTS, type AdminStateStore, type WebhookEvent, type WebhookInfo } from './state.js';
@@ -222,9 +222,9 @@ async function deleteContent(ctx: AdminContext, call: AdminCall): Promise<AdminR
 }
 
 async function findContent(store: Store, env: string, id: string): Promise<{ id: string; hash: string } | undefined> {
-  const lower = id.toLowerCase();
+  const key = contentIdKey(id);
   const all = await store.listContent(env);
-  return all.find((c) => c.id.toLowerCase() === lower);
+  return all.find((c) => contentIdKey(c.id) === key);
 }
 
 async function rollbackContent(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {

@@ -142,7 +142,7 @@ function planBundle(sql: StoreSql, raw: unknown, problems: BundleProblem[]): Pla
         const idLower = contentIdKey(id);
         const twin = seen.get(idLower);
         if (twin !== undefined) {
-          problems.push({ path: pointer(path), reason: `same content id as ${JSON.stringify(twin)} (ids are not case sensitive)` });
+          problems.push({ path: pointer(path), reason: `same content id as ${JSON.stringify(twin)} (ids are compared after Unicode normalisation and case folding)` });
           continue;
         }
         seen.set(idLower, id);
