@@ -7,8 +7,8 @@
  * sees either the old or the new state, never a mix. Building is O(store size) and happens only on
  * change; the hot path does Map lookups.
  */
-import { createHash } from 'node:crypto';
 import { compileStoredMapping, type CompiledMapping } from './mapping/index.js';
+import { apiKeyDigest } from './store/ids.js';
 import type { ContentMeta, DirectorySnapshot, RevisionReader } from './store/types.js';
 import { NO_VERSION_KEY, versionKeyOf } from './version.js';
 
@@ -117,7 +117,7 @@ export class Directory {
   lookupKey(plainKey: string): KeyView | undefined {
     const hit = this.plainCache.get(plainKey);
     if (hit !== undefined) return hit;
-    const view = this.byDigest.get(createHash('sha256').update(plainKey).digest('hex'));
+    const view = this.byDigest.get(apiKeyDigest(plainKey));
     if (view !== undefined && this.plainCache.size < KEY_CACHE_LIMIT) this.plainCache.set(plainKey, view);
     return view;
   }

@@ -16,7 +16,7 @@
  * young generation then never grows past the size it had when the flag was set, and in practice it
  * runs at V8's initial 1 MiB semi-spaces: a few seconds after startup, V8's memory reducer runs a
  * "reduce" mark-compact on the idle process that shrinks the young generation back to its initial
- * size (seen with --trace-gc in session 4; the same happens after any idle spell), and a held one
+ * size (seen with --trace-gc; the same happens after any idle spell), and a held one
  * does not grow back. Under load that is a ~0.2 ms scavenge every ~17 ms (~0.4 us per mapped
  * request). Growing it at run time does not last for that reason; V8 takes a floor only when the
  * isolate is created (`--min-semi-space-size`, node's command line only: NODE_OPTIONS refuses it).

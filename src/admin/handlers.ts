@@ -5,7 +5,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { RcdError } from '../errors.js';
-import { contentIdKey, plainKeyProblem } from '../store/ids.js';
+import { isPlainObject } from '../shared/json.js';
+import { appVersionProblem, contentIdKey, plainKeyProblem } from '../store/ids.js';
 import type { DirectorySnapshot, Store } from '../store/types.js';
 import type { Route } from './router.js';
 import { WEBHOOK_EVENTS, type AdminStateStore, type WebhookEvent, type WebhookInfo } from './state.js';
@@ -46,7 +47,6 @@ export interface AdminRoute extends Route<AdminHandler> {
   readonly write: boolean;
 }
 
-const VERSION_RE = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$/;
 const MAX_AUDIT_LIMIT = 1000;
 const MAX_SECRET_LENGTH = 512;
 
@@ -78,10 +78,6 @@ function decodeUtf8(body: Buffer, code: 'invalid_json' | 'invalid_content'): str
   } catch {
     throw new RcdError(code, 'the request body is not valid UTF-8');
   }
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function positiveInt(query: URLSearchParams, name: string, fallback: number | undefined): number | undefined {
@@ -187,9 +183,9 @@ async function putContent(ctx: AdminContext, call: AdminCall): Promise<AdminResu
   const env = param(call, 0);
   const id = param(call, 1);
   const minAppVersion = call.query.get('minAppVersion');
-  if (minAppVersion !== null && !VERSION_RE.test(minAppVersion)) {
-    throw new RcdError('invalid_query', 'minAppVersion must be X.Y.Z (three non-negative integers)');
-  }
+  // The store's own rule (9-digit parts included), so the admin API and the store refuse alike.
+  const versionProblem = minAppVersion === null ? '' : appVersionProblem(minAppVersion);
+  if (versionProblem !== '') throw new RcdError('invalid_query', versionProblem);
   const text = decodeUtf8(call.body, 'invalid_content');
   const result = await ctx.store.putContent(env, id, text, minAppVersion);
   const body = { id: result.id, hash: result.hash, revision: result.revision, changed: result.changed };

@@ -1,5 +1,5 @@
 /**
- * Mapping JSON → a compiled, validated mapping (issue 3's format):
+ * Mapping JSON → a compiled, validated mapping (the format of docs/api.md, "Dynamic mappings"):
  * `{"rules":[{"segment","when"?,"appVersion"?,"info"?,"patch"|"variants"}]}`.
  *
  * Compiled once per immutable mapping id (front end and worker LRU) and reused for every request:

@@ -2,6 +2,8 @@
  * Validation problems of a mapping: every problem is collected (a console and a bundle import show
  * them all at once) and each names where it is, as a path into the mapping JSON, plus the rule index.
  */
+import { isPlainObject } from '../shared/json.js';
+
 export interface MappingProblem {
   /** Index of the rule in `rules`, or null for a problem of the mapping as a whole. */
   readonly rule: number | null;
@@ -13,9 +15,7 @@ export interface MappingProblem {
 /** Keys that could reach an object's prototype; refused anywhere in conditions and patches. */
 export const FORBIDDEN_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
 
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+export { isPlainObject };
 
 /** Appends `key` to a JSON path the way the problem paths spell it. */
 export function childPath(path: string, key: string): string {

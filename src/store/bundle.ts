@@ -24,6 +24,7 @@ import { z } from 'zod';
 import { compileContent, type CompiledContent } from '../content/jsonc.js';
 import { RcdError } from '../errors.js';
 import { validateMapping } from '../mapping/index.js';
+import { isPlainObject } from '../shared/json.js';
 import { apiKeyDigest, appVersionProblem, contentIdKey, contentIdProblem, envIdProblem, generateKeyId, plainKeyProblem } from './ids.js';
 import { nextNumber, nowIso, sameRevision, type RevisionRow, type StoreSql } from './sql.js';
 import type { ImportReport } from './types.js';
@@ -120,17 +121,17 @@ function bundleError(problems: BundleProblem[]): RcdError {
 
 function planBundle(sql: StoreSql, raw: unknown, problems: BundleProblem[]): PlannedEnvironment[] {
   const plan: PlannedEnvironment[] = [];
-  if (!isObject(raw) || !isObject(raw.environments)) return plan;
+  if (!isPlainObject(raw) || !isPlainObject(raw.environments)) return plan;
   const keyOwner = new Map<string, string>();
   for (const [envId, env] of Object.entries(raw.environments)) {
     const envPath = ['environments', envId];
     const envProblem = envIdProblem(envId);
     if (envProblem !== '') problems.push({ path: pointer(envPath), reason: envProblem });
-    if (!isObject(env)) continue;
+    if (!isPlainObject(env)) continue;
     const planned: PlannedEnvironment = { envId, keyDigests: [], contents: [] };
     plan.push(planned);
     if (Array.isArray(env.keys)) planKeys(sql, envId, env.keys, envPath, keyOwner, planned, problems);
-    if (isObject(env.content)) {
+    if (isPlainObject(env.content)) {
       const seen = new Map<string, string>();
       for (const [id, entry] of Object.entries(env.content)) {
         const path = [...envPath, 'content', id];
@@ -146,7 +147,7 @@ function planBundle(sql: StoreSql, raw: unknown, problems: BundleProblem[]): Pla
           continue;
         }
         seen.set(idLower, id);
-        if (!isObject(entry)) continue;
+        if (!isPlainObject(entry)) continue;
         const content = planContent(id, idLower, entry, path, problems);
         if (content !== null) planned.contents.push(content);
       }
@@ -213,7 +214,7 @@ function planContent(
     const list = entry.revisions as unknown[];
     for (let i = 0; i < list.length; i++) {
       const item = list[i];
-      if (!isObject(item)) {
+      if (!isPlainObject(item)) {
         ok = false;
         continue;
       }
@@ -288,20 +289,20 @@ function planRevision(item: Record<string, unknown>, path: readonly (string | nu
 
 /**
  * Spreads an invalid_mapping refusal into bundle problems. Its details list every problem with the
- * rule index (issue 3 contract: `[{rule, reason}]`); when a problem also carries its own path inside
+ * rule index (`[{rule, reason}]`, as docs/api.md documents); when a problem also carries its own path inside
  * the mapping (e.g. `rules[1].variants[0].mod`), that path is used, as a JSON Pointer.
  */
 function pushMappingProblems(err: unknown, path: readonly (string | number)[], problems: BundleProblem[]): void {
   const details = err instanceof RcdError ? err.details : undefined;
-  const list: unknown = isObject(details) ? details.problems : details;
+  const list: unknown = isPlainObject(details) ? details.problems : details;
   if (!(err instanceof RcdError) || !Array.isArray(list) || list.length === 0) {
     problems.push({ path: pointer(path), reason: err instanceof Error ? err.message : String(err) });
     return;
   }
   for (const d of list as unknown[]) {
-    const rule = isObject(d) && typeof d.rule === 'number' ? d.rule : null;
-    const reason = isObject(d) && typeof d.reason === 'string' ? d.reason : err.message;
-    const inner = isObject(d) && typeof d.path === 'string' && d.path !== '' ? parseDottedPath(d.path) : rule === null ? [] : ['rules', rule];
+    const rule = isPlainObject(d) && typeof d.rule === 'number' ? d.rule : null;
+    const reason = isPlainObject(d) && typeof d.reason === 'string' ? d.reason : err.message;
+    const inner = isPlainObject(d) && typeof d.path === 'string' && d.path !== '' ? parseDottedPath(d.path) : rule === null ? [] : ['rules', rule];
     problems.push({ path: pointer([...path, ...inner]), reason });
   }
 }
@@ -404,9 +405,6 @@ function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
   Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
 
 function has(obj: Record<string, unknown>, key: string): boolean {
   return Object.prototype.hasOwnProperty.call(obj, key) && obj[key] !== undefined;

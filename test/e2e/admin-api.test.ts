@@ -124,6 +124,12 @@ describe('admin API against the server process', () => {
     expect(bad.status).toBe(400);
     expect(bad.json.error.code).toBe('invalid_content');
     expect(bad.json.error.message).toMatch(/line 2/);
+    // The store's app-version rule, 9-digit parts included: refused by the admin API with one code.
+    for (const v of ['1.2.1234567890', '1.2', '01.2.3']) {
+      const badVersion = await adm('PUT', `environments/refuse-env/content/Shop?minAppVersion=${v}`, '{"price":12}');
+      expect(badVersion.status, v).toBe(400);
+      expect(badVersion.json.error.code, v).toBe('invalid_query');
+    }
     const newBad = await adm('PUT', 'environments/refuse-env/content/Other', '// only a comment');
     expect(newBad.json.error.code).toBe('invalid_content');
     expect((await adm('GET', 'environments/refuse-env/content')).json.content.map((c: { id: string; revisionCount: number }) => [c.id, c.revisionCount])).toEqual([['Shop', 1]]);

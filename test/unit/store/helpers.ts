@@ -23,7 +23,7 @@ export async function rejectsWith(p: Promise<unknown>, code: ErrorCode): Promise
   return caught as RcdError;
 }
 
-/** A small valid mapping (issue 3 format) for a content item with `level` and `color`. */
+/** A small valid mapping (docs/api.md format) for a content item with `level` and `color`. */
 export const MAPPING = {
   rules: [
     { segment: 'vip', when: { tier: 'vip' }, patch: { level: 99 } },
