@@ -20,7 +20,7 @@ import { contentIdKey } from '../store/ids.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKeyOf, type Rendered } from './front-cache.js';
 import { checkPlainQuery, parseCombineQuery, wrappedKind } from './query.js';
-import { H_CONTENT_TYPE, JSON_TYPE_BYTES, STATUS_OK, send, sendError, sendOverloaded, sendWrapped } from './reply.js';
+import { STATUS_OK, send, sendError, sendOverloaded, sendWrapped } from './reply.js';
 import { EMPTY_BYTES, wrappedTailLength, writeWrappedTail } from './tail.js';
 import type { FrontEndState } from './state.js';
 
@@ -293,24 +293,17 @@ function answerSingle(r: ContentRequest, item: Rendered): void {
   r.finish();
 }
 
+const H_MISSING_CONTENT = 'x-missing-content';
+
 // The combine body is assembled into one buffer and written once: writing each entry's pieces
 // separately cost ~4 uWS calls per id, which dominated a 10-id answer (bench: combine).
-let combineSlot: ContentRequest | null = null;
-let combineBody: Buffer | null = null;
-let combineMissing = '';
-
 function answerCombine(r: ContentRequest): void {
   // Everything that can fail is computed before the first byte is written.
   const body = combineBytes(r);
   const missing = r.missing!;
   const missingHeader = missing.length === 0 ? '' : missing.map(encodeURIComponent).join(',');
   r.writing = true;
-  combineSlot = r;
-  combineBody = body;
-  combineMissing = missingHeader;
-  r.res.cork(writeCombine);
-  combineSlot = null;
-  combineBody = null;
+  send(r.res, STATUS_OK, body, missingHeader === '' ? '' : H_MISSING_CONTENT, missingHeader, r.state.shuttingDown);
   r.finish();
 }
 
@@ -342,13 +335,4 @@ function combineBytes(r: ContentRequest): Buffer {
   }
   out[pos] = 0x7d; // '}'
   return out;
-}
-
-function writeCombine(): void {
-  const r = combineSlot!;
-  const res = r.res;
-  // No writeStatus: 200 is uWS's default.
-  res.writeHeader(H_CONTENT_TYPE, JSON_TYPE_BYTES);
-  if (combineMissing !== '') res.writeHeader('x-missing-content', combineMissing);
-  res.end(combineBody!, r.state.shuttingDown);
 }
