@@ -172,5 +172,11 @@ export interface Store {
   /** A bundle of everything except API keys (they are stored as digests and cannot be exported). */
   exportBundle(): Promise<unknown>;
 
+  /**
+   * Null while the store can make writes durable. Otherwise why not (e.g. its files were deleted or
+   * replaced under the running process); every write then fails with store_unavailable.
+   */
+  unavailableReason(): string | null;
+
   close(): Promise<void>;
 }
