@@ -49,6 +49,15 @@ async function serve(args: string[]): Promise<number> {
   const config = buildServeConfig(resolveOptions(SERVE_OPTIONS, flags, process.env));
   // Loaded here, not at the top: management commands then start without loading uWS and the pool.
   const { startServer } = await import('./server.js');
+  // Listening for signals before the server starts: a SIGTERM that arrives while it starts (or the
+  // instant it prints "listening on") must stop it cleanly, not end the process with the default action.
+  let signalled: string | null = null;
+  let onStop = (reason: string, code: number): void => {
+    signalled ??= reason;
+    void code;
+  };
+  process.once('SIGTERM', () => onStop('SIGTERM received', 0));
+  process.once('SIGINT', () => onStop('SIGINT received', 0));
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer(config);
@@ -58,9 +67,10 @@ async function serve(args: string[]): Promise<number> {
     process.stdout.write('', () => process.exit(1));
     return 1;
   }
+  const running = server;
   const code = await new Promise<number>((resolve) => {
     let stopping = false;
-    const stop = (reason: string, code: number): void => {
+    onStop = (reason: string, code: number): void => {
       if (stopping) return;
       stopping = true;
       logInfo(`${reason}: no new connections, finishing in-flight requests`);
@@ -69,7 +79,7 @@ async function serve(args: string[]): Promise<number> {
         logError('shutdown did not finish in time; exiting');
         process.exit(1);
       }, config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS).unref();
-      server.close().then(
+      running.close().then(
         () => resolve(code),
         (err: unknown) => {
           logError(`shutdown: ${(err as Error).message}`);
@@ -77,10 +87,9 @@ async function serve(args: string[]): Promise<number> {
         },
       );
     };
-    process.once('SIGTERM', () => stop('SIGTERM received', 0));
-    process.once('SIGINT', () => stop('SIGINT received', 0));
+    if (signalled !== null) onStop(signalled, 0);
     // Without its control thread the server can neither take admin writes nor record anything.
-    void server.fatal.then(() => stop('stopping', 1));
+    void running.fatal.then(() => onStop('stopping', 1));
   });
   logInfo('stopped');
   // Exit explicitly once everything is released: a stray handle (a native addon's timer, a client
