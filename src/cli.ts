@@ -52,9 +52,8 @@ async function serve(args: string[]): Promise<number> {
   // Listening for signals before the server starts: a SIGTERM that arrives while it starts (or the
   // instant it prints "listening on") must stop it cleanly, not end the process with the default action.
   let signalled: string | null = null;
-  let onStop = (reason: string, code: number): void => {
+  let onStop: (reason: string, code: number) => void = (reason) => {
     signalled ??= reason;
-    void code;
   };
   process.once('SIGTERM', () => onStop('SIGTERM received', 0));
   process.once('SIGINT', () => onStop('SIGINT received', 0));
