@@ -167,9 +167,13 @@ async function runWrite(
   call: { params: readonly string[]; query: URLSearchParams; body: Buffer },
   actor: string,
 ): Promise<AdminResult> {
+  // Store writes check the store's files themselves; this covers the admin state's writes (webhooks,
+  // audit) too, which share the database file through their own connection.
+  requireDurableStore(shared.ctx.store);
   const result = await handler(shared.ctx, call);
   const change = result.change;
   if (change === null) return result;
+  requireDurableStore(shared.ctx.store);
   if (change.live) await shared.onChange();
   try {
     await shared.state.appendAudit({
@@ -187,6 +191,13 @@ async function runWrite(
   shared.log(`admin: ${actor} ${change.action}${change.env === null ? '' : ' env=' + change.env}${change.target === null ? '' : ' target=' + change.target}`);
   shared.dispatcher.emit(change.events);
   return result;
+}
+
+function requireDurableStore(store: Store): void {
+  const reason = store.unavailableReason();
+  if (reason !== null) {
+    throw new RcdError('store_unavailable', `the store is unavailable (${reason}); writes are refused until the server is restarted on an intact store`);
+  }
 }
 
 /**

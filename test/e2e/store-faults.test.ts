@@ -99,6 +99,7 @@ describe('a store deleted or replaced under the running server', () => {
       await adminCall('PUT', 'environments/fresh'),
       await adminCall('POST', 'environments/live/keys'),
       await adminCall('DELETE', 'environments/live/content/Shop'),
+      await adminCall('POST', 'webhooks', JSON.stringify({ url: 'http://127.0.0.1:9/hook', events: ['content.updated'] })),
     ];
     for (const w of writes) {
       expect(w.status).toBe(503);
