@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { SERVE_OPTIONS, buildServeConfig, ConfigError, resolveOptions, type OptionSpec } from './config.js';
+import { SERVE_OPTIONS, buildServeConfig, ConfigError, resolveOptions, StartupError, type OptionSpec } from './config.js';
 import { RcdError } from './errors.js';
 import { logError, logInfo } from './log.js';
 import { ADMIN_COMMANDS, ADMIN_USAGE, runAdminCommand } from './admin/cli.js';
@@ -49,25 +49,46 @@ async function serve(args: string[]): Promise<number> {
   const config = buildServeConfig(resolveOptions(SERVE_OPTIONS, flags, process.env));
   // Loaded here, not at the top: management commands then start without loading uWS and the pool.
   const { startServer } = await import('./server.js');
-  const server = await startServer(config);
+  // Listening for signals before the server starts: a SIGTERM that arrives while it starts (or the
+  // instant it prints "listening on") must stop it cleanly, not end the process with the default action.
+  let signalled: string | null = null;
+  let onStop: (reason: string, code: number) => void = (reason) => {
+    signalled ??= reason;
+  };
+  process.once('SIGTERM', () => onStop('SIGTERM received', 0));
+  process.once('SIGINT', () => onStop('SIGINT received', 0));
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    server = await startServer(config);
+  } catch (err) {
+    // Everything is released by now; exit at once rather than wait for a stray handle to let go.
+    logError(describe(err));
+    process.stdout.write('', () => process.exit(1));
+    return 1;
+  }
+  const running = server;
   const code = await new Promise<number>((resolve) => {
-    const stop = (signal: string): void => {
-      logInfo(`${signal} received: no new connections, finishing in-flight requests`);
+    let stopping = false;
+    onStop = (reason: string, code: number): void => {
+      if (stopping) return;
+      stopping = true;
+      logInfo(`${reason}: no new connections, finishing in-flight requests`);
       // Watchdog: if draining itself hangs, the process still ends (an orchestrator is waiting on it).
       setTimeout(() => {
         logError('shutdown did not finish in time; exiting');
         process.exit(1);
       }, config.shutdownTimeoutMs + SHUTDOWN_GRACE_MS).unref();
-      server.close().then(
-        () => resolve(0),
+      running.close().then(
+        () => resolve(code),
         (err: unknown) => {
           logError(`shutdown: ${(err as Error).message}`);
           resolve(1);
         },
       );
     };
-    process.once('SIGTERM', () => stop('SIGTERM'));
-    process.once('SIGINT', () => stop('SIGINT'));
+    if (signalled !== null) onStop(signalled, 0);
+    // Without its control thread the server can neither take admin writes nor record anything.
+    void running.fatal.then(() => onStop('stopping', 1));
   });
   logInfo('stopped');
   // Exit explicitly once everything is released: a stray handle (a native addon's timer, a client
@@ -145,7 +166,7 @@ function describe(err: unknown): string {
     const details = err.details === undefined ? '' : '\n' + JSON.stringify(err.details, null, 2);
     return `${err.code}: ${err.message}${details}`;
   }
-  if (err instanceof ConfigError) return err.message;
+  if (err instanceof ConfigError || err instanceof StartupError) return err.message;
   if (err instanceof Error && 'code' in err && err.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return err.message;
   return err instanceof Error ? (err.stack ?? err.message) : String(err);
 }

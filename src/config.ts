@@ -7,6 +7,8 @@ import { dirname, resolve } from 'node:path';
 
 export interface ServeConfig {
   readonly storeUrl: string;
+  /** How long a store write waits for another connection's lock before answering 503 store_busy. */
+  readonly storeBusyTimeoutMs: number;
   readonly importFile: string | null;
   readonly host: string;
   readonly port: number;
@@ -36,6 +38,7 @@ export interface OptionSpec {
 
 export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'store', env: 'RCD_STORE', fallback: 'sqlite:./data/rcd.db', help: 'store URL: sqlite:PATH or memory:' },
+  { flag: 'store-busy-timeout', env: 'RCD_STORE_BUSY_TIMEOUT_MS', fallback: '1000', help: 'ms a store write waits for a lock held elsewhere before 503 store_busy (0..60000)' },
   { flag: 'import', env: 'RCD_IMPORT', fallback: '', help: 'bundle file imported at start (idempotent)' },
   { flag: 'host', env: 'RCD_HOST', fallback: '0.0.0.0', help: 'delivery API host' },
   { flag: 'port', env: 'RCD_PORT', fallback: '8080', help: 'delivery API port (0: any free port)' },
@@ -59,6 +62,9 @@ function defaultThreads(): number {
 }
 
 export class ConfigError extends Error {}
+
+/** A start-up failure the operator fixes (a port in use, a store that cannot be opened): one line, no stack. */
+export class StartupError extends Error {}
 
 function intIn(name: string, raw: string, min: number, max: number): number {
   if (!/^\d+$/.test(raw)) throw new ConfigError(`--${name} must be an integer, got "${raw}"`);
@@ -113,6 +119,7 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
   }
   return Object.freeze({
     storeUrl,
+    storeBusyTimeoutMs: intIn('store-busy-timeout', get('store-busy-timeout'), 0, 60_000),
     importFile: get('import') === '' ? null : get('import'),
     host: get('host'),
     port: intIn('port', get('port'), 0, 65535),

@@ -1,10 +1,12 @@
 /**
  * The demo environment seeded into an empty store on first start, so `npm start` answers a pasted
- * curl line at once. The key is random per installation and kept in the data directory (mode 0600)
- * so that later starts can print the same curl line; it only reads demo content.
+ * curl line at once. The key is random per installation and printed once, at the start that creates
+ * it; a file store keeps it in the data directory (mode 0600) and later starts name that file
+ * instead (keys are never logged otherwise). A memory store writes no file: its demo environment,
+ * key included, ends with the process. The key only reads demo content.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export const DEMO_ENV = 'demo';
@@ -60,16 +62,15 @@ export function demoKeyPath(dataDir: string): string {
   return join(dataDir, 'demo-api-key');
 }
 
-export function newDemoKey(dataDir: string): string {
-  const key = 'demo_' + randomBytes(18).toString('base64url');
+export function newDemoKey(): string {
+  return 'demo_' + randomBytes(18).toString('base64url');
+}
+
+/** Keeps the key beside the admin token so later starts can say where it is; returns the file. */
+export function writeDemoKey(dataDir: string, key: string): string {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = demoKeyPath(dataDir);
   writeFileSync(path, key + '\n', { mode: 0o600 });
   chmodSync(path, 0o600);
-  return key;
-}
-
-export function readDemoKey(dataDir: string): string | null {
-  const path = demoKeyPath(dataDir);
-  return existsSync(path) ? readFileSync(path, 'utf8').trim() : null;
+  return path;
 }

@@ -26,6 +26,10 @@ export const ERROR_STATUS = {
   // Only when a store is opened: its upgrade would make distinct content ids one (src/store/schema.ts).
   content_id_conflict: 409,
   overloaded: 503,
+  /** Another connection holds the store's write lock past --store-busy-timeout; retry (Retry-After). */
+  store_busy: 503,
+  /** The store's files were deleted or replaced under the running server: writes are refused. */
+  store_unavailable: 503,
   internal: 500,
 } as const;
 

@@ -1,60 +1,69 @@
 /**
- * The composition root of `rcd serve`: store → directory → worker pool → uWS front end (+ admin
- * listener), and graceful shutdown in the reverse order.
+ * The composition root of `rcd serve`: control thread (store, admin) → directory → worker pool →
+ * uWS front end, and graceful shutdown in the reverse order.
+ *
+ * Start-up binds every listener before anything is written: a port in use stops the process before
+ * the store is seeded or "listening on" is printed, with everything released.
  */
-import { readFileSync } from 'node:fs';
+import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { startAdminServer } from './admin/server.js';
-import { loadSealKey } from './admin/sealed.js';
-import { openAdminState } from './admin/state.js';
-import { resolveAdminToken, type ResolvedAdminToken } from './admin/token.js';
-import type { ServeConfig } from './config.js';
-import { DEMO_CONTENT_ID, DEMO_ENV, demoBundle, newDemoKey, readDemoKey } from './demo.js';
-import { Directory, MappingLibrary } from './directory.js';
+import { StartupError, type ServeConfig } from './config.js';
+import { ControlThread } from './control/client.js';
+import { DeliveryFeed } from './control/feed.js';
+import type { DemoNotice } from './control/protocol.js';
+import { DEMO_CONTENT_ID } from './demo.js';
 import { createFrontCache } from './http/front-cache.js';
-import { RcdError } from './errors.js';
 import { holdYoungGeneration, operatorSizedYoungGeneration } from './heap.js';
 import { createApp, isNativeUws, listen, stopListening } from './http/app.js';
 import type { FrontEndState } from './http/state.js';
 import { logError, logInfo, rateLimitedErrorLogger } from './log.js';
 import { Batcher } from './pool/batcher.js';
 import type { Batch, WorkerOptions } from './pool/protocol.js';
-import { openRevisionReader, openStore } from './store/index.js';
-import type { Store } from './store/types.js';
 
 export interface RunningServer {
   readonly port: number;
-  readonly store: Store;
-  /** Rebuilds the routing directory from the store; resolves once new requests see the change. */
-  refresh(): Promise<void>;
+  /** The admin listener's port, or null when it is disabled. */
+  readonly adminPort: number | null;
+  /** Resolves with the reason if the control thread ends while the server runs (the server must stop). */
+  readonly fatal: Promise<string>;
   /** Stops accepting, finishes in-flight requests (bounded by the shutdown timeout), releases everything. */
   close(): Promise<void>;
 }
 
-const KEY_USE_FLUSH_MS = 30_000;
+/** How often the front end reports the API keys it saw (last-use bookkeeping is batched). */
+const KEY_USE_REPORT_MS = 30_000;
 
 export async function startServer(config: ServeConfig): Promise<RunningServer> {
   if (!isNativeUws()) {
     logError('the native uWebSockets.js addon did not load; running on its slow JavaScript fallback');
   }
-  // First: opening the store and importing a bundle allocate enough to grow the young generation.
+  // First: the directory and the pool allocate enough to grow the young generation.
   const holdYoung = !operatorSizedYoungGeneration(process.execArgv, process.env.NODE_OPTIONS);
   if (holdYoung) holdYoungGeneration();
-  // Before the store opens or anything listens: an unusable admin token or webhook key file stops
-  // the start with one line (the admin state reads the key file again when it opens).
-  const adminToken = config.adminEnabled ? resolveAdminToken(config.dataDir) : null;
-  if (adminToken !== null && config.storeUrl.startsWith('sqlite:')) loadSealKey(config.dataDir);
-  const store = await openStore(config.storeUrl);
-  let demoKey: string | null = null;
+
+  let reportFatal: (reason: string) => void = () => undefined;
+  const fatal = new Promise<string>((resolve) => (reportFatal = resolve));
+  const channel = new MessageChannel();
+  const feed = new DeliveryFeed(channel.port1);
+  const control = new ControlThread({ config, holdYoungGeneration: holdYoung }, [channel.port2], (reason) => {
+    logError(reason);
+    reportFatal(reason);
+  });
+  const release = async (pool: Piscina | null): Promise<void> => {
+    if (pool !== null) await pool.destroy();
+    await control.close();
+    feed.close();
+  };
+
+  let opened: { readerUrl: string; adminPort: number | null };
   try {
-    if (config.importFile !== null) await importFile(store, config.importFile);
-    if (config.seedDemo) demoKey = await seedDemo(store, config);
+    opened = await control.opened();
   } catch (err) {
-    await store.close();
+    await release(null);
     throw err;
   }
 
-  const workerData: WorkerOptions = { storeUrl: store.readerUrl, cacheBytes: config.cacheBytes, holdYoungGeneration: holdYoung };
+  const workerData: WorkerOptions = { storeUrl: opened.readerUrl, cacheBytes: config.cacheBytes, holdYoungGeneration: holdYoung };
   const pool = new Piscina({
     filename: new URL('./worker/index.js', import.meta.url).href,
     minThreads: config.threads,
@@ -65,135 +74,93 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   try {
     await loadEveryWorker(pool, config.threads);
   } catch (err) {
-    await pool.destroy();
-    await store.close();
+    await release(pool);
     throw err;
   }
-  // The front end reads mapping texts (by immutable id, when the directory is rebuilt) to compile and
-  // evaluate rules itself; content bytes stay with the workers.
-  const mainReader = openRevisionReader(store.readerUrl);
-  const mappings = new MappingLibrary(mainReader, (id, err) =>
-    logError(`mapping ${id} cannot be compiled; wrapped requests for its content answer 500: ${(err as Error).message}`),
-  );
   const state: FrontEndState = {
-    directory: new Directory(await store.loadDirectory(), mappings),
+    directory: feed.directory,
     batcher: new Batcher(pool, config.threads, config.maxPendingJobs),
     frontCache: createFrontCache(config.cacheBytes),
     config,
     inFlight: 0,
     shuttingDown: false,
+    storeAvailable: true,
     usedKeys: new Set(),
     onInternalError: rateLimitedErrorLogger(1000),
   };
+  feed.attach(state);
 
   const app = createApp(state);
   let listening: Awaited<ReturnType<typeof listen>>;
+  let demo: DemoNotice | null;
   try {
-    listening = await listen(app, config.host, config.port);
+    try {
+      listening = await listen(app, config.host, config.port);
+    } catch (err) {
+      throw new StartupError((err as Error).message);
+    }
+    demo = await control.seed();
   } catch (err) {
-    await pool.destroy();
-    mainReader.close();
-    await store.close();
+    // Created but never listening (or listening only until here): closing it releases the socket.
+    (app as unknown as { close(): void }).close();
+    await release(pool);
     throw err;
   }
   // The hint first: "listening on" is the line scripts and tests wait for as the readiness signal.
-  if (demoKey !== null) printDemoHint(config, listening.port, demoKey);
+  if (demo !== null) printDemoHint(config, listening.port, demo);
   logInfo(`listening on http://${config.host}:${listening.port} (${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
+  if (opened.adminPort !== null) logInfo(`admin listening on http://${config.adminHost}:${opened.adminPort}`);
 
-  const flushTimer = setInterval(() => void flushKeyUse(store, state), KEY_USE_FLUSH_MS);
-  flushTimer.unref();
-
-  const refresh = async (): Promise<void> => {
-    state.directory = new Directory(await store.loadDirectory(), mappings);
-  };
-
-  const admin = adminToken !== null ? await startAdmin(config, store, refresh, adminToken) : null;
+  const keyUseTimer = setInterval(() => feed.reportKeyUse(state.usedKeys), KEY_USE_REPORT_MS);
+  keyUseTimer.unref();
 
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= (async () => {
       state.shuttingDown = true;
-      if (admin !== null) await admin.close();
+      await control.stopAdmin();
       stopListening(listening.socket);
       await waitForIdle(state, config.shutdownTimeoutMs);
-      clearInterval(flushTimer);
+      clearInterval(keyUseTimer);
       // Closes keep-alive connections too; present at runtime in this uWS build, missing from its typings.
       (app as unknown as { close(): void }).close();
       await pool.destroy();
-      mainReader.close();
-      await flushKeyUse(store, state);
-      await store.close();
+      feed.reportKeyUse(state.usedKeys);
+      await control.close();
+      feed.close();
     })();
     return closing;
   };
 
-  return { port: listening.port, store, refresh, close };
-}
-
-/** The management plane on its own listener; its writes call `refresh` before they answer ("live at once"). */
-async function startAdmin(
-  config: ServeConfig,
-  store: Store,
-  refresh: () => Promise<void>,
-  token: ResolvedAdminToken,
-): Promise<{ close(): Promise<void> }> {
-  if (token.source === 'file') logInfo(`admin token in ${token.path}`);
-  const state = openAdminState(config.storeUrl, { dataDir: config.dataDir, log: logError });
-  const server = await startAdminServer({
-    host: config.adminHost,
-    port: config.adminPort,
-    token: token.token,
-    store,
-    state,
-    onChange: refresh,
-    log: logInfo,
-  });
-  logInfo(`admin listening on http://${config.adminHost}:${server.port}`);
-  return {
-    close: async () => {
-      await server.close();
-      await state.close();
-    },
-  };
+  return { port: listening.port, adminPort: opened.adminPort, fatal, close };
 }
 
 function describeStore(url: string): string {
   return url === 'memory:' ? 'memory: (nothing is kept after exit)' : url;
 }
 
-async function importFile(store: Store, file: string): Promise<void> {
-  let bundle: unknown;
-  try {
-    bundle = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (err) {
-    throw new RcdError('invalid_bundle', `cannot read bundle ${file}: ${(err as Error).message}`);
-  }
-  const report = await store.importBundle(bundle);
-  logInfo(
-    `imported ${file}: ${report.environmentsCreated} environments created, ${report.keysAdded} keys added, ` +
-      `${report.revisionsAdded} revisions added, ${report.mappingsChanged} mappings changed`,
-  );
-}
-
-/** Seeds the demo environment into an empty store; returns the demo key when the demo environment is there. */
-async function seedDemo(store: Store, config: ServeConfig): Promise<string | null> {
-  const envs = await store.listEnvironments();
-  if (envs.length === 0) {
-    const key = newDemoKey(config.dataDir);
-    await store.importBundle(demoBundle(key));
-    logInfo(`seeded a demo environment "${DEMO_ENV}" (first start of an empty store)`);
-    return key;
-  }
-  return envs.some((e) => e.id === DEMO_ENV) ? readDemoKey(config.dataDir) : null;
-}
-
-function printDemoHint(config: ServeConfig, port: number, key: string): void {
+/**
+ * The demo key is printed only by the start that created it (keys are never logged otherwise);
+ * later starts name the file it is kept in, and the curl line reads it from there.
+ */
+function printDemoHint(config: ServeConfig, port: number, demo: DemoNotice): void {
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  logInfo(`demo API key: ${key} (stored in ${config.dataDir}/demo-api-key)`);
+  let keyArg: string;
+  if (demo.createdKey !== null) {
+    const where = demo.keyFile === null ? 'not written to a file: a memory store ends with the process' : `stored in ${demo.keyFile}`;
+    logInfo(`demo API key: ${demo.createdKey} (${where})`);
+    keyArg = `'X-Api-Key: ${demo.createdKey}'`;
+  } else if (demo.keyFile !== null) {
+    logInfo(`demo API key in ${demo.keyFile} (printed only when it was created)`);
+    keyArg = `"X-Api-Key: $(cat '${demo.keyFile}')"`;
+  } else {
+    logInfo(`the demo environment's key file ${config.dataDir}/demo-api-key is missing; create a key with: rcd key create --env demo`);
+    return;
+  }
   logInfo('try:');
   logInfo(
     `  curl -s -X POST http://${host}:${port}/api/v1/config/${DEMO_CONTENT_ID}/dynamic ` +
-      `-H 'X-Api-Key: ${key}' -H 'Content-Type: application/json' -d '{"u":"player-1","p":{"level":12},"v":"1.0.0"}'`,
+      `-H ${keyArg} -H 'Content-Type: application/json' -d '{"u":"player-1","p":{"level":12},"v":"1.0.0"}'`,
   );
 }
 
@@ -207,17 +174,6 @@ function printDemoHint(config: ServeConfig, port: number, key: string): void {
 async function loadEveryWorker(pool: Piscina, threads: number): Promise<void> {
   const empty: Batch = { jobs: [] };
   await Promise.all(Array.from({ length: threads }, () => pool.run(empty)));
-}
-
-async function flushKeyUse(store: Store, state: FrontEndState): Promise<void> {
-  if (state.usedKeys.size === 0) return;
-  const ids = [...state.usedKeys];
-  state.usedKeys.clear();
-  try {
-    await store.recordKeyUse(ids, new Date().toISOString());
-  } catch (err) {
-    logError(`recording API key use failed: ${(err as Error).message}`);
-  }
 }
 
 function waitForIdle(state: FrontEndState, timeoutMs: number): Promise<void> {

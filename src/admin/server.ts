@@ -2,10 +2,12 @@
  * The admin listener. It runs on node:http, not uWebSockets.js: the management plane is not the hot
  * path (a handful of calls per minute from a console or a script), and node:http gives us
  * streaming bodies with back-pressure and simple lifecycle handling for free. It must never share
- * the public port.
+ * the public port. It runs on the control thread (src/control/thread.ts), never on a delivery event
+ * loop: a store locked elsewhere delays only the admin calls, which answer 503 store_busy once the
+ * store's busy timeout (--store-busy-timeout) has passed.
  *
  * Every successful change follows the same order before the answer is sent:
- *   store write (one transaction) -> onChange() (the front end swaps in a freshly loaded directory)
+ *   store write (one transaction) -> onChange() (every delivery loop swaps in a freshly loaded directory)
  *   -> audit entry -> webhooks queued (fire and forget).
  * Writes are serialised so a 2xx always means "the next delivery request sees this write".
  */
@@ -62,6 +64,13 @@ interface AdminRouteEntry {
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
 const ACTOR_RE = /^[A-Za-z0-9_.@:-]{1,64}$/;
+/** A lock is normally held for one transaction (milliseconds); a second is a polite retry. */
+const STORE_BUSY_RETRY_AFTER_S = '1';
+
+function isSqliteBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
 
 export async function startAdminServer(opts: AdminServerOptions): Promise<AdminServer> {
   const dispatcher = new WebhookDispatcher(() => opts.state.listWebhooks(), { log: opts.log, ...opts.webhooks });
@@ -171,9 +180,13 @@ async function runWrite(
   call: { params: readonly string[]; query: URLSearchParams; body: Buffer },
   actor: string,
 ): Promise<AdminResult> {
+  // Store writes check the store's files themselves; this covers the admin state's writes (webhooks,
+  // audit) too, which share the database file through their own connection.
+  requireDurableStore(shared.ctx.store);
   const result = await handler(shared.ctx, call);
   const change = result.change;
   if (change === null) return result;
+  requireDurableStore(shared.ctx.store);
   if (change.live) await shared.onChange();
   try {
     await shared.state.appendAudit({
@@ -191,6 +204,13 @@ async function runWrite(
   shared.log(`admin: ${actor} ${change.action}${change.env === null ? '' : ' env=' + change.env}${change.target === null ? '' : ' target=' + change.target}`);
   shared.dispatcher.emit(change.events);
   return result;
+}
+
+function requireDurableStore(store: Store): void {
+  const reason = store.unavailableReason();
+  if (reason !== null) {
+    throw new RcdError('store_unavailable', `the store is unavailable (${reason}); writes are refused until the server is restarted on an intact store`);
+  }
 }
 
 /**
@@ -227,12 +247,17 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-function sendError(shared: Shared, res: ServerResponse, err: unknown): void {
+function sendError(shared: Shared, res: ServerResponse, failure: unknown): void {
+  let err = failure;
   let answer: ErrorResponse;
   const headers: Record<string, string | number> = { ...JSON_HEADERS };
+  // The admin state (audit log, webhooks) has its own connection to the store file: a lock held
+  // elsewhere reaches here as better-sqlite3's own error.
+  if (isSqliteBusy(err)) err = new RcdError('store_busy', 'the store is locked by another connection; retry shortly');
   if (err instanceof RcdError) {
     answer = responseForError(err);
     if (err.code === 'unauthorized') headers['www-authenticate'] = 'Bearer realm="rcd-admin"';
+    if (err.code === 'store_busy') headers['retry-after'] = STORE_BUSY_RETRY_AFTER_S;
     if (err.code === 'method_not_allowed') {
       const allow = (err.details as { allow?: string[] } | undefined)?.allow;
       if (allow !== undefined) headers.allow = allow.join(', ');

@@ -162,14 +162,14 @@ class SqliteAdminState implements AdminStateStore {
   /** Webhooks already reported as unopenable, so each is logged once per process. */
   private readonly reportedUnreadable = new Set<string>();
 
-  constructor(filename: string, sealKey: Buffer, log: (line: string) => void) {
+  constructor(filename: string, sealKey: Buffer, log: (line: string) => void, busyTimeoutMs: number) {
     this.sealKey = sealKey;
     this.log = log;
     this.db = new Database(filename);
     if (filename !== ':memory:') {
       this.db.pragma('journal_mode = WAL');
       // The delivery store writes to the same file through its own connection.
-      this.db.pragma('busy_timeout = 5000');
+      this.db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     }
     // Deleted or rewritten rows are zeroed, not left in free pages: a removed webhook's sealed
     // secret and the clear secrets replaced by sealing do not linger in the file.
@@ -274,6 +274,8 @@ export interface AdminStateOptions {
   readonly dataDir?: string;
   /** Operator-facing notes (secrets sealed on upgrade, a secret that no longer opens). */
   readonly log?: (line: string) => void;
+  /** How long a write waits for another connection's lock (default 5000 ms), as --store-busy-timeout. */
+  readonly busyTimeoutMs?: number;
 }
 
 /**
@@ -283,14 +285,15 @@ export interface AdminStateOptions {
  */
 export function openAdminState(storeUrl: string, opts: AdminStateOptions = {}): AdminStateStore {
   const log = opts.log ?? (() => undefined);
-  if (storeUrl.startsWith('memory:')) return new SqliteAdminState(':memory:', ephemeralSealKey(), log);
+  const busyTimeoutMs = opts.busyTimeoutMs ?? 5000;
+  if (storeUrl.startsWith('memory:')) return new SqliteAdminState(':memory:', ephemeralSealKey(), log, busyTimeoutMs);
   if (storeUrl.startsWith('sqlite:')) {
     const path = storeUrl.slice('sqlite:'.length);
     if (path === '') throw new RcdError('invalid_request', 'store URL "sqlite:" needs a file path');
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     makeStoreFilesPrivate(path);
     const { key } = loadSealKey(opts.dataDir ?? dirname(resolve(path)));
-    return new SqliteAdminState(path, key, log);
+    return new SqliteAdminState(path, key, log, busyTimeoutMs);
   }
   throw new RcdError('invalid_request', `unsupported store URL "${storeUrl}" (expected sqlite:PATH or memory:)`);
 }

@@ -60,11 +60,20 @@ export function createApp(state: FrontEndState): TemplatedApp {
   return app;
 }
 
+/**
+ * uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT. By default uWS binds with SO_REUSEPORT, so a second rcd on
+ * the same port starts "successfully" and the kernel splits connections between the two servers
+ * (seen: two `rcd serve --port P` both printed "listening on"). Exclusive, the second start fails.
+ */
+const LISTEN_EXCLUSIVE_PORT = 1;
+type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => TemplatedApp;
+
 export function listen(app: TemplatedApp, host: string, port: number): Promise<{ socket: us_listen_socket; port: number }> {
   return new Promise((resolve, reject) => {
-    app.listen(host, port, (socket) => {
+    // The (host, port, options, cb) form exists at run time; the package's typings omit it.
+    (app.listen as unknown as ListenWithOptions).call(app, host, port, LISTEN_EXCLUSIVE_PORT, (socket) => {
       if (socket === false) {
-        reject(new Error(`cannot listen on ${host}:${port} (port in use or not permitted)`));
+        reject(new Error(`cannot listen on ${host}:${port} (the port is in use or not permitted)`));
         return;
       }
       resolve({ socket, port: uWS.us_socket_local_port(socket as unknown as uWS.us_socket) });

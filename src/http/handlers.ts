@@ -22,6 +22,8 @@ const POST_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts POS
 const GET_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts GET only');
 const HEALTH_OK = '{"status":"ok"}';
 const HEALTH_DRAINING = '{"status":"shutting_down"}';
+// 200 still: delivery answers from the last good state, and a restart would not bring the store back.
+const HEALTH_STORE_UNAVAILABLE = '{"status":"degraded","store":"unavailable"}';
 // Header names as bytes, for the reason given in reply.ts.
 const H_API_KEY = Buffer.from('x-api-key', 'latin1');
 const H_CONTENT_LENGTH = Buffer.from('content-length', 'latin1');
@@ -145,7 +147,7 @@ export function handleHealth(state: FrontEndState, res: HttpResponse, req: HttpR
     send(res, '503 Service Unavailable', HEALTH_DRAINING, '', '', true);
     return;
   }
-  send(res, STATUS_OK, HEALTH_OK, '', '', false);
+  send(res, STATUS_OK, state.storeAvailable ? HEALTH_OK : HEALTH_STORE_UNAVAILABLE, '', '', false);
 }
 
 /** 405 on a route that exists for another method; `allow` is the one it takes. */

@@ -17,7 +17,9 @@ export interface FrontEndState {
   inFlight: number;
   /** Set on SIGTERM: answers carry Connection: close so keep-alive clients move to another node. */
   shuttingDown: boolean;
-  /** Key ids seen since the last flush to the store (last-use bookkeeping, off the hot path). */
+  /** False once the store's files were deleted or replaced: /healthz says so (delivery goes on). */
+  storeAvailable: boolean;
+  /** Key ids seen since the last report to the control thread (last-use bookkeeping, off the hot path). */
   readonly usedKeys: Set<string>;
   /** Called once for each unexpected failure (logged, never sent to the client). */
   readonly onInternalError: (err: unknown) => void;

@@ -22,7 +22,7 @@ export { apiKeyDigest, contentIdKey } from './ids.js';
 enableUriFilenames();
 
 export interface OpenStoreOptions {
-  /** How long a write waits for another connection's lock before failing (default 5000 ms). */
+  /** How long a write waits for another connection's lock before failing with store_busy (default 5000 ms). */
   readonly busyTimeoutMs?: number;
 }
 
@@ -60,7 +60,7 @@ export async function openStore(url: string, opts: OpenStoreOptions = {}): Promi
   const loc = parseStoreUrl(url);
   const db = openWriter(loc, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
   try {
-    return new SqliteStore(db, readerUrlOf(loc));
+    return new SqliteStore(db, readerUrlOf(loc), loc.kind === 'file' ? loc.path : null);
   } catch (err) {
     db.close();
     throw err;

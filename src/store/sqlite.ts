@@ -22,6 +22,7 @@ import {
   generateKeyId,
   plainKeyProblem,
 } from './ids.js';
+import { StoreFiles } from './files.js';
 import { migrate } from './schema.js';
 import { nextNumber, nowIso, sameRevision, StoreSql, type ContentRow, type RevisionRow } from './sql.js';
 import type {
@@ -48,23 +49,50 @@ export class SqliteStore implements Store {
   private readonly sql: StoreSql;
   private closed = false;
   private directoryQueries: DirectoryQueries | undefined;
+  private readonly files: StoreFiles | null;
 
-  constructor(db: Database, readerUrl: string) {
+  /** @param path the database file (null for an in-memory store): its files are watched for deletion. */
+  constructor(db: Database, readerUrl: string, path: string | null = null) {
     migrate(db);
     this.db = db;
     this.sql = new StoreSql(db);
     this.readerUrl = readerUrl;
+    // After migrate: the WAL connection has created its -wal and -shm files by now.
+    this.files = path === null ? null : new StoreFiles([path, `${path}-wal`, `${path}-shm`]);
   }
 
   private write<T>(fn: () => T): T {
     if (this.closed) throw new RcdError('internal', 'the store is closed');
-    return this.db.transaction(fn).immediate();
+    this.requireOwnFiles();
+    let result: T;
+    try {
+      result = this.db.transaction(fn).immediate();
+    } catch (err) {
+      throw sqliteFailure(err);
+    }
+    // Checked again after the commit: a file deleted meanwhile took the commit with it, and a
+    // write that is not durable must not be acknowledged.
+    this.requireOwnFiles();
+    return result;
   }
 
   private read<T>(fn: () => T): T {
     if (this.closed) throw new RcdError('internal', 'the store is closed');
     // A deferred transaction gives the several SELECTs of one answer a consistent snapshot.
-    return this.db.transaction(fn)();
+    try {
+      return this.db.transaction(fn)();
+    } catch (err) {
+      throw sqliteFailure(err);
+    }
+  }
+
+  private requireOwnFiles(): void {
+    const problem = this.files?.problem() ?? null;
+    if (problem !== null) throw unavailable(problem);
+  }
+
+  unavailableReason(): string | null {
+    return this.files?.problem() ?? null;
   }
 
   private requireEnv(envId: string): void {
@@ -409,6 +437,23 @@ export class SqliteStore implements Store {
     this.closed = true;
     this.db.close();
   }
+}
+
+function unavailable(problem: string): RcdError {
+  return new RcdError('store_unavailable', `the store is unavailable (${problem}); writes are refused until the server is restarted on an intact store`);
+}
+
+/**
+ * SQLITE_BUSY: another connection held the lock past the busy timeout; the caller may retry.
+ * SQLITE_READONLY_DBMOVED: SQLite noticed the file was moved or deleted. Anything else is a bug or
+ * damage and stays as it is (logged, answered 500).
+ */
+function sqliteFailure(err: unknown): unknown {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string') return err;
+  if (code.startsWith('SQLITE_BUSY')) return new RcdError('store_busy', 'the store is locked by another connection; retry shortly');
+  if (code === 'SQLITE_READONLY_DBMOVED') return unavailable('the database file was moved or deleted');
+  return err;
 }
 
 interface DirectoryQueries {

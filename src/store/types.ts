@@ -8,8 +8,9 @@
  *    parsed content by those ids, so a cache entry can never go stale: an edit produces a new id.
  * 2. Every write is one transaction: a refused or crashed write leaves the previous state whole.
  *
- * The hot path never calls the Store. The front end holds a Directory built from `loadDirectory()`
- * and rebuilds it after each write, before the write answers.
+ * The hot path never calls the Store, nor does anything on a delivery event loop: the control thread
+ * (src/control/) makes every call, and sends each delivery loop the `loadDirectory()` snapshot after
+ * each write; the loop builds its Directory from it before the write answers.
  */
 
 /** X.Y.Z as three non-negative integers. */
@@ -171,6 +172,12 @@ export interface Store {
   importBundle(bundle: unknown): Promise<ImportReport>;
   /** A bundle of everything except API keys (they are stored as digests and cannot be exported). */
   exportBundle(): Promise<unknown>;
+
+  /**
+   * Null while the store can make writes durable. Otherwise why not (e.g. its files were deleted or
+   * replaced under the running process); every write then fails with store_unavailable.
+   */
+  unavailableReason(): string | null;
 
   close(): Promise<void>;
 }

@@ -13,12 +13,14 @@ describe('serve configuration', () => {
     expect(c.maxCombineIds).toBe(100);
     expect(c.adminHost).toBe('127.0.0.1');
     expect(c.adminPort).toBe(8081);
+    expect(c.storeBusyTimeoutMs).toBe(1000);
     expect(Object.isFrozen(c)).toBe(true);
   });
 
   it('takes a flag over an environment variable over the default', () => {
     expect(build({}, { RCD_PORT: '9000' }).port).toBe(9000);
     expect(build({ port: '9100' }, { RCD_PORT: '9000' }).port).toBe(9100);
+    expect(build({}, { RCD_STORE_BUSY_TIMEOUT_MS: '250' }).storeBusyTimeoutMs).toBe(250);
   });
 
   it.each([
@@ -28,6 +30,8 @@ describe('serve configuration', () => {
     [{ 'max-body': '0' }],
     [{ store: 'postgres://x' }],
     [{ 'seed-demo': 'maybe' }],
+    [{ 'store-busy-timeout': '60001' }],
+    [{ 'store-busy-timeout': '-1' }],
   ])('refuses %j', (flags) => {
     expect(() => build(flags)).toThrowError(ConfigError);
   });

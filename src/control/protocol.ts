@@ -1,0 +1,102 @@
+/**
+ * Every message between the control thread and the threads it serves; both sides import this module
+ * and nothing else crosses between them.
+ *
+ * The control thread owns everything that can wait on the store: the store's writer connection, the
+ * admin state (audit log, webhooks), the admin listener and the key-use bookkeeping. A delivery event
+ * loop never calls the store: it receives routing data as messages and builds its Directory from
+ * them, which is CPU work only.
+ *
+ * Two channels:
+ * - the lifecycle channel (the worker's parentPort): the owning thread opens, seeds, and stops the
+ *   control thread, and receives its log lines;
+ * - a feed per delivery loop (a MessagePort given at creation): directory updates go out, the loop
+ *   acknowledges each once requests see it, and reports which API keys it saw. An admin write answers
+ *   only after every feed has acknowledged its update ("live at once"). Every feed receives the same
+ *   updates, so more delivery loops are more feeds.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { ServeConfig } from '../config.js';
+import type { ErrorCode } from '../errors.js';
+import type { DirectorySnapshot } from '../store/types.js';
+
+/** The control thread's workerData. */
+export interface ControlInit {
+  readonly config: ServeConfig;
+  /** The feeds of the delivery loops, transferred to the control thread. */
+  readonly feeds: readonly MessagePort[];
+  /** Hold V8's young generation in this thread too (src/heap.ts: a new thread resets the flag). */
+  readonly holdYoungGeneration: boolean;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Feed: control thread -> one delivery loop, and its replies.
+
+/** One stored mapping's JSON text; mapping ids are immutable, so a loop may cache what it compiled. */
+export interface MappingText {
+  readonly id: number;
+  readonly json: string;
+}
+
+/**
+ * The whole routing state, self-contained: the snapshot and the text of every mapping it references
+ * (the loop compiles only ids it has not compiled before). Its cost is O(store) per write; a change
+ * log would add another `kind` carrying only what changed since `seq - 1`.
+ */
+export interface SnapshotUpdate {
+  readonly kind: 'snapshot';
+  readonly snapshot: DirectorySnapshot;
+  readonly mappings: readonly MappingText[];
+}
+
+export type DirectoryUpdate = SnapshotUpdate;
+
+export type StoreStatus = 'ok' | 'unavailable';
+
+export type FeedMessage =
+  /** Apply, then answer `directory-applied` with the same seq. Seqs increase by one per update. */
+  | { readonly type: 'directory'; readonly seq: number; readonly update: DirectoryUpdate }
+  /** Sent when the store's status changes (reported by /healthz). */
+  | { readonly type: 'store-status'; readonly status: StoreStatus; readonly reason: string | null };
+
+export type FeedReply =
+  /** `error` is null when requests now see update `seq`; otherwise why it could not be applied. */
+  | { readonly type: 'directory-applied'; readonly seq: number; readonly error: string | null }
+  /** Key ids used since the last report; `at` is an ISO timestamp. */
+  | { readonly type: 'key-use'; readonly keyIds: readonly string[]; readonly at: string };
+
+// ---------------------------------------------------------------------------------------------
+// Lifecycle: owning thread <-> control thread.
+
+/** What the start of a store with the demo environment has to tell the operator. */
+export interface DemoNotice {
+  /** The key, only on the start that created it. */
+  readonly createdKey: string | null;
+  /** Where the key is kept; null for a memory store (nothing is written) or when the file is missing. */
+  readonly keyFile: string | null;
+}
+
+export type ControlCommand =
+  /** Import --import and seed the demo (after every listener is up); answered by `seeded`. */
+  | { readonly type: 'seed' }
+  /** Stop the admin listener (in-flight admin calls finish); answered by `admin-stopped`. */
+  | { readonly type: 'stop-admin' }
+  /** Record the last key use, close the admin state and the store, end the thread; answered by `closed`. */
+  | { readonly type: 'close' };
+
+/** A failure carried across the thread boundary: a stable code when it has one. */
+export interface ControlFailure {
+  readonly code: ErrorCode | null;
+  readonly message: string;
+  readonly details?: unknown;
+}
+
+export type ControlEvent =
+  /** Store open, first directory applied by every feed, admin listener up (port null when disabled). */
+  | { readonly type: 'opened'; readonly readerUrl: string; readonly adminPort: number | null }
+  | { readonly type: 'seeded'; readonly demo: DemoNotice | null }
+  | { readonly type: 'admin-stopped' }
+  | { readonly type: 'closed' }
+  /** The command in progress (or the opening) failed; the thread has released what it held. */
+  | { readonly type: 'failed'; readonly failure: ControlFailure }
+  | { readonly type: 'log'; readonly level: 'info' | 'error'; readonly line: string };

@@ -1,0 +1,315 @@
+/**
+ * The control thread: everything of `rcd serve` that can wait on the store. It owns the store's
+ * writer connection, the admin state, the admin listener and the key-use bookkeeping, so a store
+ * locked by another process (or slow storage) delays admin writes only, never a delivery request.
+ *
+ * After each write that changes routing data it loads the directory snapshot here and sends it to
+ * every delivery loop (src/control/protocol.ts); the write answers once every loop has applied it.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
+import { startAdminServer, type AdminServer } from '../admin/server.js';
+import { loadSealKey } from '../admin/sealed.js';
+import { openAdminState, type AdminStateStore } from '../admin/state.js';
+import { resolveAdminToken } from '../admin/token.js';
+import type { ServeConfig } from '../config.js';
+import { DEMO_ENV, demoBundle, demoKeyPath, newDemoKey, writeDemoKey } from '../demo.js';
+import { RcdError } from '../errors.js';
+import { holdYoungGeneration } from '../heap.js';
+import { openRevisionReader, openStore } from '../store/index.js';
+import type { RevisionReader, Store } from '../store/types.js';
+import type {
+  ControlCommand,
+  ControlEvent,
+  ControlFailure,
+  ControlInit,
+  DemoNotice,
+  FeedMessage,
+  FeedReply,
+  MappingText,
+  StoreStatus,
+} from './protocol.js';
+
+/** How often the store's files are checked between writes (each write checks them too). */
+const STORE_CHECK_MS = 1000;
+
+interface Pending {
+  remaining: number;
+  readonly errors: string[];
+  readonly resolve: () => void;
+  readonly reject: (err: Error) => void;
+}
+
+/** The control thread's end of every delivery loop's feed. */
+class Feeds {
+  private readonly ports: readonly MessagePort[];
+  private readonly onKeyUse: (keyIds: readonly string[], at: string) => void;
+  private readonly pending = new Map<number, Pending>();
+  private seq = 0;
+
+  constructor(ports: readonly MessagePort[], onKeyUse: (keyIds: readonly string[], at: string) => void) {
+    this.ports = ports;
+    this.onKeyUse = onKeyUse;
+    for (const port of ports) port.on('message', (m: FeedReply) => this.onReply(m));
+  }
+
+  /** Resolves once every loop answers that requests see the current store state. */
+  async publishSnapshot(store: Store, reader: RevisionReader): Promise<void> {
+    const snapshot = await store.loadDirectory();
+    const mappings: MappingText[] = [];
+    const seen = new Set<number>();
+    for (const c of snapshot.contents) {
+      if (c.mappingId === null || seen.has(c.mappingId)) continue;
+      seen.add(c.mappingId);
+      const json = reader.readMapping(c.mappingId);
+      if (json !== undefined) mappings.push({ id: c.mappingId, json });
+    }
+    const seq = ++this.seq;
+    const applied = new Promise<void>((resolve, reject) => {
+      this.pending.set(seq, { remaining: this.ports.length, errors: [], resolve, reject });
+    });
+    this.send({ type: 'directory', seq, update: { kind: 'snapshot', snapshot, mappings } });
+    return applied;
+  }
+
+  send(message: FeedMessage): void {
+    for (const port of this.ports) port.postMessage(message);
+  }
+
+  /** Handles what the loops sent before now (their last key-use reports) without waiting a turn. */
+  drain(): void {
+    for (const port of this.ports) {
+      for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) this.onReply(m.message as FeedReply);
+    }
+  }
+
+  close(): void {
+    for (const port of this.ports) port.close();
+    for (const p of this.pending.values()) p.reject(new Error('the control thread is closing'));
+    this.pending.clear();
+  }
+
+  private onReply(m: FeedReply): void {
+    if (m.type === 'key-use') {
+      this.onKeyUse(m.keyIds, m.at);
+      return;
+    }
+    const p = this.pending.get(m.seq);
+    if (p === undefined) return;
+    if (m.error !== null) p.errors.push(m.error);
+    if (--p.remaining > 0) return;
+    this.pending.delete(m.seq);
+    if (p.errors.length === 0) p.resolve();
+    else p.reject(new Error(`a delivery loop could not apply the directory: ${p.errors.join('; ')}`));
+  }
+}
+
+const lifecycle = parentPort;
+if (lifecycle === null) throw new Error('src/control/thread.ts runs as a worker thread');
+const init = workerData as ControlInit;
+const config: ServeConfig = init.config;
+// This thread's start put V8's process-wide growth factor back to its default; set it again.
+if (init.holdYoungGeneration) holdYoungGeneration();
+
+function post(event: ControlEvent): void {
+  lifecycle!.postMessage(event);
+}
+
+// Lines go through the lifecycle channel, not this thread's stdout: the owner prints them in order
+// with its own lines, and none is lost when the process exits.
+function logInfo(line: string): void {
+  post({ type: 'log', level: 'info', line });
+}
+
+function logError(line: string): void {
+  post({ type: 'log', level: 'error', line });
+}
+
+let store: Store | null = null;
+let reader: RevisionReader | null = null;
+let adminState: AdminStateStore | null = null;
+let admin: AdminServer | null = null;
+let checkTimer: NodeJS.Timeout | null = null;
+let storeReason: string | null = null;
+const usedKeys = new Set<string>();
+let usedAt = '';
+
+const feeds = new Feeds(init.feeds, onKeyUse);
+
+function publish(): Promise<void> {
+  return feeds.publishSnapshot(store!, reader!);
+}
+
+async function open(): Promise<void> {
+  // Before the store opens or anything listens: an unusable admin token or webhook key file stops
+  // the start with one line (the admin state reads the key file again when it opens).
+  const token = config.adminEnabled ? resolveAdminToken(config.dataDir) : null;
+  if (token !== null && config.storeUrl.startsWith('sqlite:')) loadSealKey(config.dataDir);
+  try {
+    store = await openStore(config.storeUrl, { busyTimeoutMs: config.storeBusyTimeoutMs });
+  } catch (err) {
+    throw new Error(`cannot open the store ${config.storeUrl}: ${describe(err)}`);
+  }
+  reader = openRevisionReader(store.readerUrl);
+  await publish();
+  let adminPort: number | null = null;
+  if (token !== null) {
+    if (token.source === 'file') logInfo(`admin token in ${token.path}`);
+    adminState = openAdminState(config.storeUrl, { dataDir: config.dataDir, log: logError, busyTimeoutMs: config.storeBusyTimeoutMs });
+    try {
+      admin = await startAdminServer({
+        host: config.adminHost,
+        port: config.adminPort,
+        token: token.token,
+        store,
+        state: adminState,
+        onChange: publish,
+        log: logInfo,
+      });
+    } catch (err) {
+      throw new Error(`cannot listen on the admin address ${config.adminHost}:${config.adminPort}: ${describe(err)}`);
+    }
+    adminPort = admin.port;
+  }
+  checkTimer = setInterval(checkStore, STORE_CHECK_MS);
+  post({ type: 'opened', readerUrl: store.readerUrl, adminPort });
+}
+
+async function seed(): Promise<DemoNotice | null> {
+  const s = store!;
+  if (config.importFile !== null) await importFile(s, config.importFile);
+  const demo = config.seedDemo ? await seedDemo(s) : null;
+  await publish();
+  return demo;
+}
+
+async function importFile(s: Store, file: string): Promise<void> {
+  let bundle: unknown;
+  try {
+    bundle = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new RcdError('invalid_bundle', `cannot read bundle ${file}: ${(err as Error).message}`);
+  }
+  const report = await s.importBundle(bundle);
+  logInfo(
+    `imported ${file}: ${report.environmentsCreated} environments created, ${report.keysAdded} keys added, ` +
+      `${report.revisionsAdded} revisions added, ${report.mappingsChanged} mappings changed`,
+  );
+}
+
+/** Seeds the demo environment into an empty store; says what the operator needs to know about its key. */
+async function seedDemo(s: Store): Promise<DemoNotice | null> {
+  const memory = config.storeUrl.startsWith('memory:');
+  const envs = await s.listEnvironments();
+  if (envs.length === 0) {
+    const key = newDemoKey();
+    // A memory store's demo ends with the process: a file would outlive it and name a dead key.
+    const keyFile = memory ? null : writeDemoKey(config.dataDir, key);
+    await s.importBundle(demoBundle(key));
+    logInfo(`seeded a demo environment "${DEMO_ENV}" (first start of an empty store)`);
+    return { createdKey: key, keyFile };
+  }
+  if (!envs.some((e) => e.id === DEMO_ENV)) return null;
+  const path = demoKeyPath(config.dataDir);
+  return { createdKey: null, keyFile: !memory && existsSync(path) ? path : null };
+}
+
+function onKeyUse(keyIds: readonly string[], at: string): void {
+  for (const id of keyIds) usedKeys.add(id);
+  usedAt = at;
+  void recordKeyUse();
+}
+
+/** Last-use bookkeeping; ids that cannot be written now stay queued (bounded by the number of keys). */
+async function recordKeyUse(): Promise<void> {
+  if (store === null || usedKeys.size === 0 || storeReason !== null) return;
+  const ids = [...usedKeys];
+  usedKeys.clear();
+  try {
+    await store.recordKeyUse(ids, usedAt);
+  } catch (err) {
+    for (const id of ids) usedKeys.add(id);
+    logError(`recording API key use failed: ${describe(err)}`);
+  }
+}
+
+/** Logs a change of the store's status and tells the delivery loops (/healthz reports it). */
+function checkStore(): void {
+  if (store === null) return;
+  const reason = store.unavailableReason();
+  if (reason === storeReason) return;
+  storeReason = reason;
+  if (reason !== null) {
+    logError(`the store is unavailable: ${reason}. Delivery goes on from the last good state; writes answer 503 store_unavailable until a restart on an intact store`);
+  } else {
+    logInfo('the store is available again');
+  }
+  const status: StoreStatus = reason === null ? 'ok' : 'unavailable';
+  feeds.send({ type: 'store-status', status, reason });
+}
+
+async function stopAdmin(): Promise<void> {
+  if (admin !== null) await admin.close();
+}
+
+/** Releases everything, in order; safe after a partial open. */
+async function close(): Promise<void> {
+  if (checkTimer !== null) clearInterval(checkTimer);
+  checkTimer = null;
+  await stopAdmin();
+  feeds.drain();
+  checkStore();
+  await recordKeyUse();
+  feeds.close();
+  if (adminState !== null) await adminState.close();
+  adminState = null;
+  reader?.close();
+  reader = null;
+  if (store !== null) await store.close();
+  store = null;
+}
+
+function describe(err: unknown): string {
+  if (err instanceof RcdError) return `${err.code}: ${err.message}`;
+  const code = (err as { code?: unknown }).code;
+  if (code === 'EADDRINUSE') return 'the address is already in use';
+  if (code === 'EACCES') return 'permission denied';
+  return err instanceof Error ? err.message : String(err);
+}
+
+function failure(err: unknown): ControlFailure {
+  if (err instanceof RcdError) return { code: err.code, message: err.message, details: err.details };
+  return { code: null, message: describe(err) };
+}
+
+async function handle(cmd: ControlCommand): Promise<void> {
+  try {
+    switch (cmd.type) {
+      case 'seed':
+        post({ type: 'seeded', demo: await seed() });
+        return;
+      case 'stop-admin':
+        await stopAdmin();
+        post({ type: 'admin-stopped' });
+        return;
+      case 'close':
+        await close();
+        post({ type: 'closed' });
+        return;
+    }
+  } catch (err) {
+    post({ type: 'failed', failure: failure(err) });
+  }
+}
+
+lifecycle.on('message', (cmd: ControlCommand) => void handle(cmd));
+
+open().catch(async (err: unknown) => {
+  const f = failure(err);
+  try {
+    await close();
+  } catch (closeErr) {
+    logError(`releasing the store after a failed start: ${describe(closeErr)}`);
+  }
+  post({ type: 'failed', failure: f });
+});

@@ -1,0 +1,172 @@
+/**
+ * Start-up faults a newcomer hits: a listener that cannot start stops the whole process before
+ * anything is seeded or reported as listening (one clear line, exit 1, store untouched), and a
+ * memory store never writes key files.
+ */
+import Database from 'better-sqlite3';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BIN, call, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+
+interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+const cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+/** Runs `rcd serve` to its end (it must end by itself: a half-started server would hit the timeout). */
+function serveUntilExit(args: string[], cwd: string): Promise<Exit> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--threads', '1', ...args], {
+      cwd,
+      env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`rcd serve did not exit\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+    }, 20_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A port held by a plain TCP listener for the length of the test. */
+async function holdPort(): Promise<number> {
+  const holder: Server = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  cleanup.push(() => new Promise<void>((resolve) => holder.close(() => resolve())));
+  return (holder.address() as { port: number }).port;
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const port = (probe.address() as { port: number }).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+function ownDir(): string {
+  const dir = tempDir();
+  cleanup.push(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** One `rcd: error:` line on stderr, no stack trace; nothing seeded, nothing reported as listening. */
+function expectCleanRefusal(run: Exit, dir: string): void {
+  expect(run.code, run.stderr).toBe(1);
+  const lines = run.stderr.split('\n').filter((l) => l !== '');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^rcd: error: cannot listen on .*127\.0\.0\.1:\d+/);
+  expect(run.stderr).not.toMatch(/\n\s+at /);
+  expect(run.stdout).not.toContain('seeded');
+  expect(run.stdout).not.toContain('listening on');
+  expect(run.stdout).not.toContain('demo API key');
+  expect(existsSync(join(dir, 'demo-api-key'))).toBe(false);
+  const db = new Database(join(dir, 'rcd.db'), { readonly: true, fileMustExist: true });
+  try {
+    expect(db.prepare('SELECT count(*) AS n FROM environments').get()).toEqual({ n: 0 });
+  } finally {
+    db.close();
+  }
+}
+
+describe('a listener that cannot start stops the whole process', () => {
+  it('admin port taken: exit 1 with one line, before seeding or listening', async () => {
+    const dir = ownDir();
+    const taken = await holdPort();
+    const run = await serveUntilExit(['--store', `sqlite:${join(dir, 'rcd.db')}`, '--port', '0', '--admin-port', String(taken), '--seed-demo', 'true'], dir);
+    expectCleanRefusal(run, dir);
+    expect(run.stderr).toContain(`:${taken}`);
+  });
+
+  it('delivery port taken by another rcd: exit 1 with one line, before seeding or listening', async () => {
+    const port = await freePort();
+    const first: ServerProcess = await startServer({ args: ['--port', String(port)] });
+    cleanup.push(() => first.dispose());
+    expect(new URL(first.url).port).toBe(String(port));
+
+    const dir = ownDir();
+    const run = await serveUntilExit(['--store', `sqlite:${join(dir, 'rcd.db')}`, '--port', String(port), '--admin-port', '0', '--seed-demo', 'true'], dir);
+    expectCleanRefusal(run, dir);
+    // The first server is untouched and alone on its port.
+    const health = await call(first.url, '/healthz', { method: 'GET', key: null, contentType: null });
+    expect(health.status).toBe(200);
+  });
+
+  it('delivery port held by another program: the same', async () => {
+    const dir = ownDir();
+    const taken = await holdPort();
+    const run = await serveUntilExit(['--store', `sqlite:${join(dir, 'rcd.db')}`, '--port', String(taken), '--admin', 'false', '--seed-demo', 'true'], dir);
+    expectCleanRefusal(run, dir);
+  });
+});
+
+describe('a memory store', () => {
+  it('prints its demo key and writes no key file (an existing one is left alone)', async () => {
+    const dir = ownDir();
+    const dataDir = join(dir, 'data');
+    mkdirSync(dataDir);
+    writeFileSync(join(dataDir, 'demo-api-key'), 'demo_from_a_file_store\n');
+    const server = await startServer({ dir, seedDemo: true, args: ['--store', 'memory:', '--data-dir', dataDir] });
+    cleanup.push(() => server.dispose());
+    expect(server.stdout()).toContain('store memory:');
+    const key = /demo API key: (demo_\S+)/.exec(server.stdout())?.[1];
+    expect(key).toBeDefined();
+    const r = await call(server.url, '/api/v1/config/PlayerSettings', { key: key! });
+    expect(r.status).toBe(200);
+    expect(await server.stop(), server.stderr()).toBe(0);
+    expect(readFileSync(join(dataDir, 'demo-api-key'), 'utf8')).toBe('demo_from_a_file_store\n');
+  });
+
+  it('with no key file present, none is created', async () => {
+    const dir = ownDir();
+    const dataDir = join(dir, 'data');
+    const server = await startServer({ dir, seedDemo: true, args: ['--store', 'memory:', '--data-dir', dataDir] });
+    cleanup.push(() => server.dispose());
+    expect(server.stdout()).toContain('seeded a demo environment');
+    expect(await server.stop(), server.stderr()).toBe(0);
+    expect(existsSync(join(dataDir, 'demo-api-key'))).toBe(false);
+  });
+});
+
+describe('a stop signal the moment the server is up', () => {
+  it('SIGTERM as soon as "listening on" is printed: a clean stop, exit 0, every time', async () => {
+    for (let i = 0; i < 8; i++) {
+      const dir = ownDir();
+      const child = spawn(process.execPath, [BIN, 'serve', '--store', 'memory:', '--data-dir', dir, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--threads', '1'], {
+        env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      let err = '';
+      let signalled = false;
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        out += d;
+        if (!signalled && /(?<!admin )listening on/.test(out)) {
+          signalled = true;
+          child.kill('SIGTERM');
+        }
+      });
+      const [code, signal] = await new Promise<[number | null, string | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+      expect({ code, signal }, `stdout:\n${out}\nstderr:\n${err}`).toEqual({ code: 0, signal: null });
+      expect(out).toContain('stopped');
+    }
+  }, 60_000);
+});
