@@ -27,11 +27,13 @@
  *   of the literal as equal to a missing key);
  * - `$all: []` matches nothing (sift: everything, even a missing attribute);
  * - `$all` members are values or queries made of the same operators as the rest of the language,
- *   never `$where`/`$mod`/`$type` (sift would compile and run `$where` code found there).
+ *   never `$where`/`$mod`/`$type` (sift would compile and run `$where` code found there);
+ * - `$regex` is RE2 (regex.ts: linear time, bounded pattern and input), not JavaScript's RegExp.
  */
 import { RcdError } from '../errors.js';
 import { APP_VERSION_PATTERN } from '../version.js';
 import { isPlainObject } from './problems.js';
+import { compileRegexOperator, regexMatches, type CompiledRegex } from './regex.js';
 import { parseAppVersion } from './version.js';
 
 /** A compiled condition: true when the rule's `when` matches p. */
@@ -96,7 +98,7 @@ class Op {
   list: readonly Literal[] = [];
   /** EXISTS operand, or the result an undecided op starts from (NE/NIN: true). */
   flag = false;
-  regex: RegExp | null = null;
+  regex: CompiledRegex | null = null;
   /** SIZE length; VERSION test (V_*). */
   count = 0;
   /** VERSION target. */
@@ -300,15 +302,11 @@ function compileOperator(name: string, operand: unknown, owner: Record<string, u
       return op;
     }
     case '$regex': {
-      if (typeof operand !== 'string') throw compileError('$regex needs a string');
-      const flags = Object.hasOwn(owner, '$options') ? owner.$options : '';
-      if (typeof flags !== 'string' || !/^[imsu]*$/.test(flags)) throw compileError('$options may only hold the flags i, m, s, u');
+      // The same compileRegex validation used (condition.ts): what was accepted compiles the same way.
+      const compiled = compileRegexOperator(owner);
+      if (compiled.regex === null) throw compileError(compiled.error);
       const op = new Op(REGEX);
-      try {
-        op.regex = new RegExp(operand, flags);
-      } catch (err) {
-        throw compileError(`bad regular expression: ${(err as Error).message}`);
-      }
+      op.regex = compiled.regex;
       return op;
     }
     case '$options':
@@ -499,7 +497,7 @@ function testValue(op: Op, value: unknown): boolean {
     case NIN:
       return inList(op.list, value);
     case REGEX:
-      return typeof value === 'string' && (op.regex as RegExp).test(value);
+      return typeof value === 'string' && regexMatches(op.regex as CompiledRegex, value);
     case SIZE:
       return Array.isArray(value) && value.length === op.count;
     case VERSION:
@@ -666,7 +664,7 @@ function feedOp(op: Op, item: unknown, key: string | number | undefined, owner: 
       if (leaf && hasOwnKey(owner, key, item)) decide(op, op.flag);
       return;
     case REGEX:
-      if (isComparable(key, owner) && typeof item === 'string' && (op.regex as RegExp).test(item)) decide(op, true);
+      if (isComparable(key, owner) && typeof item === 'string' && regexMatches(op.regex as CompiledRegex, item)) decide(op, true);
       return;
     case SIZE:
       if (Array.isArray(item) && item.length === op.count) decide(op, true);
