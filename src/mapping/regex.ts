@@ -10,30 +10,35 @@
  * syntax error, refused when the mapping is stored. re2js's optional lookbehind support is not
  * enabled: the language stays plain RE2.
  *
- * Cost, measured with bench/micro/mapping.ts (runRegexMicro, Node 20, typical short patterns on
- * short strings): re2js test() 80-300 ns against V8 RegExp's 17-21 ns, and ~200-400 bytes allocated
- * per test (re2js builds an input wrapper per call; our code around it allocates nothing). Accepted:
- * a rule with a `$regex` adds a few tenths of a microsecond to a request that costs ~12 µs of CPU,
- * and only mappings that use `$regex` pay it. A literal fast path on V8's RegExp was not taken: it
- * would be a second engine whose semantics (`\s`, `.` on astral characters, case folding) differ.
+ * Cost per test, measured with bench/micro/mapping.ts (runRegexMicro; Node 20, typical short
+ * patterns on short strings: an e-mail domain, `^bob` with i, a device family, `\d`): re2js 105-260 ns
+ * and 155-290 bytes allocated (re2js wraps the input and builds its search state per call; the
+ * evaluator around it allocates nothing), against 19-48 ns for V8's RegExp. Accepted: a rule with a
+ * `$regex` adds a few tenths of a microsecond to a request costing ~12 µs of CPU, and only mappings
+ * using `$regex` pay it. No fast path on V8's RegExp for "simple" patterns: it would be a second
+ * engine whose answers differ from RE2's (`\s`, `.` on astral characters and \r, case folding).
  *
- * Bounds. Linear is not free: the worst case (a pattern whose automaton defeats re2js's lazy DFA,
- * so it falls back to its NFA) costs about 40 ns per (instruction x input character). The compiled
- * program size bounds the first factor and the input length the second:
- * - MAX_REGEX_SOURCE: pattern text, in UTF-16 code units (bounds parse and compile time at put);
+ * Bounds. Linear is not free: a pattern built to defeat re2js's lazy DFA (so that it falls back to
+ * its NFA) costs in proportion to program size x input length. Hence, all fixed:
+ * - MAX_REGEX_SOURCE: pattern text, in UTF-16 code units (bounds parse and compile at put);
  * - MAX_REGEX_PROGRAM: compiled instructions (re2js programSize(): about one per literal character
- *   or class, and a bounded repeat counts every copy, `[a-z]{1,64}` is ~130). Measured worst case
- *   at this size and a 1,024-character input: ~2-9 ms per test; at 500 instructions it was 20-40 ms;
- * - MAX_REGEX_INPUT: a string longer than this never matches a `$regex` (so `$not` of it matches).
- * These are fixed, not flags: a mapping must mean the same on every server and after every restart
- * (it is validated once, when stored), and a store moved to a server with a smaller limit must not
- * start refusing or re-reading mappings it already accepted. Documented in docs/api.md.
+ *   or class; a bounded repeat counts every copy, `[a-z0-9]{1,64}` is 131). At this size such a
+ *   pattern measured up to ~20 ms on a fresh 1,024-character string, 2-4 ms once its DFA cache is
+ *   warm (at ~500 instructions, up to 40 ms);
+ * - MAX_REGEX_INPUT: a longer string is not read and never matches (so `$not` of it matches);
+ * - MAX_REGEX_SCAN: what one `$regex` op reads per evaluation in total (predicate.ts, regexTest),
+ *   so that an array of long strings in p cannot multiply the above by the body size.
+ * Typical patterns stay far below: `^(a+)+$` on 1,024 characters takes ~0.1 ms.
+ * They are constants, not flags: a mapping must mean the same on every server and after every
+ * restart (it is validated once, when stored), and moving a store to a server configured lower
+ * must not make mappings it already accepted fail to compile. Documented in docs/api.md.
  */
 import { RE2JS } from 're2js';
 
 export const MAX_REGEX_SOURCE = 512;
 export const MAX_REGEX_PROGRAM = 256;
 export const MAX_REGEX_INPUT = 1024;
+export const MAX_REGEX_SCAN = 4 * MAX_REGEX_INPUT;
 
 /** A compiled `$regex`; test it with regexMatches. */
 export type CompiledRegex = RE2JS;
@@ -91,9 +96,9 @@ function refuse(error: string): RegexResult {
 }
 
 /**
- * The per-request test: unanchored search, as RegExp#test; strings over MAX_REGEX_INPUT never match.
- * re2js's test() runs on its lazy DFA (falling back to its NFA past its 8 MiB state budget per
- * pattern), linear in the input either way.
+ * One test: unanchored search, as RegExp#test; strings over MAX_REGEX_INPUT never match. re2js's
+ * test() runs on its lazy DFA (its state cache is bounded at an estimated 8 MiB per pattern; past
+ * that it resets it or falls back to its NFA), linear in the input either way.
  */
 export function regexMatches(regex: CompiledRegex, value: string): boolean {
   return value.length <= MAX_REGEX_INPUT && regex.test(value);

@@ -9,7 +9,7 @@ import { RcdError } from '../../../src/errors.js';
 import { compileCondition, type Predicate } from '../../../src/mapping/condition.js';
 import { validateMapping } from '../../../src/mapping/index.js';
 import type { MappingProblem } from '../../../src/mapping/problems.js';
-import { MAX_REGEX_INPUT, MAX_REGEX_PROGRAM, MAX_REGEX_SOURCE, compileRegex, regexMatches } from '../../../src/mapping/regex.js';
+import { MAX_REGEX_INPUT, MAX_REGEX_PROGRAM, MAX_REGEX_SCAN, MAX_REGEX_SOURCE, compileRegex, regexMatches } from '../../../src/mapping/regex.js';
 
 function problemsOf(when: unknown): MappingProblem[] {
   const problems: MappingProblem[] = [];
@@ -226,5 +226,52 @@ describe('documented RE2 differences from JavaScript RegExp', () => {
   it('lone surrogates in p are ordinary input, not an error', () => {
     expect(re2('^a.b$')('a\ud800b')).toBe(true);
     expect(re2('x')('\udc00x')).toBe(true);
+  });
+});
+
+describe(`the read budget (${MAX_REGEX_SCAN} characters per $regex per evaluation)`, () => {
+  const element = 'x'.repeat(MAX_REGEX_INPUT - 1) + 'y';
+
+  it('array elements are read in order until the budget is spent; later ones do not match', () => {
+    const predicate = compile({ tags: { $regex: 'y$' } });
+    const fits = MAX_REGEX_SCAN / element.length;
+    const within = Array.from({ length: fits - 1 }, () => 'x'.repeat(element.length));
+    expect(predicate({ tags: [...within, element] })).toBe(true);
+    expect(predicate({ tags: [...within, 'x'.repeat(element.length), element] })).toBe(false);
+    // A short string that would still fit after a refused long one does not match either.
+    expect(predicate({ tags: [...within, 'x'.repeat(element.length), 'x', 'y'] })).toBe(false);
+  });
+
+  it('starts afresh with every evaluation and for every $regex op', () => {
+    const predicate = compile({ a: { $regex: 'y$' }, b: { $regex: 'y$' } });
+    const full = Array.from({ length: MAX_REGEX_SCAN / element.length }, () => element);
+    for (let i = 0; i < 3; i++) expect(predicate({ a: full, b: full })).toBe(true);
+  });
+
+  it('strings over the input limit are not read, so they do not spend the budget', () => {
+    const predicate = compile({ tags: { $regex: 'y$' } });
+    const tooLong = Array.from({ length: 10 }, () => 'x'.repeat(MAX_REGEX_INPUT + 1));
+    expect(predicate({ tags: [...tooLong, element] })).toBe(true);
+  });
+
+  it('bounds a request of long strings: 64 KiB of 1 KiB elements against a DFA-defeating pattern', () => {
+    const predicate = compile({ tags: { $regex: '(?:[ab]*a[ab]{8}){23}[cd]' } });
+    let seed = 7;
+    const random = (): string => {
+      let s = '';
+      for (let i = 0; i < MAX_REGEX_INPUT; i++) {
+        seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+        s += seed & 0x10000 ? 'a' : 'b';
+      }
+      return s;
+    };
+    // Other strings first, so that the engine's code is compiled by the JIT as in a running server
+    // while the timed strings are still new to the pattern's DFA cache.
+    predicate({ tags: Array.from({ length: 4 }, random) });
+    const tags = Array.from({ length: 64 }, random);
+    const start = performance.now();
+    expect(predicate({ tags })).toBe(false);
+    // Measured: ~20-40 ms for the 4 strings the budget reads; all 64 took 0.4-0.7 s without it.
+    expect(performance.now() - start).toBeLessThan(150);
   });
 });
