@@ -4,6 +4,7 @@
  * hold, nested quantifiers run in linear time, and typical patterns answer as JavaScript's RegExp
  * did, except for the listed RE2 differences (docs/api.md).
  */
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { RcdError } from '../../../src/errors.js';
 import { compileCondition, type Predicate } from '../../../src/mapping/condition.js';
@@ -273,5 +274,17 @@ describe(`the read budget (${MAX_REGEX_SCAN} characters per $regex per evaluatio
     expect(predicate({ tags })).toBe(false);
     // Measured: ~20-40 ms for the 4 strings the budget reads; all 64 took 0.4-0.7 s without it.
     expect(performance.now() - start).toBeLessThan(150);
+  });
+});
+
+describe('docs/api.md', () => {
+  it('states the limits the code enforces', () => {
+    const docs = readFileSync(new URL('../../../docs/api.md', import.meta.url), 'utf8');
+    const n = (x: number): string => x.toLocaleString('en-US');
+    expect(docs).toContain(`| ${n(MAX_REGEX_SOURCE)} / ${n(MAX_REGEX_PROGRAM)} instructions / ${n(MAX_REGEX_INPUT)} / ${n(MAX_REGEX_SCAN)} (UTF-16 code units) |`);
+    expect(docs).toContain(`at most ${n(MAX_REGEX_SOURCE)} UTF-16 code units, else refused`);
+    expect(docs).toContain(`at most ${n(MAX_REGEX_PROGRAM)} instructions, else refused`);
+    expect(docs).toContain(`longer than ${n(MAX_REGEX_INPUT)} UTF-16 code units is not tested`);
+    expect(docs).toContain(`reads at most ${n(MAX_REGEX_SCAN)} code units in total`);
   });
 });
