@@ -316,7 +316,8 @@ function compileOperator(name: string, operand: unknown, owner: Record<string, u
       return op;
     }
     case '$regex': {
-      // The same compileRegex validation used (condition.ts): what was accepted compiles the same way.
+      // Compiled by the function validation uses (condition.ts): what was accepted compiles, and
+      // matches, exactly as validated.
       const compiled = compileRegexOperator(owner);
       if (compiled.regex === null) throw compileError(compiled.error);
       const op = new Op(REGEX);
