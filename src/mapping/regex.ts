@@ -113,7 +113,7 @@ const FLAGS_ONLY = /^\(\?[imsU-]*\)/;
  * or group); `*`, `+`, `?` two; `X{n,m}` adds (X + 2) per copy, max(n, m) copies (n + 1 for `{n,}`),
  * so repeats of repeated groups multiply. `(?i)` and `\Q\E` compile to nothing: a quantifier after
  * them repeats what came before, quantifier included. Checked against re2js's programSize() on
- * generated patterns in the tests (once over 500,000 generated, 288,000 of them valid: none undercounted).
+ * generated patterns in the tests (once on 500,000, 288,000 of them valid: none undercounted).
  */
 export function programBound(pattern: string): number {
   const groups: number[] = [0];
