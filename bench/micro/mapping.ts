@@ -5,6 +5,8 @@
  * evaluator could reach), selectRules on a ~10-rule mapping with either evaluator, and the render of
  * a 512 KiB content with a small patch: splice (render-cache miss, offsets already known), the first
  * miss on a revision (offsets found), the naive parse-apply-stringify, and a render-cache hit.
+ * runRegexMicro: one `$regex` test on typical short patterns and strings, V8's RegExp (what the
+ * evaluator ran before) against re2js through src/mapping/regex.ts, and a condition using it.
  */
 import { LRUCache } from 'lru-cache';
 import semver from 'semver';
@@ -30,7 +32,8 @@ import { applyPatchToValue } from '../../src/mapping/patch.js';
 import { renderPatched } from '../../src/mapping/splice.js';
 import { largeDoc, largeMapping } from '../fixtures/generate.js';
 import type { MappingProblem } from '../../src/mapping/problems.js';
-import { measure, type Row } from './measure.js';
+import { compileRegex, regexMatches, type CompiledRegex } from '../../src/mapping/regex.js';
+import { measure, measureWithBytes, type Row } from './measure.js';
 
 
 /** The same compiled mapping with every condition evaluated by sift instead (the "before"). */
@@ -182,7 +185,40 @@ export function runMappingMicro(minMs = 1000): Row[] {
     }, minMs),
     measure('512 KiB naive: JSON.parse + apply + JSON.stringify', () => JSON.stringify(applyPatchToValue(JSON.parse(bigText), naivePatch, null)).length, minMs),
     ...largeFixtureRows(minMs),
+    ...runRegexMicro(minMs),
   ];
+}
+
+/** Typical `$regex` conditions: an e-mail domain, a case-insensitive prefix, a device family, a digit. */
+const REGEX_CASES: readonly { label: string; pattern: string; options: string; inputs: readonly string[] }[] = [
+  { label: '@example\\.com$', pattern: '@example\\.com$', options: '', inputs: ['a@example.com', 'bob@example.org', 'carol.smith@example.com', 'x@y.z'] },
+  { label: '^bob, i', pattern: '^bob', options: 'i', inputs: ['BOB', 'bobby', 'alice', 'Robert'] },
+  { label: '^(iPhone|iPad)1[2-5]', pattern: '^(iPhone|iPad)1[2-5]', options: '', inputs: ['iPhone13,2', 'iPad14,1', 'SM-G991B', 'Pixel 7'] },
+  { label: '\\d', pattern: '\\d', options: '', inputs: ['x', 'y2', 'abc', 'DE'] },
+];
+
+function compiledRegex(pattern: string, options: string): CompiledRegex {
+  const r = compileRegex(pattern, options === '' ? undefined : options);
+  if (r.regex === null) throw new Error(`${pattern}: ${r.error}`);
+  return r.regex;
+}
+
+export function runRegexMicro(minMs = 1000): Row[] {
+  const rows: Row[] = [];
+  for (const c of REGEX_CASES) {
+    const before = new RegExp(c.pattern, c.options);
+    const after = compiledRegex(c.pattern, c.options);
+    const inputs = c.inputs;
+    for (const s of inputs) if (before.test(s) !== regexMatches(after, s)) throw new Error(`RegExp and re2js disagree: ${c.pattern} on ${s}`);
+    rows.push(measureWithBytes(`$regex ${c.label}: RegExp#test [before]`, (i) => (before.test(inputs[i & 3]!) ? 1 : 0), minMs));
+    rows.push(measureWithBytes(`$regex ${c.label}: re2js via regexMatches [after]`, (i) => (regexMatches(after, inputs[i & 3]!) ? 1 : 0), minMs));
+  }
+  const when = { 'device.model': { $regex: '^(iPhone|iPad)1[2-5]' }, country: { $in: ['DE', 'FR', 'US'] } };
+  const predicate = compileOwn(when);
+  const models = ['iPhone13,2', 'iPad14,1', 'SM-G991B', 'Pixel 7'];
+  const ps = attributes(1024).map((p, i) => ({ ...p, device: { ...(p.device as object), model: models[i & 3] } }));
+  rows.push(measureWithBytes('condition: $regex + $in, compiled predicate (re2js)', (i) => (predicate(ps[i & 1023]!) ? 1 : 0), minMs));
+  return rows;
 }
 
 /**

@@ -12,10 +12,12 @@
  * ($ne, $nin, $not, $nor, $exists:false) match a missing attribute as in MongoDB; `{"a":null}` matches
  * a missing a. Version operators ($vne included) never match a missing or non-X.Y.Z attribute. Only
  * own members of p are read (see predicate.ts for the few places where that differs from sift).
+ * `$regex` is RE2 syntax and semantics, compiled by regex.ts for validation and evaluation alike.
  */
 import { RcdError } from '../errors.js';
 import { compilePredicate, type Predicate } from './predicate.js';
 import { FORBIDDEN_KEYS, childPath, findForbiddenKeys, isPlainObject, type MappingProblem } from './problems.js';
+import { compileRegexOperator } from './regex.js';
 import { parseAppVersion } from './version.js';
 
 export type { Predicate } from './predicate.js';
@@ -148,7 +150,7 @@ function checkOperator(
   } else if (op === '$exists') {
     if (typeof operand !== 'boolean') problems.push({ rule, path, reason: '$exists needs true or false' });
   } else if (op === '$regex') {
-    checkRegex(operand, ops.$options, path, rule, problems);
+    checkRegex(ops, path, rule, problems);
   } else if (op === '$options') {
     if (!('$regex' in ops)) problems.push({ rule, path, reason: '$options is only allowed next to $regex' });
   } else if (op === '$size') {
@@ -178,19 +180,8 @@ function checkOperator(
   }
 }
 
-function checkRegex(pattern: unknown, flags: unknown, path: string, rule: number, problems: MappingProblem[]): void {
-  if (typeof pattern !== 'string') {
-    problems.push({ rule, path, reason: '$regex needs a string' });
-    return;
-  }
-  // g and y make a RegExp stateful (lastIndex) across calls; the others are meaningful per test.
-  if (flags !== undefined && (typeof flags !== 'string' || !/^[imsu]*$/.test(flags))) {
-    problems.push({ rule, path, reason: '$options may only hold the flags i, m, s, u' });
-    return;
-  }
-  try {
-    new RegExp(pattern, flags === undefined ? '' : flags);
-  } catch (err) {
-    problems.push({ rule, path, reason: `bad regular expression: ${(err as Error).message}` });
-  }
+function checkRegex(ops: Record<string, unknown>, path: string, rule: number, problems: MappingProblem[]): void {
+  // The evaluator compiles through the same function (predicate.ts), so what passes here runs there.
+  const compiled = compileRegexOperator(ops);
+  if (compiled.error !== null) problems.push({ rule, path, reason: compiled.error });
 }

@@ -27,11 +27,13 @@
  *   of the literal as equal to a missing key);
  * - `$all: []` matches nothing (sift: everything, even a missing attribute);
  * - `$all` members are values or queries made of the same operators as the rest of the language,
- *   never `$where`/`$mod`/`$type` (sift would compile and run `$where` code found there).
+ *   never `$where`/`$mod`/`$type` (sift would compile and run `$where` code found there);
+ * - `$regex` is RE2 (regex.ts: linear time, bounded pattern and input), not JavaScript's RegExp.
  */
 import { RcdError } from '../errors.js';
 import { APP_VERSION_PATTERN } from '../version.js';
 import { isPlainObject } from './problems.js';
+import { MAX_REGEX_INPUT, MAX_REGEX_SCAN, compileRegexOperator, regexMatches, type CompiledRegex } from './regex.js';
 import { parseAppVersion } from './version.js';
 
 /** A compiled condition: true when the rule's `when` matches p. */
@@ -96,7 +98,10 @@ class Op {
   list: readonly Literal[] = [];
   /** EXISTS operand, or the result an undecided op starts from (NE/NIN: true). */
   flag = false;
-  regex: RegExp | null = null;
+  regex: CompiledRegex | null = null;
+  /** REGEX: characters it may still read in evaluation number `scanEvaluation` (see regexTest). */
+  scanLeft = 0;
+  scanEvaluation = -1;
   /** SIZE length; VERSION test (V_*). */
   count = 0;
   /** VERSION target. */
@@ -207,7 +212,18 @@ function compileError(message: string): RcdError {
  */
 export function compilePredicate(when: Record<string, unknown>): Predicate {
   const root = compileQuery(when);
-  return (p: Record<string, unknown>): boolean => matchQuery(root, p, undefined, undefined);
+  return (p: Record<string, unknown>): boolean => evaluate(root, p);
+}
+
+/**
+ * Numbers the evaluations, so that each `$regex` op's read budget starts afresh in a new one
+ * without a pass over the tree to reset it (a double: exact far beyond any process's lifetime).
+ */
+let evaluation = 0;
+
+function evaluate(root: Query, p: Record<string, unknown>): boolean {
+  evaluation++;
+  return matchQuery(root, p, undefined, undefined);
 }
 
 /** sift's rule: a member that is not an object or array is a value to compare with. */
@@ -300,15 +316,12 @@ function compileOperator(name: string, operand: unknown, owner: Record<string, u
       return op;
     }
     case '$regex': {
-      if (typeof operand !== 'string') throw compileError('$regex needs a string');
-      const flags = Object.hasOwn(owner, '$options') ? owner.$options : '';
-      if (typeof flags !== 'string' || !/^[imsu]*$/.test(flags)) throw compileError('$options may only hold the flags i, m, s, u');
+      // Compiled by the function validation uses (condition.ts): what was accepted compiles, and
+      // matches, exactly as validated.
+      const compiled = compileRegexOperator(owner);
+      if (compiled.regex === null) throw compileError(compiled.error);
       const op = new Op(REGEX);
-      try {
-        op.regex = new RegExp(operand, flags);
-      } catch (err) {
-        throw compileError(`bad regular expression: ${(err as Error).message}`);
-      }
+      op.regex = compiled.regex;
       return op;
     }
     case '$options':
@@ -499,7 +512,7 @@ function testValue(op: Op, value: unknown): boolean {
     case NIN:
       return inList(op.list, value);
     case REGEX:
-      return typeof value === 'string' && (op.regex as RegExp).test(value);
+      return typeof value === 'string' && regexTest(op, value);
     case SIZE:
       return Array.isArray(value) && value.length === op.count;
     case VERSION:
@@ -666,7 +679,7 @@ function feedOp(op: Op, item: unknown, key: string | number | undefined, owner: 
       if (leaf && hasOwnKey(owner, key, item)) decide(op, op.flag);
       return;
     case REGEX:
-      if (isComparable(key, owner) && typeof item === 'string' && (op.regex as RegExp).test(item)) decide(op, true);
+      if (isComparable(key, owner) && typeof item === 'string' && regexTest(op, item)) decide(op, true);
       return;
     case SIZE:
       if (Array.isArray(item) && item.length === op.count) decide(op, true);
@@ -754,6 +767,28 @@ function feedElemMatch(op: Op, item: unknown, owner: unknown): void {
     }
   }
   op.done = op.keep || !isPlainObject(owner);
+}
+
+/**
+ * One `$regex` test within the op's read budget: a string over MAX_REGEX_INPUT is not read and does
+ * not match; the strings an op reads in one evaluation (array elements one by one) add up to at most
+ * MAX_REGEX_SCAN characters, and once a string would go past that, it and every later one do not
+ * match. This is what bounds one request's regex work when p holds arrays of long strings: each
+ * test is linear, but a 64 KiB body of 1 KiB strings would otherwise be 64 of them per op.
+ */
+function regexTest(op: Op, value: string): boolean {
+  if (op.scanEvaluation !== evaluation) {
+    op.scanEvaluation = evaluation;
+    op.scanLeft = MAX_REGEX_SCAN;
+  }
+  const length = value.length;
+  if (length > MAX_REGEX_INPUT) return false;
+  if (length > op.scanLeft) {
+    op.scanLeft = 0;
+    return false;
+  }
+  op.scanLeft -= length;
+  return regexMatches(op.regex as CompiledRegex, value);
 }
 
 function compareTest(kind: number, item: unknown, operand: number | string): boolean {
