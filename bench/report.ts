@@ -46,7 +46,8 @@ export interface ScenarioResult {
   /** name, or name@Nt when several server thread counts were run. */
   readonly key: string;
   readonly name: string;
-  readonly issue: number;
+  /** Scenario number (`--scenario` accepts it beside the name). */
+  readonly number: number;
   readonly title: string;
   readonly threads: number | null;
   readonly connections: number;
@@ -219,7 +220,7 @@ function wrkLatencyText(s: ScenarioResult, w: WrkPass, autocannonP99: number): s
   );
 }
 
-/** The targets of issue 4, evaluated on whatever this run measured. */
+/** The suite's targets (bench/README.md, "Targets"), evaluated on whatever this run measured. */
 export function evaluateTargets(results: BenchResults): TargetCheck[] {
   const out: TargetCheck[] = [];
   for (const s of find(results, 'mapped')) {
@@ -304,7 +305,7 @@ export function renderMarkdown(results: BenchResults): string {
   }
   const targets = evaluateTargets(results);
   if (targets.length > 0) {
-    lines.push('## Targets (issue 4)');
+    lines.push('## Targets');
     lines.push('');
     lines.push('| target | measured | verdict |');
     lines.push('|---|---|---|');
@@ -320,7 +321,7 @@ export function renderMarkdown(results: BenchResults): string {
   }
   lines.push('## Scenarios');
   lines.push('');
-  for (const s of results.scenarios) lines.push(`- **${s.key}** (issue 4 #${s.issue}): ${s.title}; response body ${fmtInt(s.bodyBytes)} bytes.`);
+  for (const s of results.scenarios) lines.push(`- **${s.key}** (scenario ${s.number}): ${s.title}; response body ${fmtInt(s.bodyBytes)} bytes.`);
   lines.push('');
   return lines.join('\n');
 }

@@ -68,8 +68,8 @@ interface Options extends RunOptions {
 const MAX_DURATION_SEC = 600;
 
 const USAGE = `usage: npm run bench -- [options]
-  --scenario LIST      names or issue numbers, comma-separated (default: all)
-                       ${SCENARIOS.map((s) => `${s.name} (${s.issue})`).join(', ')}
+  --scenario LIST      names or scenario numbers, comma-separated (default: all)
+                       ${SCENARIOS.map((s) => `${s.name} (${s.number})`).join(', ')}
   --duration S         seconds per measured run (default 10; --smoke: 2; max ${MAX_DURATION_SEC})
   --warmup S           seconds of warm-up before each measured run (default 2; --smoke: 0)
   --connections N      concurrent connections (default 100; --smoke: 10)
@@ -358,7 +358,7 @@ async function runScenario(s: Scenario, server: Target, ceiling: Target, threads
   return {
     key,
     name: s.name,
-    issue: s.issue,
+    number: s.number,
     title: s.title,
     threads,
     connections: opts.connections,

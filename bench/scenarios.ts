@@ -1,5 +1,5 @@
 /**
- * The scenarios of issue 4: what is requested, how bodies vary per request, and how responses are checked.
+ * The suite's scenarios: what is requested, how bodies vary per request, and how responses are checked.
  *
  * Two levels of checking, because they cost differently:
  * - `verifyBody` runs on EVERY response inside autocannon (counted as mismatches) and must stay cheap:
@@ -47,7 +47,7 @@ export interface SentContext {
   readonly p: Record<string, unknown>;
   /** '' when the body carries no v. */
   readonly v: string;
-  /** For scenario 8: the status and error code this malformed request must get. */
+  /** For bad-requests (scenario 8): the status and error code this malformed request must get. */
   readonly expectStatus: number;
   readonly expectCode: string;
 }
@@ -55,8 +55,8 @@ export interface SentContext {
 export interface Scenario {
   /** Stable name used on the command line, in results files and by bench:compare. */
   readonly name: string;
-  /** Scenario number in issue 4 (7 has two parts). */
-  readonly issue: number;
+  /** Scenario number, accepted by `--scenario` beside the name (7 has two parts: large-hit and large-miss). */
+  readonly number: number;
   readonly title: string;
   readonly expectedStatuses: readonly number[];
   /** Deterministic pool of distinct requests; autocannon cycles through it. */
@@ -240,7 +240,7 @@ function plainScenario(): Scenario {
   const path = `/api/v1/config/${SMALL_ID}`;
   return {
     name: 'plain',
-    issue: 1,
+    number: 1,
     title: 'plain content, small (1.4 KB)',
     expectedStatuses: [200],
     pool: (seed) => contextPool(seed, 'POST', path, userAttributes),
@@ -259,7 +259,7 @@ function wrappedScenario(): Scenario {
   const path = `/api/v1/config/${SMALL_ID}/dynamic`;
   return {
     name: 'wrapped',
-    issue: 2,
+    number: 2,
     title: 'wrapped, no mapping',
     expectedStatuses: [200],
     pool: (seed) => contextPool(seed, 'POST', path, userAttributes),
@@ -288,7 +288,7 @@ function mappedScenario(serialized: boolean): Scenario {
   const dataPrefix = serialized ? '{"data":"{\\"schema\\":' : '{"data":{"schema":';
   return {
     name: serialized ? 'mapped-serialized' : 'mapped',
-    issue: serialized ? 4 : 3,
+    number: serialized ? 4 : 3,
     title: serialized ? 'wrapped + 10-rule mapping, responseType=serialized' : 'wrapped + 10-rule mapping (segments, 2 A/B tests): the mutation path',
     expectedStatuses: [200],
     pool: (seed) => contextPool(seed, 'POST', path, userAttributes),
@@ -311,7 +311,7 @@ function combineScenario(): Scenario {
   const lastKey = `"${COMBINE_IDS[COMBINE_IDS.length - 1] as string}":{"data":`;
   return {
     name: 'combine',
-    issue: 5,
+    number: 5,
     title: `combine of ${COMBINE_IDS.length} ids, dynamic`,
     expectedStatuses: [200],
     pool: (seed) => contextPool(seed, 'POST', path, userAttributes),
@@ -341,7 +341,7 @@ function catalogScenario(): Scenario {
   const items = (): Readonly<Record<string, FixtureItem>> => fixtureSet().environments[CATALOG_ENV] as Record<string, FixtureItem>;
   return {
     name: 'catalog',
-    issue: 6,
+    number: 6,
     title: 'catalog of 200 ids',
     expectedStatuses: [200],
     pool() {
@@ -386,7 +386,7 @@ function largeScenario(miss: boolean): Scenario {
   const path = `/api/v1/config/${LARGE_ID}/dynamic`;
   return {
     name: miss ? 'large-miss' : 'large-hit',
-    issue: 7,
+    number: 7,
     title: miss
       ? `512 KiB + small patches, render-cache misses forced (2^${FLAG_RULES} rule combinations)`
       : '512 KiB + small patch, render-cache hits (4 combinations)',
@@ -405,7 +405,7 @@ function largeScenario(miss: boolean): Scenario {
   };
 }
 
-/** The malformed requests of scenario 8, in rotation: each is a cause a real misbehaving client produces. */
+/** The malformed requests of bad-requests (scenario 8), in rotation: each is a cause a real misbehaving client produces. */
 function badPool(seed: number): RequestEntry[] {
   const rand = prng(seed);
   const users = userIds(seed);
@@ -431,7 +431,7 @@ function badPool(seed: number): RequestEntry[] {
 function badScenario(): Scenario {
   return {
     name: 'bad-requests',
-    issue: 8,
+    number: 8,
     title: 'bad requests at full rate (401 missing/unknown key, 400 bad JSON/body)',
     expectedStatuses: [400, 401],
     pool: badPool,
@@ -466,14 +466,14 @@ export function scenarioByName(name: string): Scenario {
   return s;
 }
 
-/** `--scenario` accepts names and issue numbers, comma-separated ("mapped,7" = mapped, large-hit, large-miss). */
+/** `--scenario` accepts names and scenario numbers, comma-separated ("mapped,7" = mapped, large-hit, large-miss). */
 export function selectScenarios(spec: string | undefined): Scenario[] {
   if (spec === undefined || spec === '' || spec === 'all') return [...SCENARIOS];
   const out: Scenario[] = [];
   for (const part of spec.split(',')) {
     const t = part.trim();
-    const matches = /^\d+$/.test(t) ? SCENARIOS.filter((s) => s.issue === Number(t)) : SCENARIOS.filter((s) => s.name === t);
-    if (matches.length === 0) throw new Error(`unknown scenario "${t}"; known: ${SCENARIOS.map((s) => `${s.name} (${s.issue})`).join(', ')}`);
+    const matches = /^\d+$/.test(t) ? SCENARIOS.filter((s) => s.number === Number(t)) : SCENARIOS.filter((s) => s.name === t);
+    if (matches.length === 0) throw new Error(`unknown scenario "${t}"; known: ${SCENARIOS.map((s) => `${s.name} (${s.number})`).join(', ')}`);
     for (const m of matches) if (!out.includes(m)) out.push(m);
   }
   return out;

@@ -1,13 +1,15 @@
 /**
- * The latency verdict of the suite's report, on results this suite recorded (bench/results): which
- * client's figure decides, and when a run cannot judge the target at all.
+ * The latency verdict of the suite's report, on results this suite recorded (copied out of
+ * bench/results into test/fixtures/bench, so that pruning bench/results leaves them in place; their
+ * figures are listed in bench/results/HISTORY.md): which client's figure decides, and when a run
+ * cannot judge the target at all.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { evaluateTargets, type BenchResults } from '../../../bench/report.js';
 
 function recorded(name: string): BenchResults {
-  return JSON.parse(readFileSync(new URL(`../../../bench/results/${name}`, import.meta.url), 'utf8')) as BenchResults;
+  return JSON.parse(readFileSync(new URL(`../../fixtures/bench/${name}`, import.meta.url), 'utf8')) as BenchResults;
 }
 
 function latencyCheck(results: BenchResults): { verdict: string; measured: string } {
