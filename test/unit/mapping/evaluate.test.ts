@@ -82,7 +82,7 @@ describe('evaluateMapping', () => {
 
   it('a variant applies only when its mod range, the app version range and the condition all hold', () => {
     const m = compiled();
-    const applies = (p: Record<string, unknown>, vKey: string, mod: number): boolean => evaluateMapping(m, p, vKey, mod).key.includes('1.');
+    const applies = (p: Record<string, unknown>, vKey: string, mod: number): boolean => /(^|;)1\./.test(evaluateMapping(m, p, vKey, mod).key);
     expect(applies({ level: 10 }, V2, 0)).toBe(true);
     expect(applies({ level: 9 }, V2, 0)).toBe(false);
     expect(applies({ level: 10 }, V1, 0)).toBe(false);
