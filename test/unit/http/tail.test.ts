@@ -21,3 +21,28 @@ describe('wrapped tail bytes', () => {
     expect(out.toString('utf8')).toBe('...' + expected + '.'.repeat(7));
   });
 });
+
+describe('wrapped tail at every digit-count boundary', () => {
+  it('agrees with JSON.stringify of the meta object for uids around each power of ten and every mod', () => {
+    const uids = [0, 4_294_967_295];
+    for (let p = 10; p <= 1_000_000_000; p *= 10) uids.push(p - 1, p, p + 1);
+    const segs = ['[]', '[{"n":"eu","v":"B","i":"é"}]'].map((s) => Buffer.from(s, 'utf8'));
+    const out = Buffer.alloc(200);
+    const wrong: string[] = [];
+    let checked = 0;
+    for (const uid of uids) {
+      for (let mod = 0; mod < 1000; mod++) {
+        for (const seg of segs) {
+          // The head ends with `"meta":{"uid":`; head + tail must be the meta object JSON.stringify writes.
+          const expected = JSON.stringify({ uid, mod, seg: JSON.parse(seg.toString('utf8')) as unknown }).slice('{"uid":'.length) + '}';
+          const end = writeWrappedTail(out, 0, uid, mod, seg);
+          const written = out.toString('utf8', 0, end);
+          if (end !== wrappedTailLength(uid, mod, seg) || written !== expected) wrong.push(`${uid}/${mod}: ${written}`);
+          checked++;
+        }
+      }
+    }
+    expect(wrong.slice(0, 5)).toEqual([]);
+    expect(checked).toBe(uids.length * 2000);
+  });
+});
