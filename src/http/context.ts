@@ -28,7 +28,7 @@ export interface UserContext {
   vKey: string;
 }
 
-const EMPTY_BODY = 'the request body is empty; send a JSON object such as {"u":"","p":{}}';
+export const EMPTY_BODY = 'the request body is empty; send a JSON object such as {"u":"","p":{}}';
 
 /** Parses and validates a body; throws RcdError invalid_json / invalid_body. */
 export function parseUserContext(text: string): UserContext {

@@ -11,6 +11,7 @@ import { errorResponse } from '../errors.js';
 import type { KeyView } from '../directory.js';
 import { contentIdKey } from '../store/ids.js';
 import { H_CONTENT_TYPE, JSON_TYPE, STATUS_OK, send, sendError } from './reply.js';
+import { EMPTY_BODY } from './context.js';
 import { ContentRequest, Route } from './request.js';
 import type { FrontEndState } from './state.js';
 
@@ -27,6 +28,8 @@ const HEALTH_STORE_UNAVAILABLE = '{"status":"degraded","store":"unavailable"}';
 // Header names as bytes, for the reason given in reply.ts.
 const H_API_KEY = Buffer.from('x-api-key', 'latin1');
 const H_CONTENT_LENGTH = Buffer.from('content-length', 'latin1');
+const H_TRANSFER_ENCODING = Buffer.from('transfer-encoding', 'latin1');
+const EMPTY_BODY_ERROR = errorResponse('invalid_json', EMPTY_BODY);
 
 /** `application/json`, optionally with parameters (`; charset=utf-8`), any letter case. */
 export function isJsonContentType(value: string): boolean {
@@ -122,6 +125,11 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
       return;
     }
     idLower = id;
+  }
+  if (declared === '0' || (declared === '' && req.getHeader(H_TRANSFER_ENCODING) === '')) {
+    // No body to wait for: uWS calls no data handler for an empty body whose head came in pieces.
+    sendError(res, EMPTY_BODY_ERROR, state.shuttingDown);
+    return;
   }
   const r = new ContentRequest(state, res, route, view.env, idLower, req.getQuery() ?? '');
   res.onAborted(() => r.onAborted());
