@@ -11,7 +11,7 @@
  * It exits when the parent goes away (IPC disconnect) or on SIGTERM/SIGINT.
  */
 import uWS from 'uWebSockets.js';
-import { statusLine } from '../src/errors.js';
+import { statusLine } from '../src/runtime/errors.js';
 
 export interface CeilingAnswer {
   readonly status: number;

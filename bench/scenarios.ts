@@ -12,7 +12,7 @@
  * must stay synchronous at load time (no top-level await) and cheap to import.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { contentHash } from '../src/identity.js';
+import { contentHash } from '../src/shared/identity.js';
 import {
   BENCH_KEY,
   CATALOG_ENV,
@@ -31,7 +31,7 @@ import {
   revisionFor,
   type FixtureItem,
 } from './fixtures/generate.js';
-import { xxh32String } from '../src/xxh32.js';
+import { xxh32String } from '../src/shared/xxh32.js';
 
 /** One prepared request. `ctx` is what was sent, kept for the probe's in-depth validation. */
 export interface RequestEntry {

@@ -8,7 +8,7 @@
 //
 // To move to a newer Unicode version, install @unicode/unicode-X.Y.Z as a dev dependency, change
 // UNICODE_PACKAGE below, regenerate, and add a store migration that recomputes every content key
-// (see src/store/schema.ts): stored keys were computed with the old table.
+// (see src/store/sqlite/schema.ts): stored keys were computed with the old table.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import process from 'node:process';

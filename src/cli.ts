@@ -1,13 +1,13 @@
 /**
  * `rcd`: serve, import and export work on a store directly; every other command is a management
- * command spoken to a running server's admin API (src/admin/cli.ts).
+ * command spoken to a running server's admin API (src/admin/client/commands.ts).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { SERVE_OPTIONS, buildServeConfig, ConfigError, resolveOptions, StartupError, type OptionSpec } from './config.js';
-import { RcdError } from './errors.js';
-import { logError, logInfo } from './log.js';
-import { ADMIN_COMMANDS, ADMIN_USAGE, runAdminCommand } from './admin/cli.js';
+import { SERVE_OPTIONS, buildServeConfig, ConfigError, resolveOptions, StartupError, type OptionSpec } from './runtime/config.js';
+import { RcdError } from './runtime/errors.js';
+import { logError, logInfo } from './runtime/log.js';
+import { ADMIN_COMMANDS, ADMIN_USAGE, runAdminCommand } from './admin/client/commands.js';
 import { openStore } from './store/index.js';
 
 const STORE_OPTION: OptionSpec = SERVE_OPTIONS[0]!;

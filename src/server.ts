@@ -7,16 +7,16 @@
  */
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { StartupError, type ServeConfig } from './config.js';
+import { StartupError, type ServeConfig } from './runtime/config.js';
 import { ControlThread } from './control/client.js';
 import { DeliveryFeed } from './control/feed.js';
 import type { DemoNotice } from './control/protocol.js';
-import { DEMO_CONTENT_ID } from './demo.js';
-import { createFrontCache } from './http/front-cache.js';
-import { holdYoungGeneration, operatorSizedYoungGeneration } from './heap.js';
-import { createApp, isNativeUws, listen, stopListening } from './http/app.js';
-import type { FrontEndState } from './http/state.js';
-import { logError, logInfo, rateLimitedErrorLogger } from './log.js';
+import { DEMO_CONTENT_ID } from './runtime/demo.js';
+import { createFrontCache } from './delivery/front-cache.js';
+import { holdYoungGeneration, operatorSizedYoungGeneration } from './runtime/heap.js';
+import { createApp, isNativeUws, listen, stopListening } from './delivery/app.js';
+import type { FrontEndState } from './delivery/state.js';
+import { logError, logInfo, rateLimitedErrorLogger } from './runtime/log.js';
 import { Batcher } from './pool/batcher.js';
 import type { Batch, WorkerOptions } from './pool/protocol.js';
 
@@ -65,7 +65,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
 
   const workerData: WorkerOptions = { storeUrl: opened.readerUrl, cacheBytes: config.cacheBytes, holdYoungGeneration: holdYoung };
   const pool = new Piscina({
-    filename: new URL('./worker/index.js', import.meta.url).href,
+    filename: new URL('./worker/entry.js', import.meta.url).href,
     minThreads: config.threads,
     maxThreads: config.threads,
     idleTimeout: Number.MAX_SAFE_INTEGER,

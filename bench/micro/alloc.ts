@@ -1,11 +1,11 @@
 /**
  * Micro-benchmark of what the front end allocates per mapped request (time and bytes of JS heap per
- * call), the steps of a render-cache hit in src/http/request.ts, each against what it replaced:
+ * call), the steps of a render-cache hit in src/delivery/request.ts, each against what it replaced:
  * - body text: Buffer#toString [before] vs the TextDecoder the front end uses [after];
  * - combination: the key string built rule by rule and looked up [before] vs the trie walk of
- *   src/mapping/interning.ts [after];
+ *   src/mapping/rules/interning.ts [after];
  * - tail: a string concatenated and joined with the head into a new Buffer [before] vs the bytes
- *   written into a reused buffer by src/http/tail.ts [after];
+ *   written into a reused buffer by src/delivery/tail.ts [after];
  * - cache key and lookup: the key string built per request [before] vs memoized on the interned
  *   combination (frontKeyOf) [after], looked up in a Map that holds every key (a warm front cache);
  * - the whole hit path (decode, parse and validate, uid, rules, cache key, tail) as it runs now.
@@ -14,11 +14,11 @@
  * thread's scavenges and, through survivors, its old generation grow with it (bench/README.md,
  * "Memory"). Bytes are measured with --expose-gc (the bench:micro script passes it).
  */
-import { parseUserContext } from '../../src/http/context.js';
-import { frontKey, frontKeyOf } from '../../src/http/front-cache.js';
-import { wrappedTailLength, writeWrappedTail } from '../../src/http/tail.js';
-import { userUid } from '../../src/identity.js';
-import type { CompiledMapping, Combination } from '../../src/mapping/compile.js';
+import { parseUserContext } from '../../src/delivery/context.js';
+import { frontKey, frontKeyOf } from '../../src/delivery/front-cache.js';
+import { wrappedTailLength, writeWrappedTail } from '../../src/delivery/tail.js';
+import { userUid } from '../../src/shared/identity.js';
+import type { CompiledMapping, Combination } from '../../src/mapping/rules/compile.js';
 import { combinationForKey, compileMapping, evaluateMapping } from '../../src/mapping/index.js';
 import { JobKind } from '../../src/pool/protocol.js';
 import { readFixture } from '../fixtures/generate.js';
@@ -97,7 +97,7 @@ export function runAllocMicro(minMs?: number): Row[] {
       out.write(tail, head.byteLength, 'utf8');
       return out.byteLength;
     }, minMs),
-    measureWithBytes('tail: bytes into a reused buffer (src/http/tail.ts) [after]', (i) => {
+    measureWithBytes('tail: bytes into a reused buffer (src/delivery/tail.ts) [after]', (i) => {
       const uid = mods[i & mask]! * 4_000_000 + i;
       const out = scratch;
       out.set(head, 0);

@@ -6,25 +6,25 @@
  * - alloc (./alloc.ts): time and JS heap bytes of the front end's steps on a render-cache hit;
  * - json (./json.ts): JSON.parse vs simdjson for bodies and content validation;
  * - ids (./ids.ts): the content-id key (ASCII fast path, Unicode path);
- * - here: body parse + validation (the hand-written check in src/http/context.ts vs its zod schema) and
- *   the uid hash (xxhash-addon vs the pure-JS XXH32 in src/xxh32.ts that src/identity.ts uses, checked
+ * - here: body parse + validation (the hand-written check in src/delivery/context.ts vs its zod schema) and
+ *   the uid hash (xxhash-addon vs the pure-JS XXH32 in src/shared/xxh32.ts that src/shared/identity.ts uses, checked
  *   for identical output before anything is timed).
  *
  * Inputs are the benchmark scenarios' own request bodies (thousands of distinct u, p and v), so the
  * numbers describe the traffic the load benchmark sends.
  */
-import { userContextSchema, parseUserContext } from '../../src/http/context.js';
+import { userContextSchema, parseUserContext } from '../../src/delivery/context.js';
 import xxhash from 'xxhash-addon';
 import { BASE_SEED, scenarioByName } from '../scenarios.js';
 import { runJsonMicro } from './json.js';
 import { runMappingMicro } from './mapping.js';
 import { runAllocMicro } from './alloc.js';
 import { runIdKeyMicro } from './ids.js';
-import { XXH32_VECTORS, xxh32String } from '../../src/xxh32.js';
+import { XXH32_VECTORS, xxh32String } from '../../src/shared/xxh32.js';
 import { MIN_MS, WARMUP_MS, formatTable, measure, type Row } from './measure.js';
 
 const { XXHash32 } = xxhash as unknown as { XXHash32: { hash(data: Buffer): Buffer } };
-/** The library alternative to src/xxh32.ts: what meta.uid would cost through the native addon. */
+/** The library alternative to src/shared/xxh32.ts: what meta.uid would cost through the native addon. */
 function addonUid(u: string): number {
   return XXHash32.hash(Buffer.from(u, 'utf8')).readUInt32BE(0);
 }
@@ -47,7 +47,7 @@ export function runBodyMicro(minMs = MIN_MS): Row[] {
   }
   return [
     measure(`JSON.parse only (${avg} B bodies)`, (i) => (JSON.parse(sample[i & mask] as string) as { u: string }).u.length, minMs),
-    measure('JSON.parse + hand-written check (src/http/context.ts)', (i) => parseUserContext(sample[i & mask] as string).u.length, minMs),
+    measure('JSON.parse + hand-written check (src/delivery/context.ts)', (i) => parseUserContext(sample[i & mask] as string).u.length, minMs),
     measure('JSON.parse + zod schema (userContextSchema)', (i) => (userContextSchema.parse(JSON.parse(sample[i & mask] as string)).u ?? '').length, minMs),
   ];
 }
@@ -72,7 +72,7 @@ export function runHashMicro(minMs = MIN_MS): Row[] {
   const avg = Math.round(sample.reduce((n, u) => n + Buffer.byteLength(u), 0) / sample.length);
   return [
     measure(`uid XXH32 xxhash-addon (Buffer.from + N-API, ${avg} B u)`, (i) => addonUid(sample[i & mask] as string), minMs),
-    measure(`uid XXH32 pure JS (src/xxh32.ts, ${avg} B u)`, (i) => xxh32String(sample[i & mask] as string), minMs),
+    measure(`uid XXH32 pure JS (src/shared/xxh32.ts, ${avg} B u)`, (i) => xxh32String(sample[i & mask] as string), minMs),
   ];
 }
 

@@ -1,7 +1,7 @@
 /**
  * Micro-benchmark: JSON.parse against simdjson.parse and simdjson.isValid, on a typical request body
  * (80 bytes) and on a large content document (~460 KB). Decides where simdjson is used (see
- * src/content/jsonc.ts for the conclusion).
+ * src/store/jsonc.ts for the conclusion).
  *
  * Run: `node dist/bench/micro/json.js` (after `npm run build`); prints a table.
  */

@@ -1,20 +1,20 @@
 /**
  * Micro-benchmark of the mutation path (src/mapping): condition evaluation (the engine's compiled
- * evaluator, src/mapping/predicate.ts, against sift compiling the same condition, which is what the
+ * evaluator, src/mapping/condition/predicate.ts, against sift compiling the same condition, which is what the
  * engine used before, and against a hand-written JS function doing the same test: the floor any
  * evaluator could reach), selectRules on a ~10-rule mapping with either evaluator, and the render of
  * a 512 KiB content with a small patch: splice (render-cache miss, offsets already known), the first
  * miss on a revision (offsets found), the naive parse-apply-stringify, and a render-cache hit.
  * runRegexMicro: one `$regex` test on typical short patterns and strings, V8's RegExp (what the
- * evaluator ran before) against re2js through src/mapping/regex.ts, and a condition using it.
+ * evaluator ran before) against re2js through src/mapping/condition/regex.ts, and a condition using it.
  */
 import { LRUCache } from 'lru-cache';
 import semver from 'semver';
 import { siftPredicate } from '../reference/sift.js';
-import { userMod, userUid } from '../../src/identity.js';
-import type { CompiledMapping } from '../../src/mapping/compile.js';
-import { CombinationIndex } from '../../src/mapping/interning.js';
-import { compileCondition, type Predicate } from '../../src/mapping/condition.js';
+import { userMod, userUid } from '../../src/shared/identity.js';
+import type { CompiledMapping } from '../../src/mapping/rules/compile.js';
+import { CombinationIndex } from '../../src/mapping/rules/interning.js';
+import { compileCondition, type Predicate } from '../../src/mapping/condition/validate.js';
 import {
   compileMapping,
   ownedText,
@@ -26,13 +26,13 @@ import {
   selectRules,
   type Selection,
 } from '../../src/mapping/index.js';
-import { compileVersionRange, versionInRange } from '../../src/mapping/version-range.js';
-import { versionKeyOf } from '../../src/version.js';
-import { applyPatchToValue } from '../../src/mapping/patch.js';
-import { renderPatched } from '../../src/mapping/splice.js';
+import { compileVersionRange, versionInRange } from '../../src/mapping/rules/version-range.js';
+import { versionKeyOf } from '../../src/shared/app-version.js';
+import { applyPatchToValue } from '../../src/mapping/patch/patch.js';
+import { renderPatched } from '../../src/mapping/render/fallback/copy-on-write.js';
 import { largeDoc, largeMapping } from '../fixtures/generate.js';
 import type { MappingProblem } from '../../src/mapping/problems.js';
-import { compileRegex, regexMatches, type CompiledRegex } from '../../src/mapping/regex.js';
+import { compileRegex, regexMatches, type CompiledRegex } from '../../src/mapping/condition/regex.js';
 import { measure, measureWithBytes, type Row } from './measure.js';
 
 

@@ -1,11 +1,11 @@
 /**
  * sift with the `$veq`..`$vlte` version operators: the reference evaluator of mapping conditions.
- * The engine's own compiled predicates (src/mapping/predicate.ts) replaced it on the hot path; it stays
- * as the oracle of the differential test (test/unit/mapping/predicate.test.ts) and as the "before" row
+ * The engine's own compiled predicates (src/mapping/condition/predicate.ts) replaced it on the hot path; it stays
+ * as the oracle of the differential test (test/unit/mapping/condition/predicate.test.ts) and as the "before" row
  * of the micro-benchmark (bench/micro/mapping.ts). It is a devDependency only.
  */
 import siftModule from 'sift';
-import { compareAppVersions, parseAppVersion } from '../../src/version.js';
+import { compareAppVersions, parseAppVersion } from '../../src/shared/app-version.js';
 
 type SiftOperationCreator = (params: unknown, ownerQuery: unknown, options: unknown, name: string) => unknown;
 interface SiftApi {

@@ -13,7 +13,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../runtime/config.js';
 
 export const ADMIN_TOKEN_FILE = 'admin-token';
 

@@ -3,9 +3,9 @@
  * lifecycle commands one at a time, prints its log lines, and reports its unexpected end.
  */
 import { Worker, type MessagePort } from 'node:worker_threads';
-import { StartupError } from '../config.js';
-import { RcdError } from '../errors.js';
-import { logError, logInfo } from '../log.js';
+import { StartupError } from '../runtime/config.js';
+import { RcdError } from '../runtime/errors.js';
+import { logError, logInfo } from '../runtime/log.js';
 import type { ControlCommand, ControlEvent, ControlFailure, ControlInit, DemoNotice } from './protocol.js';
 
 type Reply = Exclude<ControlEvent, { type: 'log' } | { type: 'failed' }>;

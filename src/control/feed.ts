@@ -4,9 +4,9 @@
  * from the store here), swaps it in, and acknowledges it; sends the key ids its requests used.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { Directory, MappingLibrary } from '../directory.js';
-import type { FrontEndState } from '../http/state.js';
-import { logError } from '../log.js';
+import { Directory, MappingLibrary } from '../delivery/directory.js';
+import type { FrontEndState } from '../delivery/state.js';
+import { logError } from '../runtime/log.js';
 import type { RevisionReader } from '../store/types.js';
 import type { DirectoryUpdate, FeedMessage, FeedReply } from './protocol.js';
 

@@ -16,8 +16,8 @@
  *   updates, so more delivery loops are more feeds.
  */
 import type { MessagePort } from 'node:worker_threads';
-import type { ServeConfig } from '../config.js';
-import type { ErrorCode } from '../errors.js';
+import type { ServeConfig } from '../runtime/config.js';
+import type { ErrorCode } from '../runtime/errors.js';
 import type { DirectorySnapshot } from '../store/types.js';
 
 /** The control thread's workerData. */
@@ -25,7 +25,7 @@ export interface ControlInit {
   readonly config: ServeConfig;
   /** The feeds of the delivery loops, transferred to the control thread. */
   readonly feeds: readonly MessagePort[];
-  /** Hold V8's young generation in this thread too (src/heap.ts: a new thread resets the flag). */
+  /** Hold V8's young generation in this thread too (src/runtime/heap.ts: a new thread resets the flag). */
   readonly holdYoungGeneration: boolean;
 }
 

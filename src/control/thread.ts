@@ -8,14 +8,14 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
-import { startAdminServer, type AdminServer } from '../admin/server.js';
-import { loadSealKey } from '../admin/sealed.js';
-import { openAdminState, type AdminStateStore } from '../admin/state.js';
+import { startAdminServer, type AdminServer } from '../admin/server/server.js';
+import { loadSealKey } from '../admin/server/sealed.js';
+import { openAdminState, type AdminStateStore } from '../admin/server/state.js';
 import { resolveAdminToken } from '../admin/token.js';
-import type { ServeConfig } from '../config.js';
-import { DEMO_ENV, demoBundle, demoKeyPath, newDemoKey, writeDemoKey } from '../demo.js';
-import { RcdError } from '../errors.js';
-import { holdYoungGeneration } from '../heap.js';
+import type { ServeConfig } from '../runtime/config.js';
+import { DEMO_ENV, demoBundle, demoKeyPath, newDemoKey, writeDemoKey } from '../runtime/demo.js';
+import { RcdError } from '../runtime/errors.js';
+import { holdYoungGeneration } from '../runtime/heap.js';
 import { openRevisionReader, openStore } from '../store/index.js';
 import type { RevisionReader, Store } from '../store/types.js';
 import type {

@@ -3,25 +3,25 @@
  * threads (selection and rendering). The hot path per wrapped request is `selectRules` followed, on a
  * render-cache miss only, by `renderSelectionInto` (or `renderSelection` for the serialized form).
  *
- * Rendering composes the selection's patches into an edit tree (edits.ts) and splices it into the
- * base's UTF-8 bytes (bytesplice.ts): the cost grows with the patches, not the content. What the
+ * Rendering composes the selection's patches into an edit tree (edit-tree.ts) and splices it into the
+ * base's UTF-8 bytes (byte-splice.ts): the cost grows with the patches, not the content. What the
  * tree does not express (JSON Patch on array elements, move, copy) is rendered by the copy-on-write
- * renderer (splice.ts) instead, with the same output.
+ * renderer (copy-on-write.ts) instead, with the same output.
  */
-import { createByteBase, type ByteBase } from './byteindex.js';
-import { renderEditsOwned, renderEditsText } from './bytesplice.js';
-import { compileMapping as compileChecked, type Combination, type CompiledMapping, type Selection } from './compile.js';
-import { composeEdits } from './edits.js';
-import { NO_VERSION_KEY, versionKeyOf } from '../version.js';
-import { EMPTY_SELECTION, evaluateMapping, partialSelection } from './evaluate.js';
-import type { CompiledPatch } from './patch.js';
-import { createBaseDocument, patchesThatApply as patchesThatApplyCopying, renderPatched, type BaseDocument } from './splice.js';
+import { createByteBase, type ByteBase } from './render/fast/byte-index.js';
+import { renderEditsOwned, renderEditsText } from './render/fast/byte-splice.js';
+import { compileMapping as compileChecked, type Combination, type CompiledMapping, type Selection } from './rules/compile.js';
+import { composeEdits } from './render/fast/edit-tree.js';
+import { NO_VERSION_KEY, versionKeyOf } from '../shared/app-version.js';
+import { EMPTY_SELECTION, evaluateMapping, partialSelection } from './rules/evaluate.js';
+import type { CompiledPatch } from './patch/patch.js';
+import { createBaseDocument, patchesThatApply as patchesThatApplyCopying, renderPatched, type BaseDocument } from './render/fallback/copy-on-write.js';
 
-export type { CompiledMapping, Selection, Combination } from './compile.js';
+export type { CompiledMapping, Selection, Combination } from './rules/compile.js';
 export type { MappingProblem } from './problems.js';
-export { checkMapping, compileStoredMapping, mappingError } from './compile.js';
-export { EMPTY_SELECTION, combinationForKey, evaluateMapping } from './evaluate.js';
-export { compareAppVersions, parseAppVersion } from './version.js';
+export { checkMapping, compileStoredMapping, mappingError } from './rules/compile.js';
+export { EMPTY_SELECTION, combinationForKey, evaluateMapping } from './rules/evaluate.js';
+export { compareAppVersions, parseAppVersion } from '../shared/app-version.js';
 
 /**
  * A revision prepared for mutation: its UTF-8 bytes with the objects on patched paths indexed on first

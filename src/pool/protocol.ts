@@ -61,6 +61,6 @@ export interface WorkerOptions {
   storeUrl: string;
   /** Upper bound of the worker's LRU (parsed content and rendered bytes), in bytes. */
   cacheBytes: number;
-  /** Set V8's young-generation growth factor again in the worker (see src/heap.ts). */
+  /** Set V8's young-generation growth factor again in the worker (see src/runtime/heap.ts). */
   holdYoungGeneration: boolean;
 }

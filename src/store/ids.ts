@@ -7,7 +7,7 @@
  * collects every reason, the Store methods throw the first.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { APP_VERSION_PATTERN } from '../version.js';
+import { APP_VERSION_PATTERN } from '../shared/app-version.js';
 import { caselessKey } from './case-fold.js';
 
 /** Environment ids: case sensitive; 1-64 of [A-Za-z0-9_.-], starting with a letter, digit or `_`. */

@@ -10,9 +10,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import { RcdError } from '../errors.js';
-import { DEFAULT_BUSY_TIMEOUT_MS, enableUriFilenames, openReader, openWriter, type Database, type DbLocation } from './driver.js';
-import { SqliteStore } from './sqlite.js';
+import { RcdError } from '../runtime/errors.js';
+import { DEFAULT_BUSY_TIMEOUT_MS, enableUriFilenames, openReader, openWriter, type Database, type DbLocation } from './sqlite/driver.js';
+import { SqliteStore } from './sqlite/store.js';
 import type { RevisionReader, RevisionText, Store } from './types.js';
 
 export type { Store, RevisionReader } from './types.js';

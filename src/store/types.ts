@@ -13,9 +13,6 @@
  * each write; the loop builds its Directory from it before the write answers.
  */
 
-/** X.Y.Z as three non-negative integers. */
-export type AppVersion = readonly [number, number, number];
-
 export interface RevisionMeta {
   /** Global, immutable, never reused: the key worker caches use. */
   readonly revId: number;

@@ -21,7 +21,7 @@ import {
 } from '../mapping/index.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
 import type { RevisionReader } from '../store/types.js';
-import type { CacheValue, MappingEntry, RevisionEntry } from './cache.js';
+import type { CacheValue, MappingEntry, RevisionEntry } from './content-cache.js';
 
 export interface WorkerState {
   readonly reader: RevisionReader;

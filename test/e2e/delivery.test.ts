@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contentHash } from '../../src/identity.js';
+import { contentHash } from '../../src/shared/identity.js';
 import { BIN, call, errorCode, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 
 const PLAYER_SETTINGS_TEXT = `{

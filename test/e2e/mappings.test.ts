@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { contentHash, userMod, userUid } from '../../src/identity.js';
+import { contentHash, userMod, userUid } from '../../src/shared/identity.js';
 import { BIN, call, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 
 const BASE = { difficulty: 'normal', shop: { discount: 0, items: ['a', 'b'] }, theme: 'light' };

@@ -5,7 +5,7 @@
  * the later migrations for real.
  */
 import Database from 'better-sqlite3';
-import { compileContent } from '../../src/content/jsonc.js';
+import { compileContent } from '../../src/store/jsonc.js';
 import { apiKeyDigest } from '../../src/store/ids.js';
 
 const SCHEMA_V1 = `

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SERVE_OPTIONS } from '../../src/config.js';
+import { SERVE_OPTIONS } from '../../src/runtime/config.js';
 
 // The README's configuration table is what operators read: it must name every real flag and variable.
 describe('README configuration table', () => {

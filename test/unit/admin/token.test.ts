@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/config.js';
+import { ConfigError } from '../../../src/runtime/config.js';
 import {
   adminTokenId,
   MAX_ADMIN_TOKEN_CHARS,

@@ -2,8 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
-import { RcdError } from '../../../src/errors.js';
-import { userMod, userUid } from '../../../src/identity.js';
+import { RcdError } from '../../../src/runtime/errors.js';
+import { userMod, userUid } from '../../../src/shared/identity.js';
 import { combinationForKey, compileMapping, evaluateMapping, prepareDoc, renderSelection, selectRules, validateMapping } from '../../../src/mapping/index.js';
 
 const CONTENT = '{"shop":{"banner":"default","discount":0},"ads":{"enabled":true},"list":[1,2,3]}';
@@ -215,7 +215,7 @@ describe('stickiness and distribution of mod', () => {
   // Run in other threads and another process from the compiled engine (the global setup builds dist/).
   const script = `
     const { compileMapping, prepareDoc, selectRules } = await import(${JSON.stringify(root + 'dist/src/mapping/index.js')});
-    const { userUid, userMod } = await import(${JSON.stringify(root + 'dist/src/identity.js')});
+    const { userUid, userMod } = await import(${JSON.stringify(root + 'dist/src/shared/identity.js')});
     const ids = ${JSON.stringify(ids)};
     const m = compileMapping(${JSON.stringify(AB)});
     const doc = prepareDoc(${JSON.stringify(CONTENT)});

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { RcdError, type ErrorCode } from '../../../src/errors.js';
+import { RcdError, type ErrorCode } from '../../../src/runtime/errors.js';
 
 /** A temporary directory removed by the returned cleanup. */
 export function tempDir(): { dir: string; cleanup: () => void } {

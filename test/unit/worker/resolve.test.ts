@@ -7,12 +7,12 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { Piscina } from 'piscina';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RcdError } from '../../../src/errors.js';
+import { RcdError } from '../../../src/runtime/errors.js';
 import { compileMapping, evaluateMapping } from '../../../src/mapping/index.js';
 import { JobKind, type BatchResult, type Job, type JobResult } from '../../../src/pool/protocol.js';
 import { openRevisionReader, openStore, type RevisionReader, type Store } from '../../../src/store/index.js';
-import { NO_VERSION_KEY, versionKeyOf } from '../../../src/version.js';
-import { createCache, type RevisionEntry } from '../../../src/worker/cache.js';
+import { NO_VERSION_KEY, versionKeyOf } from '../../../src/shared/app-version.js';
+import { createCache, type RevisionEntry } from '../../../src/worker/content-cache.js';
 import { resolveJob, type WorkerState } from '../../../src/worker/resolve.js';
 import { tempDir } from '../store/helpers.js';
 
@@ -267,7 +267,7 @@ describe('a batch in the real worker (compiled worker entry in a Piscina pool)',
     edit.prepare('UPDATE mappings SET json = ? WHERE mapping_id = ?').run('not json', s.mappingId);
     edit.close();
     const pool = new Piscina({
-      filename: pathToFileURL(`${dist}/src/worker/index.js`).href,
+      filename: pathToFileURL(`${dist}/src/worker/entry.js`).href,
       minThreads: 1,
       maxThreads: 1,
       workerData: { storeUrl: s.store.readerUrl, cacheBytes: 16 * 1024 * 1024, holdYoungGeneration: false },

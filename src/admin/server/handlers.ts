@@ -1,0 +1,428 @@
+/**
+ * The admin operations: validate the request, call the Store (or the admin state), and describe
+ * the change so the server can make it live, audit it and announce it in one place. Handlers never
+ * touch HTTP objects; they take decoded params, the query and the raw body.
+ */
+import { randomBytes } from 'node:crypto';
+import { RcdError } from '../../runtime/errors.js';
+import { isPlainObject } from '../../shared/json.js';
+import { appVersionProblem, contentIdKey, plainKeyProblem } from '../../store/ids.js';
+import type { DirectorySnapshot, Store } from '../../store/types.js';
+import type { Route } from './router.js';
+import { WEBHOOK_EVENTS, type AdminStateStore, type WebhookEvent, type WebhookInfo } from './state.js';
+import type { WebhookPayload } from './webhooks.js';
+
+export interface AdminContext {
+  readonly store: Store;
+  readonly state: AdminStateStore;
+}
+
+export interface AdminCall {
+  readonly params: readonly string[];
+  readonly query: URLSearchParams;
+  readonly body: Buffer;
+}
+
+export interface AdminChange {
+  /** True when routing data changed: the server runs onChange() before answering. */
+  readonly live: boolean;
+  readonly action: string;
+  readonly env: string | null;
+  readonly target: string | null;
+  readonly detail: unknown;
+  readonly events: readonly WebhookPayload[];
+}
+
+export interface AdminResult {
+  readonly status: number;
+  readonly body: unknown;
+  /** null when nothing changed (reads, and writes that found the state already as asked). */
+  readonly change: AdminChange | null;
+}
+
+export type AdminHandler = (ctx: AdminContext, call: AdminCall) => Promise<AdminResult>;
+
+export interface AdminRoute extends Route<AdminHandler> {
+  /** Writes run one at a time so "the next request sees it" holds even for concurrent writers. */
+  readonly write: boolean;
+}
+
+const MAX_AUDIT_LIMIT = 1000;
+const MAX_SECRET_LENGTH = 512;
+
+function read(body: unknown, status = 200): AdminResult {
+  return { status, body, change: null };
+}
+
+function changed(status: number, body: unknown, change: AdminChange): AdminResult {
+  return { status, body, change };
+}
+
+function param(call: AdminCall, index: number): string {
+  return call.params[index] as string;
+}
+
+function parseJsonBody(call: AdminCall): unknown {
+  const text = decodeUtf8(call.body, 'invalid_json');
+  if (text.trim() === '') throw new RcdError('invalid_json', 'the request body must be JSON and must not be empty');
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new RcdError('invalid_json', `the request body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+function decodeUtf8(body: Buffer, code: 'invalid_json' | 'invalid_content'): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(body);
+  } catch {
+    throw new RcdError(code, 'the request body is not valid UTF-8');
+  }
+}
+
+function positiveInt(query: URLSearchParams, name: string, fallback: number | undefined): number | undefined {
+  const raw = query.get(name);
+  if (raw === null) return fallback;
+  if (!/^[1-9]\d{0,9}$/.test(raw)) throw new RcdError('invalid_query', `${name} must be a positive integer`);
+  return Number(raw);
+}
+
+function now(): string {
+  return new Date().toISOString();
+}
+
+function payload(event: WebhookEvent, env: string, id: string | null, hash: string | null, at: string): WebhookPayload {
+  return { event, env, id, hash, at };
+}
+
+// ---- environments ---------------------------------------------------------------------------
+
+async function listEnvironments(ctx: AdminContext): Promise<AdminResult> {
+  return read({ environments: await ctx.store.listEnvironments() });
+}
+
+async function putEnvironment(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const env = param(call, 0);
+  const created = await ctx.store.putEnvironment(env);
+  if (!created) return read({ id: env, created: false });
+  return changed(201, { id: env, created: true }, {
+    live: true, action: 'environment.create', env, target: null, detail: null, events: [],
+  });
+}
+
+async function deleteEnvironment(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const env = param(call, 0);
+  const forceRaw = call.query.get('force');
+  if (forceRaw !== null && forceRaw !== 'true' && forceRaw !== 'false') {
+    throw new RcdError('invalid_query', 'force must be true or false');
+  }
+  const force = forceRaw === 'true';
+  // Read first so the deletion can be announced per content item; the store re-checks atomically.
+  const before = await listContentOrEmpty(ctx.store, env);
+  await ctx.store.deleteEnvironment(env, force);
+  const at = now();
+  return changed(200, { id: env, deleted: true, contentDeleted: before.length }, {
+    live: true, action: 'environment.delete', env, target: null, detail: { force, contentDeleted: before.length },
+    events: before.map((c) => payload('content.deleted', env, c.id, c.hash, at)),
+  });
+}
+
+async function listContentOrEmpty(store: Store, env: string): Promise<{ id: string; hash: string }[]> {
+  try {
+    return await store.listContent(env);
+  } catch (err) {
+    if (err instanceof RcdError && err.status === 404) return [];
+    throw err;
+  }
+}
+
+// ---- keys -----------------------------------------------------------------------------------
+
+async function createKey(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const env = param(call, 0);
+  let plain: string | undefined;
+  if (call.body.length > 0) {
+    const body = parseJsonBody(call);
+    if (!isPlainObject(body)) throw new RcdError('invalid_body', 'the body must be a JSON object');
+    if (body.key !== undefined) {
+      // The store's rule, so a key the admin API refuses is exactly one a bundle import refuses.
+      const problem = plainKeyProblem(body.key);
+      if (problem !== '') throw new RcdError('invalid_body', `key: ${problem} (omit it to get a random key)`);
+      plain = body.key as string;
+    }
+  }
+  const { id, key } = await ctx.store.createKey(env, plain);
+  return changed(201, { id, key }, {
+    live: true, action: 'key.create', env, target: id, detail: null, events: [],
+  });
+}
+
+async function listKeys(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const keys = await ctx.store.listKeys(param(call, 0));
+  return read({
+    keys: keys.map((k) => ({ id: k.id, createdAt: k.createdAt, lastUsedAt: k.lastUsedAt, revokedAt: k.revokedAt })),
+  });
+}
+
+async function revokeKey(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const env = param(call, 0);
+  const keyId = param(call, 1);
+  await ctx.store.revokeKey(env, keyId);
+  return changed(200, { id: keyId, revoked: true }, {
+    live: true, action: 'key.revoke', env, target: keyId, detail: null, events: [],
+  });
+}
+
+// ---- content --------------------------------------------------------------------------------
+
+async function listContent(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  return read({ content: await ctx.store.listContent(param(call, 0)) });
+}
+
+async function putContent(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const env = param(call, 0);
+  const id = param(call, 1);
+  const minAppVersion = call.query.get('minAppVersion');
+  // The store's own rule (9-digit parts included), so the admin API and the store refuse alike.
+  const versionProblem = minAppVersion === null ? '' : appVersionProblem(minAppVersion);
+  if (versionProblem !== '') throw new RcdError('invalid_query', versionProblem);
+  const text = decodeUtf8(call.body, 'invalid_content');
+  const result = await ctx.store.putContent(env, id, text, minAppVersion);
+  const body = { id: result.id, hash: result.hash, revision: result.revision, changed: result.changed };
+  if (!result.changed) return read(body);
+  return changed(200, body, {
+    live: true, action: 'content.put', env, target: result.id,
+    detail: { hash: result.hash, revision: result.revision, minAppVersion },
+    events: [payload('content.updated', env, result.id, result.hash, now())],
+  });
+}
+
+async function getContent(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const env = param(call, 0);
+  const id = param(call, 1);
+  const detail = await ctx.store.getContent(env, id);
+  if (detail === undefined) throw new RcdError('content_not_found', `no content "${id}" in environment "${env}"`);
+  return read(detail);
+}
+
+async function deleteContent(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const env = param(call, 0);
+  const id = param(call, 1);
+  const before = await findContent(ctx.store, env, id);
+  await ctx.store.deleteContent(env, id);
+  const name = before?.id ?? id;
+  return changed(200, { id: name, deleted: true }, {
+    live: true, action: 'content.delete', env, target: name, detail: { hash: before?.hash ?? null },
+    events: [payload('content.deleted', env, name, before?.hash ?? null, now())],
+  });
+}
+
+async function findContent(store: Store, env: string, id: string): Promise<{ id: string; hash: string } | undefined> {
+  const key = contentIdKey(id);
+  const all = await store.listContent(env);
+  return all.find((c) => contentIdKey(c.id) === key);
+}
+
+async function rollbackContent(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const env = param(call, 0);
+  const id = param(call, 1);
+  const to = positiveInt(call.query, 'to', undefined);
+  if (to === undefined) throw new RcdError('invalid_query', 'to (the revision number to restore) is required');
+  const result = await ctx.store.rollback(env, id, to);
+  const body = { id: result.id, hash: result.hash, revision: result.revision, changed: result.changed };
+  if (!result.changed) return read(body);
+  return changed(200, body, {
+    live: true, action: 'content.rollback', env, target: result.id,
+    detail: { to, hash: result.hash, revision: result.revision },
+    events: [payload('content.updated', env, result.id, result.hash, now())],
+  });
+}
+
+// ---- mappings -------------------------------------------------------------------------------
+
+async function putMapping(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const env = param(call, 0);
+  const id = param(call, 1);
+  const mapping = parseJsonBody(call);
+  const { mappingId, ruleCount } = await ctx.store.putMapping(env, id, mapping);
+  const content = await findContent(ctx.store, env, id);
+  const name = content?.id ?? id;
+  return changed(200, { id: name, mappingId, ruleCount }, {
+    live: true, action: 'mapping.put', env, target: name, detail: { mappingId, ruleCount },
+    events: [payload('mapping.updated', env, name, content?.hash ?? null, now())],
+  });
+}
+
+async function deleteMapping(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const env = param(call, 0);
+  const id = param(call, 1);
+  await ctx.store.deleteMapping(env, id);
+  const content = await findContent(ctx.store, env, id);
+  const name = content?.id ?? id;
+  return changed(200, { id: name, mappingDeleted: true }, {
+    live: true, action: 'mapping.delete', env, target: name, detail: null,
+    events: [payload('mapping.updated', env, name, content?.hash ?? null, now())],
+  });
+}
+
+// ---- sync, import, export -------------------------------------------------------------------
+
+async function syncEnvironment(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const from = param(call, 0);
+  const body = parseJsonBody(call);
+  if (!isPlainObject(body)) throw new RcdError('invalid_body', 'the body must be {"to":"<env>","ids":[...]}');
+  if (typeof body.to !== 'string' || body.to === '') throw new RcdError('invalid_body', 'to must be a non-empty string');
+  let ids: string[] | undefined;
+  if (body.ids !== undefined && body.ids !== null) {
+    if (!Array.isArray(body.ids) || !body.ids.every((x): x is string => typeof x === 'string' && x !== '')) {
+      throw new RcdError('invalid_body', 'ids must be an array of non-empty strings (omit it to sync everything)');
+    }
+    ids = body.ids;
+  }
+  const report = await ctx.store.sync(from, body.to, ids);
+  const moved = report.items.filter((i) => i.action !== 'unchanged');
+  if (moved.length === 0) return read(report);
+  const at = now();
+  return changed(200, report, {
+    live: true, action: 'environment.sync', env: from, target: report.to,
+    detail: { ids: ids ?? null, created: moved.filter((i) => i.action === 'created').length, updated: moved.filter((i) => i.action === 'updated').length },
+    events: moved.map((i) => payload('environment.synced', report.to, i.id, i.hash, at)),
+  });
+}
+
+async function importBundle(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const bundle = parseJsonBody(call);
+  const before = await ctx.store.loadDirectory();
+  const report = await ctx.store.importBundle(bundle);
+  const nothing = report.environmentsCreated === 0 && report.keysAdded === 0 && report.revisionsAdded === 0 && report.mappingsChanged === 0;
+  if (nothing) return read(report);
+  const after = await ctx.store.loadDirectory();
+  return changed(200, report, {
+    live: true, action: 'bundle.import', env: null, target: null, detail: report, events: diffEvents(before, after, now()),
+  });
+}
+
+/** Import touches many items at once; announce what actually differs between the two snapshots. */
+function diffEvents(before: DirectorySnapshot, after: DirectorySnapshot, at: string): WebhookPayload[] {
+  const old = new Map<string, { rev: number; mapping: number | null }>();
+  for (const c of before.contents) {
+    const newest = c.revisions[c.revisions.length - 1];
+    old.set(c.envId + '\0' + c.idLower, { rev: newest?.revId ?? -1, mapping: c.mappingId });
+  }
+  const events: WebhookPayload[] = [];
+  for (const c of after.contents) {
+    const newest = c.revisions[c.revisions.length - 1];
+    const hash = newest?.hash ?? null;
+    const prev = old.get(c.envId + '\0' + c.idLower);
+    if (prev === undefined || prev.rev !== (newest?.revId ?? -1)) events.push(payload('content.updated', c.envId, c.id, hash, at));
+    if ((prev?.mapping ?? null) !== c.mappingId) events.push(payload('mapping.updated', c.envId, c.id, hash, at));
+  }
+  return events;
+}
+
+async function exportBundle(ctx: AdminContext): Promise<AdminResult> {
+  return read(await ctx.store.exportBundle());
+}
+
+// ---- webhooks and audit ---------------------------------------------------------------------
+
+function publicWebhook(w: WebhookInfo): WebhookInfo {
+  return { id: w.id, url: w.url, events: w.events, createdAt: w.createdAt };
+}
+
+async function addWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const body = parseJsonBody(call);
+  if (!isPlainObject(body)) throw new RcdError('invalid_body', 'the body must be {"url":...,"events":[...],"secret":...}');
+  const url = parseWebhookUrl(body.url);
+  const events = parseEvents(body.events);
+  let secret: string;
+  if (body.secret === undefined) {
+    secret = randomBytes(32).toString('base64url');
+  } else if (typeof body.secret === 'string' && body.secret.length > 0 && body.secret.length <= MAX_SECRET_LENGTH) {
+    secret = body.secret;
+  } else {
+    throw new RcdError('invalid_body', `secret must be a non-empty string of at most ${MAX_SECRET_LENGTH} characters`);
+  }
+  const hook = await ctx.state.addWebhook(url, events, secret);
+  return changed(201, { ...publicWebhook(hook), secret }, {
+    live: false, action: 'webhook.add', env: null, target: hook.id, detail: { url, events }, events: [],
+  });
+}
+
+function parseWebhookUrl(raw: unknown): string {
+  if (typeof raw !== 'string') throw new RcdError('invalid_body', 'url must be a string');
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new RcdError('invalid_body', `url "${raw}" is not an absolute URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new RcdError('invalid_body', 'url must be http or https');
+  return url.href;
+}
+
+function parseEvents(raw: unknown): WebhookEvent[] {
+  const known: readonly string[] = WEBHOOK_EVENTS;
+  if (!Array.isArray(raw) || raw.length === 0) {
+    throw new RcdError('invalid_body', `events must be a non-empty array of: ${WEBHOOK_EVENTS.join(', ')}`);
+  }
+  const out: WebhookEvent[] = [];
+  for (const e of raw) {
+    if (typeof e !== 'string' || !known.includes(e)) {
+      throw new RcdError('invalid_body', `unknown event ${JSON.stringify(e)}; known: ${WEBHOOK_EVENTS.join(', ')}`);
+    }
+    if (!out.includes(e as WebhookEvent)) out.push(e as WebhookEvent);
+  }
+  return out;
+}
+
+async function listWebhooks(ctx: AdminContext): Promise<AdminResult> {
+  return read({ webhooks: await ctx.state.listWebhookInfo() });
+}
+
+async function deleteWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const id = param(call, 0);
+  await ctx.state.deleteWebhook(id);
+  return changed(200, { id, deleted: true }, {
+    live: false, action: 'webhook.delete', env: null, target: id, detail: null, events: [],
+  });
+}
+
+async function listAudit(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const limit = positiveInt(call.query, 'limit', 100) as number;
+  if (limit > MAX_AUDIT_LIMIT) throw new RcdError('invalid_query', `limit must be at most ${MAX_AUDIT_LIMIT}`);
+  const before = positiveInt(call.query, 'before', undefined);
+  return read({ entries: await ctx.state.listAudit(limit, before) });
+}
+
+// ---- the table ------------------------------------------------------------------------------
+
+function route(method: string, pattern: string, handler: AdminHandler, write: boolean): AdminRoute {
+  return { method, pattern, handler, write };
+}
+
+const ENV = 'environments/:env';
+const CONTENT = `${ENV}/content/:id`;
+
+export const ADMIN_ROUTES: readonly AdminRoute[] = [
+  route('GET', 'environments', listEnvironments, false),
+  route('PUT', ENV, putEnvironment, true),
+  route('DELETE', ENV, deleteEnvironment, true),
+  route('POST', `${ENV}/keys`, createKey, true),
+  route('GET', `${ENV}/keys`, listKeys, false),
+  route('DELETE', `${ENV}/keys/:keyId`, revokeKey, true),
+  route('GET', `${ENV}/content`, listContent, false),
+  route('PUT', CONTENT, putContent, true),
+  route('GET', CONTENT, getContent, false),
+  route('DELETE', CONTENT, deleteContent, true),
+  route('POST', `${CONTENT}/rollback`, rollbackContent, true),
+  route('PUT', `${CONTENT}/mapping`, putMapping, true),
+  route('DELETE', `${CONTENT}/mapping`, deleteMapping, true),
+  route('POST', `${ENV}/sync`, syncEnvironment, true),
+  route('POST', 'import', importBundle, true),
+  route('GET', 'export', exportBundle, false),
+  route('POST', 'webhooks', addWebhook, true),
+  route('GET', 'webhooks', listWebhooks, false),
+  route('DELETE', 'webhooks/:id', deleteWebhook, true),
+  route('GET', 'audit', listAudit, false),
+];

@@ -1,0 +1,276 @@
+/**
+ * The admin listener. It runs on node:http, not uWebSockets.js: the management plane is not the hot
+ * path (a handful of calls per minute from a console or a script), and node:http gives us
+ * streaming bodies with back-pressure and simple lifecycle handling for free. It must never share
+ * the public port. It runs on the control thread (src/control/thread.ts), never on a delivery event
+ * loop: a store locked elsewhere delays only the admin calls, which answer 503 store_busy once the
+ * store's busy timeout (--store-busy-timeout) has passed.
+ *
+ * Every successful change follows the same order before the answer is sent:
+ *   store write (one transaction) -> onChange() (every delivery loop swaps in a freshly loaded directory)
+ *   -> audit entry -> webhooks queued (fire and forget).
+ * Writes are serialised so a 2xx always means "the next delivery request sees this write".
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { errorResponse, RcdError, responseForError, type ErrorResponse } from '../../runtime/errors.js';
+import type { Store } from '../../store/types.js';
+import { ADMIN_ROUTES, type AdminContext, type AdminHandler, type AdminResult } from './handlers.js';
+import { compileRouter, type Router } from './router.js';
+import type { AdminStateStore } from './state.js';
+import { adminTokenId, normaliseToken, tokenMatcher } from '../token.js';
+import { WebhookDispatcher, type WebhookDispatcherOptions, type WebhookStats } from './webhooks.js';
+
+export const DEFAULT_ADMIN_MAX_BODY = 10 * 1024 * 1024;
+
+export interface AdminServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly token: string;
+  readonly store: Store;
+  readonly state: AdminStateStore;
+  /** Makes the store's current state live for delivery; awaited before a write answers. */
+  readonly onChange: () => Promise<void>;
+  readonly log: (line: string) => void;
+  /** Largest request body accepted (bundles, content). Default 10 MiB. */
+  readonly maxBodyBytes?: number;
+  readonly webhooks?: WebhookDispatcherOptions;
+}
+
+export interface AdminServer {
+  readonly port: number;
+  close(): Promise<void>;
+  webhookStats(): WebhookStats;
+}
+
+interface Shared {
+  readonly ctx: AdminContext;
+  readonly router: Router<AdminRouteEntry>;
+  readonly matches: (presented: string) => boolean;
+  readonly tokenId: string;
+  readonly maxBody: number;
+  readonly onChange: () => Promise<void>;
+  readonly log: (line: string) => void;
+  readonly state: AdminStateStore;
+  readonly dispatcher: WebhookDispatcher;
+  /** Tail of the write queue. */
+  writeTail: Promise<unknown>;
+}
+
+interface AdminRouteEntry {
+  readonly handler: AdminHandler;
+  readonly write: boolean;
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
+const ACTOR_RE = /^[A-Za-z0-9_.@:-]{1,64}$/;
+/** A lock is normally held for one transaction (milliseconds); a second is a polite retry. */
+const STORE_BUSY_RETRY_AFTER_S = '1';
+
+function isSqliteBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
+export async function startAdminServer(opts: AdminServerOptions): Promise<AdminServer> {
+  const dispatcher = new WebhookDispatcher(() => opts.state.listWebhooks(), { log: opts.log, ...opts.webhooks });
+  const shared: Shared = {
+    ctx: { store: opts.store, state: opts.state },
+    router: compileRouter(
+      ADMIN_ROUTES.map((r) => ({ method: r.method, pattern: r.pattern, handler: { handler: r.handler, write: r.write } })),
+    ),
+    matches: tokenMatcher(opts.token),
+    tokenId: adminTokenId(opts.token),
+    maxBody: opts.maxBodyBytes ?? DEFAULT_ADMIN_MAX_BODY,
+    onChange: opts.onChange,
+    log: opts.log,
+    state: opts.state,
+    dispatcher,
+    writeTail: Promise.resolve(),
+  };
+  const server = createServer((req, res) => {
+    handleRequest(shared, req, res).catch((err: unknown) => {
+      opts.log(`admin: failed to answer ${req.method} ${req.url}: ${(err as Error).message}`);
+      res.destroy();
+    });
+  });
+  // Slow clients must not pin sockets forever, but bundle uploads can legitimately take a while.
+  server.requestTimeout = 120_000;
+  server.headersTimeout = 30_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  let closing: Promise<void> | null = null;
+  return {
+    port,
+    webhookStats: () => dispatcher.stats(),
+    close(): Promise<void> {
+      if (closing === null) {
+        closing = (async () => {
+          const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+          server.closeIdleConnections();
+          // In-flight admin calls get a moment to finish; then the remaining sockets are cut.
+          const timer = setTimeout(() => server.closeAllConnections(), 2000);
+          await stopped;
+          clearTimeout(timer);
+          await dispatcher.close();
+        })();
+      }
+      return closing;
+    },
+  };
+}
+
+async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  try {
+    const presented = bearerToken(req.headers.authorization);
+    if (presented === null) throw new RcdError('unauthorized', 'missing Authorization: Bearer <admin token>');
+    if (!shared.matches(presented)) throw new RcdError('unauthorized', 'invalid admin token');
+
+    const url = new URL(req.url ?? '/', 'http://admin.invalid');
+    const { handler: entry, params } = shared.router.match(req.method ?? 'GET', url.pathname);
+    const body = await readBody(req, shared.maxBody);
+    const call = { params, query: url.searchParams, body };
+    const actor = actorOf(req, shared.tokenId);
+    const result = entry.write
+      ? await serialise(shared, () => runWrite(shared, entry.handler, call, actor))
+      : await entry.handler(shared.ctx, call);
+    sendJson(res, result.status, result.body);
+  } catch (err) {
+    sendError(shared, res, err);
+  }
+}
+
+const BEARER = /^bearer +(\S.*)$/i;
+
+/**
+ * The token of an `Authorization: Bearer <token>` header value, or null when there is none.
+ * RFC 9110 makes the scheme case-insensitive and allows more than one space after it; the token
+ * is normalised exactly like the configured one (normaliseToken), so both sides follow one rule.
+ */
+export function bearerToken(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  // A field value excludes surrounding whitespace (RFC 9110); node strips it already, other callers may not.
+  const m = BEARER.exec(header.trim());
+  if (m === null) return null;
+  const token = normaliseToken(m[1] as string);
+  return token === '' ? null : token;
+}
+
+function actorOf(req: IncomingMessage, tokenId: string): string {
+  const declared = req.headers['x-rcd-actor'];
+  if (typeof declared === 'string' && ACTOR_RE.test(declared)) return declared;
+  return `token:${tokenId}`;
+}
+
+function serialise<T>(shared: Shared, fn: () => Promise<T>): Promise<T> {
+  const run = shared.writeTail.then(fn, fn);
+  shared.writeTail = run.catch(() => undefined);
+  return run;
+}
+
+async function runWrite(
+  shared: Shared,
+  handler: AdminHandler,
+  call: { params: readonly string[]; query: URLSearchParams; body: Buffer },
+  actor: string,
+): Promise<AdminResult> {
+  // Store writes check the store's files themselves; this covers the admin state's writes (webhooks,
+  // audit) too, which share the database file through their own connection.
+  requireDurableStore(shared.ctx.store);
+  const result = await handler(shared.ctx, call);
+  const change = result.change;
+  if (change === null) return result;
+  requireDurableStore(shared.ctx.store);
+  if (change.live) await shared.onChange();
+  try {
+    await shared.state.appendAudit({
+      actor,
+      tokenId: shared.tokenId,
+      action: change.action,
+      env: change.env,
+      target: change.target,
+      detail: change.detail,
+    });
+  } catch (err) {
+    // The change is committed and live; refusing the answer now would invite a duplicate retry.
+    shared.log(`admin: audit entry for ${change.action} not written: ${(err as Error).message}`);
+  }
+  shared.log(`admin: ${actor} ${change.action}${change.env === null ? '' : ' env=' + change.env}${change.target === null ? '' : ' target=' + change.target}`);
+  shared.dispatcher.emit(change.events);
+  return result;
+}
+
+function requireDurableStore(store: Store): void {
+  const reason = store.unavailableReason();
+  if (reason !== null) {
+    throw new RcdError('store_unavailable', `the store is unavailable (${reason}); writes are refused until the server is restarted on an intact store`);
+  }
+}
+
+/**
+ * Reads the body under a limit. Past the limit the rest is drained without being kept, so the
+ * client reads a clean 413 instead of a reset connection; only authenticated callers get this far.
+ */
+function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length'] ?? '0');
+    let tooLarge = declared > max;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      if (tooLarge) return;
+      size += chunk.length;
+      if (size > max) {
+        tooLarge = true;
+        chunks.length = 0;
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (tooLarge) reject(new RcdError('payload_too_large', `the request body exceeds ${max} bytes`));
+      else resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
+    });
+    req.on('error', reject);
+  });
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...JSON_HEADERS, 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendError(shared: Shared, res: ServerResponse, failure: unknown): void {
+  let err = failure;
+  let answer: ErrorResponse;
+  const headers: Record<string, string | number> = { ...JSON_HEADERS };
+  // The admin state (audit log, webhooks) has its own connection to the store file: a lock held
+  // elsewhere reaches here as better-sqlite3's own error.
+  if (isSqliteBusy(err)) err = new RcdError('store_busy', 'the store is locked by another connection; retry shortly');
+  if (err instanceof RcdError) {
+    answer = responseForError(err);
+    if (err.code === 'unauthorized') headers['www-authenticate'] = 'Bearer realm="rcd-admin"';
+    if (err.code === 'store_busy') headers['retry-after'] = STORE_BUSY_RETRY_AFTER_S;
+    if (err.code === 'method_not_allowed') {
+      const allow = (err.details as { allow?: string[] } | undefined)?.allow;
+      if (allow !== undefined) headers.allow = allow.join(', ');
+    }
+  } else {
+    shared.log(`admin: internal error: ${(err as Error)?.stack ?? String(err)}`);
+    answer = errorResponse('internal', 'internal error');
+  }
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  headers['content-length'] = Buffer.byteLength(answer.body);
+  res.writeHead(Number(answer.statusLine.slice(0, 3)), headers);
+  res.end(answer.body);
+}

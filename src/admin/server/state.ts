@@ -1,0 +1,299 @@
+/**
+ * Management-plane state that is not routing data: the audit log and the webhook registrations.
+ *
+ * It lives beside the Store rather than inside it because neither is needed to serve a request:
+ * the Store interface stays the delivery contract (and the future PostgreSQL backend does not have
+ * to grow admin-only methods). For `sqlite:PATH` stores the tables live in the same database file
+ * (their own `admin_` prefixed tables, their own connection, WAL so neither blocks the other); for
+ * `memory:` stores they live in a private in-memory SQLite database and vanish with the process,
+ * exactly like the content does.
+ *
+ * Webhook secrets are stored sealed (see sealed.ts); rows written by older versions in clear are
+ * sealed when the state opens, with SQLite's secure_delete on so the clear bytes are overwritten
+ * rather than left in free space, and the WAL is truncated afterwards.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, resolve } from 'node:path';
+import { RcdError } from '../../runtime/errors.js';
+import { makeStoreFilesPrivate } from '../../store/sqlite/driver.js';
+import { ephemeralSealKey, loadSealKey, openSealed, sealSecret } from './sealed.js';
+
+export const WEBHOOK_EVENTS = ['content.updated', 'content.deleted', 'mapping.updated', 'environment.synced'] as const;
+export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
+
+export interface AuditEntry {
+  /** Increasing, never reused: `before` pages on it. */
+  readonly id: number;
+  readonly at: string;
+  /** Who: the label a client declared (the CLI says "cli") or else `token:<tokenId>`. */
+  readonly actor: string;
+  /** First 8 hex digits of SHA-256 of the admin token used; never the token. */
+  readonly tokenId: string;
+  /** What, e.g. `content.put`, `key.revoke`, `environment.sync`. */
+  readonly action: string;
+  readonly env: string | null;
+  /** The content id, key id or webhook id acted on. */
+  readonly target: string | null;
+  /** Small structured facts about the change (hash, revision, counts); never secrets. */
+  readonly detail: unknown;
+}
+
+/** An entry before the store numbers and timestamps it. */
+export type NewAuditEntry = Omit<AuditEntry, 'id' | 'at'>;
+
+export interface WebhookInfo {
+  readonly id: string;
+  readonly url: string;
+  readonly events: readonly WebhookEvent[];
+  readonly createdAt: string;
+}
+
+/** With the secret opened for signing; the API returns it only when a webhook is created. */
+export interface WebhookRegistration extends WebhookInfo {
+  readonly secret: string;
+}
+
+export interface AdminStateStore {
+  appendAudit(entry: NewAuditEntry): Promise<AuditEntry>;
+  /** Newest first; at most `limit`; only ids below `before` when given. */
+  listAudit(limit: number, before?: number): Promise<AuditEntry[]>;
+  addWebhook(url: string, events: readonly WebhookEvent[], secret: string): Promise<WebhookRegistration>;
+  /**
+   * Oldest first, with secrets opened, for the dispatcher. A webhook whose sealed secret does not
+   * open with the current key (the key file was replaced) is left out and logged once.
+   */
+  listWebhooks(): Promise<WebhookRegistration[]>;
+  /** Oldest first, every webhook, never a secret: what the API lists. */
+  listWebhookInfo(): Promise<WebhookInfo[]>;
+  /** RcdError not_found when there is no such webhook. */
+  deleteWebhook(id: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+// better-sqlite3 ships no types and the project has no @types package for it; this is the small
+// surface used here, typed once instead of leaking `any`.
+interface SqliteStatement {
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
+  all(...params: unknown[]): unknown[];
+}
+interface SqliteDatabase {
+  pragma(source: string): unknown;
+  exec(source: string): unknown;
+  prepare(source: string): SqliteStatement;
+  close(): void;
+  transaction<T>(fn: () => T): () => T;
+}
+type SqliteConstructor = new (filename: string) => SqliteDatabase;
+
+const require = createRequire(import.meta.url);
+const Database = require('better-sqlite3') as SqliteConstructor;
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS admin_audit (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  at TEXT NOT NULL,
+  actor TEXT NOT NULL,
+  token_id TEXT NOT NULL,
+  action TEXT NOT NULL,
+  env TEXT,
+  target TEXT,
+  detail TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS admin_webhooks (
+  id TEXT PRIMARY KEY,
+  url TEXT NOT NULL,
+  events TEXT NOT NULL,
+  secret TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  secret_sealed TEXT
+);
+`;
+
+interface AuditRow {
+  id: number;
+  at: string;
+  actor: string;
+  token_id: string;
+  action: string;
+  env: string | null;
+  target: string | null;
+  detail: string;
+}
+
+/** `secret` is '' once sealed; it holds the clear secret only in rows an older version wrote. */
+interface WebhookRow {
+  id: string;
+  url: string;
+  events: string;
+  secret: string;
+  secret_sealed: string | null;
+  created_at: string;
+}
+
+function auditFromRow(row: AuditRow): AuditEntry {
+  return {
+    id: row.id,
+    at: row.at,
+    actor: row.actor,
+    tokenId: row.token_id,
+    action: row.action,
+    env: row.env,
+    target: row.target,
+    detail: JSON.parse(row.detail) as unknown,
+  };
+}
+
+function webhookInfoFromRow(row: WebhookRow): WebhookInfo {
+  return { id: row.id, url: row.url, events: JSON.parse(row.events) as WebhookEvent[], createdAt: row.created_at };
+}
+
+class SqliteAdminState implements AdminStateStore {
+  private readonly db: SqliteDatabase;
+  private readonly insertAudit: SqliteStatement;
+  private readonly selectAudit: SqliteStatement;
+  private readonly selectAuditBefore: SqliteStatement;
+  private readonly insertWebhook: SqliteStatement;
+  private readonly selectWebhooks: SqliteStatement;
+  private readonly removeWebhook: SqliteStatement;
+  private readonly sealKey: Buffer;
+  private readonly log: (line: string) => void;
+  /** Webhooks already reported as unopenable, so each is logged once per process. */
+  private readonly reportedUnreadable = new Set<string>();
+
+  constructor(filename: string, sealKey: Buffer, log: (line: string) => void, busyTimeoutMs: number) {
+    this.sealKey = sealKey;
+    this.log = log;
+    this.db = new Database(filename);
+    if (filename !== ':memory:') {
+      this.db.pragma('journal_mode = WAL');
+      // The delivery store writes to the same file through its own connection.
+      this.db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    }
+    // Deleted or rewritten rows are zeroed, not left in free pages: a removed webhook's sealed
+    // secret and the clear secrets replaced by sealing do not linger in the file.
+    this.db.pragma('secure_delete = ON');
+    this.db.exec(SCHEMA);
+    if (!(this.db.prepare('PRAGMA table_info(admin_webhooks)').all() as { name: string }[]).some((c) => c.name === 'secret_sealed')) {
+      this.db.exec('ALTER TABLE admin_webhooks ADD COLUMN secret_sealed TEXT');
+    }
+    this.sealClearSecrets(filename !== ':memory:');
+    this.insertAudit = this.db.prepare(
+      'INSERT INTO admin_audit (at, actor, token_id, action, env, target, detail) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    );
+    this.selectAudit = this.db.prepare('SELECT * FROM admin_audit ORDER BY id DESC LIMIT ?');
+    this.selectAuditBefore = this.db.prepare('SELECT * FROM admin_audit WHERE id < ? ORDER BY id DESC LIMIT ?');
+    this.insertWebhook = this.db.prepare(
+      "INSERT INTO admin_webhooks (id, url, events, secret, secret_sealed, created_at) VALUES (?, ?, ?, '', ?, ?)",
+    );
+    this.selectWebhooks = this.db.prepare('SELECT * FROM admin_webhooks ORDER BY created_at, id');
+    this.removeWebhook = this.db.prepare('DELETE FROM admin_webhooks WHERE id = ?');
+  }
+
+  /** Seals every secret an older version stored in clear, in one transaction. */
+  private sealClearSecrets(onDisk: boolean): void {
+    const clear = this.db.prepare('SELECT id, secret FROM admin_webhooks WHERE secret_sealed IS NULL').all() as { id: string; secret: string }[];
+    if (clear.length === 0) return;
+    const update = this.db.prepare("UPDATE admin_webhooks SET secret_sealed = ?, secret = '' WHERE id = ?");
+    this.db.transaction(() => {
+      for (const row of clear) update.run(sealSecret(this.sealKey, row.secret, row.id), row.id);
+    })();
+    // Until a checkpoint copies the rewritten pages back, the database file still holds the clear
+    // ones (and a WAL left by a crash may hold older frames with them); TRUNCATE does the copy and
+    // empties the WAL file.
+    const checkpoint = onDisk ? (this.db.pragma('wal_checkpoint(TRUNCATE)') as { busy: number }[])[0] : undefined;
+    this.log(`admin: sealed ${clear.length} webhook secret(s) stored in clear by an older version`);
+    if (checkpoint !== undefined && checkpoint.busy !== 0) {
+      this.log('admin: the store was busy; the clear copies leave the database file at its next checkpoint');
+    }
+  }
+
+  async appendAudit(entry: NewAuditEntry): Promise<AuditEntry> {
+    const at = new Date().toISOString();
+    const detail = JSON.stringify(entry.detail ?? null);
+    const info = this.insertAudit.run(at, entry.actor, entry.tokenId, entry.action, entry.env, entry.target, detail);
+    return {
+      id: Number(info.lastInsertRowid),
+      at,
+      actor: entry.actor,
+      tokenId: entry.tokenId,
+      action: entry.action,
+      env: entry.env,
+      target: entry.target,
+      detail: JSON.parse(detail) as unknown,
+    };
+  }
+
+  async listAudit(limit: number, before?: number): Promise<AuditEntry[]> {
+    const rows = (before === undefined ? this.selectAudit.all(limit) : this.selectAuditBefore.all(before, limit)) as AuditRow[];
+    return rows.map(auditFromRow);
+  }
+
+  async addWebhook(url: string, events: readonly WebhookEvent[], secret: string): Promise<WebhookRegistration> {
+    const id = 'wh_' + randomUUID().replaceAll('-', '').slice(0, 16);
+    const createdAt = new Date().toISOString();
+    this.insertWebhook.run(id, url, JSON.stringify(events), sealSecret(this.sealKey, secret, id), createdAt);
+    return { id, url, events: [...events], createdAt, secret };
+  }
+
+  async listWebhooks(): Promise<WebhookRegistration[]> {
+    const out: WebhookRegistration[] = [];
+    for (const row of this.selectWebhooks.all() as WebhookRow[]) {
+      const secret = row.secret_sealed === null ? null : openSealed(this.sealKey, row.secret_sealed, row.id);
+      if (secret === null) {
+        if (!this.reportedUnreadable.has(row.id)) {
+          this.reportedUnreadable.add(row.id);
+          this.log(`admin: webhook ${row.id}: its secret does not open with the current webhook key; not delivered until it is registered again`);
+        }
+        continue;
+      }
+      out.push({ ...webhookInfoFromRow(row), secret });
+    }
+    return out;
+  }
+
+  async listWebhookInfo(): Promise<WebhookInfo[]> {
+    return (this.selectWebhooks.all() as WebhookRow[]).map(webhookInfoFromRow);
+  }
+
+  async deleteWebhook(id: string): Promise<void> {
+    if (this.removeWebhook.run(id).changes === 0) throw new RcdError('not_found', `no webhook with id "${id}"`);
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+}
+
+export interface AdminStateOptions {
+  /**
+   * Where the webhook key file is kept (`sqlite:` stores only). Default: the database file's
+   * folder, the same default as `--data-dir`.
+   */
+  readonly dataDir?: string;
+  /** Operator-facing notes (secrets sealed on upgrade, a secret that no longer opens). */
+  readonly log?: (line: string) => void;
+  /** How long a write waits for another connection's lock (default 5000 ms), as --store-busy-timeout. */
+  readonly busyTimeoutMs?: number;
+}
+
+/**
+ * Opens the admin state for a store URL: `sqlite:PATH` shares the store's database file and seals
+ * webhook secrets with `<dataDir>/webhook-key`; `memory:` (any name) keeps the state in this
+ * process only, sealed with a key that is never written anywhere.
+ */
+export function openAdminState(storeUrl: string, opts: AdminStateOptions = {}): AdminStateStore {
+  const log = opts.log ?? (() => undefined);
+  const busyTimeoutMs = opts.busyTimeoutMs ?? 5000;
+  if (storeUrl.startsWith('memory:')) return new SqliteAdminState(':memory:', ephemeralSealKey(), log, busyTimeoutMs);
+  if (storeUrl.startsWith('sqlite:')) {
+    const path = storeUrl.slice('sqlite:'.length);
+    if (path === '') throw new RcdError('invalid_request', 'store URL "sqlite:" needs a file path');
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    makeStoreFilesPrivate(path);
+    const { key } = loadSealKey(opts.dataDir ?? dirname(resolve(path)));
+    return new SqliteAdminState(path, key, log, busyTimeoutMs);
+  }
+  throw new RcdError('invalid_request', `unsupported store URL "${storeUrl}" (expected sqlite:PATH or memory:)`);
+}

@@ -1,0 +1,86 @@
+/**
+ * The uWS application: routes and listening. No logic lives here; routes.ts has it.
+ * Every path is also registered with a trailing slash (the spec writes /api/v1/combine/).
+ */
+import uWS from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { handleCatalog, handleContent, handleHealth, handleNotFound, handleWrongMethod, handlerFailed } from './routes.js';
+import { Route } from './request.js';
+import type { FrontEndState } from './state.js';
+
+/** True when the native uWS addon loaded (the package silently falls back to a slow JS shim otherwise). */
+export function isNativeUws(): boolean {
+  return 'H3App' in (uWS as object);
+}
+
+export function createApp(state: FrontEndState): TemplatedApp {
+  const app = uWS.App();
+  // An exception escaping a uWS handler ends the process; handlerFailed contains it to the connection.
+  const plain = (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      handleContent(state, res, req, Route.Plain);
+    } catch (err) {
+      handlerFailed(state, res, err);
+    }
+  };
+  const wrapped = (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      handleContent(state, res, req, Route.Wrapped);
+    } catch (err) {
+      handlerFailed(state, res, err);
+    }
+  };
+  const combine = (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      handleContent(state, res, req, Route.Combine);
+    } catch (err) {
+      handlerFailed(state, res, err);
+    }
+  };
+  const catalog = (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      handleCatalog(state, res, req);
+    } catch (err) {
+      handlerFailed(state, res, err);
+    }
+  };
+  const health = (res: HttpResponse, req: HttpRequest): void => handleHealth(state, res, req);
+  const postOnly = (res: HttpResponse, req: HttpRequest): void => handleWrongMethod(state, res, req, 'POST');
+  const getOnly = (res: HttpResponse, req: HttpRequest): void => handleWrongMethod(state, res, req, 'GET');
+  // The method is matched by uWS's router (a method-specific route wins over `any` on the same path),
+  // so a handler never asks for it: one native call and one string less per request.
+  for (const suffix of ['', '/']) {
+    app.post('/api/v1/config/:contentId/dynamic' + suffix, wrapped).any('/api/v1/config/:contentId/dynamic' + suffix, postOnly);
+    app.post('/api/v1/config/:contentId' + suffix, plain).any('/api/v1/config/:contentId' + suffix, postOnly);
+    app.post('/api/v1/combine' + suffix, combine).any('/api/v1/combine' + suffix, postOnly);
+    app.get('/api/v1/env/catalog' + suffix, catalog).any('/api/v1/env/catalog' + suffix, getOnly);
+    app.get('/healthz' + suffix, health).any('/healthz' + suffix, getOnly);
+  }
+  app.any('/*', (res: HttpResponse, req: HttpRequest) => handleNotFound(state, res, req));
+  return app;
+}
+
+/**
+ * uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT. By default uWS binds with SO_REUSEPORT, so a second rcd on
+ * the same port starts "successfully" and the kernel splits connections between the two servers
+ * (seen: two `rcd serve --port P` both printed "listening on"). Exclusive, the second start fails.
+ */
+const LISTEN_EXCLUSIVE_PORT = 1;
+type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => TemplatedApp;
+
+export function listen(app: TemplatedApp, host: string, port: number): Promise<{ socket: us_listen_socket; port: number }> {
+  return new Promise((resolve, reject) => {
+    // The (host, port, options, cb) form exists at run time; the package's typings omit it.
+    (app.listen as unknown as ListenWithOptions).call(app, host, port, LISTEN_EXCLUSIVE_PORT, (socket) => {
+      if (socket === false) {
+        reject(new Error(`cannot listen on ${host}:${port} (the port is in use or not permitted)`));
+        return;
+      }
+      resolve({ socket, port: uWS.us_socket_local_port(socket as unknown as uWS.us_socket) });
+    });
+  });
+}
+
+export function stopListening(socket: us_listen_socket): void {
+  uWS.us_listen_socket_close(socket);
+}

@@ -1,0 +1,92 @@
+/**
+ * The user context (request body of content requests): u, p, v.
+ *
+ * Two definitions of one contract:
+ * - `userContextSchema` (zod) is the readable statement, used by tests and documentation;
+ * - `parseUserContext` is the hand-written hot-path check. bench/micro shows it several times
+ *   faster than the zod parse on typical bodies; a unit test checks both agree on every case.
+ *
+ * HOT PATH: called once per content request. Change with care: keep it allocation-light and
+ * keep the result object's fields in one order.
+ */
+import { z } from 'zod';
+import { RcdError } from '../runtime/errors.js';
+import { APP_VERSION_PATTERN, NO_VERSION_KEY, parseAppVersion, versionKey } from '../shared/app-version.js';
+
+export const userContextSchema = z.object({
+  u: z.string().optional(),
+  p: z.record(z.string(), z.unknown()).optional(),
+  v: z.string().regex(APP_VERSION_PATTERN).optional(),
+});
+
+export interface UserContext {
+  u: string;
+  p: Record<string, unknown>;
+  /** As sent, "" when absent. */
+  v: string;
+  /** Comparable form of v (versionKey: compare with <=), "" when absent. */
+  vKey: string;
+}
+
+export const EMPTY_BODY = 'the request body is empty; send a JSON object such as {"u":"","p":{}}';
+
+/** Parses and validates a body; throws RcdError invalid_json / invalid_body. */
+export function parseUserContext(text: string): UserContext {
+  if (text.length === 0) throw new RcdError('invalid_json', EMPTY_BODY);
+  let root: unknown;
+  try {
+    root = JSON.parse(text);
+  } catch {
+    throw new RcdError('invalid_json', 'the request body is not valid JSON');
+  }
+  return validateUserContext(root);
+}
+
+export function validateUserContext(root: unknown): UserContext {
+  if (typeof root !== 'object' || root === null || Array.isArray(root)) {
+    throw new RcdError('invalid_body', 'the request body must be a JSON object');
+  }
+  const body = root as Record<string, unknown>;
+  const u = body.u;
+  const p = body.p;
+  const v = body.v;
+  let uOut = '';
+  if (u !== undefined) {
+    if (typeof u !== 'string') throw new RcdError('invalid_body', 'u must be a string');
+    uOut = u;
+  }
+  let pOut: Record<string, unknown> = EMPTY_P;
+  if (p !== undefined) {
+    if (typeof p !== 'object' || p === null || Array.isArray(p)) {
+      throw new RcdError('invalid_body', 'p must be a JSON object');
+    }
+    pOut = p as Record<string, unknown>;
+  }
+  let vOut = '';
+  let vKey = NO_VERSION_KEY;
+  if (v !== undefined) {
+    if (typeof v !== 'string') throw new RcdError('invalid_body', 'v must be a string of the form X.Y.Z');
+    vOut = v;
+    vKey = appVersionKey(v);
+  }
+  return { u: uOut, p: pOut, v: vOut, vKey };
+}
+
+// Clients in the field run a handful of app versions: each is matched against the pattern and keyed
+// once (the match array and its strings were ~150 bytes of garbage per request). Bounded: past the
+// limit (a client inventing versions) versions are matched per request.
+const VERSION_MEMO_LIMIT = 1024;
+const versionMemo = new Map<string, string>();
+
+function appVersionKey(v: string): string {
+  let key = versionMemo.get(v);
+  if (key !== undefined) return key;
+  const parts = parseAppVersion(v);
+  if (parts === null) throw new RcdError('invalid_body', 'v must be a string of the form X.Y.Z (e.g. "1.4.2")');
+  key = versionKey(parts[0], parts[1], parts[2]);
+  if (versionMemo.size < VERSION_MEMO_LIMIT) versionMemo.set(v, key);
+  return key;
+}
+
+// Shared, frozen: a body without p gets this one object instead of a fresh {} per request.
+const EMPTY_P: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;

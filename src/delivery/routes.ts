@@ -1,0 +1,177 @@
+/**
+ * Route handlers of the delivery API. Checks run in the documented order: route and method (matched
+ * by uWS's router, app.ts) → X-Api-Key (401) → Content-Type (400) → body size (413) → JSON and schema
+ * (400) → query (400) → content lookup (404). The last three run once the body is in (request.ts).
+ *
+ * HOT PATH: change with care. Everything a handler needs from `req` is read synchronously here:
+ * uWS invalidates `req` when the handler returns.
+ */
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { errorResponse } from '../runtime/errors.js';
+import type { KeyView } from './directory.js';
+import { contentIdKey } from '../store/ids.js';
+import { H_CONTENT_TYPE, JSON_TYPE, STATUS_OK, send, sendError } from './reply.js';
+import { EMPTY_BODY } from './context.js';
+import { ContentRequest, Route } from './request.js';
+import type { FrontEndState } from './state.js';
+
+const MISSING_KEY = errorResponse('missing_api_key', 'the X-Api-Key header is required');
+const INVALID_KEY = errorResponse('invalid_api_key', 'the API key is unknown or revoked');
+const BAD_TYPE = errorResponse('unsupported_content_type', 'Content-Type must be application/json');
+const NOT_FOUND = errorResponse('not_found', 'no such endpoint; see docs/api.md');
+const POST_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts POST only');
+const GET_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts GET only');
+const HEALTH_OK = '{"status":"ok"}';
+const HEALTH_DRAINING = '{"status":"shutting_down"}';
+// 200 still: delivery answers from the last good state, and a restart would not bring the store back.
+const HEALTH_STORE_UNAVAILABLE = '{"status":"degraded","store":"unavailable"}';
+// Header names as bytes, for the reason given in reply.ts.
+const H_API_KEY = Buffer.from('x-api-key', 'latin1');
+const H_CONTENT_LENGTH = Buffer.from('content-length', 'latin1');
+const H_TRANSFER_ENCODING = Buffer.from('transfer-encoding', 'latin1');
+const EMPTY_BODY_ERROR = errorResponse('invalid_json', EMPTY_BODY);
+
+/** `application/json`, optionally with parameters (`; charset=utf-8`), any letter case. */
+export function isJsonContentType(value: string): boolean {
+  if (value === JSON_TYPE) return true;
+  const semi = value.indexOf(';');
+  const type = (semi === -1 ? value : value.slice(0, semi)).trim().toLowerCase();
+  return type === JSON_TYPE;
+}
+
+/** Key then Content-Type; answers and returns undefined when either fails. */
+function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest): KeyView | undefined {
+  const key = req.getHeader(H_API_KEY);
+  if (key === '') {
+    sendError(res, MISSING_KEY, state.shuttingDown);
+    return undefined;
+  }
+  const view = state.directory.lookupKey(key);
+  if (view === undefined) {
+    sendError(res, INVALID_KEY, state.shuttingDown);
+    return undefined;
+  }
+  if (!isJsonContentType(req.getHeader(H_CONTENT_TYPE))) {
+    sendError(res, BAD_TYPE, state.shuttingDown);
+    return undefined;
+  }
+  state.usedKeys.add(view.keyId);
+  return view;
+}
+
+function decodeId(raw: string): string | undefined {
+  if (raw.indexOf('%') === -1) return contentIdKey(raw);
+  try {
+    return contentIdKey(decodeURIComponent(raw));
+  } catch {
+    return undefined;
+  }
+}
+
+// Counted by countFramingHeader over one request's headers (uWS calls back synchronously).
+let contentLengthCount = 0;
+let transferEncodingCount = 0;
+
+function countFramingHeader(name: string): void {
+  if (name === 'content-length') contentLengthCount++;
+  else if (name === 'transfer-encoding') transferEncodingCount++;
+}
+
+/**
+ * RFC 9112 6.3: two Content-Length headers, or Content-Length beside Transfer-Encoding, leave the
+ * body's end ambiguous; uWS takes the first and parses the rest as the next request, which a proxy
+ * that took the other length would not see (request smuggling). Such a request is refused by closing
+ * the connection at once: uWS keeps parsing the bytes that follow this head in the same read before
+ * it sends anything, so a 400 could only go out after the smuggled request was handled; a closed
+ * socket stops the parser there. uWS exposes duplicates only through forEach (~1 us a request with
+ * eight headers), every route checks: a GET may carry a body too.
+ */
+function hasAmbiguousFraming(req: HttpRequest): boolean {
+  contentLengthCount = 0;
+  transferEncodingCount = 0;
+  req.forEach(countFramingHeader);
+  return contentLengthCount > 1 || (contentLengthCount === 1 && transferEncodingCount > 0);
+}
+
+/** Called when a route handler threw: the connection is closed (it may hold part of an answer). */
+export function handlerFailed(state: FrontEndState, res: HttpResponse, err: unknown): void {
+  state.onInternalError(err);
+  try {
+    res.close();
+  } catch {
+    // Already closed or aborted: nothing is left to clean up.
+  }
+}
+
+export function handleContent(state: FrontEndState, res: HttpResponse, req: HttpRequest, route: Route): void {
+  if (hasAmbiguousFraming(req)) {
+    res.close();
+    return;
+  }
+  const view = authorize(state, res, req);
+  if (view === undefined) return;
+  const maxBody = state.config.maxBodyBytes;
+  const declared = req.getHeader(H_CONTENT_LENGTH);
+  if (declared !== '' && Number(declared) > maxBody) {
+    // Refuse before reading a byte; close since the client is about to send the body anyway.
+    sendError(res, errorResponse('payload_too_large', `the request body exceeds ${maxBody} bytes`), true);
+    return;
+  }
+  let idLower = '';
+  if (route !== Route.Combine) {
+    const id = decodeId(req.getParameter(0));
+    if (id === undefined) {
+      sendError(res, NOT_FOUND, state.shuttingDown);
+      return;
+    }
+    idLower = id;
+  }
+  if (declared === '0' || (declared === '' && req.getHeader(H_TRANSFER_ENCODING) === '')) {
+    // No body to wait for: uWS calls no data handler for an empty body whose head came in pieces.
+    sendError(res, EMPTY_BODY_ERROR, state.shuttingDown);
+    return;
+  }
+  const r = new ContentRequest(state, res, route, view.env, idLower, req.getQuery() ?? '');
+  res.onAborted(() => r.onAborted());
+  res.onData((chunk, isLast) => r.onChunk(chunk, isLast));
+}
+
+export function handleCatalog(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  if (hasAmbiguousFraming(req)) {
+    res.close();
+    return;
+  }
+  const view = authorize(state, res, req);
+  if (view === undefined) return;
+  send(res, STATUS_OK, view.env.catalogBody, '', '', state.shuttingDown);
+}
+
+export function handleHealth(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  if (hasAmbiguousFraming(req)) {
+    res.close();
+    return;
+  }
+  if (state.shuttingDown) {
+    send(res, '503 Service Unavailable', HEALTH_DRAINING, '', '', true);
+    return;
+  }
+  send(res, STATUS_OK, state.storeAvailable ? HEALTH_OK : HEALTH_STORE_UNAVAILABLE, '', '', false);
+}
+
+/** 405 on a route that exists for another method; `allow` is the one it takes. */
+export function handleWrongMethod(state: FrontEndState, res: HttpResponse, req: HttpRequest, allow: 'GET' | 'POST'): void {
+  if (hasAmbiguousFraming(req)) {
+    res.close();
+    return;
+  }
+  const err = allow === 'POST' ? POST_ONLY : GET_ONLY;
+  send(res, err.statusLine, err.body, 'allow', allow, state.shuttingDown);
+}
+
+export function handleNotFound(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  if (hasAmbiguousFraming(req)) {
+    res.close();
+    return;
+  }
+  sendError(res, NOT_FOUND, state.shuttingDown);
+}

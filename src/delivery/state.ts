@@ -1,0 +1,26 @@
+/**
+ * What the front end's handlers share: the current routing directory (swapped whole on change),
+ * the batcher, limits, and the in-flight count that graceful shutdown waits on.
+ */
+import type { ServeConfig } from '../runtime/config.js';
+import type { Directory } from './directory.js';
+import type { Batcher } from '../pool/batcher.js';
+import type { FrontCache } from './front-cache.js';
+
+export interface FrontEndState {
+  directory: Directory;
+  readonly batcher: Batcher;
+  /** Rendered heads by immutable ids: repeats are answered without the pool. */
+  readonly frontCache: FrontCache;
+  readonly config: ServeConfig;
+  /** Requests accepted and not yet answered or aborted. */
+  inFlight: number;
+  /** Set on SIGTERM: answers carry Connection: close so keep-alive clients move to another node. */
+  shuttingDown: boolean;
+  /** False once the store's files were deleted or replaced: /healthz says so (delivery goes on). */
+  storeAvailable: boolean;
+  /** Key ids seen since the last report to the control thread (last-use bookkeeping, off the hot path). */
+  readonly usedKeys: Set<string>;
+  /** Called once for each unexpected failure (logged, never sent to the client). */
+  readonly onInternalError: (err: unknown) => void;
+}

@@ -1,0 +1,336 @@
+/**
+ * Mapping JSON → a compiled, validated mapping (the format of docs/api.md, "Dynamic mappings"):
+ * `{"rules":[{"segment","when"?,"appVersion"?,"info"?,"patch"|"variants"}]}`.
+ *
+ * Compiled once per immutable mapping id (front end and worker LRU) and reused for every request:
+ * conditions are compiled predicates (predicate.ts), app-version ranges are parsed by semver and
+ * compiled to version-key comparisons (version-range.ts), variant ranges become a 1000-entry lookup
+ * table (mod → variant) and each seg entry is pre-serialized JSON. Validation collects every problem
+ * with its rule index and path; nothing is compiled into use when any exist.
+ */
+import semver from 'semver';
+import { RcdError } from '../../runtime/errors.js';
+import { compileCondition, type Predicate } from '../condition/validate.js';
+import { CombinationIndex } from './interning.js';
+import { applyPatchToValue, compilePatch, PATCH_FAILED, type CompiledPatch } from '../patch/patch.js';
+import { compileVersionRange, type VersionRange } from './version-range.js';
+import { childPath, isPlainObject, type MappingProblem } from '../problems.js';
+
+export const MOD_COUNT = 1000;
+
+export interface CompiledVariant {
+  readonly name: string;
+  readonly lo: number;
+  readonly hi: number;
+  readonly patch: CompiledPatch;
+  /** This variant's seg object as JSON, e.g. `{"n":"eu","v":"A","i":"x"}`. */
+  readonly segJson: string;
+}
+
+export interface CompiledRule {
+  readonly index: number;
+  readonly segment: string;
+  /** null: matches every p. */
+  readonly predicate: Predicate | null;
+  /** The appVersion range; null: every app version (and requests without v). */
+  readonly versions: VersionRange | null;
+  /** The rule's patch (segment-only rule), or null for an A/B test. */
+  readonly patch: CompiledPatch | null;
+  /** The patch rule's seg JSON (`"v":null`), or "" for an A/B test. */
+  readonly segJson: string;
+  readonly variants: readonly CompiledVariant[];
+  /** For an A/B test: variant index per mod (0..999), -1 where no range covers it; else null. */
+  readonly variantOfMod: Int16Array | null;
+}
+
+/**
+ * What a request gets: the patches to render and the `seg` to report. The render cache is keyed by
+ * (revision id, mapping id, key).
+ */
+export interface Selection {
+  /** The applied choices, e.g. "0.-1;3.1;" (rule.variant, -1 for a patch rule); "" when nothing applies. */
+  readonly key: string;
+  /** The `seg` array as JSON, "[]" when nothing applies. */
+  readonly seg: string;
+  readonly patches: readonly CompiledPatch[];
+  /** 1/0 per patch when some do not apply to the revision; null when all apply. */
+  readonly applied: Uint8Array | null;
+}
+
+/**
+ * One set of rules/variants whose conditions matched, interned per mapping so that repeat
+ * combinations allocate nothing.
+ */
+export interface Combination {
+  readonly key: string;
+  readonly patches: readonly CompiledPatch[];
+  /** seg JSON per patch (same index). */
+  readonly segEntries: readonly string[];
+  /** True when a JSON Patch is involved: it may not apply to every revision (merge patches always do). */
+  readonly mayFail: boolean;
+  /** The selection when every patch applies. */
+  readonly whole: Selection;
+  /**
+   * The last render-cache key built from this combination and what it was built for; owned by
+   * http/front-cache.ts (frontKeyOf). Kept here because a combination is interned: the same object
+   * comes back for every request that selects it, so the key is built and hashed once, not per request.
+   */
+  cacheKey: string;
+  cacheKeyRev: number;
+  cacheKeyMapping: number;
+  cacheKeyKind: number;
+}
+
+export interface CompiledMapping {
+  readonly rules: readonly CompiledRule[];
+  readonly ruleCount: number;
+  /** Combination interning; bounded (see interning.ts). */
+  readonly combinations: CombinationIndex;
+}
+
+const RULE_KEYS = new Set(['segment', 'when', 'appVersion', 'patch', 'variants', 'info']);
+const VARIANT_KEYS = new Set(['name', 'mod', 'patch', 'info']);
+export const MAX_RULES = 1000;
+
+export interface MappingCheck {
+  /** The compiled mapping, or null when there are problems. */
+  readonly mapping: CompiledMapping | null;
+  readonly problems: readonly MappingProblem[];
+}
+
+/**
+ * Validates and compiles a mapping. When `content` is given (the parsed JSON of the content's newest
+ * revision), every patch must also apply to it on its own.
+ */
+export function checkMapping(raw: unknown, content?: unknown): MappingCheck {
+  const problems: MappingProblem[] = [];
+  if (!isPlainObject(raw)) {
+    problems.push({ rule: null, path: '', reason: 'a mapping must be an object {"rules":[...]}' });
+    return { mapping: null, problems };
+  }
+  for (const key of Object.keys(raw)) {
+    if (key !== 'rules') problems.push({ rule: null, path: childPath('', key).replace(/^\./, ''), reason: 'unknown field' });
+  }
+  const rawRules = raw.rules;
+  if (!Array.isArray(rawRules)) {
+    problems.push({ rule: null, path: 'rules', reason: 'rules must be an array' });
+    return { mapping: null, problems };
+  }
+  if (rawRules.length > MAX_RULES) {
+    problems.push({ rule: null, path: 'rules', reason: `at most ${MAX_RULES} rules` });
+    return { mapping: null, problems };
+  }
+  const rules: CompiledRule[] = [];
+  for (let i = 0; i < rawRules.length; i++) {
+    const rule = compileRule(rawRules[i], i, problems);
+    if (rule !== null) rules.push(rule);
+  }
+  if (problems.length === 0 && content !== undefined) checkAgainstContent(rules, content, problems);
+  if (problems.length > 0) return { mapping: null, problems };
+  const mapping: CompiledMapping = {
+    rules,
+    ruleCount: rules.length,
+    combinations: new CombinationIndex(),
+  };
+  return { mapping, problems };
+}
+
+/** checkMapping that throws RcdError invalid_mapping; its details are the array of every problem. */
+export function compileMapping(raw: unknown, content?: unknown): CompiledMapping {
+  const { mapping, problems } = checkMapping(raw, content);
+  if (mapping === null) throw mappingError(problems);
+  return mapping;
+}
+
+/** Compiles a mapping as stored (validated when it was written); used by worker threads. */
+export function compileStoredMapping(text: string): CompiledMapping {
+  return compileMapping(JSON.parse(text) as unknown);
+}
+
+export function mappingError(problems: readonly MappingProblem[]): RcdError {
+  const first = problems[0];
+  const where = first.rule === null ? first.path || 'mapping' : `rule ${first.rule} (${first.path})`;
+  const more = problems.length > 1 ? ` (and ${problems.length - 1} more problem${problems.length > 2 ? 's' : ''})` : '';
+  return new RcdError('invalid_mapping', `${where}: ${first.reason}${more}`, problems);
+}
+
+function compileRule(raw: unknown, index: number, problems: MappingProblem[]): CompiledRule | null {
+  const path = `rules[${index}]`;
+  if (!isPlainObject(raw)) {
+    problems.push({ rule: index, path, reason: 'a rule must be an object' });
+    return null;
+  }
+  const before = problems.length;
+  for (const key of Object.keys(raw)) {
+    if (!RULE_KEYS.has(key)) problems.push({ rule: index, path: childPath(path, key), reason: 'unknown field' });
+  }
+  const segment = raw.segment;
+  if (typeof segment !== 'string' || segment === '') {
+    problems.push({ rule: index, path: `${path}.segment`, reason: 'segment must be a non-empty string' });
+  }
+  const info = raw.info;
+  if (info !== undefined && typeof info !== 'string') {
+    problems.push({ rule: index, path: `${path}.info`, reason: 'info must be a string' });
+  }
+  const predicate = compileCondition(raw.when, `${path}.when`, index, problems);
+  const versions = compileRange(raw.appVersion, `${path}.appVersion`, index, problems);
+
+  const hasPatch = Object.hasOwn(raw, 'patch');
+  const hasVariants = Object.hasOwn(raw, 'variants');
+  let patch: CompiledPatch | null = null;
+  let variants: CompiledVariant[] = [];
+  let variantOfMod: Int16Array | null = null;
+  if (hasPatch === hasVariants) {
+    problems.push({ rule: index, path, reason: hasPatch ? 'has both patch and variants (use one)' : 'needs either patch or variants' });
+  } else if (hasPatch) {
+    patch = compilePatch(raw.patch, `${path}.patch`, index, problems);
+  } else {
+    const segName = typeof segment === 'string' ? segment : '';
+    const ruleInfo = typeof info === 'string' ? info : undefined;
+    variants = compileVariants(raw.variants, `${path}.variants`, index, segName, ruleInfo, problems);
+    variantOfMod = problems.length === before ? modTable(variants) : null;
+  }
+  if (problems.length !== before) return null;
+  const seg = segment as string;
+  return {
+    index,
+    segment: seg,
+    predicate,
+    versions,
+    patch,
+    segJson: patch === null ? '' : segEntryJson(seg, null, info as string | undefined),
+    variants,
+    variantOfMod,
+  };
+}
+
+function compileRange(raw: unknown, path: string, rule: number, problems: MappingProblem[]): VersionRange | null {
+  if (raw === undefined) return null;
+  if (typeof raw !== 'string' || raw.trim() === '') {
+    problems.push({ rule, path, reason: 'appVersion must be an npm semver range string, e.g. ">=1.2.0 <2.0.0"' });
+    return null;
+  }
+  try {
+    return compileVersionRange(new semver.Range(raw));
+  } catch {
+    problems.push({ rule, path, reason: `"${raw}" is not a valid semver range` });
+    return null;
+  }
+}
+
+function compileVariants(
+  raw: unknown,
+  path: string,
+  rule: number,
+  segment: string,
+  ruleInfo: string | undefined,
+  problems: MappingProblem[],
+): CompiledVariant[] {
+  if (!Array.isArray(raw) || raw.length === 0) {
+    problems.push({ rule, path, reason: 'variants must be a non-empty array' });
+    return [];
+  }
+  const out: CompiledVariant[] = [];
+  const names = new Set<string>();
+  for (let i = 0; i < raw.length; i++) {
+    const vpath = `${path}[${i}]`;
+    const v: unknown = raw[i];
+    if (!isPlainObject(v)) {
+      problems.push({ rule, path: vpath, reason: 'a variant must be an object' });
+      continue;
+    }
+    const before = problems.length;
+    for (const key of Object.keys(v)) {
+      if (!VARIANT_KEYS.has(key)) problems.push({ rule, path: childPath(vpath, key), reason: 'unknown field' });
+    }
+    const name = v.name;
+    if (typeof name !== 'string' || name === '') {
+      problems.push({ rule, path: `${vpath}.name`, reason: 'name must be a non-empty string' });
+    } else if (names.has(name)) {
+      problems.push({ rule, path: `${vpath}.name`, reason: `duplicate variant name "${name}"` });
+    } else {
+      names.add(name);
+    }
+    const info = v.info;
+    if (info !== undefined && typeof info !== 'string') {
+      problems.push({ rule, path: `${vpath}.info`, reason: 'info must be a string' });
+    }
+    const mod = v.mod;
+    const validMod =
+      Array.isArray(mod) &&
+      mod.length === 2 &&
+      Number.isInteger(mod[0]) &&
+      Number.isInteger(mod[1]) &&
+      (mod[0] as number) >= 0 &&
+      (mod[1] as number) <= MOD_COUNT - 1 &&
+      (mod[0] as number) <= (mod[1] as number);
+    if (!validMod) {
+      problems.push({ rule, path: `${vpath}.mod`, reason: 'mod must be [from, to]: integers with 0 <= from <= to <= 999' });
+    }
+    if (!Object.hasOwn(v, 'patch')) {
+      problems.push({ rule, path: vpath, reason: 'a variant needs a patch' });
+    }
+    const patch = Object.hasOwn(v, 'patch') ? compilePatch(v.patch, `${vpath}.patch`, rule, problems) : null;
+    if (problems.length !== before || patch === null) continue;
+    const range = mod as [number, number];
+    out.push({
+      name: name as string,
+      lo: range[0],
+      hi: range[1],
+      patch,
+      segJson: segEntryJson(segment, name as string, (info as string | undefined) ?? ruleInfo),
+    });
+  }
+  checkOverlaps(out, raw, path, rule, problems);
+  return out;
+}
+
+function checkOverlaps(variants: CompiledVariant[], raw: unknown[], path: string, rule: number, problems: MappingProblem[]): void {
+  const sorted = variants.slice().sort((a, b) => a.lo - b.lo);
+  for (let i = 1; i < sorted.length; i++) {
+    const prev = sorted[i - 1];
+    const cur = sorted[i];
+    if (cur.lo <= prev.hi) {
+      const at = raw.findIndex((v) => isPlainObject(v) && v.name === cur.name);
+      problems.push({
+        rule,
+        path: `${path}[${at}].mod`,
+        reason: `range [${cur.lo}, ${cur.hi}] of "${cur.name}" overlaps [${prev.lo}, ${prev.hi}] of "${prev.name}"`,
+      });
+    }
+  }
+}
+
+function modTable(variants: readonly CompiledVariant[]): Int16Array {
+  const table = new Int16Array(MOD_COUNT).fill(-1);
+  for (let i = 0; i < variants.length; i++) table.fill(i, variants[i].lo, variants[i].hi + 1);
+  return table;
+}
+
+function segEntryJson(segment: string, variant: string | null, info: string | undefined): string {
+  const entry: { n: string; v: string | null; i?: string } = { n: segment, v: variant };
+  if (info !== undefined) entry.i = info;
+  return JSON.stringify(entry);
+}
+
+/** Every patch, on its own, must apply to the current content ("patches that do not apply are refused"). */
+function checkAgainstContent(rules: readonly CompiledRule[], content: unknown, problems: MappingProblem[]): void {
+  const failure: string[] = [''];
+  for (const rule of rules) {
+    if (rule.patch !== null) {
+      if (applyPatchToValue(content, rule.patch, failure) === PATCH_FAILED) {
+        problems.push({ rule: rule.index, path: `rules[${rule.index}].patch`, reason: `does not apply to the current content: ${failure[0]}` });
+      }
+      continue;
+    }
+    for (let i = 0; i < rule.variants.length; i++) {
+      if (applyPatchToValue(content, rule.variants[i].patch, failure) === PATCH_FAILED) {
+        problems.push({
+          rule: rule.index,
+          path: `rules[${rule.index}].variants[${i}].patch`,
+          reason: `does not apply to the current content: ${failure[0]}`,
+        });
+      }
+    }
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * The per-request side of a mapping: (p, v, mod) → the Combination of applied rules and variants.
+ *
+ * This runs for every wrapped request, so it only does cheap work in a fixed order per rule: the
+ * mod table lookup (A/B tests), the app-version range (version-key comparisons), then the compiled
+ * condition. The result is an interned Combination; the render cache is keyed by (revision id,
+ * mapping id, combination key), so a repeat combination costs this evaluation plus one cache lookup.
+ */
+import { MAX_RULES, type CompiledMapping, type CompiledRule, type Combination, type Selection } from './compile.js';
+import { NO_VERSION_KEY } from '../../shared/app-version.js';
+import { pathEdge, pathKey } from './interning.js';
+import { PatchKind, type CompiledPatch } from '../patch/patch.js';
+import { versionInRange } from './version-range.js';
+
+/** No rule applied: deliver the base revision, `seg: []`. */
+export const EMPTY_SELECTION: Selection = { key: '', seg: '[]', patches: [], applied: null };
+export const EMPTY_COMBINATION: Combination = newCombination('', [], [], false, EMPTY_SELECTION);
+
+/** Every Combination is made here, so all have one shape (the cache-key memo starts empty). */
+function newCombination(key: string, patches: CompiledPatch[], segEntries: string[], mayFail: boolean, whole: Selection): Combination {
+  return { key, patches, segEntries, mayFail, whole, cacheKey: '', cacheKeyRev: -1, cacheKeyMapping: -1, cacheKeyKind: -1 };
+}
+
+// The applied (rule, choice) pairs of the request being evaluated (see interning.ts); one array
+// for every call: evaluation is synchronous and rules are at most MAX_RULES.
+const path = new Int32Array(MAX_RULES);
+
+/**
+ * Which rules apply to this request. `vKey` is the versionKey of the request's app version
+ * (NO_VERSION_KEY, "", when it has none): a rule with an appVersion range never applies without one.
+ * `mod` is meta.mod (uid % 1000).
+ * HOT PATH: a repeat combination allocates nothing.
+ */
+export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unknown>, vKey: string, mod: number): Combination {
+  const rules = mapping.rules;
+  let length = 0;
+  for (let i = 0; i < rules.length; i++) {
+    const choice = ruleChoice(rules[i], p, vKey, mod);
+    if (choice !== -2) path[length++] = pathEdge(i, choice);
+  }
+  if (length === 0) return EMPTY_COMBINATION;
+  const found = mapping.combinations.byPath(path, length);
+  if (found !== null) return found;
+  const combination = combinationForKey(mapping, pathKey(path, length));
+  if (mapping.combinations.getByKey(combination.key) === combination) mapping.combinations.addPath(path, length, combination);
+  return combination;
+}
+
+/**
+ * The combination named by its key. The front end evaluates rules and sends only the key; the worker
+ * that renders a miss turns it back into patches and seg entries here.
+ */
+export function combinationForKey(mapping: CompiledMapping, key: string): Combination {
+  if (key === '') return EMPTY_COMBINATION;
+  const interned = mapping.combinations.getByKey(key);
+  if (interned !== undefined) return interned;
+  const built = buildCombination(mapping, key);
+  mapping.combinations.addByKey(key, built);
+  return built;
+}
+
+/** -2: the rule does not apply; -1: its patch applies; k >= 0: variant k applies. */
+function ruleChoice(rule: CompiledRule, p: Record<string, unknown>, vKey: string, mod: number): number {
+  let choice = -1;
+  if (rule.variantOfMod !== null) {
+    choice = rule.variantOfMod[mod];
+    if (choice < 0) return -2;
+  }
+  if (rule.versions !== null && (vKey === NO_VERSION_KEY || !versionInRange(rule.versions, vKey))) return -2;
+  if (rule.predicate !== null && !rule.predicate(p)) return -2;
+  return choice;
+}
+
+function buildCombination(mapping: CompiledMapping, key: string): Combination {
+  const patches: CompiledPatch[] = [];
+  const segEntries: string[] = [];
+  for (const part of key.split(';')) {
+    if (part === '') continue;
+    const dot = part.indexOf('.');
+    const rule = mapping.rules[Number(part.slice(0, dot))];
+    const choice = Number(part.slice(dot + 1));
+    if (choice < 0) {
+      patches.push(rule.patch as CompiledPatch);
+      segEntries.push(rule.segJson);
+    } else {
+      patches.push(rule.variants[choice].patch);
+      segEntries.push(rule.variants[choice].segJson);
+    }
+  }
+  const whole: Selection = { key, seg: '[' + segEntries.join(',') + ']', patches, applied: null };
+  return newCombination(key, patches, segEntries, patches.some((p) => p.kind === PatchKind.Json), whole);
+}
+
+/**
+ * The selection of a combination of which only the patches flagged in `applied` apply (to one
+ * revision): their seg entries only, or EMPTY_SELECTION when none applies.
+ */
+export function partialSelection(combination: Combination, applied: Uint8Array): Selection {
+  let seg = '[';
+  let count = 0;
+  for (let i = 0; i < combination.segEntries.length; i++) {
+    if (applied[i] === 0) continue;
+    if (count > 0) seg += ',';
+    seg += combination.segEntries[i];
+    count++;
+  }
+  if (count === 0) return EMPTY_SELECTION;
+  if (count === applied.length) return combination.whole;
+  return { key: combination.key, seg: seg + ']', patches: combination.patches, applied };
+}

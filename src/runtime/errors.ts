@@ -1,0 +1,102 @@
+/**
+ * Every error the service can answer with: one stable code, one HTTP status.
+ * Clients and tests match on `code`; `message` is for humans and may change.
+ *
+ * Bodies are built once per (code, message) and reused: error responses are on the hot path
+ * too (bad clients retry at full rate), so they must not allocate per request.
+ */
+
+export const ERROR_STATUS = {
+  missing_api_key: 401,
+  invalid_api_key: 401,
+  unauthorized: 401,
+  unsupported_content_type: 400,
+  payload_too_large: 413,
+  invalid_json: 400,
+  invalid_body: 400,
+  invalid_query: 400,
+  invalid_content: 400,
+  invalid_mapping: 400,
+  invalid_bundle: 400,
+  invalid_request: 400,
+  content_not_found: 404,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  // Only when a store is opened: its upgrade would make distinct content ids one (src/store/sqlite/schema.ts).
+  content_id_conflict: 409,
+  overloaded: 503,
+  /** Another connection holds the store's write lock past --store-busy-timeout; retry (Retry-After). */
+  store_busy: 503,
+  /** The store's files were deleted or replaced under the running server: writes are refused. */
+  store_unavailable: 503,
+  internal: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+/** uWS wants the whole status line text, e.g. "404 Not Found". */
+export function statusLine(status: number): string {
+  const text = STATUS_TEXT[status];
+  return text === undefined ? String(status) : `${status} ${text}`;
+}
+
+/** A failure with a stable code. Thrown by validation and store code, turned into a response at the edge. */
+export class RcdError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Optional structured details (e.g. every problem of a refused bundle). Sent to the client. */
+  readonly details: unknown;
+
+  constructor(code: ErrorCode, message: string, details?: unknown) {
+    super(message);
+    this.name = 'RcdError';
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.details = details;
+  }
+}
+
+export interface ErrorResponse {
+  readonly statusLine: string;
+  readonly body: string;
+}
+
+// Bounded: messages come from a fixed vocabulary plus a few that name a field; a flood of
+// distinct messages would only stop caching, never grow memory.
+const CACHE_LIMIT = 1024;
+const cache = new Map<string, ErrorResponse>();
+
+/** The complete, prebuilt answer for (code, message). */
+export function errorResponse(code: ErrorCode, message: string, details?: unknown): ErrorResponse {
+  if (details !== undefined) return buildErrorResponse(code, message, details);
+  const key = code + '\0' + message;
+  let hit = cache.get(key);
+  if (hit === undefined) {
+    hit = buildErrorResponse(code, message, undefined);
+    if (cache.size < CACHE_LIMIT) cache.set(key, hit);
+  }
+  return hit;
+}
+
+function buildErrorResponse(code: ErrorCode, message: string, details: unknown): ErrorResponse {
+  const status = ERROR_STATUS[code];
+  const error: Record<string, unknown> = { status, code, message };
+  if (details !== undefined) error.details = details;
+  return { statusLine: statusLine(status), body: JSON.stringify({ error }) };
+}
+
+export function responseForError(err: RcdError): ErrorResponse {
+  return errorResponse(err.code, err.message, err.details);
+}

@@ -1,0 +1,43 @@
+/**
+ * V8 heap sizing for `rcd serve`.
+ *
+ * Why: under steady load the main thread allocates a few hundred bytes per request, almost all of it
+ * dead by the next scavenge. V8 still doubles its young generation each time the bytes that survived
+ * scavenges add up to its capacity, and at 16 MiB semi-spaces (Node 20's ceiling) the old generation
+ * (~10 MiB live here) is left with less headroom than the young generation holds, so V8 starts an
+ * incremental mark-compact right after every mark-compact. Measured under wrk, mapped scenario, 60 s,
+ * side by side: by default RSS grew 131.7 -> 146.3 MB after ~18 s and 150 mark-compacts ran (2-6 ms
+ * pauses each); held, RSS stayed at 123.9 MB and 1 mark-compact ran (bench/README.md, "Memory").
+ *
+ * V8 sizes its heaps when an isolate is created, so the maximum cannot change at run time; the growth
+ * factor can (V8 reads it each time it would grow the young generation). The flag is process-wide,
+ * but starting a worker thread puts it back to its default (test/unit/runtime/heap.test.ts shows both), so
+ * the main thread sets it before the pool starts and every worker sets it again when it loads. The
+ * young generation then never grows past the size it had when the flag was set, and in practice it
+ * runs at V8's initial 1 MiB semi-spaces: a few seconds after startup, V8's memory reducer runs a
+ * "reduce" mark-compact on the idle process that shrinks the young generation back to its initial
+ * size (seen with --trace-gc; the same happens after any idle spell), and a held one
+ * does not grow back. Under load that is a ~0.2 ms scavenge every ~17 ms (~0.4 us per mapped
+ * request). Growing it at run time does not last for that reason; V8 takes a floor only when the
+ * isolate is created (`--min-semi-space-size`, node's command line only: NODE_OPTIONS refuses it).
+ * Both flags at 8 MiB measured +13% and +1% req/s in two side-by-side sets, +2% (the noise floor)
+ * with both servers loaded at once, and 16 MiB no better, for +14 MB RSS: an operator's choice
+ * (README), not the default.
+ *
+ * An operator who sizes the young generation themselves (`--max-semi-space-size` and friends in
+ * NODE_OPTIONS or on the node command line) keeps their choice: nothing is changed then.
+ */
+import v8 from 'node:v8';
+
+const OPERATOR_FLAG = /--(?:max|min)[-_]semi[-_]space[-_]size|--semi[-_]space[-_]growth[-_]factor/;
+
+/** True when the operator set the young generation's size through node's flags. */
+export function operatorSizedYoungGeneration(execArgv: readonly string[], nodeOptions: string | undefined): boolean {
+  if (execArgv.some((arg) => OPERATOR_FLAG.test(arg))) return true;
+  return nodeOptions !== undefined && OPERATOR_FLAG.test(nodeOptions);
+}
+
+/** Stops the young generation from growing beyond its current size (this isolate and the others). */
+export function holdYoungGeneration(): void {
+  v8.setFlagsFromString('--semi-space-growth-factor=1');
+}

@@ -1,0 +1,24 @@
+/**
+ * The two hashes clients can reproduce (documented in docs/api.md):
+ * - meta.uid = XXH32(seed 0) of the UTF-8 bytes of u, as an unsigned 32-bit integer; meta.mod = uid % 1000.
+ * - content hash = XXH3-128 of the minified base JSON text, 32 lowercase hex digits.
+ *
+ * uid is per request and short: pure JS (src/shared/xxh32.ts) wins. The content hash runs on writes over
+ * up to megabytes: the xxhash-addon's native XXH3 is the right tool there.
+ */
+import xxhash from 'xxhash-addon';
+import { xxh32String } from './xxh32.js';
+
+const { XXHash128 } = xxhash as unknown as { XXHash128: { hash(data: Buffer): Buffer } };
+
+export function userUid(u: string): number {
+  return xxh32String(u, 0);
+}
+
+export function userMod(uid: number): number {
+  return uid % 1000;
+}
+
+export function contentHash(minifiedJson: string): string {
+  return XXHash128.hash(Buffer.from(minifiedJson, 'utf8')).toString('hex');
+}

@@ -1,0 +1,418 @@
+/**
+ * Bundles: one JSON file that seeds or updates a store, and the format `export` writes.
+ *
+ * ```
+ * {"environments":{"<envId>":{"keys":["<plain key>",...],"content":{"<ContentId>":ENTRY}}}}
+ * ENTRY    = REVISION + optional "mapping", or {"revisions":[REVISION,...], "mapping"?: ...} (oldest first)
+ * REVISION = {"text":"<JSONC>"} or {"json":<any JSON>}, optionally with "minAppVersion":"X.Y.Z"
+ * ```
+ *
+ * Import is all or nothing: the whole bundle is checked first (shape, ids, keys, every text, every
+ * mapping against the content it will apply to) and every problem is reported with its JSON Pointer
+ * in the file; only a bundle without problems is written, inside the caller's transaction.
+ *
+ * Import is idempotent, so a deployment can import its bundle at every start:
+ * - keys already present in their environment are skipped (a revoked key stays revoked);
+ * - a content item's revisions are compared with the newest stored ones: the longest run of the
+ *   bundle's first revisions that already forms the newest stored revisions is skipped, the rest is
+ *   appended. After an import the newest stored revisions equal the bundle's, and importing the same
+ *   bundle again appends nothing. A single-revision ENTRY is the list of one;
+ * - a mapping is stored only when it differs from the current one; an ENTRY without "mapping" leaves
+ *   the current mapping alone, `"mapping": null` removes it.
+ */
+import { z } from 'zod';
+import { compileContent, type CompiledContent } from '../jsonc.js';
+import { RcdError } from '../../runtime/errors.js';
+import { validateMapping } from '../../mapping/index.js';
+import { isPlainObject } from '../../shared/json.js';
+import { apiKeyDigest, appVersionProblem, contentIdKey, contentIdProblem, envIdProblem, generateKeyId, plainKeyProblem } from '../ids.js';
+import { nextNumber, nowIso, sameRevision, type RevisionRow, type StoreSql } from '../sqlite/sql.js';
+import type { ImportReport } from '../types.js';
+
+export const EXPORT_NOTE =
+  'API keys are not exported: the store keeps only SHA-256 digests of keys, never the keys themselves. ' +
+  'Add "keys" to each environment (or create keys through the admin API) before importing this bundle elsewhere.';
+
+const RevisionSchema = z.strictObject({
+  text: z.string().optional(),
+  json: z.unknown().optional(),
+  minAppVersion: z.string().optional(),
+});
+
+const EntrySchema = z.strictObject({
+  text: z.string().optional(),
+  json: z.unknown().optional(),
+  minAppVersion: z.string().optional(),
+  revisions: z.array(RevisionSchema).min(1, { error: 'revisions must list at least one revision' }).optional(),
+  mapping: z.unknown().optional(),
+});
+
+const EnvironmentSchema = z.strictObject({
+  keys: z.array(z.string()).optional(),
+  content: z.record(z.string(), EntrySchema).optional(),
+});
+
+/** The shape of a bundle; the checks that need more than a shape (ids, texts, mappings, keys) follow it. */
+export const BundleSchema = z.strictObject({
+  note: z.string().optional(),
+  environments: z.record(z.string(), EnvironmentSchema),
+});
+
+export type Bundle = z.infer<typeof BundleSchema>;
+
+export interface BundleProblem {
+  /** JSON Pointer (RFC 6901) of the offending value in the bundle; "" is the whole file. */
+  readonly path: string;
+  readonly reason: string;
+}
+
+interface PlannedRevision {
+  readonly text: string;
+  readonly minAppVersion: string | null;
+  readonly compiled: CompiledContent;
+}
+
+interface PlannedContent {
+  readonly id: string;
+  readonly idLower: string;
+  readonly revisions: PlannedRevision[];
+  /** Whether the entry says anything about the mapping. */
+  readonly setsMapping: boolean;
+  /** null removes the mapping. */
+  readonly mappingJson: string | null;
+  readonly ruleCount: number;
+}
+
+interface PlannedEnvironment {
+  readonly envId: string;
+  readonly keyDigests: string[];
+  readonly contents: PlannedContent[];
+}
+
+/**
+ * Validates the bundle against the store (key ownership) and writes it. Must run inside a write
+ * transaction: it throws invalid_bundle (nothing written) when there is any problem.
+ */
+export function importBundle(sql: StoreSql, raw: unknown): ImportReport {
+  const problems: BundleProblem[] = [];
+  const parsed = BundleSchema.safeParse(raw);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      if (issue.code === 'unrecognized_keys') {
+        for (const k of issue.keys) problems.push({ path: pointer([...issue.path, k]), reason: 'unknown field' });
+      } else {
+        problems.push({ path: pointer(issue.path), reason: issue.message.replace(/^Invalid input: /, '') });
+      }
+    }
+  }
+  // The checks below walk the raw input defensively (the shape may be wrong in places) so that one
+  // refusal lists every problem, not only the first layer's.
+  const plan = planBundle(sql, raw, problems);
+  if (problems.length > 0) throw bundleError(problems);
+  return applyPlan(sql, plan);
+}
+
+function bundleError(problems: BundleProblem[]): RcdError {
+  const shown = problems.slice(0, 20).map((p) => `${p.path === '' ? '(root)' : p.path}: ${p.reason}`);
+  const more = problems.length > shown.length ? `; and ${problems.length - shown.length} more (see details)` : '';
+  const noun = problems.length === 1 ? 'problem' : 'problems';
+  return new RcdError('invalid_bundle', `invalid bundle, nothing imported (${problems.length} ${noun}): ${shown.join('; ')}${more}`, problems);
+}
+
+function planBundle(sql: StoreSql, raw: unknown, problems: BundleProblem[]): PlannedEnvironment[] {
+  const plan: PlannedEnvironment[] = [];
+  if (!isPlainObject(raw) || !isPlainObject(raw.environments)) return plan;
+  const keyOwner = new Map<string, string>();
+  for (const [envId, env] of Object.entries(raw.environments)) {
+    const envPath = ['environments', envId];
+    const envProblem = envIdProblem(envId);
+    if (envProblem !== '') problems.push({ path: pointer(envPath), reason: envProblem });
+    if (!isPlainObject(env)) continue;
+    const planned: PlannedEnvironment = { envId, keyDigests: [], contents: [] };
+    plan.push(planned);
+    if (Array.isArray(env.keys)) planKeys(sql, envId, env.keys, envPath, keyOwner, planned, problems);
+    if (isPlainObject(env.content)) {
+      const seen = new Map<string, string>();
+      for (const [id, entry] of Object.entries(env.content)) {
+        const path = [...envPath, 'content', id];
+        const idProblem = contentIdProblem(id);
+        if (idProblem !== '') {
+          problems.push({ path: pointer(path), reason: idProblem });
+          continue;
+        }
+        const idLower = contentIdKey(id);
+        const twin = seen.get(idLower);
+        if (twin !== undefined) {
+          problems.push({ path: pointer(path), reason: `same content id as ${JSON.stringify(twin)} (ids are compared after Unicode normalisation and case folding)` });
+          continue;
+        }
+        seen.set(idLower, id);
+        if (!isPlainObject(entry)) continue;
+        const content = planContent(id, idLower, entry, path, problems);
+        if (content !== null) planned.contents.push(content);
+      }
+    }
+  }
+  return plan;
+}
+
+function planKeys(
+  sql: StoreSql,
+  envId: string,
+  keys: unknown[],
+  envPath: readonly string[],
+  keyOwner: Map<string, string>,
+  planned: PlannedEnvironment,
+  problems: BundleProblem[],
+): void {
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i];
+    if (typeof key !== 'string') continue;
+    const path = pointer([...envPath, 'keys', i]);
+    const keyProblem = plainKeyProblem(key);
+    if (keyProblem !== '') {
+      problems.push({ path, reason: keyProblem });
+      continue;
+    }
+    // Reasons never quote the key: error messages end up in logs.
+    const digest = apiKeyDigest(key);
+    const owner = keyOwner.get(digest);
+    if (owner !== undefined) {
+      if (owner !== envId) problems.push({ path, reason: `the same key is also listed for environment ${JSON.stringify(owner)}; a key belongs to one environment` });
+      continue;
+    }
+    keyOwner.set(digest, envId);
+    const stored = sql.keyByDigest(digest);
+    if (stored !== undefined && stored.env_id !== envId) {
+      problems.push({ path, reason: `this key already belongs to environment ${JSON.stringify(stored.env_id)}; a key belongs to one environment` });
+      continue;
+    }
+    planned.keyDigests.push(digest);
+  }
+}
+
+function planContent(
+  id: string,
+  idLower: string,
+  entry: Record<string, unknown>,
+  path: readonly (string | number)[],
+  problems: BundleProblem[],
+): PlannedContent | null {
+  const forms = Number(has(entry, 'text')) + Number(has(entry, 'json')) + Number(has(entry, 'revisions'));
+  if (forms !== 1) {
+    problems.push({ path: pointer(path), reason: 'an entry needs exactly one of "text", "json" or "revisions"' });
+    return null;
+  }
+  let ok = true;
+  const revisions: PlannedRevision[] = [];
+  if (has(entry, 'revisions')) {
+    if (has(entry, 'minAppVersion')) {
+      problems.push({ path: pointer([...path, 'minAppVersion']), reason: 'with "revisions", minAppVersion belongs on each revision' });
+      ok = false;
+    }
+    if (!Array.isArray(entry.revisions)) return null;
+    const list = entry.revisions as unknown[];
+    for (let i = 0; i < list.length; i++) {
+      const item = list[i];
+      if (!isPlainObject(item)) {
+        ok = false;
+        continue;
+      }
+      const r = planRevision(item, [...path, 'revisions', i], problems);
+      if (r === null) ok = false;
+      else revisions.push(r);
+    }
+  } else {
+    const r = planRevision(entry, path, problems);
+    if (r === null) ok = false;
+    else revisions.push(r);
+  }
+  const setsMapping = has(entry, 'mapping');
+  let mappingJson: string | null = null;
+  let ruleCount = 0;
+  if (setsMapping && entry.mapping !== null) {
+    // The mapping is checked against the revision that will be newest after the import: the last.
+    if (!ok || revisions.length === 0) return null;
+    const base = revisions[revisions.length - 1].compiled.value;
+    try {
+      ruleCount = validateMapping(entry.mapping, base).ruleCount;
+      mappingJson = JSON.stringify(entry.mapping);
+    } catch (err) {
+      pushMappingProblems(err, [...path, 'mapping'], problems);
+      return null;
+    }
+  }
+  if (!ok) return null;
+  return { id, idLower, revisions, setsMapping, mappingJson, ruleCount };
+}
+
+function planRevision(item: Record<string, unknown>, path: readonly (string | number)[], problems: BundleProblem[]): PlannedRevision | null {
+  const before = problems.length;
+  if (Number(has(item, 'text')) + Number(has(item, 'json')) !== 1) {
+    problems.push({ path: pointer(path), reason: 'a revision needs exactly one of "text" or "json"' });
+    return null;
+  }
+  let minAppVersion: string | null = null;
+  if (has(item, 'minAppVersion')) {
+    const v = item.minAppVersion;
+    const vProblem = appVersionProblem(v);
+    if (vProblem !== '') problems.push({ path: pointer([...path, 'minAppVersion']), reason: vProblem });
+    else minAppVersion = v as string;
+  }
+  let text: string;
+  let field: string;
+  if (has(item, 'text')) {
+    if (typeof item.text !== 'string') return null; // reported by the schema
+    text = item.text;
+    field = 'text';
+  } else {
+    // A JSON value is stored as its 2-space indented text: readable in the admin API, and the same
+    // value always gives the same text, so re-importing it is recognised as unchanged.
+    const serialized = JSON.stringify(item.json, null, 2) as string | undefined;
+    if (serialized === undefined) {
+      problems.push({ path: pointer([...path, 'json']), reason: 'json must be a JSON value' });
+      return null;
+    }
+    text = serialized;
+    field = 'json';
+  }
+  let compiled: CompiledContent;
+  try {
+    compiled = compileContent(text);
+  } catch (err) {
+    problems.push({ path: pointer([...path, field]), reason: err instanceof Error ? err.message : String(err) });
+    return null;
+  }
+  if (problems.length > before) return null;
+  return { text, minAppVersion, compiled };
+}
+
+/**
+ * Spreads an invalid_mapping refusal into bundle problems. Its details list every problem with the
+ * rule index (`[{rule, reason}]`, as docs/api.md documents); when a problem also carries its own path inside
+ * the mapping (e.g. `rules[1].variants[0].mod`), that path is used, as a JSON Pointer.
+ */
+function pushMappingProblems(err: unknown, path: readonly (string | number)[], problems: BundleProblem[]): void {
+  const details = err instanceof RcdError ? err.details : undefined;
+  const list: unknown = isPlainObject(details) ? details.problems : details;
+  if (!(err instanceof RcdError) || !Array.isArray(list) || list.length === 0) {
+    problems.push({ path: pointer(path), reason: err instanceof Error ? err.message : String(err) });
+    return;
+  }
+  for (const d of list as unknown[]) {
+    const rule = isPlainObject(d) && typeof d.rule === 'number' ? d.rule : null;
+    const reason = isPlainObject(d) && typeof d.reason === 'string' ? d.reason : err.message;
+    const inner = isPlainObject(d) && typeof d.path === 'string' && d.path !== '' ? parseDottedPath(d.path) : rule === null ? [] : ['rules', rule];
+    problems.push({ path: pointer([...path, ...inner]), reason });
+  }
+}
+
+/** `rules[1].variants[0].mod` -> ['rules', 1, 'variants', 0, 'mod']. */
+function parseDottedPath(p: string): (string | number)[] {
+  const out: (string | number)[] = [];
+  const re = /([^.[\]]+)|\[(\d+)\]/g;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(p)) !== null) out.push(m[2] !== undefined ? Number(m[2]) : m[1]);
+  return out;
+}
+
+function applyPlan(sql: StoreSql, plan: readonly PlannedEnvironment[]): ImportReport {
+  let environmentsCreated = 0;
+  let keysAdded = 0;
+  let revisionsAdded = 0;
+  let mappingsChanged = 0;
+  const at = nowIso();
+  for (const env of plan) {
+    if (sql.getEnv(env.envId) === undefined) {
+      sql.insertEnv(env.envId, at);
+      environmentsCreated++;
+    }
+    for (const digest of env.keyDigests) {
+      if (sql.keyByDigest(digest) !== undefined) continue;
+      sql.insertKey(generateKeyId(), env.envId, digest, at);
+      keysAdded++;
+    }
+    for (const c of env.contents) {
+      const row = sql.findContent(env.envId, c.idLower) ?? sql.insertContent(env.envId, c.idLower, c.id, at);
+      const stored = sql.newestRevisions(row.content_pk, c.revisions.length);
+      const skip = overlap(stored, c.revisions);
+      let number = nextNumber(stored.length > 0 ? stored[stored.length - 1] : undefined);
+      for (let i = skip; i < c.revisions.length; i++) {
+        const r = c.revisions[i];
+        sql.appendRevision(row.content_pk, number, r.text, r.compiled, r.minAppVersion, at);
+        number++;
+        revisionsAdded++;
+      }
+      if (!c.setsMapping) continue;
+      const current = sql.getMapping(row.mapping_id);
+      if (c.mappingJson === null) {
+        if (current !== undefined) {
+          sql.clearMapping(row.content_pk, at);
+          mappingsChanged++;
+        }
+      } else if (current === undefined || current.json !== c.mappingJson) {
+        sql.insertMapping(row.content_pk, c.mappingJson, c.ruleCount, at);
+        mappingsChanged++;
+      }
+    }
+  }
+  return { environmentsCreated, keysAdded, revisionsAdded, mappingsChanged };
+}
+
+/**
+ * How many of the bundle's first revisions already are the newest stored ones (stored is the newest
+ * `wanted.length` revisions, oldest first): the largest k where stored's last k equal wanted's first k.
+ */
+export function overlap(
+  stored: readonly Pick<RevisionRow, 'text' | 'min_app_version'>[],
+  wanted: readonly { readonly text: string; readonly minAppVersion: string | null }[],
+): number {
+  for (let k = Math.min(stored.length, wanted.length); k > 0; k--) {
+    let equal = true;
+    for (let j = 0; j < k && equal; j++) {
+      const w = wanted[j];
+      equal = sameRevision(stored[stored.length - k + j], w.text, w.minAppVersion);
+    }
+    if (equal) return k;
+  }
+  return 0;
+}
+
+/** Everything but API keys, in the import format; revisions oldest first with their texts as stored. */
+export function exportBundle(sql: StoreSql): Bundle {
+  const environments: Bundle['environments'] = {};
+  const envs = sql.db.prepare<{ env_id: string }>('SELECT env_id FROM environments ORDER BY env_id').all();
+  const contentsStmt = sql.db.prepare<{ content_pk: number; id: string; mapping_id: number | null }>(
+    'SELECT content_pk, id, mapping_id FROM contents WHERE env_id = ? ORDER BY id_lower',
+  );
+  for (const { env_id: envId } of envs) {
+    const content: Record<string, z.infer<typeof EntrySchema>> = {};
+    for (const c of contentsStmt.all(envId)) {
+      const revisions = sql.revisions(c.content_pk).map((r) =>
+        r.min_app_version === null ? { text: r.text } : { text: r.text, minAppVersion: r.min_app_version },
+      );
+      const mapping = sql.getMapping(c.mapping_id);
+      const entry = mapping === undefined ? { revisions } : { revisions, mapping: JSON.parse(mapping.json) as unknown };
+      setOwn(content, c.id, entry);
+    }
+    setOwn(environments, envId, { keys: [], content });
+  }
+  return { note: EXPORT_NOTE, environments };
+}
+
+/** Ids such as "__proto__" are valid; a plain assignment would set a prototype instead of a field. */
+function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+
+function has(obj: Record<string, unknown>, key: string): boolean {
+  return Object.prototype.hasOwnProperty.call(obj, key) && obj[key] !== undefined;
+}
+
+/** RFC 6901 JSON Pointer. */
+export function pointer(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const seg of path) out += '/' + String(seg).replace(/~/g, '~0').replace(/\//g, '~1');
+  return out;
+}

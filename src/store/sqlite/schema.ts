@@ -1,0 +1,145 @@
+/**
+ * The store's tables and their migrations. `schema_version` holds one row: the number of migrations
+ * applied. Opening a store applies the missing ones, each in its own transaction; a store written by
+ * a newer rcd (a higher version) is refused rather than guessed at.
+ *
+ * Revisions and mappings use AUTOINCREMENT so that their ids are never reused, even after a delete:
+ * worker caches are keyed by these ids and must never see a recycled one.
+ */
+import { RcdError } from '../../runtime/errors.js';
+import type { Database } from './driver.js';
+import { contentIdKey } from '../ids.js';
+
+/** A migration: SQL to run, or a function for what SQL alone cannot compute. */
+type Migration = string | ((db: Database) => void);
+
+const MIGRATIONS: readonly Migration[] = [
+  `
+  CREATE TABLE environments (
+    env_id     TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL
+  );
+  CREATE TABLE api_keys (
+    key_id       TEXT PRIMARY KEY,
+    env_id       TEXT NOT NULL REFERENCES environments(env_id) ON DELETE CASCADE,
+    digest       TEXT NOT NULL UNIQUE,   -- SHA-256 hex of the plain key; the plain key is never stored
+    created_at   TEXT NOT NULL,
+    last_used_at TEXT,
+    revoked_at   TEXT
+  );
+  CREATE INDEX api_keys_env ON api_keys(env_id);
+  CREATE TABLE contents (
+    content_pk INTEGER PRIMARY KEY AUTOINCREMENT,
+    env_id     TEXT NOT NULL REFERENCES environments(env_id) ON DELETE CASCADE,
+    id_lower   TEXT NOT NULL,
+    id         TEXT NOT NULL,            -- as created: the catalog shows this spelling
+    -- The current mapping. No foreign key: mappings reference contents (cascade on delete), and a
+    -- cycle of constraints would make deleting a content item order-dependent.
+    mapping_id INTEGER,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (env_id, id_lower)
+  );
+  CREATE TABLE revisions (
+    rev_id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    content_pk      INTEGER NOT NULL REFERENCES contents(content_pk) ON DELETE CASCADE,
+    number          INTEGER NOT NULL,
+    text            TEXT NOT NULL,       -- JSONC exactly as given
+    minified        TEXT NOT NULL,       -- what is delivered
+    hash            TEXT NOT NULL,
+    min_app_version TEXT,
+    created_at      TEXT NOT NULL,
+    UNIQUE (content_pk, number)
+  );
+  CREATE TABLE mappings (
+    mapping_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    content_pk INTEGER NOT NULL REFERENCES contents(content_pk) ON DELETE CASCADE,
+    json       TEXT NOT NULL,
+    rule_count INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+  );
+  CREATE INDEX mappings_content ON mappings(content_pk);
+  `,
+  // Content keys were String.prototype.toLowerCase; they are now contentIdKey's caseless key.
+  rekeyContents,
+];
+
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export function migrate(db: Database): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)');
+  const read = db.prepare<{ version: number }>('SELECT version FROM schema_version');
+  const clear = db.prepare('DELETE FROM schema_version');
+  const write = db.prepare('INSERT INTO schema_version (version) VALUES (?)');
+  // One migration per transaction, the version re-read under the write lock: two processes opening
+  // the same file at once cannot both apply a migration.
+  const step = db.transaction((): boolean => {
+    const row = read.get();
+    const version = row === undefined ? 0 : row.version;
+    if (version > MIGRATIONS.length) {
+      throw new RcdError(
+        'internal',
+        `the store has schema version ${version}, this rcd knows versions up to ${MIGRATIONS.length}: upgrade rcd`,
+      );
+    }
+    if (version === MIGRATIONS.length) return false;
+    const migration = MIGRATIONS[version]!;
+    if (typeof migration === 'string') db.exec(migration);
+    else migration(db);
+    clear.run();
+    write.run(version + 1);
+    return true;
+  });
+  while (step.immediate()) {
+    // next migration
+  }
+}
+
+/**
+ * Recomputes every content's key (`id_lower`) with contentIdKey. When the rule changes, ids that
+ * were distinct can become one id (`STRASSE` and `Straße`, `Cafe\u0301` and `Café`, `σίσυφος` and
+ * `σίσυφοσ`, in one environment). Merging them would silently drop content a client may be
+ * fetching, and picking one would be a guess: the migration refuses instead, naming every such
+ * group, and the transaction leaves the store as it was (the previous rcd still opens it).
+ */
+function rekeyContents(db: Database): void {
+  const rows = db.prepare<{ content_pk: number; env_id: string; id: string; id_lower: string }>(
+    'SELECT content_pk, env_id, id, id_lower FROM contents ORDER BY env_id, content_pk',
+  ).all();
+  const byKey = new Map<string, { envId: string; key: string; ids: string[] }>();
+  const changed: { pk: number; key: string }[] = [];
+  for (const r of rows) {
+    const key = contentIdKey(r.id);
+    const slot = r.env_id + '\0' + key;
+    const group = byKey.get(slot);
+    if (group === undefined) byKey.set(slot, { envId: r.env_id, key, ids: [r.id] });
+    else group.ids.push(r.id);
+    if (key !== r.id_lower) changed.push({ pk: r.content_pk, key });
+  }
+  const collisions = [...byKey.values()].filter((g) => g.ids.length > 1);
+  if (collisions.length > 0) throw contentIdCollision(collisions);
+  // Two passes: a row's new key may be another row's old one, and UNIQUE (env_id, id_lower) is
+  // checked per statement. No id holds a NUL (contentIdProblem refuses control characters), so the
+  // interim keys cannot meet a real one.
+  const set = db.prepare('UPDATE contents SET id_lower = ? WHERE content_pk = ?');
+  for (const c of changed) set.run(`\0${c.pk}`, c.pk);
+  for (const c of changed) set.run(c.key, c.pk);
+}
+
+const MAX_GROUPS_NAMED = 20;
+
+function contentIdCollision(groups: { envId: string; key: string; ids: string[] }[]): RcdError {
+  // The message names the first groups (a log line stays readable); details hold all of them.
+  const shown = groups.slice(0, MAX_GROUPS_NAMED);
+  const more = groups.length > shown.length ? `; and ${groups.length - shown.length} more groups (see details)` : '';
+  const listed =
+    shown.map((g) => `environment ${JSON.stringify(g.envId)}: ${g.ids.map((id) => JSON.stringify(id)).join(', ')}`).join('; ') + more;
+  return new RcdError(
+    'content_id_conflict',
+    `this store cannot be upgraded: content ids are now compared after Unicode normalisation and case folding ` +
+      `(docs/api.md, "Content ids"), and these ids of one environment would become one id: ${listed}. ` +
+      `Nothing was changed. With the previous rcd version, keep one id of each group (delete the others, or ` +
+      `re-create them under ids that stay distinct and delete the old ones), then start this version again.`,
+    { collisions: groups.map((g) => ({ environment: g.envId, key: g.key, ids: g.ids })) },
+  );
+}

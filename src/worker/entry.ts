@@ -1,0 +1,59 @@
+/**
+ * Piscina worker entry: one task = one batch of jobs from one event-loop turn of the front end.
+ * State (store reader, LRU) lives for the life of the thread. Every rendered head is in the batch's
+ * transfer list: it moves to the front end without a copy.
+ */
+import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
+import { holdYoungGeneration } from '../runtime/heap.js';
+import type { Batch, BatchResult, JobResult, WorkerOptions } from '../pool/protocol.js';
+import { openRevisionReader } from '../store/index.js';
+import { createCache } from './content-cache.js';
+import { resolveJob, type WorkerState } from './resolve.js';
+
+const options = workerData as WorkerOptions;
+// This thread's start put V8's process-wide growth factor back to its default; set it again.
+if (options.holdYoungGeneration) holdYoungGeneration();
+
+const state: WorkerState = {
+  reader: openRevisionReader(options.storeUrl),
+  cache: createCache(options.cacheBytes),
+};
+
+/** Piscina's Transferable protocol: the value to send and what to move with it. */
+class TransferredBatch {
+  private readonly value: BatchResult;
+  private readonly list: ArrayBuffer[];
+
+  constructor(value: BatchResult, list: ArrayBuffer[]) {
+    this.value = value;
+    this.list = list;
+  }
+
+  get [transferableSymbol](): ArrayBuffer[] {
+    return this.list;
+  }
+
+  get [valueSymbol](): BatchResult {
+    return this.value;
+  }
+}
+
+export default function runBatch(batch: Batch): BatchResult {
+  const jobs = batch.jobs;
+  const results: JobResult[] = new Array(jobs.length);
+  const transfer: ArrayBuffer[] = [];
+  for (let i = 0; i < jobs.length; i++) {
+    let result: JobResult;
+    try {
+      result = resolveJob(state, jobs[i]!);
+    } catch (err) {
+      // One bad job must not fail its batch neighbours; the front end answers 500 internal for it.
+      process.emitWarning(`rcd worker: job failed: ${(err as Error).stack ?? String(err)}`);
+      result = { head: null, seg: '', error: 'internal' };
+    }
+    results[i] = result;
+    if (result.head !== null) transfer.push(result.head);
+  }
+  // Piscina unwraps the value and transfers the list; typed as the value for the caller.
+  return move(new TransferredBatch({ results }, transfer) as never) as unknown as BatchResult;
+}

@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { Directory, MappingLibrary, chooseRevision } from '../../../src/delivery/directory.js';
+import type { RevisionReader } from '../../../src/store/types.js';
+import { versionKeyOf as parseVersion } from '../../../src/shared/app-version.js';
+import type { DirectorySnapshot } from '../../../src/store/types.js';
+import { createHash } from 'node:crypto';
+
+const rev = (revId: number, minAppVersion: string | null) => ({ revId, number: revId, hash: `h${revId}`, minAppVersion, createdAt: '' });
+
+const SNAPSHOT: DirectorySnapshot = {
+  environments: ['prod', 'empty'],
+  keys: [{ digest: createHash('sha256').update('k1').digest('hex'), keyId: 'id1', envId: 'prod' }],
+  contents: [
+    {
+      envId: 'prod', id: 'Game', idLower: 'game', mappingId: 7, mappingRuleCount: 2, createdAt: '', updatedAt: '',
+      revisions: [rev(1, null), rev(2, '2.0.0'), rev(3, '1.5.0')],
+    },
+    { envId: 'prod', id: '__proto__', idLower: '__proto__', mappingId: null, mappingRuleCount: 0, createdAt: '', updatedAt: '', revisions: [rev(4, null)] },
+  ],
+};
+
+/** Mapping 7 is stored; any other id is missing (as a hand-damaged store would have it). */
+const reader: RevisionReader = {
+  readRevision: () => undefined,
+  readMapping: (id) => (id === 7 ? JSON.stringify({ rules: [{ segment: 's', patch: { a: 1 } }, { segment: 't', patch: { b: 1 } }] }) : undefined),
+  close: () => undefined,
+};
+const library = (errors: number[] = []): MappingLibrary => new MappingLibrary(reader, (id) => errors.push(id));
+
+describe('Directory', () => {
+  const dir = new Directory(SNAPSHOT, library());
+
+  it('finds the environment of a plain key by its SHA-256 digest, and not an unknown key', () => {
+    expect(dir.lookupKey('k1')?.env.id).toBe('prod');
+    expect(dir.lookupKey('k1')?.keyId).toBe('id1');
+    expect(dir.lookupKey('k2')).toBeUndefined();
+  });
+
+  it('prebuilds the catalog with ids as created, newest hash and d from the rule count', () => {
+    const body = JSON.parse(dir.environments.get('prod')!.catalogBody.toString()) as { catalog: Record<string, unknown> };
+    expect(Object.keys(body.catalog)).toEqual(['Game', '__proto__']);
+    expect(body.catalog.Game).toEqual({ h: 'h3', d: true });
+    expect(JSON.parse(dir.environments.get('empty')!.catalogBody.toString())).toEqual({ catalog: {} });
+  });
+
+  it('chooses the newest revision whose minAppVersion is absent or <= v', () => {
+    const game = dir.environments.get('prod')!.contents.get('game')!;
+    expect(chooseRevision(game, '')?.revId).toBe(3);
+    expect(chooseRevision(game, parseVersion('1.4.9'))?.revId).toBe(1);
+    expect(chooseRevision(game, parseVersion('1.5.0'))?.revId).toBe(3);
+    expect(chooseRevision(game, parseVersion('2.0.0'))?.revId).toBe(3);
+  });
+
+  it('takes the newest qualifying revision even when minAppVersions are out of order', () => {
+    const d = new Directory({
+      environments: ['e'], keys: [],
+      contents: [{
+        envId: 'e', id: 'L', idLower: 'l', mappingId: null, mappingRuleCount: 0, createdAt: '', updatedAt: '',
+        revisions: [rev(1, null), rev(2, '1.5.0'), rev(3, '2.0.0'), rev(4, '1.0.0')],
+      }],
+    }, library());
+    const l = d.environments.get('e')!.contents.get('l')!;
+    const cases: [string, number][] = [['0.9.9', 1], ['1.0.0', 4], ['1.4.99', 4], ['2.0.0', 4], ['10.0.0', 4]];
+    for (const [v, revId] of cases) expect(chooseRevision(l, parseVersion(v))?.revId).toBe(revId);
+    expect(chooseRevision(l, '')?.revId).toBe(4);
+  });
+
+  it('returns undefined when every revision needs a newer app', () => {
+    const only = new Directory({
+      environments: ['e'], keys: [],
+      contents: [{ envId: 'e', id: 'X', idLower: 'x', mappingId: null, mappingRuleCount: 0, createdAt: '', updatedAt: '', revisions: [rev(9, '5.0.0')] }],
+    }, library());
+    expect(chooseRevision(only.environments.get('e')!.contents.get('x')!, parseVersion('4.9.9'))).toBeUndefined();
+  });
+
+  it('compiles each content\'s mapping once, and marks one that cannot be read as broken', () => {
+    const errors: number[] = [];
+    const lib = library(errors);
+    const snapshot: DirectorySnapshot = {
+      environments: ['e'], keys: [],
+      contents: [
+        { envId: 'e', id: 'A', idLower: 'a', mappingId: 7, mappingRuleCount: 2, createdAt: '', updatedAt: '', revisions: [rev(1, null)] },
+        { envId: 'e', id: 'B', idLower: 'b', mappingId: 8, mappingRuleCount: 1, createdAt: '', updatedAt: '', revisions: [rev(2, null)] },
+      ],
+    };
+    const first = new Directory(snapshot, lib).environments.get('e')!.contents;
+    const second = new Directory(snapshot, lib).environments.get('e')!.contents;
+    expect(first.get('a')!.mapping?.ruleCount).toBe(2);
+    expect(second.get('a')!.mapping).toBe(first.get('a')!.mapping);
+    expect(first.get('b')!.mappingBroken).toBe(true);
+    expect(errors).toEqual([8]);
+  });
+});

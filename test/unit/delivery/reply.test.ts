@@ -1,0 +1,424 @@
+/**
+ * What reply.ts puts on the wire. A real uWS app on an ephemeral loopback port routes each test path
+ * to one reply function; a raw TCP client reads the answer byte for byte (status line, headers,
+ * framing, body), so these tests see what a game client sees.
+ */
+import { connect } from 'node:net';
+import type { HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import uWS from 'uWebSockets.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorResponse } from '../../../src/runtime/errors.js';
+import { send, sendError, sendOverloaded, sendWrapped } from '../../../src/delivery/reply.js';
+
+/** The size up to which reply.ts joins a wrapped head and its tail into one end() (Content-Length). */
+const JOIN_LIMIT = 64 * 1024;
+
+const SEG = Buffer.from('[{"n":"eu","v":"A","i":"é"}]', 'utf8');
+
+/** A wrapped head of exactly `size` bytes: `{"data":"xxx…","hash":"h","meta":{"uid":`. */
+function wrappedHead(size: number, fill = 'x'): Buffer {
+  const prefix = '{"data":"';
+  const suffix = '","hash":"h","meta":{"uid":';
+  return Buffer.from(prefix + fill.repeat(size - prefix.length - suffix.length) + suffix, 'latin1');
+}
+
+/** What a head from wrappedHead followed by the tail of (uid, mod, SEG) must parse to. */
+function wrappedValue(head: Buffer, uid: number, mod: number): unknown {
+  return JSON.parse(head.toString('utf8') + `${uid},"mod":${mod},"seg":${SEG.toString('utf8')}}}`) as unknown;
+}
+
+const heads = new Map<number, Buffer>();
+function headOf(size: number): Buffer {
+  let head = heads.get(size);
+  if (head === undefined) {
+    head = wrappedHead(size);
+    heads.set(size, head);
+  }
+  return head;
+}
+
+/** Routes: `/<what>?<args>`; `async` in the query answers after the handler returned, as pool results do. */
+function route(res: HttpResponse, url: string, query: string): void {
+  const args = new URLSearchParams(query);
+  const close = args.get('close') === '1';
+  switch (url) {
+    case '/send':
+      send(res, args.get('status') ?? '200 OK', args.get('body') ?? '', args.get('h') ?? '', args.get('hv') ?? '', close);
+      return;
+    case '/send-bytes':
+      send(res, '200 OK', Buffer.from('{"ü":"日本"}', 'utf8'), '', '', close);
+      return;
+    case '/error':
+      sendError(res, errorResponse('content_not_found', 'no such content'), close);
+      return;
+    case '/overloaded':
+      sendOverloaded(res, close);
+      return;
+    case '/wrapped': {
+      const size = Number(args.get('size'));
+      const fill = args.get('fill');
+      const head = fill === null ? headOf(size) : wrappedHead(size, fill);
+      sendWrapped(res, head, Number(args.get('uid')), Number(args.get('mod')), SEG, close);
+      return;
+    }
+    default:
+      res.writeStatus('404 Not Found').end('');
+  }
+}
+
+let app: TemplatedApp;
+let listenSocket: us_listen_socket;
+let port = 0;
+
+beforeAll(async () => {
+  app = uWS.App();
+  app.any('/*', (res, req) => {
+    const url = req.getUrl();
+    const query = req.getQuery() ?? '';
+    if (!new URLSearchParams(query).has('async')) {
+      route(res, url, query);
+      return;
+    }
+    let aborted = false;
+    res.onAborted(() => {
+      aborted = true;
+    });
+    setImmediate(() => {
+      if (!aborted) route(res, url, query);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    app.listen('127.0.0.1', 0, (socket) => {
+      if (socket === false) {
+        reject(new Error('uWS could not listen'));
+        return;
+      }
+      listenSocket = socket;
+      port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
+      resolve();
+    });
+  });
+});
+
+afterAll(() => {
+  uWS.us_listen_socket_close(listenSocket);
+});
+
+interface Answer {
+  readonly statusLine: string;
+  /** Header names lower-cased, in the order received. */
+  readonly headers: readonly (readonly [string, string])[];
+  readonly body: Buffer;
+  readonly chunked: boolean;
+}
+
+function header(a: Answer, name: string): string[] {
+  return a.headers.filter(([n]) => n === name).map(([, v]) => v);
+}
+
+/**
+ * Parses the complete answers at the start of `buf` (Content-Length or chunked framing); returns
+ * them and how many bytes they took. An incomplete answer at the end is left unparsed.
+ */
+function parseAnswers(buf: Buffer): { answers: Answer[]; used: number } {
+  const answers: Answer[] = [];
+  let at = 0;
+  for (;;) {
+    const headEnd = buf.indexOf('\r\n\r\n', at, 'latin1');
+    if (headEnd < 0) break;
+    const lines = buf.toString('latin1', at, headEnd).split('\r\n');
+    const statusLine = lines[0] ?? '';
+    const headers = lines.slice(1).map((line): [string, string] => {
+      const colon = line.indexOf(':');
+      return [line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim()];
+    });
+    let pos = headEnd + 4;
+    const length = headers.find(([n]) => n === 'content-length');
+    const chunked = headers.some(([n, v]) => n === 'transfer-encoding' && v.toLowerCase() === 'chunked');
+    let body: Buffer;
+    if (chunked) {
+      const parts: Buffer[] = [];
+      for (;;) {
+        const lineEnd = buf.indexOf('\r\n', pos, 'latin1');
+        if (lineEnd < 0) return { answers, used: at };
+        const size = parseInt(buf.toString('latin1', pos, lineEnd), 16);
+        if (buf.length < lineEnd + 2 + size + 2) return { answers, used: at };
+        parts.push(buf.subarray(lineEnd + 2, lineEnd + 2 + size));
+        pos = lineEnd + 2 + size + 2;
+        if (size === 0) break;
+      }
+      body = Buffer.concat(parts);
+    } else {
+      const size = length === undefined ? 0 : Number(length[1]);
+      if (buf.length < pos + size) break;
+      body = buf.subarray(pos, pos + size);
+      pos += size;
+    }
+    answers.push({ statusLine, headers, body, chunked });
+    at = pos;
+  }
+  return { answers, used: at };
+}
+
+/**
+ * Sends `requests` in one write on a fresh connection and reads until `count` answers are complete
+ * and, when `expectClose`, the server has closed the connection. Rejects after 5 s.
+ */
+function exchange(requests: string, count: number, expectClose = false): Promise<{ answers: Answer[]; closed: boolean; extra: number }> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1');
+    const chunks: Buffer[] = [];
+    let closed = false;
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no complete answer in 5 s: ${Buffer.concat(chunks).toString('latin1').slice(0, 300)}`));
+    }, 5000);
+    const check = (): void => {
+      const buf = Buffer.concat(chunks);
+      const { answers, used } = parseAnswers(buf);
+      if (answers.length < count || (expectClose && !closed)) return;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ answers, closed, extra: buf.length - used });
+    };
+    socket.on('data', (d: Buffer) => {
+      chunks.push(d);
+      check();
+    });
+    socket.on('close', () => {
+      closed = true;
+      check();
+    });
+    socket.on('error', reject);
+    socket.write(requests);
+  });
+}
+
+function get(path: string): string {
+  return `GET ${path} HTTP/1.1\r\nHost: rcd\r\n\r\n`;
+}
+
+async function one(path: string, expectClose = false): Promise<Answer & { closed: boolean }> {
+  const { answers, closed, extra } = await exchange(get(path), 1, expectClose);
+  expect(answers).toHaveLength(1);
+  expect(extra).toBe(0);
+  return { ...answers[0]!, closed };
+}
+
+describe('send', () => {
+  it.each(['', '&async=1'])('200 with the JSON content type once, Content-Length and the body as given (%s)', async (mode) => {
+    const a = await one('/send?body=' + encodeURIComponent('{"a":1}') + mode);
+    expect(a.statusLine).toBe('HTTP/1.1 200 OK');
+    expect(header(a, 'content-type')).toEqual(['application/json']);
+    expect(header(a, 'content-length')).toEqual(['7']);
+    expect(header(a, 'connection')).toEqual([]);
+    expect(a.chunked).toBe(false);
+    expect(a.body.toString('utf8')).toBe('{"a":1}');
+    expect(a.closed).toBe(false);
+  });
+
+  it('another status line and one extra header', async () => {
+    const a = await one('/send?status=' + encodeURIComponent('404 Not Found') + '&h=x-missing-content&hv=a%252Cb&body=%7B%7D&async=1');
+    expect(a.statusLine).toBe('HTTP/1.1 404 Not Found');
+    expect(header(a, 'content-type')).toEqual(['application/json']);
+    expect(header(a, 'x-missing-content')).toEqual(['a%2Cb']);
+    expect(a.body.toString('utf8')).toBe('{}');
+  });
+
+  it('a byte body is sent as is; Content-Length counts bytes', async () => {
+    const a = await one('/send-bytes?async=1');
+    const expected = Buffer.from('{"ü":"日本"}', 'utf8');
+    expect(header(a, 'content-length')).toEqual([String(expected.length)]);
+    expect(a.body.equals(expected)).toBe(true);
+  });
+
+  it('closeConnection: Connection: close, then the server closes the socket', async () => {
+    const a = await one('/send?body=x&close=1&async=1', true);
+    expect(header(a, 'connection')).toEqual(['close']);
+    expect(a.body.toString('latin1')).toBe('x');
+    expect(a.closed).toBe(true);
+  });
+});
+
+describe('sendError and sendOverloaded', () => {
+  it('sendError: the error status line and its prebuilt JSON body', async () => {
+    const a = await one('/error?async=1');
+    expect(a.statusLine).toBe('HTTP/1.1 404 Not Found');
+    expect(header(a, 'content-type')).toEqual(['application/json']);
+    expect(JSON.parse(a.body.toString('utf8'))).toEqual({ error: { status: 404, code: 'content_not_found', message: 'no such content' } });
+    expect(a.closed).toBe(false);
+  });
+
+  it('sendError with closeConnection closes after the answer', async () => {
+    const a = await one('/error?close=1', true);
+    expect(a.statusLine).toBe('HTTP/1.1 404 Not Found');
+    expect(header(a, 'connection')).toEqual(['close']);
+    expect(a.closed).toBe(true);
+  });
+
+  it.each([false, true])('sendOverloaded: 503 overloaded with Retry-After: 1 (close %s)', async (close) => {
+    const a = await one('/overloaded?async=1' + (close ? '&close=1' : ''), close);
+    expect(a.statusLine).toBe('HTTP/1.1 503 Service Unavailable');
+    expect(header(a, 'retry-after')).toEqual(['1']);
+    expect(header(a, 'content-type')).toEqual(['application/json']);
+    expect((JSON.parse(a.body.toString('utf8')) as { error: { code: string; status: number } }).error).toMatchObject({ code: 'overloaded', status: 503 });
+    expect(header(a, 'connection')).toEqual(close ? ['close'] : []);
+    expect(a.closed).toBe(close);
+  });
+});
+
+describe('sendWrapped', () => {
+  it.each([
+    [200, 0, 0],
+    [200, 4_294_967_295, 999],
+    [JOIN_LIMIT, 123_456, 456],
+  ])('a head of %i bytes is joined with its tail: one body with Content-Length', async (size, uid, mod) => {
+    const a = await one(`/wrapped?size=${size}&uid=${uid}&mod=${mod}&async=1`);
+    expect(a.statusLine).toBe('HTTP/1.1 200 OK');
+    expect(header(a, 'content-type')).toEqual(['application/json']);
+    expect(a.chunked).toBe(false);
+    expect(header(a, 'content-length')).toEqual([String(a.body.length)]);
+    expect(a.body.subarray(0, size).equals(headOf(size))).toBe(true);
+    expect(JSON.parse(a.body.toString('utf8'))).toEqual(wrappedValue(headOf(size), uid, mod));
+    expect(JSON.parse(a.body.toString('utf8'))).toMatchObject({ meta: { uid, mod, seg: [{ n: 'eu', v: 'A', i: 'é' }] } });
+  });
+
+  it.each([JOIN_LIMIT + 1, 1024 * 1024])('a head of %i bytes (over the join limit) is written, then the tail ends it: chunked', async (size) => {
+    const a = await one(`/wrapped?size=${size}&uid=77&mod=77&async=1`);
+    expect(a.statusLine).toBe('HTTP/1.1 200 OK');
+    expect(header(a, 'content-type')).toEqual(['application/json']);
+    expect(a.chunked).toBe(true);
+    expect(header(a, 'content-length')).toEqual([]);
+    expect(JSON.parse(a.body.toString('utf8'))).toEqual(wrappedValue(headOf(size), 77, 77));
+  });
+
+  it('closeConnection: joined even over the join limit, so Connection: close is a header and not inside the body', async () => {
+    const size = 1024 * 1024;
+    const a = await one(`/wrapped?size=${size}&uid=5&mod=5&close=1&async=1`, true);
+    expect(a.chunked).toBe(false);
+    expect(header(a, 'connection')).toEqual(['close']);
+    expect(header(a, 'content-length')).toEqual([String(a.body.length)]);
+    expect(JSON.parse(a.body.toString('utf8'))).toEqual(wrappedValue(headOf(size), 5, 5));
+    expect(a.closed).toBe(true);
+  });
+
+  it('pipelined answers of every framing stay in order and in frame on one connection', async () => {
+    // Answered in the handler: uWS closes a connection whose next request arrives while an answer is
+    // pending (docs/api.md, "Pipelining"), so pipelining is only served for immediate answers.
+    const paths = [
+      '/wrapped?size=300&uid=1&mod=1',
+      `/wrapped?size=${JOIN_LIMIT + 10}&uid=2&mod=2`,
+      '/error',
+      `/wrapped?size=${JOIN_LIMIT}&uid=3&mod=3`,
+      '/overloaded',
+      '/wrapped?size=400&uid=4&mod=4',
+    ];
+    const { answers, extra } = await exchange(paths.map(get).join(''), paths.length);
+    expect(extra).toBe(0);
+    expect(answers.map((a) => a.statusLine)).toEqual([
+      'HTTP/1.1 200 OK',
+      'HTTP/1.1 200 OK',
+      'HTTP/1.1 404 Not Found',
+      'HTTP/1.1 200 OK',
+      'HTTP/1.1 503 Service Unavailable',
+      'HTTP/1.1 200 OK',
+    ]);
+    expect(answers.map((a) => a.chunked)).toEqual([false, true, false, false, false, false]);
+    expect(JSON.parse(answers[0]!.body.toString('utf8'))).toEqual(wrappedValue(headOf(300), 1, 1));
+    expect(JSON.parse(answers[1]!.body.toString('utf8'))).toEqual(wrappedValue(headOf(JOIN_LIMIT + 10), 2, 2));
+    expect(JSON.parse(answers[3]!.body.toString('utf8'))).toEqual(wrappedValue(headOf(JOIN_LIMIT), 3, 3));
+    expect(JSON.parse(answers[5]!.body.toString('utf8'))).toEqual(wrappedValue(headOf(400), 4, 4));
+  });
+
+  it('the reused join buffer is free once sendWrapped returns: a client that reads late still gets its own bytes', async () => {
+    // 8 MiB joined answers (closeConnection joins at any size) are more than loopback socket buffers
+    // take, so uWS keeps the rest of the first answer while the second one overwrites the join buffer.
+    const size = 8 * 1024 * 1024;
+    const slow = connect(port, '127.0.0.1');
+    const slowChunks: Buffer[] = [];
+    await new Promise<void>((resolve) => slow.once('connect', resolve));
+    slow.pause();
+    slow.on('data', (d: Buffer) => slowChunks.push(d));
+    const slowClosed = new Promise<void>((resolve) => slow.once('close', () => resolve()));
+    slow.write(get(`/wrapped?size=${size}&fill=a&uid=1&mod=1&close=1`));
+    // Let the server answer (and fill the socket buffers) before the second request overwrites.
+    await new Promise((r) => setTimeout(r, 200));
+    const fast = await exchange(get(`/wrapped?size=${size}&fill=b&uid=2&mod=2&close=1`), 1, true);
+    expect(JSON.parse(fast.answers[0]!.body.toString('utf8'))).toEqual(wrappedValue(wrappedHead(size, 'b'), 2, 2));
+    slow.resume();
+    await slowClosed;
+    const { answers } = parseAnswers(Buffer.concat(slowChunks));
+    expect(answers).toHaveLength(1);
+    expect(answers[0]!.body.length).toBe(size + wrappedTailBytes(1, 1));
+    expect(JSON.parse(answers[0]!.body.toString('utf8'))).toEqual(wrappedValue(wrappedHead(size, 'a'), 1, 1));
+  });
+});
+
+function wrappedTailBytes(uid: number, mod: number): number {
+  return Buffer.byteLength(`${uid},"mod":${mod},"seg":${SEG.toString('utf8')}}}`, 'utf8');
+}
+
+/** The few HttpResponse methods reply.ts calls, recording whether each ran inside cork(). */
+class RecordingResponse {
+  readonly calls: string[] = [];
+  private corked = false;
+
+  cork(cb: () => void): this {
+    this.corked = true;
+    cb();
+    this.corked = false;
+    return this;
+  }
+
+  private record(name: string, ...args: unknown[]): this {
+    const shown = args.map((a) => (typeof a === 'string' || typeof a === 'boolean' ? String(a) : Buffer.from(a as Uint8Array).toString('latin1')));
+    this.calls.push(`${this.corked ? 'corked' : 'UNCORKED'} ${name}(${shown.join(', ')})`);
+    return this;
+  }
+
+  writeStatus(status: string): this {
+    return this.record('writeStatus', status);
+  }
+
+  writeHeader(name: string | Uint8Array, value: string | Uint8Array): this {
+    return this.record('writeHeader', name, value);
+  }
+
+  write(chunk: Uint8Array): this {
+    this.record('write', chunk.byteLength > 100 ? `<${chunk.byteLength} bytes>` : chunk);
+    return this;
+  }
+
+  end(body: string | Uint8Array, close: boolean): this {
+    return this.record('end', typeof body !== 'string' && body.byteLength > 100 ? `<${body.byteLength} bytes>` : body, close);
+  }
+}
+
+describe('every write happens inside one cork (one syscall for status, headers and body)', () => {
+  function calls(fn: (res: HttpResponse) => void): string[] {
+    const res = new RecordingResponse();
+    fn(res as unknown as HttpResponse);
+    return res.calls;
+  }
+
+  it('send: the default status is left to uWS, the header and body corked', () => {
+    expect(calls((res) => send(res, '200 OK', '{}', '', '', false))).toEqual([
+      'corked writeHeader(content-type, application/json)',
+      'corked end({}, false)',
+    ]);
+    expect(calls((res) => send(res, '404 Not Found', 'b', 'x-missing-content', 'a', true))).toEqual([
+      'corked writeStatus(404 Not Found)',
+      'corked writeHeader(content-type, application/json)',
+      'corked writeHeader(x-missing-content, a)',
+      'corked end(b, true)',
+    ]);
+  });
+
+  it('sendWrapped over the join limit: write and end inside the same cork', () => {
+    expect(calls((res) => sendWrapped(res, headOf(JOIN_LIMIT + 1), 9, 9, SEG, false))).toEqual([
+      'corked writeHeader(content-type, application/json)',
+      `corked write(<${JOIN_LIMIT + 1} bytes>)`,
+      `corked end(${Buffer.from(`9,"mod":9,"seg":${SEG.toString('utf8')}}}`, 'utf8').toString('latin1')}, false)`,
+    ]);
+  });
+});
