@@ -74,6 +74,32 @@ describe('inputs the direct listener does not answer', () => {
   });
 });
 
+describe('bytes, one by one', () => {
+  /** The bytes 0..255 for which `make(byte)` is answered within 1 s. */
+  async function answeredBytes(make: (byte: number) => Buffer): Promise<number[]> {
+    const all = Array.from({ length: 256 }, (_, i) => i);
+    const outcomes = await Promise.all(all.map((c) => rawExchange(port, [make(c)], { untilResponses: 1, waitMs: 1000 })));
+    return all.filter((c) => outcomes[c]!.status !== 0);
+  }
+  const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+  const b = (text: string): Buffer => Buffer.from(text, 'latin1');
+
+  it('request target: 0x21-0xFF answered; 0x00-0x20 not', async () => {
+    const ok = await answeredBytes((c) => Buffer.concat([b('GET /api/v1/nope?x='), Buffer.from([c]), b(' HTTP/1.1\r\nHost: a\r\n\r\n')]));
+    expect(ok).toEqual(range(0x21, 0xff));
+  });
+
+  it('header value: HTAB and 0x20-0xFF answered; 0x00-0x08 and 0x0A-0x1F not', async () => {
+    const ok = await answeredBytes((c) => Buffer.concat([b('GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: a'), Buffer.from([c]), b('b\r\n\r\n')]));
+    expect(ok).toEqual([0x09, ...range(0x20, 0xff)]);
+  });
+
+  it('header name: only A-Z a-z 0-9 and "-" answered (a ":" ends the name)', async () => {
+    const ok = await answeredBytes((c) => Buffer.concat([b('GET /healthz HTTP/1.1\r\nHost: a\r\nX'), Buffer.from([c]), b('A: v\r\n\r\n')]));
+    expect(ok).toEqual([0x2d, ...range(0x30, 0x3a), ...range(0x41, 0x5a), ...range(0x61, 0x7a)]);
+  });
+});
+
 describe('head size', () => {
   it('answers heads up to 4 KiB however they are split', async () => {
     for (const parts of [1, 2, 8, 64]) {
