@@ -43,10 +43,12 @@ describe('inputs the direct listener answers', () => {
     expect(spaced.status).toBe(200);
   });
 
-  it('answers OPTIONS on a path with 405 method_not_allowed', async () => {
-    const o = await rawExchange(port, [healthHead('', 'OPTIONS /healthz HTTP/1.1')], { untilResponses: 1 });
-    expect(o.status).toBe(405);
-    expect(JSON.parse(responsesIn(o.bytes)[0]!.body.toString()).error.code).toBe('method_not_allowed');
+  it('routes the nine methods of RFC 9110 and RFC 5789 (405 method_not_allowed on /healthz but for GET)', async () => {
+    for (const method of ['HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH']) {
+      const o = await rawExchange(port, [healthHead('', `${method} /healthz HTTP/1.1`)], { untilResponses: 1 });
+      expect([method, o.status]).toEqual([method, 405]);
+      if (method !== 'HEAD') expect(JSON.parse(responsesIn(o.bytes)[0]!.body.toString()).error.code).toBe('method_not_allowed');
+    }
   });
 });
 

@@ -211,7 +211,7 @@ describe('inputs rcd does not answer itself get an answer from nginx, or a close
       const answered = o.status !== 0 || (o.bytes.length > 0 && o.closed);
       expect(answered || o.closed, `${inputs[i]!.name}: neither answered nor closed within 1 s`).toBe(true);
       if (o.status !== 0) {
-        expect([inputs[i]!.name, [200, 400, 401, 404, 431, 501, 505].includes(o.status)]).toEqual([inputs[i]!.name, true]);
+        expect([inputs[i]!.name, [200, 400, 401, 404, 405, 431, 501, 505].includes(o.status)]).toEqual([inputs[i]!.name, true]);
       }
       rows.push(`${inputs[i]!.name}: ${o.status}`);
     }
@@ -231,6 +231,7 @@ describe('inputs rcd does not answer itself get an answer from nginx, or a close
     expectCode('HTTP/2.0 in the request line', 505, 'http_version_not_supported');
     expectCode('Transfer-Encoding other than chunked', 501, 'not_implemented');
     expectCode('Content-Length and Transfer-Encoding', 400, 'invalid_request');
+    expectCode('method other than the nine of RFC 9110 and 5789 (PROPFIND)', 405, 'method_not_allowed');
     expect(byName.get('HTTP/1.0 request')!.status).toBe(200);
     expect(byName.get('49 header fields')!.status).toBe(200);
     expect(byName.get('_ in a header name')!.status).toBe(200);

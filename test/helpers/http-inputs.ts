@@ -65,6 +65,7 @@ export const UNANSWERED_INPUTS: readonly HttpInput[] = [
 /** Inputs rcd's uWS build refuses by closing the connection at once, without an answer. */
 export const CLOSED_INPUTS: readonly HttpInput[] = [
   { name: 'lower-case method', bytes: b(healthHead('', 'get /healthz HTTP/1.1')) },
+  { name: 'method other than the nine of RFC 9110 and 5789 (PROPFIND)', bytes: b(healthHead('', 'PROPFIND /healthz HTTP/1.1')) },
   { name: 'Content-Length and Transfer-Encoding', bytes: b(`POST /api/v1/config/A HTTP/1.1${CRLF}Host: a${CRLF}Content-Length: 2${CRLF}Transfer-Encoding: chunked${CRLF}${CRLF}2${CRLF}{}${CRLF}0${CRLF}${CRLF}`) },
   { name: 'Transfer-Encoding other than chunked', bytes: b(`POST /api/v1/config/A HTTP/1.1${CRLF}Host: a${CRLF}Transfer-Encoding: gzip${CRLF}${CRLF}{}`) },
   { name: 'negative Content-Length', bytes: b(`POST /api/v1/config/A HTTP/1.1${CRLF}Host: a${CRLF}Content-Length: -1${CRLF}${CRLF}{}`) },
