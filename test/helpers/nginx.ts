@@ -60,7 +60,7 @@ function canConnect(port: number): Promise<boolean> {
 }
 
 /** Starts nginx on a free loopback port, proxying to rcd's delivery listener at `upstreamPort`. */
-export async function startNginx(binary: string, upstreamPort: number): Promise<NginxProcess> {
+export async function startNginx(binary: string, upstreamPort: number, logLevel: 'warn' | 'info' = 'warn'): Promise<NginxProcess> {
   const dir = tempDir('rcd-nginx-');
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
@@ -74,7 +74,7 @@ export async function startNginx(binary: string, upstreamPort: number): Promise<
         'master_process off;',
         'worker_processes 1;',
         `pid ${join(dir, 'nginx.pid')};`,
-        `error_log ${join(dir, 'error.log')} warn;`,
+        `error_log ${join(dir, 'error.log')} ${logLevel};`,
         'events { worker_connections 4096; }',
         'http {',
         '  access_log off;',

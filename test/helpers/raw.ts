@@ -28,6 +28,10 @@ export interface RawOptions {
   readonly waitMs?: number;
   /** Stop as soon as this many complete responses (head + Content-Length body) arrived. */
   readonly untilResponses?: number;
+  /** After `untilResponses` arrived, keep the connection this long before hanging up (default 0). */
+  readonly graceMs?: number;
+  /** Half-close (FIN) after the last write: the client has nothing more to send. */
+  readonly endAfterWrite?: boolean;
 }
 
 export function statusOf(bytes: Buffer): number {
@@ -35,8 +39,11 @@ export function statusOf(bytes: Buffer): number {
   return m === null ? 0 : Number(m[1]);
 }
 
-/** Complete responses in `bytes` (Content-Length or chunked framing; what rcd and nginx send). */
-export function responsesIn(bytes: Buffer): { status: number; headers: string; body: Buffer }[] {
+/**
+ * Complete responses in `bytes` (Content-Length or chunked framing; what rcd and nginx send).
+ * `firstIsHead`: the first answers a HEAD request, so it has no body whatever its Content-Length says.
+ */
+export function responsesIn(bytes: Buffer, firstIsHead = false): { status: number; headers: string; body: Buffer }[] {
   const out: { status: number; headers: string; body: Buffer }[] = [];
   let pos = 0;
   for (;;) {
@@ -47,7 +54,10 @@ export function responsesIn(bytes: Buffer): { status: number; headers: string; b
     const cl = /\r\ncontent-length: *(\d+)/i.exec(head);
     let bodyStart = end + 4;
     let body: Buffer;
-    if (cl !== null) {
+    if (firstIsHead && out.length === 0) {
+      body = bytes.subarray(bodyStart, bodyStart);
+      pos = bodyStart;
+    } else if (cl !== null) {
       const n = Number(cl[1]);
       if (bytes.length < bodyStart + n) return out;
       body = bytes.subarray(bodyStart, bodyStart + n);
@@ -80,13 +90,14 @@ export function rawExchange(port: number, parts: readonly (string | Buffer)[], o
   const gapMs = opts.gapMs ?? 40;
   const waitMs = opts.waitMs ?? 1000;
   return new Promise((resolve) => {
-    const socket = connect({ port, host: '127.0.0.1', noDelay: true });
+    const socket = connect({ port, host: '127.0.0.1', noDelay: true, allowHalfOpen: true });
     const chunks: Buffer[] = [];
     let lastWrite = 0;
     let firstByte = -1;
     let closedAt = -1;
     let timer: NodeJS.Timeout | null = null;
     let settled = false;
+    let reached = false;
     const settle = (): void => {
       if (settled) return;
       settled = true;
@@ -104,14 +115,25 @@ export function rawExchange(port: number, parts: readonly (string | Buffer)[], o
     socket.on('data', (d: Buffer) => {
       if (firstByte === -1) firstByte = Date.now();
       chunks.push(d);
-      if (opts.untilResponses !== undefined && responsesIn(Buffer.concat(chunks)).length >= opts.untilResponses) settle();
+      if (opts.untilResponses !== undefined && !reached && responsesIn(Buffer.concat(chunks)).length >= opts.untilResponses) {
+        reached = true;
+        if ((opts.graceMs ?? 0) === 0) {
+          settle();
+        } else {
+          if (timer !== null) clearTimeout(timer);
+          timer = setTimeout(settle, opts.graceMs);
+        }
+      }
     });
     // A reset counts as a close: the server ended the connection.
     socket.on('error', () => undefined);
-    socket.on('close', () => {
+    // 'end': the server's FIN (with allowHalfOpen the socket would otherwise wait for ours).
+    const onClosed = (): void => {
       if (closedAt === -1) closedAt = Date.now();
       settle();
-    });
+    };
+    socket.on('end', onClosed);
+    socket.on('close', onClosed);
     socket.on('connect', () => {
       void (async () => {
         for (let i = 0; i < parts.length; i++) {
@@ -120,7 +142,8 @@ export function rawExchange(port: number, parts: readonly (string | Buffer)[], o
           lastWrite = Date.now();
           if (i < parts.length - 1 && gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
         }
-        timer = setTimeout(settle, waitMs);
+        if (opts.endAfterWrite === true && !socket.destroyed) socket.end();
+        if (!reached) timer = setTimeout(settle, waitMs);
       })();
     });
   });
