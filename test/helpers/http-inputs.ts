@@ -88,7 +88,7 @@ export function splitInto(text: string | Buffer, n: number): Buffer[] {
   return out;
 }
 
-/** A combine URL path with `n` distinct ids of `len` characters each (URL-encoded JSON array). */
+/** The combine path for `ids` (a URL-encoded JSON array in `c`). */
 export function combinePath(ids: readonly string[]): string {
   return `/api/v1/combine?c=${encodeURIComponent(JSON.stringify(ids))}`;
 }
