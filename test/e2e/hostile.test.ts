@@ -524,6 +524,9 @@ describe('hostile inputs', () => {
       }
       expect(endRss, `RSS ${startRss} kB after warm-up, ${endRss} kB after ${CASES} cases`).toBeLessThanOrEqual(startRss * 1.1);
 
+      // No internal error was logged, and no uWS warning (a write outside a corked callback) either.
+      expect(server.stderr()).toBe('');
+
       // Nothing nginx passed on was left unanswered or cut off by rcd (a client that leaves while nginx
       // still forwards its request is not rcd's doing, and the grace above leaves none waiting on rcd).
       const upstreamTrouble = nginx

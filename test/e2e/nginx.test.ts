@@ -167,7 +167,7 @@ describe('the delivery API through nginx (HTTP/1.1 clients)', () => {
     }
   });
 
-  it('keeps its upstream connections below rcd idle timeout: a POST after 11 s idle is answered, not 502', async () => {
+  it('answers a POST after its keep-alive connection to rcd sat idle past rcd\'s 10 s idle timeout', async () => {
     expect((await call(nginx.url, '/api/v1/config/Shop', prod)).status).toBe(200);
     await new Promise((r) => setTimeout(r, 11_000));
     const after = await call(nginx.url, '/api/v1/config/Shop', prod);
