@@ -60,6 +60,8 @@ export const UNANSWERED_INPUTS: readonly HttpInput[] = [
   { name: 'CONNECT authority-form', bytes: b(healthHead('', 'CONNECT a:443 HTTP/1.1')) },
   { name: 'empty line before the request line', bytes: b(CRLF + healthHead()) },
   { name: 'TLS ClientHello on the plain port', bytes: Buffer.from('160301020001000001fc0303', 'hex') },
+  { name: 'lower-case version (http/1.1)', bytes: b(healthHead('', 'GET /healthz http/1.1')) },
+  { name: 'two spaces after the method', bytes: b(healthHead('', 'GET  /healthz HTTP/1.1')) },
 ];
 
 /** Inputs rcd's uWS build refuses by closing the connection at once, without an answer. */
@@ -70,6 +72,10 @@ export const CLOSED_INPUTS: readonly HttpInput[] = [
   { name: 'Transfer-Encoding other than chunked', bytes: b(`POST /api/v1/config/A HTTP/1.1${CRLF}Host: a${CRLF}Transfer-Encoding: gzip${CRLF}${CRLF}{}`) },
   { name: 'negative Content-Length', bytes: b(`POST /api/v1/config/A HTTP/1.1${CRLF}Host: a${CRLF}Content-Length: -1${CRLF}${CRLF}{}`) },
   { name: 'hexadecimal Content-Length', bytes: b(`POST /api/v1/config/A HTTP/1.1${CRLF}Host: a${CRLF}Content-Length: 0x2${CRLF}${CRLF}{}`) },
+  { name: 'Content-Length with a sign (+2)', bytes: b(`POST /api/v1/config/A HTTP/1.1${CRLF}Host: a${CRLF}Content-Length: +2${CRLF}${CRLF}{}`) },
+  { name: 'Content-Length as a list (2, 2)', bytes: b(`POST /api/v1/config/A HTTP/1.1${CRLF}Host: a${CRLF}Content-Length: 2, 2${CRLF}${CRLF}{}`) },
+  { name: 'Content-Length over 2^64', bytes: b(`POST /api/v1/config/A HTTP/1.1${CRLF}Host: a${CRLF}Content-Length: 99999999999999999999${CRLF}${CRLF}{}`) },
+  { name: 'chunk extension (2;x=y)', bytes: b(`POST /api/v1/config/A HTTP/1.1${CRLF}Host: a${CRLF}Transfer-Encoding: chunked${CRLF}${CRLF}2;x=y${CRLF}{}${CRLF}0${CRLF}${CRLF}`) },
   { name: 'chunk size not hexadecimal', bytes: b(`POST /api/v1/config/A HTTP/1.1${CRLF}Host: a${CRLF}Transfer-Encoding: chunked${CRLF}${CRLF}zz${CRLF}{}${CRLF}0${CRLF}${CRLF}`) },
 ];
 
