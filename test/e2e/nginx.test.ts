@@ -120,6 +120,9 @@ describe('the delivery API through nginx (HTTP/1.1 clients)', () => {
     }
     const wrong = await call(nginx.url, '/api/v1/env/catalog', { ...prod, method: 'POST' });
     expect(wrong.headers.get('allow')).toBe('GET');
+    // nginx's own 404 (its internal error locations are not reachable from outside) is JSON too.
+    const internal = await call(nginx.url, '/.rcd-error/502', prod);
+    expect([internal.status, errorCode(internal)]).toEqual([404, 'not_found']);
   });
 
   it('refuses a body over --max-body with 413 payload_too_large, and accepts one just under it', async () => {
