@@ -31,6 +31,13 @@ export const ERROR_STATUS = {
   /** The store's files were deleted or replaced under the running server: writes are refused. */
   store_unavailable: 503,
   internal: 500,
+  // Answered by the recommended reverse proxy (docs/nginx/rcd.conf), never by rcd itself: nginx
+  // refuses what rcd's HTTP parser cannot answer (docs/security.md, "HTTP layer") with these codes.
+  request_timeout: 408,
+  header_too_large: 431,
+  not_implemented: 501,
+  upstream_unavailable: 502,
+  http_version_not_supported: 505,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
@@ -40,10 +47,15 @@ const STATUS_TEXT: Record<number, string> = {
   401: 'Unauthorized',
   404: 'Not Found',
   405: 'Method Not Allowed',
+  408: 'Request Timeout',
   409: 'Conflict',
   413: 'Payload Too Large',
+  431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
+  501: 'Not Implemented',
+  502: 'Bad Gateway',
   503: 'Service Unavailable',
+  505: 'HTTP Version Not Supported',
 };
 
 /** uWS wants the whole status line text, e.g. "404 Not Found". */
