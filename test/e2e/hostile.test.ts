@@ -4,7 +4,7 @@
  * (docs/security.md, "HTTP layer"); mutated framings, which it does not answer, go through the
  * recommended nginx (docs/nginx/rcd.conf). For every case: the server stays up, nothing 5xx but the
  * documented ones, an answer (or, through nginx, a close) within 1 s, and every error from rcd is
- * JSON with a stable code of src/errors.ts. After the run the server still answers correctly and
+ * JSON with a stable code of src/runtime/errors.ts. After the run the server still answers correctly and
  * its RSS is back within 10% of what it was after a warm-up pass.
  *
  * `npm test` runs RCD_HOSTILE_CASES (default 4000) cases after an 800-case warm-up. More on demand,
@@ -14,7 +14,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_STATUS } from '../../src/errors.js';
+import { ERROR_STATUS } from '../../src/runtime/errors.js';
 import { Rng, caseRng, chunked, mutateText, percentEncode, randomContext, randomJson, randomSplit, randomString } from '../helpers/fuzz.js';
 import { rawExchange, responsesIn, type RawOutcome } from '../helpers/raw.js';
 import { findNginx, startNginx, type NginxProcess } from '../helpers/nginx.js';

@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_STATUS } from '../../src/errors.js';
+import { ERROR_STATUS } from '../../src/runtime/errors.js';
 import { rawExchange, responsesIn, type RawOutcome } from '../helpers/raw.js';
 import { CLOSED_INPUTS, UNANSWERED_INPUTS, combinePath, contentPost, healthHead, splitInto } from '../helpers/http-inputs.js';
 import { RECOMMENDED_CONF, findNginx, startNginx, type NginxProcess } from '../helpers/nginx.js';
@@ -60,7 +60,7 @@ describe('setup', () => {
     expect(NGINX, 'nginx not found; apt-get install nginx').not.toBeNull();
   });
 
-  it('every code nginx answers with is one of src/errors.ts, with the same status', () => {
+  it('every code nginx answers with is one of src/runtime/errors.ts, with the same status', () => {
     const conf = readFileSync(RECOMMENDED_CONF, 'utf8');
     const bodies = [...conf.matchAll(/return (\d{3}) '(\{.*\})';/g)];
     expect(bodies.length).toBeGreaterThanOrEqual(7);
