@@ -397,7 +397,11 @@ function judge(c: HostileCase, o: RawOutcome): string {
     if (o.firstByteMs > HANG_MS) return `first byte after ${o.firstByteMs} ms`;
     if (o.firstByteMs === -1 && o.closeMs > HANG_MS) return `closed after ${o.closeMs} ms without an answer`;
   } else {
-    if (responses.length < c.expect.length) {
+    // uWS closes a connection when a pipelined request arrives while an earlier answer waits for the
+    // render pool (docs/api.md, "HTTP/1.1 connections"): then the answers before it, in order, and a
+    // close at once are the documented outcome.
+    const pipelinedClose = c.kind === 'framing-pipelined' && c.expect.length > 1 && o.closed && o.closeMs <= HANG_MS;
+    if (responses.length < c.expect.length && !pipelinedClose) {
       return `${responses.length} of ${c.expect.length} answers (closed: ${o.closed}, first byte after ${o.firstByteMs} ms)`;
     }
     if (o.firstByteMs > HANG_MS) return `first byte after ${o.firstByteMs} ms`;
