@@ -7,7 +7,8 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, call, errorCode, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
-import { rawExchange, rawPost, statusCodes } from '../helpers/raw-http.js';
+import { rawPost } from '../helpers/http-inputs.js';
+import { rawExchange, responsesIn, type RawOutcome } from '../helpers/raw.js';
 
 const KEY = 'safety-key-0001';
 const HEADERS = { 'X-Api-Key': KEY, 'Content-Type': 'application/json' };
@@ -22,6 +23,18 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.dispose();
 });
+
+function port(): number {
+  return Number(new URL(server.url).port);
+}
+
+function statuses(o: RawOutcome): number[] {
+  return responsesIn(o.bytes).map((r) => r.status);
+}
+
+function text(o: RawOutcome): string {
+  return o.bytes.toString('latin1');
+}
 
 function alive(): boolean {
   return server.child.exitCode === null && server.child.signalCode === null;
@@ -41,12 +54,10 @@ describe('a failure on a result path stays with its request', () => {
 
   it('answers a combine whose every id is missing with one status line and one Content-Type', async () => {
     const c = encodeURIComponent('["Nope","Nah x","ünïcode"]');
-    const r = await rawExchange(server.url, [rawPost(`/api/v1/combine?c=${c}`, HEADERS, '{}')], {
-      until: (t) => t.endsWith('{}'),
-    });
-    expect(statusCodes(r.text)).toEqual([200]);
-    expect(r.text.match(/^content-type:/gim)).toHaveLength(1);
-    expect(r.text).toMatch(/^x-missing-content: Nope,Nah%20x,%C3%BCn%C3%AFcode\r$/im);
+    const r = await rawExchange(port(), [rawPost(`/api/v1/combine?c=${c}`, HEADERS, '{}')], { untilResponses: 1 });
+    expect(statuses(r)).toEqual([200]);
+    expect(text(r).match(/^content-type:/gim)).toHaveLength(1);
+    expect(text(r)).toMatch(/^x-missing-content: Nope,Nah%20x,%C3%BCn%C3%AFcode\r$/im);
   });
 });
 
@@ -57,38 +68,38 @@ describe('ambiguous framing (request smuggling)', () => {
 
   it('closes the connection on two Content-Length headers without answering either request', async () => {
     const body = '{}' + smuggled;
-    const r = await rawExchange(server.url, [headOf(`Content-Length: 2\r\nContent-Length: ${body.length}\r\n`, body)]);
+    const r = await rawExchange(port(), [headOf(`Content-Length: 2\r\nContent-Length: ${body.length}\r\n`, body)]);
     expect(r.closed).toBe(true);
-    expect(r.ms).toBeLessThan(1000);
-    expect(r.text).toBe('');
+    expect(r.closeMs).toBeLessThan(1000);
+    expect(r.bytes.length).toBe(0);
   });
 
   it('closes the connection on Content-Length beside Transfer-Encoding', async () => {
     const body = '2\r\n{}\r\n0\r\n\r\n';
-    const r = await rawExchange(server.url, [headOf(`Content-Length: 2\r\nTransfer-Encoding: chunked\r\n`, body)]);
+    const r = await rawExchange(port(), [headOf(`Content-Length: 2\r\nTransfer-Encoding: chunked\r\n`, body)]);
     expect(r.closed).toBe(true);
-    expect(r.text).toBe('');
+    expect(r.bytes.length).toBe(0);
   });
 
   it('refuses it on the catalog, health and unknown routes too, and keeps serving', async () => {
     for (const line of ['GET /api/v1/env/catalog', 'GET /healthz', 'GET /nowhere', 'GET /api/v1/combine']) {
-      const r = await rawExchange(server.url, [`${line} HTTP/1.1\r\nHost: rcd\r\nContent-Length: 0\r\nContent-Length: 37\r\n\r\n${smuggled}`]);
+      const r = await rawExchange(port(), [`${line} HTTP/1.1\r\nHost: rcd\r\nContent-Length: 0\r\nContent-Length: 37\r\n\r\n${smuggled}`]);
       expect(r.closed, line).toBe(true);
-      expect(r.text, line).toBe('');
+      expect(r.bytes.length, line).toBe(0);
     }
     const ok = await call(server.url, '/api/v1/config/StoreLayout', { key: KEY, body: '{}' });
     expect(ok.status).toBe(200);
   });
 
   it('still takes a single Content-Length and a chunked body', async () => {
-    const one = await rawExchange(server.url, [rawPost('/api/v1/config/StoreLayout', HEADERS, '{}')], { until: (t) => t.endsWith('}') });
-    expect(statusCodes(one.text)).toEqual([200]);
+    const one = await rawExchange(port(), [rawPost('/api/v1/config/StoreLayout', HEADERS, '{}')], { untilResponses: 1 });
+    expect(statuses(one)).toEqual([200]);
     const chunked = await rawExchange(
-      server.url,
+      port(),
       [`POST /api/v1/config/StoreLayout HTTP/1.1\r\nHost: rcd\r\nX-Api-Key: ${KEY}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`],
-      { until: (t) => t.endsWith('}') },
+      { untilResponses: 1 },
     );
-    expect(statusCodes(chunked.text)).toEqual([200]);
+    expect(statuses(chunked)).toEqual([200]);
   });
 });
 
@@ -97,16 +108,16 @@ describe('pipelined requests', () => {
     // Warm the front cache so the content request is answered without the pool.
     await call(server.url, '/api/v1/config/StoreLayout', { key: KEY, body: '{}' });
     const writes = rawPost('/api/v1/config/StoreLayout', HEADERS, '{}') + 'GET /healthz HTTP/1.1\r\nHost: rcd\r\n\r\n' + rawPost('/api/v1/config/Missing', HEADERS, '{}');
-    const r = await rawExchange(server.url, [writes], { until: (t) => statusCodes(t).length === 3 && t.endsWith('}') });
-    expect(statusCodes(r.text)).toEqual([200, 200, 404]);
-    expect(r.text.indexOf('"slots"')).toBeLessThan(r.text.indexOf('"status":"ok"'));
+    const r = await rawExchange(port(), [writes], { untilResponses: 3 });
+    expect(statuses(r)).toEqual([200, 200, 404]);
+    expect(text(r).indexOf('"slots"')).toBeLessThan(text(r).indexOf('"status":"ok"'));
   });
 
   it('closes at once, never hangs, when a request follows one that waits for the render pool (uWS cannot queue it)', async () => {
     const writes = rawPost('/api/v1/config/Cold0', HEADERS, '{}') + 'GET /healthz HTTP/1.1\r\nHost: rcd\r\n\r\n';
-    const r = await rawExchange(server.url, [writes]);
+    const r = await rawExchange(port(), [writes]);
     expect(r.closed).toBe(true);
-    expect(r.ms).toBeLessThan(1000);
+    expect(r.closeMs).toBeLessThan(1000);
     expect(alive()).toBe(true);
     // The render it started is cached; the same request on its own is answered.
     const single = await call(server.url, '/api/v1/config/Cold0', { key: KEY, body: '{}' });

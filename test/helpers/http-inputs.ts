@@ -26,6 +26,14 @@ export function contentPost(id: string, key: Buffer | string, extra = ''): Buffe
   ]);
 }
 
+/** A POST of `body` to `path` with the given headers and a Content-Length. */
+export function rawPost(path: string, headers: Readonly<Record<string, string>>, body: string): string {
+  const lines = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}${CRLF}`)
+    .join('');
+  return `POST ${path} HTTP/1.1${CRLF}Host: a${CRLF}${lines}Content-Length: ${Buffer.byteLength(body)}${CRLF}${CRLF}${body}`;
+}
+
 function headerLines(n: number): string {
   let out = '';
   for (let i = 0; i < n; i++) out += `X-H${i}: v${CRLF}`;
