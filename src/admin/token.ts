@@ -11,9 +11,9 @@
  * still matches what every client sends.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../runtime/config.js';
+import { createSecretFile, readSecretFile } from '../runtime/secret-file.js';
 
 export const ADMIN_TOKEN_FILE = 'admin-token';
 
@@ -64,18 +64,12 @@ export function resolveAdminToken(dataDir: string, env: NodeJS.ProcessEnv = proc
   const path = join(dataDir, ADMIN_TOKEN_FILE);
   const existing = readTokenFile(path);
   if (existing !== undefined) return { token: checkedFileToken(path, existing), source: 'file', path };
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const token = randomBytes(32).toString('base64url');
-  try {
-    // 'wx': never overwrite a token another process wrote a moment ago.
-    writeFileSync(path, token + '\n', { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    const raced = readTokenFile(path);
-    if (raced === undefined) throw new ConfigError(`${path} exists but holds no token`);
-    return { token: checkedFileToken(path, raced), source: 'file', path };
-  }
-  return { token, source: 'file', path };
+  // Never overwrites a token another process wrote a moment ago.
+  if (createSecretFile(path, token + '\n')) return { token, source: 'file', path };
+  const raced = readTokenFile(path);
+  if (raced === undefined) throw new ConfigError(`${path} exists but holds no token`);
+  return { token: checkedFileToken(path, raced), source: 'file', path };
 }
 
 function checkedFileToken(path: string, token: string): string {
@@ -92,18 +86,10 @@ export function readAdminToken(dataDir: string, env: NodeJS.ProcessEnv = process
 }
 
 function readTokenFile(path: string): string | undefined {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
+  const text = readSecretFile(path);
+  if (text === undefined) return undefined;
   const token = normaliseToken(text);
-  if (token === '') return undefined;
-  // A copy restored from a backup may have lost its mode; a token readable by others is a leak.
-  if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
-  return token;
+  return token === '' ? undefined : token;
 }
 
 /** A stable, non-secret name for a token: the first 8 hex digits of its SHA-256. */

@@ -10,9 +10,9 @@
  * bound as associated data, so a sealed secret copied onto another row does not open there.
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../../runtime/config.js';
+import { createSecretFile, readSecretFile } from '../../runtime/secret-file.js';
 
 export const WEBHOOK_KEY_FILE = 'webhook-key';
 
@@ -36,33 +36,21 @@ export function loadSealKey(dataDir: string): { key: Buffer; path: string; creat
   const path = join(dataDir, WEBHOOK_KEY_FILE);
   const existing = readKeyFile(path);
   if (existing !== undefined) return { key: existing, path, created: false };
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const key = randomBytes(KEY_BYTES);
-  try {
-    // 'wx': never replace a key another process wrote a moment ago; its secrets would not open.
-    writeFileSync(path, key.toString('base64url') + '\n', { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    const raced = readKeyFile(path);
-    if (raced === undefined) throw new ConfigError(`${path} exists but holds no key`);
-    return { key: raced, path, created: false };
-  }
-  return { key, path, created: true };
+  // Never replaces a key another process wrote a moment ago: its secrets would not open.
+  if (createSecretFile(path, key.toString('base64url') + '\n')) return { key, path, created: true };
+  const raced = readKeyFile(path);
+  if (raced === undefined) throw new ConfigError(`${path} exists but holds no key`);
+  return { key: raced, path, created: false };
 }
 
 function readKeyFile(path: string): Buffer | undefined {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw err;
-  }
+  const text = readSecretFile(path);
+  if (text === undefined) return undefined;
   const trimmed = text.trim();
   if (!KEY_TEXT.test(trimmed)) {
     throw new ConfigError(`${path} does not hold a webhook key (43 base64url characters); restore it or remove it and re-register the webhooks`);
   }
-  if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
   return Buffer.from(trimmed, 'base64url');
 }
 

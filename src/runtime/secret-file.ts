@@ -1,0 +1,37 @@
+/**
+ * Small secret files in the data directory (admin token, webhook key): read with their mode
+ * tightened, created once with mode 0600 (the directory 0700 when rcd creates it), never replaced.
+ */
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+/**
+ * The file's text, or undefined when it does not exist. A copy restored from a backup may have lost
+ * its mode; a secret readable by others is a leak, so a looser file is set to 0600 first.
+ */
+export function readSecretFile(path: string): string | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
+  return text;
+}
+
+/**
+ * Writes `text` to a new file (0600). False when the file exists already: another process wrote it a
+ * moment ago, and replacing it would lose what that process handed out ('wx').
+ */
+export function createSecretFile(path: string, text: string): boolean {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    writeFileSync(path, text, { mode: 0o600, flag: 'wx' });
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+}
