@@ -10,7 +10,7 @@ import { logError } from '../runtime/log.js';
 import type { RevisionReader } from '../store/types.js';
 import type { DirectoryUpdate, FeedMessage, FeedReply } from './protocol.js';
 
-const EMPTY = { environments: [], keys: [], contents: [] };
+const EMPTY = { seq: 0, environments: [], keys: [], contents: [] };
 
 /** The mapping texts of the update being built, as the MappingLibrary's reader. */
 class UpdateTexts implements RevisionReader {

@@ -48,12 +48,55 @@ export interface KeyDigest {
   readonly envId: string;
 }
 
-/** Everything the front end needs to route requests, loaded at start and after every write. */
+/** Everything the front end needs to route requests, loaded at start (and when a reader fell behind the change log). */
 export interface DirectorySnapshot {
+  /** The change-log sequence number this snapshot reflects (0: no change was ever logged). */
+  readonly seq: number;
   readonly environments: readonly string[];
   /** Only keys that are not revoked. */
   readonly keys: readonly KeyDigest[];
   readonly contents: readonly ContentMeta[];
+}
+
+/**
+ * One entry of the change log: every write appends, in its own transaction, one entry per routing
+ * object it touched. An entry says "this changed, read its current state"; it does not carry the
+ * state, so applying entries in order and reading the state once is always correct.
+ */
+export type ChangeKind = 'environment' | 'key' | 'content';
+
+export interface ChangeEntry {
+  /** Increases by one per entry across the whole store; never reused. */
+  readonly seq: number;
+  readonly kind: ChangeKind;
+  readonly envId: string;
+  /** 'key': the key id; 'content': the content's lookup key (contentIdKey); 'environment': ''. */
+  readonly target: string;
+}
+
+export interface ChangeBatch {
+  /** Entries with seq > afterSeq, oldest first, at most `limit`. */
+  readonly entries: readonly ChangeEntry[];
+  /** The newest seq in the log (0 when empty). */
+  readonly headSeq: number;
+  /**
+   * False when entries after `afterSeq` were already pruned (retention): the reader must reload
+   * from a snapshot instead of applying entries.
+   */
+  readonly complete: boolean;
+}
+
+/** The current state of every routing object a run of change entries touched. */
+export interface RoutingDelta {
+  /** The entries applied are those with fromSeq < seq <= toSeq. */
+  readonly fromSeq: number;
+  readonly toSeq: number;
+  /** Environments touched: `exists` false when deleted (its keys and contents go with it). */
+  readonly environments: readonly { readonly envId: string; readonly exists: boolean }[];
+  /** Keys touched: `key` null when revoked or gone. */
+  readonly keys: readonly { readonly keyId: string; readonly envId: string; readonly key: KeyDigest | null }[];
+  /** Contents touched: `meta` null when deleted. */
+  readonly contents: readonly { readonly envId: string; readonly idLower: string; readonly meta: ContentMeta | null }[];
 }
 
 export interface RevisionText {
@@ -136,6 +179,12 @@ export interface Store {
   /** URL a worker thread passes to openRevisionReader() to read revisions and mappings by id. */
   readonly readerUrl: string;
   loadDirectory(): Promise<DirectorySnapshot>;
+  /** Change-log entries after `afterSeq` (see ChangeBatch.complete for a reader that fell behind). */
+  changesSince(afterSeq: number, limit: number): Promise<ChangeBatch>;
+  /** The current state of what `entries` touched, read in one transaction. */
+  loadDelta(entries: readonly ChangeEntry[], fromSeq: number, toSeq: number): Promise<RoutingDelta>;
+  /** Drops all but the newest `keep` change-log entries (retention); returns how many went. */
+  pruneChanges(keep: number): Promise<number>;
 
   listEnvironments(): Promise<EnvironmentInfo[]>;
   /** Creates the environment when missing; true when it was created. */

@@ -62,6 +62,39 @@ const MIGRATIONS: readonly Migration[] = [
   `,
   // Content keys were String.prototype.toLowerCase; they are now contentIdKey's caseless key.
   rekeyContents,
+  // The change log: every write that changes routing data appends, in its own transaction, one
+  // entry per object it touched. Triggers, not calls in the store's code: no write path (the Store
+  // methods, bundle import, a future one) can forget it. Foreign-key cascades fire the child
+  // tables' triggers too, so deleting an environment logs its keys and contents. Key use
+  // (last_used_at) is not routing data and logs nothing.
+  `
+  CREATE TABLE change_log (
+    seq    INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind   TEXT NOT NULL,                -- environment | key | content
+    env_id TEXT NOT NULL,
+    target TEXT NOT NULL                 -- key id, content key (id_lower), or '' for an environment
+  );
+  CREATE TRIGGER change_environment_insert AFTER INSERT ON environments
+    BEGIN INSERT INTO change_log (kind, env_id, target) VALUES ('environment', NEW.env_id, ''); END;
+  CREATE TRIGGER change_environment_delete AFTER DELETE ON environments
+    BEGIN INSERT INTO change_log (kind, env_id, target) VALUES ('environment', OLD.env_id, ''); END;
+  CREATE TRIGGER change_key_insert AFTER INSERT ON api_keys
+    BEGIN INSERT INTO change_log (kind, env_id, target) VALUES ('key', NEW.env_id, NEW.key_id); END;
+  CREATE TRIGGER change_key_update AFTER UPDATE OF env_id, digest, revoked_at ON api_keys
+    BEGIN INSERT INTO change_log (kind, env_id, target) VALUES ('key', NEW.env_id, NEW.key_id); END;
+  CREATE TRIGGER change_key_delete AFTER DELETE ON api_keys
+    BEGIN INSERT INTO change_log (kind, env_id, target) VALUES ('key', OLD.env_id, OLD.key_id); END;
+  CREATE TRIGGER change_content_insert AFTER INSERT ON contents
+    BEGIN INSERT INTO change_log (kind, env_id, target) VALUES ('content', NEW.env_id, NEW.id_lower); END;
+  CREATE TRIGGER change_content_update AFTER UPDATE ON contents
+    BEGIN
+      INSERT INTO change_log (kind, env_id, target) SELECT 'content', OLD.env_id, OLD.id_lower
+        WHERE OLD.id_lower IS NOT NEW.id_lower OR OLD.env_id IS NOT NEW.env_id;
+      INSERT INTO change_log (kind, env_id, target) VALUES ('content', NEW.env_id, NEW.id_lower);
+    END;
+  CREATE TRIGGER change_content_delete AFTER DELETE ON contents
+    BEGIN INSERT INTO change_log (kind, env_id, target) VALUES ('content', OLD.env_id, OLD.id_lower); END;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

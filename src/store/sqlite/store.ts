@@ -11,7 +11,8 @@ import { compileContent } from '../jsonc.js';
 import { RcdError } from '../../runtime/errors.js';
 import { validateMapping } from '../../mapping/index.js';
 import { exportBundle, importBundle } from '../bundle/bundle.js';
-import type { Database, Statement } from './driver.js';
+import type { Database } from './driver.js';
+import { RoutingQueries } from './routing.js';
 import {
   apiKeyDigest,
   appVersionProblem,
@@ -26,17 +27,17 @@ import { StoreFiles } from './files.js';
 import { migrate } from './schema.js';
 import { nextNumber, nowIso, sameRevision, StoreSql, type ContentRow, type RevisionRow } from './sql.js';
 import type {
+  ChangeBatch,
+  ChangeEntry,
   ContentDetail,
-  ContentMeta,
   ContentSummary,
   DirectorySnapshot,
   EnvironmentInfo,
   ImportReport,
-  KeyDigest,
   KeyInfo,
   PutContentResult,
   RevisionDetail,
-  RevisionMeta,
+  RoutingDelta,
   Store,
   SyncReport,
 } from '../types.js';
@@ -48,7 +49,7 @@ export class SqliteStore implements Store {
   private readonly db: Database;
   private readonly sql: StoreSql;
   private closed = false;
-  private directoryQueries: DirectoryQueries | undefined;
+  private routingQueries: RoutingQueries | undefined;
   private readonly files: StoreFiles | null;
 
   /** @param path the database file (null for an in-memory store): its files are watched for deletion. */
@@ -109,33 +110,24 @@ export class SqliteStore implements Store {
   }
 
   async loadDirectory(): Promise<DirectorySnapshot> {
-    // Runs after every write (the front end rebuilds its Directory before the write answers), so
-    // its statements are prepared once, on first use.
-    return this.read(() => {
-      const q = (this.directoryQueries ??= prepareDirectoryQueries(this.db));
-      const environments = q.environments.all().map((r) => r.env_id);
-      const keys: KeyDigest[] = q.keys.all().map((r) => ({ digest: r.digest, keyId: r.key_id, envId: r.env_id }));
-      const revs = new Map<number, RevisionMeta[]>();
-      for (const r of q.revisions.all()) {
-        let list = revs.get(r.content_pk);
-        if (list === undefined) {
-          list = [];
-          revs.set(r.content_pk, list);
-        }
-        list.push(revisionMeta(r));
-      }
-      const contents: ContentMeta[] = q.contents.all().map((c) => ({
-        envId: c.env_id,
-        id: c.id,
-        idLower: c.id_lower,
-        revisions: revs.get(c.content_pk) ?? [],
-        mappingId: c.mapping_id,
-        mappingRuleCount: c.rule_count ?? 0,
-        createdAt: c.created_at,
-        updatedAt: c.updated_at,
-      }));
-      return { environments, keys, contents };
-    });
+    return this.read(() => this.routing().snapshot());
+  }
+
+  async changesSince(afterSeq: number, limit: number): Promise<ChangeBatch> {
+    return this.read(() => this.routing().changesSince(afterSeq, limit));
+  }
+
+  async loadDelta(entries: readonly ChangeEntry[], fromSeq: number, toSeq: number): Promise<RoutingDelta> {
+    return this.read(() => this.routing().delta(entries, fromSeq, toSeq));
+  }
+
+  async pruneChanges(keep: number): Promise<number> {
+    return this.write(() => this.routing().pruneChanges(keep));
+  }
+
+  /** Prepared on first use: the admin CLI's stores never read routing data. */
+  private routing(): RoutingQueries {
+    return (this.routingQueries ??= new RoutingQueries(this.db));
   }
 
   async listEnvironments(): Promise<EnvironmentInfo[]> {
@@ -456,33 +448,3 @@ function sqliteFailure(err: unknown): unknown {
   return err;
 }
 
-interface DirectoryQueries {
-  readonly environments: Statement<{ env_id: string }>;
-  readonly keys: Statement<{ digest: string; key_id: string; env_id: string }>;
-  readonly revisions: Statement<{
-    content_pk: number;
-    rev_id: number;
-    number: number;
-    hash: string;
-    min_app_version: string | null;
-    created_at: string;
-  }>;
-  readonly contents: Statement<ContentRow & { rule_count: number | null }>;
-}
-
-function prepareDirectoryQueries(db: Database): DirectoryQueries {
-  return {
-    environments: db.prepare('SELECT env_id FROM environments ORDER BY env_id'),
-    keys: db.prepare('SELECT digest, key_id, env_id FROM api_keys WHERE revoked_at IS NULL ORDER BY key_id'),
-    revisions: db.prepare('SELECT content_pk, rev_id, number, hash, min_app_version, created_at FROM revisions ORDER BY content_pk, number'),
-    contents: db.prepare(
-      `SELECT c.content_pk, c.env_id, c.id_lower, c.id, c.mapping_id, c.created_at, c.updated_at, m.rule_count
-         FROM contents c LEFT JOIN mappings m ON m.mapping_id = c.mapping_id
-        ORDER BY c.env_id, c.id_lower`,
-    ),
-  };
-}
-
-function revisionMeta(r: { rev_id: number; number: number; hash: string; min_app_version: string | null; created_at: string }): RevisionMeta {
-  return { revId: r.rev_id, number: r.number, hash: r.hash, minAppVersion: r.min_app_version, createdAt: r.created_at };
-}

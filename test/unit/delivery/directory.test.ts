@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 const rev = (revId: number, minAppVersion: string | null) => ({ revId, number: revId, hash: `h${revId}`, minAppVersion, createdAt: '' });
 
 const SNAPSHOT: DirectorySnapshot = {
+  seq: 0,
   environments: ['prod', 'empty'],
   keys: [{ digest: createHash('sha256').update('k1').digest('hex'), keyId: 'id1', envId: 'prod' }],
   contents: [
@@ -53,7 +54,7 @@ describe('Directory', () => {
 
   it('takes the newest qualifying revision even when minAppVersions are out of order', () => {
     const d = new Directory({
-      environments: ['e'], keys: [],
+      seq: 0, environments: ['e'], keys: [],
       contents: [{
         envId: 'e', id: 'L', idLower: 'l', mappingId: null, mappingRuleCount: 0, createdAt: '', updatedAt: '',
         revisions: [rev(1, null), rev(2, '1.5.0'), rev(3, '2.0.0'), rev(4, '1.0.0')],
@@ -67,7 +68,7 @@ describe('Directory', () => {
 
   it('returns undefined when every revision needs a newer app', () => {
     const only = new Directory({
-      environments: ['e'], keys: [],
+      seq: 0, environments: ['e'], keys: [],
       contents: [{ envId: 'e', id: 'X', idLower: 'x', mappingId: null, mappingRuleCount: 0, createdAt: '', updatedAt: '', revisions: [rev(9, '5.0.0')] }],
     }, library());
     expect(chooseRevision(only.environments.get('e')!.contents.get('x')!, parseVersion('4.9.9'))).toBeUndefined();
@@ -77,7 +78,7 @@ describe('Directory', () => {
     const errors: number[] = [];
     const lib = library(errors);
     const snapshot: DirectorySnapshot = {
-      environments: ['e'], keys: [],
+      seq: 0, environments: ['e'], keys: [],
       contents: [
         { envId: 'e', id: 'A', idLower: 'a', mappingId: 7, mappingRuleCount: 2, createdAt: '', updatedAt: '', revisions: [rev(1, null)] },
         { envId: 'e', id: 'B', idLower: 'b', mappingId: 8, mappingRuleCount: 1, createdAt: '', updatedAt: '', revisions: [rev(2, null)] },

@@ -1,0 +1,136 @@
+/**
+ * Reading routing data from the SQLite store: the whole snapshot (start-up, and a reader that fell
+ * behind the change log), the change log after a sequence number, and the current state of what a
+ * run of log entries touched (a delta). Statements are prepared once per connection.
+ *
+ * Each function runs inside the caller's read transaction, so what it returns is one consistent
+ * state of the store.
+ */
+import type { Database, Statement } from './driver.js';
+import type { ContentRow } from './sql.js';
+import type { ChangeBatch, ChangeEntry, ChangeKind, ContentMeta, DirectorySnapshot, KeyDigest, RevisionMeta, RoutingDelta } from '../types.js';
+
+interface RevisionMetaRow {
+  content_pk: number;
+  rev_id: number;
+  number: number;
+  hash: string;
+  min_app_version: string | null;
+  created_at: string;
+}
+
+type ContentMetaRow = ContentRow & { rule_count: number | null };
+
+const CONTENT_COLUMNS = `c.content_pk, c.env_id, c.id_lower, c.id, c.mapping_id, c.created_at, c.updated_at, m.rule_count
+         FROM contents c LEFT JOIN mappings m ON m.mapping_id = c.mapping_id`;
+const REVISION_COLUMNS = 'content_pk, rev_id, number, hash, min_app_version, created_at FROM revisions';
+
+export class RoutingQueries {
+  private readonly environments: Statement<{ env_id: string }>;
+  private readonly keys: Statement<{ digest: string; key_id: string; env_id: string }>;
+  private readonly revisions: Statement<RevisionMetaRow>;
+  private readonly contents: Statement<ContentMetaRow>;
+  private readonly headSeq: Statement<{ seq: number }>;
+  private readonly oldestSeq: Statement<{ seq: number | null }>;
+  private readonly changes: Statement<{ seq: number; kind: string; env_id: string; target: string }>;
+  private readonly prune: Statement<never>;
+  private readonly environment: Statement<{ env_id: string }>;
+  private readonly key: Statement<{ digest: string; key_id: string; env_id: string; revoked_at: string | null }>;
+  private readonly content: Statement<ContentMetaRow>;
+  private readonly contentRevisions: Statement<RevisionMetaRow>;
+
+  constructor(db: Database) {
+    this.environments = db.prepare('SELECT env_id FROM environments ORDER BY env_id');
+    this.keys = db.prepare('SELECT digest, key_id, env_id FROM api_keys WHERE revoked_at IS NULL ORDER BY key_id');
+    this.revisions = db.prepare(`SELECT ${REVISION_COLUMNS} ORDER BY content_pk, number`);
+    this.contents = db.prepare(`SELECT ${CONTENT_COLUMNS} ORDER BY c.env_id, c.id_lower`);
+    // sqlite_sequence keeps the highest seq ever handed out, even once the log is pruned to nothing.
+    this.headSeq = db.prepare("SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'change_log'), 0) AS seq");
+    this.oldestSeq = db.prepare('SELECT min(seq) AS seq FROM change_log');
+    this.changes = db.prepare('SELECT seq, kind, env_id, target FROM change_log WHERE seq > ? ORDER BY seq LIMIT ?');
+    this.prune = db.prepare('DELETE FROM change_log WHERE seq <= ?');
+    this.environment = db.prepare('SELECT env_id FROM environments WHERE env_id = ?');
+    this.key = db.prepare('SELECT digest, key_id, env_id, revoked_at FROM api_keys WHERE key_id = ?');
+    this.content = db.prepare(`SELECT ${CONTENT_COLUMNS} WHERE c.env_id = ? AND c.id_lower = ?`);
+    this.contentRevisions = db.prepare(`SELECT ${REVISION_COLUMNS} WHERE content_pk = ? ORDER BY number`);
+  }
+
+  snapshot(): DirectorySnapshot {
+    const seq = this.headSeq.get()?.seq ?? 0;
+    const environments = this.environments.all().map((r) => r.env_id);
+    const keys: KeyDigest[] = this.keys.all().map((r) => ({ digest: r.digest, keyId: r.key_id, envId: r.env_id }));
+    const revs = new Map<number, RevisionMeta[]>();
+    for (const r of this.revisions.all()) {
+      let list = revs.get(r.content_pk);
+      if (list === undefined) {
+        list = [];
+        revs.set(r.content_pk, list);
+      }
+      list.push(revisionMeta(r));
+    }
+    const contents = this.contents.all().map((c) => contentMeta(c, revs.get(c.content_pk) ?? []));
+    return { seq, environments, keys, contents };
+  }
+
+  changesSince(afterSeq: number, limit: number): ChangeBatch {
+    const headSeq = this.headSeq.get()?.seq ?? 0;
+    if (afterSeq >= headSeq) return { entries: [], headSeq, complete: true };
+    const oldest = this.oldestSeq.get()?.seq ?? null;
+    // Entries are numbered without gaps, so the log still holds everything after afterSeq exactly
+    // when its oldest entry is no later than afterSeq + 1.
+    if (oldest === null || oldest > afterSeq + 1) return { entries: [], headSeq, complete: false };
+    const entries: ChangeEntry[] = this.changes
+      .all(afterSeq, limit)
+      .map((r) => ({ seq: r.seq, kind: r.kind as ChangeKind, envId: r.env_id, target: r.target }));
+    return { entries, headSeq, complete: true };
+  }
+
+  /** The current state of every object the entries touched, each once (entries may repeat one). */
+  delta(entries: readonly ChangeEntry[], fromSeq: number, toSeq: number): RoutingDelta {
+    const environments: { envId: string; exists: boolean }[] = [];
+    const keys: { keyId: string; envId: string; key: KeyDigest | null }[] = [];
+    const contents: { envId: string; idLower: string; meta: ContentMeta | null }[] = [];
+    const seen = new Set<string>();
+    for (const e of entries) {
+      const slot = `${e.kind}\0${e.envId}\0${e.target}`;
+      if (seen.has(slot)) continue;
+      seen.add(slot);
+      if (e.kind === 'environment') {
+        environments.push({ envId: e.envId, exists: this.environment.get(e.envId) !== undefined });
+      } else if (e.kind === 'key') {
+        const row = this.key.get(e.target);
+        const live = row !== undefined && row.revoked_at === null && row.env_id === e.envId;
+        keys.push({ keyId: e.target, envId: e.envId, key: live ? { digest: row.digest, keyId: row.key_id, envId: row.env_id } : null });
+      } else {
+        const row = this.content.get(e.envId, e.target);
+        const meta = row === undefined ? null : contentMeta(row, this.contentRevisions.all(row.content_pk).map(revisionMeta));
+        contents.push({ envId: e.envId, idLower: e.target, meta });
+      }
+    }
+    return { fromSeq, toSeq, environments, keys, contents };
+  }
+
+  /** Drops all but the newest `keep` entries; returns how many went. */
+  pruneChanges(keep: number): number {
+    const headSeq = this.headSeq.get()?.seq ?? 0;
+    if (headSeq <= keep) return 0;
+    return this.prune.run(headSeq - keep).changes;
+  }
+}
+
+function contentMeta(c: ContentMetaRow, revisions: RevisionMeta[]): ContentMeta {
+  return {
+    envId: c.env_id,
+    id: c.id,
+    idLower: c.id_lower,
+    revisions,
+    mappingId: c.mapping_id,
+    mappingRuleCount: c.rule_count ?? 0,
+    createdAt: c.created_at,
+    updatedAt: c.updated_at,
+  };
+}
+
+function revisionMeta(r: RevisionMetaRow): RevisionMeta {
+  return { revId: r.rev_id, number: r.number, hash: r.hash, minAppVersion: r.min_app_version, createdAt: r.created_at };
+}
