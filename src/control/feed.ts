@@ -1,14 +1,15 @@
 /**
- * A delivery loop's end of its feed from the control thread (src/control/protocol.ts): builds each
- * directory update into a Directory (CPU only: mapping texts come with the update, nothing is read
- * from the store here), swaps it in, and acknowledges it; sends the key ids its requests used.
+ * A delivery loop's end of its feed from the control thread (src/control/protocol.ts): builds a
+ * Directory from a snapshot and swaps it in, or applies a delta slice to the current one in place,
+ * then acknowledges it; sends the key ids its requests used. CPU only: mapping texts and catalog
+ * bodies come with the update, nothing is read from the store here.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { Directory, MappingLibrary } from '../delivery/directory.js';
+import { Directory, MappingLibrary, type CatalogBodies } from '../delivery/directory.js';
 import type { FrontEndState } from '../delivery/state.js';
 import { logError } from '../runtime/log.js';
 import type { RevisionReader } from '../store/types.js';
-import type { DirectoryUpdate, FeedMessage, FeedReply } from './protocol.js';
+import type { CatalogText, DirectoryUpdate, FeedMessage, FeedReply } from './protocol.js';
 
 const EMPTY = { seq: 0, environments: [], keys: [], contents: [] };
 
@@ -43,7 +44,7 @@ export class DeliveryFeed {
     this.mappings = new MappingLibrary(this.texts, (id, err) =>
       logError(`mapping ${id} cannot be compiled; wrapped requests for its content answer 500: ${(err as Error).message}`),
     );
-    this.directory = new Directory(EMPTY, this.mappings);
+    this.directory = new Directory(EMPTY, this.mappings, new Map());
     port.on('message', (m: FeedMessage) => this.onMessage(m));
   }
 
@@ -86,10 +87,21 @@ export class DeliveryFeed {
   private apply(update: DirectoryUpdate): void {
     for (const t of update.mappings) this.texts.texts.set(t.id, t.json);
     try {
-      this.directory = new Directory(update.snapshot, this.mappings);
+      if (update.kind === 'snapshot') {
+        this.directory = new Directory(update.snapshot, this.mappings, catalogBodies(update.catalogs));
+        if (this.state !== null) this.state.directory = this.directory;
+      } else {
+        this.directory.applyDelta(update.delta, catalogBodies(update.catalogs), update.last);
+      }
     } finally {
       this.texts.texts.clear();
     }
-    if (this.state !== null) this.state.directory = this.directory;
   }
+}
+
+/** The bodies as Buffers over the received bytes (no copy). */
+function catalogBodies(list: readonly CatalogText[]): CatalogBodies {
+  const out = new Map<string, Uint8Array>();
+  for (const c of list) out.set(c.envId, Buffer.from(c.body.buffer, c.body.byteOffset, c.body.byteLength));
+  return out;
 }

@@ -4,8 +4,8 @@
  *
  * The control thread owns everything that can wait on the store: the store's writer connection, the
  * admin state (audit log, webhooks), the admin listener and the key-use bookkeeping. A delivery event
- * loop never calls the store: it receives routing data as messages and builds its Directory from
- * them, which is CPU work only.
+ * loop never calls the store: it receives routing data as messages (a snapshot at start, deltas of
+ * the change log after each write) and applies them to its Directory, which is CPU work only.
  *
  * Two channels:
  * - the lifecycle channel (the worker's parentPort): the owning thread opens, seeds, and stops the
@@ -18,7 +18,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { ServeConfig } from '../runtime/config.js';
 import type { ErrorCode } from '../runtime/errors.js';
-import type { DirectorySnapshot } from '../store/types.js';
+import type { DirectorySnapshot, RoutingDelta } from '../store/types.js';
 
 /** The control thread's workerData. */
 export interface ControlInit {
@@ -38,18 +38,46 @@ export interface MappingText {
   readonly json: string;
 }
 
+/** One environment's catalog body, built by the control thread (src/control/catalog.ts). */
+export interface CatalogText {
+  readonly envId: string;
+  /** `{"catalog":{...}}` as UTF-8. */
+  readonly body: Uint8Array;
+}
+
 /**
- * The whole routing state, self-contained: the snapshot and the text of every mapping it references
- * (the loop compiles only ids it has not compiled before). Its cost is O(store) per write; a change
- * log would add another `kind` carrying only what changed since `seq - 1`.
+ * The whole routing state, self-contained: the snapshot, the text of every mapping it references
+ * (the loop compiles only ids it has not compiled before) and every environment's catalog body.
+ * O(store): sent at start, and when a reader fell behind the change log's retained window.
  */
 export interface SnapshotUpdate {
   readonly kind: 'snapshot';
   readonly snapshot: DirectorySnapshot;
   readonly mappings: readonly MappingText[];
+  readonly catalogs: readonly CatalogText[];
 }
 
-export type DirectoryUpdate = SnapshotUpdate;
+/**
+ * One slice of a change-log delta: the current state of what changed between two sequence numbers
+ * (`delta.fromSeq` must be the loop's applied sequence), applied in place at O(what it carries).
+ * A delta too big to apply within the slice budget (src/control/slices.ts) is cut into slices
+ * sent one after the other, each once every loop acknowledged the previous one, so requests run
+ * between them; every slice carries the whole delta's `fromSeq`/`toSeq`.
+ * - `mappings`: the text of each mapping id this slice references that no content referenced
+ *   before the update (the loops hold every referenced mapping compiled);
+ * - `catalogs`: on the last slice only, the new body of every environment the delta touched, so a
+ *   catalog never announces a hash the routing does not serve yet;
+ * - `last`: the write this delta carries is live once the last slice is acknowledged.
+ */
+export interface DeltaUpdate {
+  readonly kind: 'delta';
+  readonly delta: RoutingDelta;
+  readonly mappings: readonly MappingText[];
+  readonly catalogs: readonly CatalogText[];
+  readonly last: boolean;
+}
+
+export type DirectoryUpdate = SnapshotUpdate | DeltaUpdate;
 
 export type StoreStatus = 'ok' | 'unavailable';
 

@@ -3,11 +3,14 @@
  * writer connection, the admin state, the admin listener and the key-use bookkeeping, so a store
  * locked by another process (or slow storage) delays admin writes only, never a delivery request.
  *
- * After each write that changes routing data it loads the directory snapshot here and sends it to
- * every delivery loop (src/control/protocol.ts); the write answers once every loop has applied it.
+ * At start it sends every delivery loop the whole directory snapshot; after each write that changes
+ * routing data it reads the change log from the sequence number the loops applied, loads the current
+ * state of what changed and sends it as a delta (src/control/protocol.ts, src/control/delta.ts); the
+ * write answers once every loop has applied it. A reader that fell behind the log's retained window
+ * (or a delta a loop could not apply) gets a whole snapshot again.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { parentPort, receiveMessageOnPort, workerData, type MessagePort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { startAdminServer, type AdminServer } from '../admin/server/server.js';
 import { loadSealKey } from '../admin/server/sealed.js';
 import { openAdminState, type AdminStateStore } from '../admin/server/state.js';
@@ -18,92 +21,18 @@ import { RcdError } from '../runtime/errors.js';
 import { holdYoungGeneration } from '../runtime/heap.js';
 import { openRevisionReader, openStore } from '../store/index.js';
 import type { RevisionReader, Store } from '../store/types.js';
+import { Feeds } from './feeds.js';
 import type {
   ControlCommand,
   ControlEvent,
   ControlFailure,
   ControlInit,
   DemoNotice,
-  FeedMessage,
-  FeedReply,
-  MappingText,
   StoreStatus,
 } from './protocol.js';
 
 /** How often the store's files are checked between writes (each write checks them too). */
 const STORE_CHECK_MS = 1000;
-
-interface Pending {
-  remaining: number;
-  readonly errors: string[];
-  readonly resolve: () => void;
-  readonly reject: (err: Error) => void;
-}
-
-/** The control thread's end of every delivery loop's feed. */
-class Feeds {
-  private readonly ports: readonly MessagePort[];
-  private readonly onKeyUse: (keyIds: readonly string[], at: string) => void;
-  private readonly pending = new Map<number, Pending>();
-  private seq = 0;
-
-  constructor(ports: readonly MessagePort[], onKeyUse: (keyIds: readonly string[], at: string) => void) {
-    this.ports = ports;
-    this.onKeyUse = onKeyUse;
-    for (const port of ports) port.on('message', (m: FeedReply) => this.onReply(m));
-  }
-
-  /** Resolves once every loop answers that requests see the current store state. */
-  async publishSnapshot(store: Store, reader: RevisionReader): Promise<void> {
-    const snapshot = await store.loadDirectory();
-    const mappings: MappingText[] = [];
-    const seen = new Set<number>();
-    for (const c of snapshot.contents) {
-      if (c.mappingId === null || seen.has(c.mappingId)) continue;
-      seen.add(c.mappingId);
-      const json = reader.readMapping(c.mappingId);
-      if (json !== undefined) mappings.push({ id: c.mappingId, json });
-    }
-    const seq = ++this.seq;
-    const applied = new Promise<void>((resolve, reject) => {
-      this.pending.set(seq, { remaining: this.ports.length, errors: [], resolve, reject });
-    });
-    this.send({ type: 'directory', seq, update: { kind: 'snapshot', snapshot, mappings } });
-    return applied;
-  }
-
-  send(message: FeedMessage): void {
-    for (const port of this.ports) port.postMessage(message);
-  }
-
-  /** Handles what the loops sent before now (their last key-use reports) without waiting a turn. */
-  drain(): void {
-    for (const port of this.ports) {
-      for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) this.onReply(m.message as FeedReply);
-    }
-  }
-
-  close(): void {
-    for (const port of this.ports) port.close();
-    for (const p of this.pending.values()) p.reject(new Error('the control thread is closing'));
-    this.pending.clear();
-  }
-
-  private onReply(m: FeedReply): void {
-    if (m.type === 'key-use') {
-      this.onKeyUse(m.keyIds, m.at);
-      return;
-    }
-    const p = this.pending.get(m.seq);
-    if (p === undefined) return;
-    if (m.error !== null) p.errors.push(m.error);
-    if (--p.remaining > 0) return;
-    this.pending.delete(m.seq);
-    if (p.errors.length === 0) p.resolve();
-    else p.reject(new Error(`a delivery loop could not apply the directory: ${p.errors.join('; ')}`));
-  }
-}
-
 const lifecycle = parentPort;
 if (lifecycle === null) throw new Error('src/control/thread.ts runs as a worker thread');
 const init = workerData as ControlInit;
@@ -134,10 +63,10 @@ let storeReason: string | null = null;
 const usedKeys = new Set<string>();
 let usedAt = '';
 
-const feeds = new Feeds(init.feeds, onKeyUse);
+const feeds = new Feeds(init.feeds, onKeyUse, logError);
 
 function publish(): Promise<void> {
-  return feeds.publishSnapshot(store!, reader!);
+  return feeds.publish(store!, reader!);
 }
 
 async function open(): Promise<void> {

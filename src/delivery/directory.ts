@@ -3,13 +3,15 @@
  * there, their revisions (for the app-version choice) and mapping ids, and each environment's
  * catalog body, prebuilt.
  *
- * Built from a store snapshot at start and after every write, then swapped in whole, so a request
- * sees either the old or the new state, never a mix. Building is O(store size) and happens only on
- * change; the hot path does Map lookups.
+ * Built whole from a store snapshot at start (O(store)), then kept current by applying the change
+ * log's deltas in place at O(what changed) (src/control/protocol.ts). A delta slice is applied in
+ * one synchronous call, so a request sees the state before or after it, never a mix; a content's
+ * view is replaced whole, never changed, because in-flight requests hold views. The hot path does
+ * Map lookups.
  */
 import { compileStoredMapping, type CompiledMapping } from '../mapping/index.js';
 import { apiKeyDigest } from '../store/ids.js';
-import type { ContentMeta, DirectorySnapshot, RevisionReader } from '../store/types.js';
+import type { ContentMeta, DirectorySnapshot, KeyDigest, RevisionReader, RoutingDelta } from '../store/types.js';
 import { NO_VERSION_KEY, versionKeyOf } from '../shared/app-version.js';
 
 export interface RevisionView {
@@ -31,8 +33,8 @@ export interface ContentView {
 }
 
 /**
- * Compiled mappings by immutable id, kept across directory rebuilds so a write recompiles only the
- * mapping it changed. Ids no longer referenced are dropped after each build.
+ * Compiled mappings by immutable id, kept across updates so a write compiles only the mapping it
+ * changed. Ids no longer referenced are dropped (after a whole build, or at the end of a delta).
  */
 export class MappingLibrary {
   private readonly reader: RevisionReader;
@@ -60,17 +62,23 @@ export class MappingLibrary {
     return result;
   }
 
-  /** Forgets mappings not in `live`. */
-  retain(live: ReadonlySet<number>): void {
+  /** Forgets mappings not in `live` (after a whole rebuild). */
+  retain(live: ReadonlyMap<number, unknown>): void {
     for (const id of this.compiled.keys()) if (!live.has(id)) this.compiled.delete(id);
+  }
+
+  /** Forgets one mapping no content references any more. */
+  forget(mappingId: number): void {
+    this.compiled.delete(mappingId);
   }
 }
 
 export interface EnvView {
   readonly id: string;
+  /** Updated in place by deltas; each ContentView in it is replaced whole, never changed. */
   readonly contents: ReadonlyMap<string, ContentView>;
-  /** `{"catalog":{...}}`, ready to send. */
-  readonly catalogBody: Buffer;
+  /** `{"catalog":{...}}`, ready to send (built by the control thread, src/control/catalog.ts). */
+  readonly catalogBody: Uint8Array;
 }
 
 export interface KeyView {
@@ -78,39 +86,106 @@ export interface KeyView {
   readonly env: EnvView;
 }
 
+/** An environment as the Directory holds it: the same object is updated by deltas. */
+interface EnvState extends EnvView {
+  readonly contents: Map<string, ContentView>;
+  catalogBody: Uint8Array;
+  /** Ids of its keys, so that deleting the environment drops them without a scan. */
+  readonly keyIds: Set<string>;
+}
+
+interface KeyState {
+  readonly digest: string;
+  readonly view: KeyView;
+}
+
+/** Catalog bodies by environment id, as an update carries them. */
+export type CatalogBodies = ReadonlyMap<string, Uint8Array>;
+
 const KEY_CACHE_LIMIT = 100_000;
+const EMPTY_CATALOG = Buffer.from('{"catalog":{}}');
 
 export class Directory {
-  private readonly byDigest: Map<string, KeyView>;
+  private readonly byDigest = new Map<string, KeyView>();
+  private readonly byKeyId = new Map<string, KeyState>();
   /**
    * Plain key → view, filled on first use so that a valid key costs one Map lookup instead of a
    * SHA-256 per request (~1 µs). Holds only keys that exist (bounded by the key count and a hard
    * cap); unknown keys are hashed every time, which keeps a key-guessing flood from growing memory.
-   * Dropped with the Directory on every change, so a revoked key stops working at once.
+   * Cleared whenever a key or an environment goes away, so a revoked key stops working at once
+   * (refilling costs one hash per key still in use).
    */
   private readonly plainCache = new Map<string, KeyView>();
-  readonly environments: ReadonlyMap<string, EnvView>;
+  private readonly envs = new Map<string, EnvState>();
+  readonly environments: ReadonlyMap<string, EnvView> = this.envs;
+  /** Mapping id → number of contents referencing it; ids that reach 0 are forgotten at the end of an update. */
+  private readonly mappingRefs = new Map<number, number>();
+  /** Ids whose count reached 0 during the current update. */
+  private readonly unreferenced = new Set<number>();
+  private readonly mappings: MappingLibrary;
+  /** The change-log sequence number the state reflects (a delta must start here). */
+  seq: number;
 
-  constructor(snapshot: DirectorySnapshot, mappings: MappingLibrary) {
-    const envs = new Map<string, EnvView>();
-    const grouped = new Map<string, ContentMeta[]>();
-    for (const env of snapshot.environments) grouped.set(env, []);
+  /** Whole, from a snapshot: O(store), at start and when the change log cannot be followed. */
+  constructor(snapshot: DirectorySnapshot, mappings: MappingLibrary, catalogs: CatalogBodies) {
+    this.mappings = mappings;
+    this.seq = snapshot.seq;
+    for (const envId of snapshot.environments) this.createEnv(envId, catalogs);
     for (const c of snapshot.contents) {
-      let list = grouped.get(c.envId);
-      if (list === undefined) grouped.set(c.envId, (list = []));
-      list.push(c);
+      const env = this.envs.get(c.envId) ?? this.createEnv(c.envId, catalogs);
+      this.putContent(env, c);
     }
-    for (const [envId, list] of grouped) envs.set(envId, buildEnv(envId, list, mappings));
-    this.environments = envs;
-    const live = new Set<number>();
-    for (const c of snapshot.contents) if (c.mappingId !== null) live.add(c.mappingId);
-    mappings.retain(live);
+    mappings.retain(this.mappingRefs);
+    for (const k of snapshot.keys) this.putKey(k);
+  }
 
-    this.byDigest = new Map();
-    for (const k of snapshot.keys) {
-      const env = envs.get(k.envId);
-      if (env !== undefined) this.byDigest.set(k.digest, { keyId: k.keyId, env });
+  /**
+   * Applies one slice of a delta in place, at O(what it touches). Synchronous: no request runs in
+   * the middle of it. Order: environments (a deleted one drops its keys and contents; one that
+   * exists and was already here was deleted and created again within the delta, so it starts
+   * empty), then keys, then contents, then the catalog bodies. `last` marks the final slice of an
+   * update: the sequence number moves and mappings no longer referenced are forgotten only then,
+   * so a mapping held before the update stays compiled while its slices arrive.
+   */
+  applyDelta(delta: RoutingDelta, catalogs: CatalogBodies, last: boolean): void {
+    if (delta.fromSeq !== this.seq) {
+      throw new Error(`delta ${delta.fromSeq}..${delta.toSeq} does not follow the applied sequence ${this.seq}`);
     }
+    for (const e of delta.environments) {
+      const known = this.envs.get(e.envId);
+      if (known !== undefined) this.dropEnv(known);
+      if (e.exists) this.createEnv(e.envId, catalogs);
+    }
+    for (const k of delta.keys) {
+      const known = this.byKeyId.get(k.keyId);
+      if (known !== undefined) {
+        this.byKeyId.delete(k.keyId);
+        this.byDigest.delete(known.digest);
+        (known.view.env as EnvState).keyIds.delete(k.keyId);
+        this.plainCache.clear();
+      }
+      if (k.key !== null) this.putKey(k.key);
+    }
+    for (const c of delta.contents) {
+      const env = this.envs.get(c.envId);
+      if (env === undefined) continue;
+      const old = env.contents.get(c.idLower);
+      if (old !== undefined && old.mappingId !== 0) this.unref(old.mappingId);
+      if (c.meta === null) env.contents.delete(c.idLower);
+      else this.putContent(env, c.meta);
+    }
+    for (const [envId, body] of catalogs) {
+      const env = this.envs.get(envId);
+      if (env !== undefined) env.catalogBody = body;
+    }
+    if (!last) return;
+    this.seq = delta.toSeq;
+    for (const id of this.unreferenced) {
+      if (this.mappingRefs.get(id) !== 0) continue;
+      this.mappingRefs.delete(id);
+      this.mappings.forget(id);
+    }
+    this.unreferenced.clear();
   }
 
   /** The environment of a plain API key, or undefined when unknown or revoked. */
@@ -121,12 +196,36 @@ export class Directory {
     if (view !== undefined && this.plainCache.size < KEY_CACHE_LIMIT) this.plainCache.set(plainKey, view);
     return view;
   }
-}
 
-function buildEnv(envId: string, list: readonly ContentMeta[], mappings: MappingLibrary): EnvView {
-  const contents = new Map<string, ContentView>();
-  const catalog: Record<string, { h: string; d: boolean }> = {};
-  for (const c of list) {
+  private createEnv(envId: string, catalogs: CatalogBodies): EnvState {
+    const env: EnvState = { id: envId, contents: new Map(), catalogBody: catalogs.get(envId) ?? EMPTY_CATALOG, keyIds: new Set() };
+    this.envs.set(envId, env);
+    return env;
+  }
+
+  /** Removes the environment with its keys; its object stays whole for requests that hold it. */
+  private dropEnv(env: EnvState): void {
+    this.envs.delete(env.id);
+    for (const keyId of env.keyIds) {
+      const k = this.byKeyId.get(keyId);
+      if (k === undefined) continue;
+      this.byKeyId.delete(keyId);
+      this.byDigest.delete(k.digest);
+    }
+    for (const c of env.contents.values()) if (c.mappingId !== 0) this.unref(c.mappingId);
+    this.plainCache.clear();
+  }
+
+  private putKey(k: KeyDigest): void {
+    const env = this.envs.get(k.envId);
+    if (env === undefined) return;
+    const view: KeyView = { keyId: k.keyId, env };
+    this.byDigest.set(k.digest, view);
+    this.byKeyId.set(k.keyId, { digest: k.digest, view });
+    env.keyIds.add(k.keyId);
+  }
+
+  private putContent(env: EnvState, c: ContentMeta): void {
     const revisions: RevisionView[] = [];
     for (let i = c.revisions.length - 1; i >= 0; i--) {
       const r = c.revisions[i]!;
@@ -136,23 +235,25 @@ function buildEnv(envId: string, list: readonly ContentMeta[], mappings: Mapping
         minVersion: r.minAppVersion === null ? NO_VERSION_KEY : versionKeyOf(r.minAppVersion),
       });
     }
-    const mapping = c.mappingId === null ? null : mappings.get(c.mappingId);
-    contents.set(c.idLower, {
+    let mapping: CompiledMapping | null = null;
+    if (c.mappingId !== null) {
+      mapping = this.mappings.get(c.mappingId);
+      this.mappingRefs.set(c.mappingId, (this.mappingRefs.get(c.mappingId) ?? 0) + 1);
+    }
+    env.contents.set(c.idLower, {
       id: c.id,
       revisions,
       mappingId: c.mappingId ?? 0,
       mapping,
       mappingBroken: c.mappingId !== null && mapping === null,
     });
-    // defineProperty, not assignment: an id spelled "__proto__" must become an own key of the catalog.
-    Object.defineProperty(catalog, c.id, {
-      value: { h: c.revisions[c.revisions.length - 1]!.hash, d: c.mappingRuleCount > 0 },
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
   }
-  return { id: envId, contents, catalogBody: Buffer.from(JSON.stringify({ catalog })) };
+
+  private unref(mappingId: number): void {
+    const n = (this.mappingRefs.get(mappingId) ?? 1) - 1;
+    this.mappingRefs.set(mappingId, n);
+    if (n === 0) this.unreferenced.add(mappingId);
+  }
 }
 
 /**

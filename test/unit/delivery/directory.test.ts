@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CatalogBook } from '../../../src/control/catalog.js';
 import { Directory, MappingLibrary, chooseRevision } from '../../../src/delivery/directory.js';
 import type { RevisionReader } from '../../../src/store/types.js';
 import { versionKeyOf as parseVersion } from '../../../src/shared/app-version.js';
@@ -28,8 +29,13 @@ const reader: RevisionReader = {
 };
 const library = (errors: number[] = []): MappingLibrary => new MappingLibrary(reader, (id) => errors.push(id));
 
+/** A Directory with the catalog bodies the control thread would send with the snapshot. */
+function build(snapshot: DirectorySnapshot, lib: MappingLibrary): Directory {
+  return new Directory(snapshot, lib, new Map(new CatalogBook(snapshot).allBodies().map((c) => [c.envId, c.body])));
+}
+
 describe('Directory', () => {
-  const dir = new Directory(SNAPSHOT, library());
+  const dir = build(SNAPSHOT, library());
 
   it('finds the environment of a plain key by its SHA-256 digest, and not an unknown key', () => {
     expect(dir.lookupKey('k1')?.env.id).toBe('prod');
@@ -37,11 +43,11 @@ describe('Directory', () => {
     expect(dir.lookupKey('k2')).toBeUndefined();
   });
 
-  it('prebuilds the catalog with ids as created, newest hash and d from the rule count', () => {
-    const body = JSON.parse(dir.environments.get('prod')!.catalogBody.toString()) as { catalog: Record<string, unknown> };
-    expect(Object.keys(body.catalog)).toEqual(['Game', '__proto__']);
+  it('prebuilds the catalog with ids as created (in caseless-key order), newest hash and d from the rule count', () => {
+    const body = JSON.parse(Buffer.from(dir.environments.get('prod')!.catalogBody).toString()) as { catalog: Record<string, unknown> };
+    expect(Object.keys(body.catalog)).toEqual(['__proto__', 'Game']);
     expect(body.catalog.Game).toEqual({ h: 'h3', d: true });
-    expect(JSON.parse(dir.environments.get('empty')!.catalogBody.toString())).toEqual({ catalog: {} });
+    expect(Buffer.from(dir.environments.get('empty')!.catalogBody).toString()).toBe('{"catalog":{}}');
   });
 
   it('chooses the newest revision whose minAppVersion is absent or <= v', () => {
@@ -53,7 +59,7 @@ describe('Directory', () => {
   });
 
   it('takes the newest qualifying revision even when minAppVersions are out of order', () => {
-    const d = new Directory({
+    const d = build({
       seq: 0, environments: ['e'], keys: [],
       contents: [{
         envId: 'e', id: 'L', idLower: 'l', mappingId: null, mappingRuleCount: 0, createdAt: '', updatedAt: '',
@@ -67,7 +73,7 @@ describe('Directory', () => {
   });
 
   it('returns undefined when every revision needs a newer app', () => {
-    const only = new Directory({
+    const only = build({
       seq: 0, environments: ['e'], keys: [],
       contents: [{ envId: 'e', id: 'X', idLower: 'x', mappingId: null, mappingRuleCount: 0, createdAt: '', updatedAt: '', revisions: [rev(9, '5.0.0')] }],
     }, library());
@@ -84,8 +90,8 @@ describe('Directory', () => {
         { envId: 'e', id: 'B', idLower: 'b', mappingId: 8, mappingRuleCount: 1, createdAt: '', updatedAt: '', revisions: [rev(2, null)] },
       ],
     };
-    const first = new Directory(snapshot, lib).environments.get('e')!.contents;
-    const second = new Directory(snapshot, lib).environments.get('e')!.contents;
+    const first = build(snapshot, lib).environments.get('e')!.contents;
+    const second = build(snapshot, lib).environments.get('e')!.contents;
     expect(first.get('a')!.mapping?.ruleCount).toBe(2);
     expect(second.get('a')!.mapping).toBe(first.get('a')!.mapping);
     expect(first.get('b')!.mappingBroken).toBe(true);

@@ -1,0 +1,167 @@
+/**
+ * The control thread's end of every delivery loop's feed (src/control/protocol.ts): sends routing
+ * updates and resolves once every loop applied them; receives the loops' key-use reports.
+ *
+ * The first update is the whole directory snapshot. After that, each publish() reads the change log
+ * from the sequence number every loop applied, loads the current state of what changed and sends it
+ * as a delta (src/control/delta.ts: catalog bodies built here, cut into slices). A reader that fell
+ * behind the log's retained window, or a delta that a loop could not apply, gets a whole snapshot
+ * again, which puts every side back on one state.
+ */
+import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import type { RevisionReader, Store } from '../store/types.js';
+import { CatalogBook } from './catalog.js';
+import { deltaUpdates, SLICE_BUDGET_US } from './delta.js';
+import type { DirectoryUpdate, FeedMessage, FeedReply, MappingText } from './protocol.js';
+
+/**
+ * Change-log entries read per delta: bounds the memory of one step of a big import or sync (its
+ * entries and their current state); the loops see the next batch after the previous one applied.
+ */
+export const CHANGE_BATCH = 10_000;
+
+interface Pending {
+  remaining: number;
+  readonly errors: string[];
+  readonly resolve: () => void;
+  readonly reject: (err: Error) => void;
+}
+
+export interface FeedsOptions {
+  /** Change-log entries per delta (default CHANGE_BATCH). */
+  readonly changeBatch?: number;
+  /** What one slice may cost a loop, by src/control/delta.ts's model (default SLICE_BUDGET_US). */
+  readonly sliceBudgetUs?: number;
+}
+
+/** The control thread's end of every delivery loop's feed. */
+export class Feeds {
+  private readonly ports: readonly MessagePort[];
+  private readonly onKeyUse: (keyIds: readonly string[], at: string) => void;
+  private readonly log: (line: string) => void;
+  private readonly pending = new Map<number, Pending>();
+  private seq = 0;
+  /** The catalog entries the loops hold; null until a snapshot was applied (or after a failure). */
+  private book: CatalogBook | null = null;
+  private applied = 0;
+  private chain: Promise<void> = Promise.resolve();
+
+  private readonly changeBatch: number;
+  private readonly sliceBudgetUs: number;
+
+  constructor(
+    ports: readonly MessagePort[],
+    onKeyUse: (keyIds: readonly string[], at: string) => void,
+    log: (line: string) => void,
+    opts: FeedsOptions = {},
+  ) {
+    this.ports = ports;
+    this.onKeyUse = onKeyUse;
+    this.log = log;
+    this.changeBatch = opts.changeBatch ?? CHANGE_BATCH;
+    this.sliceBudgetUs = opts.sliceBudgetUs ?? SLICE_BUDGET_US;
+    for (const port of ports) port.on('message', (m: FeedReply) => this.onReply(m));
+  }
+
+  /** The change-log sequence number every loop has applied. */
+  get appliedSeq(): number {
+    return this.applied;
+  }
+
+  /**
+   * Resolves once every loop answers that requests see the store's state as of now (every change
+   * committed before the call). Calls run one after the other; each carries whatever the log holds
+   * beyond what the loops applied, so concurrent writes share the updates.
+   */
+  publish(store: Store, reader: RevisionReader): Promise<void> {
+    const run = this.chain.then(() => this.publishChanges(store, reader));
+    this.chain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async publishChanges(store: Store, reader: RevisionReader): Promise<void> {
+    if (this.book === null) return this.publishSnapshot(store, reader);
+    for (;;) {
+      const batch = await store.changesSince(this.applied, this.changeBatch);
+      if (!batch.complete) {
+        this.log(`the change log no longer holds the changes after ${this.applied}: reloading the whole directory`);
+        return this.publishSnapshot(store, reader);
+      }
+      const lastEntry = batch.entries[batch.entries.length - 1];
+      if (lastEntry === undefined) return;
+      try {
+        const delta = await store.loadDelta(batch.entries, this.applied, lastEntry.seq);
+        // One slice at a time: a loop's port hands it every queued message in one turn, so the
+        // next slice goes out only once every loop applied the previous one and served requests.
+        for (const update of deltaUpdates(delta, this.book, reader, this.sliceBudgetUs)) await this.sendUpdate(update);
+        this.applied = delta.toSeq;
+      } catch (err) {
+        // The loops (or the catalog book) may now hold part of the delta: a whole snapshot puts
+        // every side back on one state, and the write is live once it is applied.
+        this.log(`a routing delta could not be applied (${(err as Error).message}): reloading the whole directory`);
+        this.book = null;
+        return this.publishSnapshot(store, reader);
+      }
+      if (lastEntry.seq >= batch.headSeq) return;
+    }
+  }
+
+  private async publishSnapshot(store: Store, reader: RevisionReader): Promise<void> {
+    this.book = null;
+    const snapshot = await store.loadDirectory();
+    const book = new CatalogBook(snapshot);
+    const mappings: MappingText[] = [];
+    const seen = new Set<number>();
+    for (const c of snapshot.contents) {
+      if (c.mappingId === null || seen.has(c.mappingId)) continue;
+      seen.add(c.mappingId);
+      const json = reader.readMapping(c.mappingId);
+      if (json !== undefined) mappings.push({ id: c.mappingId, json });
+    }
+    await this.sendUpdate({ kind: 'snapshot', snapshot, mappings, catalogs: book.allBodies() });
+    this.book = book;
+    this.applied = snapshot.seq;
+  }
+
+  /** Sends one update to every loop; resolves once all applied it. */
+  private sendUpdate(update: DirectoryUpdate): Promise<void> {
+    const seq = ++this.seq;
+    const applied = new Promise<void>((resolve, reject) => {
+      this.pending.set(seq, { remaining: this.ports.length, errors: [], resolve, reject });
+    });
+    this.send({ type: 'directory', seq, update });
+    return applied;
+  }
+
+  send(message: FeedMessage): void {
+    for (const port of this.ports) port.postMessage(message);
+  }
+
+  /** Handles what the loops sent before now (their last key-use reports) without waiting a turn. */
+  drain(): void {
+    for (const port of this.ports) {
+      for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) this.onReply(m.message as FeedReply);
+    }
+  }
+
+  close(): void {
+    for (const port of this.ports) port.close();
+    for (const p of this.pending.values()) p.reject(new Error('the control thread is closing'));
+    this.pending.clear();
+  }
+
+  private onReply(m: FeedReply): void {
+    if (m.type === 'key-use') {
+      this.onKeyUse(m.keyIds, m.at);
+      return;
+    }
+    const p = this.pending.get(m.seq);
+    if (p === undefined) return;
+    if (m.error !== null) p.errors.push(m.error);
+    if (--p.remaining > 0) return;
+    this.pending.delete(m.seq);
+    if (p.errors.length === 0) p.resolve();
+    else p.reject(new Error(`a delivery loop could not apply the directory: ${p.errors.join('; ')}`));
+  }
+}
+
