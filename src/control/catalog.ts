@@ -6,8 +6,8 @@
  * Built once from a snapshot, then updated from each routing delta by the same rules the delivery
  * loop's Directory applies (src/delivery/directory.ts): a touched environment that no longer exists
  * is dropped; one that exists and was already known was deleted and created again within the delta,
- * so its entries start over. Each entry keeps its JSON fragment, so rebuilding a body joins strings
- * and serializes nothing.
+ * so its entries start over. Each entry keeps its JSON fragment and the body is cut into blocks
+ * of consecutive entries with their bytes cached, so an edit re-encodes one block and concatenates.
  *
  * It also counts which mapping ids the contents reference: a delta needs to carry the text of a
  * mapping id only when no content referenced it before (the loops hold every referenced mapping
@@ -22,12 +22,28 @@ interface Entry {
   readonly mappingId: number | null;
 }
 
+/**
+ * A run of consecutive entries in catalog order with its part of the body cached: an edit rebuilds
+ * one block's bytes and the body is a concatenation. At 50,000 entries (3.1 MB) rebuilding the whole
+ * body from fragments took 15-70 ms on the development machine (string join and UTF-8 encoding); a
+ * block rebuild plus the concatenation takes ~2 ms.
+ */
+class Block {
+  /** idLower, sorted (plain string order); never empty. */
+  keys: string[];
+  bytes: Buffer | null = null;
+
+  constructor(keys: string[]) {
+    this.keys = keys;
+  }
+}
+
+/** Entries per block after a split or a bulk load; a block is split at twice this. */
+const BLOCK_SIZE = 512;
+
 class EnvCatalog {
   readonly entries = new Map<string, Entry>();
-  /** idLower in catalog order (plain string order): a fresh build and an updated one list alike. */
-  order: string[] = [];
-  /** False while `order` needs sorting (after a bulk load or an insertion batch). */
-  sorted = true;
+  blocks: Block[] = [];
   body: Buffer | null = null;
 }
 
@@ -36,7 +52,10 @@ export interface CatalogBody {
   readonly body: Uint8Array;
 }
 
-const EMPTY_CATALOG = Buffer.from('{"catalog":{}}');
+const OPEN = Buffer.from('{"catalog":{');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from('}}');
+const EMPTY_CATALOG = shared([Buffer.from('{"catalog":{}}')]);
 
 export class CatalogBook {
   private readonly envs = new Map<string, EnvCatalog>();
@@ -48,11 +67,13 @@ export class CatalogBook {
     for (const c of snapshot.contents) {
       let env = this.envs.get(c.envId);
       if (env === undefined) this.envs.set(c.envId, (env = new EnvCatalog()));
-      if (!env.entries.has(c.idLower)) env.order.push(c.idLower);
+      if (env.entries.has(c.idLower)) continue;
       this.put(env, c);
     }
-    // Sorted once, when a body is first built.
-    for (const env of this.envs.values()) env.sorted = env.order.length < 2;
+    for (const env of this.envs.values()) {
+      const keys = [...env.entries.keys()].sort();
+      for (let i = 0; i < keys.length; i += BLOCK_SIZE) env.blocks.push(new Block(keys.slice(i, i + BLOCK_SIZE)));
+    }
   }
 
   /** True when some content references the mapping id (so every loop holds it compiled). */
@@ -81,12 +102,10 @@ export class CatalogBook {
       if (c.meta === null) {
         if (old === undefined) continue;
         env.entries.delete(c.idLower);
-        removeSorted(env, c.idLower);
+        removeKey(env, c.idLower);
       } else {
-        if (old === undefined) {
-          if (env.sorted) insertSorted(env.order, c.idLower);
-          else env.order.push(c.idLower);
-        }
+        if (old === undefined) insertKey(env, c.idLower);
+        else blockOf(env, c.idLower).bytes = null;
         this.put(env, c.meta);
       }
       env.body = null;
@@ -110,7 +129,7 @@ export class CatalogBook {
     return this.bodies(this.envs.keys());
   }
 
-  /** Sets the entry of `c` (its place in `order` is the caller's). */
+  /** Sets the entry of `c` (its place among the blocks is the caller's). */
   private put(env: EnvCatalog, c: ContentMeta): void {
     const newest = c.revisions[c.revisions.length - 1];
     if (newest === undefined) throw new Error(`content ${JSON.stringify(c.id)} in ${JSON.stringify(c.envId)} has no revision`);
@@ -121,7 +140,6 @@ export class CatalogBook {
     };
     env.entries.set(c.idLower, entry);
     if (c.mappingId !== null) this.mappingRefs.set(c.mappingId, (this.mappingRefs.get(c.mappingId) ?? 0) + 1);
-    env.body = null;
   }
 
   private unref(mappingId: number | null): void {
@@ -134,45 +152,92 @@ export class CatalogBook {
   private dropAll(env: EnvCatalog): void {
     for (const e of env.entries.values()) this.unref(e.mappingId);
     env.entries.clear();
-    env.order = [];
+    env.blocks = [];
   }
 }
 
 function bodyOf(env: EnvCatalog): Buffer {
   if (env.body !== null) return env.body;
-  if (env.entries.size === 0) return (env.body = EMPTY_CATALOG);
-  if (!env.sorted) {
-    env.order.sort();
-    env.sorted = true;
+  if (env.blocks.length === 0) return (env.body = EMPTY_CATALOG);
+  const parts: Buffer[] = [OPEN];
+  for (let b = 0; b < env.blocks.length; b++) {
+    const block = env.blocks[b]!;
+    if (block.bytes === null) {
+      const fragments = new Array<string>(block.keys.length);
+      for (let i = 0; i < block.keys.length; i++) fragments[i] = env.entries.get(block.keys[i]!)!.fragment;
+      block.bytes = Buffer.from(fragments.join(','));
+    }
+    if (b > 0) parts.push(COMMA);
+    parts.push(block.bytes);
   }
-  const parts = new Array<string>(env.order.length);
-  for (let i = 0; i < env.order.length; i++) parts[i] = env.entries.get(env.order[i]!)!.fragment;
-  return (env.body = Buffer.from(`{"catalog":{${parts.join(',')}}}`));
+  parts.push(CLOSE);
+  return (env.body = shared(parts));
 }
 
-/** Binary search then splice: a memmove of pointers, ~20 µs at 50,000 entries. */
-function insertSorted(order: string[], idLower: string): void {
+/**
+ * The bytes of `parts` in a SharedArrayBuffer: posting it to the delivery loops shares the memory
+ * instead of copying it into each (a 3.1 MB body cost a loop 0.2-0.4 ms to receive as a copy, and
+ * several ms when the machine was busy). Never written after it is built, so sharing is safe.
+ */
+function shared(parts: readonly Buffer[]): Buffer {
+  let total = 0;
+  for (const p of parts) total += p.length;
+  const out = Buffer.from(new SharedArrayBuffer(total));
+  let at = 0;
+  for (const p of parts) at += p.copy(out, at);
+  return out;
+}
+
+/** The index of the first key >= `key` in a sorted list. */
+function lowerBound(keys: readonly string[], key: string): number {
   let lo = 0;
-  let hi = order.length;
+  let hi = keys.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (order[mid]! < idLower) lo = mid + 1;
+    if (keys[mid]! < key) lo = mid + 1;
     else hi = mid;
   }
-  order.splice(lo, 0, idLower);
+  return lo;
 }
 
-function removeSorted(env: EnvCatalog, idLower: string): void {
-  if (!env.sorted) {
-    env.order.splice(env.order.indexOf(idLower), 1);
+/** The index of the block that holds `key`, or would: the first whose last key is >= it, else the last. */
+function blockIndex(env: EnvCatalog, key: string): number {
+  let lo = 0;
+  let hi = env.blocks.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    const keys = env.blocks[mid]!.keys;
+    if (keys[keys.length - 1]! < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function blockOf(env: EnvCatalog, key: string): Block {
+  return env.blocks[blockIndex(env, key)]!;
+}
+
+function insertKey(env: EnvCatalog, key: string): void {
+  if (env.blocks.length === 0) {
+    env.blocks.push(new Block([key]));
     return;
   }
-  let lo = 0;
-  let hi = env.order.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (env.order[mid]! < idLower) lo = mid + 1;
-    else hi = mid;
+  const at = blockIndex(env, key);
+  const block = env.blocks[at]!;
+  block.keys.splice(lowerBound(block.keys, key), 0, key);
+  block.bytes = null;
+  if (block.keys.length >= 2 * BLOCK_SIZE) {
+    env.blocks.splice(at + 1, 0, new Block(block.keys.slice(BLOCK_SIZE)));
+    block.keys = block.keys.slice(0, BLOCK_SIZE);
   }
-  if (env.order[lo] === idLower) env.order.splice(lo, 1);
+}
+
+function removeKey(env: EnvCatalog, key: string): void {
+  const at = blockIndex(env, key);
+  const block = env.blocks[at]!;
+  const i = lowerBound(block.keys, key);
+  if (block.keys[i] !== key) return;
+  block.keys.splice(i, 1);
+  block.bytes = null;
+  if (block.keys.length === 0) env.blocks.splice(at, 1);
 }

@@ -4,13 +4,16 @@
  * environments (built here, in the control thread), and slices small enough that applying one
  * keeps a delivery loop busy for about SLICE_BUDGET_US at most.
  *
- * Slice sizing, measured on the 2-core development machine (Node 20, src/delivery/directory.ts's
- * applyDelta on a 50,000-item environment): a content item costs ~2 µs to apply (its revision
- * views, the map update, the mapping reference count); a key or an environment entry less. A mapping
- * compiled for the first time costs ~1 µs per 100 bytes of its JSON text (a 2-rule mapping: ~15 µs).
- * The cost model below is deliberately pessimistic (ITEM_COST_US = 4, 1 µs per 50 bytes of mapping
- * text), so a 4 ms budget keeps a slice near 2 ms here and under the ~5 ms target on a machine twice
- * as slow: about 1,000 content items without new mappings per slice.
+ * Slice sizing, measured on the 2-core development machine shared with other jobs (Node 20,
+ * Directory.applyDelta on a 50,000-item environment, medians of 7 runs): applying a content item
+ * costs 0.8-3.3 µs (its revision views, the map update, the mapping reference count; the spread is
+ * the machine's load), a key or an environment entry less; compiling a mapping the loop has not
+ * seen costs 14-37 µs per 100 bytes of its JSON text (a 2-rule mapping ~30-60 µs, a 40-rule one
+ * ~1.1 ms). The model charges the high end and more (4 µs an item, 0.5 µs a mapping byte), so a
+ * 4 ms budget keeps a slice at 1-3.5 ms here: 1,000 content items without new mappings, fewer with
+ * them. One item is never cut: a mapping whose compilation alone exceeds the budget is a slice of
+ * its own (a mapping of the maximum 1,000 rules, src/mapping/rules/compile.ts, compiles in ~30 ms:
+ * compiled mappings hold functions and RE2 programs, which cannot cross threads).
  */
 import type { RevisionReader, RoutingDelta } from '../store/types.js';
 import type { CatalogBook } from './catalog.js';
@@ -21,7 +24,7 @@ export const SLICE_BUDGET_US = 4000;
 /** Applying one environment, key or content entry. */
 export const ITEM_COST_US = 4;
 /** Compiling a mapping the loop does not hold: per byte of its JSON text. */
-export const MAPPING_BYTE_COST_US = 1 / 50;
+export const MAPPING_BYTE_COST_US = 0.5;
 
 type EnvEntry = RoutingDelta['environments'][number];
 type KeyEntry = RoutingDelta['keys'][number];

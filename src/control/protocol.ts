@@ -41,7 +41,10 @@ export interface MappingText {
 /** One environment's catalog body, built by the control thread (src/control/catalog.ts). */
 export interface CatalogText {
   readonly envId: string;
-  /** `{"catalog":{...}}` as UTF-8. */
+  /**
+   * `{"catalog":{...}}` as UTF-8, over a SharedArrayBuffer that is never written once sent: every
+   * loop reads the same bytes and receiving a body costs no copy, whatever its size.
+   */
   readonly body: Uint8Array;
 }
 
