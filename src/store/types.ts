@@ -206,6 +206,11 @@ export interface Store {
   listNodes(): Promise<NodeRecord[]>;
   /** Removes a node (its own shutdown, or one silent for long). */
   removeNode(nodeId: string): Promise<void>;
+  /**
+   * A number that changes whenever another connection or process commits to the store (SQLite's
+   * data_version): polled cheaply to notice writes made elsewhere.
+   */
+  dataVersion(): Promise<number>;
 
   listEnvironments(): Promise<EnvironmentInfo[]>;
   /** Creates the environment when missing; true when it was created. */

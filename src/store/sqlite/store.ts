@@ -142,6 +142,11 @@ export class SqliteStore implements Store {
     this.write(() => this.routing().removeNode(nodeId));
   }
 
+  async dataVersion(): Promise<number> {
+    if (this.closed) throw new RcdError('internal', 'the store is closed');
+    return Number(this.db.pragma('data_version', { simple: true }));
+  }
+
   /** Prepared on first use: the admin CLI's stores never read routing data. */
   private routing(): RoutingQueries {
     return (this.routingQueries ??= new RoutingQueries(this.db));
