@@ -9,6 +9,10 @@ export interface ServeConfig {
   readonly storeUrl: string;
   /** How long a store write waits for another connection's lock before answering 503 store_busy. */
   readonly storeBusyTimeoutMs: number;
+  /** How long an admin write waits for every live node on the store to apply it. */
+  readonly propagationTimeoutMs: number;
+  /** Change-log entries kept; a node further behind reloads a whole snapshot. */
+  readonly changeLogEntries: number;
   readonly importFile: string | null;
   readonly host: string;
   readonly port: number;
@@ -38,6 +42,8 @@ export interface OptionSpec {
 
 export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'store', env: 'RCD_STORE', fallback: 'sqlite:./data/rcd.db', help: 'store URL: sqlite:PATH or memory:' },
+  { flag: 'propagation-timeout', env: 'RCD_PROPAGATION_TIMEOUT_MS', fallback: '2000', help: 'ms an admin write waits for every live node on the store to apply it (0..60000)' },
+  { flag: 'change-log-entries', env: 'RCD_CHANGE_LOG_ENTRIES', fallback: '100000', help: 'change-log entries kept; a node further behind reloads a snapshot (1000..100000000)' },
   { flag: 'store-busy-timeout', env: 'RCD_STORE_BUSY_TIMEOUT_MS', fallback: '1000', help: 'ms a store write waits for a lock held elsewhere before 503 store_busy (0..60000)' },
   { flag: 'import', env: 'RCD_IMPORT', fallback: '', help: 'bundle file imported at start (idempotent)' },
   { flag: 'host', env: 'RCD_HOST', fallback: '0.0.0.0', help: 'delivery API host' },
@@ -120,6 +126,8 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
   return Object.freeze({
     storeUrl,
     storeBusyTimeoutMs: intIn('store-busy-timeout', get('store-busy-timeout'), 0, 60_000),
+    propagationTimeoutMs: intIn('propagation-timeout', get('propagation-timeout'), 0, 60_000),
+    changeLogEntries: intIn('change-log-entries', get('change-log-entries'), 1000, 100_000_000),
     importFile: get('import') === '' ? null : get('import'),
     host: get('host'),
     port: intIn('port', get('port'), 0, 65535),

@@ -86,6 +86,18 @@ export interface ChangeBatch {
   readonly complete: boolean;
 }
 
+/** A serving process of the store (`rcd serve`), as the node registry keeps it. */
+export interface NodeRecord {
+  readonly nodeId: string;
+  readonly pid: number;
+  readonly host: string;
+  readonly startedAt: string;
+  /** Unix ms of its last heartbeat: a node silent past the liveness bound no longer counts. */
+  readonly heartbeatMs: number;
+  /** The newest change-log seq its delivery loops have applied. */
+  readonly appliedSeq: number;
+}
+
 /** The current state of every routing object a run of change entries touched. */
 export interface RoutingDelta {
   /** The entries applied are those with fromSeq < seq <= toSeq. */
@@ -185,6 +197,20 @@ export interface Store {
   loadDelta(entries: readonly ChangeEntry[], fromSeq: number, toSeq: number): Promise<RoutingDelta>;
   /** Drops all but the newest `keep` change-log entries (retention); returns how many went. */
   pruneChanges(keep: number): Promise<number>;
+
+  /** Registers (or re-registers) a serving process of this store. */
+  registerNode(node: NodeRecord): Promise<void>;
+  /** Records that the node is alive and has applied every change up to `appliedSeq`. */
+  heartbeat(nodeId: string, appliedSeq: number, atMs: number): Promise<void>;
+  /** Every registered node, stale ones included (the caller judges liveness by heartbeat). */
+  listNodes(): Promise<NodeRecord[]>;
+  /** Removes a node (its own shutdown, or one silent for long). */
+  removeNode(nodeId: string): Promise<void>;
+  /**
+   * A number that changes whenever another connection or process commits to the store (SQLite's
+   * data_version): polled cheaply to notice writes made elsewhere.
+   */
+  dataVersion(): Promise<number>;
 
   listEnvironments(): Promise<EnvironmentInfo[]>;
   /** Creates the environment when missing; true when it was created. */

@@ -1,14 +1,25 @@
 /**
- * Reading routing data from the SQLite store: the whole snapshot (start-up, and a reader that fell
- * behind the change log), the change log after a sequence number, and the current state of what a
- * run of log entries touched (a delta). Statements are prepared once per connection.
+ * Routing data in the SQLite store: the whole snapshot (start-up, and a reader that fell behind the
+ * change log), the change log after a sequence number, the current state of what a run of log
+ * entries touched (a delta), and the registry of nodes serving the store with the change each has
+ * applied. Statements are prepared once per connection.
  *
  * Each function runs inside the caller's read transaction, so what it returns is one consistent
  * state of the store.
  */
 import type { Database, Statement } from './driver.js';
 import type { ContentRow } from './sql.js';
-import type { ChangeBatch, ChangeEntry, ChangeKind, ContentMeta, DirectorySnapshot, KeyDigest, RevisionMeta, RoutingDelta } from '../types.js';
+import type {
+  ChangeBatch,
+  ChangeEntry,
+  ChangeKind,
+  ContentMeta,
+  DirectorySnapshot,
+  KeyDigest,
+  NodeRecord,
+  RevisionMeta,
+  RoutingDelta,
+} from '../types.js';
 
 interface RevisionMetaRow {
   content_pk: number;
@@ -38,6 +49,10 @@ export class RoutingQueries {
   private readonly key: Statement<{ digest: string; key_id: string; env_id: string; revoked_at: string | null }>;
   private readonly content: Statement<ContentMetaRow>;
   private readonly contentRevisions: Statement<RevisionMetaRow>;
+  private readonly upsertNode: Statement<never>;
+  private readonly beat: Statement<never>;
+  private readonly nodes: Statement<{ node_id: string; pid: number; host: string; started_at: string; heartbeat_ms: number; applied_seq: number }>;
+  private readonly deleteNode: Statement<never>;
 
   constructor(db: Database) {
     this.environments = db.prepare('SELECT env_id FROM environments ORDER BY env_id');
@@ -53,6 +68,14 @@ export class RoutingQueries {
     this.key = db.prepare('SELECT digest, key_id, env_id, revoked_at FROM api_keys WHERE key_id = ?');
     this.content = db.prepare(`SELECT ${CONTENT_COLUMNS} WHERE c.env_id = ? AND c.id_lower = ?`);
     this.contentRevisions = db.prepare(`SELECT ${REVISION_COLUMNS} WHERE content_pk = ? ORDER BY number`);
+    this.upsertNode = db.prepare(
+      `INSERT INTO nodes (node_id, pid, host, started_at, heartbeat_ms, applied_seq) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT (node_id) DO UPDATE SET pid = excluded.pid, host = excluded.host, started_at = excluded.started_at,
+         heartbeat_ms = excluded.heartbeat_ms, applied_seq = excluded.applied_seq`,
+    );
+    this.beat = db.prepare('UPDATE nodes SET heartbeat_ms = ?, applied_seq = ? WHERE node_id = ?');
+    this.nodes = db.prepare('SELECT node_id, pid, host, started_at, heartbeat_ms, applied_seq FROM nodes ORDER BY node_id');
+    this.deleteNode = db.prepare('DELETE FROM nodes WHERE node_id = ?');
   }
 
   snapshot(): DirectorySnapshot {
@@ -108,6 +131,29 @@ export class RoutingQueries {
       }
     }
     return { fromSeq, toSeq, environments, keys, contents };
+  }
+
+  registerNode(n: NodeRecord): void {
+    this.upsertNode.run(n.nodeId, n.pid, n.host, n.startedAt, n.heartbeatMs, n.appliedSeq);
+  }
+
+  heartbeat(nodeId: string, appliedSeq: number, atMs: number): void {
+    this.beat.run(atMs, appliedSeq, nodeId);
+  }
+
+  listNodes(): NodeRecord[] {
+    return this.nodes.all().map((r) => ({
+      nodeId: r.node_id,
+      pid: r.pid,
+      host: r.host,
+      startedAt: r.started_at,
+      heartbeatMs: r.heartbeat_ms,
+      appliedSeq: r.applied_seq,
+    }));
+  }
+
+  removeNode(nodeId: string): void {
+    this.deleteNode.run(nodeId);
   }
 
   /** Drops all but the newest `keep` entries; returns how many went. */

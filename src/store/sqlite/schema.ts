@@ -95,6 +95,18 @@ const MIGRATIONS: readonly Migration[] = [
   CREATE TRIGGER change_content_delete AFTER DELETE ON contents
     BEGIN INSERT INTO change_log (kind, env_id, target) VALUES ('content', OLD.env_id, OLD.id_lower); END;
   `,
+  // Every running rcd serve on this store registers as a node and records the change it has applied;
+  // a writer waits for the live ones (heartbeat) to reach its change.
+  `
+  CREATE TABLE nodes (
+    node_id      TEXT PRIMARY KEY,
+    pid          INTEGER NOT NULL,
+    host         TEXT NOT NULL,
+    started_at   TEXT NOT NULL,
+    heartbeat_ms INTEGER NOT NULL,       -- Unix ms of the last heartbeat
+    applied_seq  INTEGER NOT NULL        -- the change-log seq its delivery loops have applied
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

@@ -13,6 +13,7 @@ import { validateMapping } from '../../mapping/index.js';
 import { exportBundle, importBundle } from '../bundle/bundle.js';
 import type { Database } from './driver.js';
 import { RoutingQueries } from './routing.js';
+import { syncEnvironments } from './sync.js';
 import {
   apiKeyDigest,
   appVersionProblem,
@@ -35,6 +36,7 @@ import type {
   EnvironmentInfo,
   ImportReport,
   KeyInfo,
+  NodeRecord,
   PutContentResult,
   RevisionDetail,
   RoutingDelta,
@@ -42,7 +44,6 @@ import type {
   SyncReport,
 } from '../types.js';
 
-type SyncItem = SyncReport['items'][number];
 
 export class SqliteStore implements Store {
   readonly readerUrl: string;
@@ -123,6 +124,27 @@ export class SqliteStore implements Store {
 
   async pruneChanges(keep: number): Promise<number> {
     return this.write(() => this.routing().pruneChanges(keep));
+  }
+
+  async registerNode(node: NodeRecord): Promise<void> {
+    this.write(() => this.routing().registerNode(node));
+  }
+
+  async heartbeat(nodeId: string, appliedSeq: number, atMs: number): Promise<void> {
+    this.write(() => this.routing().heartbeat(nodeId, appliedSeq, atMs));
+  }
+
+  async listNodes(): Promise<NodeRecord[]> {
+    return this.read(() => this.routing().listNodes());
+  }
+
+  async removeNode(nodeId: string): Promise<void> {
+    this.write(() => this.routing().removeNode(nodeId));
+  }
+
+  async dataVersion(): Promise<number> {
+    if (this.closed) throw new RcdError('internal', 'the store is closed');
+    return Number(this.db.pragma('data_version', { simple: true }));
   }
 
   /** Prepared on first use: the admin CLI's stores never read routing data. */
@@ -356,64 +378,8 @@ export class SqliteStore implements Store {
     return this.write(() => {
       this.requireEnv(from);
       this.requireEnv(to);
-      let sources: ContentRow[];
-      if (ids === undefined) {
-        sources = this.db
-          .prepare<ContentRow>(
-            'SELECT content_pk, env_id, id_lower, id, mapping_id, created_at, updated_at FROM contents WHERE env_id = ? ORDER BY id_lower',
-          )
-          .all(from);
-      } else {
-        sources = [];
-        const seen = new Set<string>();
-        const missing: string[] = [];
-        for (const id of ids) {
-          const key = contentIdKey(id);
-          if (seen.has(key)) continue;
-          seen.add(key);
-          const row = this.sql.findContent(from, key);
-          if (row === undefined) missing.push(id);
-          else sources.push(row);
-        }
-        if (missing.length > 0) {
-          throw new RcdError('content_not_found', `not in environment ${JSON.stringify(from)}: ${missing.map((m) => JSON.stringify(m)).join(', ')}`, {
-            missing,
-          });
-        }
-      }
-      const at = nowIso();
-      const items: SyncItem[] = [];
-      for (const src of sources) items.push(this.syncOne(src, to, at));
-      return { from, to, items };
+      return syncEnvironments(this.sql, from, to, ids);
     });
-  }
-
-  private syncOne(src: ContentRow, to: string, at: string): SyncItem {
-    const srcRev = this.sql.newestRevision(src.content_pk);
-    if (srcRev === undefined) throw new RcdError('internal', `content ${JSON.stringify(src.id)} has no revision`);
-    const srcMapping = this.sql.getMapping(src.mapping_id);
-    let target = this.sql.findContent(to, src.id_lower);
-    let action: SyncItem['action'] = 'unchanged';
-    if (target === undefined) {
-      target = this.sql.insertContent(to, src.id_lower, src.id, at);
-      action = 'created';
-    }
-    const newest = this.sql.newestRevision(target.content_pk);
-    if (newest === undefined || !sameRevision(newest, srcRev.text, srcRev.min_app_version)) {
-      this.sql.appendRevision(target.content_pk, nextNumber(newest), srcRev.text, srcRev, srcRev.min_app_version, at);
-      if (action === 'unchanged') action = 'updated';
-    }
-    const targetMapping = this.sql.getMapping(target.mapping_id);
-    if (srcMapping === undefined) {
-      if (targetMapping !== undefined) {
-        this.sql.clearMapping(target.content_pk, at);
-        if (action === 'unchanged') action = 'updated';
-      }
-    } else if (targetMapping === undefined || targetMapping.json !== srcMapping.json) {
-      this.sql.insertMapping(target.content_pk, srcMapping.json, srcMapping.rule_count, at);
-      if (action === 'unchanged') action = 'updated';
-    }
-    return { id: target.id, action, hash: srcRev.hash };
   }
 
   async importBundle(bundle: unknown): Promise<ImportReport> {

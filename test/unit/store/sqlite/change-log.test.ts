@@ -162,3 +162,23 @@ describe('change log', () => {
     expect(await store.pruneChanges(1_000)).toBe(0);
   });
 });
+
+describe('node registry', () => {
+  it('registers nodes, records their heartbeat and applied change, and removes them', async () => {
+    const node = { nodeId: 'node-a', pid: 11, host: 'box-1', startedAt: new Date().toISOString(), heartbeatMs: 1_000, appliedSeq: 0 };
+    await store.registerNode(node);
+    await store.registerNode({ ...node, nodeId: 'node-b', pid: 12 });
+    await store.heartbeat('node-a', 7, 2_000);
+    expect(await store.listNodes()).toEqual([
+      { ...node, heartbeatMs: 2_000, appliedSeq: 7 },
+      { ...node, nodeId: 'node-b', pid: 12 },
+    ]);
+    // Registering again (a restart reusing its id) replaces the record.
+    await store.registerNode({ ...node, pid: 13, heartbeatMs: 3_000, appliedSeq: 9 });
+    expect((await store.listNodes())[0]).toMatchObject({ pid: 13, appliedSeq: 9 });
+    await store.removeNode('node-a');
+    expect((await store.listNodes()).map((n) => n.nodeId)).toEqual(['node-b']);
+    // Heartbeats are not routing data.
+    expect((await store.changesSince(0, 10)).entries).toEqual([]);
+  });
+});
