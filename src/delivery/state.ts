@@ -1,6 +1,7 @@
 /**
- * What the front end's handlers share: the current routing directory (swapped whole on change),
- * the batcher, limits, and the in-flight count that graceful shutdown waits on.
+ * What the front end's handlers share: the current routing directory (updated in place by deltas,
+ * replaced whole by a snapshot), the batcher, limits, and the in-flight count that graceful
+ * shutdown waits on.
  */
 import type { ServeConfig } from '../runtime/config.js';
 import type { Directory } from './directory.js';
