@@ -89,8 +89,9 @@ export class Feeds {
       }
       const lastEntry = batch.entries[batch.entries.length - 1];
       if (lastEntry === undefined) return;
+      // A failed read leaves every side as it was: the next publish reads the same entries again.
+      const delta = await store.loadDelta(batch.entries, this.applied, lastEntry.seq);
       try {
-        const delta = await store.loadDelta(batch.entries, this.applied, lastEntry.seq);
         // One slice at a time: a loop's port hands it every queued message in one turn, so the
         // next slice goes out only once every loop applied the previous one and served requests.
         for (const update of deltaUpdates(delta, this.book, reader, this.sliceBudgetUs)) await this.sendUpdate(update);

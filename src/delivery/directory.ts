@@ -96,7 +96,7 @@ interface EnvState extends EnvView {
 
 interface KeyState {
   readonly digest: string;
-  readonly view: KeyView;
+  readonly env: EnvState;
 }
 
 /** Catalog bodies by environment id, as an update carries them. */
@@ -161,7 +161,7 @@ export class Directory {
       if (known !== undefined) {
         this.byKeyId.delete(k.keyId);
         this.byDigest.delete(known.digest);
-        (known.view.env as EnvState).keyIds.delete(k.keyId);
+        known.env.keyIds.delete(k.keyId);
         this.plainCache.clear();
       }
       if (k.key !== null) this.putKey(k.key);
@@ -221,7 +221,7 @@ export class Directory {
     if (env === undefined) return;
     const view: KeyView = { keyId: k.keyId, env };
     this.byDigest.set(k.digest, view);
-    this.byKeyId.set(k.keyId, { digest: k.digest, view });
+    this.byKeyId.set(k.keyId, { digest: k.digest, env });
     env.keyIds.add(k.keyId);
   }
 

@@ -258,6 +258,34 @@ describe('routing deltas against a whole rebuild', () => {
     }
   });
 
+  it('puts every side back on one state with a snapshot when a loop cannot apply a delta', async () => {
+    const lines: string[] = [];
+    const store = await openStore(`sqlite:${join(dir, 'rcd.db')}`);
+    const reader = openRevisionReader(store.readerUrl);
+    const channel = new MessageChannel();
+    const feed = new DeliveryFeed(channel.port2);
+    const feeds = new Feeds([channel.port1], () => undefined, (line) => lines.push(line));
+    try {
+      await store.putEnvironment('prod');
+      await store.createKey('prod', 'a-key-of-prod-0001');
+      await feeds.publish(store, reader);
+      // The loop's state no longer follows the log (as after a lost update): it refuses the next delta.
+      feed.directory.seq -= 1;
+      const stale = feed.directory;
+      await store.putContent('prod', 'Shop', '{"level": 1}', null);
+      await feeds.publish(store, reader);
+      expect(lines.some((l) => l.includes('reloading the whole directory'))).toBe(true);
+      expect(feed.directory).not.toBe(stale);
+      expect(feed.directory.seq).toBe(feeds.appliedSeq);
+      expect(describeDirectory(feed.directory, ['a-key-of-prod-0001'])).toEqual(describeDirectory(await fresh(store, reader), ['a-key-of-prod-0001']));
+    } finally {
+      feeds.close();
+      feed.close();
+      reader.close();
+      await store.close();
+    }
+  });
+
   it('cuts a big import into slices, each within the budget, the catalog swapped with the last', async () => {
     const h = await harness({ sliceBudgetUs: 400 });
     try {
