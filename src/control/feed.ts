@@ -33,6 +33,7 @@ export class DeliveryFeed {
   /** The newest directory; also swapped into the attached front-end state. */
   directory: Directory;
   storeAvailable = true;
+  appliedSeq = 0;
   private readonly port: MessagePort;
   private readonly texts = new UpdateTexts();
   private readonly mappings: MappingLibrary;
@@ -52,6 +53,7 @@ export class DeliveryFeed {
     this.state = state;
     state.directory = this.directory;
     state.storeAvailable = this.storeAvailable;
+    state.appliedSeq = this.appliedSeq;
   }
 
   /** Sends the key ids used since the last report (and forgets them here). */
@@ -90,6 +92,10 @@ export class DeliveryFeed {
     } finally {
       this.texts.texts.clear();
     }
-    if (this.state !== null) this.state.directory = this.directory;
+    this.appliedSeq = update.snapshot.seq;
+    if (this.state !== null) {
+      this.state.directory = this.directory;
+      this.state.appliedSeq = this.appliedSeq;
+    }
   }
 }
