@@ -4,7 +4,9 @@
  * that stops heartbeating drops out of the wait, and a node that was stopped catches up.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { call, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { BIN, call, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
 const running: ServerProcess[] = [];
@@ -57,6 +59,33 @@ describe('nodes of one store', () => {
     }
     expect(stale).toEqual([]);
   }, 240_000);
+
+  it('two processes writing at once: every write lands, and both serve the final state', async () => {
+    const [a, b, key] = await twoNodes();
+    await Promise.all([
+      (async () => {
+        for (let i = 0; i < 40; i++) await adm(a, 'PUT', `environments/fleet/content/FromA${i % 5}`, `{"i":${i}}`);
+      })(),
+      (async () => {
+        for (let i = 0; i < 40; i++) await adm(b, 'PUT', `environments/fleet/content/FromB${i % 5}`, `{"i":${i}}`);
+      })(),
+    ]);
+    for (const srv of [a, b]) {
+      for (let k = 0; k < 5; k++) {
+        expect(await served(srv, key, `FromA${k}`)).toEqual({ i: 35 + k });
+        expect(await served(srv, key, `FromB${k}`)).toEqual({ i: 35 + k });
+      }
+    }
+  }, 60_000);
+
+  it('an import into the store file by `rcd import --store` is served by running nodes without a restart', async () => {
+    const [a, b, key] = await twoNodes();
+    const file = `${a.dir}/extra.json`;
+    writeFileSync(file, JSON.stringify({ environments: { fleet: { content: { Imported: { json: { from: 'cli' } } } } } }));
+    const r = spawnSync(process.execPath, [BIN, 'import', file, '--store', a.storeUrl], { encoding: 'utf8' });
+    expect(r.status).toBe(0);
+    for (const srv of [a, b]) await expect.poll(() => served(srv, key, 'Imported'), { timeout: 2000 }).toEqual({ from: 'cli' });
+  });
 
   it('a node killed with SIGKILL is waited for at most --propagation-timeout, then drops out once its heartbeat lapses', async () => {
     const [a, b, key] = await twoNodes(['--propagation-timeout', '300']);
