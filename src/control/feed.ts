@@ -34,6 +34,7 @@ export class DeliveryFeed {
   /** The newest directory; also swapped into the attached front-end state. */
   directory: Directory;
   storeAvailable = true;
+  appliedSeq = 0;
   private readonly port: MessagePort;
   private readonly texts = new UpdateTexts();
   private readonly mappings: MappingLibrary;
@@ -53,6 +54,7 @@ export class DeliveryFeed {
     this.state = state;
     state.directory = this.directory;
     state.storeAvailable = this.storeAvailable;
+    state.appliedSeq = this.appliedSeq;
   }
 
   /** Sends the key ids used since the last report (and forgets them here). */
@@ -96,6 +98,8 @@ export class DeliveryFeed {
     } finally {
       this.texts.texts.clear();
     }
+    this.appliedSeq = this.directory.seq;
+    if (this.state !== null) this.state.appliedSeq = this.appliedSeq;
   }
 }
 

@@ -69,14 +69,14 @@ export class Feeds {
   }
 
   /**
-   * Resolves once every loop answers that requests see the store's state as of now (every change
-   * committed before the call). Calls run one after the other; each carries whatever the log holds
+   * Resolves, with the change-log seq they now reflect, once every loop answers that requests see
+   * the store's state as of now (every change committed before the call). Calls run one after the other; each carries whatever the log holds
    * beyond what the loops applied, so concurrent writes share the updates.
    */
-  publish(store: Store, reader: RevisionReader): Promise<void> {
+  publish(store: Store, reader: RevisionReader): Promise<number> {
     const run = this.chain.then(() => this.publishChanges(store, reader));
     this.chain = run.catch(() => undefined);
-    return run;
+    return run.then(() => this.applied);
   }
 
   private async publishChanges(store: Store, reader: RevisionReader): Promise<void> {

@@ -22,6 +22,8 @@ import { holdYoungGeneration } from '../runtime/heap.js';
 import { openRevisionReader, openStore } from '../store/index.js';
 import type { RevisionReader, Store } from '../store/types.js';
 import { Feeds } from './feeds.js';
+import { StoreFollower } from './follower.js';
+import { NodeRegistry, type Propagation } from './nodes.js';
 import type {
   ControlCommand,
   ControlEvent,
@@ -33,6 +35,7 @@ import type {
 
 /** How often the store's files are checked between writes (each write checks them too). */
 const STORE_CHECK_MS = 1000;
+
 const lifecycle = parentPort;
 if (lifecycle === null) throw new Error('src/control/thread.ts runs as a worker thread');
 const init = workerData as ControlInit;
@@ -65,8 +68,43 @@ let usedAt = '';
 
 const feeds = new Feeds(init.feeds, onKeyUse, logError);
 
-function publish(): Promise<void> {
-  return feeds.publish(store!, reader!);
+let nodes: NodeRegistry | null = null;
+let follower: StoreFollower | null = null;
+/** The change-log seq every delivery loop of this process has applied. */
+let appliedSeq = 0;
+/** Publishes run one at a time: this process's writes and those noticed from other processes. */
+let publishTail: Promise<unknown> = Promise.resolve();
+
+/** Brings every delivery loop to the store's current state; resolves with the seq they now see. */
+function publish(): Promise<number> {
+  const run = publishTail.then(publishNow, publishNow);
+  publishTail = run.catch(() => undefined);
+  return run;
+}
+
+async function publishNow(): Promise<number> {
+  const seq = await feeds.publish(store!, reader!);
+  appliedSeq = Math.max(appliedSeq, seq);
+  if (nodes !== null) await nodes.applied(appliedSeq);
+  return appliedSeq;
+}
+
+/** After an admin write: live in this process, then on every live node of the store (bounded). */
+async function publishWrite(): Promise<Propagation> {
+  const seq = await publish();
+  const propagation = await nodes!.waitFor(seq, config.propagationTimeoutMs);
+  try {
+    await store!.pruneChanges(config.changeLogEntries);
+  } catch (err) {
+    logError(`pruning the change log failed: ${describe(err)}`);
+  }
+  return propagation;
+}
+
+/** Another process committed: publish when the change log moved (heartbeats move only the data version). */
+async function followExternalWrite(): Promise<void> {
+  const batch = await store!.changesSince(appliedSeq, 1);
+  if (batch.headSeq > appliedSeq) await publish();
 }
 
 async function open(): Promise<void> {
@@ -92,7 +130,7 @@ async function open(): Promise<void> {
         token: token.token,
         store,
         state: adminState,
-        onChange: publish,
+        onChange: publishWrite,
         log: logInfo,
       });
     } catch (err) {
@@ -100,6 +138,10 @@ async function open(): Promise<void> {
     }
     adminPort = admin.port;
   }
+  nodes = new NodeRegistry(store, logError);
+  await nodes.start(appliedSeq);
+  follower = new StoreFollower(store, followExternalWrite, (err) => logError(`following the store's changes failed: ${describe(err)}`));
+  await follower.start();
   checkTimer = setInterval(checkStore, STORE_CHECK_MS);
   post({ type: 'opened', readerUrl: store.readerUrl, adminPort });
 }
@@ -185,6 +227,10 @@ async function stopAdmin(): Promise<void> {
 async function close(): Promise<void> {
   if (checkTimer !== null) clearInterval(checkTimer);
   checkTimer = null;
+  follower?.stop();
+  follower = null;
+  await nodes?.stop();
+  nodes = null;
   await stopAdmin();
   feeds.drain();
   checkStore();

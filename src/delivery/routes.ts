@@ -21,10 +21,11 @@ const BAD_TYPE = errorResponse('unsupported_content_type', 'Content-Type must be
 const NOT_FOUND = errorResponse('not_found', 'no such endpoint; see docs/api.md');
 const POST_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts POST only');
 const GET_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts GET only');
-const HEALTH_OK = '{"status":"ok"}';
+// The applied change-log seq follows the status: nodes of one store can be compared at a glance.
+const HEALTH_OK = '{"status":"ok","seq":';
 const HEALTH_DRAINING = '{"status":"shutting_down"}';
 // 200 still: delivery answers from the last good state, and a restart would not bring the store back.
-const HEALTH_STORE_UNAVAILABLE = '{"status":"degraded","store":"unavailable"}';
+const HEALTH_STORE_UNAVAILABLE = '{"status":"degraded","store":"unavailable","seq":';
 // Header names as bytes, for the reason given in reply.ts.
 const H_API_KEY = Buffer.from('x-api-key', 'latin1');
 const H_CONTENT_LENGTH = Buffer.from('content-length', 'latin1');
@@ -155,7 +156,7 @@ export function handleHealth(state: FrontEndState, res: HttpResponse, req: HttpR
     send(res, '503 Service Unavailable', HEALTH_DRAINING, '', '', true);
     return;
   }
-  send(res, STATUS_OK, state.storeAvailable ? HEALTH_OK : HEALTH_STORE_UNAVAILABLE, '', '', false);
+  send(res, STATUS_OK, (state.storeAvailable ? HEALTH_OK : HEALTH_STORE_UNAVAILABLE) + state.appliedSeq + '}', '', '', false);
 }
 
 /** 405 on a route that exists for another method; `allow` is the one it takes. */

@@ -102,7 +102,9 @@ describe('admin API against the server process', () => {
     expect(catalog.json).toEqual({ catalog: { Settings: { h: r2.hash, d: false } } });
 
     const rolled = await adm('POST', 'environments/content-env/content/Settings/rollback?to=1');
-    expect(rolled.json).toEqual({ id: 'Settings', hash: r1.hash, revision: 3, changed: true });
+    expect(rolled.json).toEqual({ id: 'Settings', hash: r1.hash, revision: 3, changed: true, propagation: { seq: expect.any(Number), nodes: 1, applied: 1, missed: [] } });
+    // One node on this store: the write reached it.
+    expect(rolled.headers.get('rcd-propagation')).toBe('1/1');
     expect((await get(key, 'Settings', true)).json).toMatchObject({ data: { level: 1 }, hash: r1.hash });
 
     const detail = (await adm('GET', 'environments/content-env/content/settings')).json;
@@ -216,7 +218,7 @@ describe('admin API against the server process', () => {
     };
     const first = await adm('POST', 'import', bundle);
     expect(first.status).toBe(200);
-    expect(first.json).toEqual({ environmentsCreated: 1, keysAdded: 1, revisionsAdded: 1, mappingsChanged: 0 });
+    expect(first.json).toEqual({ environmentsCreated: 1, keysAdded: 1, revisionsAdded: 1, mappingsChanged: 0, propagation: { seq: expect.any(Number), nodes: 1, applied: 1, missed: [] } });
     expect((await get('imported-key-0123456789abcdef', 'welcome')).json).toEqual({ msg: 'hi' });
     expect((await adm('POST', 'import', bundle)).json).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0 });
 

@@ -59,7 +59,9 @@ describe('routing and methods', () => {
   it('answers /healthz without a key', async () => {
     const r = await call(server.url, '/healthz', { method: 'GET', key: null, contentType: null });
     expect(r.status).toBe(200);
-    expect(r.json).toEqual({ status: 'ok' });
+    // The applied change-log seq: the import that created this store's content is in it.
+    expect(r.json).toEqual({ status: 'ok', seq: expect.any(Number) });
+    expect((r.json as { seq: number }).seq).toBeGreaterThan(0);
   });
 
   it('answers 404 not_found for unknown paths', async () => {

@@ -15,6 +15,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { errorResponse, RcdError, responseForError, type ErrorResponse } from '../../runtime/errors.js';
 import type { Store } from '../../store/types.js';
+import type { Propagation } from '../../control/nodes.js';
+import { isPlainObject } from '../../shared/json.js';
 import { ADMIN_ROUTES, type AdminContext, type AdminHandler, type AdminResult } from './handlers.js';
 import { compileRouter, type Router } from './router.js';
 import type { AdminStateStore } from './state.js';
@@ -30,7 +32,7 @@ export interface AdminServerOptions {
   readonly store: Store;
   readonly state: AdminStateStore;
   /** Makes the store's current state live for delivery; awaited before a write answers. */
-  readonly onChange: () => Promise<void>;
+  readonly onChange: () => Promise<Propagation | null>;
   readonly log: (line: string) => void;
   /** Largest request body accepted (bundles, content). Default 10 MiB. */
   readonly maxBodyBytes?: number;
@@ -49,7 +51,7 @@ interface Shared {
   readonly matches: (presented: string) => boolean;
   readonly tokenId: string;
   readonly maxBody: number;
-  readonly onChange: () => Promise<void>;
+  readonly onChange: () => Promise<Propagation | null>;
   readonly log: (line: string) => void;
   readonly state: AdminStateStore;
   readonly dispatcher: WebhookDispatcher;
@@ -137,10 +139,13 @@ async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerRe
     const body = await readBody(req, shared.maxBody);
     const call = { params, query: url.searchParams, body };
     const actor = actorOf(req, shared.tokenId);
-    const result = entry.write
-      ? await serialise(shared, () => runWrite(shared, entry.handler, call, actor))
-      : await entry.handler(shared.ctx, call);
-    sendJson(res, result.status, result.body);
+    if (!entry.write) {
+      const result = await entry.handler(shared.ctx, call);
+      sendJson(res, result.status, result.body, null);
+      return;
+    }
+    const { result, propagation } = await serialise(shared, () => runWrite(shared, entry.handler, call, actor));
+    sendJson(res, result.status, result.body, propagation);
   } catch (err) {
     sendError(shared, res, err);
   }
@@ -179,15 +184,15 @@ async function runWrite(
   handler: AdminHandler,
   call: { params: readonly string[]; query: URLSearchParams; body: Buffer },
   actor: string,
-): Promise<AdminResult> {
+): Promise<{ result: AdminResult; propagation: Propagation | null }> {
   // Store writes check the store's files themselves; this covers the admin state's writes (webhooks,
   // audit) too, which share the database file through their own connection.
   requireDurableStore(shared.ctx.store);
   const result = await handler(shared.ctx, call);
   const change = result.change;
-  if (change === null) return result;
+  if (change === null) return { result, propagation: null };
   requireDurableStore(shared.ctx.store);
-  if (change.live) await shared.onChange();
+  const propagation = change.live ? await shared.onChange() : null;
   try {
     await shared.state.appendAudit({
       actor,
@@ -203,7 +208,7 @@ async function runWrite(
   }
   shared.log(`admin: ${actor} ${change.action}${change.env === null ? '' : ' env=' + change.env}${change.target === null ? '' : ' target=' + change.target}`);
   shared.dispatcher.emit(change.events);
-  return result;
+  return { result, propagation };
 }
 
 function requireDurableStore(store: Store): void {
@@ -241,9 +246,20 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   });
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { ...JSON_HEADERS, 'content-length': Buffer.byteLength(text) });
+/**
+ * A write that changed routing data says how far it reached: `rcd-propagation: applied/nodes` on
+ * every such answer, and a `propagation` member when the answer is a JSON object.
+ */
+function sendJson(res: ServerResponse, status: number, body: unknown, propagation: Propagation | null): void {
+  const headers: Record<string, string | number> = { ...JSON_HEADERS };
+  let answer = body;
+  if (propagation !== null) {
+    headers['rcd-propagation'] = `${propagation.applied}/${propagation.nodes}`;
+    if (isPlainObject(body)) answer = { ...body, propagation };
+  }
+  const text = JSON.stringify(answer);
+  headers['content-length'] = Buffer.byteLength(text);
+  res.writeHead(status, headers);
   res.end(text);
 }
 

@@ -23,7 +23,7 @@ beforeAll(async () => {
   store = await openStore('memory:');
   state = openAdminState('memory:');
   server = await startAdminServer({
-    host: '127.0.0.1', port: 0, token: 'cli-token', store, state, onChange: async () => undefined, log: () => undefined,
+    host: '127.0.0.1', port: 0, token: 'cli-token', store, state, onChange: async () => null, log: () => undefined,
   });
   adminUrl = `http://127.0.0.1:${server.port}`;
   dir = mkdtempSync(join(tmpdir(), 'rcd-cli-'));

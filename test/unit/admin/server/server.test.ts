@@ -39,6 +39,7 @@ async function start(maxBodyBytes?: number): Promise<void> {
       if (changeDelayMs > 0) await new Promise((r) => setTimeout(r, changeDelayMs));
       live = await store.loadDirectory();
       changes++;
+      return null;
     },
     log: (line) => logs.push(line),
     maxBodyBytes,
