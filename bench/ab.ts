@@ -166,7 +166,7 @@ async function main(): Promise<number> {
     opts = parseOptions(process.argv.slice(2));
   } catch (err) {
     if (!(err instanceof UsageError) && !(err instanceof TypeError)) throw err;
-    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
+    process.stderr.write(`${err.message}\n${USAGE}\n`);
     return 2;
   }
   if (!isLinuxProcAvailable()) {

@@ -114,7 +114,7 @@ function main(): void {
       process.exit(1);
     }
     listenSocket = socket;
-    reply({ type: 'listening', port: uWS.us_socket_local_port(socket as unknown as uWS.us_socket) });
+    reply({ type: 'listening', port: uWS.us_socket_local_port(socket) });
   });
 }
 

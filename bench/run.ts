@@ -191,7 +191,7 @@ interface ProbeResult {
 }
 
 async function send(url: string, e: RequestEntry): Promise<{ status: number; body: string }> {
-  const init: RequestInit = { method: e.method, headers: e.headers as Record<string, string> };
+  const init: RequestInit = { method: e.method, headers: e.headers };
   if (e.body !== undefined) init.body = e.body;
   const res = await fetch(url + e.path, init);
   return { status: res.status, body: await res.text() };

@@ -62,7 +62,7 @@ export interface Scenario {
   /** Deterministic pool of distinct requests; autocannon cycles through it. */
   pool(seed: number): RequestEntry[];
   /** Cheap check run on every response during the load. */
-  verifyBody(body: string): boolean;
+  verifyBody: (body: string) => boolean;
   /** In-depth check of one response; returns a problem description or null. */
   validate(entry: RequestEntry, status: number, body: string): string | null;
 }

@@ -161,7 +161,7 @@ function runToEnd<T>(label: string, cmd: string, args: readonly string[], track:
         if (code !== 0) throw new Error(`${label} exited with ${code}:\n${out}`);
         resolve(parse(out));
       } catch (err) {
-        reject(err as Error);
+        reject(err instanceof Error ? err : new Error(String(err)));
       }
     });
   });

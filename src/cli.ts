@@ -37,7 +37,7 @@ function parseFlags(args: string[], specs: readonly OptionSpec[]): { flags: Reco
   const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
   for (const s of specs) options[s.flag] = { type: 'string' };
   const parsed = parseArgs({ args, options, allowPositionals: true, strict: true });
-  return { flags: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
+  return { flags: parsed.values, positionals: parsed.positionals };
 }
 
 async function serve(args: string[]): Promise<number> {

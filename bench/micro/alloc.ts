@@ -75,7 +75,7 @@ export function runAllocMicro(minMs?: number): Row[] {
   }
 
   const hitPath = (i: number): number => {
-    const ctx = parseUserContext(decoder.decode(chunks[i & mask]!));
+    const ctx = parseUserContext(decoder.decode(chunks[i & mask]));
     const uid = userUid(ctx.u);
     const mod = uid % 1000;
     const combination = evaluateMapping(mapping, ctx.p, ctx.vKey, mod);
@@ -86,7 +86,7 @@ export function runAllocMicro(minMs?: number): Row[] {
 
   return [
     measureWithBytes('body text: Buffer.from(chunk).toString() [before]', (i) => Buffer.from(chunks[i & mask]!).toString('utf8').length, minMs),
-    measureWithBytes('body text: TextDecoder.decode(chunk) [after]', (i) => decoder.decode(chunks[i & mask]!).length, minMs),
+    measureWithBytes('body text: TextDecoder.decode(chunk) [after]', (i) => decoder.decode(chunks[i & mask]).length, minMs),
     measureWithBytes('combination: key string per request + Map lookup [before]', (i) => evaluateByKeyString(mapping, contexts[i & mask]!.p, mods[i & mask]!).patches.length, minMs),
     measureWithBytes('combination: trie walk by (rule, choice) path [after]', (i) => evaluateMapping(mapping, contexts[i & mask]!.p, '', mods[i & mask]!).patches.length, minMs),
     measureWithBytes('tail: string + new Buffer(head + tail) [before]', (i) => {

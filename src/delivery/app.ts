@@ -76,7 +76,7 @@ export function listen(app: TemplatedApp, host: string, port: number): Promise<{
         reject(new Error(`cannot listen on ${host}:${port} (the port is in use or not permitted)`));
         return;
       }
-      resolve({ socket, port: uWS.us_socket_local_port(socket as unknown as uWS.us_socket) });
+      resolve({ socket, port: uWS.us_socket_local_port(socket) });
     });
   });
 }

@@ -89,4 +89,4 @@ function appVersionKey(v: string): string {
 }
 
 // Shared, frozen: a body without p gets this one object instead of a fresh {} per request.
-const EMPTY_P: Record<string, unknown> = Object.freeze({}) as Record<string, unknown>;
+const EMPTY_P: Record<string, unknown> = Object.freeze({});

@@ -50,7 +50,7 @@ export function frontKey(kind: JobKind, revId: number, mappingId: number, comboK
  */
 export function frontKeyOf(kind: JobKind, revId: number, mappingId: number, c: Combination | null): string {
   if (c === null) return frontKey(kind, revId, 0, '');
-  if (c.cacheKeyRev === revId && c.cacheKeyKind === kind && c.cacheKeyMapping === mappingId) return c.cacheKey;
+  if (c.cacheKeyRev === revId && c.cacheKeyKind === (kind as number) && c.cacheKeyMapping === mappingId) return c.cacheKey;
   const key = frontKey(kind, revId, mappingId, c.key);
   c.cacheKey = key;
   c.cacheKeyRev = revId;

@@ -11,6 +11,7 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { RcdError } from '../runtime/errors.js';
+import { settle } from '../shared/settle.js';
 import { DEFAULT_BUSY_TIMEOUT_MS, enableUriFilenames, openReader, openWriter, type Database, type DbLocation } from './sqlite/driver.js';
 import { SqliteStore } from './sqlite/store.js';
 import type { RevisionReader, RevisionText, Store } from './types.js';
@@ -56,15 +57,17 @@ function readerUrlOf(loc: DbLocation): string {
   return loc.kind === 'file' ? `sqlite:${loc.path}` : `memory:${loc.name}`;
 }
 
-export async function openStore(url: string, opts: OpenStoreOptions = {}): Promise<Store> {
-  const loc = parseStoreUrl(url);
-  const db = openWriter(loc, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
-  try {
-    return new SqliteStore(db, readerUrlOf(loc), loc.kind === 'file' ? loc.path : null);
-  } catch (err) {
-    db.close();
-    throw err;
-  }
+export function openStore(url: string, opts: OpenStoreOptions = {}): Promise<Store> {
+  return settle(() => {
+    const loc = parseStoreUrl(url);
+    const db = openWriter(loc, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
+    try {
+      return new SqliteStore(db, readerUrlOf(loc), loc.kind === 'file' ? loc.path : null);
+    } catch (err) {
+      db.close();
+      throw err;
+    }
+  });
 }
 
 /**

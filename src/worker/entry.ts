@@ -40,7 +40,7 @@ class TransferredBatch {
 
 export default function runBatch(batch: Batch): BatchResult {
   const jobs = batch.jobs;
-  const results: JobResult[] = new Array(jobs.length);
+  const results = new Array<JobResult>(jobs.length);
   const transfer: ArrayBuffer[] = [];
   for (let i = 0; i < jobs.length; i++) {
     let result: JobResult;
@@ -55,5 +55,5 @@ export default function runBatch(batch: Batch): BatchResult {
     if (result.head !== null) transfer.push(result.head);
   }
   // Piscina unwraps the value and transfers the list; typed as the value for the caller.
-  return move(new TransferredBatch({ results }, transfer) as never) as unknown as BatchResult;
+  return move(new TransferredBatch({ results }, transfer)) as unknown as BatchResult;
 }

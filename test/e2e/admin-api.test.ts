@@ -6,6 +6,7 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, errorCode, startServer, type ServerProcess } from '../helpers/server-process.js';
+import { parseAnswer, parseBundle, type Answer } from '../helpers/answers.js';
 
 const TOKEN = 'test-admin-token';
 let srv: ServerProcess;
@@ -14,7 +15,8 @@ let admin: string;
 interface Reply {
   status: number;
   headers: Headers;
-  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  text: string;
+  json: Answer;
 }
 
 async function adm(method: string, path: string, body?: string | object, token: string | null = TOKEN): Promise<Reply> {
@@ -24,13 +26,13 @@ async function adm(method: string, path: string, body?: string | object, token: 
   if (body !== undefined) init.body = typeof body === 'string' ? body : JSON.stringify(body);
   const res = await fetch(`${admin}/admin/v1/${path}`, init);
   const text = await res.text();
-  return { status: res.status, headers: res.headers, json: text === '' ? undefined : JSON.parse(text) };
+  return { status: res.status, headers: res.headers, text, json: parseAnswer(text) };
 }
 
 /** One delivery request as a game client makes it (json typed loosely: the tests assert its shape). */
 async function get(key: string, id: string, dynamic = false): Promise<Reply & { text: string }> {
   const r = await call(srv.url, `/api/v1/config/${id}${dynamic ? '/dynamic' : ''}`, { key, body: '{"u":"player-1","p":{"tier":"gold"}}' });
-  return { status: r.status, headers: r.headers, text: r.text, json: r.json };
+  return { status: r.status, headers: r.headers, text: r.text, json: parseAnswer(r.text) };
 }
 
 beforeAll(async () => {
@@ -60,7 +62,7 @@ describe('admin API against the server process', () => {
       const w = await adm('PUT', 'environments/intruder', undefined, token);
       expect(w.status).toBe(401);
     }
-    expect((await adm('GET', 'environments')).json.environments.map((e: { id: string }) => e.id)).not.toContain('intruder');
+    expect((await adm('GET', 'environments')).json.environments!.map((e: { id: string }) => e.id)).not.toContain('intruder');
   });
 
   it('shows a key once; the key works at once and is refused right after revocation', async () => {
@@ -72,7 +74,7 @@ describe('admin API against the server process', () => {
     expect((await get(key, 'cfg')).json).toEqual({ a: 1 });
 
     const listed = await adm('GET', 'environments/keys-env/keys');
-    expect(listed.json.keys.map((k: { id: string }) => k.id)).toEqual([id]);
+    expect(listed.json.keys?.map((k: { id: string }) => k.id)).toEqual([id]);
     expect(JSON.stringify(listed.json)).not.toContain(key);
     expect(JSON.stringify((await adm('GET', 'export')).json)).not.toContain(key);
     expect(JSON.stringify((await adm('GET', 'audit?limit=1000')).json)).not.toContain(key);
@@ -102,16 +104,16 @@ describe('admin API against the server process', () => {
     expect(catalog.json).toEqual({ catalog: { Settings: { h: r2.hash, d: false } } });
 
     const rolled = await adm('POST', 'environments/content-env/content/Settings/rollback?to=1');
-    expect(rolled.json).toEqual({ id: 'Settings', hash: r1.hash, revision: 3, changed: true, propagation: { seq: expect.any(Number), nodes: 1, applied: 1, missed: [] } });
+    expect(rolled.json).toEqual({ id: 'Settings', hash: r1.hash, revision: 3, changed: true, propagation: { seq: expect.any(Number) as unknown, nodes: 1, applied: 1, missed: [] } });
     // One node on this store: the write reached it.
     expect(rolled.headers.get('rcd-propagation')).toBe('1/1');
     expect((await get(key, 'Settings', true)).json).toMatchObject({ data: { level: 1 }, hash: r1.hash });
 
     const detail = (await adm('GET', 'environments/content-env/content/settings')).json;
-    expect(detail.revisions.map((r: { number: number; hash: string }) => [r.number, r.hash])).toEqual([[1, r1.hash], [2, r2.hash], [3, r1.hash]]);
-    expect(detail.revisions[2].text).toContain('// v1');
+    expect(detail.revisions?.map((r: { number: number; hash: string }) => [r.number, r.hash])).toEqual([[1, r1.hash], [2, r2.hash], [3, r1.hash]]);
+    expect(detail.revisions?.[2]?.text).toContain('// v1');
     const list = (await adm('GET', 'environments/content-env/content')).json.content;
-    expect(list).toEqual([{ id: 'Settings', hash: r1.hash, revisionCount: 3, hasMapping: false, updatedAt: expect.any(String) }]);
+    expect(list).toEqual([{ id: 'Settings', hash: r1.hash, revisionCount: 3, hasMapping: false, updatedAt: expect.any(String) as string }]);
 
     expect((await adm('DELETE', 'environments/content-env/content/settings')).status).toBe(200);
     expect((await get(key, 'Settings')).status).toBe(404);
@@ -124,17 +126,17 @@ describe('admin API against the server process', () => {
 
     const bad = await adm('PUT', 'environments/refuse-env/content/Shop', '{"price": 11,\n "color": }');
     expect(bad.status).toBe(400);
-    expect(bad.json.error.code).toBe('invalid_content');
-    expect(bad.json.error.message).toMatch(/line 2/);
+    expect(bad.json.error?.code).toBe('invalid_content');
+    expect(bad.json.error?.message).toMatch(/line 2/);
     // The store's app-version rule, 9-digit parts included: refused by the admin API with one code.
     for (const v of ['1.2.1234567890', '1.2', '01.2.3']) {
       const badVersion = await adm('PUT', `environments/refuse-env/content/Shop?minAppVersion=${v}`, '{"price":12}');
       expect(badVersion.status, v).toBe(400);
-      expect(badVersion.json.error.code, v).toBe('invalid_query');
+      expect(badVersion.json.error?.code, v).toBe('invalid_query');
     }
     const newBad = await adm('PUT', 'environments/refuse-env/content/Other', '// only a comment');
-    expect(newBad.json.error.code).toBe('invalid_content');
-    expect((await adm('GET', 'environments/refuse-env/content')).json.content.map((c: { id: string; revisionCount: number }) => [c.id, c.revisionCount])).toEqual([['Shop', 1]]);
+    expect(newBad.json.error?.code).toBe('invalid_content');
+    expect((await adm('GET', 'environments/refuse-env/content')).json.content?.map((c: { id: string; revisionCount: number }) => [c.id, c.revisionCount])).toEqual([['Shop', 1]]);
     expect((await get(key, 'Shop', true)).json).toMatchObject({ data: { price: 10, color: 'red' }, hash: good.hash });
 
     const invalidMappings = [
@@ -146,17 +148,17 @@ describe('admin API against the server process', () => {
     for (const m of invalidMappings) {
       const r = await adm('PUT', 'environments/refuse-env/content/Shop/mapping', m);
       expect(r.status, JSON.stringify(m)).toBe(400);
-      expect(r.json.error.code).toBe('invalid_mapping');
+      expect(r.json.error?.code).toBe('invalid_mapping');
     }
     expect((await adm('GET', 'environments/refuse-env/content/Shop')).json.mapping).toBeNull();
-    expect((await get(key, 'Shop', true)).json.meta.seg).toEqual([]);
+    expect((await get(key, 'Shop', true)).json.meta?.seg).toEqual([]);
 
     const mapping = { rules: [{ segment: 'gold', when: { tier: 'gold' }, patch: { color: 'gold' } }] };
     const ok = await adm('PUT', 'environments/refuse-env/content/Shop/mapping', mapping);
     expect(ok.json).toMatchObject({ id: 'Shop', ruleCount: 1 });
     const mapped = (await get(key, 'Shop', true)).json;
     expect(mapped.data).toEqual({ price: 10, color: 'gold' });
-    expect(mapped.meta.seg).toEqual([{ n: 'gold', v: null }]);
+    expect(mapped.meta?.seg).toEqual([{ n: 'gold', v: null }]);
     expect(mapped.hash).toBe(good.hash);
     const catalog = await call(srv.url, '/api/v1/env/catalog', { method: 'GET', key });
     expect(catalog.json).toEqual({ catalog: { Shop: { h: good.hash, d: true } } });
@@ -188,7 +190,7 @@ describe('admin API against the server process', () => {
     expect((await get(liveKey, 'Prices')).json).toEqual({ gem: 5 });
 
     const all = await adm('POST', 'environments/stage/sync', { to: 'live' });
-    const actions = Object.fromEntries(all.json.items.map((i: { id: string; action: string }) => [i.id, i.action]));
+    const actions = Object.fromEntries(all.json.items!.map((i: { id: string; action: string }) => [i.id, i.action]));
     expect(actions).toEqual({ Prices: 'updated', Events: 'created' });
     expect((await get(liveKey, 'Prices')).json).toEqual({ gem: 6 });
     expect((await get(liveKey, 'Events')).json).toEqual({ xmas: true });
@@ -203,11 +205,11 @@ describe('admin API against the server process', () => {
     await adm('PUT', 'environments/doomed/content/X', '{}');
     const refused = await adm('DELETE', 'environments/doomed');
     expect(refused.status).toBe(409);
-    expect(refused.json.error.code).toBe('conflict');
+    expect(refused.json.error?.code).toBe('conflict');
     expect((await get(key, 'X')).status).toBe(200);
     expect((await adm('DELETE', 'environments/doomed?force=true')).status).toBe(200);
     expect((await get(key, 'X')).status).toBe(401);
-    expect((await adm('GET', 'environments')).json.environments.map((e: { id: string }) => e.id)).not.toContain('doomed');
+    expect((await adm('GET', 'environments')).json.environments!.map((e: { id: string }) => e.id)).not.toContain('doomed');
   });
 
   it('import and export bundles; an invalid bundle changes nothing', async () => {
@@ -218,17 +220,17 @@ describe('admin API against the server process', () => {
     };
     const first = await adm('POST', 'import', bundle);
     expect(first.status).toBe(200);
-    expect(first.json).toEqual({ environmentsCreated: 1, keysAdded: 1, revisionsAdded: 1, mappingsChanged: 0, propagation: { seq: expect.any(Number), nodes: 1, applied: 1, missed: [] } });
+    expect(first.json).toEqual({ environmentsCreated: 1, keysAdded: 1, revisionsAdded: 1, mappingsChanged: 0, propagation: { seq: expect.any(Number) as unknown, nodes: 1, applied: 1, missed: [] } });
     expect((await get('imported-key-0123456789abcdef', 'welcome')).json).toEqual({ msg: 'hi' });
     expect((await adm('POST', 'import', bundle)).json).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0 });
 
     const broken = await adm('POST', 'import', { environments: { imported: { content: { Welcome: { text: '{"msg":' } } } } });
     expect(broken.status).toBe(400);
-    expect(broken.json.error.code).toBe('invalid_bundle');
+    expect(broken.json.error?.code).toBe('invalid_bundle');
     expect((await get('imported-key-0123456789abcdef', 'welcome')).json).toEqual({ msg: 'hi' });
 
-    const exported = (await adm('GET', 'export')).json;
-    expect(exported.environments.imported.content.Welcome).toBeDefined();
+    const exported = parseBundle((await adm('GET', 'export')).text);
+    expect(exported.environments.imported?.content?.Welcome).toBeDefined();
     expect(JSON.stringify(exported)).not.toContain('imported-key-0123456789abcdef');
   });
 
@@ -237,31 +239,31 @@ describe('admin API against the server process', () => {
     await adm('PUT', 'environments/audited/content/A', '{}');
     const entries = (await adm('GET', 'audit?limit=2')).json.entries;
     expect(entries).toHaveLength(2);
-    expect(entries[0]).toMatchObject({ action: 'content.put', env: 'audited', target: 'A', actor: expect.stringMatching(/^token:[0-9a-f]{8}$/) });
-    expect(entries[1]).toMatchObject({ action: 'environment.create', env: 'audited', actor: 'cli' });
-    expect(Date.parse(entries[0].at)).toBeGreaterThanOrEqual(Date.parse(entries[1].at));
+    expect(entries?.[0]).toMatchObject({ action: 'content.put', env: 'audited', target: 'A', actor: expect.stringMatching(/^token:[0-9a-f]{8}$/) as string });
+    expect(entries?.[1]).toMatchObject({ action: 'environment.create', env: 'audited', actor: 'cli' });
+    expect(Date.parse(entries![0]!.at)).toBeGreaterThanOrEqual(Date.parse(entries![1]!.at));
   });
 
   it('answers 404, 405 and 413 with the error envelope', async () => {
-    expect((await adm('GET', 'nothing-here')).json.error.code).toBe('not_found');
+    expect((await adm('GET', 'nothing-here')).json.error?.code).toBe('not_found');
     const m = await adm('PATCH', 'environments');
     expect(m.status).toBe(405);
     expect(m.headers.get('allow')).toBe('GET');
     const big = await adm('PUT', 'environments/audited/content/Huge', JSON.stringify({ pad: 'x'.repeat(11 * 1024 * 1024) }));
     expect(big.status).toBe(413);
-    expect(big.json.error.code).toBe('payload_too_large');
+    expect(big.json.error?.code).toBe('payload_too_large');
   });
 
   it('keeps webhooks and the audit log across a restart', async () => {
     await adm('POST', 'webhooks', { url: 'http://127.0.0.1:9/never', events: ['content.deleted'], secret: 'x' });
-    const before = (await adm('GET', 'audit?limit=1000')).json.entries.length;
+    const before = (await adm('GET', 'audit?limit=1000')).json.entries!.length;
     await srv.stop();
     const dir = srv.dir;
     srv = await startServer({ admin: true, dir });
     admin = srv.adminUrl!;
-    expect((await adm('GET', 'webhooks')).json.webhooks.map((w: { url: string }) => w.url)).toEqual(['http://127.0.0.1:9/never']);
-    expect((await adm('GET', 'audit?limit=1000')).json.entries.length).toBe(before);
-    const stillThere = (await adm('GET', 'environments/stage/content')).json.content.map((c: { id: string }) => c.id).sort();
+    expect((await adm('GET', 'webhooks')).json.webhooks?.map((w: { url: string }) => w.url)).toEqual(['http://127.0.0.1:9/never']);
+    expect((await adm('GET', 'audit?limit=1000')).json.entries!.length).toBe(before);
+    const stillThere = (await adm('GET', 'environments/stage/content')).json.content?.map((c: { id: string }) => c.id).sort();
     expect(stillThere).toEqual(['Events', 'Prices']);
   });
 });

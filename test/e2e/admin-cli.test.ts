@@ -8,6 +8,7 @@ import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, call, startServer, type ServerProcess } from '../helpers/server-process.js';
+import { field, parseAnswer, parseBundle } from '../helpers/answers.js';
 
 let srv: ServerProcess;
 
@@ -90,7 +91,7 @@ describe('rcd CLI against a running server', () => {
     const bad = await rcd(['content', 'put', '-', '--env', 'dev', '--id', 'Hud'], { input: '{"scale":}' });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/invalid_content, HTTP 400/);
-    const listed = JSON.parse((await rcd(['content', 'ls', '--env', 'dev', '--json'])).stdout);
+    const listed = parseAnswer((await rcd(['content', 'ls', '--env', 'dev', '--json'])).stdout);
     expect(listed.content).toEqual([expect.objectContaining({ id: 'Hud', revisionCount: 3 })]);
 
     const mapping = join(srv.dir, 'hud.mapping.json');
@@ -111,7 +112,7 @@ describe('rcd CLI against a running server', () => {
 
   it('syncs between environments, lists environments and removes them', async () => {
     expect((await rcd(['env', 'create', 'prod'])).code).toBe(0);
-    const prodKey = JSON.parse((await rcd(['key', 'create', '--env', 'prod', '--json'])).stdout).key as string;
+    const prodKey = field(parseAnswer((await rcd(['key', 'create', '--env', 'prod', '--json'])).stdout).key, 'key');
     expect((await call(srv.url, '/api/v1/config/hud', { key: prodKey })).status).toBe(404);
     const sync = await rcd(['sync', 'dev', 'prod', 'Hud']);
     expect(sync.stdout).toMatch(/Hud\s+created\s+[0-9a-f]{32}/);
@@ -134,19 +135,19 @@ describe('rcd CLI against a running server', () => {
 
     const audit = await rcd(['audit', '--limit', '5']);
     expect(audit.stdout).toMatch(/cli\s+webhook\.delete/);
-    const entries = JSON.parse((await rcd(['audit', '--json', '--limit', '1000'])).stdout).entries as { actor: string; action: string }[];
+    const entries = field(parseAnswer((await rcd(['audit', '--json', '--limit', '1000'])).stdout).entries, 'entries');
     expect(entries.every((e) => e.actor === 'cli')).toBe(true);
     expect(entries.map((e) => e.action)).toEqual(expect.arrayContaining(['environment.create', 'key.create', 'key.revoke', 'content.put', 'content.rollback', 'mapping.put', 'mapping.delete', 'environment.sync', 'environment.delete']));
 
     const exported = await rcd(['export']);
     expect(exported.code).toBe(0);
-    const bundle = JSON.parse(exported.stdout);
-    expect(bundle.environments.dev.content.Hud).toBeDefined();
+    const bundle = parseBundle(exported.stdout);
+    expect(bundle.environments.dev?.content?.Hud).toBeDefined();
     bundle.environments.fresh = { keys: ['fresh-key-0123456789abcdef'], content: { Hello: { json: { hi: 1 } } } };
     const file = join(srv.dir, 'bundle.json');
     writeFileSync(file, JSON.stringify(bundle));
     const imported = await rcd(['import', file, '--json']);
-    expect(JSON.parse(imported.stdout)).toEqual({ environmentsCreated: 1, keysAdded: 1, revisionsAdded: 1, mappingsChanged: 0, propagation: { seq: expect.any(Number), nodes: 1, applied: 1, missed: [] } });
+    expect(JSON.parse(imported.stdout)).toEqual({ environmentsCreated: 1, keysAdded: 1, revisionsAdded: 1, mappingsChanged: 0, propagation: { seq: expect.any(Number) as unknown, nodes: 1, applied: 1, missed: [] } });
     expect((await call(srv.url, '/api/v1/config/hello', { key: 'fresh-key-0123456789abcdef' })).json).toEqual({ hi: 1 });
   });
 

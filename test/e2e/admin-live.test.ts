@@ -5,14 +5,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, startServer, type ServerProcess } from '../helpers/server-process.js';
+import { field, parseAnswer, type Answer } from '../helpers/answers.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
 let srv: ServerProcess;
 let key: string;
 
-async function adm(method: string, path: string, body?: string): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+async function adm(method: string, path: string, body?: string): Promise<Answer> {
   const res = await fetch(`${srv.adminUrl}/admin/v1/${path}`, { method, headers: AUTH, body });
-  const json = await res.json();
+  const json = parseAnswer(await res.text());
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
   return json;
 }
@@ -20,7 +21,7 @@ async function adm(method: string, path: string, body?: string): Promise<any> { 
 beforeAll(async () => {
   srv = await startServer({ admin: true, args: ['--threads', '3'] });
   await adm('PUT', 'environments/live');
-  key = (await adm('POST', 'environments/live/keys')).key;
+  key = field((await adm('POST', 'environments/live/keys')).key, 'key');
 });
 
 afterAll(async () => {

@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/server-process.js';
+import { field, parseAnswer, type Answer } from '../helpers/answers.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
 const SECRET = 'receiver-shared-secret';
@@ -24,13 +25,13 @@ const hits: Hit[] = [];
 /** Status codes answered in order; 204 once empty. */
 const script: number[] = [];
 
-async function adm(method: string, path: string, body?: unknown): Promise<any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+async function adm(method: string, path: string, body?: unknown): Promise<Answer> {
   const res = await fetch(`${srv.adminUrl}/admin/v1/${path}`, {
     method,
     headers: AUTH,
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
-  const json = await res.json();
+  const json = parseAnswer(await res.text());
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
   return json;
 }
@@ -77,7 +78,7 @@ describe('webhooks', () => {
       events: ['content.updated', 'content.deleted', 'mapping.updated', 'environment.synced'],
       secret: SECRET,
     });
-    expect(hook).toMatchObject({ id: expect.any(String), url: receiverUrl, secret: SECRET });
+    expect(hook).toMatchObject({ id: expect.any(String) as string, url: receiverUrl, secret: SECRET });
     const listed = await adm('GET', 'webhooks');
     expect(listed.webhooks).toHaveLength(1);
     expect(JSON.stringify(listed)).not.toContain(SECRET);
@@ -86,7 +87,7 @@ describe('webhooks', () => {
     await adm('PUT', 'environments/prod');
     const put = await adm('PUT', 'environments/dev/content/Store', '{"sale":false}');
     await waitFor(1);
-    expect(verify(hits[0]!)).toEqual({ event: 'content.updated', env: 'dev', id: 'Store', hash: put.hash, at: expect.any(String) });
+    expect(verify(hits[0]!)).toEqual({ event: 'content.updated', env: 'dev', id: 'Store', hash: put.hash, at: expect.any(String) as string });
     expect(hits[0]!.headers['content-type']).toBe('application/json');
 
     await adm('PUT', 'environments/dev/content/Store/mapping', { rules: [{ segment: 'all', patch: { sale: true } }] });
@@ -122,13 +123,13 @@ describe('webhooks', () => {
   });
 
   it('stops delivering once removed', async () => {
-    const hooks = (await adm('GET', 'webhooks')).webhooks as { id: string }[];
+    const hooks = field((await adm('GET', 'webhooks')).webhooks, 'webhooks');
     for (const h of hooks) await adm('DELETE', `webhooks/${h.id}`);
     hits.length = 0;
     await adm('PUT', 'environments/dev/content/Store', '{"sale":"no"}');
     await new Promise((r) => setTimeout(r, 500));
     expect(hits).toHaveLength(0);
-    const audit = (await adm('GET', 'audit?limit=1000')).entries as { action: string }[];
+    const audit = field((await adm('GET', 'audit?limit=1000')).entries, 'entries');
     expect(audit.filter((e) => e.action === 'webhook.add')).toHaveLength(1);
     expect(audit.filter((e) => e.action === 'webhook.delete')).toHaveLength(1);
   });

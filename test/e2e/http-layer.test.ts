@@ -6,6 +6,7 @@
  * supported deployment, nginx in front, is proved by nginx.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAnswer } from '../helpers/answers.js';
 import { rawExchange, responsesIn } from '../helpers/raw.js';
 import { CLOSED_INPUTS, UNANSWERED_INPUTS, contentPost, headOfSize, healthHead, splitInto } from '../helpers/http-inputs.js';
 import { startServer, type ServerProcess } from '../helpers/server-process.js';
@@ -50,7 +51,7 @@ describe('inputs the direct listener answers', () => {
     for (const parts of [[text], splitInto(text, 2), [text.slice(0, -2), '\r\n']]) {
       const o = await rawExchange(port, parts, { untilResponses: 1 });
       expect([parts.length, o.status]).toEqual([parts.length, 400]);
-      expect(JSON.parse(responsesIn(o.bytes)[0]!.body.toString()).error.code).toBe('invalid_json');
+      expect(parseAnswer(responsesIn(o.bytes)[0]!.body.toString()).error?.code).toBe('invalid_json');
     }
   });
 
@@ -58,7 +59,7 @@ describe('inputs the direct listener answers', () => {
     for (const method of ['HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH']) {
       const o = await rawExchange(port, [healthHead('', `${method} /healthz HTTP/1.1`)], { untilResponses: 1 });
       expect([method, o.status]).toEqual([method, 405]);
-      if (method !== 'HEAD') expect(JSON.parse(responsesIn(o.bytes)[0]!.body.toString()).error.code).toBe('method_not_allowed');
+      if (method !== 'HEAD') expect(parseAnswer(responsesIn(o.bytes)[0]!.body.toString()).error?.code).toBe('method_not_allowed');
     }
   });
 });
@@ -154,6 +155,6 @@ describe('bytes >= 0x80 around a header value', () => {
     const inner = Buffer.concat([key.subarray(0, 4), Buffer.from([0xe9]), key.subarray(4)]);
     const o = await rawExchange(port, [contentPost('A', inner)], { untilResponses: 1 });
     expect(o.status).toBe(401);
-    expect(JSON.parse(responsesIn(o.bytes)[0]!.body.toString()).error.code).toBe('invalid_api_key');
+    expect(parseAnswer(responsesIn(o.bytes)[0]!.body.toString()).error?.code).toBe('invalid_api_key');
   });
 });

@@ -105,7 +105,7 @@ describe('nodes of one store', () => {
     // After the liveness bound (5 s without a heartbeat) the dead node no longer counts.
     await new Promise((r) => setTimeout(r, 5_500));
     const after = await adm(a, 'PUT', 'environments/fleet/content/Item', '{"v":3}');
-    expect(after.json.propagation).toEqual({ seq: expect.any(Number), nodes: 1, applied: 1, missed: [] });
+    expect(after.json.propagation).toEqual({ seq: expect.any(Number) as unknown, nodes: 1, applied: 1, missed: [] });
   }, 30_000);
 
   it('a stopped node catches up when it runs again, and a restarted one starts from the store', async () => {

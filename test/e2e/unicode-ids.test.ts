@@ -8,6 +8,7 @@ import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 import { readRows, writeStoreV1 } from '../helpers/store-v1.js';
+import { parseAnswer, parseBundle, type Answer } from '../helpers/answers.js';
 
 const TOKEN = 'test-admin-token';
 const PROD_KEY = 'key-unicode-prod';
@@ -24,15 +25,15 @@ let admin: string;
 
 interface Reply {
   status: number;
-  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  json: Answer;
 }
 
-async function adm(method: string, path: string, body?: string | object): Promise<Reply> {
+async function adm(method: string, path: string, body?: string | object): Promise<Reply & { text: string }> {
   const init: RequestInit = { method, headers: { authorization: `Bearer ${TOKEN}` } };
   if (body !== undefined) init.body = typeof body === 'string' ? body : JSON.stringify(body);
   const res = await fetch(`${admin}/admin/v1/${path}`, init);
   const text = await res.text();
-  return { status: res.status, json: text === '' ? undefined : JSON.parse(text) };
+  return { status: res.status, text, json: parseAnswer(text) };
 }
 
 function content(env: string, id: string): string {
@@ -41,13 +42,13 @@ function content(env: string, id: string): string {
 
 async function deliver(id: string, key = PROD_KEY, dynamic = false): Promise<Reply> {
   const r = await call(srv.url, `/api/v1/config/${encodeURIComponent(id)}${dynamic ? '/dynamic' : ''}`, { key, body: BODY });
-  return { status: r.status, json: r.json };
+  return { status: r.status, json: parseAnswer(r.text) };
 }
 
-async function combine(ids: readonly string[], dynamic = false): Promise<{ status: number; json: any; missing: string | null }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+async function combine(ids: readonly string[], dynamic = false): Promise<{ status: number; json: Readonly<Record<string, Answer>>; missing: string | null }> {
   const q = `c=${encodeURIComponent(JSON.stringify(ids))}${dynamic ? '&dynamic=true' : ''}`;
   const r = await call(srv.url, `/api/v1/combine?${q}`, { key: PROD_KEY, body: BODY });
-  return { status: r.status, json: r.json, missing: r.headers.get('x-missing-content') };
+  return { status: r.status, json: JSON.parse(r.text) as Record<string, Answer>, missing: r.headers.get('x-missing-content') };
 }
 
 beforeAll(async () => {
@@ -97,8 +98,8 @@ describe('delivery finds an item under every spelling of its id', () => {
 
     const dyn = await combine(['STRAẞE', 'Cre\u0300me', 'Strase'], true);
     expect(dyn.status).toBe(200);
-    expect(dyn.json['STRAẞE'].data).toEqual({ street: 'main' });
-    expect(dyn.json['Cre\u0300me'].data).toEqual({ dessert: true });
+    expect(dyn.json['STRAẞE']?.data).toEqual({ street: 'main' });
+    expect(dyn.json['Cre\u0300me']?.data).toEqual({ dessert: true });
     expect(dyn.missing).toBe('Strase');
   });
 });
@@ -118,7 +119,7 @@ describe('the admin API uses the same rule', () => {
     expect(put.json).toMatchObject({ id: 'Straße', revision: 2, changed: true });
     expect(await deliver('straẞe')).toEqual({ status: 200, json: { street: 'high' } });
     const list = await adm('GET', 'environments/prod/content');
-    expect(list.json.content.map((c: { id: string }) => c.id).filter((id: string) => /stra/i.test(id))).toEqual(['Straße']);
+    expect(list.json.content?.map((c: { id: string }) => c.id).filter((id: string) => /stra/i.test(id))).toEqual(['Straße']);
     const catalog = await call(srv.url, '/api/v1/env/catalog', { method: 'GET', key: PROD_KEY });
     expect(Object.keys((catalog.json as { catalog: object }).catalog).sort()).toEqual(['Cafe\u0301', 'Cr\u00e8me', 'Straße']);
   });
@@ -134,7 +135,7 @@ describe('the admin API uses the same rule', () => {
 
     const sync = await adm('POST', 'environments/prod/sync', { to: 'dev', ids: ['STRASSE', 'strasse', 'CRE\u0300ME'] });
     expect(sync.status).toBe(200);
-    expect(sync.json.items.map((i: { id: string; action: string }) => [i.id, i.action])).toEqual([
+    expect(sync.json.items?.map((i: { id: string; action: string }) => [i.id, i.action])).toEqual([
       ['Straße', 'created'],
       ['Cr\u00e8me', 'created'],
     ]);
@@ -170,8 +171,8 @@ describe('bundles', () => {
     };
     const r = await adm('POST', 'import', bundle);
     expect(r.status).toBe(400);
-    expect(r.json.error.code).toBe('invalid_bundle');
-    expect(r.json.error.details.map((p: { path: string }) => p.path)).toEqual([
+    expect(r.json.error?.code).toBe('invalid_bundle');
+    expect((r.json.error?.details as { path: string }[] | undefined)?.map((p) => p.path)).toEqual([
       '/environments/fresh/content/STRASSE',
       '/environments/fresh/content/Cafe\u0301',
     ]);
@@ -184,7 +185,7 @@ describe('bundles', () => {
     expect(r.json.revisionsAdded).toBe(1);
     expect(await deliver('straße')).toEqual({ status: 200, json: { street: 'imported' } });
     const exported = await adm('GET', 'export');
-    expect(Object.keys(exported.json.environments.prod.content).sort()).toEqual(['Cafe\u0301', 'Cr\u00e8me', 'Straße']);
+    expect(Object.keys(parseBundle(exported.text).environments.prod?.content ?? {}).sort()).toEqual(['Cafe\u0301', 'Cr\u00e8me', 'Straße']);
   });
 });
 

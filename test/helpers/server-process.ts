@@ -62,8 +62,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
   });
   let out = '';
   let err = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
   const url = await new Promise<string>((resolve, reject) => {
@@ -72,11 +72,11 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
       const m = /(?<!admin )listening on (http:\/\/[^\s]+)/.exec(out);
       if (m !== null && (opts.admin !== true || /admin listening on/.test(out))) {
         clearTimeout(timer);
-        child.stdout!.off('data', onData);
+        child.stdout.off('data', onData);
         resolve(m[1]!);
       }
     };
-    child.stdout!.on('data', onData);
+    child.stdout.on('data', onData);
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`server exited with ${code} before listening\nstdout:\n${out}\nstderr:\n${err}`));

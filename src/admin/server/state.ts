@@ -17,6 +17,7 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { RcdError } from '../../runtime/errors.js';
+import { settle } from '../../shared/settle.js';
 import { makeStoreFilesPrivate } from '../../store/sqlite/driver.js';
 import { ephemeralSealKey, loadSealKey, openSealed, sealSecret } from './sealed.js';
 
@@ -209,60 +210,72 @@ class SqliteAdminState implements AdminStateStore {
     }
   }
 
-  async appendAudit(entry: NewAuditEntry): Promise<AuditEntry> {
-    const at = new Date().toISOString();
-    const detail = JSON.stringify(entry.detail ?? null);
-    const info = this.insertAudit.run(at, entry.actor, entry.tokenId, entry.action, entry.env, entry.target, detail);
-    return {
-      id: Number(info.lastInsertRowid),
-      at,
-      actor: entry.actor,
-      tokenId: entry.tokenId,
-      action: entry.action,
-      env: entry.env,
-      target: entry.target,
-      detail: JSON.parse(detail) as unknown,
-    };
+  appendAudit(entry: NewAuditEntry): Promise<AuditEntry> {
+    return settle(() => {
+      const at = new Date().toISOString();
+      const detail = JSON.stringify(entry.detail ?? null);
+      const info = this.insertAudit.run(at, entry.actor, entry.tokenId, entry.action, entry.env, entry.target, detail);
+      return {
+        id: Number(info.lastInsertRowid),
+        at,
+        actor: entry.actor,
+        tokenId: entry.tokenId,
+        action: entry.action,
+        env: entry.env,
+        target: entry.target,
+        detail: JSON.parse(detail) as unknown,
+      };
+    });
   }
 
-  async listAudit(limit: number, before?: number): Promise<AuditEntry[]> {
-    const rows = (before === undefined ? this.selectAudit.all(limit) : this.selectAuditBefore.all(before, limit)) as AuditRow[];
-    return rows.map(auditFromRow);
+  listAudit(limit: number, before?: number): Promise<AuditEntry[]> {
+    return settle(() => {
+      const rows = (before === undefined ? this.selectAudit.all(limit) : this.selectAuditBefore.all(before, limit)) as AuditRow[];
+      return rows.map(auditFromRow);
+    });
   }
 
-  async addWebhook(url: string, events: readonly WebhookEvent[], secret: string): Promise<WebhookRegistration> {
-    const id = 'wh_' + randomUUID().replaceAll('-', '').slice(0, 16);
-    const createdAt = new Date().toISOString();
-    this.insertWebhook.run(id, url, JSON.stringify(events), sealSecret(this.sealKey, secret, id), createdAt);
-    return { id, url, events: [...events], createdAt, secret };
+  addWebhook(url: string, events: readonly WebhookEvent[], secret: string): Promise<WebhookRegistration> {
+    return settle(() => {
+      const id = 'wh_' + randomUUID().replaceAll('-', '').slice(0, 16);
+      const createdAt = new Date().toISOString();
+      this.insertWebhook.run(id, url, JSON.stringify(events), sealSecret(this.sealKey, secret, id), createdAt);
+      return { id, url, events: [...events], createdAt, secret };
+    });
   }
 
-  async listWebhooks(): Promise<WebhookRegistration[]> {
-    const out: WebhookRegistration[] = [];
-    for (const row of this.selectWebhooks.all() as WebhookRow[]) {
-      const secret = row.secret_sealed === null ? null : openSealed(this.sealKey, row.secret_sealed, row.id);
-      if (secret === null) {
-        if (!this.reportedUnreadable.has(row.id)) {
-          this.reportedUnreadable.add(row.id);
-          this.log(`admin: webhook ${row.id}: its secret does not open with the current webhook key; not delivered until it is registered again`);
+  listWebhooks(): Promise<WebhookRegistration[]> {
+    return settle(() => {
+      const out: WebhookRegistration[] = [];
+      for (const row of this.selectWebhooks.all() as WebhookRow[]) {
+        const secret = row.secret_sealed === null ? null : openSealed(this.sealKey, row.secret_sealed, row.id);
+        if (secret === null) {
+          if (!this.reportedUnreadable.has(row.id)) {
+            this.reportedUnreadable.add(row.id);
+            this.log(`admin: webhook ${row.id}: its secret does not open with the current webhook key; not delivered until it is registered again`);
+          }
+          continue;
         }
-        continue;
+        out.push({ ...webhookInfoFromRow(row), secret });
       }
-      out.push({ ...webhookInfoFromRow(row), secret });
-    }
-    return out;
+      return out;
+    });
   }
 
-  async listWebhookInfo(): Promise<WebhookInfo[]> {
-    return (this.selectWebhooks.all() as WebhookRow[]).map(webhookInfoFromRow);
+  listWebhookInfo(): Promise<WebhookInfo[]> {
+    return settle(() => (this.selectWebhooks.all() as WebhookRow[]).map(webhookInfoFromRow));
   }
 
-  async deleteWebhook(id: string): Promise<void> {
-    if (this.removeWebhook.run(id).changes === 0) throw new RcdError('not_found', `no webhook with id "${id}"`);
+  deleteWebhook(id: string): Promise<void> {
+    return settle(() => {
+      if (this.removeWebhook.run(id).changes === 0) throw new RcdError('not_found', `no webhook with id "${id}"`);
+    });
   }
 
-  async close(): Promise<void> {
-    this.db.close();
+  close(): Promise<void> {
+    return settle(() => {
+      this.db.close();
+    });
   }
 }
 

@@ -232,8 +232,9 @@ function planContent(
   let ruleCount = 0;
   if (setsMapping && entry.mapping !== null) {
     // The mapping is checked against the revision that will be newest after the import: the last.
-    if (!ok || revisions.length === 0) return null;
-    const base = revisions[revisions.length - 1].compiled.value;
+    const newest = revisions[revisions.length - 1];
+    if (!ok || newest === undefined) return null;
+    const base = newest.compiled.value;
     try {
       ruleCount = validateMapping(entry.mapping, base).ruleCount;
       mappingJson = JSON.stringify(entry.mapping);
@@ -312,7 +313,10 @@ function parseDottedPath(p: string): (string | number)[] {
   const out: (string | number)[] = [];
   const re = /([^.[\]]+)|\[(\d+)\]/g;
   let m: RegExpExecArray | null;
-  while ((m = re.exec(p)) !== null) out.push(m[2] !== undefined ? Number(m[2]) : m[1]);
+  while ((m = re.exec(p)) !== null) {
+    if (m[2] !== undefined) out.push(Number(m[2]));
+    else if (m[1] !== undefined) out.push(m[1]);
+  }
   return out;
 }
 
@@ -338,7 +342,7 @@ function applyPlan(sql: StoreSql, plan: readonly PlannedEnvironment[]): ImportRe
       const skip = overlap(stored, c.revisions);
       let number = nextNumber(stored.length > 0 ? stored[stored.length - 1] : undefined);
       for (let i = skip; i < c.revisions.length; i++) {
-        const r = c.revisions[i];
+        const r = c.revisions[i]!;
         sql.appendRevision(row.content_pk, number, r.text, r.compiled, r.minAppVersion, at);
         number++;
         revisionsAdded++;
@@ -370,8 +374,9 @@ export function overlap(
   for (let k = Math.min(stored.length, wanted.length); k > 0; k--) {
     let equal = true;
     for (let j = 0; j < k && equal; j++) {
-      const w = wanted[j];
-      equal = sameRevision(stored[stored.length - k + j], w.text, w.minAppVersion);
+      // k <= both lengths, so both indexes are in range.
+      const w = wanted[j]!;
+      equal = sameRevision(stored[stored.length - k + j]!, w.text, w.minAppVersion);
     }
     if (equal) return k;
   }

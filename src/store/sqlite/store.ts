@@ -9,6 +9,7 @@
  */
 import { compileContent } from '../jsonc.js';
 import { RcdError } from '../../runtime/errors.js';
+import { settle } from '../../shared/settle.js';
 import { validateMapping } from '../../mapping/index.js';
 import { exportBundle, importBundle } from '../bundle/bundle.js';
 import type { Database } from './driver.js';
@@ -110,41 +111,59 @@ export class SqliteStore implements Store {
     return row;
   }
 
-  async loadDirectory(): Promise<DirectorySnapshot> {
-    return this.read(() => this.routing().snapshot());
+  loadDirectory(): Promise<DirectorySnapshot> {
+    return settle(() => {
+      return this.read(() => this.routing().snapshot());
+    });
   }
 
-  async changesSince(afterSeq: number, limit: number): Promise<ChangeBatch> {
-    return this.read(() => this.routing().changesSince(afterSeq, limit));
+  changesSince(afterSeq: number, limit: number): Promise<ChangeBatch> {
+    return settle(() => {
+      return this.read(() => this.routing().changesSince(afterSeq, limit));
+    });
   }
 
-  async loadDelta(entries: readonly ChangeEntry[], fromSeq: number, toSeq: number): Promise<RoutingDelta> {
-    return this.read(() => this.routing().delta(entries, fromSeq, toSeq));
+  loadDelta(entries: readonly ChangeEntry[], fromSeq: number, toSeq: number): Promise<RoutingDelta> {
+    return settle(() => {
+      return this.read(() => this.routing().delta(entries, fromSeq, toSeq));
+    });
   }
 
-  async pruneChanges(keep: number): Promise<number> {
-    return this.write(() => this.routing().pruneChanges(keep));
+  pruneChanges(keep: number): Promise<number> {
+    return settle(() => {
+      return this.write(() => this.routing().pruneChanges(keep));
+    });
   }
 
-  async registerNode(node: NodeRecord): Promise<void> {
-    this.write(() => this.routing().registerNode(node));
+  registerNode(node: NodeRecord): Promise<void> {
+    return settle(() => {
+      this.write(() => this.routing().registerNode(node));
+    });
   }
 
-  async heartbeat(nodeId: string, appliedSeq: number, atMs: number): Promise<void> {
-    this.write(() => this.routing().heartbeat(nodeId, appliedSeq, atMs));
+  heartbeat(nodeId: string, appliedSeq: number, atMs: number): Promise<void> {
+    return settle(() => {
+      this.write(() => this.routing().heartbeat(nodeId, appliedSeq, atMs));
+    });
   }
 
-  async listNodes(): Promise<NodeRecord[]> {
-    return this.read(() => this.routing().listNodes());
+  listNodes(): Promise<NodeRecord[]> {
+    return settle(() => {
+      return this.read(() => this.routing().listNodes());
+    });
   }
 
-  async removeNode(nodeId: string): Promise<void> {
-    this.write(() => this.routing().removeNode(nodeId));
+  removeNode(nodeId: string): Promise<void> {
+    return settle(() => {
+      this.write(() => this.routing().removeNode(nodeId));
+    });
   }
 
-  async dataVersion(): Promise<number> {
-    if (this.closed) throw new RcdError('internal', 'the store is closed');
-    return Number(this.db.pragma('data_version', { simple: true }));
+  dataVersion(): Promise<number> {
+    return settle(() => {
+      if (this.closed) throw new RcdError('internal', 'the store is closed');
+      return Number(this.db.pragma('data_version', { simple: true }));
+    });
   }
 
   /** Prepared on first use: the admin CLI's stores never read routing data. */
@@ -152,248 +171,284 @@ export class SqliteStore implements Store {
     return (this.routingQueries ??= new RoutingQueries(this.db));
   }
 
-  async listEnvironments(): Promise<EnvironmentInfo[]> {
-    return this.read(() =>
-      this.db
-        .prepare<{ env_id: string; created_at: string; content_count: number; key_count: number }>(
-          `SELECT e.env_id, e.created_at,
-                  (SELECT count(*) FROM contents c WHERE c.env_id = e.env_id) AS content_count,
-                  (SELECT count(*) FROM api_keys k WHERE k.env_id = e.env_id AND k.revoked_at IS NULL) AS key_count
-             FROM environments e ORDER BY e.env_id`,
-        )
-        .all()
-        .map((r) => ({ id: r.env_id, createdAt: r.created_at, contentCount: r.content_count, keyCount: r.key_count })),
-    );
-  }
-
-  async putEnvironment(envId: string): Promise<boolean> {
-    const problem = envIdProblem(envId);
-    if (problem !== '') throw new RcdError('invalid_request', problem);
-    return this.write(() => {
-      if (this.sql.getEnv(envId) !== undefined) return false;
-      this.sql.insertEnv(envId, nowIso());
-      return true;
-    });
-  }
-
-  async deleteEnvironment(envId: string, force: boolean): Promise<void> {
-    this.write(() => {
-      this.requireEnv(envId);
-      const n = this.db.prepare<{ n: number }>('SELECT count(*) AS n FROM contents WHERE env_id = ?').get(envId);
-      if (n !== undefined && n.n > 0 && !force) {
-        throw new RcdError('conflict', `environment ${JSON.stringify(envId)} holds ${n.n} content item(s); delete them first or force`);
-      }
-      // Keys, content, revisions and mappings go with it (ON DELETE CASCADE).
-      this.db.prepare('DELETE FROM environments WHERE env_id = ?').run(envId);
-    });
-  }
-
-  async createKey(envId: string, plainKey?: string): Promise<{ id: string; key: string }> {
-    if (plainKey !== undefined) {
-      const problem = plainKeyProblem(plainKey);
-      if (problem !== '') throw new RcdError('invalid_request', problem);
-    }
-    const key = plainKey ?? generateKey();
-    return this.write(() => {
-      this.requireEnv(envId);
-      const digest = apiKeyDigest(key);
-      const existing = this.sql.keyByDigest(digest);
-      if (existing !== undefined) {
-        throw new RcdError(
-          'conflict',
-          existing.env_id === envId ? 'this API key already exists in this environment' : 'this API key already belongs to another environment',
-        );
-      }
-      const id = generateKeyId();
-      this.sql.insertKey(id, envId, digest, nowIso());
-      return { id, key };
-    });
-  }
-
-  async listKeys(envId: string): Promise<KeyInfo[]> {
-    return this.read(() => {
-      this.requireEnv(envId);
-      return this.db
-        .prepare<{ key_id: string; env_id: string; created_at: string; last_used_at: string | null; revoked_at: string | null }>(
-          'SELECT key_id, env_id, created_at, last_used_at, revoked_at FROM api_keys WHERE env_id = ? ORDER BY created_at, key_id',
-        )
-        .all(envId)
-        .map((r) => ({ id: r.key_id, envId: r.env_id, createdAt: r.created_at, lastUsedAt: r.last_used_at, revokedAt: r.revoked_at }));
-    });
-  }
-
-  async revokeKey(envId: string, keyId: string): Promise<void> {
-    this.write(() => {
-      this.requireEnv(envId);
-      const row = this.db
-        .prepare<{ revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE env_id = ? AND key_id = ?')
-        .get(envId, keyId);
-      if (row === undefined) throw new RcdError('not_found', `key ${JSON.stringify(keyId)} does not exist in environment ${JSON.stringify(envId)}`);
-      // Revoking twice keeps the first revocation time.
-      if (row.revoked_at === null) this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE key_id = ?').run(nowIso(), keyId);
-    });
-  }
-
-  async recordKeyUse(keyIds: readonly string[], at: string): Promise<void> {
-    if (keyIds.length === 0) return;
-    this.write(() => {
-      const stmt = this.db.prepare(
-        'UPDATE api_keys SET last_used_at = ? WHERE key_id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
+  listEnvironments(): Promise<EnvironmentInfo[]> {
+    return settle(() => {
+      return this.read(() =>
+        this.db
+          .prepare<{ env_id: string; created_at: string; content_count: number; key_count: number }>(
+            `SELECT e.env_id, e.created_at,
+                    (SELECT count(*) FROM contents c WHERE c.env_id = e.env_id) AS content_count,
+                    (SELECT count(*) FROM api_keys k WHERE k.env_id = e.env_id AND k.revoked_at IS NULL) AS key_count
+               FROM environments e ORDER BY e.env_id`,
+          )
+          .all()
+          .map((r) => ({ id: r.env_id, createdAt: r.created_at, contentCount: r.content_count, keyCount: r.key_count })),
       );
-      for (const id of keyIds) stmt.run(at, id, at);
     });
   }
 
-  async listContent(envId: string): Promise<ContentSummary[]> {
-    return this.read(() => {
-      this.requireEnv(envId);
-      return this.db
-        .prepare<{ id: string; hash: string; revision_count: number; mapping_id: number | null; updated_at: string }>(
-          `SELECT c.id, r.hash, c.mapping_id, c.updated_at,
-                  (SELECT count(*) FROM revisions x WHERE x.content_pk = c.content_pk) AS revision_count
-             FROM contents c
-             JOIN revisions r ON r.content_pk = c.content_pk
-                             AND r.number = (SELECT max(number) FROM revisions y WHERE y.content_pk = c.content_pk)
-            WHERE c.env_id = ?
-            ORDER BY c.id_lower`,
-        )
-        .all(envId)
-        .map((r) => ({
-          id: r.id,
+  putEnvironment(envId: string): Promise<boolean> {
+    return settle(() => {
+      const problem = envIdProblem(envId);
+      if (problem !== '') throw new RcdError('invalid_request', problem);
+      return this.write(() => {
+        if (this.sql.getEnv(envId) !== undefined) return false;
+        this.sql.insertEnv(envId, nowIso());
+        return true;
+      });
+    });
+  }
+
+  deleteEnvironment(envId: string, force: boolean): Promise<void> {
+    return settle(() => {
+      this.write(() => {
+        this.requireEnv(envId);
+        const n = this.db.prepare<{ n: number }>('SELECT count(*) AS n FROM contents WHERE env_id = ?').get(envId);
+        if (n !== undefined && n.n > 0 && !force) {
+          throw new RcdError('conflict', `environment ${JSON.stringify(envId)} holds ${n.n} content item(s); delete them first or force`);
+        }
+        // Keys, content, revisions and mappings go with it (ON DELETE CASCADE).
+        this.db.prepare('DELETE FROM environments WHERE env_id = ?').run(envId);
+      });
+    });
+  }
+
+  createKey(envId: string, plainKey?: string): Promise<{ id: string; key: string }> {
+    return settle(() => {
+      if (plainKey !== undefined) {
+        const problem = plainKeyProblem(plainKey);
+        if (problem !== '') throw new RcdError('invalid_request', problem);
+      }
+      const key = plainKey ?? generateKey();
+      return this.write(() => {
+        this.requireEnv(envId);
+        const digest = apiKeyDigest(key);
+        const existing = this.sql.keyByDigest(digest);
+        if (existing !== undefined) {
+          throw new RcdError(
+            'conflict',
+            existing.env_id === envId ? 'this API key already exists in this environment' : 'this API key already belongs to another environment',
+          );
+        }
+        const id = generateKeyId();
+        this.sql.insertKey(id, envId, digest, nowIso());
+        return { id, key };
+      });
+    });
+  }
+
+  listKeys(envId: string): Promise<KeyInfo[]> {
+    return settle(() => {
+      return this.read(() => {
+        this.requireEnv(envId);
+        return this.db
+          .prepare<{ key_id: string; env_id: string; created_at: string; last_used_at: string | null; revoked_at: string | null }>(
+            'SELECT key_id, env_id, created_at, last_used_at, revoked_at FROM api_keys WHERE env_id = ? ORDER BY created_at, key_id',
+          )
+          .all(envId)
+          .map((r) => ({ id: r.key_id, envId: r.env_id, createdAt: r.created_at, lastUsedAt: r.last_used_at, revokedAt: r.revoked_at }));
+      });
+    });
+  }
+
+  revokeKey(envId: string, keyId: string): Promise<void> {
+    return settle(() => {
+      this.write(() => {
+        this.requireEnv(envId);
+        const row = this.db
+          .prepare<{ revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE env_id = ? AND key_id = ?')
+          .get(envId, keyId);
+        if (row === undefined) throw new RcdError('not_found', `key ${JSON.stringify(keyId)} does not exist in environment ${JSON.stringify(envId)}`);
+        // Revoking twice keeps the first revocation time.
+        if (row.revoked_at === null) this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE key_id = ?').run(nowIso(), keyId);
+      });
+    });
+  }
+
+  recordKeyUse(keyIds: readonly string[], at: string): Promise<void> {
+    return settle(() => {
+      if (keyIds.length === 0) return;
+      this.write(() => {
+        const stmt = this.db.prepare(
+          'UPDATE api_keys SET last_used_at = ? WHERE key_id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
+        );
+        for (const id of keyIds) stmt.run(at, id, at);
+      });
+    });
+  }
+
+  listContent(envId: string): Promise<ContentSummary[]> {
+    return settle(() => {
+      return this.read(() => {
+        this.requireEnv(envId);
+        return this.db
+          .prepare<{ id: string; hash: string; revision_count: number; mapping_id: number | null; updated_at: string }>(
+            `SELECT c.id, r.hash, c.mapping_id, c.updated_at,
+                    (SELECT count(*) FROM revisions x WHERE x.content_pk = c.content_pk) AS revision_count
+               FROM contents c
+               JOIN revisions r ON r.content_pk = c.content_pk
+                               AND r.number = (SELECT max(number) FROM revisions y WHERE y.content_pk = c.content_pk)
+              WHERE c.env_id = ?
+              ORDER BY c.id_lower`,
+          )
+          .all(envId)
+          .map((r) => ({
+            id: r.id,
+            hash: r.hash,
+            revisionCount: r.revision_count,
+            hasMapping: r.mapping_id !== null,
+            updatedAt: r.updated_at,
+          }));
+      });
+    });
+  }
+
+  putContent(envId: string, id: string, text: string, minAppVersion: string | null): Promise<PutContentResult> {
+    return settle(() => {
+      const idProblem = contentIdProblem(id);
+      if (idProblem !== '') throw new RcdError('invalid_request', idProblem);
+      if (minAppVersion !== null) {
+        const vProblem = appVersionProblem(minAppVersion);
+        if (vProblem !== '') throw new RcdError('invalid_request', vProblem);
+      }
+      if (typeof text !== 'string') throw new RcdError('invalid_request', 'content text must be a string');
+      // Compiled before the transaction: the CPU work does not hold the write lock, and an invalid
+      // text is refused before anything is touched.
+      const compiled = compileContent(text);
+      return this.write(() => {
+        this.requireEnv(envId);
+        const at = nowIso();
+        const key = contentIdKey(id);
+        const content = this.sql.findContent(envId, key) ?? this.sql.insertContent(envId, key, id, at);
+        const newest = this.sql.newestRevision(content.content_pk);
+        if (newest !== undefined && sameRevision(newest, text, minAppVersion)) {
+          return { id: content.id, hash: newest.hash, revision: newest.number, changed: false };
+        }
+        const number = this.sql.appendRevision(content.content_pk, nextNumber(newest), text, compiled, minAppVersion, at);
+        return { id: content.id, hash: compiled.hash, revision: number, changed: true };
+      });
+    });
+  }
+
+  getContent(envId: string, id: string): Promise<ContentDetail | undefined> {
+    return settle(() => {
+      return this.read(() => {
+        if (typeof id !== 'string') return undefined;
+        const content = this.sql.findContent(envId, contentIdKey(id));
+        if (content === undefined) return undefined;
+        const revisions: RevisionDetail[] = this.sql.revisions(content.content_pk).map((r) => ({
+          revId: r.rev_id,
+          number: r.number,
           hash: r.hash,
-          revisionCount: r.revision_count,
-          hasMapping: r.mapping_id !== null,
-          updatedAt: r.updated_at,
+          minAppVersion: r.min_app_version,
+          createdAt: r.created_at,
+          text: r.text,
         }));
+        const mapping = this.sql.getMapping(content.mapping_id);
+        return {
+          id: content.id,
+          envId: content.env_id,
+          revisions,
+          mapping: mapping === undefined ? null : (JSON.parse(mapping.json) as unknown),
+          createdAt: content.created_at,
+          updatedAt: content.updated_at,
+        };
+      });
     });
   }
 
-  async putContent(envId: string, id: string, text: string, minAppVersion: string | null): Promise<PutContentResult> {
-    const idProblem = contentIdProblem(id);
-    if (idProblem !== '') throw new RcdError('invalid_request', idProblem);
-    if (minAppVersion !== null) {
-      const vProblem = appVersionProblem(minAppVersion);
-      if (vProblem !== '') throw new RcdError('invalid_request', vProblem);
-    }
-    if (typeof text !== 'string') throw new RcdError('invalid_request', 'content text must be a string');
-    // Compiled before the transaction: the CPU work does not hold the write lock, and an invalid
-    // text is refused before anything is touched.
-    const compiled = compileContent(text);
-    return this.write(() => {
-      this.requireEnv(envId);
-      const at = nowIso();
-      const key = contentIdKey(id);
-      const content = this.sql.findContent(envId, key) ?? this.sql.insertContent(envId, key, id, at);
-      const newest = this.sql.newestRevision(content.content_pk);
-      if (newest !== undefined && sameRevision(newest, text, minAppVersion)) {
-        return { id: content.id, hash: newest.hash, revision: newest.number, changed: false };
+  deleteContent(envId: string, id: string): Promise<void> {
+    return settle(() => {
+      this.write(() => {
+        const content = this.requireContent(envId, id);
+        // Revisions and mappings go with it (ON DELETE CASCADE); their ids are never reused.
+        this.db.prepare('DELETE FROM contents WHERE content_pk = ?').run(content.content_pk);
+      });
+    });
+  }
+
+  rollback(envId: string, id: string, to: number): Promise<PutContentResult> {
+    return settle(() => {
+      if (!Number.isSafeInteger(to) || to < 1) throw new RcdError('invalid_request', 'the revision to roll back to must be a positive integer');
+      return this.write(() => {
+        const content = this.requireContent(envId, id);
+        const target = this.db
+          .prepare<RevisionRow>(
+            'SELECT rev_id, number, text, minified, hash, min_app_version, created_at FROM revisions WHERE content_pk = ? AND number = ?',
+          )
+          .get(content.content_pk, to);
+        if (target === undefined) throw new RcdError('not_found', `revision ${to} of ${JSON.stringify(content.id)} does not exist`);
+        const newest = this.sql.newestRevision(content.content_pk);
+        if (newest !== undefined && sameRevision(newest, target.text, target.min_app_version)) {
+          return { id: content.id, hash: newest.hash, revision: newest.number, changed: false };
+        }
+        const number = this.sql.appendRevision(content.content_pk, nextNumber(newest), target.text, target, target.min_app_version, nowIso());
+        return { id: content.id, hash: target.hash, revision: number, changed: true };
+      });
+    });
+  }
+
+  putMapping(envId: string, id: string, mapping: unknown): Promise<{ mappingId: number; ruleCount: number }> {
+    return settle(() => {
+      return this.write(() => {
+        const content = this.requireContent(envId, id);
+        const newest = this.sql.newestRevision(content.content_pk);
+        if (newest === undefined) throw new RcdError('internal', `content ${JSON.stringify(content.id)} has no revision`);
+        const compiled = validateMapping(mapping, JSON.parse(newest.minified));
+        const json = JSON.stringify(mapping);
+        const current = this.sql.getMapping(content.mapping_id);
+        if (current !== undefined && current.json === json) return { mappingId: current.mapping_id, ruleCount: current.rule_count };
+        const mappingId = this.sql.insertMapping(content.content_pk, json, compiled.ruleCount, nowIso());
+        return { mappingId, ruleCount: compiled.ruleCount };
+      });
+    });
+  }
+
+  deleteMapping(envId: string, id: string): Promise<void> {
+    return settle(() => {
+      this.write(() => {
+        const content = this.requireContent(envId, id);
+        if (content.mapping_id === null) throw new RcdError('not_found', `content ${JSON.stringify(content.id)} has no mapping`);
+        this.sql.clearMapping(content.content_pk, nowIso());
+      });
+    });
+  }
+
+  sync(from: string, to: string, ids?: readonly string[]): Promise<SyncReport> {
+    return settle(() => {
+      if (from === to) throw new RcdError('invalid_request', 'sync needs two different environments');
+      if (ids !== undefined) {
+        if (!Array.isArray(ids)) throw new RcdError('invalid_request', 'ids must be an array of content ids');
+        for (const id of ids) {
+          if (typeof id !== 'string' || id.length === 0) throw new RcdError('invalid_request', 'ids must be non-empty strings');
+        }
       }
-      const number = this.sql.appendRevision(content.content_pk, nextNumber(newest), text, compiled, minAppVersion, at);
-      return { id: content.id, hash: compiled.hash, revision: number, changed: true };
+      return this.write(() => {
+        this.requireEnv(from);
+        this.requireEnv(to);
+        return syncEnvironments(this.sql, from, to, ids);
+      });
     });
   }
 
-  async getContent(envId: string, id: string): Promise<ContentDetail | undefined> {
-    return this.read(() => {
-      if (typeof id !== 'string') return undefined;
-      const content = this.sql.findContent(envId, contentIdKey(id));
-      if (content === undefined) return undefined;
-      const revisions: RevisionDetail[] = this.sql.revisions(content.content_pk).map((r) => ({
-        revId: r.rev_id,
-        number: r.number,
-        hash: r.hash,
-        minAppVersion: r.min_app_version,
-        createdAt: r.created_at,
-        text: r.text,
-      }));
-      const mapping = this.sql.getMapping(content.mapping_id);
-      return {
-        id: content.id,
-        envId: content.env_id,
-        revisions,
-        mapping: mapping === undefined ? null : (JSON.parse(mapping.json) as unknown),
-        createdAt: content.created_at,
-        updatedAt: content.updated_at,
-      };
+  importBundle(bundle: unknown): Promise<ImportReport> {
+    return settle(() => {
+      return this.write(() => importBundle(this.sql, bundle));
     });
   }
 
-  async deleteContent(envId: string, id: string): Promise<void> {
-    this.write(() => {
-      const content = this.requireContent(envId, id);
-      // Revisions and mappings go with it (ON DELETE CASCADE); their ids are never reused.
-      this.db.prepare('DELETE FROM contents WHERE content_pk = ?').run(content.content_pk);
+  exportBundle(): Promise<unknown> {
+    return settle(() => {
+      return this.read(() => exportBundle(this.sql));
     });
   }
 
-  async rollback(envId: string, id: string, to: number): Promise<PutContentResult> {
-    if (!Number.isSafeInteger(to) || to < 1) throw new RcdError('invalid_request', 'the revision to roll back to must be a positive integer');
-    return this.write(() => {
-      const content = this.requireContent(envId, id);
-      const target = this.db
-        .prepare<RevisionRow>(
-          'SELECT rev_id, number, text, minified, hash, min_app_version, created_at FROM revisions WHERE content_pk = ? AND number = ?',
-        )
-        .get(content.content_pk, to);
-      if (target === undefined) throw new RcdError('not_found', `revision ${to} of ${JSON.stringify(content.id)} does not exist`);
-      const newest = this.sql.newestRevision(content.content_pk);
-      if (newest !== undefined && sameRevision(newest, target.text, target.min_app_version)) {
-        return { id: content.id, hash: newest.hash, revision: newest.number, changed: false };
-      }
-      const number = this.sql.appendRevision(content.content_pk, nextNumber(newest), target.text, target, target.min_app_version, nowIso());
-      return { id: content.id, hash: target.hash, revision: number, changed: true };
+  close(): Promise<void> {
+    return settle(() => {
+      if (this.closed) return;
+      this.closed = true;
+      this.db.close();
     });
-  }
-
-  async putMapping(envId: string, id: string, mapping: unknown): Promise<{ mappingId: number; ruleCount: number }> {
-    return this.write(() => {
-      const content = this.requireContent(envId, id);
-      const newest = this.sql.newestRevision(content.content_pk);
-      if (newest === undefined) throw new RcdError('internal', `content ${JSON.stringify(content.id)} has no revision`);
-      const compiled = validateMapping(mapping, JSON.parse(newest.minified));
-      const json = JSON.stringify(mapping);
-      const current = this.sql.getMapping(content.mapping_id);
-      if (current !== undefined && current.json === json) return { mappingId: current.mapping_id, ruleCount: current.rule_count };
-      const mappingId = this.sql.insertMapping(content.content_pk, json, compiled.ruleCount, nowIso());
-      return { mappingId, ruleCount: compiled.ruleCount };
-    });
-  }
-
-  async deleteMapping(envId: string, id: string): Promise<void> {
-    this.write(() => {
-      const content = this.requireContent(envId, id);
-      if (content.mapping_id === null) throw new RcdError('not_found', `content ${JSON.stringify(content.id)} has no mapping`);
-      this.sql.clearMapping(content.content_pk, nowIso());
-    });
-  }
-
-  async sync(from: string, to: string, ids?: readonly string[]): Promise<SyncReport> {
-    if (from === to) throw new RcdError('invalid_request', 'sync needs two different environments');
-    if (ids !== undefined) {
-      if (!Array.isArray(ids)) throw new RcdError('invalid_request', 'ids must be an array of content ids');
-      for (const id of ids) {
-        if (typeof id !== 'string' || id.length === 0) throw new RcdError('invalid_request', 'ids must be non-empty strings');
-      }
-    }
-    return this.write(() => {
-      this.requireEnv(from);
-      this.requireEnv(to);
-      return syncEnvironments(this.sql, from, to, ids);
-    });
-  }
-
-  async importBundle(bundle: unknown): Promise<ImportReport> {
-    return this.write(() => importBundle(this.sql, bundle));
-  }
-
-  async exportBundle(): Promise<unknown> {
-    return this.read(() => exportBundle(this.sql));
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    this.db.close();
   }
 }
 

@@ -30,7 +30,16 @@ describe('StoreFollower', () => {
   it('runs onChange when another connection commits, not for its own writes or while nothing happens', async () => {
     const [mine, other] = await twoConnections();
     let calls = 0;
-    const follower = new StoreFollower(mine, async () => void calls++, (err) => { throw err; });
+    const follower = new StoreFollower(
+      mine,
+      () => {
+        calls++;
+        return Promise.resolve();
+      },
+      (err) => {
+        throw err;
+      },
+    );
     await follower.start();
     try {
       await mine.putEnvironment('own-write');

@@ -94,7 +94,7 @@ beforeAll(async () => {
         return;
       }
       listenSocket = socket;
-      port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
+      port = uWS.us_socket_local_port(socket);
       resolve();
     });
   });

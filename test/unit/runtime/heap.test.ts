@@ -13,7 +13,7 @@ import { ROOT } from '../../helpers/server-process.js';
 const CHURN = `
 import v8 from 'node:v8';
 import { Worker } from 'node:worker_threads';
-const heapUrl = ${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'src', 'heap.js')).href)};
+const heapUrl = ${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'src', 'runtime', 'heap.js')).href)};
 const heap = await import(heapUrl);
 const mode = process.argv[1];
 const held = mode !== 'default' && !heap.operatorSizedYoungGeneration(process.execArgv, process.env.NODE_OPTIONS);

@@ -123,12 +123,12 @@ describe('locateJsonError agrees with JSON.parse', () => {
     ];
     const alphabet = ['{', '}', '[', ']', ',', ':', '"', '\\', '1', '0', '-', '.', 'e', ' ', 'n', 't', '\n', 'u', '+', 'x'];
     for (let i = 0; i < 5000; i++) {
-      let s = bases[rand(bases.length)];
+      let s = bases[rand(bases.length)]!;
       const edits = 1 + rand(3);
       for (let k = 0; k < edits; k++) {
         const at = rand(s.length + 1);
         const op = rand(3);
-        const ch = alphabet[rand(alphabet.length)];
+        const ch = alphabet[rand(alphabet.length)]!;
         if (op === 0) s = s.slice(0, at) + ch + s.slice(at);
         else if (op === 1) s = s.slice(0, at) + s.slice(at + 1);
         else s = s.slice(0, at) + ch + s.slice(at + 1);

@@ -39,7 +39,7 @@ describe.each(kinds)('Store (%s)', (kind) => {
         ['dev.eu-1_a', 0, 0],
         ['prod', 1, 1],
       ]);
-      expect(list[0].createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+      expect(list[0]?.createdAt).toMatch(/^\d{4}-\d\d-\d\dT/);
       for (const bad of ['', '-x', '.x', 'a b', 'a/b', 'x'.repeat(65), 'é']) await rejectsWith(store.putEnvironment(bad), 'invalid_request');
     });
 
@@ -123,7 +123,7 @@ describe.each(kinds)('Store (%s)', (kind) => {
       const k = await store.createKey('a');
       await store.recordKeyUse([k.id, 'key_unknown'], '2030-01-02T00:00:00.000Z');
       await store.recordKeyUse([k.id], '2030-01-01T00:00:00.000Z');
-      expect((await store.listKeys('a'))[0].lastUsedAt).toBe('2030-01-02T00:00:00.000Z');
+      expect((await store.listKeys('a'))[0]?.lastUsedAt).toBe('2030-01-02T00:00:00.000Z');
       await store.recordKeyUse([], '2031-01-01T00:00:00.000Z');
     });
   });
@@ -155,7 +155,7 @@ describe.each(kinds)('Store (%s)', (kind) => {
         [3, '2.0.0'],
         [4, '2.0.0'],
       ]);
-      expect(detail?.revisions[0].text).toBe(BASE);
+      expect(detail?.revisions[0]?.text).toBe(BASE);
       expect(detail?.mapping).toBeNull();
 
       const list = await store.listContent('e');
@@ -164,7 +164,7 @@ describe.each(kinds)('Store (%s)', (kind) => {
       ]);
 
       const dir = await store.loadDirectory();
-      const meta = dir.contents[0];
+      const meta = dir.contents[0]!;
       expect(meta).toMatchObject({ envId: 'e', id: 'PlayerSettings', idLower: 'playersettings', mappingId: null, mappingRuleCount: 0 });
       expect(meta.revisions.map((r) => r.number)).toEqual([1, 2, 3, 4]);
       const ids = meta.revisions.map((r) => r.revId);
@@ -205,20 +205,20 @@ describe.each(kinds)('Store (%s)', (kind) => {
       expect(await store.getContent('other', 'A')).toBeUndefined();
       expect(await store.listContent('other')).toEqual([]);
       await store.putContent('other', 'a', '{"env":"other"}', null);
-      expect((await store.getContent('e', 'a'))?.revisions[0].text).toBe('{"env":"e"}');
+      expect((await store.getContent('e', 'a'))?.revisions[0]?.text).toBe('{"env":"e"}');
     });
 
     it('delete removes content, revisions and mapping; ids are never reused', async () => {
       await store.putContent('e', 'A', '{"level":1,"color":"x"}', null);
       await store.putMapping('e', 'A', MAPPING);
-      const before = (await store.loadDirectory()).contents[0];
+      const before = (await store.loadDirectory()).contents[0]!;
       await store.deleteContent('e', 'a');
       expect(await store.getContent('e', 'A')).toBeUndefined();
       await rejectsWith(store.deleteContent('e', 'A'), 'content_not_found');
       await store.putContent('e', 'a', '{"level":1,"color":"x"}', null);
-      const after = (await store.loadDirectory()).contents[0];
+      const after = (await store.loadDirectory()).contents[0]!;
       expect(after.id).toBe('a');
-      expect(after.revisions[0].revId).toBeGreaterThan(before.revisions[0].revId);
+      expect(after.revisions[0]!.revId).toBeGreaterThan(before.revisions[0]!.revId);
       expect(after.mappingId).toBeNull();
       const m = await store.putMapping('e', 'A', MAPPING);
       expect(m.mappingId).toBeGreaterThan(before.mappingId ?? Infinity);
@@ -230,7 +230,7 @@ describe.each(kinds)('Store (%s)', (kind) => {
       const r = await store.rollback('e', 'a', 1);
       expect(r).toMatchObject({ id: 'A', revision: 3, changed: true });
       const detail = await store.getContent('e', 'A');
-      expect(detail?.revisions[2]).toMatchObject({ number: 3, text: '{"v":1}', minAppVersion: null, hash: detail?.revisions[0].hash });
+      expect(detail?.revisions[2]).toMatchObject({ number: 3, text: '{"v":1}', minAppVersion: null, hash: detail?.revisions[0]?.hash });
       expect(await store.rollback('e', 'A', 3)).toMatchObject({ revision: 3, changed: false });
       await rejectsWith(store.rollback('e', 'A', 9), 'not_found');
       await rejectsWith(store.rollback('e', 'A', 0), 'invalid_request');
@@ -251,7 +251,7 @@ describe.each(kinds)('Store (%s)', (kind) => {
       let dir = await store.loadDirectory();
       expect(dir.contents[0]).toMatchObject({ mappingId: m1.mappingId, mappingRuleCount: 2 });
       expect((await store.getContent('e', 'Game'))?.mapping).toEqual(MAPPING);
-      expect((await store.listContent('e'))[0].hasMapping).toBe(true);
+      expect((await store.listContent('e'))[0]?.hasMapping).toBe(true);
 
       const m2 = await store.putMapping('e', 'Game', { rules: [] });
       expect(m2.mappingId).toBeGreaterThan(m1.mappingId);
@@ -268,7 +268,7 @@ describe.each(kinds)('Store (%s)', (kind) => {
       }
 
       await store.deleteMapping('e', 'Game');
-      expect((await store.loadDirectory()).contents[0].mappingId).toBeNull();
+      expect((await store.loadDirectory()).contents[0]!.mappingId).toBeNull();
       await rejectsWith(store.deleteMapping('e', 'Game'), 'not_found');
       await rejectsWith(store.putMapping('e', 'Nope', MAPPING), 'content_not_found');
     });
@@ -280,7 +280,7 @@ describe.each(kinds)('Store (%s)', (kind) => {
         store.putMapping('e', 'Game', { rules: [{ segment: 's', patch: [{ op: 'replace', path: '/missing/deep', value: 1 }] }] }),
         'invalid_mapping',
       );
-      expect((await store.loadDirectory()).contents[0].mappingId).toBe(m.mappingId);
+      expect((await store.loadDirectory()).contents[0]?.mappingId).toBe(m.mappingId);
     });
   });
 
@@ -305,7 +305,7 @@ describe.each(kinds)('Store (%s)', (kind) => {
       expect(game?.id).toBe('Game');
       expect(game?.revisions.map((r) => [r.number, r.text, r.minAppVersion])).toEqual([[1, '{"level":2,"color":"a"}', '1.2.3']]);
       expect(game?.mapping).toEqual(MAPPING);
-      expect(first.items[0].hash).toBe(game?.revisions[0].hash);
+      expect(first.items[0]!.hash).toBe(game!.revisions[0]!.hash);
 
       const again = await store.sync('dev', 'prod');
       expect(again.items.map((i) => i.action)).toEqual(['unchanged', 'unchanged']);
@@ -324,7 +324,7 @@ describe.each(kinds)('Store (%s)', (kind) => {
       await store.sync('dev', 'prod');
       await store.putMapping('dev', 'Game', { rules: [{ segment: 'x', patch: { level: 5 } }] });
       const r = await store.sync('dev', 'prod', ['Game']);
-      expect(r.items[0].action).toBe('updated');
+      expect(r.items[0]?.action).toBe('updated');
       expect((await store.getContent('prod', 'Game'))?.mapping).toEqual({ rules: [{ segment: 'x', patch: { level: 5 } }] });
       expect((await store.getContent('prod', 'Game'))?.revisions).toHaveLength(1);
     });
@@ -349,7 +349,7 @@ describe.each(kinds)('Store (%s)', (kind) => {
   it('revision reader reads by id; a deleted revision reads as undefined', async () => {
     await store.putEnvironment('e');
     await store.putContent('e', 'A', '/* c */ {"a": [1, 2]}', null);
-    const meta = (await store.loadDirectory()).contents[0].revisions[0];
+    const meta = (await store.loadDirectory()).contents[0]!.revisions[0]!;
     const reader = openRevisionReader(store.readerUrl);
     try {
       expect(reader.readRevision(meta.revId)).toEqual({ revId: meta.revId, minified: '{"a":[1,2]}', hash: meta.hash });
@@ -391,7 +391,7 @@ describe('sqlite files', () => {
       const d = await b.loadDirectory();
       expect(d.environments).toEqual(['e']);
       expect(d.keys[0]).toEqual({ digest: apiKeyDigest(k.key), keyId: k.id, envId: 'e' });
-      expect(d.contents[0].id).toBe('A');
+      expect(d.contents[0]?.id).toBe('A');
       expect(b.readerUrl).toBe(url);
     } finally {
       await b.close();

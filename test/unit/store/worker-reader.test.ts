@@ -45,7 +45,7 @@ async function seed(store: Store): Promise<{ revId: number; mappingId: number; h
   await store.putEnvironment('e');
   await store.putContent('e', 'Game', '{\n  // comment\n  "level": 1\n}', null);
   const m = await store.putMapping('e', 'Game', { rules: [{ segment: 'vip', when: { tier: 'vip' }, patch: { level: 2 } }] });
-  const rev = (await store.loadDirectory()).contents[0].revisions[0];
+  const rev = (await store.loadDirectory()).contents[0]!.revisions[0]!;
   return { revId: rev.revId, mappingId: m.mappingId, hash: rev.hash };
 }
 
@@ -65,7 +65,7 @@ describe('openRevisionReader in a worker thread', () => {
       expect(answer.missing).toBeNull();
       // A write after the worker's read is visible to the next reader at once.
       const r = await store.putContent('e', 'Game', '{"level": 5}', null);
-      const newest = (await store.loadDirectory()).contents[0].revisions[1];
+      const newest = (await store.loadDirectory()).contents[0]!.revisions[1]!;
       const again = await readInWorker(store.readerUrl, newest.revId, mappingId);
       expect(again.revision).toEqual({ revId: newest.revId, minified: '{"level":5}', hash: r.hash });
     } finally {

@@ -12,6 +12,7 @@ import { startAdminServer, type AdminServer } from '../../../../src/admin/server
 import { openAdminState, type AdminStateStore } from '../../../../src/admin/server/state.js';
 import { openStore } from '../../../../src/store/index.js';
 import type { Store } from '../../../../src/store/types.js';
+import { parseAnswer, parseBundle } from '../../../helpers/answers.js';
 
 let store: Store;
 let state: AdminStateStore;
@@ -23,7 +24,7 @@ beforeAll(async () => {
   store = await openStore('memory:');
   state = openAdminState('memory:');
   server = await startAdminServer({
-    host: '127.0.0.1', port: 0, token: 'cli-token', store, state, onChange: async () => null, log: () => undefined,
+    host: '127.0.0.1', port: 0, token: 'cli-token', store, state, onChange: () => Promise.resolve(null), log: () => undefined,
   });
   adminUrl = `http://127.0.0.1:${server.port}`;
   dir = mkdtempSync(join(tmpdir(), 'rcd-cli-'));
@@ -63,8 +64,8 @@ describe('rcd admin commands (in-process)', () => {
     const table = await rcd(['env', 'ls']);
     expect(table.out.split('\n')[0]).toMatch(/^ENV\s+CONTENT\s+KEYS\s+CREATED$/);
     expect(table.out).toMatch(/\ndev\s+0\s+0\s+\d{4}-/);
-    const json = JSON.parse((await rcd(['env', 'ls', '--json'])).out);
-    expect(json.environments.map((e: { id: string }) => e.id)).toEqual(['dev']);
+    const json = parseAnswer((await rcd(['env', 'ls', '--json'])).out);
+    expect(json.environments?.map((e: { id: string }) => e.id)).toEqual(['dev']);
   });
 
   it('puts, shows and rolls back content from files', async () => {
@@ -92,7 +93,7 @@ describe('rcd admin commands (in-process)', () => {
     expect(r.out).toBe('');
     expect(r.err).toMatch(/^rcd: .+ \(invalid_content, HTTP 400\)\n/);
     const j = await rcd(['content', 'put', bad, '--env', 'dev', '--id', 'Bad', '--json']);
-    expect(JSON.parse(j.err).error.code).toBe('invalid_content');
+    expect(parseAnswer(j.err).error?.code).toBe('invalid_content');
   });
 
   it('refuses usage errors with exit 2 and prints per-command help', async () => {
@@ -103,14 +104,14 @@ describe('rcd admin commands (in-process)', () => {
     const help = await rcd(['key', '--help']);
     expect(help.code).toBe(0);
     expect(help.out).toContain('rcd key create --env ENV');
-    expect((await runAdminCommand(['nonsense'], { stdout: () => undefined, stderr: () => undefined, env: {}, readInput: async () => Buffer.alloc(0) }))).toBe(2);
+    expect((await runAdminCommand(['nonsense'], { stdout: () => undefined, stderr: () => undefined, env: {}, readInput: () => Promise.resolve(Buffer.alloc(0)) }))).toBe(2);
   });
 
   it('fails clearly without a token or without a server', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'rcd-cli-empty-'));
     try {
       let err = '';
-      const io: CliIO = { stdout: () => undefined, stderr: (t) => void (err += t), env: {}, readInput: async () => Buffer.alloc(0) };
+      const io: CliIO = { stdout: () => undefined, stderr: (t) => void (err += t), env: {}, readInput: () => Promise.resolve(Buffer.alloc(0)) };
       expect(await runAdminCommand(['env', 'ls', '--data-dir', empty, '--admin-url', adminUrl], io)).toBe(1);
       expect(err).toContain('no admin token');
       err = '';
@@ -152,7 +153,7 @@ describe('rcd admin commands (in-process)', () => {
     const out = join(dir, 'export.json');
     expect((await rcd(['export', '--out', out])).code).toBe(0);
     const exported = (await rcd(['export'])).out;
-    expect(JSON.parse(exported).environments.dev.content).toHaveProperty('Settings');
+    expect(parseBundle(exported).environments.dev?.content).toHaveProperty('Settings');
     const again = await rcd(['import', out, '--json']);
     expect(JSON.parse(again.out)).toMatchObject({ environmentsCreated: 0, revisionsAdded: 0 });
   });

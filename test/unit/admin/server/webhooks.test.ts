@@ -44,7 +44,7 @@ function hook(url: string, events: WebhookRegistration['events'], secret = 'top-
 
 function dispatcher(hooks: WebhookRegistration[], opts: ConstructorParameters<typeof WebhookDispatcher>[1] = {}): { d: WebhookDispatcher; logs: string[] } {
   const logs: string[] = [];
-  const d = new WebhookDispatcher(async () => hooks, { initialDelayMs: 20, maxDelayMs: 200, log: (l) => logs.push(l), ...opts });
+  const d = new WebhookDispatcher(() => Promise.resolve(hooks), { initialDelayMs: 20, maxDelayMs: 200, log: (l) => logs.push(l), ...opts });
   cleanups.push(() => d.close());
   return { d, logs };
 }
@@ -80,7 +80,7 @@ describe('WebhookDispatcher', () => {
     const { d } = dispatcher([hook(r.url, ['content.deleted'])]);
     d.emit([PAYLOAD, { ...PAYLOAD, event: 'content.deleted' }]);
     await until(() => d.stats().delivered === 1);
-    expect(r.received.map((x) => JSON.parse(x.body).event)).toEqual(['content.deleted']);
+    expect(r.received.map((x) => (JSON.parse(x.body) as WebhookPayload).event)).toEqual(['content.deleted']);
   });
 
   it('retries after a 500 with growing delays and the same delivery id', async () => {
@@ -99,7 +99,7 @@ describe('WebhookDispatcher', () => {
   });
 
   it('gives up once the total retry time is spent', async () => {
-    const r = await receiver(Array(100).fill(500));
+    const r = await receiver(new Array<number>(100).fill(500));
     const { d, logs } = dispatcher([hook(r.url, ['content.updated'])], { maxRetryMs: 150 });
     d.emit([PAYLOAD]);
     await until(() => d.stats().failed === 1);

@@ -61,8 +61,8 @@ describe('bundles', () => {
     ]);
     expect(game?.mapping).toEqual(MAPPING);
     const shop = await store.getContent('prod', 'Shop');
-    expect(shop?.revisions[0].text).toBe('{\n  "items": [\n    1,\n    2\n  ],\n  "open": true\n}');
-    expect((await store.getContent('prod', 'News'))?.revisions[0].minAppVersion).toBe('1.0.0');
+    expect(shop?.revisions[0]?.text).toBe('{\n  "items": [\n    1,\n    2\n  ],\n  "open": true\n}');
+    expect((await store.getContent('prod', 'News'))?.revisions[0]?.minAppVersion).toBe('1.0.0');
     expect(dir.contents.find((c) => c.envId === 'prod' && c.id === 'Game')?.mappingRuleCount).toBe(2);
   });
 
@@ -116,7 +116,7 @@ describe('bundles', () => {
   it('keys: existing ones are skipped, a revoked key stays revoked', async () => {
     await store.importBundle(sampleBundle());
     const keys = await store.listKeys('dev');
-    await store.revokeKey('dev', keys[0].id);
+    await store.revokeKey('dev', keys[0]!.id);
     expect((await store.importBundle(sampleBundle())).keysAdded).toBe(0);
     expect((await store.loadDirectory()).keys.some((k) => k.envId === 'dev')).toBe(false);
   });
@@ -178,8 +178,8 @@ describe('bundles', () => {
   });
 
   it('refuses non-object bundles', async () => {
-    expect((await problemsOf(store, null))[0].path).toBe('');
-    expect((await problemsOf(store, []))[0].path).toBe('');
+    expect((await problemsOf(store, null))[0]?.path).toBe('');
+    expect((await problemsOf(store, []))[0]?.path).toBe('');
     expect((await problemsOf(store, {}))[0]).toMatchObject({ path: '/environments' });
   });
 
@@ -201,13 +201,14 @@ describe('bundles', () => {
     expect(exported.note).toBe(EXPORT_NOTE);
     expect(exported.note).toContain('API keys are not exported');
     expect(Object.keys(exported.environments)).toEqual(['dev', 'empty', 'prod']);
-    expect(exported.environments.prod.keys).toEqual([]);
+    const prod = exported.environments.prod!;
+    expect(prod.keys).toEqual([]);
     expect(exported.environments.empty).toEqual({ keys: [], content: {} });
-    expect(exported.environments.prod.content.Game).toEqual({
+    expect(prod.content.Game).toEqual({
       revisions: [{ text: GAME_V1 }, { text: GAME_V2, minAppVersion: '2.0.0' }, { text: '/* newest */ {"level": 4, "color": "green"}' }],
       mapping: MAPPING,
     });
-    expect(exported.environments.prod.content.Shop.mapping).toBeUndefined();
+    expect(prod.content.Shop!.mapping).toBeUndefined();
 
     // Into the same store: nothing changes.
     const json = JSON.parse(JSON.stringify(exported)) as unknown;
@@ -233,7 +234,7 @@ describe('bundles', () => {
     const copy = await openStore('memory:');
     try {
       await copy.importBundle(exported);
-      expect((await copy.getContent('__proto__', '__proto__'))?.revisions[0].text).toBe('{"x":1}');
+      expect((await copy.getContent('__proto__', '__proto__'))?.revisions[0]?.text).toBe('{"x":1}');
     } finally {
       await copy.close();
     }
