@@ -3,7 +3,7 @@ import { CatalogBook } from '../../../src/control/catalog.js';
 import { Directory, MappingLibrary, chooseRevision } from '../../../src/delivery/directory.js';
 import type { RevisionReader } from '../../../src/store/types.js';
 import { versionKeyOf as parseVersion } from '../../../src/shared/app-version.js';
-import type { DirectorySnapshot } from '../../../src/store/types.js';
+import type { DirectorySnapshot, RoutingDelta } from '../../../src/store/types.js';
 import { createHash } from 'node:crypto';
 
 const rev = (revId: number, minAppVersion: string | null) => ({ revId, number: revId, hash: `h${revId}`, minAppVersion, createdAt: '' });
@@ -96,5 +96,65 @@ describe('Directory', () => {
     expect(second.get('a')!.mapping).toBe(first.get('a')!.mapping);
     expect(first.get('b')!.mappingBroken).toBe(true);
     expect(errors).toEqual([8]);
+  });
+});
+
+describe('Directory.applyDelta', () => {
+  const game = SNAPSHOT.contents[0]!;
+  const delta = (fromSeq: number, toSeq: number, part: Partial<RoutingDelta>): RoutingDelta => ({
+    fromSeq, toSeq, environments: [], keys: [], contents: [], ...part,
+  });
+
+  it('replaces a content\'s view whole: a request holding the old view keeps what it had', () => {
+    const d = build(SNAPSHOT, library());
+    const held = d.environments.get('prod')!.contents.get('game')!;
+    d.applyDelta(delta(0, 1, { contents: [{ envId: 'prod', idLower: 'game', meta: { ...game, revisions: [...game.revisions, rev(5, null)] } }] }), new Map(), true);
+    expect(held.revisions.map((r) => r.revId)).toEqual([3, 2, 1]);
+    expect(d.environments.get('prod')!.contents.get('game')!.revisions.map((r) => r.revId)).toEqual([5, 3, 2, 1]);
+    // The compiled mapping is the same object: its id did not change, nothing was compiled again.
+    expect(d.environments.get('prod')!.contents.get('game')!.mapping).toBe(held.mapping);
+    expect(d.seq).toBe(1);
+  });
+
+  it('drops a deleted environment with its keys; a request holding its view keeps it whole', () => {
+    const d = build(SNAPSHOT, library());
+    const held = d.lookupKey('k1')!.env;
+    d.applyDelta(delta(0, 3, { environments: [{ envId: 'prod', exists: false }] }), new Map(), true);
+    expect(d.lookupKey('k1')).toBeUndefined();
+    expect(d.environments.has('prod')).toBe(false);
+    expect(held.contents.size).toBe(2);
+  });
+
+  it('refuses a delta that does not start at the applied sequence, changing nothing', () => {
+    const d = build(SNAPSHOT, library());
+    expect(() => d.applyDelta(delta(1, 2, { environments: [{ envId: 'prod', exists: false }] }), new Map(), true)).toThrow();
+    expect(d.lookupKey('k1')?.env.id).toBe('prod');
+    expect(d.seq).toBe(0);
+  });
+
+  it('keeps a mapping compiled while an update\'s slices arrive, and forgets it once nothing references it', () => {
+    let reads = 0;
+    const counting: RevisionReader = { ...reader, readMapping: (id) => (reads++, reader.readMapping(id)) };
+    const d = build(SNAPSHOT, new MappingLibrary(counting, () => undefined));
+    expect(reads).toBe(1);
+    const plain = { ...game, mappingId: null, mappingRuleCount: 0 };
+    // Slice 1 drops the last reference, slice 2 takes it again: no second read or compilation.
+    d.applyDelta(delta(0, 2, { contents: [{ envId: 'prod', idLower: 'game', meta: plain }] }), new Map(), false);
+    d.applyDelta(delta(0, 2, { contents: [{ envId: 'prod', idLower: 'game', meta: game }] }), new Map(), true);
+    expect(reads).toBe(1);
+    expect(d.environments.get('prod')!.contents.get('game')!.mapping?.ruleCount).toBe(2);
+    // Unreferenced at the end of an update: forgotten, so the next reference reads it again.
+    d.applyDelta(delta(2, 3, { contents: [{ envId: 'prod', idLower: 'game', meta: plain }] }), new Map(), true);
+    d.applyDelta(delta(3, 4, { contents: [{ envId: 'prod', idLower: 'game', meta: game }] }), new Map(), true);
+    expect(reads).toBe(2);
+  });
+
+  it('swaps in the catalog body the update carries, for that environment only', () => {
+    const d = build(SNAPSHOT, library());
+    const empty = d.environments.get('empty')!.catalogBody;
+    const body = Buffer.from('{"catalog":{"new":{"h":"x","d":false}}}');
+    d.applyDelta(delta(0, 1, {}), new Map([['prod', body]]), true);
+    expect(d.environments.get('prod')!.catalogBody).toBe(body);
+    expect(d.environments.get('empty')!.catalogBody).toBe(empty);
   });
 });
