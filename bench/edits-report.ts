@@ -223,11 +223,12 @@ export function evaluateEditsTargets(r: Omit<EditsResults, 'targets' | 'ok'>): T
   return out;
 }
 
-const PHASE_COLUMNS = ['phase', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non2xx', 'sock err', 'loop max ms', `intervals > ${PAUSE_LIMIT_MS} ms`, 'machine stalls'];
+const PHASE_COLUMNS = ['phase', 's', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non2xx', 'sock err', 'loop max ms', `intervals > ${PAUSE_LIMIT_MS} ms`, 'machine stalls'];
 
 function phaseRow(name: string, p: PhaseResult): string[] {
   return [
     name,
+    p.durationSec.toFixed(1),
     Math.round(p.wrk.reqPerSec).toLocaleString('en-US'),
     p.wrk.latencyMs.p50.toFixed(2),
     p.wrk.latencyMs.p99.toFixed(2),

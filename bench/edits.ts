@@ -60,8 +60,10 @@ const SMOKE_IMPORT_BYTES = 1048576;
 /** The import is sent this long after its load run started, so the figures hold a calm stretch first. */
 const IMPORT_AFTER_SEC = 1;
 const WARMUP_SEC = 2;
-/** The import phase's load runs at least this long, so that a slow import still answers inside it (an 8 MiB import into 50,000 items measured 17 s on the 2-core VM while whole-store rebuilds ran on the delivery loop). */
-const IMPORT_LOAD_MIN_SEC = 20;
+/** The import phase's load lasts until the import answered, at most this long. */
+const MAX_LOAD_SEC = 600;
+/** wrk's request timeout: long enough that a delivery pause of seconds is measured as latency, not counted as an error. */
+const WRK_TIMEOUT_SEC = 30;
 /** wrk's plain request cycles over these items; writes go to others. */
 const LOAD_ITEMS = 64;
 const ADMIN_TOKEN = 'rcd-bench-edits-admin-token-0001';
@@ -240,19 +242,44 @@ interface LoadRun {
   readonly endedAt: number;
 }
 
-/** wrk on A's plain request for `seconds`, the stall probe beside it; `during` runs alongside. */
-async function loadPhase<T>(a: Served, script: string, connections: number, seconds: number, during: (startedAt: number) => Promise<T>): Promise<[LoadRun, T]> {
-  const startedAt = performance.now();
-  const probe = runStallProbe(seconds, track);
-  const wrk = runWrk(a.url, script, connections, seconds, track);
-  const extra = during(startedAt);
-  const [w, s] = [await wrk, await probe];
-  const endedAt = performance.now();
-  return [{ wrk: w, stalls: s, startedAt, endedAt }, await extra];
+/** The stall probe in one-second runs for as long as `running` says: a phase's end need not be known at its start. */
+async function probeWhile(running: () => boolean): Promise<StallStats> {
+  let acc: StallStats = { realtime: true, stalls: 0, maxStallMs: 0, stalledMs: 0 };
+  while (running() && !sup.stopping) {
+    const s = await runStallProbe(1, track);
+    acc = { realtime: s.realtime, stalls: acc.stalls + s.stalls, maxStallMs: Math.max(acc.maxStallMs, s.maxStallMs), stalledMs: acc.stalledMs + s.stalledMs };
+  }
+  return acc;
 }
 
-function phaseResult(a: Served, run: LoadRun, seconds: number): PhaseResult {
-  return { durationSec: seconds, wrk: run.wrk, loopDelay: loopDelayIn(a.loopDelayLines, run.startedAt, run.endedAt), machineStalls: run.stalls };
+/**
+ * wrk on A's plain request, the stall probe beside it, `during` alongside. The load runs `seconds`;
+ * with `untilDuring`, it goes on until `during` finished and one loop-delay interval more (wrk is
+ * started for MAX_LOAD_SEC and stopped with SIGINT, which makes it report the run so far).
+ */
+async function loadPhase<T>(a: Served, script: string, connections: number, seconds: number, untilDuring: boolean, during: (startedAt: number) => Promise<T>): Promise<[LoadRun, T]> {
+  const startedAt = performance.now();
+  let wrkChild: ChildProcess | null = null;
+  let loadEnded = false;
+  const keep = (c: ChildProcess): void => {
+    wrkChild = c;
+    track(c);
+  };
+  const wrk = runWrk(a.url, script, connections, untilDuring ? MAX_LOAD_SEC : seconds, keep, WRK_TIMEOUT_SEC).finally(() => (loadEnded = true));
+  const probe = probeWhile(() => !loadEnded);
+  const extra = during(startedAt);
+  if (untilDuring) {
+    await extra.catch(() => undefined);
+    await sleep(Math.max(startedAt + seconds * 1000 - performance.now(), LOOP_DELAY_LOG_MS + 500));
+    (wrkChild as ChildProcess | null)?.kill('SIGINT');
+  }
+  const w = await wrk;
+  const endedAt = performance.now();
+  return [{ wrk: w, stalls: await probe, startedAt, endedAt }, await extra];
+}
+
+function phaseResult(a: Served, run: LoadRun): PhaseResult {
+  return { durationSec: Math.round((run.endedAt - run.startedAt) / 100) / 10, wrk: run.wrk, loopDelay: loopDelayIn(a.loopDelayLines, run.startedAt, run.endedAt), machineStalls: run.stalls };
 }
 
 interface WriteRecord {
@@ -345,7 +372,7 @@ async function writer(a: Served, b: Served, opts: Options, startedAt: number): P
   };
 }
 
-async function importDuring(a: Served, bundle: { text: string; items: number }, startedAt: number, seconds: number): Promise<Omit<ImportStats, 'loopDelay'> & { sentAt: number; answeredAt: number }> {
+async function importDuring(a: Served, bundle: { text: string; items: number }, startedAt: number): Promise<Omit<ImportStats, 'loopDelay' | 'withinLoad'> & { sentAt: number; answeredAt: number }> {
   await sleep(Math.max(0, startedAt + IMPORT_AFTER_SEC * 1000 - performance.now()));
   const sentAt = performance.now();
   let status = 0;
@@ -363,7 +390,6 @@ async function importDuring(a: Served, bundle: { text: string; items: number }, 
     status,
     adminMs: answeredAt - sentAt,
     sentAtSec: IMPORT_AFTER_SEC,
-    withinLoad: answeredAt <= startedAt + seconds * 1000,
     sentAt,
     answeredAt,
   };
@@ -431,14 +457,13 @@ async function main(): Promise<number> {
   await runWrk(a.url, script, opts.connections, opts.smoke ? 1 : WARMUP_SEC, track);
   const seconds = opts.durationSec;
   process.stdout.write(`phase 1/3: ${seconds} s without writes\n`);
-  const [quiet] = await loadPhase(a, script, opts.connections, seconds, () => Promise.resolve(null));
+  const [quiet] = await loadPhase(a, script, opts.connections, seconds, false, () => Promise.resolve(null));
   process.stdout.write(`phase 2/3: ${seconds} s with a write every ${opts.writeEveryMs} ms\n`);
-  const [busy, writes] = await loadPhase(a, script, opts.connections, seconds, (at) => writer(a, b, opts, at));
-  const importSeconds = opts.smoke ? seconds + IMPORT_AFTER_SEC : Math.max(seconds, IMPORT_LOAD_MIN_SEC);
-  process.stdout.write(`phase 3/3: ${importSeconds} s with a ${(importFile.text.length / 1048576).toFixed(1)} MiB import after ${IMPORT_AFTER_SEC} s\n`);
-  const [importLoad, imp] = await loadPhase(a, script, opts.connections, importSeconds, (at) => importDuring(a, importFile, at, importSeconds));
-  // The last loop-delay line covering the import may arrive after the answer: wait one interval for it.
-  await sleep(LOOP_DELAY_LOG_MS + 100);
+  const [busy, writes] = await loadPhase(a, script, opts.connections, seconds, false, (at) => writer(a, b, opts, at));
+  process.stdout.write(`phase 3/3: a ${(importFile.text.length / 1048576).toFixed(1)} MiB import ${IMPORT_AFTER_SEC} s into the load, which lasts until it answered (at least ${seconds} s)\n`);
+  const [importLoad, imp] = await loadPhase(a, script, opts.connections, seconds, true, (at) => importDuring(a, importFile, at));
+  // The loop-delay line that covers the end of the load arrives up to one interval later.
+  await sleep(LOOP_DELAY_LOG_MS);
 
   const { sentAt, answeredAt, ...importFigures } = imp;
   const problems = [...wrkProblems('without writes', quiet.wrk), ...wrkProblems('with writes', busy.wrk), ...wrkProblems('import', importLoad.wrk)];
@@ -459,9 +484,12 @@ async function main(): Promise<number> {
     store,
     processA: processStart(a),
     processB: processStart(b),
-    withoutWrites: phaseResult(a, quiet, seconds),
-    withWrites: { ...phaseResult(a, busy, seconds), writes },
-    underImport: { ...phaseResult(a, importLoad, importSeconds), import: { ...importFigures, loopDelay: loopDelayIn(a.loopDelayLines, sentAt, answeredAt, true) } },
+    withoutWrites: phaseResult(a, quiet),
+    withWrites: { ...phaseResult(a, busy), writes },
+    underImport: {
+      ...phaseResult(a, importLoad),
+      import: { ...importFigures, withinLoad: answeredAt <= importLoad.endedAt, loopDelay: loopDelayIn(a.loopDelayLines, sentAt, answeredAt, true) },
+    },
     problems,
   };
   const results: EditsResults = { ...partial, targets: evaluateEditsTargets(partial), ok: problems.length === 0 };
