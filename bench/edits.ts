@@ -222,10 +222,17 @@ function processStart(s: Served): ProcessStart {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const track = (c: ChildProcess): void => void sup.track(c);
 
-/** The loop-delay lines whose logging interval lies (mostly) inside [from, to]. */
-function loopDelayIn(lines: readonly LoopDelayLine[], from: number, to: number, overlapOnly = false): LoopDelaySummary {
+/**
+ * The loop-delay lines of a window. A line covers the time since the line before it (longer than the
+ * interval when the loop was blocked). For a phase: the lines whose interval lies mostly inside
+ * [from, to]; with `overlapping`, every line whose interval overlaps [from, to] at all.
+ */
+function loopDelayIn(lines: readonly LoopDelayLine[], from: number, to: number, overlapping = false): LoopDelaySummary {
   const half = LOOP_DELAY_LOG_MS / 2;
-  const inside = lines.filter((l) => (overlapOnly ? l.at > from && l.at - LOOP_DELAY_LOG_MS < to : l.at > from + half && l.at <= to + half));
+  const inside = lines.filter((l, i) => {
+    const coveredFrom = i > 0 ? (lines[i - 1] as LoopDelayLine).at : l.at - LOOP_DELAY_LOG_MS;
+    return overlapping ? l.at > from && coveredFrom < to : l.at > from + half && l.at <= to + half;
+  });
   if (inside.length === 0) return { intervals: 0, maxMs: null, worstP99Ms: null, intervalsOverLimit: 0 };
   return {
     intervals: inside.length,

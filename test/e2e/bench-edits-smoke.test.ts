@@ -107,7 +107,7 @@ describe('npm run bench:edits -- --smoke', () => {
     expect(r.targets).toHaveLength(7);
     for (const t of r.targets) expect(['pass', 'FAIL', 'n/a']).toContain(t.verdict);
     for (const t of r.targets.filter((x) => /^(50|100),000 items/.test(x.what))) expect(t.verdict, t.what).toBe('n/a');
-    expect(output).toMatch(/^without writes +[\d,]+ /m);
+    expect(output).toMatch(/^without writes +[\d.]+ +[\d,]+ /m);
     expect(output).toMatch(/^edit-to-visible on B/m);
     expect(output).toContain('targets:');
   }, 300_000);
