@@ -261,7 +261,7 @@ async function probeWhile(running: () => boolean): Promise<StallStats> {
 
 /**
  * wrk on A's plain request, the stall probe beside it, `during` alongside. The load runs `seconds`;
- * with `untilDuring`, it goes on until `during` finished and one loop-delay interval more (wrk is
+ * with `untilDuring`, it goes on until `during` finished and 1.5 loop-delay intervals more (wrk is
  * started for MAX_LOAD_SEC and stopped with SIGINT, which makes it report the run so far).
  */
 async function loadPhase<T>(a: Served, script: string, connections: number, seconds: number, untilDuring: boolean, during: (startedAt: number) => Promise<T>): Promise<[LoadRun, T]> {
