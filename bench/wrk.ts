@@ -167,9 +167,14 @@ function runToEnd<T>(label: string, cmd: string, args: readonly string[], track:
   });
 }
 
-/** One wrk run (one thread, `connections` connections); `track` registers the child for cleanup. */
-export function runWrk(url: string, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void): Promise<WrkStats> {
+/**
+ * One wrk run (one thread, `connections` connections); `track` registers the child for cleanup (and
+ * may keep it: SIGINT ends wrk early with its report of the run so far). `timeoutSec` replaces wrk's
+ * 2 s request timeout, for runs that measure pauses longer than that rather than count them as errors.
+ */
+export function runWrk(url: string, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void, timeoutSec?: number): Promise<WrkStats> {
   const args = ['-t1', `-c${connections}`, `-d${wholeSeconds(durationSec)}s`, '-s', script, url];
+  if (timeoutSec !== undefined) args.splice(3, 0, '--timeout', `${wholeSeconds(timeoutSec)}s`);
   return runToEnd('wrk', 'wrk', args, track, parseWrkOutput);
 }
 

@@ -14,6 +14,7 @@ import type { DemoNotice } from './control/protocol.js';
 import { DEMO_CONTENT_ID } from './runtime/demo.js';
 import { createFrontCache } from './delivery/front-cache.js';
 import { holdYoungGeneration, operatorSizedYoungGeneration } from './runtime/heap.js';
+import { loopDelayInterval, startLoopDelayLog } from './runtime/loop-delay.js';
 import { createApp, isNativeUws, listen, stopListening } from './delivery/app.js';
 import type { FrontEndState } from './delivery/state.js';
 import { logError, logInfo, rateLimitedErrorLogger } from './runtime/log.js';
@@ -37,6 +38,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   if (!isNativeUws()) {
     logError('the native uWebSockets.js addon did not load; running on its slow JavaScript fallback');
   }
+  const loopDelayLogMs = loopDelayInterval(process.env.RCD_LOOP_DELAY_LOG_MS);
   // First: the directory and the pool allocate enough to grow the young generation.
   const holdYoung = !operatorSizedYoungGeneration(process.execArgv, process.env.NODE_OPTIONS);
   if (holdYoung) holdYoungGeneration();
@@ -112,6 +114,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   logInfo(`listening on http://${config.host}:${listening.port} (${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
   if (opened.adminPort !== null) logInfo(`admin listening on http://${config.adminHost}:${opened.adminPort}`);
 
+  const stopLoopDelayLog = startLoopDelayLog(loopDelayLogMs);
   const keyUseTimer = setInterval(() => feed.reportKeyUse(state.usedKeys), KEY_USE_REPORT_MS);
   keyUseTimer.unref();
 
@@ -123,6 +126,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
       stopListening(listening.socket);
       await waitForIdle(state, config.shutdownTimeoutMs);
       clearInterval(keyUseTimer);
+      stopLoopDelayLog();
       // Closes keep-alive connections too; present at runtime in this uWS build, missing from its typings.
       (app as unknown as { close(): void }).close();
       await pool.destroy();

@@ -1,0 +1,317 @@
+/**
+ * The result model of the edits-under-load benchmark (bench/edits.ts), its targets, the stdout table
+ * and the files bench/results/<date>-<host>-edits.json and .md.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { hostTag } from './report.js';
+import type { StallStats, WrkStats } from './wrk.js';
+
+/** A pause of the delivery loop longer than this is what the targets forbid. */
+export const PAUSE_LIMIT_MS = 10;
+
+export interface Percentiles {
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+/** What process A's `loop delay` lines (src/runtime/loop-delay.ts) said over a window. */
+export interface LoopDelaySummary {
+  /** Log lines (one per logging interval) that fell in the window. */
+  readonly intervals: number;
+  /** Longest pause of the delivery loop, ms (null when no line fell in the window). */
+  readonly maxMs: number | null;
+  /** The highest per-interval p99, ms. */
+  readonly worstP99Ms: number | null;
+  /** Intervals whose longest pause exceeded PAUSE_LIMIT_MS. */
+  readonly intervalsOverLimit: number;
+}
+
+export interface PhaseResult {
+  readonly durationSec: number;
+  readonly wrk: WrkStats;
+  readonly loopDelay: LoopDelaySummary;
+  /** bench/stall-probe.ts beside the load: moments the whole machine did not run. */
+  readonly machineStalls: StallStats;
+}
+
+export interface WriteStats {
+  /** Writes the schedule asked for (duration / interval) and writes sent (fewer when writes are slower than the interval). */
+  readonly scheduled: number;
+  readonly sent: number;
+  /** Writes answered with a status other than 200 (or not answered). */
+  readonly failed: number;
+  /** Admin PUT latency on process A, from sending to the answer, ms. */
+  readonly adminMs: Percentiles | null;
+  /** Writes process B served within the wait, and writes it never served within it. */
+  readonly visible: number;
+  readonly notVisible: number;
+  /** Writes B already served on the first look after A answered. */
+  readonly visibleAtAnswer: number;
+  /** How long each poll waits after A's answer before calling a write not visible, ms. */
+  readonly visibleWaitMs: number;
+  /**
+   * Edit-to-visible on B, from sending the PUT, over every answered write; a not-visible write counts
+   * as longer than any visible one, so a percentile that lands on one is null ("not visible").
+   */
+  readonly visibleMs: { readonly p50: number | null; readonly p99: number | null; readonly max: number | null };
+}
+
+export interface ImportStats {
+  readonly bytes: number;
+  readonly items: number;
+  readonly status: number;
+  /** From sending the POST to its answer, ms. */
+  readonly adminMs: number;
+  /** Seconds after the load started that the import was sent. */
+  readonly sentAtSec: number;
+  /** True when the import answered before the load run ended (the figures then cover all of it). */
+  readonly withinLoad: boolean;
+  /** Loop-delay lines whose interval overlapped the import. */
+  readonly loopDelay: LoopDelaySummary;
+}
+
+export interface ProcessStart {
+  /** From spawn to the "listening on" line, ms. */
+  readonly startupMs: number;
+  /** VmRSS when "listening on" was printed, bytes. */
+  readonly rssAfterStartBytes: number;
+  /** VmRSS at the end of the run, bytes. */
+  readonly rssEndBytes: number;
+}
+
+export interface EditsOptions {
+  readonly items: number;
+  readonly durationSec: number;
+  readonly writeEveryMs: number;
+  readonly connections: number;
+  readonly smoke: boolean;
+  readonly importBytes: number;
+  readonly visibleWaitMs: number;
+  readonly loopDelayLogMs: number;
+}
+
+export interface EditsResults {
+  readonly version: 1;
+  readonly kind: 'edits';
+  readonly date: string;
+  readonly host: string;
+  readonly node: string;
+  readonly cpus: { readonly model: string; readonly count: number };
+  readonly loadavgAtStart: readonly number[];
+  readonly loadavgAtEnd: readonly number[];
+  readonly options: EditsOptions;
+  /** The generated store: bundle size and how long `rcd import` took to write it. */
+  readonly store: { readonly bundleBytes: number; readonly importMs: number };
+  /** A: load, writes and imports go to it; B: a second `rcd serve` on the same SQLite file. */
+  readonly processA: ProcessStart;
+  readonly processB: ProcessStart;
+  readonly withoutWrites: PhaseResult;
+  readonly withWrites: PhaseResult & { readonly writes: WriteStats };
+  readonly underImport: PhaseResult & { readonly import: ImportStats };
+  readonly targets: readonly TargetCheck[];
+  readonly problems: readonly string[];
+  readonly ok: boolean;
+}
+
+export interface TargetCheck {
+  readonly what: string;
+  readonly verdict: 'pass' | 'FAIL' | 'n/a';
+  readonly measured: string;
+}
+
+/** The nearest-rank percentile of sorted values. */
+export function percentileOf(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) throw new Error('percentileOf needs values');
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
+  return sorted[rank - 1] as number;
+}
+
+export function percentiles(values: readonly number[]): Percentiles | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return { p50: percentileOf(sorted, 50), p99: percentileOf(sorted, 99), max: sorted[sorted.length - 1] as number };
+}
+
+function ms(n: number | null, digits = 1): string {
+  return n === null ? 'n/a' : `${n.toFixed(digits)} ms`;
+}
+
+function visibleText(n: number | null, w: WriteStats): string {
+  return n === null ? (w.notVisible > 0 ? `not visible (> ${w.visibleWaitMs} ms after the answer)` : 'n/a') : `${n.toFixed(1)} ms`;
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / 1048576).toFixed(1)} MB`;
+}
+
+function pauseText(d: LoopDelaySummary): string {
+  return d.maxMs === null
+    ? 'no loop-delay line'
+    : `max pause ${d.maxMs.toFixed(1)} ms; ${d.intervalsOverLimit} of ${d.intervals} intervals with a pause over ${PAUSE_LIMIT_MS} ms`;
+}
+
+function stallsText(s: StallStats): string {
+  return `machine stalls: ${s.stalls}${s.stalls > 0 ? ` (max ${s.maxStallMs.toFixed(0)} ms)` : ''}${s.realtime ? '' : ' (probe not real-time)'}`;
+}
+
+/** The issue's targets for edits under load, judged on what this run measured. */
+export function evaluateEditsTargets(r: Omit<EditsResults, 'targets' | 'ok'>): TargetCheck[] {
+  const out: TargetCheck[] = [];
+  const items = r.options.items;
+  const sized = (n: number, check: () => TargetCheck): TargetCheck => {
+    const t = check();
+    return items >= n ? t : { what: t.what, verdict: 'n/a', measured: `${t.measured} (run has ${items} items; judged at ${n})` };
+  };
+  const without = r.withoutWrites.wrk.latencyMs.p99;
+  const withW = r.withWrites.wrk.latencyMs.p99;
+  out.push(
+    sized(50_000, () => ({
+      what: '50,000 items: delivery p99 with writes within 1.5x of p99 without',
+      verdict: withW <= 1.5 * without ? 'pass' : 'FAIL',
+      measured: `${withW.toFixed(2)} ms vs ${without.toFixed(2)} ms (${(withW / without).toFixed(2)}x)`,
+    })),
+  );
+  const ld = r.withWrites.loopDelay;
+  out.push(
+    sized(50_000, () => ({
+      what: `50,000 items: no delivery pause over ${PAUSE_LIMIT_MS} ms caused by a write`,
+      verdict: ld.maxMs === null ? 'n/a' : ld.maxMs <= PAUSE_LIMIT_MS ? 'pass' : 'FAIL',
+      measured: `with writes: ${pauseText(ld)}; without: ${pauseText(r.withoutWrites.loopDelay)}; ${stallsText(r.withWrites.machineStalls)}`,
+    })),
+  );
+  const admin = r.withWrites.writes.adminMs;
+  out.push(
+    sized(50_000, () => ({
+      what: '50,000 items: admin write median under 50 ms',
+      verdict: admin === null ? 'n/a' : admin.p50 < 50 ? 'pass' : 'FAIL',
+      measured: admin === null ? 'no write answered' : `${admin.p50.toFixed(1)} ms over ${r.withWrites.writes.sent} writes`,
+    })),
+  );
+  out.push(
+    sized(100_000, () => ({
+      what: '100,000 items: start-up from an existing store under 3 s',
+      verdict: r.processA.startupMs < 3000 ? 'pass' : 'FAIL',
+      measured: `${(r.processA.startupMs / 1000).toFixed(2)} s (second process: ${(r.processB.startupMs / 1000).toFixed(2)} s)`,
+    })),
+  );
+  out.push(
+    sized(100_000, () => ({
+      what: '100,000 items: RSS under 300 MB',
+      verdict: r.processA.rssAfterStartBytes < 300 * 1048576 ? 'pass' : 'FAIL',
+      measured: `${mib(r.processA.rssAfterStartBytes)} after start, ${mib(r.processA.rssEndBytes)} at the end`,
+    })),
+  );
+  const w = r.withWrites.writes;
+  const answered = w.visible + w.notVisible;
+  const p99 = w.visibleMs.p99;
+  const visibleVerdict = answered === 0 ? 'n/a' : p99 === null || p99 > 100 ? 'FAIL' : answered >= 200 ? 'pass' : 'n/a';
+  out.push({
+    what: 'an edit visible on the second process within 100 ms (p99 over 200 edits)',
+    verdict: visibleVerdict,
+    measured:
+      `p99 ${visibleText(p99, w)} over ${answered} edits` +
+      `${answered < 200 ? ' (fewer than 200)' : ''}; ${w.notVisible} not visible, ${w.visibleAtAnswer} already visible when the write answered`,
+  });
+  const imp = r.underImport.import;
+  out.push({
+    what: `an 8 MiB import causes no delivery pause over ${PAUSE_LIMIT_MS} ms`,
+    verdict: imp.bytes < 8 * 1048576 * 0.95 || imp.loopDelay.maxMs === null ? 'n/a' : imp.loopDelay.maxMs <= PAUSE_LIMIT_MS ? 'pass' : 'FAIL',
+    measured: `${mib(imp.bytes)} bundle, answered in ${imp.adminMs.toFixed(0)} ms: ${pauseText(imp.loopDelay)}; delivery max ${r.underImport.wrk.latencyMs.max.toFixed(1)} ms`,
+  });
+  return out;
+}
+
+const PHASE_COLUMNS = ['phase', 's', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non2xx', 'sock err', 'loop max ms', `intervals > ${PAUSE_LIMIT_MS} ms`, 'machine stalls'];
+
+function phaseRow(name: string, p: PhaseResult): string[] {
+  return [
+    name,
+    p.durationSec.toFixed(1),
+    Math.round(p.wrk.reqPerSec).toLocaleString('en-US'),
+    p.wrk.latencyMs.p50.toFixed(2),
+    p.wrk.latencyMs.p99.toFixed(2),
+    p.wrk.latencyMs.max.toFixed(1),
+    String(p.wrk.non2xx),
+    String(p.wrk.socketErrors),
+    p.loopDelay.maxMs === null ? 'n/a' : p.loopDelay.maxMs.toFixed(1),
+    `${p.loopDelay.intervalsOverLimit} / ${p.loopDelay.intervals}`,
+    `${p.machineStalls.stalls}${p.machineStalls.stalls > 0 ? ` (max ${p.machineStalls.maxStallMs.toFixed(0)})` : ''}`,
+  ];
+}
+
+function phaseRows(r: EditsResults): string[][] {
+  return [phaseRow('without writes', r.withoutWrites), phaseRow('with writes', r.withWrites), phaseRow(`${(r.underImport.import.bytes / 1048576).toFixed(1)} MiB import`, r.underImport)];
+}
+
+/** The other figures, one "name: value" line each (stdout and the Markdown summary). */
+function figureLines(r: EditsResults): string[] {
+  const w = r.withWrites.writes;
+  const imp = r.underImport.import;
+  const adm = w.adminMs;
+  return [
+    `store: ${r.options.items.toLocaleString('en-US')} items, bundle ${mib(r.store.bundleBytes)}, rcd import ${(r.store.importMs / 1000).toFixed(2)} s`,
+    `start-up A: ${(r.processA.startupMs / 1000).toFixed(2)} s, RSS ${mib(r.processA.rssAfterStartBytes)} after start, ${mib(r.processA.rssEndBytes)} at the end`,
+    `start-up B: ${(r.processB.startupMs / 1000).toFixed(2)} s, RSS ${mib(r.processB.rssAfterStartBytes)} after start, ${mib(r.processB.rssEndBytes)} at the end`,
+    `admin writes: ${w.sent} sent of ${w.scheduled} scheduled (one every ${r.options.writeEveryMs} ms, one at a time), ${w.failed} failed; ` +
+      `latency median ${ms(adm?.p50 ?? null)}, p99 ${ms(adm?.p99 ?? null)}, max ${ms(adm?.max ?? null)}`,
+    `edit-to-visible on B (from the PUT): p50 ${visibleText(w.visibleMs.p50, w)}, p99 ${visibleText(w.visibleMs.p99, w)}, max ${visibleText(w.visibleMs.max, w)}; ` +
+      `${w.visible} visible, ${w.notVisible} not visible within ${w.visibleWaitMs} ms of the answer, ${w.visibleAtAnswer} already visible when the write answered`,
+    `import: ${mib(imp.bytes)} (${imp.items.toLocaleString('en-US')} items), status ${imp.status}, answered in ${(imp.adminMs / 1000).toFixed(2)} s ` +
+      `(sent ${imp.sentAtSec} s into the load${imp.withinLoad ? '' : '; it outlasted the load run'}); during it: ${pauseText(imp.loopDelay)}`,
+  ];
+}
+
+function textTable(columns: readonly string[], body: string[][]): string {
+  const rows = [columns as string[], ...body];
+  const widths = columns.map((_, i) => Math.max(...rows.map((row) => (row[i] as string).length)));
+  const line = (row: string[]): string => row.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
+  return [line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+export function renderEditsText(r: EditsResults): string {
+  const targets = r.targets.map((t) => `  ${t.verdict.padEnd(4)}  ${t.what}: ${t.measured}`);
+  return [textTable(PHASE_COLUMNS, phaseRows(r)), '', ...figureLines(r), '', 'targets:', ...targets].join('\n');
+}
+
+export function renderEditsMarkdown(r: EditsResults): string {
+  const o = r.options;
+  const lines = [
+    `# Edits under load ${r.date} on ${r.host}`,
+    '',
+    `${r.cpus.count} x ${r.cpus.model}, Node ${r.node}, load average ${r.loadavgAtStart.map((n) => n.toFixed(2)).join(' ')} at start, ` +
+      `${r.loadavgAtEnd.map((n) => n.toFixed(2)).join(' ')} at the end. ${o.items.toLocaleString('en-US')} items, ${o.durationSec} s per phase, ` +
+      `wrk at ${o.connections} connections on a plain content request of process A, one admin write every ${o.writeEveryMs} ms` +
+      `${o.smoke ? ', SMOKE RUN (speed figures meaningless)' : ''}.`,
+    '',
+    `| ${PHASE_COLUMNS.join(' | ')} |`,
+    `|${PHASE_COLUMNS.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`,
+    ...phaseRows(r).map((row) => `| ${row.join(' | ')} |`),
+    '',
+    `loop max = the longest pause of process A's delivery event loop (RCD_LOOP_DELAY_LOG_MS=${o.loopDelayLogMs}); ` +
+      `machine stalls = wake-ups of a real-time probe 5 ms or more late (the whole VM did not run).`,
+    '',
+    ...figureLines(r).map((l) => `- ${l}`),
+    '',
+    '## Targets',
+    '',
+    '| target | measured | verdict |',
+    '|---|---|---|',
+    ...r.targets.map((t) => `| ${t.what} | ${t.measured} | ${t.verdict} |`),
+    '',
+  ];
+  if (r.problems.length > 0) lines.push('## Problems', '', ...r.problems.map((p) => `- ${p}`), '');
+  return lines.join('\n');
+}
+
+/** bench/results/<date>-<host>-edits.json (+ .md); a second run the same day gets -2, -3, ... */
+export function writeEditsResults(r: EditsResults, dir: string): { json: string; md: string } {
+  mkdirSync(dir, { recursive: true });
+  const base = `${r.date.slice(0, 10)}-${hostTag()}-edits`;
+  let stem = join(dir, base);
+  for (let i = 2; existsSync(`${stem}.json`); i++) stem = join(dir, `${base}-${i}`);
+  writeFileSync(`${stem}.json`, JSON.stringify(r, null, 2) + '\n');
+  writeFileSync(`${stem}.md`, renderEditsMarkdown(r));
+  return { json: `${stem}.json`, md: `${stem}.md` };
+}

@@ -1,0 +1,520 @@
+/**
+ * `npm run bench:edits -- [--items N] [--duration S] [--write-every MS] [--connections N] [--smoke]`
+ *
+ * Edits under load: a store of N small items in one environment (written with `rcd import`), two
+ * `rcd serve` processes on that one SQLite file (A takes the load, the writes and the import; B is
+ * where an edit must become visible), and three phases of wrk on a plain content request of A:
+ * without writes; with one admin PUT every MS ms through A while B is polled for each new hash; and
+ * with an ~8 MiB bundle POSTed to A's admin import. Process A logs its delivery loop's pauses
+ * (RCD_LOOP_DELAY_LOG_MS, src/runtime/loop-delay.ts), which the run reads per phase. Everything it
+ * starts is stopped and its temp dir removed on success, failure, Ctrl-C and SIGTERM.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { statSync, writeFileSync } from 'node:fs';
+import { cpus, hostname, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import {
+  evaluateEditsTargets,
+  percentileOf,
+  percentiles,
+  renderEditsText,
+  writeEditsResults,
+  PAUSE_LIMIT_MS,
+  type EditsOptions,
+  type EditsResults,
+  type ImportStats,
+  type LoopDelaySummary,
+  type PhaseResult,
+  type ProcessStart,
+  type WriteStats,
+} from './edits-report.js';
+import { BENCH_ENV, BENCH_KEY, buildBundle, prng, repoRoot, smallItemDoc, type FixtureItem } from './fixtures/generate.js';
+import { isLinuxProcAvailable, memoryStatus } from './measure.js';
+import { Supervisor, drain, freePort } from './processes.js';
+import type { RequestEntry } from './scenarios.js';
+import { runStallProbe, runWrk, wrkAvailable, writeWrkScript, type StallStats, type WrkStats } from './wrk.js';
+
+const USAGE = `usage: npm run bench:edits -- [options]
+  --items N          content items in the store (default 50000; --smoke: 500; max 1000000)
+  --duration S       seconds of each load phase (default 20, enough for 200 writes at 100 ms; --smoke: 2; max 600)
+  --write-every MS   one admin write every MS ms during the write phase (default 100; 10..60000)
+  --connections N    wrk connections on the plain request (default 10; max 1000)
+  --smoke            ~500 items, 2 s phases, a 1 MiB import: checks that every figure is produced, not speed
+  --out DIR          results directory (default bench/results; --smoke: a temp dir)`;
+
+class UsageError extends Error {}
+
+interface Options extends EditsOptions {
+  readonly outDir: string;
+}
+
+/** Give up on an edit this long after its write answered: a process that never sees the edit must not hang the run. */
+const VISIBLE_WAIT_MS = 2000;
+/** How often B is asked for an edited item while waiting for it. */
+const POLL_EVERY_MS = 5;
+const LOOP_DELAY_LOG_MS = 1000;
+const FULL_IMPORT_BYTES = 8 * 1048576;
+const SMOKE_IMPORT_BYTES = 1048576;
+/** The import is sent this long after its load run started, so the figures hold a calm stretch first. */
+const IMPORT_AFTER_SEC = 1;
+const WARMUP_SEC = 2;
+/** The import phase's load lasts until the import answered, at most this long. */
+const MAX_LOAD_SEC = 600;
+/** wrk's request timeout: long enough that a delivery pause of seconds is measured as latency, not counted as an error. */
+const WRK_TIMEOUT_SEC = 30;
+/** wrk's plain request cycles over these items; writes go to others. */
+const LOAD_ITEMS = 64;
+const ADMIN_TOKEN = 'rcd-bench-edits-admin-token-0001';
+const ENV = BENCH_ENV;
+
+function intOption(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) throw new UsageError(`--${name} must be an integer in ${min}..${max}, got "${raw}"`);
+  return Number(raw);
+}
+
+function parseOptions(argv: string[]): Options {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      items: { type: 'string' },
+      duration: { type: 'string' },
+      'write-every': { type: 'string' },
+      connections: { type: 'string' },
+      smoke: { type: 'boolean', default: false },
+      out: { type: 'string' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    process.stdout.write(USAGE + '\n');
+    process.exit(0);
+  }
+  const smoke = values.smoke === true;
+  const items = intOption('items', values.items, smoke ? 500 : 50_000, LOAD_ITEMS * 2, 1_000_000);
+  return {
+    items,
+    durationSec: intOption('duration', values.duration, smoke ? 2 : 20, 1, 600),
+    writeEveryMs: intOption('write-every', values['write-every'], 100, 10, 60_000),
+    connections: intOption('connections', values.connections, 10, 1, 1000),
+    smoke,
+    importBytes: smoke ? SMOKE_IMPORT_BYTES : FULL_IMPORT_BYTES,
+    visibleWaitMs: VISIBLE_WAIT_MS,
+    loopDelayLogMs: LOOP_DELAY_LOG_MS,
+    outDir: values.out ?? (smoke ? join(tmpdir(), 'rcd-bench-smoke') : join(repoRoot(), 'bench', 'results')),
+  };
+}
+
+// ---------------------------------------------------------------- fixtures
+
+function itemId(i: number): string {
+  return `Item${String(i).padStart(6, '0')}`;
+}
+
+/** N small items (the suite's small generated documents), one environment, the bench key. */
+function storeBundle(items: number): unknown {
+  const rand = prng(0xed17_2026);
+  const content: Record<string, FixtureItem> = {};
+  for (let i = 0; i < items; i++) content[itemId(i)] = { revisions: [{ json: smallItemDoc(rand, itemId(i)), minAppVersion: null }], mapping: null };
+  return buildBundle({ environments: { [ENV]: content } });
+}
+
+/** About `bytes` of new small items for the same environment (the one under load): what a big release import looks like. */
+function importBundle(bytes: number): { text: string; items: number } {
+  const rand = prng(0x1a7b_2026);
+  const content: Record<string, unknown> = {};
+  let size = 64;
+  let n = 0;
+  while (size < bytes) {
+    const id = `Import${String(n).padStart(6, '0')}`;
+    const entry = { json: smallItemDoc(rand, id) };
+    content[id] = entry;
+    size += JSON.stringify(entry).length + id.length + 4;
+    n++;
+  }
+  return { text: JSON.stringify({ environments: { [ENV]: { content } } }), items: n };
+}
+
+// ---------------------------------------------------------------- processes
+
+const sup = new Supervisor();
+
+interface Served {
+  readonly label: string;
+  readonly child: ChildProcess;
+  readonly pid: number;
+  readonly url: string;
+  readonly adminUrl: string;
+  readonly startupMs: number;
+  readonly rssAfterStartBytes: number;
+  /** Lines of this process's stdout seen so far, with the time they arrived (performance.now()). */
+  readonly loopDelayLines: LoopDelayLine[];
+}
+
+interface LoopDelayLine {
+  readonly at: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+const LOOP_DELAY_LINE = /^rcd: loop delay p50=([\d.]+)ms p99=([\d.]+)ms max=([\d.]+)ms$/;
+
+/** Starts `rcd serve` on the store without importing anything; resolves at "listening on". */
+async function startServe(label: string, dbPath: string, dataDir: string, loopDelay: boolean): Promise<Served> {
+  const root = repoRoot();
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const args = [join(root, 'bin', 'rcd.js'), 'serve', '--store', `sqlite:${dbPath}`, '--data-dir', dataDir, '--host', '127.0.0.1', '--port', String(port)];
+  args.push('--admin-host', '127.0.0.1', '--admin-port', String(adminPort), '--seed-demo', 'false');
+  const env: NodeJS.ProcessEnv = { ...process.env, RCD_ADMIN_TOKEN: ADMIN_TOKEN };
+  if (loopDelay) env.RCD_LOOP_DELAY_LOG_MS = String(LOOP_DELAY_LOG_MS);
+  else delete env.RCD_LOOP_DELAY_LOG_MS;
+  const spawned = performance.now();
+  const child = sup.track(spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const tail: string[] = [];
+  const loopDelayLines: LoopDelayLine[] = [];
+  return new Promise<Served>((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`process ${label} did not print "listening on" within 300 s`)), 300_000);
+    const fail = (err: Error): void => {
+      clearTimeout(timer);
+      void sup.stopChild(child, 1000);
+      reject(new Error(`${err.message}\n--- process ${label} output (last lines) ---\n${tail.join('\n')}`));
+    };
+    const onEarlyExit = (code: number | null, signal: string | null): void => fail(new Error(`process ${label} exited during start-up (code ${code}, signal ${signal})`));
+    child.once('error', fail);
+    child.once('exit', onEarlyExit);
+    drain(child.stderr as NodeJS.ReadableStream, tail);
+    drain(child.stdout as NodeJS.ReadableStream, tail, (line) => {
+      const d = LOOP_DELAY_LINE.exec(line);
+      if (d !== null) {
+        loopDelayLines.push({ at: performance.now(), p99: Number(d[2]), max: Number(d[3]) });
+        return;
+      }
+      if (!/^rcd: listening on http:/.test(line)) return;
+      const startupMs = performance.now() - spawned;
+      clearTimeout(timer);
+      child.off('exit', onEarlyExit);
+      child.once('exit', (code, signal) => {
+        if (!sup.stopping && !sup.expected(child)) process.stderr.write(`\nprocess ${label} exited (code ${code}, signal ${signal})\n--- last lines ---\n${tail.join('\n')}\n`);
+      });
+      resolve({
+        label,
+        child,
+        pid: child.pid as number,
+        url: `http://127.0.0.1:${port}`,
+        adminUrl: `http://127.0.0.1:${adminPort}/admin/v1`,
+        startupMs,
+        rssAfterStartBytes: memoryStatus(child.pid as number).rss,
+        loopDelayLines,
+      });
+    });
+  });
+}
+
+function processStart(s: Served): ProcessStart {
+  return { startupMs: s.startupMs, rssAfterStartBytes: s.rssAfterStartBytes, rssEndBytes: memoryStatus(s.pid).rss };
+}
+
+// ---------------------------------------------------------------- measuring
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const track = (c: ChildProcess): void => void sup.track(c);
+
+/**
+ * The loop-delay lines of a window. A line covers the time since the line before it (longer than the
+ * interval when the loop was blocked). For a phase: the lines whose interval lies mostly inside
+ * [from, to]; with `overlapping`, every line whose interval overlaps [from, to] at all.
+ */
+function loopDelayIn(lines: readonly LoopDelayLine[], from: number, to: number, overlapping = false): LoopDelaySummary {
+  const half = LOOP_DELAY_LOG_MS / 2;
+  const inside = lines.filter((l, i) => {
+    const coveredFrom = i > 0 ? (lines[i - 1] as LoopDelayLine).at : l.at - LOOP_DELAY_LOG_MS;
+    return overlapping ? l.at > from && coveredFrom < to : l.at > from + half && l.at <= to + half;
+  });
+  if (inside.length === 0) return { intervals: 0, maxMs: null, worstP99Ms: null, intervalsOverLimit: 0 };
+  return {
+    intervals: inside.length,
+    maxMs: Math.max(...inside.map((l) => l.max)),
+    worstP99Ms: Math.max(...inside.map((l) => l.p99)),
+    intervalsOverLimit: inside.filter((l) => l.max > PAUSE_LIMIT_MS).length,
+  };
+}
+
+interface LoadRun {
+  readonly wrk: WrkStats;
+  readonly stalls: StallStats;
+  readonly startedAt: number;
+  readonly endedAt: number;
+}
+
+/** The stall probe in one-second runs for as long as `running` says: a phase's end need not be known at its start. */
+async function probeWhile(running: () => boolean): Promise<StallStats> {
+  let acc: StallStats = { realtime: true, stalls: 0, maxStallMs: 0, stalledMs: 0 };
+  while (running() && !sup.stopping) {
+    const s = await runStallProbe(1, track);
+    acc = { realtime: s.realtime, stalls: acc.stalls + s.stalls, maxStallMs: Math.max(acc.maxStallMs, s.maxStallMs), stalledMs: acc.stalledMs + s.stalledMs };
+  }
+  return acc;
+}
+
+/**
+ * wrk on A's plain request, the stall probe beside it, `during` alongside. The load runs `seconds`;
+ * with `untilDuring`, it goes on until `during` finished and 1.5 loop-delay intervals more (wrk is
+ * started for MAX_LOAD_SEC and stopped with SIGINT, which makes it report the run so far).
+ */
+async function loadPhase<T>(a: Served, script: string, connections: number, seconds: number, untilDuring: boolean, during: (startedAt: number) => Promise<T>): Promise<[LoadRun, T]> {
+  const startedAt = performance.now();
+  let wrkChild: ChildProcess | null = null;
+  let loadEnded = false;
+  const keep = (c: ChildProcess): void => {
+    wrkChild = c;
+    track(c);
+  };
+  const wrk = runWrk(a.url, script, connections, untilDuring ? MAX_LOAD_SEC : seconds, keep, WRK_TIMEOUT_SEC).finally(() => (loadEnded = true));
+  const probe = probeWhile(() => !loadEnded);
+  const extra = during(startedAt);
+  if (untilDuring) {
+    await extra.catch(() => undefined);
+    await sleep(Math.max(startedAt + seconds * 1000 - performance.now(), LOOP_DELAY_LOG_MS + 500));
+    (wrkChild as ChildProcess | null)?.kill('SIGINT');
+  }
+  const w = await wrk;
+  const endedAt = performance.now();
+  return [{ wrk: w, stalls: await probe, startedAt, endedAt }, await extra];
+}
+
+function phaseResult(a: Served, run: LoadRun): PhaseResult {
+  return { durationSec: Math.round((run.endedAt - run.startedAt) / 100) / 10, wrk: run.wrk, loopDelay: loopDelayIn(a.loopDelayLines, run.startedAt, run.endedAt), machineStalls: run.stalls };
+}
+
+interface WriteRecord {
+  readonly status: number;
+  readonly adminMs: number;
+  /** null: not visible on B within the wait. */
+  visibleMs: number | null;
+  visibleAtAnswer: boolean;
+}
+
+const AUTH = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+/** B's hash of an item through the wrapped answer, or null when it does not answer 200. */
+async function servedHash(b: Served, id: string): Promise<string | null> {
+  const res = await fetch(`${b.url}/api/v1/config/${id}/dynamic`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': BENCH_KEY },
+    body: '{"u":"edits-probe"}',
+  });
+  const text = await res.text();
+  if (res.status !== 200) return null;
+  return (JSON.parse(text) as { hash?: string }).hash ?? null;
+}
+
+/** Polls B until it serves `hash` for the item (or gives up `waitMs` after the write answered). */
+async function waitVisible(b: Served, id: string, hash: string, sentAt: number, waitMs: number, rec: WriteRecord): Promise<void> {
+  const giveUpAt = performance.now() + waitMs;
+  for (let first = true; ; first = false) {
+    if ((await servedHash(b, id)) === hash) {
+      rec.visibleMs = performance.now() - sentAt;
+      rec.visibleAtAnswer = first;
+      return;
+    }
+    if (performance.now() >= giveUpAt || sup.stopping) return;
+    await sleep(POLL_EVERY_MS);
+  }
+}
+
+/**
+ * One admin PUT every `everyMs` for `seconds`, one at a time (admin writes queue in the server
+ * anyway: a write slower than the interval delays the next rather than piling them up); each one a
+ * new text of another item. Each answered write starts a poll of B for its hash.
+ */
+async function writer(a: Served, b: Served, opts: Options, startedAt: number): Promise<WriteStats> {
+  const end = startedAt + opts.durationSec * 1000;
+  const records: WriteRecord[] = [];
+  const polls: Promise<void>[] = [];
+  let next = startedAt;
+  for (let i = 0; !sup.stopping; i++) {
+    const wait = next - performance.now();
+    if (wait > 0) await sleep(wait);
+    if (performance.now() >= end) break;
+    const id = itemId(LOAD_ITEMS + (i % (opts.items - LOAD_ITEMS)));
+    const text = `// edit ${i}\n{"schema":1,"name":"${id}","edit":${i},"at":${Date.now()}}\n`;
+    const sentAt = performance.now();
+    let status = 0;
+    let hash: string | null = null;
+    try {
+      const res = await fetch(`${a.adminUrl}/environments/${ENV}/content/${id}`, { method: 'PUT', headers: AUTH, body: text });
+      status = res.status;
+      const body = (await res.json()) as { hash?: string };
+      hash = body.hash ?? null;
+    } catch {
+      // Counted as failed (status 0).
+    }
+    const rec: WriteRecord = { status, adminMs: performance.now() - sentAt, visibleMs: null, visibleAtAnswer: false };
+    records.push(rec);
+    if (status === 200 && hash !== null) polls.push(waitVisible(b, id, hash, sentAt, opts.visibleWaitMs, rec));
+    next = Math.max(next + opts.writeEveryMs, performance.now());
+  }
+  await Promise.all(polls);
+  const answered = records.filter((r) => r.status === 200);
+  const visible = answered.filter((r) => r.visibleMs !== null);
+  // Not visible sorts after every visible write: a percentile landing there is "not visible" (null).
+  const sorted = answered.map((r) => r.visibleMs ?? Number.POSITIVE_INFINITY).sort((x, y) => x - y);
+  const finite = (n: number): number | null => (Number.isFinite(n) ? n : null);
+  return {
+    scheduled: Math.floor((opts.durationSec * 1000) / opts.writeEveryMs),
+    sent: records.length,
+    failed: records.length - answered.length,
+    adminMs: percentiles(answered.map((r) => r.adminMs)),
+    visible: visible.length,
+    notVisible: answered.length - visible.length,
+    visibleAtAnswer: visible.filter((r) => r.visibleAtAnswer).length,
+    visibleWaitMs: opts.visibleWaitMs,
+    visibleMs:
+      sorted.length === 0
+        ? { p50: null, p99: null, max: null }
+        : { p50: finite(percentileOf(sorted, 50)), p99: finite(percentileOf(sorted, 99)), max: finite(sorted[sorted.length - 1] as number) },
+  };
+}
+
+async function importDuring(a: Served, bundle: { text: string; items: number }, startedAt: number): Promise<Omit<ImportStats, 'loopDelay' | 'withinLoad'> & { sentAt: number; answeredAt: number }> {
+  await sleep(Math.max(0, startedAt + IMPORT_AFTER_SEC * 1000 - performance.now()));
+  const sentAt = performance.now();
+  let status = 0;
+  try {
+    const res = await fetch(`${a.adminUrl}/import`, { method: 'POST', headers: { ...AUTH, 'content-type': 'application/json' }, body: bundle.text });
+    status = res.status;
+    await res.text();
+  } catch {
+    // status 0: reported as a problem.
+  }
+  const answeredAt = performance.now();
+  return {
+    bytes: Buffer.byteLength(bundle.text),
+    items: bundle.items,
+    status,
+    adminMs: answeredAt - sentAt,
+    sentAtSec: IMPORT_AFTER_SEC,
+    sentAt,
+    answeredAt,
+  };
+}
+
+function plainPool(): RequestEntry[] {
+  const headers = { 'content-type': 'application/json', 'x-api-key': BENCH_KEY };
+  const out: RequestEntry[] = [];
+  for (let i = 0; i < LOAD_ITEMS; i++) {
+    const u = `player-${i}`;
+    out.push({ method: 'POST', path: `/api/v1/config/${itemId(i)}`, headers, body: JSON.stringify({ u, p: {} }), ctx: { u, p: {}, v: '', expectStatus: 200, expectCode: '' } });
+  }
+  return out;
+}
+
+function wrkProblems(name: string, w: WrkStats): string[] {
+  const out: string[] = [];
+  if (w.non2xx > 0) out.push(`${name}: ${w.non2xx} non-2xx answers to the load`);
+  if (w.socketErrors > 0) out.push(`${name}: ${w.socketErrors} socket errors under load`);
+  if (w.reqPerSec <= 0) out.push(`${name}: no request answered`);
+  return out;
+}
+
+// ---------------------------------------------------------------- main
+
+async function main(): Promise<number> {
+  let opts: Options;
+  try {
+    opts = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (!isLinuxProcAvailable()) {
+    process.stderr.write('bench:edits: memory is read from /proc; this benchmark runs on Linux only\n');
+    return 2;
+  }
+  if (!wrkAvailable()) {
+    process.stderr.write('bench:edits needs wrk on PATH (Debian: apt-get install wrk)\n');
+    return 2;
+  }
+  sup.installCleanup('the load and both servers');
+  const started = new Date();
+  const loadAtStart = loadavg();
+  const dir = sup.tempDir('rcd-bench-edits-');
+  const dbPath = join(dir, 'rcd.db');
+  const bundlePath = join(dir, 'store.json');
+  process.stdout.write(`generating ${opts.items} items ...\n`);
+  writeFileSync(bundlePath, JSON.stringify(storeBundle(opts.items)));
+  const importStarted = performance.now();
+  const imported = spawnSync(process.execPath, [join(repoRoot(), 'bin', 'rcd.js'), 'import', bundlePath, '--store', `sqlite:${dbPath}`], {
+    encoding: 'utf8',
+    env: { ...process.env, RCD_DATA_DIR: dir },
+  });
+  if (imported.status !== 0) throw new Error(`rcd import failed (exit ${imported.status}):\n${imported.stdout}${imported.stderr}`);
+  const store = { bundleBytes: statSync(bundlePath).size, importMs: performance.now() - importStarted };
+  const importFile = importBundle(opts.importBytes);
+
+  const a = await startServe('A', dbPath, dir, true);
+  process.stdout.write(`A ${a.url} (admin ${a.adminUrl}, pid ${a.pid}) started in ${(a.startupMs / 1000).toFixed(2)} s\n`);
+  const b = await startServe('B', dbPath, dir, false);
+  process.stdout.write(`B ${b.url} (admin ${b.adminUrl}, pid ${b.pid}) started in ${(b.startupMs / 1000).toFixed(2)} s, same store\n`);
+  const script = writeWrkScript(dir, 'edits-plain', plainPool());
+
+  await runWrk(a.url, script, opts.connections, opts.smoke ? 1 : WARMUP_SEC, track);
+  const seconds = opts.durationSec;
+  process.stdout.write(`phase 1/3: ${seconds} s without writes\n`);
+  const [quiet] = await loadPhase(a, script, opts.connections, seconds, false, () => Promise.resolve(null));
+  process.stdout.write(`phase 2/3: ${seconds} s with a write every ${opts.writeEveryMs} ms\n`);
+  const [busy, writes] = await loadPhase(a, script, opts.connections, seconds, false, (at) => writer(a, b, opts, at));
+  process.stdout.write(`phase 3/3: a ${(importFile.text.length / 1048576).toFixed(1)} MiB import ${IMPORT_AFTER_SEC} s into the load, which lasts until it answered (at least ${seconds} s)\n`);
+  const [importLoad, imp] = await loadPhase(a, script, opts.connections, seconds, true, (at) => importDuring(a, importFile, at));
+  // The loop-delay line that covers the end of the load arrives up to one interval later.
+  await sleep(LOOP_DELAY_LOG_MS);
+
+  const { sentAt, answeredAt, ...importFigures } = imp;
+  const problems = [...wrkProblems('without writes', quiet.wrk), ...wrkProblems('with writes', busy.wrk), ...wrkProblems('import', importLoad.wrk)];
+  if (writes.sent === 0) problems.push('no admin write was sent');
+  if (writes.failed > 0) problems.push(`${writes.failed} of ${writes.sent} admin writes did not answer 200`);
+  if (imp.status !== 200) problems.push(`the import answered ${imp.status}`);
+  if (a.loopDelayLines.length === 0) problems.push('process A logged no loop-delay line (RCD_LOOP_DELAY_LOG_MS)');
+  const partial = {
+    version: 1 as const,
+    kind: 'edits' as const,
+    date: started.toISOString(),
+    host: hostname(),
+    node: process.versions.node,
+    cpus: { model: cpus()[0]?.model ?? 'unknown', count: cpus().length },
+    loadavgAtStart: loadAtStart,
+    loadavgAtEnd: loadavg(),
+    options: { items: opts.items, durationSec: opts.durationSec, writeEveryMs: opts.writeEveryMs, connections: opts.connections, smoke: opts.smoke, importBytes: opts.importBytes, visibleWaitMs: opts.visibleWaitMs, loopDelayLogMs: opts.loopDelayLogMs },
+    store,
+    processA: processStart(a),
+    processB: processStart(b),
+    withoutWrites: phaseResult(a, quiet),
+    withWrites: { ...phaseResult(a, busy), writes },
+    underImport: {
+      ...phaseResult(a, importLoad),
+      import: { ...importFigures, withinLoad: answeredAt <= importLoad.endedAt, loopDelay: loopDelayIn(a.loopDelayLines, sentAt, answeredAt, true) },
+    },
+    problems,
+  };
+  const results: EditsResults = { ...partial, targets: evaluateEditsTargets(partial), ok: problems.length === 0 };
+  await sup.stopChild(b.child);
+  await sup.stopChild(a.child);
+  process.stdout.write('\n' + renderEditsText(results) + '\n');
+  const files = writeEditsResults(results, opts.outDir);
+  process.stdout.write(`\nresults: ${files.json}\nsummary: ${files.md}\n`);
+  if (!results.ok) process.stderr.write(`\nPROBLEMS:\n${problems.map((p) => `  ${p}\n`).join('')}`);
+  await sup.stopAll();
+  return results.ok ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (sup.stopping) return;
+    process.stderr.write(`bench:edits failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    void sup.stopAll().finally(() => process.exit(1));
+  },
+);

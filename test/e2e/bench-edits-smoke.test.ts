@@ -1,0 +1,122 @@
+// `npm run bench:edits` is a user-facing tool: this runs its smoke mode end to end, as a subprocess,
+// against two real server processes on one SQLite file, and checks that the report carries every
+// figure the issue's targets are judged on. It asserts the report's shape and consistency, not speed.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { EditsResults, LoopDelaySummary, PhaseResult } from '../../bench/edits-report.js';
+import { wrkAvailable } from '../../bench/wrk.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const outDir = mkdtempSync(join(tmpdir(), 'rcd-bench-edits-test-'));
+
+afterAll(() => rmSync(outDir, { recursive: true, force: true }));
+
+function runEdits(args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(root, 'dist/bench/edits.js'), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const timer = setTimeout(() => {
+      // SIGTERM lets the benchmark stop the servers it started.
+      child.kill('SIGTERM');
+      reject(new Error(`bench:edits did not finish in ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+function expectLoopDelay(d: LoopDelaySummary, what: string): void {
+  expect(d.intervals, what).toBeGreaterThan(0);
+  expect(d.maxMs, what).not.toBeNull();
+  expect(d.maxMs!, what).toBeGreaterThanOrEqual(0);
+  expect(d.worstP99Ms!, what).toBeLessThanOrEqual(d.maxMs!);
+  expect(d.intervalsOverLimit, what).toBeLessThanOrEqual(d.intervals);
+}
+
+function expectPhase(p: PhaseResult, what: string): void {
+  expect(p.wrk.reqPerSec, what).toBeGreaterThan(0);
+  expect(p.wrk.non2xx, what).toBe(0);
+  expect(p.wrk.socketErrors, what).toBe(0);
+  expect(p.wrk.latencyMs.p99, what).toBeGreaterThanOrEqual(p.wrk.latencyMs.p50);
+  expect(p.wrk.latencyMs.max, what).toBeGreaterThanOrEqual(p.wrk.latencyMs.p99);
+  expectLoopDelay(p.loopDelay, what);
+  expect(p.machineStalls.stalls, what).toBeGreaterThanOrEqual(0);
+}
+
+describe('npm run bench:edits -- --smoke', () => {
+  it('runs every phase against two real servers on one store and reports every figure', async () => {
+    const { code, output } = await runEdits(['--smoke', '--out', outDir], 240_000);
+    if (!wrkAvailable()) {
+      expect(code).toBe(2);
+      expect(output).toContain('apt-get install wrk');
+      return;
+    }
+    expect(code, output).toBe(0);
+    const files = readdirSync(outDir);
+    const json = files.find((f) => /-edits\.json$/.test(f));
+    expect(json, output).toBeDefined();
+    expect(files).toContain(json!.replace(/\.json$/, '.md'));
+    const r = JSON.parse(readFileSync(join(outDir, json!), 'utf8')) as EditsResults;
+    expect(r.kind).toBe('edits');
+    expect(r.ok).toBe(true);
+    expect(r.problems).toEqual([]);
+    expect(r.options).toMatchObject({ items: 500, durationSec: 2, writeEveryMs: 100, connections: 10, smoke: true });
+    for (const p of [r.processA, r.processB]) {
+      expect(p.startupMs).toBeGreaterThan(0);
+      expect(p.rssAfterStartBytes).toBeGreaterThan(0);
+      expect(p.rssEndBytes).toBeGreaterThan(0);
+    }
+    expectPhase(r.withoutWrites, 'without writes');
+    expectPhase(r.withWrites, 'with writes');
+    expectPhase(r.underImport, 'import');
+
+    const w = r.withWrites.writes;
+    expect(w.sent).toBeGreaterThan(0);
+    expect(w.sent).toBeLessThanOrEqual(w.scheduled);
+    expect(w.failed).toBe(0);
+    expect(w.adminMs!.p50).toBeGreaterThan(0);
+    expect(w.adminMs!.max).toBeGreaterThanOrEqual(w.adminMs!.p99);
+    // Every answered write is accounted for on the second process, visible or given up on.
+    expect(w.visible + w.notVisible).toBe(w.sent);
+    expect(w.visibleAtAnswer).toBeLessThanOrEqual(w.visible);
+    expect(w.visibleWaitMs).toBe(2000);
+    if (w.notVisible === 0) {
+      expect(w.visibleMs.p99!).toBeGreaterThanOrEqual(w.visibleMs.p50!);
+      expect(w.visibleMs.max!).toBeGreaterThanOrEqual(w.visibleMs.p99!);
+    } else {
+      // The slowest write was never seen: the maximum says "not visible" rather than a number.
+      expect(w.visibleMs.max).toBeNull();
+    }
+
+    const imp = r.underImport.import;
+    expect(imp.status).toBe(200);
+    expect(imp.bytes).toBeGreaterThan(0.9 * 1048576);
+    expect(imp.items).toBeGreaterThan(0);
+    expect(imp.adminMs).toBeGreaterThan(0);
+    expectLoopDelay(imp.loopDelay, 'during the import');
+
+    // Every target of the issue is printed with a verdict; size-bound ones are n/a on 500 items.
+    expect(r.targets).toHaveLength(7);
+    for (const t of r.targets) expect(['pass', 'FAIL', 'n/a']).toContain(t.verdict);
+    for (const t of r.targets.filter((x) => /^(50|100),000 items/.test(x.what))) expect(t.verdict, t.what).toBe('n/a');
+    expect(output).toMatch(/^without writes +[\d.]+ +[\d,]+ /m);
+    expect(output).toMatch(/^edit-to-visible on B/m);
+    expect(output).toContain('targets:');
+  }, 300_000);
+
+  it('refuses bad options with exit code 2', async () => {
+    const bad = await runEdits(['--write-every', '0'], 30_000);
+    expect(bad.code).toBe(2);
+    expect(bad.output).toContain('--write-every');
+    const unknown = await runEdits(['--no-such-option'], 30_000);
+    expect(unknown.code).toBe(2);
+  });
+});

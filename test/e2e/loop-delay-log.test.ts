@@ -1,0 +1,59 @@
+// RCD_LOOP_DELAY_LOG_MS: the opt-in log of the delivery loop's pauses (README, Configuration), which
+// `npm run bench:edits` reads. Checked on the real server process.
+import { spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BIN, startServer, tempDir } from '../helpers/server-process.js';
+
+const LINE = /^rcd: loop delay p50=(\d+\.\d\d)ms p99=(\d+\.\d\d)ms max=(\d+\.\d\d)ms$/gm;
+
+async function waitFor(check: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+}
+
+describe('RCD_LOOP_DELAY_LOG_MS', () => {
+  it('logs the delivery loop pauses once per interval when set, and nothing when unset', async () => {
+    const logged = await startServer({ env: { RCD_LOOP_DELAY_LOG_MS: '100' } });
+    const quiet = await startServer({ env: { RCD_LOOP_DELAY_LOG_MS: '' } });
+    try {
+      await waitFor(() => [...logged.stdout().matchAll(LINE)].length >= 3, 10_000);
+      const lines = [...logged.stdout().matchAll(LINE)];
+      expect(lines.length, logged.stdout()).toBeGreaterThanOrEqual(3);
+      for (const m of lines) {
+        const [p50, p99, max] = [Number(m[1]), Number(m[2]), Number(m[3])];
+        expect(p50).toBeGreaterThanOrEqual(0);
+        expect(p99).toBeGreaterThanOrEqual(p50);
+        expect(max).toBeGreaterThanOrEqual(p99);
+      }
+      // The server still answers while it logs.
+      expect((await fetch(`${logged.url}/healthz`)).status).toBe(200);
+      expect(quiet.stdout()).not.toContain('loop delay');
+    } finally {
+      await logged.dispose();
+      await quiet.dispose();
+    }
+    // Stopping ends the log with the rest of the server: a clean exit.
+    expect(logged.child.exitCode).toBe(0);
+  });
+
+  it('refuses a value that is not a whole number of milliseconds in range, before listening, with exit 1', () => {
+    const dir = tempDir();
+    try {
+      for (const bad of ['abc', '5', '1.5', '-100', '3600001']) {
+        const r = spawnSync(process.execPath, [BIN, 'serve', '--store', `sqlite:${join(dir, 'rcd.db')}`, '--host', '127.0.0.1', '--port', '0', '--admin', 'false', '--seed-demo', 'false'], {
+          encoding: 'utf8',
+          env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token', RCD_LOOP_DELAY_LOG_MS: bad },
+          timeout: 20_000,
+        });
+        expect(r.status, `${bad}: ${r.stderr}`).toBe(1);
+        expect(r.stderr, bad).toContain('RCD_LOOP_DELAY_LOG_MS');
+        expect(r.stderr.trim().split('\n'), bad).toHaveLength(1);
+        expect(r.stdout, bad).not.toContain('listening on');
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
