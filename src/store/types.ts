@@ -9,8 +9,10 @@
  * 2. Every write is one transaction: a refused or crashed write leaves the previous state whole.
  *
  * The hot path never calls the Store, nor does anything on a delivery event loop: the control thread
- * (src/control/) makes every call, and sends each delivery loop the `loadDirectory()` snapshot after
- * each write; the loop builds its Directory from it before the write answers.
+ * (src/control/) makes every call. Every write appends what it touched to the change log in its own
+ * transaction; the control thread reads the log (changesSince, loadDelta) and sends each delivery
+ * loop what changed, which the loop applies before the write answers. A whole `loadDirectory()`
+ * snapshot is sent only at start and to a loop that fell behind the log's retention.
  */
 
 export interface RevisionMeta {

@@ -7,7 +7,8 @@
  * store's busy timeout (--store-busy-timeout) has passed.
  *
  * Every successful change follows the same order before the answer is sent:
- *   store write (one transaction) -> onChange() (every delivery loop swaps in a freshly loaded directory)
+ *   store write (one transaction, change log included) -> onChange() (every delivery loop of this
+ *   process applies the change, then every live node of the store, bounded by --propagation-timeout)
  *   -> audit entry -> webhooks queued (fire and forget).
  * Writes are serialised so a 2xx always means "the next delivery request sees this write".
  */
