@@ -10,17 +10,20 @@
  */
 import { createByteBase, type ByteBase } from './render/fast/byte-index.js';
 import { renderEditsOwned, renderEditsText } from './render/fast/byte-splice.js';
-import { compileMapping as compileChecked, type Combination, type CompiledMapping, type Selection } from './rules/compile.js';
+import { compileMapping as compileChecked, type CompiledMapping } from './rules/compile.js';
+import { EMPTY_SELECTION, type Combination, type Selection } from './rules/combination.js';
 import { composeEdits } from './render/fast/edit-tree.js';
 import { NO_VERSION_KEY, versionKeyOf } from '../shared/app-version.js';
-import { EMPTY_SELECTION, evaluateMapping, partialSelection } from './rules/evaluate.js';
+import { evaluateMapping, partialSelection } from './rules/evaluate.js';
 import type { CompiledPatch } from './patch/patch.js';
 import { createBaseDocument, patchesThatApply as patchesThatApplyCopying, renderPatched, type BaseDocument } from './render/fallback/copy-on-write.js';
 
-export type { CompiledMapping, Selection, Combination } from './rules/compile.js';
+export type { CompiledMapping } from './rules/compile.js';
+export type { Combination, Selection } from './rules/combination.js';
 export type { MappingProblem } from './problems.js';
 export { checkMapping, compileStoredMapping, mappingError } from './rules/compile.js';
-export { EMPTY_SELECTION, combinationForKey, evaluateMapping } from './rules/evaluate.js';
+export { EMPTY_SELECTION } from './rules/combination.js';
+export { combinationForKey, evaluateMapping } from './rules/evaluate.js';
 export { compareAppVersions, parseAppVersion } from '../shared/app-version.js';
 
 /**

@@ -43,44 +43,6 @@ export interface CompiledRule {
   readonly variantOfMod: Int16Array | null;
 }
 
-/**
- * What a request gets: the patches to render and the `seg` to report. The render cache is keyed by
- * (revision id, mapping id, key).
- */
-export interface Selection {
-  /** The applied choices, e.g. "0.-1;3.1;" (rule.variant, -1 for a patch rule); "" when nothing applies. */
-  readonly key: string;
-  /** The `seg` array as JSON, "[]" when nothing applies. */
-  readonly seg: string;
-  readonly patches: readonly CompiledPatch[];
-  /** 1/0 per patch when some do not apply to the revision; null when all apply. */
-  readonly applied: Uint8Array | null;
-}
-
-/**
- * One set of rules/variants whose conditions matched, interned per mapping so that repeat
- * combinations allocate nothing.
- */
-export interface Combination {
-  readonly key: string;
-  readonly patches: readonly CompiledPatch[];
-  /** seg JSON per patch (same index). */
-  readonly segEntries: readonly string[];
-  /** True when a JSON Patch is involved: it may not apply to every revision (merge patches always do). */
-  readonly mayFail: boolean;
-  /** The selection when every patch applies. */
-  readonly whole: Selection;
-  /**
-   * The last render-cache key built from this combination and what it was built for; owned by
-   * http/front-cache.ts (frontKeyOf). Kept here because a combination is interned: the same object
-   * comes back for every request that selects it, so the key is built and hashed once, not per request.
-   */
-  cacheKey: string;
-  cacheKeyRev: number;
-  cacheKeyMapping: number;
-  cacheKeyKind: number;
-}
-
 export interface CompiledMapping {
   readonly rules: readonly CompiledRule[];
   readonly ruleCount: number;

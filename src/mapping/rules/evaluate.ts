@@ -6,20 +6,12 @@
  * condition. The result is an interned Combination; the render cache is keyed by (revision id,
  * mapping id, combination key), so a repeat combination costs this evaluation plus one cache lookup.
  */
-import { MAX_RULES, type CompiledMapping, type CompiledRule, type Combination, type Selection } from './compile.js';
+import { MAX_RULES, type CompiledMapping, type CompiledRule } from './compile.js';
+import { EMPTY_COMBINATION, EMPTY_SELECTION, newCombination, type Combination, type Selection } from './combination.js';
 import { NO_VERSION_KEY } from '../../shared/app-version.js';
 import { pathEdge, pathKey } from './interning.js';
 import { PatchKind, type CompiledPatch } from '../patch/patch.js';
 import { versionInRange } from './version-range.js';
-
-/** No rule applied: deliver the base revision, `seg: []`. */
-export const EMPTY_SELECTION: Selection = { key: '', seg: '[]', patches: [], applied: null };
-export const EMPTY_COMBINATION: Combination = newCombination('', [], [], false, EMPTY_SELECTION);
-
-/** Every Combination is made here, so all have one shape (the cache-key memo starts empty). */
-function newCombination(key: string, patches: CompiledPatch[], segEntries: string[], mayFail: boolean, whole: Selection): Combination {
-  return { key, patches, segEntries, mayFail, whole, cacheKey: '', cacheKeyRev: -1, cacheKeyMapping: -1, cacheKeyKind: -1 };
-}
 
 // The applied (rule, choice) pairs of the request being evaluated (see interning.ts); one array
 // for every call: evaluation is synchronous and rules are at most MAX_RULES.

@@ -13,7 +13,7 @@
  * past MAX_INTERNED combinations or MAX_TRIE_NODES nodes, new combinations are still correct, just
  * built per request instead of interned.
  */
-import type { Combination } from './compile.js';
+import type { Combination } from './combination.js';
 
 const MAX_INTERNED = 4096;
 const MAX_TRIE_NODES = 4 * MAX_INTERNED;
