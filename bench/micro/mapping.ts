@@ -1,6 +1,6 @@
 /**
  * Micro-benchmark of the mutation path (src/mapping): condition evaluation (the engine's compiled
- * evaluator, src/mapping/condition/predicate.ts, against sift compiling the same condition, which is what the
+ * evaluator, src/mapping/condition/{compile,match}.ts, against sift compiling the same condition, which is what the
  * engine used before, and against a hand-written JS function doing the same test: the floor any
  * evaluator could reach), selectRules on a ~10-rule mapping with either evaluator, and the render of
  * a 512 KiB content with a small patch: splice (render-cache miss, offsets already known), the first

@@ -3,7 +3,7 @@
  * `{"rules":[{"segment","when"?,"appVersion"?,"info"?,"patch"|"variants"}]}`.
  *
  * Compiled once per immutable mapping id (front end and worker LRU) and reused for every request:
- * conditions are compiled predicates (predicate.ts), app-version ranges are parsed by semver and
+ * conditions are compiled predicates (condition/compile.ts), app-version ranges are parsed by semver and
  * compiled to version-key comparisons (version-range.ts), variant ranges become a 1000-entry lookup
  * table (mod → variant) and each seg entry is pre-serialized JSON. Validation collects every problem
  * with its rule index and path; nothing is compiled into use when any exist.

@@ -1,6 +1,6 @@
 /**
- * The compiled condition evaluator (src/mapping/condition/predicate.ts, used through compileCondition) against
- * sift, the reference implementation of the same language: the operator table of condition.test.ts,
+ * The compiled condition evaluator (src/mapping/condition/compile.ts and match.ts, used through compileCondition) against
+ * sift, the reference implementation of the same language: the rows of validate.test.ts,
  * extra path/array edge cases, and thousands of generated (condition, p) pairs with a fixed seed.
  * sift gets the same $veq..$vlte operators the engine used to register with it.
  *

@@ -1,7 +1,7 @@
 /**
  * The edit tree (edit-tree.ts) on its own: what composing patches builds, when it declines (null: the
  * copy-on-write renderer takes over), which patches it reports as applied, and that composing never
- * modifies a compiled patch. Whole-render agreement over random documents is bytesplice.test.ts's;
+ * modifies a compiled patch. Whole-render agreement over random documents is byte-splice.test.ts's;
  * here the tree is checked directly, and rendered only for targeted sequences against a reference
  * that applies the patches to a JSON.parse'd object (docs/api.md "Member order" is JavaScript's).
  */
