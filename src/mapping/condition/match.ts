@@ -8,11 +8,11 @@
  * decide across all the values a path reaches (array elements) without allocating.
  *
  * Because of that state a compiled condition is not re-entrant: one evaluation must finish before
- * the next starts on the same tree. That holds because evaluation is synchronous and never calls
- * back into a condition: on the delivery thread (rule evaluation per request, rules/evaluate.ts) one
- * request's rules run to completion before the next request is looked at, and each worker thread has
- * its own compiled copy of a mapping. A tree must not be shared across threads (it cannot be: it
- * holds class instances and a compiled RE2 program, which are not transferable).
+ * the next starts on the same tree. That holds because conditions are evaluated only on the delivery
+ * thread (rules/evaluate.ts, per wrapped request), synchronously, and never call back into a
+ * condition: one request's rules run to completion before the next request is looked at. Worker
+ * threads compile mappings for their patches but never evaluate conditions; each thread compiles
+ * its own tree, and a tree is never shared (it holds class instances and a compiled RE2 program).
  *
  * Semantics are sift's (the engine's reference, kept as the test oracle in
  * test/unit/mapping/condition/predicate.test.ts), i.e. MongoDB's, including the order in which a path

@@ -2,7 +2,7 @@
  * Mapping JSON → a compiled, validated mapping (the format of docs/api.md, "Dynamic mappings"):
  * `{"rules":[{"segment","when"?,"appVersion"?,"info"?,"patch"|"variants"}]}`.
  *
- * Compiled once per immutable mapping id (front end and worker LRU) and reused for every request:
+ * Compiled once per immutable mapping id (delivery thread and worker LRU) and reused for every request:
  * conditions are compiled predicates (condition/compile.ts), app-version ranges are parsed by semver and
  * compiled to version-key comparisons (version-range.ts), variant ranges become a 1000-entry lookup
  * table (mod → variant) and each seg entry is pre-serialized JSON. Validation collects every problem
@@ -104,7 +104,7 @@ export function compileMapping(raw: unknown, content?: unknown): CompiledMapping
   return mapping;
 }
 
-/** Compiles a mapping as stored (validated when it was written); used by worker threads. */
+/** Compiles a mapping as stored (validated when it was written): the delivery thread and the workers each compile their own. */
 export function compileStoredMapping(text: string): CompiledMapping {
   return compileMapping(JSON.parse(text) as unknown);
 }

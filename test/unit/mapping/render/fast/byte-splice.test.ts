@@ -4,11 +4,12 @@ import { objectIndex } from '../../../../../src/mapping/render/fast/byte-index.j
 import { composeEdits } from '../../../../../src/mapping/render/fast/edit-tree.js';
 import {
   compileMapping,
+  evaluateMapping,
   patchesThatApply,
   prepareDoc,
   renderSelection,
   renderSelectionInto,
-  selectRules,
+  selectCombination,
   type CompiledMapping,
   type PreparedDoc,
   type Selection,
@@ -17,6 +18,7 @@ import { compilePatch, type CompiledPatch } from '../../../../../src/mapping/pat
 import type { MappingProblem } from '../../../../../src/mapping/problems.js';
 import { createBaseDocument, patchesThatApply as patchesThatApplyCopying, renderPatched } from '../../../../../src/mapping/render/fallback/copy-on-write.js';
 import { prng } from '../../../../../bench/fixtures/generate.js';
+import { NO_VERSION_KEY } from '../../../../../src/shared/app-version.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -323,7 +325,7 @@ describe('byte splice renderer', () => {
       // Same bytes as the copy-on-write renderer: same values and the same member order.
       expect(data, label).toBe(old);
       expect(rendered, label).toBe(old);
-      // Rendering with the applicability flags (as selectRules hands them over) gives the same.
+      // Rendering with the applicability flags (as selectCombination hands them over) gives the same.
       expect(renderBoth(doc, patches, flags).text, label).toBe(old);
     }
     // The generator exercises both renderers and JSON Patches that apply and that do not.
@@ -393,7 +395,7 @@ describe('a render-cache miss on the 512 KiB fixture', () => {
   const mapping: CompiledMapping = compileMapping(largeMapping());
 
   function render(doc: PreparedDoc, p: Record<string, unknown>): string {
-    const selection = selectRules(mapping, doc, p, '', 0);
+    const selection = selectCombination(doc, evaluateMapping(mapping, p, NO_VERSION_KEY, 0));
     const sab = renderSelectionInto(doc, selection, '{"data":', ',"hash":"h","meta":{"uid":');
     return Buffer.from(sab).toString('utf8');
   }
@@ -433,7 +435,7 @@ describe('a render-cache miss on the 512 KiB fixture', () => {
         { segment: 'b', patch: [{ op: 'remove', path: '/levels/L9999' }] },
       ],
     });
-    const selection = selectRules(m, doc, {}, '', 0);
+    const selection = selectCombination(doc, evaluateMapping(m, {}, NO_VERSION_KEY, 0));
     expect(selection.seg).toBe('[{"n":"a","v":null}]');
     expect(doc.parsed).toBe(false);
     const out = JSON.parse(renderSelection(doc, selection)) as { levels: Record<string, { boss: string }> };
