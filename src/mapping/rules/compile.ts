@@ -109,8 +109,9 @@ export function compileStoredMapping(text: string): CompiledMapping {
   return compileMapping(JSON.parse(text) as unknown);
 }
 
+/** `problems` holds at least one problem (callers build it only when there are some). */
 export function mappingError(problems: readonly MappingProblem[]): RcdError {
-  const first = problems[0];
+  const first = problems[0]!;
   const where = first.rule === null ? first.path || 'mapping' : `rule ${first.rule} (${first.path})`;
   const more = problems.length > 1 ? ` (and ${problems.length - 1} more problem${problems.length > 2 ? 's' : ''})` : '';
   return new RcdError('invalid_mapping', `${where}: ${first.reason}${more}`, problems);
@@ -250,8 +251,8 @@ function compileVariants(
 function checkOverlaps(variants: CompiledVariant[], raw: unknown[], path: string, rule: number, problems: MappingProblem[]): void {
   const sorted = variants.slice().sort((a, b) => a.lo - b.lo);
   for (let i = 1; i < sorted.length; i++) {
-    const prev = sorted[i - 1];
-    const cur = sorted[i];
+    const prev = sorted[i - 1]!;
+    const cur = sorted[i]!;
     if (cur.lo <= prev.hi) {
       const at = raw.findIndex((v) => isPlainObject(v) && v.name === cur.name);
       problems.push({
@@ -265,7 +266,7 @@ function checkOverlaps(variants: CompiledVariant[], raw: unknown[], path: string
 
 function modTable(variants: readonly CompiledVariant[]): Int16Array {
   const table = new Int16Array(MOD_COUNT).fill(-1);
-  for (let i = 0; i < variants.length; i++) table.fill(i, variants[i].lo, variants[i].hi + 1);
+  variants.forEach((variant, i) => table.fill(i, variant.lo, variant.hi + 1));
   return table;
 }
 
@@ -285,8 +286,8 @@ function checkAgainstContent(rules: readonly CompiledRule[], content: unknown, p
       }
       continue;
     }
-    for (let i = 0; i < rule.variants.length; i++) {
-      if (applyPatchToValue(content, rule.variants[i].patch, failure) === PATCH_FAILED) {
+    for (const [i, variant] of rule.variants.entries()) {
+      if (applyPatchToValue(content, variant.patch, failure) === PATCH_FAILED) {
         problems.push({
           rule: rule.index,
           path: `rules[${rule.index}].variants[${i}].patch`,

@@ -27,7 +27,7 @@ export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unkn
   const rules = mapping.rules;
   let length = 0;
   for (let i = 0; i < rules.length; i++) {
-    const choice = ruleChoice(rules[i], p, vKey, mod);
+    const choice = ruleChoice(rules[i]!, p, vKey, mod);
     if (choice !== -2) path[length++] = pathEdge(i, choice);
   }
   if (length === 0) return EMPTY_COMBINATION;
@@ -55,7 +55,7 @@ export function combinationForKey(mapping: CompiledMapping, key: string): Combin
 function ruleChoice(rule: CompiledRule, p: Record<string, unknown>, vKey: string, mod: number): number {
   let choice = -1;
   if (rule.variantOfMod !== null) {
-    choice = rule.variantOfMod[mod];
+    choice = rule.variantOfMod[mod]!; // mod is 0..MOD_COUNT-1, the table's length
     if (choice < 0) return -2;
   }
   if (rule.versions !== null && (vKey === NO_VERSION_KEY || !versionInRange(rule.versions, vKey))) return -2;
@@ -71,13 +71,12 @@ function buildCombination(mapping: CompiledMapping, key: string): Combination {
     const dot = part.indexOf('.');
     const rule = mapping.rules[Number(part.slice(0, dot))];
     const choice = Number(part.slice(dot + 1));
-    if (choice < 0) {
-      patches.push(rule.patch as CompiledPatch);
-      segEntries.push(rule.segJson);
-    } else {
-      patches.push(rule.variants[choice].patch);
-      segEntries.push(rule.variants[choice].segJson);
-    }
+    // The key was made by evaluateMapping on the same mapping id (rules are numbered alike in every
+    // compilation of it): a key naming no rule or variant is a bug, reported as such.
+    const chosen = rule === undefined ? undefined : choice < 0 ? rule : rule.variants[choice];
+    if (chosen === undefined || chosen.patch === null) throw new Error(`combination key ${JSON.stringify(key)} names no rule of this mapping`);
+    patches.push(chosen.patch);
+    segEntries.push(chosen.segJson);
   }
   const whole: Selection = { key, seg: '[' + segEntries.join(',') + ']', patches, applied: null };
   return newCombination(key, patches, segEntries, patches.some((p) => p.kind === PatchKind.Json), whole);

@@ -99,7 +99,7 @@ function applyAll(doc: BaseDocument, patches: readonly CompiledPatch[], applied:
   let root = baseValue(doc);
   for (let i = 0; i < patches.length; i++) {
     if (applied !== null && applied[i] === 0) continue;
-    const next = applyPatch(root, patches[i], state, null);
+    const next = applyPatch(root, patches[i]!, state, null);
     if (next === PATCH_FAILED) continue;
     root = next;
     if (appliedOut !== null) appliedOut[i] = 1;
@@ -192,10 +192,10 @@ function emitObject(
   emitText(e, '}');
 }
 
-/** A member unchanged from the base: extend the current slice when it directly follows it. */
+/** A member unchanged from the base (`m` is one of its members): extend the current slice when it directly follows it. */
 function emitBaseMember(e: Emitter, index: ContainerIndex, m: number, first: boolean): void {
-  const start = index.memberStart[m];
-  const end = index.memberEnd[m];
+  const start = index.memberStart[m]!;
+  const end = index.memberEnd[m]!;
   if (!first) {
     if (e.runStart >= 0 && e.runEnd === index.sepStart[m]) {
       e.runEnd = end;
@@ -270,7 +270,7 @@ function indexObject(doc: BaseDocument, obj: Record<string, unknown>, start: num
   for (const [key, m] of keys) {
     const child = obj[key];
     if (typeof child === 'object' && child !== null && Object.hasOwn(obj, key)) {
-      doc.spans.set(child, { start: valueStarts[m], end: ends[m] });
+      doc.spans.set(child, { start: valueStarts[m]!, end: ends[m]! }); // m indexes the members scanned above
     }
   }
   return { keys, memberStart: Int32Array.from(starts), memberEnd: Int32Array.from(ends), sepStart: Int32Array.from(seps) };

@@ -109,7 +109,8 @@ function scanObject(b: Buffer, start: number): ObjectIndex {
     if (keys.has(key)) canonical = false;
     if (isArrayIndexKey(key)) {
       const k = Number(key);
-      if (intKeys.length !== keyStarts.length || (intKeys.length > 0 && intKeys[intKeys.length - 1] >= k)) canonical = false;
+      const lastInt = intKeys.at(-1);
+      if (intKeys.length !== keyStarts.length || (lastInt !== undefined && lastInt >= k)) canonical = false;
       else intKeys.push(k);
     }
     keys.set(key, keyStarts.length);
