@@ -39,8 +39,8 @@ import { measure, measureWithBytes, type Row } from './measure.js';
 /** The same compiled mapping with every condition evaluated by sift instead (the "before"). */
 function withSiftPredicates(mapping: CompiledMapping, raw: { rules: { when?: unknown }[] }): CompiledMapping {
   const rules = mapping.rules.map((rule) => {
-    const when = raw.rules[rule.index].when;
-    return { ...rule, predicate: rule.predicate === null ? null : (siftPredicate(when) as Predicate) };
+    const when = raw.rules[rule.index]!.when;
+    return { ...rule, predicate: rule.predicate === null ? null : siftPredicate(when) };
   });
   return { ...mapping, rules, combinations: new CombinationIndex() };
 }
@@ -158,7 +158,7 @@ export function runMappingMicro(minMs = 1000): Row[] {
   const bigMapping = compileMapping({ rules: [{ segment: 's', patch: { shop: { banner: 'summer', discount: 20 } } }] });
   const bigSelection: Selection = selectCombination(big, evaluateMapping(bigMapping, {}, NO_VERSION_KEY, 0));
   renderSelection(big, bigSelection); // offsets of the patched containers found once
-  const naivePatch = bigSelection.patches[0];
+  const naivePatch = bigSelection.patches[0]!;
   const cache = new LRUCache<string, SharedArrayBuffer>({ max: 1000 });
   const bytes = Buffer.from(renderSelection(big, bigSelection));
   const sab = new SharedArrayBuffer(bytes.length);
@@ -167,13 +167,13 @@ export function runMappingMicro(minMs = 1000): Row[] {
 
   return [
     measure('condition: sift (3 fields, $in/$gte/array) [before]', (i) => (siftSimple(ps[i & mask]) ? 1 : 0), minMs),
-    measure('condition: compiled predicate (same 3 fields) [after]', (i) => (ownSimple(ps[i & mask]) ? 1 : 0), minMs),
-    measure('condition: hand-written JS equivalent (floor)', (i) => (hand(ps[i & mask]) ? 1 : 0), minMs),
+    measure('condition: compiled predicate (same 3 fields) [after]', (i) => (ownSimple(ps[i & mask]!) ? 1 : 0), minMs),
+    measure('condition: hand-written JS equivalent (floor)', (i) => (hand(ps[i & mask]!) ? 1 : 0), minMs),
     measure('condition: sift (nested path, $or/$vgte/$not, $elemMatch) [before]', (i) => (siftRich(ps[i & mask]) ? 1 : 0), minMs),
-    measure('condition: compiled predicate (same) [after]', (i) => (ownRich(ps[i & mask]) ? 1 : 0), minMs),
+    measure('condition: compiled predicate (same) [after]', (i) => (ownRich(ps[i & mask]!) ? 1 : 0), minMs),
     // As the front end calls it: the request's version key was made once, when its body was checked.
-    measure('rule selection: 10 rules, 2 A/B tests, sift conditions [before]', (i) => selectCombination(small, evaluateMapping(siftMapping, ps[i & mask], V150, mods[i & mask])).key.length, minMs),
-    measure('rule selection: 10 rules, 2 A/B tests, compiled predicates [after]', (i) => selectCombination(small, evaluateMapping(mapping, ps[i & mask], V150, mods[i & mask])).key.length, minMs),
+    measure('rule selection: 10 rules, 2 A/B tests, sift conditions [before]', (i) => selectCombination(small, evaluateMapping(siftMapping, ps[i & mask]!, V150, mods[i & mask]!)).key.length, minMs),
+    measure('rule selection: 10 rules, 2 A/B tests, compiled predicates [after]', (i) => selectCombination(small, evaluateMapping(mapping, ps[i & mask]!, V150, mods[i & mask]!)).key.length, minMs),
     measure('appVersion range test: semver Range#test on a memoized SemVer [before]', (i) => (semverRange.test(semvers[i & 3]!) ? 1 : 0), minMs),
     measure('appVersion range test: version-key comparisons (version-range.ts) [after]', (i) => (versionInRange(keyRange, vKeys[i & 3]!) ? 1 : 0), minMs),
     measure('512 KiB render-cache hit (LRU get)', (i) => cache.get('w1:1:1:' + bigSelection.key)!.byteLength + i, minMs),
@@ -247,14 +247,14 @@ function largeFixtureRows(minMs: number): Row[] {
     const before = Buffer.from(ownedText(prefix + renderPatched(doc, s.patches, s.applied, null) + suffix));
     if (!before.equals(Buffer.from(renderSelectionInto(doc, s, prefix, suffix)))) throw new Error('the byte splicer and the copy-on-write renderer disagree');
   }
-  const source = Buffer.from(renderSelectionInto(doc, selections[0], prefix, suffix));
+  const source = Buffer.from(renderSelectionInto(doc, selections[0]!, prefix, suffix));
   return [
     measure('fixture 512 KiB miss: copy-on-write render + encode [before]', (i) => {
-      const s = selections[i & 63];
+      const s = selections[i & 63]!;
       return ownedText(prefix + renderPatched(doc, s.patches, s.applied, null) + suffix).byteLength;
     }, minMs),
-    measure('fixture 512 KiB miss: renderSelectionInto (byte splice) [after]', (i) => renderSelectionInto(doc, selections[i & 63], prefix, suffix).byteLength, minMs),
-    measure('fixture 512 KiB miss: renderSelection (string, serialized path)', (i) => renderSelection(doc, selections[i & 63]).length, minMs),
+    measure('fixture 512 KiB miss: renderSelectionInto (byte splice) [after]', (i) => renderSelectionInto(doc, selections[i & 63]!, prefix, suffix).byteLength, minMs),
+    measure('fixture 512 KiB miss: renderSelection (string, serialized path)', (i) => renderSelection(doc, selections[i & 63]!).length, minMs),
     measure('fixture 512 KiB: new SharedArrayBuffer + one copy (why rendered heads are not shared memory)', () => {
       const sab = new SharedArrayBuffer(source.length);
       source.copy(Buffer.from(sab));

@@ -105,7 +105,7 @@ function compileOp(raw: unknown, path: string, rule: number, problems: MappingPr
   }
   const needsValue = code === OpCode.Add || code === OpCode.Replace || code === OpCode.Test;
   if (needsValue) {
-    if (!Object.hasOwn(raw, 'value')) problems.push({ rule, path, reason: `${raw.op} needs a value` });
+    if (!Object.hasOwn(raw, 'value')) problems.push({ rule, path, reason: `${String(raw.op)} needs a value` });
     else findForbiddenKeys(raw.value, `${path}.value`, rule, problems);
   }
   if (target === null || ((code === OpCode.Move || code === OpCode.Copy) && from === null)) return null;

@@ -79,7 +79,7 @@ export class CombinationIndex {
     let node = this.root;
     for (let i = 0; i < length; i++) {
       const edge = path[i]!;
-      const children = (node.next ??= new Map());
+      const children = (node.next ??= new Map<number, TrieNode>());
       let next = children.get(edge);
       if (next === undefined) {
         next = { next: null, combination: null };

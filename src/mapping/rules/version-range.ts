@@ -113,7 +113,7 @@ export function versionInRange(range: VersionRange, vKey: string): boolean {
   return false;
 }
 
-function comparatorHolds(op: number, key: string, vKey: string): boolean {
+function comparatorHolds(op: VersionOp, key: string, vKey: string): boolean {
   switch (op) {
     case VersionOp.Lt:
       return vKey < key;

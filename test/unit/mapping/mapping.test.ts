@@ -43,7 +43,7 @@ const AB = {
 describe('rules', () => {
   it('no matching rule: base content and seg []', () => {
     const r = deliver({ rules: [{ segment: 'de', when: { country: 'DE' }, patch: { ads: { enabled: false } } }] }, { country: 'FR' }, '', 0);
-    expect(r).toEqual({ data: JSON.parse(CONTENT), seg: [] });
+    expect(r).toEqual({ data: JSON.parse(CONTENT) as unknown, seg: [] });
   });
 
   it('all matching rules apply in order, later patches win, one seg entry per rule', () => {
@@ -194,7 +194,7 @@ describe('validation', () => {
   ])('%s', (_name, mapping, rule, reason) => {
     const list = problems(mapping);
     expect(list.length).toBeGreaterThan(0);
-    expect(list[0].rule).toBe(rule);
+    expect(list[0]?.rule).toBe(rule);
     expect(list.map((p) => p.reason).join('\n')).toContain(reason);
     expect(({} as Record<string, unknown>).admin).toBeUndefined();
   });
@@ -264,7 +264,7 @@ describe('stickiness and distribution of mod', () => {
     let state = 12345;
     for (let i = 0; i < 100_000; i++) {
       state = (Math.imul(state, 1103515245) + 12345) >>> 0;
-      counts[userMod(userUid(`user-${state.toString(36)}-${i}`))]++;
+      counts[userMod(userUid(`user-${state.toString(36)}-${i}`))]! += 1;
     }
     const expected = 100;
     const chi2 = counts.reduce((sum, c) => sum + ((c - expected) * (c - expected)) / expected, 0);

@@ -190,7 +190,7 @@ function writePlan(plan: Plan, out: Buffer): void {
   for (let i = 0; i < plan.starts.length; i++) {
     const text = plan.texts[i]!;
     if (text !== '') pos += out.write(text, pos, 'utf8');
-    pos += bytes.copy(out, pos, plan.starts[i]!, plan.ends[i]!);
+    pos += bytes.copy(out, pos, plan.starts[i], plan.ends[i]);
   }
   if (plan.tail !== '') out.write(plan.tail, pos, 'utf8');
 }

@@ -160,8 +160,8 @@ describe('condition validation', () => {
   it.each(cases)('%s', (_name, when, reason) => {
     const problems = problemsOf(when);
     expect(problems.length).toBeGreaterThan(0);
-    expect(problems[0].rule).toBe(0);
-    expect(problems[0].path.startsWith('rules[0].when')).toBe(true);
+    expect(problems[0]?.rule).toBe(0);
+    expect(problems[0]?.path.startsWith('rules[0].when')).toBe(true);
     expect(problems.map((p) => p.reason).join('\n')).toContain(reason);
   });
 
