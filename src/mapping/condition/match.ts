@@ -38,6 +38,32 @@ import { FastMode, arrayIndexOf, type Field, type Op, type Query } from './nodes
 import { OpKind } from './operators.js';
 import { beginEvaluation, compareTest, inList, literalEquals, regexTest, versionTest } from './value-tests.js';
 
+// The kinds as module constants. Under isolatedModules tsc does not inline a const enum imported
+// from another module: every `OpKind.X` would be a module-variable load plus a property load in the
+// matchers' dispatch. A module constant is one context-slot load, as when the kinds were declared here
+// (bench/micro/mapping.ts, condition rows). Their values come from the one definition, operators.ts.
+const FAST_ELEMENT = FastMode.Element;
+const FAST_LOGIC = FastMode.Logic;
+const FAST_PATH = FastMode.Path;
+const ALL = OpKind.All;
+const AND = OpKind.And;
+const ELEM_MATCH = OpKind.ElemMatch;
+const EQ = OpKind.Eq;
+const EXISTS = OpKind.Exists;
+const GT = OpKind.Gt;
+const GTE = OpKind.Gte;
+const IN = OpKind.In;
+const LT = OpKind.Lt;
+const LTE = OpKind.Lte;
+const NE = OpKind.Ne;
+const NIN = OpKind.Nin;
+const NOR = OpKind.Nor;
+const NOT = OpKind.Not;
+const OR = OpKind.Or;
+const REGEX = OpKind.Regex;
+const SIZE = OpKind.Size;
+const VERSION = OpKind.Version;
+
 /** Whether the condition compiled to `root` matches p. */
 export function evaluateCondition(root: Query, p: Record<string, unknown>): boolean {
   beginEvaluation();
@@ -65,17 +91,17 @@ function matchQuery(query: Query, item: unknown, key: string | number | undefine
 
 function matchField(field: Field, item: unknown, key: string | number | undefined, owner: unknown): boolean {
   switch (field.fast) {
-    case FastMode.Path:
+    case FAST_PATH:
       if (isPlainObject(item)) {
         const result = matchPath(field, item);
         if (result !== UNDECIDED) return result === MATCH;
       }
       break;
-    case FastMode.Element:
+    case FAST_ELEMENT:
       // An element of an array: there, present and comparable.
       if (typeof key === 'number') return matchOps(field.ops, item, true);
       break;
-    case FastMode.Logic:
+    case FAST_LOGIC:
       if (isPlainObject(item)) return matchLogic(field.ops, item, key, owner);
       break;
     default:
@@ -133,19 +159,19 @@ function matchOps(ops: readonly Op[], value: unknown, present: boolean): boolean
   for (let i = 0; i < ops.length; i++) {
     const op = ops[i]!;
     switch (op.kind) {
-      case OpKind.Exists:
+      case EXISTS:
         if (present !== op.flag) return false;
         break;
-      case OpKind.Ne:
-      case OpKind.Nin:
+      case NE:
+      case NIN:
         if (anyValue(op, value)) return false;
         break;
-      case OpKind.Not: {
-        const inner = op.sub!.fields[0]!.ops; // FastMode.Path: a Not holds one field (nodes.ts, isValueTest)
+      case NOT: {
+        const inner = op.sub!.fields[0]!.ops; // FAST_PATH: a Not holds one field (nodes.ts, isValueTest)
         if (matchOps(inner, value, present)) return false;
         break;
       }
-      case OpKind.ElemMatch:
+      case ELEM_MATCH:
         if (!elemMatchValue(op, value)) return false;
         break;
       default:
@@ -179,22 +205,22 @@ function anyValue(op: Op, value: unknown): boolean {
 /** The test of a value-testing operator on one value ($ne/$nin: the equality they negate). */
 function testValue(op: Op, value: unknown): boolean {
   switch (op.kind) {
-    case OpKind.Eq:
-    case OpKind.Ne:
+    case EQ:
+    case NE:
       return literalEquals(op.literal!, value);
-    case OpKind.Gt:
-    case OpKind.Gte:
-    case OpKind.Lt:
-    case OpKind.Lte:
+    case GT:
+    case GTE:
+    case LT:
+    case LTE:
       return compareTest(op.kind, value, op.operand);
-    case OpKind.In:
-    case OpKind.Nin:
+    case IN:
+    case NIN:
       return inList(op.list, value);
-    case OpKind.Regex:
+    case REGEX:
       return typeof value === 'string' && regexTest(op, value);
-    case OpKind.Size:
+    case SIZE:
       return Array.isArray(value) && value.length === op.count;
-    case OpKind.Version:
+    case VERSION:
       return typeof value === 'string' && versionTest(op, value);
     default:
       return false;
@@ -206,13 +232,13 @@ function matchLogic(ops: readonly Op[], item: unknown, key: string | number | un
   for (let i = 0; i < ops.length; i++) {
     const op = ops[i]!;
     const subs = op.subs;
-    if (op.kind === OpKind.And) {
+    if (op.kind === AND) {
       for (let j = 0; j < subs.length; j++) if (!matchQuery(subs[j]!, item, key, owner)) return false;
       continue;
     }
     let any = false;
     for (let j = 0; j < subs.length && !any; j++) any = matchQuery(subs[j]!, item, key, owner);
-    if (any !== (op.kind === OpKind.Or)) return false;
+    if (any !== (op.kind === OR)) return false;
   }
   return true;
 }
@@ -234,12 +260,12 @@ function resetField(field: Field): void {
 function resetOp(op: Op): void {
   op.done = false;
   // Negations hold until a value refutes them; $exists:false holds until a value turns up.
-  op.keep = op.kind === OpKind.Exists ? !op.flag : op.flag;
+  op.keep = op.kind === EXISTS ? !op.flag : op.flag;
   if (op.sub !== null) resetQuery(op.sub);
   const subs = op.subs;
   for (let i = 0; i < subs.length; i++) resetQuery(subs[i]!);
   // $all of nothing matches nothing: decided before any value is seen.
-  if (op.kind === OpKind.All && subs.length === 0) op.done = true;
+  if (op.kind === ALL && subs.length === 0) op.done = true;
 }
 
 /** One more value for a query: every field not yet decided looks at it. */
@@ -336,50 +362,50 @@ function isPresentForSet(key: string | number | undefined, owner: unknown): bool
 
 function feedOp(op: Op, item: unknown, key: string | number | undefined, owner: unknown, leaf: boolean): void {
   switch (op.kind) {
-    case OpKind.Eq:
+    case EQ:
       if (isComparable(key, owner) && literalEquals(op.literal!, item)) decide(op, true);
       return;
-    case OpKind.Ne:
+    case NE:
       if (isPresentForSet(key, owner) && literalEquals(op.literal!, item)) decide(op, false);
       return;
-    case OpKind.Gt:
-    case OpKind.Gte:
-    case OpKind.Lt:
-    case OpKind.Lte:
+    case GT:
+    case GTE:
+    case LT:
+    case LTE:
       if (isComparable(key, owner) && compareTest(op.kind, item, op.operand)) decide(op, true);
       return;
-    case OpKind.In:
+    case IN:
       if (isPresentForSet(key, owner) && inList(op.list, item)) decide(op, true);
       return;
-    case OpKind.Nin:
+    case NIN:
       if (isPresentForSet(key, owner) && inList(op.list, item)) decide(op, false);
       return;
-    case OpKind.Exists:
+    case EXISTS:
       if (leaf && hasOwnKey(owner, key, item)) decide(op, op.flag);
       return;
-    case OpKind.Regex:
+    case REGEX:
       if (isComparable(key, owner) && typeof item === 'string' && regexTest(op, item)) decide(op, true);
       return;
-    case OpKind.Size:
+    case SIZE:
       if (Array.isArray(item) && item.length === op.count) decide(op, true);
       return;
-    case OpKind.Version:
+    case VERSION:
       if (isComparable(key, owner) && typeof item === 'string' && versionTest(op, item)) decide(op, true);
       return;
-    case OpKind.All:
+    case ALL:
       feedAll(op, item, key, owner, leaf);
       return;
-    case OpKind.ElemMatch:
+    case ELEM_MATCH:
       feedElemMatch(op, item, owner);
       return;
-    case OpKind.Not: {
+    case NOT: {
       const sub = op.sub!;
       feedQuery(sub, item, key, owner, leaf);
       op.done = sub.done;
       op.keep = !sub.keep;
       return;
     }
-    case OpKind.And:
+    case AND:
       feedAll(op, item, key, owner, leaf);
       return;
     default:
@@ -424,7 +450,7 @@ function feedOr(op: Op, item: unknown, key: string | number | undefined, owner: 
     }
   }
   op.done = success;
-  op.keep = op.kind === OpKind.Nor ? !success : success;
+  op.keep = op.kind === NOR ? !success : success;
 }
 
 /**

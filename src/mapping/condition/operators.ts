@@ -13,7 +13,7 @@ import { isPlainObject } from '../problems.js';
 import { parseAppVersion } from '../../shared/app-version.js';
 import { compileRegexOperator } from './regex.js';
 
-/** Operator node kinds. Numbers (not strings) so that the matchers' switch compiles to a jump table. */
+/** Operator node kinds. Small integers (not strings): the matchers dispatch on them per value (match.ts). */
 export const enum OpKind {
   /** Implicit equality and $eq. */
   Eq = 0,

@@ -8,6 +8,21 @@ import { LiteralKind, type Literal, type Op } from './nodes.js';
 import { OpKind, VersionTest } from './operators.js';
 import { MAX_REGEX_INPUT, MAX_REGEX_SCAN, regexMatches } from './regex.js';
 
+// The kinds as module constants. Under isolatedModules tsc does not inline a const enum imported
+// from another module: every `OpKind.X` would be a module-variable load plus a property load in the
+// value tests' dispatch. A module constant is one context-slot load. Their values come from the one
+// definition, operators.ts (kinds) and nodes.ts (literal kinds).
+const LIT_NULL = LiteralKind.Null;
+const LIT_SCALAR = LiteralKind.Scalar;
+const OP_GT = OpKind.Gt;
+const OP_GTE = OpKind.Gte;
+const OP_LT = OpKind.Lt;
+const V_EQ = VersionTest.Eq;
+const V_GT = VersionTest.Gt;
+const V_GTE = VersionTest.Gte;
+const V_LT = VersionTest.Lt;
+const V_NE = VersionTest.Ne;
+
 /**
  * Numbers the evaluations, so that each `$regex` op's read budget starts afresh in a new one
  * without a pass over the tree to reset it (a double: exact far beyond any process's lifetime).
@@ -47,11 +62,11 @@ export function compareTest(kind: OpKind, item: unknown, operand: number | strin
   if (typeof item !== typeof operand) return false;
   const value = item as number | string;
   switch (kind) {
-    case OpKind.Gt:
+    case OP_GT:
       return value > operand;
-    case OpKind.Gte:
+    case OP_GTE:
       return value >= operand;
-    case OpKind.Lt:
+    case OP_LT:
       return value < operand;
     default:
       return value <= operand;
@@ -64,8 +79,8 @@ export function inList(list: readonly Literal[], item: unknown): boolean {
 }
 
 export function literalEquals(literal: Literal, item: unknown): boolean {
-  if (literal.kind === LiteralKind.Scalar) return item === literal.value;
-  if (literal.kind === LiteralKind.Null) return item === null || item === undefined;
+  if (literal.kind === LIT_SCALAR) return item === literal.value;
+  if (literal.kind === LIT_NULL) return item === null || item === undefined;
   return deepEquals(literal.value, item);
 }
 
@@ -122,15 +137,15 @@ export function versionTest(op: Op, text: string): boolean {
     value = 0;
   }
   switch (op.versionTest) {
-    case VersionTest.Eq:
+    case V_EQ:
       return cmp === 0;
-    case VersionTest.Ne:
+    case V_NE:
       return cmp !== 0;
-    case VersionTest.Gt:
+    case V_GT:
       return cmp > 0;
-    case VersionTest.Gte:
+    case V_GTE:
       return cmp >= 0;
-    case VersionTest.Lt:
+    case V_LT:
       return cmp < 0;
     default:
       return cmp <= 0;
