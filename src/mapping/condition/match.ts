@@ -34,9 +34,9 @@
  * there) and allocates nothing per call.
  */
 import { isPlainObject } from '../problems.js';
-import { FastMode, arrayIndexOf, type Field, type Op, type Query } from './nodes.js';
+import { FastMode, type Field, type Op, type Query } from './nodes.js';
 import { OpKind } from './operators.js';
-import { beginEvaluation, compareTest, inList, literalEquals, regexTest, versionTest } from './value-tests.js';
+import { beginEvaluation, compareTest, hasOwnKey, inList, isComparable, isPresentForSet, literalEquals, regexTest, versionTest } from './value-tests.js';
 
 // The kinds as module constants. Under isolatedModules tsc does not inline a const enum imported
 // from another module: every `OpKind.X` would be a module-variable load plus a property load in the
@@ -335,29 +335,6 @@ function visitField(field: Field, item: unknown, key: string | number | undefine
   }
   field.done = done;
   field.keep = keep;
-}
-
-/** True when `owner[key]` is really there (an element of an array, an own member of an object). */
-function hasOwnKey(owner: unknown, key: string | number | undefined, item: unknown): boolean {
-  if (owner === null || owner === undefined) return item !== undefined;
-  if (Array.isArray(owner)) return typeof key === 'number' || (key !== undefined && isElementKey(owner, key));
-  if (typeof owner !== 'object' || key === undefined) return false;
-  return Object.hasOwn(owner, key);
-}
-
-function isElementKey(array: unknown[], key: string): boolean {
-  const index = arrayIndexOf(key);
-  return index >= 0 && index < array.length;
-}
-
-/** A value comparisons look at: not the (always missing) non-element member of an array. */
-function isComparable(key: string | number | undefined, owner: unknown): boolean {
-  return !Array.isArray(owner) || typeof key === 'number' || (key !== undefined && isElementKey(owner, key));
-}
-
-/** As isComparable, but $ne/$in/$nin (as in sift) also look at a numeric key beyond an array's end. */
-function isPresentForSet(key: string | number | undefined, owner: unknown): boolean {
-  return !Array.isArray(owner) || typeof key === 'number' || (key !== undefined && !Number.isNaN(Number(key)));
 }
 
 function feedOp(op: Op, item: unknown, key: string | number | undefined, owner: unknown, leaf: boolean): void {

@@ -1,10 +1,11 @@
 /**
  * The tests an operator applies to one value: equality (scalar, null and deep), ordering, list
- * membership, the X.Y.Z version comparison and `$regex` within its read budget. Shared by both
+ * membership, the X.Y.Z version comparison, `$regex` within its read budget, and whether a value read
+ * from an array or object counts as present. Shared by both
  * matchers (match.ts). HOT PATH: every function here is allocation-free.
  */
 import { APP_VERSION_PATTERN } from '../../shared/app-version.js';
-import { LiteralKind, type Literal, type Op } from './nodes.js';
+import { LiteralKind, arrayIndexOf, type Literal, type Op } from './nodes.js';
 import { OpKind, VersionTest } from './operators.js';
 import { MAX_REGEX_INPUT, MAX_REGEX_SCAN, regexMatches } from './regex.js';
 
@@ -54,6 +55,33 @@ export function regexTest(op: Op, value: string): boolean {
   }
   op.scanLeft -= length;
   return regexMatches(op.regex!, value); // a Regex op always holds its compiled pattern
+}
+
+// Where a value was read (`key` in `owner`, as the general walk passes them) decides whether some
+// operators see it at all: a non-element member of an array is no value, $exists asks whether the key
+// is really there.
+
+/** True when `owner[key]` is really there (an element of an array, an own member of an object). */
+export function hasOwnKey(owner: unknown, key: string | number | undefined, item: unknown): boolean {
+  if (owner === null || owner === undefined) return item !== undefined;
+  if (Array.isArray(owner)) return typeof key === 'number' || (key !== undefined && isElementKey(owner, key));
+  if (typeof owner !== 'object' || key === undefined) return false;
+  return Object.hasOwn(owner, key);
+}
+
+function isElementKey(array: unknown[], key: string): boolean {
+  const index = arrayIndexOf(key);
+  return index >= 0 && index < array.length;
+}
+
+/** A value comparisons look at: not the (always missing) non-element member of an array. */
+export function isComparable(key: string | number | undefined, owner: unknown): boolean {
+  return !Array.isArray(owner) || typeof key === 'number' || (key !== undefined && isElementKey(owner, key));
+}
+
+/** As isComparable, but $ne/$in/$nin (as in sift) also look at a numeric key beyond an array's end. */
+export function isPresentForSet(key: string | number | undefined, owner: unknown): boolean {
+  return !Array.isArray(owner) || typeof key === 'number' || (key !== undefined && !Number.isNaN(Number(key)));
 }
 
 /** $gt/$gte/$lt/$lte (`kind`) of `item` against the operand. */
