@@ -18,7 +18,7 @@ import { parseUserContext } from '../../src/delivery/context.js';
 import { frontKey, frontKeyOf } from '../../src/delivery/front-cache.js';
 import { wrappedTailLength, writeWrappedTail } from '../../src/delivery/tail.js';
 import { userUid } from '../../src/shared/identity.js';
-import type { CompiledMapping, Combination } from '../../src/mapping/rules/compile.js';
+import type { CompiledMapping, Combination } from '../../src/mapping/index.js';
 import { combinationForKey, compileMapping, evaluateMapping } from '../../src/mapping/index.js';
 import { JobKind } from '../../src/pool/protocol.js';
 import { readFixture } from '../fixtures/generate.js';

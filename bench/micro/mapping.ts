@@ -1,8 +1,9 @@
 /**
  * Micro-benchmark of the mutation path (src/mapping): condition evaluation (the engine's compiled
- * evaluator, src/mapping/condition/predicate.ts, against sift compiling the same condition, which is what the
+ * evaluator, src/mapping/condition/{compile,match}.ts, against sift compiling the same condition, which is what the
  * engine used before, and against a hand-written JS function doing the same test: the floor any
- * evaluator could reach), selectRules on a ~10-rule mapping with either evaluator, and the render of
+ * evaluator could reach), rule selection (evaluateMapping + selectCombination) on a ~10-rule mapping
+ * with either evaluator, and the render of
  * a 512 KiB content with a small patch: splice (render-cache miss, offsets already known), the first
  * miss on a revision (offsets found), the naive parse-apply-stringify, and a render-cache hit.
  * runRegexMicro: one `$regex` test on typical short patterns and strings, V8's RegExp (what the
@@ -23,11 +24,10 @@ import {
   evaluateMapping,
   renderSelectionInto,
   selectCombination,
-  selectRules,
   type Selection,
 } from '../../src/mapping/index.js';
 import { compileVersionRange, versionInRange } from '../../src/mapping/rules/version-range.js';
-import { versionKeyOf } from '../../src/shared/app-version.js';
+import { NO_VERSION_KEY, versionKeyOf } from '../../src/shared/app-version.js';
 import { applyPatchToValue } from '../../src/mapping/patch/patch.js';
 import { renderPatched } from '../../src/mapping/render/fallback/copy-on-write.js';
 import { largeDoc, largeMapping } from '../fixtures/generate.js';
@@ -39,8 +39,8 @@ import { measure, measureWithBytes, type Row } from './measure.js';
 /** The same compiled mapping with every condition evaluated by sift instead (the "before"). */
 function withSiftPredicates(mapping: CompiledMapping, raw: { rules: { when?: unknown }[] }): CompiledMapping {
   const rules = mapping.rules.map((rule) => {
-    const when = raw.rules[rule.index].when;
-    return { ...rule, predicate: rule.predicate === null ? null : (siftPredicate(when) as Predicate) };
+    const when = raw.rules[rule.index]!.when;
+    return { ...rule, predicate: rule.predicate === null ? null : siftPredicate(when) };
   });
   return { ...mapping, rules, combinations: new CombinationIndex() };
 }
@@ -156,9 +156,9 @@ export function runMappingMicro(minMs = 1000): Row[] {
   const bigText = benchContent(512 * 1024);
   const big = prepareDoc(bigText);
   const bigMapping = compileMapping({ rules: [{ segment: 's', patch: { shop: { banner: 'summer', discount: 20 } } }] });
-  const bigSelection: Selection = selectRules(bigMapping, big, {}, '', 0);
+  const bigSelection: Selection = selectCombination(big, evaluateMapping(bigMapping, {}, NO_VERSION_KEY, 0));
   renderSelection(big, bigSelection); // offsets of the patched containers found once
-  const naivePatch = bigSelection.patches[0];
+  const naivePatch = bigSelection.patches[0]!;
   const cache = new LRUCache<string, SharedArrayBuffer>({ max: 1000 });
   const bytes = Buffer.from(renderSelection(big, bigSelection));
   const sab = new SharedArrayBuffer(bytes.length);
@@ -167,13 +167,13 @@ export function runMappingMicro(minMs = 1000): Row[] {
 
   return [
     measure('condition: sift (3 fields, $in/$gte/array) [before]', (i) => (siftSimple(ps[i & mask]) ? 1 : 0), minMs),
-    measure('condition: compiled predicate (same 3 fields) [after]', (i) => (ownSimple(ps[i & mask]) ? 1 : 0), minMs),
-    measure('condition: hand-written JS equivalent (floor)', (i) => (hand(ps[i & mask]) ? 1 : 0), minMs),
+    measure('condition: compiled predicate (same 3 fields) [after]', (i) => (ownSimple(ps[i & mask]!) ? 1 : 0), minMs),
+    measure('condition: hand-written JS equivalent (floor)', (i) => (hand(ps[i & mask]!) ? 1 : 0), minMs),
     measure('condition: sift (nested path, $or/$vgte/$not, $elemMatch) [before]', (i) => (siftRich(ps[i & mask]) ? 1 : 0), minMs),
-    measure('condition: compiled predicate (same) [after]', (i) => (ownRich(ps[i & mask]) ? 1 : 0), minMs),
+    measure('condition: compiled predicate (same) [after]', (i) => (ownRich(ps[i & mask]!) ? 1 : 0), minMs),
     // As the front end calls it: the request's version key was made once, when its body was checked.
-    measure('selectRules: 10 rules, 2 A/B tests, sift conditions [before]', (i) => selectCombination(small, evaluateMapping(siftMapping, ps[i & mask], V150, mods[i & mask])).key.length, minMs),
-    measure('selectRules: 10 rules, 2 A/B tests, compiled predicates [after]', (i) => selectCombination(small, evaluateMapping(mapping, ps[i & mask], V150, mods[i & mask])).key.length, minMs),
+    measure('rule selection: 10 rules, 2 A/B tests, sift conditions [before]', (i) => selectCombination(small, evaluateMapping(siftMapping, ps[i & mask]!, V150, mods[i & mask]!)).key.length, minMs),
+    measure('rule selection: 10 rules, 2 A/B tests, compiled predicates [after]', (i) => selectCombination(small, evaluateMapping(mapping, ps[i & mask]!, V150, mods[i & mask]!)).key.length, minMs),
     measure('appVersion range test: semver Range#test on a memoized SemVer [before]', (i) => (semverRange.test(semvers[i & 3]!) ? 1 : 0), minMs),
     measure('appVersion range test: version-key comparisons (version-range.ts) [after]', (i) => (versionInRange(keyRange, vKeys[i & 3]!) ? 1 : 0), minMs),
     measure('512 KiB render-cache hit (LRU get)', (i) => cache.get('w1:1:1:' + bigSelection.key)!.byteLength + i, minMs),
@@ -181,7 +181,7 @@ export function runMappingMicro(minMs = 1000): Row[] {
     measure('512 KiB miss: splice + UTF-8 encode (bytes for the head)', () => Buffer.byteLength(renderSelection(big, bigSelection)), minMs),
     measure('512 KiB miss, first on the revision (parse + offsets + splice)', () => {
       const fresh = prepareDoc(bigText);
-      return renderSelection(fresh, selectRules(bigMapping, fresh, {}, '', 0)).length;
+      return renderSelection(fresh, selectCombination(fresh, evaluateMapping(bigMapping, {}, NO_VERSION_KEY, 0))).length;
     }, minMs),
     measure('512 KiB naive: JSON.parse + apply + JSON.stringify', () => JSON.stringify(applyPatchToValue(JSON.parse(bigText), naivePatch, null)).length, minMs),
     ...largeFixtureRows(minMs),
@@ -225,7 +225,7 @@ export function runRegexMicro(minMs = 1000): Row[] {
  * The bench suite's scenario-7 content (bench/fixtures: 512 KiB, a `levels` object of ~3,000
  * members) and mapping (flag rules merge-patching single levels): a render-cache miss through the
  * copy-on-write renderer plus the UTF-8 copy into shared memory (the worker's previous miss path)
- * against the byte splicer writing the head straight into shared memory, and selectRules on that
+ * against the byte splicer writing the head straight into shared memory, and rule selection on that
  * mapping. The misses cycle through 64 flag combinations whose objects are already indexed (the
  * steady state of a revision); the allocation row is the floor of any miss: a fresh 512 KiB
  * SharedArrayBuffer written once.
@@ -240,26 +240,26 @@ function largeFixtureRows(minMs: number): Row[] {
     for (let k = 0; k < 14; k++) if (((Math.imul(i, 2654435761) >>> k) & 1) === 1) flags.push(`f${k}`);
     flagSets.push({ tier: i % 2 === 0 ? 'gold' : 'silver', flags });
   }
-  const selections: Selection[] = flagSets.slice(0, 64).map((p, i) => selectRules(mapping, doc, p, '', (i * 37) % 1000));
+  const selections: Selection[] = flagSets.slice(0, 64).map((p, i) => selectCombination(doc, evaluateMapping(mapping, p, NO_VERSION_KEY, (i * 37) % 1000)));
   const prefix = '{"data":';
   const suffix = ',"hash":"00112233445566778899aabbccddeeff","meta":{"uid":';
   for (const s of selections) {
     const before = Buffer.from(ownedText(prefix + renderPatched(doc, s.patches, s.applied, null) + suffix));
     if (!before.equals(Buffer.from(renderSelectionInto(doc, s, prefix, suffix)))) throw new Error('the byte splicer and the copy-on-write renderer disagree');
   }
-  const source = Buffer.from(renderSelectionInto(doc, selections[0], prefix, suffix));
+  const source = Buffer.from(renderSelectionInto(doc, selections[0]!, prefix, suffix));
   return [
     measure('fixture 512 KiB miss: copy-on-write render + encode [before]', (i) => {
-      const s = selections[i & 63];
+      const s = selections[i & 63]!;
       return ownedText(prefix + renderPatched(doc, s.patches, s.applied, null) + suffix).byteLength;
     }, minMs),
-    measure('fixture 512 KiB miss: renderSelectionInto (byte splice) [after]', (i) => renderSelectionInto(doc, selections[i & 63], prefix, suffix).byteLength, minMs),
-    measure('fixture 512 KiB miss: renderSelection (string, serialized path)', (i) => renderSelection(doc, selections[i & 63]).length, minMs),
+    measure('fixture 512 KiB miss: renderSelectionInto (byte splice) [after]', (i) => renderSelectionInto(doc, selections[i & 63]!, prefix, suffix).byteLength, minMs),
+    measure('fixture 512 KiB miss: renderSelection (string, serialized path)', (i) => renderSelection(doc, selections[i & 63]!).length, minMs),
     measure('fixture 512 KiB: new SharedArrayBuffer + one copy (why rendered heads are not shared memory)', () => {
       const sab = new SharedArrayBuffer(source.length);
       source.copy(Buffer.from(sab));
       return sab.byteLength;
     }, minMs),
-    measure('fixture selectRules: 16 rules, 1,024 flag combinations', (i) => selectRules(mapping, doc, flagSets[i & 1023], '', i % 1000).key.length, minMs),
+    measure('fixture rule selection: 16 rules, 1,024 flag combinations', (i) => selectCombination(doc, evaluateMapping(mapping, flagSets[i & 1023]!, NO_VERSION_KEY, i % 1000)).key.length, minMs),
   ];
 }

@@ -1,27 +1,45 @@
 /**
- * The mapping engine's public surface, for the store (validation), the bundle import and the worker
- * threads (selection and rendering). The hot path per wrapped request is `selectRules` followed, on a
- * render-cache miss only, by `renderSelectionInto` (or `renderSelection` for the serialized form).
+ * The mapping engine's public surface. A mapping (docs/api.md, "Dynamic mappings") is a list of rules;
+ * each applies a patch, or one variant's patch of an A/B test, to the content of the users it selects.
  *
- * Rendering composes the selection's patches into an edit tree (edit-tree.ts) and splices it into the
- * base's UTF-8 bytes (byte-splice.ts): the cost grows with the patches, not the content. What the
- * tree does not express (JSON Patch on array elements, move, copy) is rendered by the copy-on-write
- * renderer (copy-on-write.ts) instead, with the same output.
+ * Who calls what, on which thread:
+ * - store and admin, on writes (admin PUT, bundle import, sync: the control thread of `rcd serve`, or
+ *   the CLI process of `rcd import`): validateMapping, which collects every problem with its path and
+ *   checks every patch against the content;
+ * - delivery thread (a front-end event loop, per wrapped request): evaluateMapping, on a mapping that
+ *   loop compiled once per mapping id (compileStoredMapping): (p, app version, mod) → an interned
+ *   Combination, whose key names the front cache entry. HOT PATH: a repeat combination allocates
+ *   nothing. It never renders;
+ * - worker threads (render pool, on a front-cache miss only): compileStoredMapping, prepareDoc once per
+ *   revision, combinationForKey (the key the front end sent) and selectCombination, then
+ *   renderSelectionInto (or renderSelection for the serialized form).
+ * Compiled mappings and prepared documents are per thread: they hold mutable caches and match state
+ * and are never shared or transferred.
+ *
+ * The folders: rules/ (compile a mapping, evaluate it per request, intern combinations, version
+ * ranges), condition/ (the `when` language: operator table, validation, compiled matcher, RE2
+ * regexes), patch/ (merge and JSON patches), render/ (the fast path and its fallback).
+ *
+ * Rendering composes the selection's patches into an edit tree (render/fast/edit-tree.ts) and splices
+ * it into the base's UTF-8 bytes (render/fast/byte-splice.ts): the cost grows with the patches, not the
+ * content. What the tree does not express (JSON Patch on array elements, move, copy) is rendered by the
+ * copy-on-write fallback (render/fallback/copy-on-write.ts) instead, with the same output.
  */
 import { createByteBase, type ByteBase } from './render/fast/byte-index.js';
 import { renderEditsOwned, renderEditsText } from './render/fast/byte-splice.js';
-import { compileMapping as compileChecked, type Combination, type CompiledMapping, type Selection } from './rules/compile.js';
+import { compileMapping as compileChecked, type CompiledMapping } from './rules/compile.js';
+import { EMPTY_SELECTION, type Combination, type Selection } from './rules/combination.js';
 import { composeEdits } from './render/fast/edit-tree.js';
-import { NO_VERSION_KEY, versionKeyOf } from '../shared/app-version.js';
-import { EMPTY_SELECTION, evaluateMapping, partialSelection } from './rules/evaluate.js';
+import { partialSelection } from './rules/evaluate.js';
 import type { CompiledPatch } from './patch/patch.js';
 import { createBaseDocument, patchesThatApply as patchesThatApplyCopying, renderPatched, type BaseDocument } from './render/fallback/copy-on-write.js';
 
-export type { CompiledMapping, Selection, Combination } from './rules/compile.js';
+export type { CompiledMapping } from './rules/compile.js';
+export type { Combination, Selection } from './rules/combination.js';
 export type { MappingProblem } from './problems.js';
-export { checkMapping, compileStoredMapping, mappingError } from './rules/compile.js';
-export { EMPTY_SELECTION, combinationForKey, evaluateMapping } from './rules/evaluate.js';
-export { compareAppVersions, parseAppVersion } from '../shared/app-version.js';
+export { compileStoredMapping } from './rules/compile.js';
+export { EMPTY_SELECTION } from './rules/combination.js';
+export { combinationForKey, evaluateMapping } from './rules/evaluate.js';
 
 /**
  * A revision prepared for mutation: its UTF-8 bytes with the objects on patched paths indexed on first
@@ -63,20 +81,15 @@ export function validateMapping(raw: unknown, content: unknown): CompiledMapping
   return compileChecked(raw, content);
 }
 
-/** Compiles a mapping without checking it against content (worker side: it was validated on write). */
+/** Compiles a mapping without checking it against content (it was validated on write); throws invalid_mapping. */
 export function compileMapping(raw: unknown): CompiledMapping {
   return compileChecked(raw);
 }
 
 /**
- * Per request: the rules and variants that apply to (p, v, mod) on this revision. `v` is "" when the
- * request has none. Allocation-free for a repeat combination.
+ * Worker side: the selection of a combination on this revision (which of its patches apply to it).
+ * Allocation-free for a repeat (revision, combination).
  */
-export function selectRules(mapping: CompiledMapping, doc: PreparedDoc, p: Record<string, unknown>, v: string, mod: number): Selection {
-  return selectCombination(doc, evaluateMapping(mapping, p, v === '' ? NO_VERSION_KEY : versionKeyOf(v), mod));
-}
-
-/** The part of selectRules that depends on the revision: which of the combination's patches apply to it. */
 export function selectCombination(doc: PreparedDoc, combination: Combination): Selection {
   if (combination.key === '') return EMPTY_SELECTION;
   if (!combination.mayFail) return combination.whole;

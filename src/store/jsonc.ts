@@ -17,6 +17,7 @@
  */
 import { RcdError } from '../runtime/errors.js';
 import { contentHash } from '../shared/identity.js';
+import { skipWsText as skipWs } from '../mapping/render/json-scan.js';
 
 export interface CompiledContent {
   /** JSON.stringify(JSON.parse(stripped)): the delivered text, the input of the hash. */
@@ -272,16 +273,6 @@ export function locateJsonError(s: string): { index: number; reason: string } | 
     }
     return { index: i, reason: `unexpected ${describe(s, i)}, expected ${expected}` };
   }
-}
-
-function skipWs(s: string, i: number): number {
-  const n = s.length;
-  while (i < n) {
-    const c = s.charCodeAt(i);
-    if (c !== 0x20 && c !== 0x09 && c !== LF && c !== CR) break;
-    i++;
-  }
-  return i;
 }
 
 interface ScanResult {

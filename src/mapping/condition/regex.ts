@@ -1,7 +1,8 @@
 /**
  * `$regex` (with `$options`) in rule conditions: the one place a pattern is compiled, used both by
- * validation at mapping put/import (validate.ts) and by the evaluator (predicate.ts), so the two
- * cannot disagree on what is accepted or how it matches.
+ * validation at mapping put/import (validate.ts, through the operator table in operators.ts) and by
+ * compilation for the evaluator (compile.ts), so the two cannot disagree on what is accepted or how
+ * it matches.
  *
  * Engine: re2js, a pure JavaScript port of RE2. Matching takes time linear in the input (no
  * backtracking: `^(a+)+$` on "aaaa…!" is one pass), where JavaScript's RegExp takes exponential time
@@ -26,7 +27,7 @@
  *   pattern measured up to ~20 ms on a fresh 1,024-character string, 2-4 ms once its DFA cache is
  *   warm (at ~500 instructions, up to 40 ms);
  * - MAX_REGEX_INPUT: a longer string is not read and never matches (so `$not` of it matches);
- * - MAX_REGEX_SCAN: what one `$regex` op reads per evaluation in total (predicate.ts, regexTest),
+ * - MAX_REGEX_SCAN: what one `$regex` op reads per evaluation in total (value-tests.ts, regexTest),
  *   so that an array of long strings in p cannot multiply the above by the body size.
  * Typical patterns stay far below: `^(a+)+$` on 1,024 characters takes ~0.1 ms.
  * They are constants, not flags: a mapping must mean the same on every server and after every
@@ -66,11 +67,12 @@ export function compileRegex(pattern: unknown, options: unknown): RegexResult {
   if (options !== undefined) {
     if (typeof options !== 'string') return refuse('$options may only hold the flags i, m, s, u');
     for (let i = 0; i < options.length; i++) {
-      const c = options[i];
+      const c = options.charAt(i);
       // g and y would make a JavaScript RegExp stateful; anything else is no RE2 flag either.
-      if (!Object.hasOwn(FLAG_BITS, c)) return refuse('$options may only hold the flags i, m, s, u');
+      const bit = Object.hasOwn(FLAG_BITS, c) ? FLAG_BITS[c] : undefined;
+      if (bit === undefined) return refuse('$options may only hold the flags i, m, s, u');
       if (options.indexOf(c) !== i) return refuse(`$options repeats the flag ${c}`);
-      flags |= FLAG_BITS[c];
+      flags |= bit;
     }
   }
   // re2js expands counted repeats while compiling, and bounds only their nesting: a 500-character
@@ -116,7 +118,7 @@ const FLAGS_ONLY = /^\(\?[imsU-]*\)/;
  * generated patterns in the tests (once on 500,000, 288,000 of them valid: none undercounted).
  */
 export function programBound(pattern: string): number {
-  const groups: number[] = [0];
+  const groups: number[] = [0]; // never empty: a `)` pops only while more than one is open
   let last = 0; // bound of the atom a following quantifier repeats
   let repeat: RegExpExecArray | null = null;
   let i = 0;
@@ -150,7 +152,7 @@ export function programBound(pattern: string): number {
       i++;
     } else if (c === '*' || c === '+' || c === '?') {
       // One or two instructions more; what follows a transparent `(?i)` repeats the quantified whole.
-      groups[groups.length - 1] += 2;
+      groups[groups.length - 1]! += 2;
       last += 2;
       i++;
       continue;
@@ -164,14 +166,14 @@ export function programBound(pattern: string): number {
       // Over 1,000 re2js refuses the repeat itself; the bound only has to stay finite.
       const copies = Math.min(1001, m[2] === undefined ? low : m[3] === '' ? low + 1 : Math.max(low, Number(m[3])));
       const added = (last + 2) * copies;
-      groups[groups.length - 1] += added;
+      groups[groups.length - 1]! += added;
       last += added;
       i += m[0].length;
       continue;
     } else {
       i++;
     }
-    groups[groups.length - 1] += atom;
+    groups[groups.length - 1]! += atom;
     last = atom;
   }
   // Open groups (a syntax error re2js reports) still count; two more for the program's fail and match.

@@ -3,30 +3,36 @@
  *
  * Validation is ours and strict (an allow-list of operators and operand shapes): the format offers
  * no `$where` (code execution), `$mod` or `$type`. Evaluation is our own compiled evaluator
- * (predicate.ts): sift, which implements the same language, costs ~500 ns for a 3-field condition
+ * (compile.ts builds it, match.ts runs it): sift, which implements the same language, costs ~500 ns for a 3-field condition
  * against a few tens of ns for the compiled tree, and conditions run for every rule of every
- * wrapped request. sift stays the reference the evaluator is tested against.
+ * wrapped request. sift stays the reference the evaluator is tested against. Which operators exist
+ * and what their operands may be is the operator table (operators.ts), which compilation reads too.
  *
  * Semantics worth knowing (documented in docs/api.md): a missing attribute never matches a positive
  * comparison ($eq with a non-null value, $gt.., $in, $regex, $size, $all, $elemMatch, $v..); negations
  * ($ne, $nin, $not, $nor, $exists:false) match a missing attribute as in MongoDB; `{"a":null}` matches
  * a missing a. Version operators ($vne included) never match a missing or non-X.Y.Z attribute. Only
- * own members of p are read (see predicate.ts for the few places where that differs from sift).
+ * own members of p are read (see match.ts for the few places where that differs from sift).
  * `$regex` is RE2 syntax and semantics, compiled by regex.ts for validation and evaluation alike.
  */
 import { RcdError } from '../../runtime/errors.js';
-import { compilePredicate, type Predicate } from './predicate.js';
+import { compilePredicate, type Predicate } from './compile.js';
 import { FORBIDDEN_KEYS, childPath, findForbiddenKeys, isPlainObject, type MappingProblem } from '../problems.js';
-import { compileRegexOperator } from './regex.js';
-import { parseAppVersion } from '../../shared/app-version.js';
+import {
+  CONDITION_MEMBER_PROBLEM,
+  OPERATORS,
+  Operand,
+  hasOperatorKey,
+  isLogicalOperator,
+  isOperatorsOnElement,
+  mixedOperatorsProblem,
+  operandProblem,
+  queryOperatorProblem,
+} from './operators.js';
 
-export type { Predicate } from './predicate.js';
+export type { Predicate } from './compile.js';
 
 const MAX_DEPTH = 32;
-
-const COMPARISON_OPS = new Set(['$gt', '$gte', '$lt', '$lte']);
-const VERSION_OPS = new Set(['$veq', '$vne', '$vgt', '$vgte', '$vlt', '$vlte']);
-const LOGICAL_OPS = new Set(['$and', '$or', '$nor']);
 
 /**
  * Validates `when` and compiles it. Returns null when the condition matches everyone (absent or `{}`),
@@ -62,21 +68,27 @@ function checkQuery(query: Record<string, unknown>, path: string, rule: number, 
     const p = childPath(path, key);
     const value = query[key];
     if (key.startsWith('$')) {
-      if (!LOGICAL_OPS.has(key)) {
-        problems.push({ rule, path: p, reason: `unknown operator ${key} (allowed here: $and, $or, $nor, or an attribute name)` });
-      } else if (!Array.isArray(value) || value.length === 0) {
-        problems.push({ rule, path: p, reason: `${key} needs a non-empty array of conditions` });
-      } else {
-        for (let i = 0; i < value.length; i++) {
-          const item: unknown = value[i];
-          if (isPlainObject(item)) checkQuery(item, `${p}[${i}]`, rule, problems, depth + 1);
-          else problems.push({ rule, path: `${p}[${i}]`, reason: 'must be an object (a condition)' });
-        }
+      const spec = OPERATORS.get(key);
+      if (spec === undefined || !isLogicalOperator(key)) {
+        problems.push({ rule, path: p, reason: queryOperatorProblem(key) });
+        continue;
       }
+      const problem = operandProblem(key, spec, value, query);
+      if (problem !== null) problems.push({ rule, path: p, reason: problem });
+      else checkConditions(value as unknown[], p, rule, problems, depth);
       continue;
     }
     if (!checkFieldPath(key, p, rule, problems)) continue;
     checkValueCondition(value, p, rule, problems, depth + 1);
+  }
+}
+
+/** The members of $and/$or/$nor, each a query. */
+function checkConditions(members: readonly unknown[], path: string, rule: number, problems: MappingProblem[], depth: number): void {
+  for (let i = 0; i < members.length; i++) {
+    const item = members[i];
+    if (isPlainObject(item)) checkQuery(item, `${path}[${i}]`, rule, problems, depth + 1);
+    else problems.push({ rule, path: `${path}[${i}]`, reason: CONDITION_MEMBER_PROBLEM });
   }
 }
 
@@ -99,11 +111,6 @@ function checkFieldPath(key: string, path: string, rule: number, problems: Mappi
   return true;
 }
 
-function hasOperatorKey(value: Record<string, unknown>): boolean {
-  for (const key of Object.keys(value)) if (key.startsWith('$')) return true;
-  return false;
-}
-
 /** What one attribute is tested with: a literal (implicit equality) or an object of operators. */
 function checkValueCondition(value: unknown, path: string, rule: number, problems: MappingProblem[], depth: number): void {
   if (isPlainObject(value) && hasOperatorKey(value)) {
@@ -122,13 +129,14 @@ function checkOperators(ops: Record<string, unknown>, path: string, rule: number
     const p = childPath(path, op);
     const operand = ops[op];
     if (!op.startsWith('$')) {
-      problems.push({ rule, path: p, reason: `"${op}" mixed with operators: use either operators or a literal value` });
+      problems.push({ rule, path: p, reason: mixedOperatorsProblem(op) });
       continue;
     }
     checkOperator(op, operand, ops, p, rule, problems, depth);
   }
 }
 
+/** One operator: known, its operand of the right shape, and what the operand holds checked in turn. */
 function checkOperator(
   op: string,
   operand: unknown,
@@ -138,50 +146,39 @@ function checkOperator(
   problems: MappingProblem[],
   depth: number,
 ): void {
-  if (op === '$eq' || op === '$ne') {
-    findForbiddenKeys(operand, path, rule, problems);
-  } else if (COMPARISON_OPS.has(op)) {
-    if (typeof operand !== 'number' && typeof operand !== 'string') {
-      problems.push({ rule, path, reason: `${op} needs a number or a string` });
-    }
-  } else if (op === '$in' || op === '$nin' || op === '$all') {
-    if (!Array.isArray(operand)) problems.push({ rule, path, reason: `${op} needs an array` });
-    else findForbiddenKeys(operand, path, rule, problems);
-  } else if (op === '$exists') {
-    if (typeof operand !== 'boolean') problems.push({ rule, path, reason: '$exists needs true or false' });
-  } else if (op === '$regex') {
-    checkRegex(ops, path, rule, problems);
-  } else if (op === '$options') {
-    if (!('$regex' in ops)) problems.push({ rule, path, reason: '$options is only allowed next to $regex' });
-  } else if (op === '$size') {
-    if (typeof operand !== 'number' || !Number.isInteger(operand) || operand < 0) {
-      problems.push({ rule, path, reason: '$size needs a non-negative integer' });
-    }
-  } else if (op === '$elemMatch') {
-    if (!isPlainObject(operand) || Object.keys(operand).length === 0) {
-      problems.push({ rule, path, reason: '$elemMatch needs a non-empty object' });
-    } else if (hasOperatorKey(operand) && !Object.keys(operand).some((k) => LOGICAL_OPS.has(k))) {
-      checkOperators(operand, path, rule, problems, depth + 1);
-    } else {
-      checkQuery(operand, path, rule, problems, depth + 1);
-    }
-  } else if (op === '$not') {
-    if (!isPlainObject(operand) || !hasOperatorKey(operand)) {
-      problems.push({ rule, path, reason: '$not needs an object of operators, e.g. {"$not":{"$gt":5}}' });
-    } else {
-      checkOperators(operand, path, rule, problems, depth + 1);
-    }
-  } else if (VERSION_OPS.has(op)) {
-    if (typeof operand !== 'string' || parseAppVersion(operand) === null) {
-      problems.push({ rule, path, reason: `${op} needs a version string X.Y.Z` });
-    }
-  } else {
+  const spec = OPERATORS.get(op);
+  if (spec === undefined) {
     problems.push({ rule, path, reason: `unknown operator ${op}` });
+    return;
   }
-}
-
-function checkRegex(ops: Record<string, unknown>, path: string, rule: number, problems: MappingProblem[]): void {
-  // The evaluator compiles through the same function (predicate.ts), so what passes here runs there.
-  const compiled = compileRegexOperator(ops);
-  if (compiled.error !== null) problems.push({ rule, path, reason: compiled.error });
+  const problem = operandProblem(op, spec, operand, ops);
+  if (problem !== null) {
+    problems.push({ rule, path, reason: problem });
+    return;
+  }
+  switch (spec.operand) {
+    case Operand.Value:
+    case Operand.Values:
+    case Operand.Members:
+      // Literal values: nothing in them may reach a prototype. ($all members that are queries are
+      // checked when they are compiled: compileCondition reports what compilation refuses.)
+      findForbiddenKeys(operand, path, rule, problems);
+      return;
+    case Operand.Query: {
+      // $elemMatch: operators on the element, or a query on it (attribute names and $and/$or/$nor).
+      const query = operand as Record<string, unknown>;
+      if (isOperatorsOnElement(query)) checkOperators(query, path, rule, problems, depth + 1);
+      else checkQuery(query, path, rule, problems, depth + 1);
+      return;
+    }
+    case Operand.Operators:
+      checkOperators(operand as Record<string, unknown>, path, rule, problems, depth + 1);
+      return;
+    case Operand.Conditions:
+      checkConditions(operand as unknown[], path, rule, problems, depth);
+      return;
+    default:
+      // Scalars, versions and $regex/$options: operandProblem checked all there is.
+      return;
+  }
 }

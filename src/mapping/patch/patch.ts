@@ -105,7 +105,7 @@ function compileOp(raw: unknown, path: string, rule: number, problems: MappingPr
   }
   const needsValue = code === OpCode.Add || code === OpCode.Replace || code === OpCode.Test;
   if (needsValue) {
-    if (!Object.hasOwn(raw, 'value')) problems.push({ rule, path, reason: `${raw.op} needs a value` });
+    if (!Object.hasOwn(raw, 'value')) problems.push({ rule, path, reason: `${String(raw.op)} needs a value` });
     else findForbiddenKeys(raw.value, `${path}.value`, rule, problems);
   }
   if (target === null || ((code === OpCode.Move || code === OpCode.Copy) && from === null)) return null;
@@ -173,9 +173,10 @@ export function applyPatch(root: unknown, patch: CompiledPatch, state: PatchStat
   const ops = patch.ops as readonly CompiledOp[];
   let current = root;
   for (let i = 0; i < ops.length; i++) {
-    const next = applyOp(current, ops[i], state);
+    const op = ops[i]!;
+    const next = applyOp(current, op, state);
     if (next === PATCH_FAILED) {
-      if (failure !== null) failure[0] = `${describeOp(ops[i], i)} ${lastFailure}`;
+      if (failure !== null) failure[0] = `${describeOp(op, i)} ${lastFailure}`;
       return PATCH_FAILED;
     }
     current = next;
@@ -271,7 +272,7 @@ function getChild(node: unknown, token: string): unknown {
 function getAt(root: unknown, tokens: readonly string[]): unknown {
   let node = root;
   for (let i = 0; i < tokens.length; i++) {
-    node = getChild(node, tokens[i]);
+    node = getChild(node, tokens[i]!);
     if (node === MISSING) return MISSING;
   }
   return node;
@@ -313,7 +314,7 @@ function applyOp(root: unknown, op: CompiledOp, state: PatchState): unknown {
 function editAt(node: unknown, tokens: readonly string[], depth: number, code: OpCode, value: unknown, state: PatchState): unknown {
   if (tokens.length === 0) return code === OpCode.Remove ? fail('cannot remove the whole document') : value;
   if (typeof node !== 'object' || node === null) return fail('parent is not an object or array');
-  const token = tokens[depth];
+  const token = tokens[depth]!; // depth < tokens.length: the recursion stops at the last token
   if (depth < tokens.length - 1) {
     const child = getChild(node, token);
     if (child === MISSING) return fail('path does not exist');

@@ -2,8 +2,8 @@
  * Mapping JSON → a compiled, validated mapping (the format of docs/api.md, "Dynamic mappings"):
  * `{"rules":[{"segment","when"?,"appVersion"?,"info"?,"patch"|"variants"}]}`.
  *
- * Compiled once per immutable mapping id (front end and worker LRU) and reused for every request:
- * conditions are compiled predicates (predicate.ts), app-version ranges are parsed by semver and
+ * Compiled once per immutable mapping id (delivery thread and worker LRU) and reused for every request:
+ * conditions are compiled predicates (condition/compile.ts), app-version ranges are parsed by semver and
  * compiled to version-key comparisons (version-range.ts), variant ranges become a 1000-entry lookup
  * table (mod → variant) and each seg entry is pre-serialized JSON. Validation collects every problem
  * with its rule index and path; nothing is compiled into use when any exist.
@@ -41,44 +41,6 @@ export interface CompiledRule {
   readonly variants: readonly CompiledVariant[];
   /** For an A/B test: variant index per mod (0..999), -1 where no range covers it; else null. */
   readonly variantOfMod: Int16Array | null;
-}
-
-/**
- * What a request gets: the patches to render and the `seg` to report. The render cache is keyed by
- * (revision id, mapping id, key).
- */
-export interface Selection {
-  /** The applied choices, e.g. "0.-1;3.1;" (rule.variant, -1 for a patch rule); "" when nothing applies. */
-  readonly key: string;
-  /** The `seg` array as JSON, "[]" when nothing applies. */
-  readonly seg: string;
-  readonly patches: readonly CompiledPatch[];
-  /** 1/0 per patch when some do not apply to the revision; null when all apply. */
-  readonly applied: Uint8Array | null;
-}
-
-/**
- * One set of rules/variants whose conditions matched, interned per mapping so that repeat
- * combinations allocate nothing.
- */
-export interface Combination {
-  readonly key: string;
-  readonly patches: readonly CompiledPatch[];
-  /** seg JSON per patch (same index). */
-  readonly segEntries: readonly string[];
-  /** True when a JSON Patch is involved: it may not apply to every revision (merge patches always do). */
-  readonly mayFail: boolean;
-  /** The selection when every patch applies. */
-  readonly whole: Selection;
-  /**
-   * The last render-cache key built from this combination and what it was built for; owned by
-   * http/front-cache.ts (frontKeyOf). Kept here because a combination is interned: the same object
-   * comes back for every request that selects it, so the key is built and hashed once, not per request.
-   */
-  cacheKey: string;
-  cacheKeyRev: number;
-  cacheKeyMapping: number;
-  cacheKeyKind: number;
 }
 
 export interface CompiledMapping {
@@ -142,13 +104,14 @@ export function compileMapping(raw: unknown, content?: unknown): CompiledMapping
   return mapping;
 }
 
-/** Compiles a mapping as stored (validated when it was written); used by worker threads. */
+/** Compiles a mapping as stored (validated when it was written): the delivery thread and the workers each compile their own. */
 export function compileStoredMapping(text: string): CompiledMapping {
   return compileMapping(JSON.parse(text) as unknown);
 }
 
+/** `problems` holds at least one problem (callers build it only when there are some). */
 export function mappingError(problems: readonly MappingProblem[]): RcdError {
-  const first = problems[0];
+  const first = problems[0]!;
   const where = first.rule === null ? first.path || 'mapping' : `rule ${first.rule} (${first.path})`;
   const more = problems.length > 1 ? ` (and ${problems.length - 1} more problem${problems.length > 2 ? 's' : ''})` : '';
   return new RcdError('invalid_mapping', `${where}: ${first.reason}${more}`, problems);
@@ -288,8 +251,8 @@ function compileVariants(
 function checkOverlaps(variants: CompiledVariant[], raw: unknown[], path: string, rule: number, problems: MappingProblem[]): void {
   const sorted = variants.slice().sort((a, b) => a.lo - b.lo);
   for (let i = 1; i < sorted.length; i++) {
-    const prev = sorted[i - 1];
-    const cur = sorted[i];
+    const prev = sorted[i - 1]!;
+    const cur = sorted[i]!;
     if (cur.lo <= prev.hi) {
       const at = raw.findIndex((v) => isPlainObject(v) && v.name === cur.name);
       problems.push({
@@ -303,7 +266,7 @@ function checkOverlaps(variants: CompiledVariant[], raw: unknown[], path: string
 
 function modTable(variants: readonly CompiledVariant[]): Int16Array {
   const table = new Int16Array(MOD_COUNT).fill(-1);
-  for (let i = 0; i < variants.length; i++) table.fill(i, variants[i].lo, variants[i].hi + 1);
+  variants.forEach((variant, i) => table.fill(i, variant.lo, variant.hi + 1));
   return table;
 }
 
@@ -323,8 +286,8 @@ function checkAgainstContent(rules: readonly CompiledRule[], content: unknown, p
       }
       continue;
     }
-    for (let i = 0; i < rule.variants.length; i++) {
-      if (applyPatchToValue(content, rule.variants[i].patch, failure) === PATCH_FAILED) {
+    for (const [i, variant] of rule.variants.entries()) {
+      if (applyPatchToValue(content, variant.patch, failure) === PATCH_FAILED) {
         problems.push({
           rule: rule.index,
           path: `rules[${rule.index}].variants[${i}].patch`,

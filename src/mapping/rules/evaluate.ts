@@ -6,20 +6,12 @@
  * condition. The result is an interned Combination; the render cache is keyed by (revision id,
  * mapping id, combination key), so a repeat combination costs this evaluation plus one cache lookup.
  */
-import { MAX_RULES, type CompiledMapping, type CompiledRule, type Combination, type Selection } from './compile.js';
+import { MAX_RULES, type CompiledMapping, type CompiledRule } from './compile.js';
+import { EMPTY_COMBINATION, EMPTY_SELECTION, newCombination, type Combination, type Selection } from './combination.js';
 import { NO_VERSION_KEY } from '../../shared/app-version.js';
 import { pathEdge, pathKey } from './interning.js';
 import { PatchKind, type CompiledPatch } from '../patch/patch.js';
 import { versionInRange } from './version-range.js';
-
-/** No rule applied: deliver the base revision, `seg: []`. */
-export const EMPTY_SELECTION: Selection = { key: '', seg: '[]', patches: [], applied: null };
-export const EMPTY_COMBINATION: Combination = newCombination('', [], [], false, EMPTY_SELECTION);
-
-/** Every Combination is made here, so all have one shape (the cache-key memo starts empty). */
-function newCombination(key: string, patches: CompiledPatch[], segEntries: string[], mayFail: boolean, whole: Selection): Combination {
-  return { key, patches, segEntries, mayFail, whole, cacheKey: '', cacheKeyRev: -1, cacheKeyMapping: -1, cacheKeyKind: -1 };
-}
 
 // The applied (rule, choice) pairs of the request being evaluated (see interning.ts); one array
 // for every call: evaluation is synchronous and rules are at most MAX_RULES.
@@ -35,7 +27,7 @@ export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unkn
   const rules = mapping.rules;
   let length = 0;
   for (let i = 0; i < rules.length; i++) {
-    const choice = ruleChoice(rules[i], p, vKey, mod);
+    const choice = ruleChoice(rules[i]!, p, vKey, mod);
     if (choice !== -2) path[length++] = pathEdge(i, choice);
   }
   if (length === 0) return EMPTY_COMBINATION;
@@ -63,7 +55,7 @@ export function combinationForKey(mapping: CompiledMapping, key: string): Combin
 function ruleChoice(rule: CompiledRule, p: Record<string, unknown>, vKey: string, mod: number): number {
   let choice = -1;
   if (rule.variantOfMod !== null) {
-    choice = rule.variantOfMod[mod];
+    choice = rule.variantOfMod[mod]!; // mod is 0..MOD_COUNT-1, the table's length
     if (choice < 0) return -2;
   }
   if (rule.versions !== null && (vKey === NO_VERSION_KEY || !versionInRange(rule.versions, vKey))) return -2;
@@ -79,13 +71,12 @@ function buildCombination(mapping: CompiledMapping, key: string): Combination {
     const dot = part.indexOf('.');
     const rule = mapping.rules[Number(part.slice(0, dot))];
     const choice = Number(part.slice(dot + 1));
-    if (choice < 0) {
-      patches.push(rule.patch as CompiledPatch);
-      segEntries.push(rule.segJson);
-    } else {
-      patches.push(rule.variants[choice].patch);
-      segEntries.push(rule.variants[choice].segJson);
-    }
+    // The key was made by evaluateMapping on the same mapping id (rules are numbered alike in every
+    // compilation of it): a key naming no rule or variant is a bug, reported as such.
+    const chosen = rule === undefined ? undefined : choice < 0 ? rule : rule.variants[choice];
+    if (chosen === undefined || chosen.patch === null) throw new Error(`combination key ${JSON.stringify(key)} names no rule of this mapping`);
+    patches.push(chosen.patch);
+    segEntries.push(chosen.segJson);
   }
   const whole: Selection = { key, seg: '[' + segEntries.join(',') + ']', patches, applied: null };
   return newCombination(key, patches, segEntries, patches.some((p) => p.kind === PatchKind.Json), whole);

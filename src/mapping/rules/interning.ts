@@ -13,7 +13,7 @@
  * past MAX_INTERNED combinations or MAX_TRIE_NODES nodes, new combinations are still correct, just
  * built per request instead of interned.
  */
-import type { Combination } from './compile.js';
+import type { Combination } from './combination.js';
 
 const MAX_INTERNED = 4096;
 const MAX_TRIE_NODES = 4 * MAX_INTERNED;
@@ -79,7 +79,7 @@ export class CombinationIndex {
     let node = this.root;
     for (let i = 0; i < length; i++) {
       const edge = path[i]!;
-      const children = (node.next ??= new Map());
+      const children = (node.next ??= new Map<number, TrieNode>());
       let next = children.get(edge);
       if (next === undefined) {
         next = { next: null, combination: null };

@@ -1,10 +1,11 @@
 /**
- * A rule's `appVersion` (an npm-semver range) compiled to comparisons of version keys (version.ts).
+ * A rule's `appVersion` (an npm-semver range) compiled to comparisons of version keys
+ * (src/shared/app-version.ts).
  *
  * Why: the front end already holds each request's version as its key (`UserContext.vKey`), and a
  * key comparison is one string `<`. Testing a semver Range needs a parsed SemVer per version (a
  * second memo beside the key's) and walks comparator objects through semver's generic compare: the
- * two range rules of the bench mapping cost ~1% of a mapped request's main-thread time (profile,
+ * two range rules of the bench mapping cost ~1% of a mapped request's delivery-thread time (profile,
  * bench/README.md). semver still parses the range (the one grammar users know); only the test is
  * replaced, and a differential test holds it to `Range#test` (test/unit/mapping/rules/version-range.test.ts).
  *
@@ -112,7 +113,7 @@ export function versionInRange(range: VersionRange, vKey: string): boolean {
   return false;
 }
 
-function comparatorHolds(op: number, key: string, vKey: string): boolean {
+function comparatorHolds(op: VersionOp, key: string, vKey: string): boolean {
   switch (op) {
     case VersionOp.Lt:
       return vKey < key;

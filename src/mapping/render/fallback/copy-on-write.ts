@@ -12,6 +12,7 @@
  * miss on a revision also pays one scan of the containers on the patched paths.
  */
 import { applyPatch, newPatchState, PATCH_FAILED, type CompiledPatch, type PatchState } from '../../patch/patch.js';
+import { decodeKeyText, skipStringText, skipValueText, skipWsText } from '../json-scan.js';
 
 interface Span {
   readonly start: number;
@@ -55,8 +56,8 @@ export function baseValue(doc: BaseDocument): unknown {
     doc.value = JSON.parse(doc.text) as unknown;
     doc.parsed = true;
     if (typeof doc.value === 'object' && doc.value !== null) {
-      const start = skipWs(doc.text, 0);
-      doc.spans.set(doc.value, { start, end: skipValue(doc.text, start) });
+      const start = skipWsText(doc.text, 0);
+      doc.spans.set(doc.value, { start, end: skipValueText(doc.text, start) });
     }
   }
   return doc.value;
@@ -98,7 +99,7 @@ function applyAll(doc: BaseDocument, patches: readonly CompiledPatch[], applied:
   let root = baseValue(doc);
   for (let i = 0; i < patches.length; i++) {
     if (applied !== null && applied[i] === 0) continue;
-    const next = applyPatch(root, patches[i], state, null);
+    const next = applyPatch(root, patches[i]!, state, null);
     if (next === PATCH_FAILED) continue;
     root = next;
     if (appliedOut !== null) appliedOut[i] = 1;
@@ -191,10 +192,10 @@ function emitObject(
   emitText(e, '}');
 }
 
-/** A member unchanged from the base: extend the current slice when it directly follows it. */
+/** A member unchanged from the base (`m` is one of its members): extend the current slice when it directly follows it. */
 function emitBaseMember(e: Emitter, index: ContainerIndex, m: number, first: boolean): void {
-  const start = index.memberStart[m];
-  const end = index.memberEnd[m];
+  const start = index.memberStart[m]!;
+  const end = index.memberEnd[m]!;
   if (!first) {
     if (e.runStart >= 0 && e.runEnd === index.sepStart[m]) {
       e.runEnd = end;
@@ -226,11 +227,11 @@ function indexArray(doc: BaseDocument, array: readonly unknown[], start: number)
   const memberStart = new Int32Array(n);
   const memberEnd = new Int32Array(n);
   const sepStart = new Int32Array(n);
-  let i = skipWs(b, start + 1);
+  let i = skipWsText(b, start + 1);
   let prevEnd = start + 1;
   for (let k = 0; k < n; k++) {
-    if (k > 0) i = skipWs(b, skipWs(b, i) + 1); // past ","
-    const end = skipValue(b, i);
+    if (k > 0) i = skipWsText(b, skipWsText(b, i) + 1); // past ","
+    const end = skipValueText(b, i);
     memberStart[k] = i;
     memberEnd[k] = end;
     sepStart[k] = prevEnd;
@@ -249,78 +250,28 @@ function indexObject(doc: BaseDocument, obj: Record<string, unknown>, start: num
   const seps: number[] = [];
   const valueStarts: number[] = [];
   const keys = new Map<string, number>();
-  let i = skipWs(b, start + 1);
+  let i = skipWsText(b, start + 1);
   let prevEnd = start + 1;
   while (b.charCodeAt(i) !== 0x7d /* } */) {
-    if (starts.length > 0) i = skipWs(b, i + 1); // past ","
-    const keyEnd = skipString(b, i);
-    const key = decodeKey(b, i, keyEnd);
-    const valueStart = skipWs(b, skipWs(b, keyEnd) + 1); // past ":"
-    const end = skipValue(b, valueStart);
+    if (starts.length > 0) i = skipWsText(b, i + 1); // past ","
+    const keyEnd = skipStringText(b, i);
+    const key = decodeKeyText(b, i, keyEnd);
+    const valueStart = skipWsText(b, skipWsText(b, keyEnd) + 1); // past ":"
+    const end = skipValueText(b, valueStart);
     keys.set(key, starts.length);
     starts.push(i);
     ends.push(end);
     seps.push(prevEnd);
     valueStarts.push(valueStart);
     prevEnd = end;
-    i = skipWs(b, end);
+    i = skipWsText(b, end);
   }
   // Registered after the scan so that a duplicated key maps its (last) value to the last text.
   for (const [key, m] of keys) {
     const child = obj[key];
     if (typeof child === 'object' && child !== null && Object.hasOwn(obj, key)) {
-      doc.spans.set(child, { start: valueStarts[m], end: ends[m] });
+      doc.spans.set(child, { start: valueStarts[m]!, end: ends[m]! }); // m indexes the members scanned above
     }
   }
   return { keys, memberStart: Int32Array.from(starts), memberEnd: Int32Array.from(ends), sepStart: Int32Array.from(seps) };
-}
-
-function decodeKey(b: string, start: number, end: number): string {
-  // Keys without escapes are the common case: the text between the quotes is the key.
-  const raw = b.slice(start + 1, end - 1);
-  return raw.includes('\\') ? (JSON.parse(b.slice(start, end)) as string) : raw;
-}
-
-function skipWs(b: string, i: number): number {
-  let c = b.charCodeAt(i);
-  while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b.charCodeAt(++i);
-  return i;
-}
-
-/** `i` at the opening quote; returns the index after the closing quote. */
-function skipString(b: string, i: number): number {
-  let from = i + 1;
-  for (;;) {
-    // indexOf is native: long strings are skipped at memory speed.
-    const q = b.indexOf('"', from);
-    let k = q - 1;
-    while (b.charCodeAt(k) === 0x5c) k--;
-    if ((q - 1 - k) % 2 === 0) return q + 1;
-    from = q + 1;
-  }
-}
-
-/** `i` at the first byte of a value; returns the index after it. */
-function skipValue(b: string, i: number): number {
-  const c = b.charCodeAt(i);
-  if (c === 0x22) return skipString(b, i);
-  if (c === 0x7b || c === 0x5b) {
-    let depth = 0;
-    for (;;) {
-      const d = b.charCodeAt(i);
-      if (d === 0x22) {
-        i = skipString(b, i);
-        continue;
-      }
-      if (d === 0x7b || d === 0x5b) depth++;
-      else if (d === 0x7d || d === 0x5d) {
-        depth--;
-        if (depth === 0) return i + 1;
-      }
-      i++;
-    }
-  }
-  let d = b.charCodeAt(i);
-  while (i < b.length && d !== 0x2c && d !== 0x7d && d !== 0x5d && d !== 0x20 && d !== 0x0a && d !== 0x0d && d !== 0x09) d = b.charCodeAt(++i);
-  return i;
 }

@@ -116,46 +116,50 @@ function planMerge(plan: Plan, node: Edit, start: number): boolean {
   let c = 0;
   let k = 0;
   const total = index.keyStart.length;
-  const intCount = intKeys === null ? 0 : intKeys.length;
-  while (c < order.length || k < intCount) {
+  const ints = intKeys ?? NO_KEYS;
+  // Indexed reads below carry `!`: k < ints.length, c < order.length, `order` values decode to a
+  // base member position (< total) and an edit rank (< count = edits.length), and next < at <= total.
+  while (c < order.length || k < ints.length) {
     // New array-index keys go before the first base member with a greater key.
-    const insertAt = k < intCount ? insertionPoint(index, Number((intKeys as string[])[k])) : total + 1;
-    const changeAt = c < order.length ? Math.floor(order[c] / count) : total + 1;
+    const insertAt = k < ints.length ? insertionPoint(index, Number(ints[k])) : total + 1;
+    const changeAt = c < order.length ? Math.floor(order[c]! / count) : total + 1;
     const at = insertAt <= changeAt ? insertAt : changeAt;
     if (at > next) {
       if (!first) addText(plan, ',');
-      addRange(plan, index.keyStart[next], index.valueEnd[at - 1]);
+      addRange(plan, index.keyStart[next]!, index.valueEnd[at - 1]!);
       first = false;
       next = at;
     }
     if (insertAt <= changeAt) {
-      const key = (intKeys as string[])[k++];
-      addText(plan, (first ? '' : ',') + JSON.stringify(key) + ':' + newMemberJson(children.get(key) as Edit));
+      const key = ints[k++]!;
+      addText(plan, (first ? '' : ',') + JSON.stringify(key) + ':' + newMemberJson(children.get(key)!));
       first = false;
       continue;
     }
-    const edit = edits[order[c++] % count];
+    const edit = edits[order[c++]! % count] as Edit | null;
     next = changeAt + 1;
     if (edit === null) continue; // deleted (or moved to the end)
     if (!first) addText(plan, ',');
     first = false;
-    addRange(plan, index.keyStart[changeAt], index.valueStart[changeAt]);
-    if (!planValue(plan, edit, index.valueStart[changeAt], index.valueEnd[changeAt])) return false;
+    addRange(plan, index.keyStart[changeAt]!, index.valueStart[changeAt]!);
+    if (!planValue(plan, edit, index.valueStart[changeAt]!, index.valueEnd[changeAt]!)) return false;
   }
   if (next < total) {
     if (!first) addText(plan, ',');
-    addRange(plan, index.keyStart[next], index.valueEnd[total - 1]);
+    addRange(plan, index.keyStart[next]!, index.valueEnd[total - 1]!);
     first = false;
   }
   if (appended !== null) {
     for (const key of appended) {
-      addText(plan, (first ? '' : ',') + JSON.stringify(key) + ':' + newMemberJson(children.get(key) as Edit));
+      addText(plan, (first ? '' : ',') + JSON.stringify(key) + ':' + newMemberJson(children.get(key)!));
       first = false;
     }
   }
   addText(plan, '}');
   return true;
 }
+
+const NO_KEYS: readonly string[] = [];
 
 function compareIntKeys(a: string, b: string): number {
   return Number(a) - Number(b);
@@ -167,7 +171,7 @@ function insertionPoint(index: ObjectIndex, k: number): number {
   let hi = index.intCount;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (index.intKeys[mid] < k) lo = mid + 1;
+    if (index.intKeys[mid]! < k) lo = mid + 1; // mid < intCount <= intKeys.length
     else hi = mid;
   }
   return lo;
@@ -175,7 +179,8 @@ function insertionPoint(index: ObjectIndex, k: number): number {
 
 function planLength(plan: Plan): number {
   let length = Buffer.byteLength(plan.tail, 'utf8');
-  for (let i = 0; i < plan.starts.length; i++) length += Buffer.byteLength(plan.texts[i], 'utf8') + plan.ends[i] - plan.starts[i];
+  // texts, starts and ends grow together (addRange): one entry each per piece.
+  for (let i = 0; i < plan.starts.length; i++) length += Buffer.byteLength(plan.texts[i]!, 'utf8') + plan.ends[i]! - plan.starts[i]!;
   return length;
 }
 
@@ -183,7 +188,7 @@ function writePlan(plan: Plan, out: Buffer): void {
   const bytes = plan.base.bytes;
   let pos = 0;
   for (let i = 0; i < plan.starts.length; i++) {
-    const text = plan.texts[i];
+    const text = plan.texts[i]!;
     if (text !== '') pos += out.write(text, pos, 'utf8');
     pos += bytes.copy(out, pos, plan.starts[i], plan.ends[i]);
   }

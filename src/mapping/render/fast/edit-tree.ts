@@ -81,7 +81,7 @@ export function composeEdits(
   let root = UNCHANGED;
   for (let i = 0; i < patches.length; i++) {
     if (applied !== null && applied[i] === 0) continue;
-    const patch = patches[i];
+    const patch = patches[i]!;
     if (patch.kind === PatchKind.Merge) {
       root = mergeRoot(root, patch.merge as Record<string, unknown>);
       if (appliedOut !== null) appliedOut[i] = 1;
@@ -176,7 +176,7 @@ interface Holder {
 
 function applyOps(base: ByteBase, holder: Holder, ops: readonly CompiledOp[]): number {
   for (let i = 0; i < ops.length; i++) {
-    const op = ops[i];
+    const op = ops[i]!;
     let outcome: number;
     if (op.op === OpCode.Test) outcome = testOp(base, holder.root, op);
     else if (op.op === OpCode.Add || op.op === OpCode.Replace || op.op === OpCode.Remove) outcome = editOp(base, holder, op);
@@ -195,7 +195,7 @@ function baseMember(base: ByteBase, at: number, key: string): number {
   const index = objectIndex(base, at);
   if (!index.canonical) return -2;
   const m = index.keys.get(key);
-  return m === undefined ? -1 : index.valueStart[m];
+  return m === undefined ? -1 : index.valueStart[m]!; // keys maps to member positions
 }
 
 /** add, replace and remove on an object member. */
@@ -215,6 +215,7 @@ function editOp(base: ByteBase, holder: Holder, op: CompiledOp): number {
   let node = holder.root;
   let parent: Edit | null = null;
   let at = base.rootStart;
+  // d < n = tokens.length, and d - 1 >= 0 once a parent is set: the token reads carry `!`.
   for (let d = 0; d < n; d++) {
     if (node.kind === EditKind.Replace) {
       const edited = editConcrete(node.value, tokens, d, op.op, op.value);
@@ -222,12 +223,12 @@ function editOp(base: ByteBase, holder: Holder, op: CompiledOp): number {
       if (edited === UNSUPPORTED_VALUE) return UNSUPPORTED;
       const replaced = replaceEdit(edited, node.moved);
       if (parent === null) holder.root = replaced;
-      else (parent.children as Map<string, Edit>).set(tokens[d - 1], replaced);
+      else (parent.children as Map<string, Edit>).set(tokens[d - 1]!, replaced);
       return OK;
     }
     // node is a Merge: over the base object at `at`, or (no object there) standing for a new object.
     const children = node.children as Map<string, Edit>;
-    const key = tokens[d];
+    const key = tokens[d]!;
     const child = children.get(key);
     const member = isObjectAt(base, at) ? baseMember(base, at, key) : -1;
     if (member === -2) return UNSUPPORTED;
@@ -263,7 +264,7 @@ function editMember(children: Map<string, Edit>, key: string, child: Edit | unde
 function editConcrete(node: unknown, tokens: readonly string[], d: number, code: OpCode, value: unknown): unknown {
   if (Array.isArray(node)) return UNSUPPORTED_VALUE;
   if (!isPlainObject(node)) return FAIL_VALUE;
-  const key = tokens[d];
+  const key = tokens[d]!; // d < tokens.length (editOp's loop, then this recursion's own test)
   const has = Object.hasOwn(node, key);
   let next: unknown;
   if (d < tokens.length - 1) {
@@ -296,7 +297,7 @@ function currentValue(base: ByteBase, root: Edit, tokens: readonly string[]): un
   let node: Edit | undefined = root === UNCHANGED ? undefined : root;
   let at = base.rootStart;
   for (let d = 0; d < tokens.length; d++) {
-    const key = tokens[d];
+    const key = tokens[d]!;
     if (node !== undefined && node.kind === EditKind.Replace) return concreteAt(node.value, tokens, d);
     if (node === undefined && isArrayAt(base, at)) return UNSUPPORTED_VALUE;
     const member = baseMember(base, at, key);
@@ -321,8 +322,9 @@ function concreteAt(value: unknown, tokens: readonly string[], from: number): un
   let node = value;
   for (let d = from; d < tokens.length; d++) {
     if (Array.isArray(node)) return UNSUPPORTED_VALUE;
-    if (!isPlainObject(node) || !Object.hasOwn(node, tokens[d])) return FAIL_VALUE;
-    node = node[tokens[d]];
+    const key = tokens[d]!;
+    if (!isPlainObject(node) || !Object.hasOwn(node, key)) return FAIL_VALUE;
+    node = node[key];
   }
   return node;
 }
@@ -341,7 +343,7 @@ function mergeOverBase(base: ByteBase, at: number, node: Edit): unknown {
       out[key] = child.value;
     } else {
       const m = index.keys.get(key);
-      const start = m === undefined ? -1 : index.valueStart[m];
+      const start = m === undefined ? -1 : index.valueStart[m]!;
       out[key] = isObjectAt(base, start) ? mergeOverBase(base, start, child) : materialize(child);
     }
   }

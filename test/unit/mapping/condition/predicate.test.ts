@@ -1,6 +1,6 @@
 /**
- * The compiled condition evaluator (src/mapping/condition/predicate.ts, used through compileCondition) against
- * sift, the reference implementation of the same language: the operator table of condition.test.ts,
+ * The compiled condition evaluator (src/mapping/condition/compile.ts and match.ts, used through compileCondition) against
+ * sift, the reference implementation of the same language: the rows of validate.test.ts,
  * extra path/array edge cases, and thousands of generated (condition, p) pairs with a fixed seed.
  * sift gets the same $veq..$vlte operators the engine used to register with it.
  *
@@ -200,7 +200,7 @@ class Gen {
     return Math.floor(this.rnd() * n);
   }
   pick<T>(items: readonly T[]): T {
-    return items[this.int(items.length)];
+    return items[this.int(items.length)]!;
   }
   chance(p: number): boolean {
     return this.rnd() < p;
@@ -339,7 +339,7 @@ class Gen {
           const next = target[segment];
           target = typeof next === 'object' && next !== null && !Array.isArray(next) ? (next as Record<string, unknown>) : (target[segment] = {});
         }
-        target[segments[segments.length - 1]] = this.aimedValue(cond);
+        target[segments[segments.length - 1]!] = this.aimedValue(cond);
       }
     };
     aim(when);
@@ -350,7 +350,7 @@ class Gen {
     if (typeof cond !== 'object' || cond === null || Array.isArray(cond) || !Object.keys(cond).some((k) => k.startsWith('$'))) {
       return this.chance(0.6) ? cond : this.value(1);
     }
-    const [name, operand] = this.pick(Object.entries(cond));
+    const [name, operand] = this.pick(Object.entries(cond as Record<string, unknown>));
     const wrap = (v: unknown): unknown => (this.chance(0.3) ? [this.scalar(), v] : v);
     if (Array.isArray(operand)) return operand.length > 0 && this.chance(0.8) ? wrap(this.pick(operand)) : this.value(1);
     if (name === '$size') return Array.from({ length: operand as number }, () => this.scalar());
@@ -432,7 +432,7 @@ describe('compiled predicates are reusable', () => {
     const expected = inputs.map((p) => theirs(p));
     expect(new Set(expected).size).toBe(2);
     for (let round = 0; round < 50; round++) {
-      for (let i = 0; i < inputs.length; i++) expect(ours(inputs[(i + round) % inputs.length])).toBe(expected[(i + round) % inputs.length]);
+      for (let i = 0; i < inputs.length; i++) expect(ours(inputs[(i + round) % inputs.length]!)).toBe(expected[(i + round) % inputs.length]);
     }
   });
 });
@@ -463,6 +463,6 @@ describe('documented differences from sift (the documented semantics win)', () =
     const problems: MappingProblem[] = [];
     compileCondition({ a: { $all: [{ $regex: '(' }] } }, 'rules[0].when', 0, problems);
     expect(problems).toHaveLength(1);
-    expect(problems[0].reason).toContain('bad regular expression');
+    expect(problems[0]?.reason).toContain('bad regular expression');
   });
 });

@@ -317,7 +317,7 @@ describe('programBound, the textual bound checked before compiling', () => {
   const GROUPS = ['(', '(?:', '(?i)(?:', '(?P<n>', '(?s:', '(?i:'];
 
   function generate(rnd: () => number, depth: number): string {
-    const pick = <T>(items: readonly T[]): T => items[Math.floor(rnd() * items.length)];
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(rnd() * items.length)]!;
     let out = '';
     for (let n = 1 + Math.floor(rnd() * 4); n > 0; n--) {
       const inner = depth < 3 && rnd() < 0.35 ? pick(GROUPS) + generate(rnd, depth + 1) + ')' : pick(ATOMS);

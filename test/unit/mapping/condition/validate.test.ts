@@ -160,13 +160,26 @@ describe('condition validation', () => {
   it.each(cases)('%s', (_name, when, reason) => {
     const problems = problemsOf(when);
     expect(problems.length).toBeGreaterThan(0);
-    expect(problems[0].rule).toBe(0);
-    expect(problems[0].path.startsWith('rules[0].when')).toBe(true);
+    expect(problems[0]?.rule).toBe(0);
+    expect(problems[0]?.path.startsWith('rules[0].when')).toBe(true);
     expect(problems.map((p) => p.reason).join('\n')).toContain(reason);
   });
 
   it('collects every problem, not only the first', () => {
     expect(problemsOf({ a: { $foo: 1 }, b: { $regex: '[' } })).toHaveLength(2);
+  });
+
+  // Validation checks an operator where it stands; compilation checks the operators inside $all
+  // members, which validation does not look into. Both read one operator table, so an operand is
+  // refused in both places or in neither, with the same reason.
+  const operands: unknown[] = [null, true, 0, -1, 1.5, 3, '', 'x', '1.2.3', [], [1], [{ $gt: 1 }], [{ b: 1 }], {}, { b: 1 }, { $gt: 1 }];
+  const names = ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$all', '$exists', '$regex', '$options', '$size', '$elemMatch', '$not', '$and', '$or', '$nor', '$veq', '$vne', '$vgt', '$vgte', '$vlt', '$vlte', '$where', '$mod', '$type'];
+  it.each(names)('%s: validation and compilation agree on every operand shape', (name) => {
+    for (const operand of operands) {
+      const where = problemsOf({ a: { [name]: operand } })[0]?.reason ?? null;
+      const inAll = problemsOf({ a: { $all: [{ [name]: operand }] } })[0]?.reason ?? null;
+      expect(inAll, `${name}: ${JSON.stringify(operand)}`).toBe(where);
+    }
   });
 });
 

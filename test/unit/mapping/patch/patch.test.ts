@@ -80,7 +80,7 @@ describe('RFC 6902 JSON Patch', () => {
     applyPatchToValue(doc, compiled, null);
     applyPatchToValue(doc, compiled, null);
     expect(JSON.stringify(doc)).toBe(before);
-    expect(raw[0].value).toEqual({ y: [1] });
+    expect(raw[0]?.value).toEqual({ y: [1] });
     expect(apply(doc, raw)).toEqual({ a: { b: [2] }, c: 1, x: { y: [1, 2] } });
   });
 
@@ -110,7 +110,7 @@ describe('patch validation', () => {
     const problems: MappingProblem[] = [];
     expect(compilePatch(raw, 'rules[3].patch', 3, problems)).toBeNull();
     expect(problems.length).toBeGreaterThan(0);
-    expect(problems[0].rule).toBe(3);
+    expect(problems[0]?.rule).toBe(3);
     expect(problems.map((p) => p.reason).join('\n')).toContain(reason);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });

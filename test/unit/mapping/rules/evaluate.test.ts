@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { type CompiledMapping, type Combination } from '../../../../src/mapping/rules/compile.js';
-import { EMPTY_COMBINATION, EMPTY_SELECTION, combinationForKey, evaluateMapping, partialSelection } from '../../../../src/mapping/rules/evaluate.js';
+import type { CompiledMapping } from '../../../../src/mapping/rules/compile.js';
+import { EMPTY_COMBINATION, EMPTY_SELECTION, type Combination } from '../../../../src/mapping/rules/combination.js';
+import { combinationForKey, evaluateMapping, partialSelection } from '../../../../src/mapping/rules/evaluate.js';
 import { compileMapping } from '../../../../src/mapping/index.js';
 import { NO_VERSION_KEY, versionKeyOf } from '../../../../src/shared/app-version.js';
 

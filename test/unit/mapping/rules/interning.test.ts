@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { Combination } from '../../../../src/mapping/rules/compile.js';
-import { EMPTY_COMBINATION, evaluateMapping } from '../../../../src/mapping/rules/evaluate.js';
+import { EMPTY_COMBINATION, type Combination } from '../../../../src/mapping/rules/combination.js';
+import { evaluateMapping } from '../../../../src/mapping/rules/evaluate.js';
 import { compileMapping } from '../../../../src/mapping/index.js';
 import { CombinationIndex, pathEdge, pathKey } from '../../../../src/mapping/rules/interning.js';
 import { NO_VERSION_KEY } from '../../../../src/shared/app-version.js';

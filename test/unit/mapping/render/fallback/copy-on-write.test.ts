@@ -45,7 +45,7 @@ function randomValue(rnd: () => number, depth: number): unknown {
   }
   const obj: Record<string, unknown> = {};
   const n = Math.floor(rnd() * 6);
-  for (let i = 0; i < n; i++) obj[KEYS[Math.floor(rnd() * KEYS.length)]] = randomValue(rnd, depth + 1);
+  for (let i = 0; i < n; i++) obj[KEYS[Math.floor(rnd() * KEYS.length)]!] = randomValue(rnd, depth + 1);
   return obj;
 }
 
@@ -56,7 +56,7 @@ function randomPointer(rnd: () => number, doc: unknown): string {
   while (typeof node === 'object' && node !== null && rnd() < 0.7) {
     const keys = Array.isArray(node) ? node.map((_v, i) => String(i)) : Object.keys(node);
     if (keys.length === 0) break;
-    const key = keys[Math.floor(rnd() * keys.length)];
+    const key = keys[Math.floor(rnd() * keys.length)]!;
     path += '/' + key.replace(/~/g, '~0').replace(/\//g, '~1');
     node = (node as Record<string, unknown>)[key];
   }

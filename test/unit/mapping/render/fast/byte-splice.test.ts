@@ -4,11 +4,12 @@ import { objectIndex } from '../../../../../src/mapping/render/fast/byte-index.j
 import { composeEdits } from '../../../../../src/mapping/render/fast/edit-tree.js';
 import {
   compileMapping,
+  evaluateMapping,
   patchesThatApply,
   prepareDoc,
   renderSelection,
   renderSelectionInto,
-  selectRules,
+  selectCombination,
   type CompiledMapping,
   type PreparedDoc,
   type Selection,
@@ -17,6 +18,7 @@ import { compilePatch, type CompiledPatch } from '../../../../../src/mapping/pat
 import type { MappingProblem } from '../../../../../src/mapping/problems.js';
 import { createBaseDocument, patchesThatApply as patchesThatApplyCopying, renderPatched } from '../../../../../src/mapping/render/fallback/copy-on-write.js';
 import { prng } from '../../../../../bench/fixtures/generate.js';
+import { NO_VERSION_KEY } from '../../../../../src/shared/app-version.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -43,19 +45,19 @@ function refMerge(target: Json | undefined, p: Json): Json {
   const out: { [key: string]: Json } = isObj(target) ? target : {};
   for (const key of Object.keys(p)) {
     if (p[key] === null) delete out[key];
-    else out[key] = refMerge(Object.hasOwn(out, key) ? out[key] : undefined, p[key]);
+    else out[key] = refMerge(Object.hasOwn(out, key) ? out[key] : undefined, p[key]!);
   }
   return out;
 }
 
 function refEqual(a: Json, b: Json): boolean {
   if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => refEqual(x, b[i]));
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => refEqual(x, b[i]!));
   }
   if (isObj(a) || isObj(b)) {
     if (!isObj(a) || !isObj(b)) return false;
     const ka = Object.keys(a);
-    return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && refEqual(a[k], b[k]));
+    return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && refEqual(a[k]!, b[k]!));
   }
   return a === b;
 }
@@ -77,8 +79,8 @@ function refJsonPatch(doc: Json, ops: { op: string; path: string; from?: string;
       if (Array.isArray(v)) {
         const i = index(v, t, false);
         if (i < 0) return { ok: false, v: null };
-        v = v[i];
-      } else if (isObj(v) && Object.hasOwn(v, t)) v = v[t];
+        v = v[i]!;
+      } else if (isObj(v) && Object.hasOwn(v, t)) v = v[t]!;
       else return { ok: false, v: null };
     }
     return { ok: true, v };
@@ -90,7 +92,7 @@ function refJsonPatch(doc: Json, ops: { op: string; path: string; from?: string;
     }
     const parent = get(path.slice(0, -1));
     if (!parent.ok) return false;
-    const t = path[path.length - 1];
+    const t = path[path.length - 1]!;
     if (Array.isArray(parent.v)) {
       const i = index(parent.v, t, mode === 'add');
       if (i < 0) return false;
@@ -153,13 +155,13 @@ const KEYS = ['a', 'b', 'c', 'déjà', '日本', 'a"b', 'x\\y', 'nl\n', 's/t', '
 const STRINGS = ['', 'plain', 'ünïcödé', '"quoted"', 'back\\slash', 'tab\t', '😀 astral', '\u2028'];
 
 function pickKey(rnd: () => number): string {
-  return KEYS[Math.floor(rnd() * KEYS.length)];
+  return KEYS[Math.floor(rnd() * KEYS.length)]!;
 }
 
 function randomScalar(rnd: () => number): Json {
   const s = rnd();
   if (s < 0.3) return Math.floor(rnd() * 2000) - 1000;
-  if (s < 0.6) return STRINGS[Math.floor(rnd() * STRINGS.length)];
+  if (s < 0.6) return STRINGS[Math.floor(rnd() * STRINGS.length)]!;
   if (s < 0.7) return null;
   if (s < 0.85) return rnd() < 0.5;
   return Math.round(rnd() * 1e6) / 1e3;
@@ -194,16 +196,16 @@ function randomPath(rnd: () => number, doc: Json, objectsOnly: boolean): string[
       if (objectsOnly || node.length === 0) break;
       const i = Math.floor(rnd() * node.length);
       path.push(String(i));
-      node = node[i];
+      node = node[i]!;
     } else if (isObj(node)) {
       const keys = Object.keys(node);
       if (keys.length === 0 || rnd() < 0.15) {
         path.push(pickKey(rnd));
         break;
       }
-      const k = keys[Math.floor(rnd() * keys.length)];
+      const k = keys[Math.floor(rnd() * keys.length)]!;
       path.push(k);
-      node = node[k];
+      node = node[k]!;
     } else {
       break;
     }
@@ -227,7 +229,7 @@ function randomMerge(rnd: () => number, doc: Json | undefined, depth: number): {
   const keys = isObj(doc) ? Object.keys(doc) : [];
   const n = 1 + Math.floor(rnd() * 3);
   for (let i = 0; i < n; i++) {
-    const key = keys.length > 0 && rnd() < 0.7 ? keys[Math.floor(rnd() * keys.length)] : pickKey(rnd);
+    const key = keys.length > 0 && rnd() < 0.7 ? keys[Math.floor(rnd() * keys.length)]! : pickKey(rnd);
     const existing = isObj(doc) && Object.hasOwn(doc, key) ? doc[key] : undefined;
     const r = rnd();
     if (r < 0.2) out[key] = null;
@@ -323,7 +325,7 @@ describe('byte splice renderer', () => {
       // Same bytes as the copy-on-write renderer: same values and the same member order.
       expect(data, label).toBe(old);
       expect(rendered, label).toBe(old);
-      // Rendering with the applicability flags (as selectRules hands them over) gives the same.
+      // Rendering with the applicability flags (as selectCombination hands them over) gives the same.
       expect(renderBoth(doc, patches, flags).text, label).toBe(old);
     }
     // The generator exercises both renderers and JSON Patches that apply and that do not.
@@ -393,7 +395,7 @@ describe('a render-cache miss on the 512 KiB fixture', () => {
   const mapping: CompiledMapping = compileMapping(largeMapping());
 
   function render(doc: PreparedDoc, p: Record<string, unknown>): string {
-    const selection = selectRules(mapping, doc, p, '', 0);
+    const selection = selectCombination(doc, evaluateMapping(mapping, p, NO_VERSION_KEY, 0));
     const sab = renderSelectionInto(doc, selection, '{"data":', ',"hash":"h","meta":{"uid":');
     return Buffer.from(sab).toString('utf8');
   }
@@ -404,16 +406,16 @@ describe('a render-cache miss on the 512 KiB fixture', () => {
     const expected = JSON.parse(text) as { balance: Record<string, unknown>; levels: Record<string, Record<string, unknown>> };
     expected.balance.goldBonus = 1.25;
     expected.balance.lootTable = 'a';
-    expected.levels.L0002.boss = 'event-boss-0';
-    expected.levels.L0005.boss = 'event-boss-3';
+    expected.levels.L0002!.boss = 'event-boss-0';
+    expected.levels.L0005!.boss = 'event-boss-3';
     expect(out).toBe('{"data":' + JSON.stringify(expected) + ',"hash":"h","meta":{"uid":');
 
     // The root, balance, levels and the two patched levels: nothing else was scanned.
     const root = doc.rootStart;
-    const levels = objectIndex(doc, root).valueStart[objectIndex(doc, root).keys.get('levels') as number];
+    const levels = objectIndex(doc, root).valueStart[objectIndex(doc, root).keys.get('levels')!]!;
     const levelsIndex = objectIndex(doc, levels);
-    const balance = objectIndex(doc, root).valueStart[objectIndex(doc, root).keys.get('balance') as number];
-    const level = (id: string): number => levelsIndex.valueStart[levelsIndex.keys.get(id) as number];
+    const balance = objectIndex(doc, root).valueStart[objectIndex(doc, root).keys.get('balance')!]!;
+    const level = (id: string): number => levelsIndex.valueStart[levelsIndex.keys.get(id)!]!;
     expect([...doc.objects.keys()].sort((a, b) => a - b)).toEqual([root, balance, levels, level('L0002'), level('L0005')].sort((a, b) => a - b));
     // The parsed value (and with it any copy of the 3,000-member levels object) was never built.
     expect(doc.parsed).toBe(false);
@@ -429,15 +431,15 @@ describe('a render-cache miss on the 512 KiB fixture', () => {
     const doc = prepareDoc(text);
     const m = compileMapping({
       rules: [
-        { segment: 'a', patch: [{ op: 'test', path: '/levels/L0001/boss', value: JSON.parse(text).levels.L0001.boss }, { op: 'replace', path: '/levels/L0001/boss', value: 'x' }] },
+        { segment: 'a', patch: [{ op: 'test', path: '/levels/L0001/boss', value: (JSON.parse(text) as { levels: Record<string, { boss: unknown }> }).levels.L0001!.boss }, { op: 'replace', path: '/levels/L0001/boss', value: 'x' }] },
         { segment: 'b', patch: [{ op: 'remove', path: '/levels/L9999' }] },
       ],
     });
-    const selection = selectRules(m, doc, {}, '', 0);
+    const selection = selectCombination(doc, evaluateMapping(m, {}, NO_VERSION_KEY, 0));
     expect(selection.seg).toBe('[{"n":"a","v":null}]');
     expect(doc.parsed).toBe(false);
     const out = JSON.parse(renderSelection(doc, selection)) as { levels: Record<string, { boss: string }> };
-    expect(out.levels.L0001.boss).toBe('x');
+    expect(out.levels.L0001?.boss).toBe('x');
     expect(doc.parsed).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 /**
  * The edit tree (edit-tree.ts) on its own: what composing patches builds, when it declines (null: the
  * copy-on-write renderer takes over), which patches it reports as applied, and that composing never
- * modifies a compiled patch. Whole-render agreement over random documents is bytesplice.test.ts's;
+ * modifies a compiled patch. Whole-render agreement over random documents is byte-splice.test.ts's;
  * here the tree is checked directly, and rendered only for targeted sequences against a reference
  * that applies the patches to a JSON.parse'd object (docs/api.md "Member order" is JavaScript's).
  */
@@ -274,8 +274,8 @@ describe('rendered edit trees agree with patches applied to the parsed object', 
     ['non-ASCII members deleted and re-added', '{"日本":1,"é":{"ü":2}}', [{ 日本: null }, { é: { ü: null, x: '😀' } }, [{ op: 'add', path: '/日本', value: 3 }]]],
   ])('%s', (_name, text, raws) => {
     const base = createByteBase(text);
-    const expected = reference(text, raws as unknown[]);
-    const { root, appliedOut } = compose(base, raws as unknown[]);
+    const expected = reference(text, raws);
+    const { root, appliedOut } = compose(base, raws);
     expect(appliedOut).toEqual(expected.applied);
     expect(renderEditsText(base, root!)).toBe(expected.json);
   });
