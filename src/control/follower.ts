@@ -8,7 +8,7 @@
 import type { Store } from '../store/types.js';
 
 /** How often the data version is read: the bound on how late another process's write is noticed. */
-export const FOLLOW_POLL_MS = 10;
+export const FOLLOW_POLL_MS = 25;
 
 export class StoreFollower {
   private readonly store: Store;

@@ -11,6 +11,8 @@ export interface ServeConfig {
   readonly storeBusyTimeoutMs: number;
   /** How long an admin write waits for every live node on the store to apply it. */
   readonly propagationTimeoutMs: number;
+  /** Close connections whose request framing is ambiguous (duplicate Content-Length, or it beside Transfer-Encoding). */
+  readonly rejectAmbiguousFraming: boolean;
   /** Change-log entries kept; a node further behind reloads a whole snapshot. */
   readonly changeLogEntries: number;
   readonly importFile: string | null;
@@ -42,6 +44,7 @@ export interface OptionSpec {
 
 export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'store', env: 'RCD_STORE', fallback: 'sqlite:./data/rcd.db', help: 'store URL: sqlite:PATH or memory:' },
+  { flag: 'reject-ambiguous-framing', env: 'RCD_REJECT_AMBIGUOUS_FRAMING', fallback: 'true', help: 'close a connection whose request repeats Content-Length or has it beside Transfer-Encoding (true|false)' },
   { flag: 'propagation-timeout', env: 'RCD_PROPAGATION_TIMEOUT_MS', fallback: '2000', help: 'ms an admin write waits for every live node on the store to apply it (0..60000)' },
   { flag: 'change-log-entries', env: 'RCD_CHANGE_LOG_ENTRIES', fallback: '100000', help: 'change-log entries kept; a node further behind reloads a snapshot (1000..100000000)' },
   { flag: 'store-busy-timeout', env: 'RCD_STORE_BUSY_TIMEOUT_MS', fallback: '1000', help: 'ms a store write waits for a lock held elsewhere before 503 store_busy (0..60000)' },
@@ -127,6 +130,7 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     storeUrl,
     storeBusyTimeoutMs: intIn('store-busy-timeout', get('store-busy-timeout'), 0, 60_000),
     propagationTimeoutMs: intIn('propagation-timeout', get('propagation-timeout'), 0, 60_000),
+    rejectAmbiguousFraming: bool('reject-ambiguous-framing', get('reject-ambiguous-framing')),
     changeLogEntries: intIn('change-log-entries', get('change-log-entries'), 1000, 100_000_000),
     importFile: get('import') === '' ? null : get('import'),
     host: get('host'),

@@ -139,3 +139,17 @@ describe('limits that could never be met', () => {
     expect(r.stdout).not.toMatch(/listening/);
   });
 });
+
+describe('--reject-ambiguous-framing false (behind a proxy that re-frames requests)', () => {
+  it('leaves framing to uWS: the first Content-Length wins', async () => {
+    const lax = await startServer({ bundle: BUNDLE, args: ['--reject-ambiguous-framing', 'false'] });
+    try {
+      const r = await rawExchange(Number(new URL(lax.url).port), [
+        `POST /api/v1/config/StoreLayout HTTP/1.1\r\nHost: rcd\r\nX-Api-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\n{}`,
+      ], { untilResponses: 1 });
+      expect(responsesIn(r.bytes).map((x) => x.status)).toEqual([200]);
+    } finally {
+      await lax.dispose();
+    }
+  });
+});
