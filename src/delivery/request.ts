@@ -12,7 +12,7 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import { chooseRevision, type ContentView, type EnvView, type RevisionView } from './directory.js';
 import { RcdError, errorResponse, responseForError, type ErrorCode } from '../runtime/errors.js';
-import { userUid } from '../shared/identity.js';
+import { userMod, userUid } from '../shared/identity.js';
 import { evaluateMapping, type Combination } from '../mapping/index.js';
 import type { JobSink } from '../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
@@ -268,7 +268,7 @@ function prepareUser(r: ContentRequest, kind: JobKind, ctx: UserContext): void {
   r.kind = kind;
   if (kind === JobKind.Plain) return;
   r.uid = userUid(ctx.u);
-  r.mod = r.uid % 1000;
+  r.mod = userMod(r.uid);
 }
 
 /**

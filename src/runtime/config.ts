@@ -23,7 +23,10 @@ export interface ServeConfig {
   readonly maxCombineIds: number;
   /** Jobs accepted but not yet answered; beyond this the server answers 503 overloaded at once. */
   readonly maxPendingJobs: number;
-  /** Per worker thread: LRU bound for parsed content and rendered bytes. */
+  /**
+   * One bound used twice: each worker thread's LRU of parsed content and compiled mappings, and the
+   * delivery loop's front cache of rendered heads.
+   */
   readonly cacheBytes: number;
   readonly adminHost: string;
   readonly adminEnabled: boolean;

@@ -14,6 +14,7 @@ import { validateMapping } from '../../mapping/index.js';
 import { exportBundle, importBundle } from '../bundle/bundle.js';
 import type { Database, Statement } from './driver.js';
 import { RoutingQueries } from './routing.js';
+import { getContent, listContent, listEnvironments, listKeys } from './listings.js';
 import { syncEnvironments } from './sync.js';
 import {
   apiKeyDigest,
@@ -39,7 +40,6 @@ import type {
   KeyInfo,
   NodeRecord,
   PutContentResult,
-  RevisionDetail,
   RoutingDelta,
   Store,
   SyncReport,
@@ -175,19 +175,29 @@ export class SqliteStore implements Store {
   }
 
   listEnvironments(): Promise<EnvironmentInfo[]> {
-    return settle(() => {
-      return this.read(() =>
-        this.db
-          .prepare<{ env_id: string; created_at: string; content_count: number; key_count: number }>(
-            `SELECT e.env_id, e.created_at,
-                    (SELECT count(*) FROM contents c WHERE c.env_id = e.env_id) AS content_count,
-                    (SELECT count(*) FROM api_keys k WHERE k.env_id = e.env_id AND k.revoked_at IS NULL) AS key_count
-               FROM environments e ORDER BY e.env_id`,
-          )
-          .all()
-          .map((r) => ({ id: r.env_id, createdAt: r.created_at, contentCount: r.content_count, keyCount: r.key_count })),
-      );
-    });
+    return settle(() => this.read(() => listEnvironments(this.db)));
+  }
+
+  listKeys(envId: string): Promise<KeyInfo[]> {
+    return settle(() =>
+      this.read(() => {
+        this.requireEnv(envId);
+        return listKeys(this.db, envId);
+      }),
+    );
+  }
+
+  listContent(envId: string): Promise<ContentSummary[]> {
+    return settle(() =>
+      this.read(() => {
+        this.requireEnv(envId);
+        return listContent(this.db, envId);
+      }),
+    );
+  }
+
+  getContent(envId: string, id: string): Promise<ContentDetail | undefined> {
+    return settle(() => this.read(() => (typeof id === 'string' ? getContent(this.sql, envId, id) : undefined)));
   }
 
   putEnvironment(envId: string): Promise<boolean> {
@@ -240,20 +250,6 @@ export class SqliteStore implements Store {
     });
   }
 
-  listKeys(envId: string): Promise<KeyInfo[]> {
-    return settle(() => {
-      return this.read(() => {
-        this.requireEnv(envId);
-        return this.db
-          .prepare<{ key_id: string; env_id: string; created_at: string; last_used_at: string | null; revoked_at: string | null }>(
-            'SELECT key_id, env_id, created_at, last_used_at, revoked_at FROM api_keys WHERE env_id = ? ORDER BY created_at, key_id',
-          )
-          .all(envId)
-          .map((r) => ({ id: r.key_id, envId: r.env_id, createdAt: r.created_at, lastUsedAt: r.last_used_at, revokedAt: r.revoked_at }));
-      });
-    });
-  }
-
   revokeKey(envId: string, keyId: string): Promise<void> {
     return settle(() => {
       this.write(() => {
@@ -276,32 +272,6 @@ export class SqliteStore implements Store {
           'UPDATE api_keys SET last_used_at = ? WHERE key_id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
         );
         for (const id of keyIds) stmt.run(at, id, at);
-      });
-    });
-  }
-
-  listContent(envId: string): Promise<ContentSummary[]> {
-    return settle(() => {
-      return this.read(() => {
-        this.requireEnv(envId);
-        return this.db
-          .prepare<{ id: string; hash: string; revision_count: number; mapping_id: number | null; updated_at: string }>(
-            `SELECT c.id, r.hash, c.mapping_id, c.updated_at,
-                    (SELECT count(*) FROM revisions x WHERE x.content_pk = c.content_pk) AS revision_count
-               FROM contents c
-               JOIN revisions r ON r.content_pk = c.content_pk
-                               AND r.number = (SELECT max(number) FROM revisions y WHERE y.content_pk = c.content_pk)
-              WHERE c.env_id = ?
-              ORDER BY c.id_lower`,
-          )
-          .all(envId)
-          .map((r) => ({
-            id: r.id,
-            hash: r.hash,
-            revisionCount: r.revision_count,
-            hasMapping: r.mapping_id !== null,
-            updatedAt: r.updated_at,
-          }));
       });
     });
   }
@@ -329,33 +299,6 @@ export class SqliteStore implements Store {
         }
         const number = this.sql.appendRevision(content.content_pk, nextNumber(newest), text, compiled, minAppVersion, at);
         return { id: content.id, hash: compiled.hash, revision: number, changed: true };
-      });
-    });
-  }
-
-  getContent(envId: string, id: string): Promise<ContentDetail | undefined> {
-    return settle(() => {
-      return this.read(() => {
-        if (typeof id !== 'string') return undefined;
-        const content = this.sql.findContent(envId, contentIdKey(id));
-        if (content === undefined) return undefined;
-        const revisions: RevisionDetail[] = this.sql.revisions(content.content_pk).map((r) => ({
-          revId: r.rev_id,
-          number: r.number,
-          hash: r.hash,
-          minAppVersion: r.min_app_version,
-          createdAt: r.created_at,
-          text: r.text,
-        }));
-        const mapping = this.sql.getMapping(content.mapping_id);
-        return {
-          id: content.id,
-          envId: content.env_id,
-          revisions,
-          mapping: mapping === undefined ? null : (JSON.parse(mapping.json) as unknown),
-          createdAt: content.created_at,
-          updatedAt: content.updated_at,
-        };
       });
     });
   }
