@@ -332,10 +332,12 @@ async function waitVisible(b: Served, id: string, hash: string, sentAt: number, 
  */
 async function writer(a: Served, b: Served, opts: Options, startedAt: number): Promise<WriteStats> {
   const end = startedAt + opts.durationSec * 1000;
+  const scheduled = Math.floor((opts.durationSec * 1000) / opts.writeEveryMs);
   const records: WriteRecord[] = [];
   const polls: Promise<void>[] = [];
   let next = startedAt;
-  for (let i = 0; !sup.stopping; i++) {
+  // Bounded by count as well as by time: a timer may wake a fraction of a millisecond before `end`.
+  for (let i = 0; i < scheduled && !sup.stopping; i++) {
     const wait = next - performance.now();
     if (wait > 0) await sleep(wait);
     if (performance.now() >= end) break;
@@ -364,7 +366,7 @@ async function writer(a: Served, b: Served, opts: Options, startedAt: number): P
   const sorted = answered.map((r) => r.visibleMs ?? Number.POSITIVE_INFINITY).sort((x, y) => x - y);
   const finite = (n: number): number | null => (Number.isFinite(n) ? n : null);
   return {
-    scheduled: Math.floor((opts.durationSec * 1000) / opts.writeEveryMs),
+    scheduled,
     sent: records.length,
     failed: records.length - answered.length,
     adminMs: percentiles(answered.map((r) => r.adminMs)),
