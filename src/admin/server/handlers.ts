@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { RcdError } from '../../runtime/errors.js';
 import { isPlainObject } from '../../shared/json.js';
 import { appVersionProblem, contentIdKey, plainKeyProblem } from '../../store/ids.js';
-import type { DirectorySnapshot, Store } from '../../store/types.js';
+import type { ChangeEntry, RoutingDelta, Store } from '../../store/types.js';
 import type { Route } from './router.js';
 import { WEBHOOK_EVENTS, type AdminStateStore, type WebhookEvent, type WebhookInfo } from './state.js';
 import type { WebhookPayload } from './webhooks.js';
@@ -292,30 +292,52 @@ async function syncEnvironment(ctx: AdminContext, call: AdminCall): Promise<Admi
 
 async function importBundle(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const bundle = parseJsonBody(call);
-  const before = await ctx.store.loadDirectory();
+  // The contents the bundle names, before and after: O(bundle) reads, not two whole-store snapshots.
+  const named = namedContents(bundle);
+  const before = await ctx.store.loadDelta(named, 0, 0);
   const report = await ctx.store.importBundle(bundle);
   const nothing = report.environmentsCreated === 0 && report.keysAdded === 0 && report.revisionsAdded === 0 && report.mappingsChanged === 0;
   if (nothing) return read(report);
-  const after = await ctx.store.loadDirectory();
+  const after = await ctx.store.loadDelta(named, 0, 0);
   return changed(200, report, {
-    live: true, action: 'bundle.import', env: null, target: null, detail: report, events: diffEvents(before, after, now()),
+    live: true, action: 'bundle.import', env: null, target: null, detail: report, events: diffEvents(before.contents, after.contents, now()),
   });
 }
 
-/** Import touches many items at once; announce what actually differs between the two snapshots. */
-function diffEvents(before: DirectorySnapshot, after: DirectorySnapshot, at: string): WebhookPayload[] {
+/**
+ * Every content item a bundle names, as change entries for Store.loadDelta (which reads each one's
+ * current state). A malformed bundle yields what it can; the import itself refuses it.
+ */
+function namedContents(bundle: unknown): ChangeEntry[] {
+  const entries: ChangeEntry[] = [];
+  const envs = isPlainObject(bundle) ? bundle.environments : undefined;
+  if (!isPlainObject(envs)) return entries;
+  for (const [envId, env] of Object.entries(envs)) {
+    const content = isPlainObject(env) ? env.content : undefined;
+    if (!isPlainObject(content)) continue;
+    for (const id of Object.keys(content)) entries.push({ seq: 0, kind: 'content', envId, target: contentIdKey(id) });
+  }
+  return entries;
+}
+
+type ContentState = RoutingDelta['contents'][number];
+
+/** Import touches many items at once; announce what actually differs between the two states. */
+function diffEvents(before: readonly ContentState[], after: readonly ContentState[], at: string): WebhookPayload[] {
   const old = new Map<string, { rev: number; mapping: number | null }>();
-  for (const c of before.contents) {
-    const newest = c.revisions[c.revisions.length - 1];
-    old.set(c.envId + '\0' + c.idLower, { rev: newest?.revId ?? -1, mapping: c.mappingId });
+  for (const { meta } of before) {
+    if (meta === null) continue;
+    const newest = meta.revisions[meta.revisions.length - 1];
+    old.set(meta.envId + '\0' + meta.idLower, { rev: newest?.revId ?? -1, mapping: meta.mappingId });
   }
   const events: WebhookPayload[] = [];
-  for (const c of after.contents) {
-    const newest = c.revisions[c.revisions.length - 1];
+  for (const { meta } of after) {
+    if (meta === null) continue;
+    const newest = meta.revisions[meta.revisions.length - 1];
     const hash = newest?.hash ?? null;
-    const prev = old.get(c.envId + '\0' + c.idLower);
-    if (prev === undefined || prev.rev !== (newest?.revId ?? -1)) events.push(payload('content.updated', c.envId, c.id, hash, at));
-    if ((prev?.mapping ?? null) !== c.mappingId) events.push(payload('mapping.updated', c.envId, c.id, hash, at));
+    const prev = old.get(meta.envId + '\0' + meta.idLower);
+    if (prev === undefined || prev.rev !== (newest?.revId ?? -1)) events.push(payload('content.updated', meta.envId, meta.id, hash, at));
+    if ((prev?.mapping ?? null) !== meta.mappingId) events.push(payload('mapping.updated', meta.envId, meta.id, hash, at));
   }
   return events;
 }

@@ -363,6 +363,53 @@ describe('audit and webhooks', () => {
     }
   });
 
+  it('announces what an import changed: content.updated for new and changed items, mapping.updated for a changed mapping, nothing for the rest', async () => {
+    const bodies: string[] = [];
+    const receiver: Server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        bodies.push(Buffer.concat(chunks).toString());
+        res.statusCode = 204;
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    try {
+      await admin('PUT', 'environments/dev');
+      await admin('PUT', 'environments/dev/content/Same', '{"s":1}');
+      await admin('PUT', 'environments/dev/content/Changed', '{"c":1}');
+      await admin('PUT', 'environments/dev/content/Mapped', '{"m":1}');
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/rcd`;
+      await admin('POST', 'webhooks', { url, events: ['content.updated', 'mapping.updated'], secret: 's' });
+      const bundle = {
+        environments: {
+          dev: {
+            content: {
+              // The same text as stored: no new revision, no event.
+              SAME: { text: '{"s":1}' },
+              changed: { json: { c: 2 } },
+              Mapped: { text: '{"m":1}', mapping: { rules: [{ segment: 'all', patch: { m: 2 } }] } },
+              Fresh: { json: { f: 1 } },
+            },
+          },
+        },
+      };
+      expect((await admin('POST', 'import', bundle)).status).toBe(200);
+      const deadline = Date.now() + 5000;
+      while (server.webhookStats().delivered < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      await new Promise((r) => setTimeout(r, 100));
+      const events = bodies
+        .map((b) => JSON.parse(b) as { event: string; id: string })
+        .map((e) => `${e.event} ${e.id}`)
+        .sort();
+      expect(events).toEqual(['content.updated Changed', 'content.updated Fresh', 'mapping.updated Mapped']);
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise<void>((r) => receiver.close(() => r()));
+    }
+  });
+
   it('answers quickly while a webhook receiver hangs', async () => {
     const hanging: Server = createServer(() => undefined);
     await new Promise<void>((r) => hanging.listen(0, '127.0.0.1', r));
