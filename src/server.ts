@@ -87,7 +87,6 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     inFlight: 0,
     shuttingDown: false,
     storeAvailable: true,
-    appliedSeq: 0,
     usedKeys: new Set(),
     onInternalError: rateLimitedErrorLogger(1000),
   };

@@ -34,7 +34,6 @@ export class DeliveryFeed {
   /** The newest directory; also swapped into the attached front-end state. */
   directory: Directory;
   storeAvailable = true;
-  appliedSeq = 0;
   private readonly port: MessagePort;
   private readonly texts = new UpdateTexts();
   private readonly mappings: MappingLibrary;
@@ -54,7 +53,6 @@ export class DeliveryFeed {
     this.state = state;
     state.directory = this.directory;
     state.storeAvailable = this.storeAvailable;
-    state.appliedSeq = this.appliedSeq;
   }
 
   /** Sends the key ids used since the last report (and forgets them here). */
@@ -98,8 +96,6 @@ export class DeliveryFeed {
     } finally {
       this.texts.texts.clear();
     }
-    this.appliedSeq = this.directory.seq;
-    if (this.state !== null) this.state.appliedSeq = this.appliedSeq;
   }
 }
 

@@ -70,23 +70,15 @@ const feeds = new Feeds(init.feeds, onKeyUse, logError);
 
 let nodes: NodeRegistry | null = null;
 let follower: StoreFollower | null = null;
-/** The change-log seq every delivery loop of this process has applied. */
-let appliedSeq = 0;
-/** Publishes run one at a time: this process's writes and those noticed from other processes. */
-let publishTail: Promise<unknown> = Promise.resolve();
 
-/** Brings every delivery loop to the store's current state; resolves with the seq they now see. */
-function publish(): Promise<number> {
-  const run = publishTail.then(publishNow, publishNow);
-  publishTail = run.catch(() => undefined);
-  return run;
-}
-
-async function publishNow(): Promise<number> {
+/**
+ * Brings every delivery loop to the store's current state, then records it as this node's applied
+ * seq; resolves with that seq. Feeds.publish runs one publish at a time and keeps the applied seq.
+ */
+async function publish(): Promise<number> {
   const seq = await feeds.publish(store!, reader!);
-  appliedSeq = Math.max(appliedSeq, seq);
-  if (nodes !== null) await nodes.applied(appliedSeq);
-  return appliedSeq;
+  if (nodes !== null) await nodes.applied(seq);
+  return seq;
 }
 
 /** After an admin write: live in this process, then on every live node of the store (bounded). */
@@ -103,8 +95,8 @@ async function publishWrite(): Promise<Propagation> {
 
 /** Another process committed: publish when the change log moved (heartbeats move only the data version). */
 async function followExternalWrite(): Promise<void> {
-  const batch = await store!.changesSince(appliedSeq, 1);
-  if (batch.headSeq > appliedSeq) await publish();
+  const batch = await store!.changesSince(feeds.appliedSeq, 1);
+  if (batch.headSeq > feeds.appliedSeq) await publish();
 }
 
 async function open(): Promise<void> {
@@ -139,7 +131,7 @@ async function open(): Promise<void> {
     adminPort = admin.port;
   }
   nodes = new NodeRegistry(store, logError);
-  await nodes.start(appliedSeq);
+  await nodes.start(feeds.appliedSeq);
   follower = new StoreFollower(store, followExternalWrite, (err) => logError(`following the store's changes failed: ${describe(err)}`));
   await follower.start();
   checkTimer = setInterval(checkStore, STORE_CHECK_MS);

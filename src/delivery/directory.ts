@@ -123,7 +123,7 @@ export class Directory {
   /** Ids whose count reached 0 during the current update. */
   private readonly unreferenced = new Set<number>();
   private readonly mappings: MappingLibrary;
-  /** The change-log sequence number the state reflects (a delta must start here). */
+  /** The change-log sequence number the state reflects (a delta must start here; /healthz shows it). */
   seq: number;
 
   /** Whole, from a snapshot: O(store), at start and when the change log cannot be followed. */

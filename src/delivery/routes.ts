@@ -82,19 +82,23 @@ function countFramingHeader(name: string): void {
  * RFC 9112 6.3: two Content-Length headers, or Content-Length beside Transfer-Encoding, leave the
  * body's end ambiguous; uWS takes the first and parses the rest as the next request, which a proxy
  * that took the other length would not see (request smuggling). Such a request is refused by closing
- * the connection at once: uWS keeps parsing the bytes that follow this head in the same read before
- * it sends anything, so a 400 could only go out after the smuggled request was handled; a closed
- * socket stops the parser there. uWS exposes duplicates only through forEach: ~1 µs a request with
+ * the connection at once (returns true: the caller stops): uWS keeps parsing the bytes that follow
+ * this head in the same read before it sends anything, so a 400 could only go out after the smuggled
+ * request was handled; a closed socket stops the parser there. uWS exposes duplicates only through forEach: ~1 µs a request with
  * eight headers, 5-10% of mapped throughput with both servers loaded at once (bench:ab). Every route
  * checks (a GET may carry a body too) unless --reject-ambiguous-framing false: safe only behind a
  * proxy that re-frames requests itself (the recommended nginx refuses such requests).
  */
-function hasAmbiguousFraming(state: FrontEndState, req: HttpRequest): boolean {
+function refusedAmbiguousFraming(state: FrontEndState, res: HttpResponse, req: HttpRequest): boolean {
   if (!state.config.rejectAmbiguousFraming) return false;
   contentLengthCount = 0;
   transferEncodingCount = 0;
   req.forEach(countFramingHeader);
-  return contentLengthCount > 1 || (contentLengthCount === 1 && transferEncodingCount > 0);
+  if (contentLengthCount > 1 || (contentLengthCount === 1 && transferEncodingCount > 0)) {
+    res.close();
+    return true;
+  }
+  return false;
 }
 
 /** Called when a route handler threw: the connection is closed (it may hold part of an answer). */
@@ -108,10 +112,7 @@ export function handlerFailed(state: FrontEndState, res: HttpResponse, err: unkn
 }
 
 export function handleContent(state: FrontEndState, res: HttpResponse, req: HttpRequest, route: Route): void {
-  if (hasAmbiguousFraming(state, req)) {
-    res.close();
-    return;
-  }
+  if (refusedAmbiguousFraming(state, res, req)) return;
   const view = authorize(state, res, req);
   if (view === undefined) return;
   const maxBody = state.config.maxBodyBytes;
@@ -141,41 +142,29 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
 }
 
 export function handleCatalog(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
-  if (hasAmbiguousFraming(state, req)) {
-    res.close();
-    return;
-  }
+  if (refusedAmbiguousFraming(state, res, req)) return;
   const view = authorize(state, res, req);
   if (view === undefined) return;
   send(res, STATUS_OK, view.env.catalogBody, '', '', state.shuttingDown);
 }
 
 export function handleHealth(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
-  if (hasAmbiguousFraming(state, req)) {
-    res.close();
-    return;
-  }
+  if (refusedAmbiguousFraming(state, res, req)) return;
   if (state.shuttingDown) {
     send(res, '503 Service Unavailable', HEALTH_DRAINING, '', '', true);
     return;
   }
-  send(res, STATUS_OK, (state.storeAvailable ? HEALTH_OK : HEALTH_STORE_UNAVAILABLE) + state.appliedSeq + '}', '', '', false);
+  send(res, STATUS_OK, (state.storeAvailable ? HEALTH_OK : HEALTH_STORE_UNAVAILABLE) + state.directory.seq + '}', '', '', false);
 }
 
 /** 405 on a route that exists for another method; `allow` is the one it takes. */
 export function handleWrongMethod(state: FrontEndState, res: HttpResponse, req: HttpRequest, allow: 'GET' | 'POST'): void {
-  if (hasAmbiguousFraming(state, req)) {
-    res.close();
-    return;
-  }
+  if (refusedAmbiguousFraming(state, res, req)) return;
   const err = allow === 'POST' ? POST_ONLY : GET_ONLY;
   send(res, err.statusLine, err.body, 'allow', allow, state.shuttingDown);
 }
 
 export function handleNotFound(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
-  if (hasAmbiguousFraming(state, req)) {
-    res.close();
-    return;
-  }
+  if (refusedAmbiguousFraming(state, res, req)) return;
   sendError(res, NOT_FOUND, state.shuttingDown);
 }

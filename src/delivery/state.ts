@@ -20,8 +20,6 @@ export interface FrontEndState {
   shuttingDown: boolean;
   /** False once the store's files were deleted or replaced: /healthz says so (delivery goes on). */
   storeAvailable: boolean;
-  /** The change-log seq this loop's directory reflects: /healthz shows it, so drift between nodes is visible. */
-  appliedSeq: number;
   /** Key ids seen since the last report to the control thread (last-use bookkeeping, off the hot path). */
   readonly usedKeys: Set<string>;
   /** Called once for each unexpected failure (logged, never sent to the client). */

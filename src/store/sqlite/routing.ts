@@ -53,6 +53,7 @@ export class RoutingQueries {
   private readonly beat: Statement<never>;
   private readonly nodes: Statement<{ node_id: string; pid: number; host: string; started_at: string; heartbeat_ms: number; applied_seq: number }>;
   private readonly deleteNode: Statement<never>;
+  private readonly dataVersionStmt: Statement<{ data_version: number }>;
 
   constructor(db: Database) {
     this.environments = db.prepare('SELECT env_id FROM environments ORDER BY env_id');
@@ -76,6 +77,8 @@ export class RoutingQueries {
     this.beat = db.prepare('UPDATE nodes SET heartbeat_ms = ?, applied_seq = ? WHERE node_id = ?');
     this.nodes = db.prepare('SELECT node_id, pid, host, started_at, heartbeat_ms, applied_seq FROM nodes ORDER BY node_id');
     this.deleteNode = db.prepare('DELETE FROM nodes WHERE node_id = ?');
+    // A statement, not db.pragma(), which compiles per call: the control thread polls it every 25 ms.
+    this.dataVersionStmt = db.prepare('PRAGMA data_version');
   }
 
   snapshot(): DirectorySnapshot {
@@ -154,6 +157,11 @@ export class RoutingQueries {
 
   removeNode(nodeId: string): void {
     this.deleteNode.run(nodeId);
+  }
+
+  /** Changes whenever another connection commits (SQLite's data_version of this connection). */
+  dataVersion(): number {
+    return this.dataVersionStmt.get()?.data_version ?? 0;
   }
 
   /** Drops all but the newest `keep` entries; returns how many went. */

@@ -12,7 +12,7 @@ import { RcdError } from '../../runtime/errors.js';
 import { settle } from '../../shared/settle.js';
 import { validateMapping } from '../../mapping/index.js';
 import { exportBundle, importBundle } from '../bundle/bundle.js';
-import type { Database, Statement } from './driver.js';
+import type { Database } from './driver.js';
 import { RoutingQueries } from './routing.js';
 import { getContent, listContent, listEnvironments, listKeys } from './listings.js';
 import { syncEnvironments } from './sync.js';
@@ -52,7 +52,6 @@ export class SqliteStore implements Store {
   private readonly sql: StoreSql;
   private closed = false;
   private routingQueries: RoutingQueries | undefined;
-  private dataVersionStmt: Statement<{ data_version: number }> | undefined;
   private readonly files: StoreFiles | null;
 
   /** @param path the database file (null for an in-memory store): its files are watched for deletion. */
@@ -163,9 +162,7 @@ export class SqliteStore implements Store {
   dataVersion(): Promise<number> {
     return settle(() => {
       if (this.closed) throw new RcdError('internal', 'the store is closed');
-      // Prepared once: polled every few ms by the control thread, and db.pragma() compiles per call.
-      this.dataVersionStmt ??= this.db.prepare<{ data_version: number }>('PRAGMA data_version');
-      return this.dataVersionStmt.get()?.data_version ?? 0;
+      return this.routing().dataVersion();
     });
   }
 
