@@ -2,9 +2,8 @@
  * The result model of the edits-under-load benchmark (bench/edits.ts), its targets, the stdout table
  * and the files bench/results/<date>-<host>-edits.json and .md.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { hostTag } from './report.js';
+import { writeFileSync } from 'node:fs';
+import { freeResultStem, hostTag, textTable } from './report.js';
 import type { StallStats, WrkStats } from './wrk.js';
 
 /** A pause of the delivery loop longer than this is what the targets forbid. */
@@ -263,13 +262,6 @@ function figureLines(r: EditsResults): string[] {
   ];
 }
 
-function textTable(columns: readonly string[], body: string[][]): string {
-  const rows = [columns as string[], ...body];
-  const widths = columns.map((_, i) => Math.max(...rows.map((row) => (row[i] as string).length)));
-  const line = (row: string[]): string => row.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
-  return [line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
-}
-
 export function renderEditsText(r: EditsResults): string {
   const targets = r.targets.map((t) => `  ${t.verdict.padEnd(4)}  ${t.what}: ${t.measured}`);
   return [textTable(PHASE_COLUMNS, phaseRows(r)), '', ...figureLines(r), '', 'targets:', ...targets].join('\n');
@@ -307,10 +299,7 @@ export function renderEditsMarkdown(r: EditsResults): string {
 
 /** bench/results/<date>-<host>-edits.json (+ .md); a second run the same day gets -2, -3, ... */
 export function writeEditsResults(r: EditsResults, dir: string): { json: string; md: string } {
-  mkdirSync(dir, { recursive: true });
-  const base = `${r.date.slice(0, 10)}-${hostTag()}-edits`;
-  let stem = join(dir, base);
-  for (let i = 2; existsSync(`${stem}.json`); i++) stem = join(dir, `${base}-${i}`);
+  const stem = freeResultStem(dir, `${r.date.slice(0, 10)}-${hostTag()}-edits`);
   writeFileSync(`${stem}.json`, JSON.stringify(r, null, 2) + '\n');
   writeFileSync(`${stem}.md`, renderEditsMarkdown(r));
   return { json: `${stem}.json`, md: `${stem}.md` };

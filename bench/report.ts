@@ -182,7 +182,8 @@ function wrkRow(s: ScenarioResult): string[] {
   ];
 }
 
-function textTable(columns: readonly string[], body: string[][]): string {
+/** Columns padded to their widest cell (first column left-aligned), a dashed rule under the header. */
+export function textTable(columns: readonly string[], body: string[][]): string {
   const rows = [columns as string[], ...body];
   const widths = columns.map((_, i) => Math.max(...rows.map((r) => (r[i] as string).length)));
   const line = (r: string[]): string => r.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
@@ -332,13 +333,18 @@ export function hostTag(): string {
 
 /** bench/results/<date>-<host>.json (+ .md); a second run the same day gets -2, -3, ... rather than overwriting. */
 export function writeResults(results: BenchResults, dir: string): { json: string; md: string } {
-  mkdirSync(dir, { recursive: true });
-  const base = `${results.date.slice(0, 10)}-${hostTag()}`;
-  let stem = join(dir, base);
-  for (let i = 2; existsSync(`${stem}.json`); i++) stem = join(dir, `${base}-${i}`);
+  const stem = freeResultStem(dir, `${results.date.slice(0, 10)}-${hostTag()}`);
   const json = `${stem}.json`;
   const md = `${stem}.md`;
   writeFileSync(json, JSON.stringify(results, null, 2) + '\n');
   writeFileSync(md, renderMarkdown(results));
   return { json, md };
+}
+
+/** `dir/base`, or `dir/base-2`, `-3`, ... when a result of that name exists: runs never overwrite each other. */
+export function freeResultStem(dir: string, base: string): string {
+  mkdirSync(dir, { recursive: true });
+  let stem = join(dir, base);
+  for (let i = 2; existsSync(`${stem}.json`); i++) stem = join(dir, `${base}-${i}`);
+  return stem;
 }
