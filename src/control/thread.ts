@@ -93,10 +93,12 @@ async function publishWrite(): Promise<Propagation> {
   return propagation;
 }
 
-/** Another process committed: publish when the change log moved (heartbeats move only the data version). */
+/**
+ * Another process committed: publish what the change log holds beyond what the loops applied.
+ * Heartbeats move the data version too; then publish reads the log once, finds nothing and sends nothing.
+ */
 async function followExternalWrite(): Promise<void> {
-  const batch = await store!.changesSince(feeds.appliedSeq, 1);
-  if (batch.headSeq > feeds.appliedSeq) await publish();
+  await publish();
 }
 
 async function open(): Promise<void> {
