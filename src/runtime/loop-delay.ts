@@ -1,10 +1,18 @@
 /**
- * An opt-in diagnostic: how long the delivery event loop was kept from running. With
+ * An opt-in diagnostic: how long the delivery event loop was kept from running, and by what. With
  * `RCD_LOOP_DELAY_LOG_MS=N` the server samples its loop with `perf_hooks.monitorEventLoopDelay` and
- * logs one line every N ms, `loop delay p50=…ms p99=…ms max=…ms`, then starts the next window afresh.
- * Unset, nothing is created and nothing runs. The benchmark of edits under load reads these lines.
+ * logs one line every N ms, then starts the next window afresh:
+ *
+ *   loop delay p50=…ms p99=…ms max=…ms apply=…ms/N gc=…ms/N
+ *
+ * `apply` is the longest routing update (a delta slice or a snapshot) the loop applied in the window
+ * and how many it applied; `gc` the longest garbage-collection pause of this thread and how many
+ * collections paused it. A long loop delay with an equally long `gc` was the collector, one with an
+ * equally long `apply` was an edit; the benchmark of edits under load tells them apart this way.
+ * Unset, nothing is observed and nothing runs (the feed's `recordApply` costs two field writes per
+ * update).
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver, type PerformanceEntry } from 'node:perf_hooks';
 import { StartupError } from './config.js';
 import { logInfo } from './log.js';
 
@@ -13,6 +21,35 @@ const MIN_INTERVAL_MS = 100;
 const MAX_INTERVAL_MS = 3_600_000;
 /** The sampling timer's period: a pause is measured to this precision (one wake-up per ms costs a few µs). */
 const RESOLUTION_MS = 1;
+
+/** The longest piece of one kind of work in the current window, and how many pieces there were. */
+interface WindowMax {
+  maxMs: number;
+  count: number;
+}
+
+const applied: WindowMax = { maxMs: 0, count: 0 };
+const collected: WindowMax = { maxMs: 0, count: 0 };
+
+/** Called by the loop's feed after applying one routing update that took `ms`. */
+export function recordApply(ms: number): void {
+  if (ms > applied.maxMs) applied.maxMs = ms;
+  applied.count++;
+}
+
+function recordGc(list: { getEntries(): PerformanceEntry[] }): void {
+  for (const entry of list.getEntries()) {
+    if (entry.duration > collected.maxMs) collected.maxMs = entry.duration;
+    collected.count++;
+  }
+}
+
+function windowText(w: WindowMax): string {
+  const text = `${w.maxMs.toFixed(2)}ms/${w.count}`;
+  w.maxMs = 0;
+  w.count = 0;
+  return text;
+}
 
 /** The log interval named by the variable, or null when it is unset or empty; a bad value stops the start. */
 export function loopDelayInterval(raw: string | undefined): number | null {
@@ -34,16 +71,24 @@ export function startLoopDelayLog(intervalMs: number | null): () => void {
   if (intervalMs === null) return () => undefined;
   const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   histogram.enable();
+  const gc = new PerformanceObserver(recordGc);
+  gc.observe({ entryTypes: ['gc'] });
+  windowText(applied);
+  windowText(collected);
   const late = (ns: number): string => Math.max(0, ns / 1e6 - RESOLUTION_MS).toFixed(2);
   const timer = setInterval(() => {
     if (histogram.count > 0) {
-      logInfo(`loop delay p50=${late(histogram.percentile(50))}ms p99=${late(histogram.percentile(99))}ms max=${late(histogram.max)}ms`);
+      logInfo(
+        `loop delay p50=${late(histogram.percentile(50))}ms p99=${late(histogram.percentile(99))}ms max=${late(histogram.max)}ms` +
+          ` apply=${windowText(applied)} gc=${windowText(collected)}`,
+      );
     }
     histogram.reset();
   }, intervalMs);
   timer.unref();
   return () => {
     clearInterval(timer);
+    gc.disconnect();
     histogram.disable();
   };
 }

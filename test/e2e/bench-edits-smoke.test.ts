@@ -39,6 +39,9 @@ function expectLoopDelay(d: LoopDelaySummary, what: string): void {
   expect(d.maxMs!, what).toBeGreaterThanOrEqual(0);
   expect(d.worstP99Ms!, what).toBeLessThanOrEqual(d.maxMs!);
   expect(d.intervalsOverLimit, what).toBeLessThanOrEqual(d.intervals);
+  expect(d.overLimitByGc, what).toBeLessThanOrEqual(d.intervalsOverLimit);
+  expect(d.applyMaxMs, what).not.toBeNull();
+  expect(d.gcMaxMs, what).not.toBeNull();
 }
 
 function expectPhase(p: PhaseResult, what: string): void {
@@ -74,6 +77,11 @@ describe('npm run bench:edits -- --smoke', () => {
       expect(p.rssAfterStartBytes).toBeGreaterThan(0);
       expect(p.rssEndBytes).toBeGreaterThan(0);
     }
+    // A's RSS once start-up garbage is collected, and its start-up peak; the wait is bounded.
+    expect(r.processA.rssSettledBytes).toBeGreaterThan(0);
+    expect(r.processA.rssPeakBytes!).toBeGreaterThanOrEqual(r.processA.rssSettledBytes!);
+    expect(r.processA.settleSec!).toBeLessThanOrEqual(3.5);
+    expect(r.processB.rssSettledBytes).toBeNull();
     expectPhase(r.withoutWrites, 'without writes');
     expectPhase(r.withWrites, 'with writes');
     expectPhase(r.underImport, 'import');
@@ -82,6 +90,9 @@ describe('npm run bench:edits -- --smoke', () => {
     expect(w.sent).toBeGreaterThan(0);
     expect(w.sent).toBeLessThanOrEqual(w.scheduled);
     expect(w.failed).toBe(0);
+    // Every write reached A's delivery loop as an applied update; none in the phase without writes.
+    expect(r.withWrites.loopDelay.applies).toBeGreaterThanOrEqual(1);
+    expect(r.withoutWrites.loopDelay.applies).toBe(0);
     expect(w.adminMs!.p50).toBeGreaterThan(0);
     expect(w.adminMs!.max).toBeGreaterThanOrEqual(w.adminMs!.p99);
     // Every answered write is accounted for on the second process, visible or given up on.

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, startServer, tempDir } from '../helpers/server-process.js';
 
-const LINE = /^rcd: loop delay p50=(\d+\.\d\d)ms p99=(\d+\.\d\d)ms max=(\d+\.\d\d)ms$/gm;
+const LINE = /^rcd: loop delay p50=(\d+\.\d\d)ms p99=(\d+\.\d\d)ms max=(\d+\.\d\d)ms apply=(\d+\.\d\d)ms\/(\d+) gc=(\d+\.\d\d)ms\/(\d+)$/gm;
 
 async function waitFor(check: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -15,20 +15,30 @@ async function waitFor(check: () => boolean, timeoutMs: number): Promise<void> {
 
 describe('RCD_LOOP_DELAY_LOG_MS', () => {
   it('logs the delivery loop pauses once per interval when set, and nothing when unset', async () => {
-    const logged = await startServer({ env: { RCD_LOOP_DELAY_LOG_MS: '100' } });
+    const logged = await startServer({ admin: true, env: { RCD_LOOP_DELAY_LOG_MS: '100' } });
     const quiet = await startServer({ env: { RCD_LOOP_DELAY_LOG_MS: '' } });
     try {
       await waitFor(() => [...logged.stdout().matchAll(LINE)].length >= 3, 10_000);
       const lines = [...logged.stdout().matchAll(LINE)];
       expect(lines.length, logged.stdout()).toBeGreaterThanOrEqual(3);
       for (const m of lines) {
-        const [p50, p99, max] = [Number(m[1]), Number(m[2]), Number(m[3])];
+        const [p50, p99, max, gcMax, gcCount] = [Number(m[1]), Number(m[2]), Number(m[3]), Number(m[6]), Number(m[7])];
         expect(p50).toBeGreaterThanOrEqual(0);
         expect(p99).toBeGreaterThanOrEqual(p50);
         expect(max).toBeGreaterThanOrEqual(p99);
+        expect(gcCount === 0 ? gcMax === 0 : gcMax > 0).toBe(true);
       }
       // The server still answers while it logs.
       expect((await fetch(`${logged.url}/healthz`)).status).toBe(200);
+      // An edit is named as an applied routing update in the line of its window.
+      const before = lines.length;
+      const put = await fetch(`${logged.adminUrl}/admin/v1/environments/logged`, { method: 'PUT', headers: { authorization: 'Bearer test-admin-token' } });
+      expect(put.status).toBe(201);
+      await waitFor(() => [...logged.stdout().matchAll(LINE)].slice(before).some((m) => Number(m[5]) >= 1), 10_000);
+      const after = [...logged.stdout().matchAll(LINE)].slice(before);
+      const withApply = after.find((m) => Number(m[5]) >= 1);
+      expect(withApply, logged.stdout()).toBeDefined();
+      expect(Number(withApply?.[4])).toBeGreaterThan(0);
       expect(quiet.stdout()).not.toContain('loop delay');
     } finally {
       await logged.dispose();
