@@ -9,15 +9,18 @@
  * costs 0.8-3.3 µs (its revision views, the map update, the mapping reference count; the spread is
  * the machine's load), a key or an environment entry less; compiling a mapping the loop has not
  * seen costs 14-37 µs per 100 bytes of its JSON text (a 2-rule mapping ~30-60 µs, a 40-rule one
- * ~1.1 ms). The model charges the high end and more (4 µs an item, 0.5 µs a mapping byte), so a
- * 4 ms budget keeps a slice at 1-3.5 ms here: 1,000 content items without new mappings, fewer with
- * them. One item is never cut: a mapping whose compilation alone exceeds the budget is a slice of
+ * ~1.1 ms). Receiving a slice (the structured clone's deserialization, in the same turn as the
+ * apply) costs about as much again: 1.1-1.9 ms for 1,000 routed items (src/control/routed.ts; the
+ * store's full rows took 1.4-3.8 ms). The model charges an item 4 µs for both, and 0.5 µs a mapping
+ * byte, so a 4 ms budget keeps a slice at about 2-3.5 ms here: 1,000 content items without new
+ * mappings, fewer with them. One item is never cut: a mapping whose compilation alone exceeds the budget is a slice of
  * its own (a mapping of the maximum 1,000 rules, src/mapping/rules/compile.ts, compiles in ~30 ms:
  * compiled mappings hold functions and RE2 programs, which cannot cross threads).
  */
 import type { RevisionReader, RoutingDelta } from '../store/types.js';
 import type { CatalogBook } from './catalog.js';
-import type { DeltaUpdate, MappingText } from './protocol.js';
+import type { DeltaUpdate, MappingText, RoutedDelta } from './protocol.js';
+import { routedChange } from './routed.js';
 
 /** What one slice may cost a delivery loop, by the model below. */
 export const SLICE_BUDGET_US = 4000;
@@ -28,7 +31,7 @@ export const MAPPING_BYTE_COST_US = 0.5;
 
 type EnvEntry = RoutingDelta['environments'][number];
 type KeyEntry = RoutingDelta['keys'][number];
-type ContentEntry = RoutingDelta['contents'][number];
+type ContentEntry = RoutedDelta['contents'][number];
 
 interface Slice {
   environments: EnvEntry[];
@@ -76,7 +79,7 @@ export function deltaUpdates(delta: RoutingDelta, book: CatalogBook, reader: Rev
       if (json !== undefined) text = { id: mappingId, json };
     }
     add(ITEM_COST_US + (text === null ? 0 : text.json.length * MAPPING_BYTE_COST_US));
-    cur.contents.push(c);
+    cur.contents.push(routedChange(c));
     if (text !== null) cur.mappings.push(text);
   }
   slices.push(cur);

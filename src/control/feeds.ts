@@ -13,6 +13,7 @@ import type { RevisionReader, Store } from '../store/types.js';
 import { CatalogBook } from './catalog.js';
 import { deltaUpdates, SLICE_BUDGET_US } from './delta.js';
 import type { DirectoryUpdate, FeedMessage, FeedReply, MappingText } from './protocol.js';
+import { routedSnapshot } from './routed.js';
 
 /**
  * Change-log entries read per delta: bounds the memory of one step of a big import or sync (its
@@ -119,7 +120,7 @@ export class Feeds {
       const json = reader.readMapping(c.mappingId);
       if (json !== undefined) mappings.push({ id: c.mappingId, json });
     }
-    await this.sendUpdate({ kind: 'snapshot', snapshot, mappings, catalogs: book.allBodies() });
+    await this.sendUpdate({ kind: 'snapshot', snapshot: routedSnapshot(snapshot), mappings, catalogs: book.allBodies() });
     this.book = book;
     this.applied = snapshot.seq;
   }

@@ -18,7 +18,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { ServeConfig } from '../runtime/config.js';
 import type { ErrorCode } from '../runtime/errors.js';
-import type { DirectorySnapshot, RoutingDelta } from '../store/types.js';
+import type { KeyDigest, RoutingDelta } from '../store/types.js';
 
 /** The control thread's workerData. */
 export interface ControlInit {
@@ -31,6 +31,44 @@ export interface ControlInit {
 
 // ---------------------------------------------------------------------------------------------
 // Feed: control thread -> one delivery loop, and its replies.
+
+/**
+ * What a loop's Directory reads of a revision and of a content item: only these fields of the
+ * store's rows cross to the loops (src/control/routed.ts makes them). Every field a loop does not
+ * read would cost it deserialization time inside an update and garbage afterwards: at 1,000 items a
+ * slice, receiving the store's full rows took about as long as applying them.
+ */
+export interface RoutedRevision {
+  readonly revId: number;
+  readonly hash: string;
+  readonly minAppVersion: string | null;
+}
+
+export interface RoutedContent {
+  readonly envId: string;
+  readonly id: string;
+  readonly idLower: string;
+  /** Oldest first. Never empty. */
+  readonly revisions: readonly RoutedRevision[];
+  readonly mappingId: number | null;
+}
+
+/** The whole routing state as a loop builds its Directory from it. */
+export interface RoutedSnapshot {
+  readonly seq: number;
+  readonly environments: readonly string[];
+  readonly keys: readonly KeyDigest[];
+  readonly contents: readonly RoutedContent[];
+}
+
+/** A change-log delta as a loop applies it (Store's RoutingDelta with routed contents). */
+export interface RoutedDelta {
+  readonly fromSeq: number;
+  readonly toSeq: number;
+  readonly environments: RoutingDelta['environments'];
+  readonly keys: RoutingDelta['keys'];
+  readonly contents: readonly { readonly envId: string; readonly idLower: string; readonly meta: RoutedContent | null }[];
+}
 
 /** One stored mapping's JSON text; mapping ids are immutable, so a loop may cache what it compiled. */
 export interface MappingText {
@@ -55,7 +93,7 @@ export interface CatalogText {
  */
 export interface SnapshotUpdate {
   readonly kind: 'snapshot';
-  readonly snapshot: DirectorySnapshot;
+  readonly snapshot: RoutedSnapshot;
   readonly mappings: readonly MappingText[];
   readonly catalogs: readonly CatalogText[];
 }
@@ -63,7 +101,7 @@ export interface SnapshotUpdate {
 /**
  * One slice of a change-log delta: the current state of what changed between two sequence numbers
  * (`delta.fromSeq` must be the loop's applied sequence), applied in place at O(what it carries).
- * A delta too big to apply within the slice budget (src/control/slices.ts) is cut into slices
+ * A delta too big to apply within the slice budget (src/control/delta.ts) is cut into slices
  * sent one after the other, each once every loop acknowledged the previous one, so requests run
  * between them; every slice carries the whole delta's `fromSeq`/`toSeq`.
  * - `mappings`: the text of each mapping id this slice references that no content referenced
@@ -74,7 +112,7 @@ export interface SnapshotUpdate {
  */
 export interface DeltaUpdate {
   readonly kind: 'delta';
-  readonly delta: RoutingDelta;
+  readonly delta: RoutedDelta;
   readonly mappings: readonly MappingText[];
   readonly catalogs: readonly CatalogText[];
   readonly last: boolean;

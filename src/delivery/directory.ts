@@ -11,7 +11,8 @@
  */
 import { compileStoredMapping, type CompiledMapping } from '../mapping/index.js';
 import { apiKeyDigest } from '../store/ids.js';
-import type { ContentMeta, DirectorySnapshot, KeyDigest, RevisionReader, RoutingDelta } from '../store/types.js';
+import type { RoutedContent, RoutedDelta, RoutedSnapshot } from '../control/protocol.js';
+import type { KeyDigest, RevisionReader } from '../store/types.js';
 import { NO_VERSION_KEY, versionKeyOf } from '../shared/app-version.js';
 
 export interface RevisionView {
@@ -127,7 +128,7 @@ export class Directory {
   seq: number;
 
   /** Whole, from a snapshot: O(store), at start and when the change log cannot be followed. */
-  constructor(snapshot: DirectorySnapshot, mappings: MappingLibrary, catalogs: CatalogBodies) {
+  constructor(snapshot: RoutedSnapshot, mappings: MappingLibrary, catalogs: CatalogBodies) {
     this.mappings = mappings;
     this.seq = snapshot.seq;
     for (const envId of snapshot.environments) this.createEnv(envId, catalogs);
@@ -147,7 +148,7 @@ export class Directory {
    * update: the sequence number moves and mappings no longer referenced are forgotten only then,
    * so a mapping held before the update stays compiled while its slices arrive.
    */
-  applyDelta(delta: RoutingDelta, catalogs: CatalogBodies, last: boolean): void {
+  applyDelta(delta: RoutedDelta, catalogs: CatalogBodies, last: boolean): void {
     if (delta.fromSeq !== this.seq) {
       throw new Error(`delta ${delta.fromSeq}..${delta.toSeq} does not follow the applied sequence ${this.seq}`);
     }
@@ -225,7 +226,7 @@ export class Directory {
     env.keyIds.add(k.keyId);
   }
 
-  private putContent(env: EnvState, c: ContentMeta): void {
+  private putContent(env: EnvState, c: RoutedContent): void {
     const revisions: RevisionView[] = [];
     for (let i = c.revisions.length - 1; i >= 0; i--) {
       const r = c.revisions[i]!;
