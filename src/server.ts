@@ -19,6 +19,7 @@ import { createApp, isNativeUws, listen, stopListening } from './delivery/app.js
 import type { FrontEndState } from './delivery/state.js';
 import { logError, logInfo, rateLimitedErrorLogger } from './runtime/log.js';
 import { Batcher } from './pool/batcher.js';
+import { describeStoreUrl } from './store/index.js';
 import type { Batch, WorkerOptions } from './pool/protocol.js';
 
 export interface RunningServer {
@@ -140,7 +141,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
 }
 
 function describeStore(url: string): string {
-  return url === 'memory:' ? 'memory: (nothing is kept after exit)' : url;
+  return url === 'memory:' ? 'memory: (nothing is kept after exit)' : describeStoreUrl(url);
 }
 
 /**

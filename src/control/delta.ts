@@ -47,10 +47,15 @@ function emptySlice(): Slice {
 
 /**
  * The updates that carry `delta`, in order; updates `book` to the state after it. Mapping texts are
- * read through `reader` (point reads by immutable id); a mapping that cannot be read travels
+ * looked up through `reader` (read beforehand by the caller, by immutable id); a mapping that cannot be read travels
  * without text and the loop marks its content's mapping broken, as a whole rebuild would.
  */
-export function deltaUpdates(delta: RoutingDelta, book: CatalogBook, reader: RevisionReader, budgetUs = SLICE_BUDGET_US): DeltaUpdate[] {
+export function deltaUpdates(
+  delta: RoutingDelta,
+  book: CatalogBook,
+  reader: Pick<RevisionReader, 'readMapping'>,
+  budgetUs = SLICE_BUDGET_US,
+): DeltaUpdate[] {
   // Which mapping ids the loops lack must be decided against the state before the delta.
   const sent = new Set<number>();
   const slices: Slice[] = [];

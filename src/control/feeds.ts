@@ -9,7 +9,7 @@
  * again, which puts every side back on one state.
  */
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import type { RevisionReader, Store } from '../store/types.js';
+import type { RoutingDelta, Store } from '../store/types.js';
 import { CatalogBook } from './catalog.js';
 import { deltaUpdates, SLICE_BUDGET_US } from './delta.js';
 import type { DirectoryUpdate, FeedMessage, FeedReply, MappingText } from './protocol.js';
@@ -74,24 +74,26 @@ export class Feeds {
    * the store's state as of now (every change committed before the call). Calls run one after the other; each carries whatever the log holds
    * beyond what the loops applied, so concurrent writes share the updates.
    */
-  publish(store: Store, reader: RevisionReader): Promise<number> {
-    const run = this.chain.then(() => this.publishChanges(store, reader));
+  publish(store: Store): Promise<number> {
+    const run = this.chain.then(() => this.publishChanges(store));
     this.chain = run.catch(() => undefined);
     return run.then(() => this.applied);
   }
 
-  private async publishChanges(store: Store, reader: RevisionReader): Promise<void> {
-    if (this.book === null) return this.publishSnapshot(store, reader);
+  private async publishChanges(store: Store): Promise<void> {
+    if (this.book === null) return this.publishSnapshot(store);
     for (;;) {
       const batch = await store.changesSince(this.applied, this.changeBatch);
       if (!batch.complete) {
         this.log(`the change log no longer holds the changes after ${this.applied}: reloading the whole directory`);
-        return this.publishSnapshot(store, reader);
+        return this.publishSnapshot(store);
       }
       const lastEntry = batch.entries[batch.entries.length - 1];
       if (lastEntry === undefined) return;
       // A failed read leaves every side as it was: the next publish reads the same entries again.
       const delta = await store.loadDelta(batch.entries, this.applied, lastEntry.seq);
+      const texts = await store.readMappings(newMappingIds(delta, this.book));
+      const reader = { readMapping: (id: number) => texts.get(id) };
       try {
         // One slice at a time: a loop's port hands it every queued message in one turn, so the
         // next slice goes out only once every loop applied the previous one and served requests.
@@ -102,24 +104,21 @@ export class Feeds {
         // every side back on one state, and the write is live once it is applied.
         this.log(`a routing delta could not be applied (${(err as Error).message}): reloading the whole directory`);
         this.book = null;
-        return this.publishSnapshot(store, reader);
+        return this.publishSnapshot(store);
       }
       if (lastEntry.seq >= batch.headSeq) return;
     }
   }
 
-  private async publishSnapshot(store: Store, reader: RevisionReader): Promise<void> {
+  private async publishSnapshot(store: Store): Promise<void> {
     this.book = null;
     const snapshot = await store.loadDirectory();
     const book = new CatalogBook(snapshot);
+    const ids = new Set<number>();
+    for (const c of snapshot.contents) if (c.mappingId !== null) ids.add(c.mappingId);
+    const texts = await store.readMappings([...ids]);
     const mappings: MappingText[] = [];
-    const seen = new Set<number>();
-    for (const c of snapshot.contents) {
-      if (c.mappingId === null || seen.has(c.mappingId)) continue;
-      seen.add(c.mappingId);
-      const json = reader.readMapping(c.mappingId);
-      if (json !== undefined) mappings.push({ id: c.mappingId, json });
-    }
+    for (const [id, json] of texts) mappings.push({ id, json });
     await this.sendUpdate({ kind: 'snapshot', snapshot: routedSnapshot(snapshot), mappings, catalogs: book.allBodies() });
     this.book = book;
     this.applied = snapshot.seq;
@@ -167,3 +166,12 @@ export class Feeds {
   }
 }
 
+/** The mapping ids a delta references that the loops do not hold yet: their texts travel with it. */
+function newMappingIds(delta: RoutingDelta, book: CatalogBook): number[] {
+  const ids = new Set<number>();
+  for (const c of delta.contents) {
+    const id = c.meta?.mappingId ?? null;
+    if (id !== null && !book.knowsMapping(id)) ids.add(id);
+  }
+  return [...ids];
+}

@@ -19,8 +19,8 @@ import type { ServeConfig } from '../runtime/config.js';
 import { DEMO_ENV, demoBundle, demoKeyPath, newDemoKey, writeDemoKey } from '../runtime/demo.js';
 import { RcdError } from '../runtime/errors.js';
 import { holdYoungGeneration } from '../runtime/heap.js';
-import { openRevisionReader, openStore } from '../store/index.js';
-import type { RevisionReader, Store } from '../store/types.js';
+import { describeStoreUrl, isPostgresUrl, openStore } from '../store/index.js';
+import type { Store } from '../store/types.js';
 import { Feeds } from './feeds.js';
 import { StoreFollower } from './follower.js';
 import { NodeRegistry, type Propagation } from './nodes.js';
@@ -33,8 +33,11 @@ import type {
   StoreStatus,
 } from './protocol.js';
 
-/** How often the store's files are checked between writes (each write checks them too). */
+/** How often the store's status is checked between writes (each write checks it too). */
 const STORE_CHECK_MS = 1000;
+/** A store unreachable at start is retried with this backoff (first, cap). */
+const OPEN_RETRY_FIRST_MS = 250;
+const OPEN_RETRY_MAX_MS = 5000;
 
 const lifecycle = parentPort;
 if (lifecycle === null) throw new Error('src/control/thread.ts runs as a worker thread');
@@ -58,7 +61,6 @@ function logError(line: string): void {
 }
 
 let store: Store | null = null;
-let reader: RevisionReader | null = null;
 let adminState: AdminStateStore | null = null;
 let admin: AdminServer | null = null;
 let checkTimer: NodeJS.Timeout | null = null;
@@ -76,7 +78,7 @@ let follower: StoreFollower | null = null;
  * seq; resolves with that seq. Feeds.publish runs one publish at a time and keeps the applied seq.
  */
 async function publish(): Promise<number> {
-  const seq = await feeds.publish(store!, reader!);
+  const seq = await feeds.publish(store!);
   if (nodes !== null) await nodes.applied(seq);
   return seq;
 }
@@ -105,13 +107,8 @@ async function open(): Promise<void> {
   // Before the store opens or anything listens: an unusable admin token or webhook key file stops
   // the start with one line (the admin state reads the key file again when it opens).
   const token = config.adminEnabled ? resolveAdminToken(config.dataDir) : null;
-  if (token !== null && config.storeUrl.startsWith('sqlite:')) loadSealKey(config.dataDir);
-  try {
-    store = await openStore(config.storeUrl, { busyTimeoutMs: config.storeBusyTimeoutMs });
-  } catch (err) {
-    throw new Error(`cannot open the store ${config.storeUrl}: ${describe(err)}`);
-  }
-  reader = openRevisionReader(store.readerUrl);
+  if (token !== null && (config.storeUrl.startsWith('sqlite:') || isPostgresUrl(config.storeUrl))) loadSealKey(config.dataDir);
+  store = await openStoreRetrying();
   await publish();
   let adminPort: number | null = null;
   if (token !== null) {
@@ -138,6 +135,26 @@ async function open(): Promise<void> {
   await follower.start();
   checkTimer = setInterval(checkStore, STORE_CHECK_MS);
   post({ type: 'opened', readerUrl: store.readerUrl, adminPort });
+}
+
+/**
+ * Opens the store; one that is unreachable (a database not up yet, or out of reach) is retried with
+ * backoff, saying so each time, until it answers or the process is stopped. Any other failure
+ * (a bad URL, a refused login, a schema too new) stops the start.
+ */
+async function openStoreRetrying(): Promise<Store> {
+  const shown = describeStoreUrl(config.storeUrl);
+  let delay = OPEN_RETRY_FIRST_MS;
+  for (;;) {
+    try {
+      return await openStore(config.storeUrl, { busyTimeoutMs: config.storeBusyTimeoutMs, poolSize: config.pgPoolSize });
+    } catch (err) {
+      if (!(err instanceof RcdError) || err.code !== 'store_unavailable') throw new Error(`cannot open the store ${shown}: ${describe(err)}`);
+      logError(`the store ${shown} is unreachable (${err.message}); retrying in ${delay} ms`);
+    }
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, OPEN_RETRY_MAX_MS);
+  }
 }
 
 async function seed(): Promise<DemoNotice | null> {
@@ -205,7 +222,7 @@ function checkStore(): void {
   if (reason === storeReason) return;
   storeReason = reason;
   if (reason !== null) {
-    logError(`the store is unavailable: ${reason}. Delivery goes on from the last good state; writes answer 503 store_unavailable until a restart on an intact store`);
+    logError(`the store is unavailable: ${reason}. Delivery goes on from the last good state; writes answer 503 store_unavailable meanwhile`);
   } else {
     logInfo('the store is available again');
   }
@@ -232,8 +249,6 @@ async function close(): Promise<void> {
   feeds.close();
   if (adminState !== null) await adminState.close();
   adminState = null;
-  reader?.close();
-  reader = null;
   if (store !== null) await store.close();
   store = null;
 }

@@ -152,6 +152,11 @@ export class ContentRequest implements JobSink {
       this.answerError('content_not_found', 'content not found in this environment', false);
       return;
     }
+    if (code === 'store_unavailable') {
+      // A remote store is unreachable and this revision is in no cache yet: retryable, not a fault.
+      this.answerError('store_unavailable', 'the store is unreachable and this content is not loaded on this node yet', false);
+      return;
+    }
     this.state.onInternalError(new Error(`worker reported ${code}`));
     this.answerError('internal', 'internal error', false);
   }

@@ -7,6 +7,8 @@ import { dirname, resolve } from 'node:path';
 
 export interface ServeConfig {
   readonly storeUrl: string;
+  /** PostgreSQL stores: connections of the control thread's pool. */
+  readonly pgPoolSize: number;
   /** How long a store write waits for another connection's lock before answering 503 store_busy. */
   readonly storeBusyTimeoutMs: number;
   /** How long an admin write waits for every live node on the store to apply it. */
@@ -46,7 +48,8 @@ export interface OptionSpec {
 }
 
 export const SERVE_OPTIONS: readonly OptionSpec[] = [
-  { flag: 'store', env: 'RCD_STORE', fallback: 'sqlite:./data/rcd.db', help: 'store URL: sqlite:PATH or memory:' },
+  { flag: 'store', env: 'RCD_STORE', fallback: 'sqlite:./data/rcd.db', help: 'store URL: sqlite:PATH, memory: or postgres://user:password@host:port/database' },
+  { flag: 'pg-pool-size', env: 'RCD_PG_POOL_SIZE', fallback: '4', help: 'PostgreSQL stores: connections of the store pool (1..100); each worker thread adds one, LISTEN one' },
   { flag: 'reject-ambiguous-framing', env: 'RCD_REJECT_AMBIGUOUS_FRAMING', fallback: 'true', help: 'close a connection whose request repeats Content-Length or has it beside Transfer-Encoding (true|false)' },
   { flag: 'propagation-timeout', env: 'RCD_PROPAGATION_TIMEOUT_MS', fallback: '2000', help: 'ms an admin write waits for every live node on the store to apply it (0..60000)' },
   { flag: 'change-log-entries', env: 'RCD_CHANGE_LOG_ENTRIES', fallback: '100000', help: 'change-log entries kept; a node further behind reloads a snapshot (1000..100000000)' },
@@ -116,8 +119,9 @@ export function dataDirFor(storeUrl: string, explicit: string): string {
 export function buildServeConfig(values: Map<string, string>): ServeConfig {
   const get = (k: string): string => values.get(k) ?? '';
   const storeUrl = get('store');
-  if (!storeUrl.startsWith('sqlite:') && storeUrl !== 'memory:') {
-    throw new ConfigError(`--store must be sqlite:PATH or memory:, got "${storeUrl}"`);
+  const postgres = storeUrl.startsWith('postgres://') || storeUrl.startsWith('postgresql://');
+  if (!storeUrl.startsWith('sqlite:') && storeUrl !== 'memory:' && !postgres) {
+    throw new ConfigError(`--store must be sqlite:PATH, memory: or postgres://user:password@host:port/database, got "${storeUrl}"`);
   }
   const maxCombineIds = intIn('max-combine-ids', get('max-combine-ids'), 1, 10_000);
   const maxPendingJobs = intIn('max-pending', get('max-pending'), 1, 1_000_000);
@@ -131,6 +135,7 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
   }
   return Object.freeze({
     storeUrl,
+    pgPoolSize: intIn('pg-pool-size', get('pg-pool-size'), 1, 100),
     storeBusyTimeoutMs: intIn('store-busy-timeout', get('store-busy-timeout'), 0, 60_000),
     propagationTimeoutMs: intIn('propagation-timeout', get('propagation-timeout'), 0, 60_000),
     rejectAmbiguousFraming: bool('reject-ambiguous-framing', get('reject-ambiguous-framing')),

@@ -30,6 +30,8 @@ export const ERROR_STATUS = {
   store_busy: 503,
   /** The store's files were deleted or replaced under the running server: writes are refused. */
   store_unavailable: 503,
+  /** Only when a store is opened: it was written by a newer rcd (a higher schema version); upgrade rcd. */
+  store_schema_too_new: 500,
   internal: 500,
   // Answered by the recommended reverse proxy (docs/nginx/rcd.conf), never by rcd itself: nginx
   // refuses what rcd's HTTP parser cannot answer (docs/security.md, "HTTP layer") with these codes.

@@ -5,8 +5,11 @@
  * - `memory:`: a fresh in-memory SQLite database with a unique name, shared with the worker threads
  *   of this process (SQLite memdb VFS) for as long as the store is open. `memory:NAME` opens (or
  *   creates) the named one; the store's `readerUrl` is always that form.
+ * - `postgres://user:password@host:port/database` (or `postgresql://`): a PostgreSQL database that
+ *   several nodes share (src/store/postgres/, docs/fleet.md); the schema is created or upgraded.
  *
- * The store's `readerUrl` is what a worker passes to `openRevisionReader`.
+ * The store's `readerUrl` is what a worker passes to `openWorkerReader` (or, for SQLite only,
+ * `openRevisionReader`).
  */
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
@@ -14,9 +17,14 @@ import { RcdError } from '../runtime/errors.js';
 import { settle } from '../shared/settle.js';
 import { DEFAULT_BUSY_TIMEOUT_MS, enableUriFilenames, openReader, openWriter, type Database, type DbLocation } from './sqlite/driver.js';
 import { SqliteStore } from './sqlite/store.js';
-import type { RevisionReader, RevisionText, Store } from './types.js';
+import { connect, DEFAULT_PG_CONNECT_TIMEOUT_MS, DEFAULT_PG_POOL_SIZE, describePgError, isPostgresUrl, isUnreachable, redactPostgresUrl } from './postgres/connection.js';
+import { PostgresRevisionSource } from './postgres/reader.js';
+import { migrate as migratePostgres } from './postgres/schema.js';
+import { PostgresStore } from './postgres/store.js';
+import type { RevisionReader, RevisionSource, RevisionText, Store } from './types.js';
 
-export type { Store, RevisionReader } from './types.js';
+export type { Store, RevisionReader, RevisionSource } from './types.js';
+export { isPostgresUrl } from './postgres/connection.js';
 export { apiKeyDigest, contentIdKey } from './ids.js';
 
 // Before any connection of this process exists (see driver.ts: memdb needs URI filenames).
@@ -25,6 +33,13 @@ enableUriFilenames();
 export interface OpenStoreOptions {
   /** How long a write waits for another connection's lock before failing with store_busy (default 5000 ms). */
   readonly busyTimeoutMs?: number;
+  /** PostgreSQL: connections of the store's pool (default DEFAULT_PG_POOL_SIZE). */
+  readonly poolSize?: number;
+}
+
+/** The store URL as logs and messages show it: a PostgreSQL password never appears. */
+export function describeStoreUrl(url: string): string {
+  return isPostgresUrl(url) ? redactPostgresUrl(url) : url;
 }
 
 const MEMORY_NAME = /^[A-Za-z0-9_-]{1,100}$/;
@@ -49,7 +64,7 @@ export function parseStoreUrl(url: string): DbLocation {
   }
   throw new RcdError(
     'invalid_request',
-    `unknown store URL ${JSON.stringify(url)}: use sqlite:PATH (e.g. sqlite:./data/rcd.db) or memory:`,
+    `unknown store URL ${JSON.stringify(url)}: use sqlite:PATH (e.g. sqlite:./data/rcd.db), memory: or postgres://user:password@host:port/database`,
   );
 }
 
@@ -58,6 +73,7 @@ function readerUrlOf(loc: DbLocation): string {
 }
 
 export function openStore(url: string, opts: OpenStoreOptions = {}): Promise<Store> {
+  if (typeof url === 'string' && isPostgresUrl(url)) return openPostgresStore(url, opts);
   return settle(() => {
     const loc = parseStoreUrl(url);
     const db = openWriter(loc, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
@@ -68,6 +84,31 @@ export function openStore(url: string, opts: OpenStoreOptions = {}): Promise<Sto
       throw err;
     }
   });
+}
+
+/**
+ * Connects and migrates. An unreachable database is store_unavailable (the caller may retry); a
+ * database of a newer schema is store_schema_too_new.
+ */
+async function openPostgresStore(url: string, opts: OpenStoreOptions): Promise<Store> {
+  const sql = connect(url, { poolSize: opts.poolSize ?? DEFAULT_PG_POOL_SIZE, connectTimeoutMs: DEFAULT_PG_CONNECT_TIMEOUT_MS });
+  try {
+    await migratePostgres(sql);
+  } catch (err) {
+    await sql.end({ timeout: 1 }).catch(() => undefined);
+    if (isUnreachable(err)) throw new RcdError('store_unavailable', `the database ${redactPostgresUrl(url)} is unreachable: ${describePgError(err)}`);
+    throw err;
+  }
+  return new PostgresStore(sql, url, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
+}
+
+/** A worker thread's reader: synchronous for SQLite stores, batched and awaited for PostgreSQL. */
+export function openWorkerReader(readerUrl: string): RevisionReader | RevisionSource {
+  return isPostgresUrl(readerUrl) ? new PostgresRevisionSource(readerUrl) : openRevisionReader(readerUrl);
+}
+
+export function isRevisionSource(r: RevisionReader | RevisionSource): r is RevisionSource {
+  return 'readRevisions' in r;
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * The Store interface: the source of truth for environments, API keys, content revisions and
- * mappings. SQLite (embedded, default) implements it today; PostgreSQL is planned behind the same
- * interface, which is why every method returns a Promise even though better-sqlite3 is synchronous.
+ * mappings. SQLite (embedded, default; src/store/sqlite/) and PostgreSQL (a fleet of nodes on one
+ * database; src/store/postgres/) implement it, which is why every method returns a Promise even
+ * though better-sqlite3 is synchronous.
  *
  * Two rules the rest of the server relies on:
  * 1. Revisions and mappings are immutable rows with ids that are never reused. Worker threads cache
@@ -120,12 +121,30 @@ export interface RevisionText {
   readonly hash: string;
 }
 
-/** Read side used by worker threads: each worker opens its own (read-only) reader from the store URL. */
+/**
+ * Read side used by worker threads: each worker opens its own reader from the store's readerUrl.
+ * SQLite's is synchronous (a read-only connection, microseconds a point read). PostgreSQL's is a
+ * RevisionSource: a miss is a network round trip, so a batch's misses are read together and awaited
+ * (src/worker/entry.ts), never on a delivery loop.
+ */
 export interface RevisionReader {
   readRevision(revId: number): RevisionText | undefined;
   /** The mapping JSON text as stored, or undefined. */
   readMapping(mappingId: number): string | undefined;
   close(): void;
+}
+
+/** A worker thread's reader of a remote store: many ids in one round trip. */
+export interface RevisionSource {
+  /** The rows found (an id that is gone is absent). Rejects when the store cannot be reached. */
+  readRevisions(revIds: readonly number[]): Promise<Map<number, RevisionText>>;
+  readMappings(mappingIds: readonly number[]): Promise<Map<number, string>>;
+  close(): Promise<void>;
+}
+
+/** A running watch of other connections' commits (Store.watchCommits). */
+export interface CommitWatch {
+  stop(): void;
 }
 
 export interface EnvironmentInfo {
@@ -209,10 +228,14 @@ export interface Store {
   /** Removes a node (its own shutdown, or one silent for long). */
   removeNode(nodeId: string): Promise<void>;
   /**
-   * A number that changes whenever another connection or process commits to the store (SQLite's
-   * data_version): polled cheaply to notice writes made elsewhere.
+   * Calls `wake` when another connection or process may have committed, so that the caller reads the
+   * change log after the seq it applied (a wake with nothing new is harmless). SQLite: its
+   * data_version polled every 25 ms. PostgreSQL: LISTEN/NOTIFY, a catch-up wake every second (a lost
+   * notification heals) and a wake when the database is reachable again.
    */
-  dataVersion(): Promise<number>;
+  watchCommits(wake: () => void, onError: (err: unknown) => void): Promise<CommitWatch>;
+  /** Mapping texts by immutable id (the ids found), for the control thread's routing updates. */
+  readMappings(mappingIds: readonly number[]): Promise<Map<number, string>>;
 
   listEnvironments(): Promise<EnvironmentInfo[]>;
   /** Creates the environment when missing; true when it was created. */

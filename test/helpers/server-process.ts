@@ -22,6 +22,10 @@ export interface ServerOptions {
   admin?: boolean;
   /** Seed the demo environment into an empty store, as `npm start` does (default: false). */
   seedDemo?: boolean;
+  /** Store URL (default: sqlite:<dir>/rcd.db), e.g. a PostgreSQL database. */
+  store?: string;
+  /** Resolve once the process printed this instead of "listening on" (e.g. a start waiting for its store). */
+  readyWhen?: RegExp;
 }
 
 export interface ServerProcess {
@@ -45,7 +49,7 @@ export function tempDir(prefix = 'rcd-test-'): string {
 export async function startServer(opts: ServerOptions = {}): Promise<ServerProcess> {
   const ownDir = opts.dir === undefined;
   const dir = opts.dir ?? tempDir();
-  const storeUrl = `sqlite:${join(dir, 'rcd.db')}`;
+  const storeUrl = opts.store ?? `sqlite:${join(dir, 'rcd.db')}`;
   const args = [BIN, 'serve', '--store', storeUrl, '--host', '127.0.0.1', '--port', '0', '--threads', '2', '--seed-demo', String(opts.seedDemo === true)];
   if (opts.admin === true) args.push('--admin-port', '0', '--admin-host', '127.0.0.1');
   else args.push('--admin', 'false');
@@ -69,14 +73,23 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in time\nstdout:\n${out}\nstderr:\n${err}`)), 20_000);
     const onData = (): void => {
+      if (opts.readyWhen !== undefined && opts.readyWhen.test(out + err)) {
+        clearTimeout(timer);
+        child.stdout.off('data', onData);
+        child.stderr.off('data', onData);
+        resolve('');
+        return;
+      }
       const m = /(?<!admin )listening on (http:\/\/[^\s]+)/.exec(out);
       if (m !== null && (opts.admin !== true || /admin listening on/.test(out))) {
         clearTimeout(timer);
         child.stdout.off('data', onData);
+        child.stderr.off('data', onData);
         resolve(m[1]!);
       }
     };
     child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`server exited with ${code} before listening\nstdout:\n${out}\nstderr:\n${err}`));

@@ -215,7 +215,7 @@ async function runWrite(
 function requireDurableStore(store: Store): void {
   const reason = store.unavailableReason();
   if (reason !== null) {
-    throw new RcdError('store_unavailable', `the store is unavailable (${reason}); writes are refused until the server is restarted on an intact store`);
+    throw new RcdError('store_unavailable', `the store is unavailable (${reason}); writes are refused meanwhile`);
   }
 }
 

@@ -19,7 +19,9 @@ import { dirname, resolve } from 'node:path';
 import { RcdError } from '../../runtime/errors.js';
 import { settle } from '../../shared/settle.js';
 import { makeStoreFilesPrivate } from '../../store/sqlite/driver.js';
+import { DEFAULT_PG_CONNECT_TIMEOUT_MS, isPostgresUrl } from '../../store/postgres/connection.js';
 import { ephemeralSealKey, loadSealKey, openSealed, sealSecret } from './sealed.js';
+import { PostgresAdminState } from './state-postgres.js';
 
 export const WEBHOOK_EVENTS = ['content.updated', 'content.deleted', 'mapping.updated', 'environment.synced'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
@@ -293,13 +295,18 @@ export interface AdminStateOptions {
 
 /**
  * Opens the admin state for a store URL: `sqlite:PATH` shares the store's database file and seals
- * webhook secrets with `<dataDir>/webhook-key`; `memory:` (any name) keeps the state in this
- * process only, sealed with a key that is never written anywhere.
+ * webhook secrets with `<dataDir>/webhook-key`; `postgres://` keeps it in the store's database
+ * (state-postgres.ts), sealed with `<dataDir>/webhook-key`; `memory:` (any name) keeps the state in
+ * this process only, sealed with a key that is never written anywhere.
  */
 export function openAdminState(storeUrl: string, opts: AdminStateOptions = {}): AdminStateStore {
   const log = opts.log ?? (() => undefined);
   const busyTimeoutMs = opts.busyTimeoutMs ?? 5000;
   if (storeUrl.startsWith('memory:')) return new SqliteAdminState(':memory:', ephemeralSealKey(), log, busyTimeoutMs);
+  if (isPostgresUrl(storeUrl)) {
+    const { key } = loadSealKey(opts.dataDir ?? resolve('data'));
+    return new PostgresAdminState(storeUrl, key, log, DEFAULT_PG_CONNECT_TIMEOUT_MS);
+  }
   if (storeUrl.startsWith('sqlite:')) {
     const path = storeUrl.slice('sqlite:'.length);
     if (path === '') throw new RcdError('invalid_request', 'store URL "sqlite:" needs a file path');
@@ -308,5 +315,5 @@ export function openAdminState(storeUrl: string, opts: AdminStateOptions = {}): 
     const { key } = loadSealKey(opts.dataDir ?? dirname(resolve(path)));
     return new SqliteAdminState(path, key, log, busyTimeoutMs);
   }
-  throw new RcdError('invalid_request', `unsupported store URL "${storeUrl}" (expected sqlite:PATH or memory:)`);
+  throw new RcdError('invalid_request', `unsupported store URL "${storeUrl}" (expected sqlite:PATH, memory: or postgres://...)`);
 }

@@ -66,13 +66,13 @@ export interface BundleProblem {
   readonly reason: string;
 }
 
-interface PlannedRevision {
+export interface PlannedRevision {
   readonly text: string;
   readonly minAppVersion: string | null;
   readonly compiled: CompiledContent;
 }
 
-interface PlannedContent {
+export interface PlannedContent {
   readonly id: string;
   readonly idLower: string;
   readonly revisions: PlannedRevision[];
@@ -83,7 +83,7 @@ interface PlannedContent {
   readonly ruleCount: number;
 }
 
-interface PlannedEnvironment {
+export interface PlannedEnvironment {
   readonly envId: string;
   readonly keyDigests: string[];
   readonly contents: PlannedContent[];
@@ -94,6 +94,16 @@ interface PlannedEnvironment {
  * transaction: it throws invalid_bundle (nothing written) when there is any problem.
  */
 export function importBundle(sql: StoreSql, raw: unknown): ImportReport {
+  const plan = planImport(raw, (digest) => sql.keyByDigest(digest)?.env_id);
+  return applyPlan(sql, plan);
+}
+
+/**
+ * The bundle checked and planned: every problem found (thrown as one invalid_bundle), or what to
+ * write. `storedOwner` says which environment a stored key digest belongs to (undefined: not stored);
+ * a store that cannot look it up synchronously reads the owners of bundleKeyDigests() first.
+ */
+export function planImport(raw: unknown, storedOwner: (digest: string) => string | undefined): readonly PlannedEnvironment[] {
   const problems: BundleProblem[] = [];
   const parsed = BundleSchema.safeParse(raw);
   if (!parsed.success) {
@@ -107,9 +117,22 @@ export function importBundle(sql: StoreSql, raw: unknown): ImportReport {
   }
   // The checks below walk the raw input defensively (the shape may be wrong in places) so that one
   // refusal lists every problem, not only the first layer's.
-  const plan = planBundle(sql, raw, problems);
+  const plan = planBundle(storedOwner, raw, problems);
   if (problems.length > 0) throw bundleError(problems);
-  return applyPlan(sql, plan);
+  return plan;
+}
+
+/** The digests of every well-formed key the bundle lists. */
+export function bundleKeyDigests(raw: unknown): string[] {
+  const out: string[] = [];
+  if (!isPlainObject(raw) || !isPlainObject(raw.environments)) return out;
+  for (const env of Object.values(raw.environments)) {
+    if (!isPlainObject(env) || !Array.isArray(env.keys)) continue;
+    for (const key of env.keys as unknown[]) {
+      if (typeof key === 'string' && plainKeyProblem(key) === '') out.push(apiKeyDigest(key));
+    }
+  }
+  return out;
 }
 
 function bundleError(problems: BundleProblem[]): RcdError {
@@ -119,7 +142,7 @@ function bundleError(problems: BundleProblem[]): RcdError {
   return new RcdError('invalid_bundle', `invalid bundle, nothing imported (${problems.length} ${noun}): ${shown.join('; ')}${more}`, problems);
 }
 
-function planBundle(sql: StoreSql, raw: unknown, problems: BundleProblem[]): PlannedEnvironment[] {
+function planBundle(storedOwner: (digest: string) => string | undefined, raw: unknown, problems: BundleProblem[]): PlannedEnvironment[] {
   const plan: PlannedEnvironment[] = [];
   if (!isPlainObject(raw) || !isPlainObject(raw.environments)) return plan;
   const keyOwner = new Map<string, string>();
@@ -130,7 +153,7 @@ function planBundle(sql: StoreSql, raw: unknown, problems: BundleProblem[]): Pla
     if (!isPlainObject(env)) continue;
     const planned: PlannedEnvironment = { envId, keyDigests: [], contents: [] };
     plan.push(planned);
-    if (Array.isArray(env.keys)) planKeys(sql, envId, env.keys, envPath, keyOwner, planned, problems);
+    if (Array.isArray(env.keys)) planKeys(storedOwner, envId, env.keys, envPath, keyOwner, planned, problems);
     if (isPlainObject(env.content)) {
       const seen = new Map<string, string>();
       for (const [id, entry] of Object.entries(env.content)) {
@@ -157,7 +180,7 @@ function planBundle(sql: StoreSql, raw: unknown, problems: BundleProblem[]): Pla
 }
 
 function planKeys(
-  sql: StoreSql,
+  storedOwner: (digest: string) => string | undefined,
   envId: string,
   keys: unknown[],
   envPath: readonly string[],
@@ -182,9 +205,9 @@ function planKeys(
       continue;
     }
     keyOwner.set(digest, envId);
-    const stored = sql.keyByDigest(digest);
-    if (stored !== undefined && stored.env_id !== envId) {
-      problems.push({ path, reason: `this key already belongs to environment ${JSON.stringify(stored.env_id)}; a key belongs to one environment` });
+    const stored = storedOwner(digest);
+    if (stored !== undefined && stored !== envId) {
+      problems.push({ path, reason: `this key already belongs to environment ${JSON.stringify(stored)}; a key belongs to one environment` });
       continue;
     }
     planned.keyDigests.push(digest);
@@ -383,6 +406,14 @@ export function overlap(
   return 0;
 }
 
+export type BundleEntry = z.infer<typeof EntrySchema>;
+
+/** One content item as export writes it: revisions oldest first with their texts as stored. */
+export function exportEntry(revisions: readonly Pick<RevisionRow, 'text' | 'min_app_version'>[], mappingJson: string | undefined): BundleEntry {
+  const list = revisions.map((r) => (r.min_app_version === null ? { text: r.text } : { text: r.text, minAppVersion: r.min_app_version }));
+  return mappingJson === undefined ? { revisions: list } : { revisions: list, mapping: JSON.parse(mappingJson) as unknown };
+}
+
 /** Everything but API keys, in the import format; revisions oldest first with their texts as stored. */
 export function exportBundle(sql: StoreSql): Bundle {
   const environments: Bundle['environments'] = {};
@@ -391,22 +422,15 @@ export function exportBundle(sql: StoreSql): Bundle {
     'SELECT content_pk, id, mapping_id FROM contents WHERE env_id = ? ORDER BY id_lower',
   );
   for (const { env_id: envId } of envs) {
-    const content: Record<string, z.infer<typeof EntrySchema>> = {};
-    for (const c of contentsStmt.all(envId)) {
-      const revisions = sql.revisions(c.content_pk).map((r) =>
-        r.min_app_version === null ? { text: r.text } : { text: r.text, minAppVersion: r.min_app_version },
-      );
-      const mapping = sql.getMapping(c.mapping_id);
-      const entry = mapping === undefined ? { revisions } : { revisions, mapping: JSON.parse(mapping.json) as unknown };
-      setOwn(content, c.id, entry);
-    }
+    const content: Record<string, BundleEntry> = {};
+    for (const c of contentsStmt.all(envId)) setOwn(content, c.id, exportEntry(sql.revisions(c.content_pk), sql.getMapping(c.mapping_id)?.json));
     setOwn(environments, envId, { keys: [], content });
   }
   return { note: EXPORT_NOTE, environments };
 }
 
 /** Ids such as "__proto__" are valid; a plain assignment would set a prototype instead of a field. */
-function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
+export function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
   Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }
 

@@ -123,7 +123,7 @@ export function migrate(db: Database): void {
     const version = row === undefined ? 0 : row.version;
     if (version > MIGRATIONS.length) {
       throw new RcdError(
-        'internal',
+        'store_schema_too_new',
         `the store has schema version ${version}, this rcd knows versions up to ${MIGRATIONS.length}: upgrade rcd`,
       );
     }

@@ -32,6 +32,7 @@ import { nextNumber, nowIso, sameRevision, StoreSql, type ContentRow, type Revis
 import type {
   ChangeBatch,
   ChangeEntry,
+  CommitWatch,
   ContentDetail,
   ContentSummary,
   DirectorySnapshot,
@@ -45,6 +46,8 @@ import type {
   SyncReport,
 } from '../types.js';
 
+/** How often data_version is read: the bound on how late another process's commit is noticed. */
+export const COMMIT_POLL_MS = 25;
 
 export class SqliteStore implements Store {
   readonly readerUrl: string;
@@ -159,11 +162,40 @@ export class SqliteStore implements Store {
     });
   }
 
-  dataVersion(): Promise<number> {
+  /** Polls SQLite's data_version (changes when another connection commits) every COMMIT_POLL_MS. */
+  watchCommits(wake: () => void, onError: (err: unknown) => void): Promise<CommitWatch> {
     return settle(() => {
       if (this.closed) throw new RcdError('internal', 'the store is closed');
-      return this.routing().dataVersion();
+      let version = this.routing().dataVersion();
+      const timer = setInterval(() => {
+        if (this.closed) return;
+        try {
+          const now = this.routing().dataVersion();
+          if (now === version) return;
+          version = now;
+        } catch (err) {
+          onError(err);
+          return;
+        }
+        wake();
+      }, COMMIT_POLL_MS);
+      timer.unref();
+      return { stop: () => clearInterval(timer) };
     });
+  }
+
+  readMappings(mappingIds: readonly number[]): Promise<Map<number, string>> {
+    return settle(() =>
+      this.read(() => {
+        const stmt = this.db.prepare<{ json: string }>('SELECT json FROM mappings WHERE mapping_id = ?');
+        const out = new Map<number, string>();
+        for (const id of mappingIds) {
+          const row = stmt.get(id);
+          if (row !== undefined) out.set(id, row.json);
+        }
+        return out;
+      }),
+    );
   }
 
   /** Prepared on first use: the admin CLI's stores never read routing data. */

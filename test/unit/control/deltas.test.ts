@@ -61,7 +61,7 @@ async function harness(opts: { changeBatch?: number; sliceBudgetUs?: number } = 
   const channel = new MessageChannel();
   const feed = new DeliveryFeed(channel.port2);
   const feeds = new Feeds([channel.port1], () => undefined, () => undefined, opts);
-  await feeds.publish(store, reader);
+  await feeds.publish(store);
   return {
     store,
     reader,
@@ -214,7 +214,7 @@ describe('routing deltas against a whole rebuild', () => {
           for (const k of plainKeys) h.feed.directory.lookupKey(k);
           const directoryBefore = h.feed.directory;
           log.push(await randomWrite(rnd, h.store, plainKeys));
-          await h.feeds.publish(h.store, h.reader);
+          await h.feeds.publish(h.store);
           // Deltas are applied in place: the same Directory object throughout.
           expect(h.feed.directory, log.join('\n')).toBe(directoryBefore);
           const want = await fresh(h.store, h.reader);
@@ -239,18 +239,18 @@ describe('routing deltas against a whole rebuild', () => {
     try {
       await h.store.putEnvironment('prod');
       await h.store.createKey('prod', 'a-key-of-prod-0001');
-      await h.feeds.publish(h.store, h.reader);
+      await h.feeds.publish(h.store);
       const before = h.feed.directory;
       await h.store.putContent('prod', 'Shop', '{"level": 1}', null);
       await h.store.putContent('prod', 'Bank', '{"level": 2}', null);
       await h.store.pruneChanges(1);
-      await h.feeds.publish(h.store, h.reader);
+      await h.feeds.publish(h.store);
       expect(h.feed.directory).not.toBe(before);
       expect(describeDirectory(h.feed.directory, ['a-key-of-prod-0001'])).toEqual(describeDirectory(await fresh(h.store, h.reader), ['a-key-of-prod-0001']));
       // Deltas follow again from the snapshot's sequence.
       const reloaded = h.feed.directory;
       await h.store.deleteContent('prod', 'Shop');
-      await h.feeds.publish(h.store, h.reader);
+      await h.feeds.publish(h.store);
       expect(h.feed.directory).toBe(reloaded);
       expect([...h.feed.directory.environments.get('prod')!.contents.keys()]).toEqual(['bank']);
     } finally {
@@ -268,12 +268,12 @@ describe('routing deltas against a whole rebuild', () => {
     try {
       await store.putEnvironment('prod');
       await store.createKey('prod', 'a-key-of-prod-0001');
-      await feeds.publish(store, reader);
+      await feeds.publish(store);
       // The loop's state no longer follows the log (as after a lost update): it refuses the next delta.
       feed.directory.seq -= 1;
       const stale = feed.directory;
       await store.putContent('prod', 'Shop', '{"level": 1}', null);
-      await feeds.publish(store, reader);
+      await feeds.publish(store);
       expect(lines.some((l) => l.includes('reloading the whole directory'))).toBe(true);
       expect(feed.directory).not.toBe(stale);
       expect(feed.directory.seq).toBe(feeds.appliedSeq);
@@ -298,7 +298,7 @@ describe('routing deltas against a whole rebuild', () => {
           seen.push({ contents: m.update.delta.contents.length, catalogs: m.update.catalogs.length, last: m.update.last });
         }
       });
-      await h.feeds.publish(h.store, h.reader);
+      await h.feeds.publish(h.store);
       // 400 µs at 4 µs an item: 100 items (environment and key included) per slice.
       expect(seen.length).toBe(Math.ceil(1002 / 100));
       expect(seen.every((s) => s.contents <= 100)).toBe(true);

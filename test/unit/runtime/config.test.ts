@@ -21,6 +21,7 @@ describe('serve configuration', () => {
     expect(build({}, { RCD_PORT: '9000' }).port).toBe(9000);
     expect(build({ port: '9100' }, { RCD_PORT: '9000' }).port).toBe(9100);
     expect(build({}, { RCD_STORE_BUSY_TIMEOUT_MS: '250' }).storeBusyTimeoutMs).toBe(250);
+    expect(build({ store: 'postgres://rcd:pw@db:5432/rcd' }, { RCD_PG_POOL_SIZE: '8' }).pgPoolSize).toBe(8);
   });
 
   it.each([
@@ -28,10 +29,12 @@ describe('serve configuration', () => {
     [{ port: 'abc' }],
     [{ threads: '0' }],
     [{ 'max-body': '0' }],
-    [{ store: 'postgres://x' }],
+    [{ store: 'mysql://x' }],
     [{ 'seed-demo': 'maybe' }],
     [{ 'store-busy-timeout': '60001' }],
     [{ 'store-busy-timeout': '-1' }],
+    [{ 'pg-pool-size': '0' }],
+    [{ 'pg-pool-size': '101' }],
   ])('refuses %j', (flags) => {
     expect(() => build(flags)).toThrowError(ConfigError);
   });

@@ -99,6 +99,6 @@ describe('admin state', () => {
   });
 
   it('refuses unknown store URLs', () => {
-    expect(() => openAdminState('postgres://x')).toThrow(/unsupported store URL/);
+    expect(() => openAdminState('mysql://x')).toThrow(/unsupported store URL/);
   });
 });

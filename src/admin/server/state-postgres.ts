@@ -1,0 +1,152 @@
+/**
+ * The admin state (audit log, webhook registrations) of a PostgreSQL store: tables of the same
+ * database (created by the store's migrations, src/store/postgres/schema.ts), so every node of a
+ * fleet lists the same audit and delivers the same webhooks. Secrets are sealed as in the SQLite
+ * state, with the webhook key of --data-dir: the nodes of a fleet share that key file
+ * (docs/fleet.md).
+ */
+import { randomUUID } from 'node:crypto';
+import { RcdError } from '../../runtime/errors.js';
+import { connect, pgFailure, type Sql } from '../../store/postgres/connection.js';
+import { openSealed, sealSecret } from './sealed.js';
+import type { AdminStateStore, AuditEntry, NewAuditEntry, WebhookEvent, WebhookInfo, WebhookRegistration } from './state.js';
+
+interface AuditRow {
+  id: number;
+  at: string;
+  actor: string;
+  token_id: string;
+  action: string;
+  env: string | null;
+  target: string | null;
+  detail: string;
+}
+
+interface WebhookRow {
+  id: string;
+  url: string;
+  events: string;
+  secret_sealed: string;
+  created_at: string;
+}
+
+/** The admin state's own small pool: audit writes never wait behind routing reads. */
+const ADMIN_POOL_SIZE = 2;
+
+export class PostgresAdminState implements AdminStateStore {
+  private readonly sql: Sql;
+  private readonly sealKey: Buffer;
+  private readonly log: (line: string) => void;
+  private readonly reportedUnreadable = new Set<string>();
+
+  constructor(url: string, sealKey: Buffer, log: (line: string) => void, connectTimeoutMs: number) {
+    this.sql = connect(url, { poolSize: ADMIN_POOL_SIZE, connectTimeoutMs });
+    this.sealKey = sealKey;
+    this.log = log;
+  }
+
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw pgFailure(err);
+    }
+  }
+
+  appendAudit(entry: NewAuditEntry): Promise<AuditEntry> {
+    return this.call(async () => {
+      const at = new Date().toISOString();
+      const detail = JSON.stringify(entry.detail ?? null);
+      const rows = await this.sql.unsafe<{ id: number }[]>(
+        'INSERT INTO admin_audit (at, actor, token_id, action, env, target, detail) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id',
+        [at, entry.actor, entry.tokenId, entry.action, entry.env, entry.target, detail],
+        { prepare: true },
+      );
+      return {
+        id: rows[0]!.id,
+        at,
+        actor: entry.actor,
+        tokenId: entry.tokenId,
+        action: entry.action,
+        env: entry.env,
+        target: entry.target,
+        detail: JSON.parse(detail) as unknown,
+      };
+    });
+  }
+
+  listAudit(limit: number, before?: number): Promise<AuditEntry[]> {
+    return this.call(async () => {
+      const rows =
+        before === undefined
+          ? await this.sql.unsafe<AuditRow[]>('SELECT * FROM admin_audit ORDER BY id DESC LIMIT $1', [limit])
+          : await this.sql.unsafe<AuditRow[]>('SELECT * FROM admin_audit WHERE id < $1 ORDER BY id DESC LIMIT $2', [before, limit]);
+      return rows.map((r) => ({
+        id: r.id,
+        at: r.at,
+        actor: r.actor,
+        tokenId: r.token_id,
+        action: r.action,
+        env: r.env,
+        target: r.target,
+        detail: JSON.parse(r.detail) as unknown,
+      }));
+    });
+  }
+
+  addWebhook(url: string, events: readonly WebhookEvent[], secret: string): Promise<WebhookRegistration> {
+    return this.call(async () => {
+      const id = 'wh_' + randomUUID().replaceAll('-', '').slice(0, 16);
+      const createdAt = new Date().toISOString();
+      await this.sql.unsafe('INSERT INTO admin_webhooks (id, url, events, secret_sealed, created_at) VALUES ($1, $2, $3, $4, $5)', [
+        id,
+        url,
+        JSON.stringify(events),
+        sealSecret(this.sealKey, secret, id),
+        createdAt,
+      ]);
+      return { id, url, events: [...events], createdAt, secret };
+    });
+  }
+
+  private rows(): Promise<WebhookRow[]> {
+    return this.sql.unsafe<WebhookRow[]>('SELECT * FROM admin_webhooks ORDER BY created_at COLLATE "C", id COLLATE "C"');
+  }
+
+  listWebhooks(): Promise<WebhookRegistration[]> {
+    return this.call(async () => {
+      const out: WebhookRegistration[] = [];
+      for (const row of await this.rows()) {
+        const secret = openSealed(this.sealKey, row.secret_sealed, row.id);
+        if (secret === null) {
+          if (!this.reportedUnreadable.has(row.id)) {
+            this.reportedUnreadable.add(row.id);
+            this.log(`admin: webhook ${row.id}: its secret does not open with the current webhook key; not delivered until it is registered again`);
+          }
+          continue;
+        }
+        out.push({ ...info(row), secret });
+      }
+      return out;
+    });
+  }
+
+  listWebhookInfo(): Promise<WebhookInfo[]> {
+    return this.call(async () => (await this.rows()).map(info));
+  }
+
+  deleteWebhook(id: string): Promise<void> {
+    return this.call(async () => {
+      const result = await this.sql.unsafe('DELETE FROM admin_webhooks WHERE id = $1', [id]);
+      if (result.count === 0) throw new RcdError('not_found', `no webhook with id "${id}"`);
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.sql.end({ timeout: 1 });
+  }
+}
+
+function info(row: WebhookRow): WebhookInfo {
+  return { id: row.id, url: row.url, events: JSON.parse(row.events) as WebhookEvent[], createdAt: row.created_at };
+}

@@ -1,0 +1,125 @@
+/**
+ * Connections to PostgreSQL through postgres.js (chosen over node-postgres by measurement, see
+ * bench/README.md "PostgreSQL client": equal on the store's calls within the machine's noise, and
+ * its LISTEN connection reconnects by itself and reports each (re)connection, which the change
+ * feed needs to catch up after an outage).
+ *
+ * Failures are sorted here: a connection that cannot be made or was lost (the database is down,
+ * restarting, or out of reach) becomes store_unavailable; a lock held elsewhere past the busy
+ * timeout becomes store_busy; anything else is re-thrown as it is.
+ */
+import postgres from 'postgres';
+import { RcdError } from '../../runtime/errors.js';
+
+export type Sql = postgres.Sql;
+export type Tx = postgres.TransactionSql;
+
+export interface PgOptions {
+  /** Connections of the pool (the LISTEN connection comes on top). */
+  readonly poolSize: number;
+  /** How long opening a connection may take before the store counts as unreachable. */
+  readonly connectTimeoutMs: number;
+}
+
+export const DEFAULT_PG_POOL_SIZE = 4;
+/** A write during an outage must answer 503 within about a second, not after the driver's 30 s. */
+export const DEFAULT_PG_CONNECT_TIMEOUT_MS = 1000;
+
+export function isPostgresUrl(url: string): boolean {
+  return url.startsWith('postgres://') || url.startsWith('postgresql://');
+}
+
+/** The URL with its password replaced, for logs and messages. */
+export function redactPostgresUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return 'postgres://(unparsable URL)';
+  }
+}
+
+/** Parses and checks the URL; throws invalid_request for a malformed one. */
+export function checkPostgresUrl(url: string): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new RcdError('invalid_request', `malformed PostgreSQL URL ${redactPostgresUrl(url)}: use postgres://user:password@host:port/database`);
+  }
+  if (u.hostname === '' || u.pathname.length <= 1) {
+    throw new RcdError('invalid_request', `the PostgreSQL URL ${redactPostgresUrl(url)} needs a host and a database: postgres://user:password@host:port/database`);
+  }
+}
+
+/** int8 columns (ids, sequence numbers, Unix ms) as numbers: they stay far below 2^53. */
+const INT8_AS_NUMBER = {
+  to: 20,
+  from: [20],
+  serialize: (x: number) => String(x),
+  parse: (x: string) => Number(x),
+};
+
+export function connect(url: string, opts: PgOptions): Sql {
+  checkPostgresUrl(url);
+  return postgres(url, {
+    max: opts.poolSize,
+    connect_timeout: Math.max(1, Math.ceil(opts.connectTimeoutMs / 1000)),
+    // Idle connections are closed after a while: a fleet of nodes does not pin the server's slots.
+    idle_timeout: 60,
+    onnotice: () => undefined,
+    types: { int8: INT8_AS_NUMBER },
+    // Array parameters (`= ANY($1::bigint[])`) need the array types, read once per connection.
+    fetch_types: true,
+    connection: { application_name: 'rcd' },
+  });
+}
+
+/** SQLSTATE classes and driver codes that mean "the database cannot be reached", not "the query is wrong". */
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up, shutting down)
+  '53300', // too_many_connections
+]);
+
+export function isUnreachable(err: unknown): boolean {
+  if (err === null || typeof err !== 'object') return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string') return false;
+  return UNREACHABLE_CODES.has(code) || code.startsWith('08');
+}
+
+/** lock_not_available: the write lock was held elsewhere past lock_timeout. */
+const LOCK_TIMEOUT = '55P03';
+
+/** The RcdError a failed PostgreSQL call becomes (RcdErrors pass through). */
+export function pgFailure(err: unknown): unknown {
+  if (err instanceof RcdError) return err;
+  if (isUnreachable(err)) return new RcdError('store_unavailable', `the store is unreachable: ${describePgError(err)}`);
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === LOCK_TIMEOUT) {
+    return new RcdError('store_busy', 'another node holds the store\'s write lock; retry shortly');
+  }
+  return err;
+}
+
+export function describePgError(err: unknown): string {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  const message = typeof e?.message === 'string' ? e.message : String(err);
+  return code === '' || message.includes(code) ? message : `${code}: ${message}`;
+}

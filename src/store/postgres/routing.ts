@@ -1,0 +1,187 @@
+/**
+ * Routing data in the PostgreSQL store: the whole snapshot, the change log after a sequence, the
+ * current state of what a run of entries touched (a delta) and the node registry. Same results as
+ * the SQLite store's routing.ts; each read runs in the caller's (repeatable-read) transaction, so
+ * what it returns is one consistent state.
+ */
+import type { ContentRow } from '../sqlite/sql.js';
+import type {
+  ChangeBatch,
+  ChangeEntry,
+  ChangeKind,
+  ContentMeta,
+  DirectorySnapshot,
+  KeyDigest,
+  NodeRecord,
+  RevisionMeta,
+  RoutingDelta,
+} from '../types.js';
+import type { Sql, Tx } from './connection.js';
+
+interface RevisionMetaRow {
+  content_pk: number;
+  rev_id: number;
+  number: number;
+  hash: string;
+  min_app_version: string | null;
+  created_at: string;
+}
+
+type ContentMetaRow = ContentRow & { rule_count: number | null };
+
+const CONTENT_COLUMNS = `c.content_pk, c.env_id, c.id_lower, c.id, c.mapping_id, c.created_at, c.updated_at, m.rule_count
+         FROM contents c LEFT JOIN mappings m ON m.mapping_id = c.mapping_id`;
+const REVISION_COLUMNS = 'content_pk, rev_id, number, hash, min_app_version, created_at FROM revisions';
+
+async function headSeq(tx: Tx | Sql): Promise<number> {
+  const rows = await tx.unsafe<{ seq: number }[]>('SELECT seq FROM change_head', [], { prepare: true });
+  return rows[0]?.seq ?? 0;
+}
+
+export async function snapshot(tx: Tx): Promise<DirectorySnapshot> {
+  const seq = await headSeq(tx);
+  const environments = (await tx.unsafe<{ env_id: string }[]>('SELECT env_id FROM environments ORDER BY env_id COLLATE "C"')).map((r) => r.env_id);
+  const keys: KeyDigest[] = (
+    await tx.unsafe<{ digest: string; key_id: string; env_id: string }[]>(
+      'SELECT digest, key_id, env_id FROM api_keys WHERE revoked_at IS NULL ORDER BY key_id COLLATE "C"',
+    )
+  ).map((r) => ({ digest: r.digest, keyId: r.key_id, envId: r.env_id }));
+  const revs = new Map<number, RevisionMeta[]>();
+  for (const r of await tx.unsafe<RevisionMetaRow[]>(`SELECT ${REVISION_COLUMNS} ORDER BY content_pk, number`)) {
+    let list = revs.get(r.content_pk);
+    if (list === undefined) {
+      list = [];
+      revs.set(r.content_pk, list);
+    }
+    list.push(revisionMeta(r));
+  }
+  const contents = (await tx.unsafe<ContentMetaRow[]>(`SELECT ${CONTENT_COLUMNS} ORDER BY c.env_id COLLATE "C", c.id_lower COLLATE "C"`)).map((c) =>
+    contentMeta(c, revs.get(c.content_pk) ?? []),
+  );
+  return { seq, environments, keys, contents };
+}
+
+export async function changesSince(tx: Tx, afterSeq: number, limit: number): Promise<ChangeBatch> {
+  const head = await headSeq(tx);
+  if (afterSeq >= head) return { entries: [], headSeq: head, complete: true };
+  const oldest = (await tx.unsafe<{ seq: number | null }[]>('SELECT min(seq) AS seq FROM change_log', [], { prepare: true }))[0]?.seq ?? null;
+  // Numbered without gaps (schema.ts), so the log holds everything after afterSeq exactly when
+  // its oldest entry is no later than afterSeq + 1.
+  if (oldest === null || oldest > afterSeq + 1) return { entries: [], headSeq: head, complete: false };
+  const rows = await tx.unsafe<{ seq: number; kind: string; env_id: string; target: string }[]>(
+    'SELECT seq, kind, env_id, target FROM change_log WHERE seq > $1 ORDER BY seq LIMIT $2',
+    [afterSeq, limit],
+    { prepare: true },
+  );
+  const entries: ChangeEntry[] = rows.map((r) => ({ seq: r.seq, kind: r.kind as ChangeKind, envId: r.env_id, target: r.target }));
+  return { entries, headSeq: head, complete: true };
+}
+
+/** The current state of every object the entries touched, each once, read in a few set queries. */
+export async function delta(tx: Tx, entries: readonly ChangeEntry[], fromSeq: number, toSeq: number): Promise<RoutingDelta> {
+  const envIds = new Set<string>();
+  const keyIds = new Set<string>();
+  const contentSlots = new Map<string, { envId: string; idLower: string }>();
+  for (const e of entries) {
+    if (e.kind === 'environment') envIds.add(e.envId);
+    else if (e.kind === 'key') keyIds.add(`${e.envId}\0${e.target}`);
+    else contentSlots.set(`${e.envId}\0${e.target}`, { envId: e.envId, idLower: e.target });
+  }
+  const existing = new Set(
+    (await tx.unsafe<{ env_id: string }[]>('SELECT env_id FROM environments WHERE env_id = ANY($1::text[])', [[...envIds]])).map((r) => r.env_id),
+  );
+  const environments = [...envIds].map((envId) => ({ envId, exists: existing.has(envId) }));
+
+  const keyTargets = [...keyIds].map((s) => s.split('\0') as [string, string]);
+  const keyRows = new Map(
+    (
+      await tx.unsafe<{ digest: string; key_id: string; env_id: string; revoked_at: string | null }[]>(
+        'SELECT digest, key_id, env_id, revoked_at FROM api_keys WHERE key_id = ANY($1::text[])',
+        [keyTargets.map((k) => k[1])],
+      )
+    ).map((r) => [r.key_id, r]),
+  );
+  const keys = keyTargets.map(([envId, keyId]) => {
+    const row = keyRows.get(keyId);
+    const live = row !== undefined && row.revoked_at === null && row.env_id === envId;
+    return { keyId, envId, key: live ? { digest: row.digest, keyId: row.key_id, envId: row.env_id } : null };
+  });
+
+  const slots = [...contentSlots.values()];
+  const contentRows = await tx.unsafe<ContentMetaRow[]>(
+    `SELECT ${CONTENT_COLUMNS} JOIN unnest($1::text[], $2::text[]) AS t(env_id, id_lower) ON t.env_id = c.env_id AND t.id_lower = c.id_lower`,
+    [slots.map((s) => s.envId), slots.map((s) => s.idLower)],
+  );
+  const revs = new Map<number, RevisionMeta[]>();
+  if (contentRows.length > 0) {
+    const revRows = await tx.unsafe<RevisionMetaRow[]>(`SELECT ${REVISION_COLUMNS} WHERE content_pk = ANY($1::bigint[]) ORDER BY content_pk, number`, [
+      contentRows.map((c) => c.content_pk),
+    ]);
+    for (const r of revRows) {
+      let list = revs.get(r.content_pk);
+      if (list === undefined) {
+        list = [];
+        revs.set(r.content_pk, list);
+      }
+      list.push(revisionMeta(r));
+    }
+  }
+  const bySlot = new Map(contentRows.map((c) => [`${c.env_id}\0${c.id_lower}`, c]));
+  const contents = slots.map((s) => {
+    const row = bySlot.get(`${s.envId}\0${s.idLower}`);
+    const meta: ContentMeta | null = row === undefined ? null : contentMeta(row, revs.get(row.content_pk) ?? []);
+    return { envId: s.envId, idLower: s.idLower, meta };
+  });
+  return { fromSeq, toSeq, environments, keys, contents };
+}
+
+export async function pruneChanges(tx: Tx, keep: number): Promise<number> {
+  const head = await headSeq(tx);
+  if (head <= keep) return 0;
+  const result = await tx.unsafe('DELETE FROM change_log WHERE seq <= $1', [head - keep], { prepare: true });
+  return result.count;
+}
+
+export async function registerNode(sql: Sql, n: NodeRecord): Promise<void> {
+  await sql.unsafe(
+    `INSERT INTO nodes (node_id, pid, host, started_at, heartbeat_ms, applied_seq) VALUES ($1, $2, $3, $4, $5, $6)
+     ON CONFLICT (node_id) DO UPDATE SET pid = excluded.pid, host = excluded.host, started_at = excluded.started_at,
+       heartbeat_ms = excluded.heartbeat_ms, applied_seq = excluded.applied_seq`,
+    [n.nodeId, n.pid, n.host, n.startedAt, n.heartbeatMs, n.appliedSeq],
+    { prepare: true },
+  );
+}
+
+export async function heartbeat(sql: Sql, nodeId: string, appliedSeq: number, atMs: number): Promise<void> {
+  await sql.unsafe('UPDATE nodes SET heartbeat_ms = $1, applied_seq = $2 WHERE node_id = $3', [atMs, appliedSeq, nodeId], { prepare: true });
+}
+
+export async function listNodes(sql: Sql): Promise<NodeRecord[]> {
+  const rows = await sql.unsafe<{ node_id: string; pid: number; host: string; started_at: string; heartbeat_ms: number; applied_seq: number }[]>(
+    'SELECT node_id, pid, host, started_at, heartbeat_ms, applied_seq FROM nodes ORDER BY node_id COLLATE "C"',
+    [],
+    { prepare: true },
+  );
+  return rows.map((r) => ({ nodeId: r.node_id, pid: r.pid, host: r.host, startedAt: r.started_at, heartbeatMs: r.heartbeat_ms, appliedSeq: r.applied_seq }));
+}
+
+export async function removeNode(sql: Sql, nodeId: string): Promise<void> {
+  await sql.unsafe('DELETE FROM nodes WHERE node_id = $1', [nodeId], { prepare: true });
+}
+
+function contentMeta(c: ContentMetaRow, revisions: RevisionMeta[]): ContentMeta {
+  return {
+    envId: c.env_id,
+    id: c.id,
+    idLower: c.id_lower,
+    revisions,
+    mappingId: c.mapping_id,
+    mappingRuleCount: c.rule_count ?? 0,
+    createdAt: c.created_at,
+    updatedAt: c.updated_at,
+  };
+}
+
+function revisionMeta(r: RevisionMetaRow): RevisionMeta {
+  return { revId: r.rev_id, number: r.number, hash: r.hash, minAppVersion: r.min_app_version, createdAt: r.created_at };
+}

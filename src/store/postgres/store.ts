@@ -1,0 +1,553 @@
+/**
+ * The Store on PostgreSQL: one database shared by every node of a fleet (docs/fleet.md).
+ *
+ * Writes run in one transaction that first takes the store's write lock (an advisory lock, waited
+ * for at most --store-busy-timeout, then 503 store_busy): validation reads and the writes that
+ * follow see one state, as under SQLite's single writer, and the change log is appended by
+ * triggers in the same transaction (schema.ts). Reads of several statements run in one
+ * repeatable-read transaction, so they see one committed state.
+ *
+ * Outage: a call that finds the database unreachable marks the store unavailable (the control
+ * thread reports it to /healthz and writes answer 503 store_unavailable at once instead of waiting
+ * for a connection) and starts a probe that retries with backoff; once the database answers, the
+ * store is available again and every commit watcher is woken, so each node reads the change log
+ * from the sequence it applied and catches up.
+ */
+import { compileContent } from '../jsonc.js';
+import { RcdError } from '../../runtime/errors.js';
+import { validateMapping } from '../../mapping/index.js';
+import { bundleKeyDigests, overlap, planImport, exportEntry, setOwn, EXPORT_NOTE, type Bundle, type BundleEntry, type PlannedEnvironment } from '../bundle/bundle.js';
+import {
+  apiKeyDigest,
+  appVersionProblem,
+  contentIdKey,
+  contentIdProblem,
+  envIdProblem,
+  generateKey,
+  generateKeyId,
+  plainKeyProblem,
+} from '../ids.js';
+import { nextNumber, nowIso, sameRevision, type ContentRow } from '../sqlite/sql.js';
+import type {
+  ChangeBatch,
+  ChangeEntry,
+  CommitWatch,
+  ContentDetail,
+  ContentSummary,
+  DirectorySnapshot,
+  EnvironmentInfo,
+  ImportReport,
+  KeyInfo,
+  NodeRecord,
+  PutContentResult,
+  RoutingDelta,
+  Store,
+  SyncReport,
+} from '../types.js';
+import { describePgError, isUnreachable, pgFailure, type Sql, type Tx } from './connection.js';
+import { PgRows } from './rows.js';
+import * as routing from './routing.js';
+import { CHANGE_CHANNEL, WRITE_LOCK } from './schema.js';
+
+/** Between two notifications, a node reads the change log anyway: a lost notification heals by then. */
+export const CATCH_UP_MS = 1000;
+/** Reconnection probe backoff: first retry, and the cap it doubles up to. */
+const PROBE_FIRST_MS = 100;
+const PROBE_MAX_MS = 2000;
+
+export class PostgresStore implements Store {
+  readonly readerUrl: string;
+  private readonly sql: Sql;
+  private readonly busyTimeoutMs: number;
+  private closed = false;
+  private unreachable: string | null = null;
+  private probe: NodeJS.Timeout | null = null;
+  private probeDelayMs = PROBE_FIRST_MS;
+  private readonly wakers = new Set<() => void>();
+
+  constructor(sql: Sql, readerUrl: string, busyTimeoutMs: number) {
+    this.sql = sql;
+    this.readerUrl = readerUrl;
+    this.busyTimeoutMs = busyTimeoutMs;
+  }
+
+  unavailableReason(): string | null {
+    return this.unreachable;
+  }
+
+  /** Runs a call against the database, sorting its failure (connection.ts) and tracking reachability. */
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.closed) throw new RcdError('internal', 'the store is closed');
+    if (this.unreachable !== null) throw new RcdError('store_unavailable', `the store is unreachable (${this.unreachable}); retrying in the background`);
+    try {
+      return await fn();
+    } catch (err) {
+      if (isUnreachable(err)) this.markUnreachable(describePgError(err));
+      throw pgFailure(err);
+    }
+  }
+
+  private write<T>(fn: (rows: PgRows) => Promise<T>): Promise<T> {
+    return this.call(() =>
+      this.sql.begin(async (tx) => {
+        await tx.unsafe(`SET LOCAL lock_timeout = ${this.busyTimeoutMs}`);
+        await tx.unsafe('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK], { prepare: true });
+        return fn(new PgRows(tx));
+      }) as Promise<T>,
+    );
+  }
+
+  private read<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.call(() => this.sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', fn) as Promise<T>);
+  }
+
+  private markUnreachable(reason: string): void {
+    if (this.closed) return;
+    if (this.unreachable === null) this.unreachable = reason;
+    if (this.probe === null) this.scheduleProbe();
+  }
+
+  private scheduleProbe(): void {
+    this.probe = setTimeout(() => void this.runProbe(), this.probeDelayMs);
+    this.probe.unref();
+  }
+
+  private async runProbe(): Promise<void> {
+    if (this.closed) return;
+    try {
+      await this.sql.unsafe('SELECT 1');
+    } catch (err) {
+      this.unreachable = describePgError(err);
+      this.probeDelayMs = Math.min(this.probeDelayMs * 2, PROBE_MAX_MS);
+      this.scheduleProbe();
+      return;
+    }
+    this.probe = null;
+    this.probeDelayMs = PROBE_FIRST_MS;
+    this.unreachable = null;
+    for (const wake of this.wakers) wake();
+  }
+
+  private async requireEnv(rows: PgRows, envId: string): Promise<void> {
+    if ((await rows.getEnv(envId)) === undefined) throw new RcdError('not_found', `environment ${JSON.stringify(envId)} does not exist`);
+  }
+
+  private async requireContent(rows: PgRows, envId: string, id: string): Promise<ContentRow> {
+    await this.requireEnv(rows, envId);
+    const row = typeof id === 'string' ? await rows.findContent(envId, contentIdKey(id)) : undefined;
+    if (row === undefined) {
+      throw new RcdError('content_not_found', `content ${JSON.stringify(id)} does not exist in environment ${JSON.stringify(envId)}`);
+    }
+    return row;
+  }
+
+  loadDirectory(): Promise<DirectorySnapshot> {
+    return this.read((tx) => routing.snapshot(tx));
+  }
+
+  changesSince(afterSeq: number, limit: number): Promise<ChangeBatch> {
+    return this.read((tx) => routing.changesSince(tx, afterSeq, limit));
+  }
+
+  loadDelta(entries: readonly ChangeEntry[], fromSeq: number, toSeq: number): Promise<RoutingDelta> {
+    return this.read((tx) => routing.delta(tx, entries, fromSeq, toSeq));
+  }
+
+  pruneChanges(keep: number): Promise<number> {
+    // Under the write lock: no writer numbers entries while the head is read and the tail cut.
+    return this.write((rows) => routing.pruneChanges(rows.tx, keep));
+  }
+
+  async readMappings(mappingIds: readonly number[]): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    if (mappingIds.length === 0) return out;
+    const rows = await this.call(() =>
+      this.sql.unsafe<{ mapping_id: number; json: string }[]>('SELECT mapping_id, json FROM mappings WHERE mapping_id = ANY($1::bigint[])', [
+        mappingIds as number[],
+      ]),
+    );
+    for (const r of rows) out.set(r.mapping_id, r.json);
+    return out;
+  }
+
+  registerNode(node: NodeRecord): Promise<void> {
+    return this.call(() => routing.registerNode(this.sql, node));
+  }
+
+  heartbeat(nodeId: string, appliedSeq: number, atMs: number): Promise<void> {
+    return this.call(() => routing.heartbeat(this.sql, nodeId, appliedSeq, atMs));
+  }
+
+  listNodes(): Promise<NodeRecord[]> {
+    return this.call(() => routing.listNodes(this.sql));
+  }
+
+  removeNode(nodeId: string): Promise<void> {
+    return this.call(() => routing.removeNode(this.sql, nodeId));
+  }
+
+  /**
+   * LISTEN on the change channel (a connection of its own that postgres.js re-opens with backoff
+   * after a loss; each (re)connection wakes the caller too, since notifications sent meanwhile are
+   * lost), plus a wake every CATCH_UP_MS and one when the store becomes reachable again.
+   */
+  async watchCommits(wake: () => void, onError: (err: unknown) => void): Promise<CommitWatch> {
+    this.wakers.add(wake);
+    const timer = setInterval(wake, CATCH_UP_MS);
+    timer.unref();
+    let listening: { unlisten(): Promise<void> } | null = null;
+    try {
+      listening = await this.sql.listen(CHANGE_CHANNEL, () => wake(), () => wake());
+    } catch (err) {
+      // The catch-up timer and the probe still bring changes in; the listener is retried by the driver.
+      onError(err);
+    }
+    return {
+      stop: () => {
+        clearInterval(timer);
+        this.wakers.delete(wake);
+        listening?.unlisten().catch(() => undefined);
+      },
+    };
+  }
+
+  listEnvironments(): Promise<EnvironmentInfo[]> {
+    return this.read(async (tx) => {
+      const rows = await tx.unsafe<{ env_id: string; created_at: string; content_count: number; key_count: number }[]>(
+        `SELECT e.env_id, e.created_at,
+                (SELECT count(*) FROM contents c WHERE c.env_id = e.env_id)::int AS content_count,
+                (SELECT count(*) FROM api_keys k WHERE k.env_id = e.env_id AND k.revoked_at IS NULL)::int AS key_count
+           FROM environments e ORDER BY e.env_id COLLATE "C"`,
+      );
+      return rows.map((r) => ({ id: r.env_id, createdAt: r.created_at, contentCount: r.content_count, keyCount: r.key_count }));
+    });
+  }
+
+  listKeys(envId: string): Promise<KeyInfo[]> {
+    return this.read(async (tx) => {
+      await this.requireEnv(new PgRows(tx), envId);
+      const rows = await tx.unsafe<{ key_id: string; env_id: string; created_at: string; last_used_at: string | null; revoked_at: string | null }[]>(
+        'SELECT key_id, env_id, created_at, last_used_at, revoked_at FROM api_keys WHERE env_id = $1 ORDER BY created_at COLLATE "C", key_id COLLATE "C"',
+        [envId],
+      );
+      return rows.map((r) => ({ id: r.key_id, envId: r.env_id, createdAt: r.created_at, lastUsedAt: r.last_used_at, revokedAt: r.revoked_at }));
+    });
+  }
+
+  listContent(envId: string): Promise<ContentSummary[]> {
+    return this.read(async (tx) => {
+      await this.requireEnv(new PgRows(tx), envId);
+      const rows = await tx.unsafe<{ id: string; hash: string; revision_count: number; mapping_id: number | null; updated_at: string }[]>(
+        `SELECT c.id, r.hash, c.mapping_id, c.updated_at,
+                (SELECT count(*) FROM revisions x WHERE x.content_pk = c.content_pk)::int AS revision_count
+           FROM contents c
+           JOIN revisions r ON r.content_pk = c.content_pk
+                           AND r.number = (SELECT max(number) FROM revisions y WHERE y.content_pk = c.content_pk)
+          WHERE c.env_id = $1
+          ORDER BY c.id_lower COLLATE "C"`,
+        [envId],
+      );
+      return rows.map((r) => ({ id: r.id, hash: r.hash, revisionCount: r.revision_count, hasMapping: r.mapping_id !== null, updatedAt: r.updated_at }));
+    });
+  }
+
+  getContent(envId: string, id: string): Promise<ContentDetail | undefined> {
+    if (typeof id !== 'string') return Promise.resolve(undefined);
+    return this.read(async (tx) => {
+      const rows = new PgRows(tx);
+      const content = await rows.findContent(envId, contentIdKey(id));
+      if (content === undefined) return undefined;
+      const revisions = (await rows.revisions(content.content_pk)).map((r) => ({
+        revId: r.rev_id,
+        number: r.number,
+        hash: r.hash,
+        minAppVersion: r.min_app_version,
+        createdAt: r.created_at,
+        text: r.text,
+      }));
+      const mapping = await rows.getMapping(content.mapping_id);
+      return {
+        id: content.id,
+        envId: content.env_id,
+        revisions,
+        mapping: mapping === undefined ? null : (JSON.parse(mapping.json) as unknown),
+        createdAt: content.created_at,
+        updatedAt: content.updated_at,
+      };
+    });
+  }
+
+  async putEnvironment(envId: string): Promise<boolean> {
+    const problem = envIdProblem(envId);
+    if (problem !== '') throw new RcdError('invalid_request', problem);
+    return this.write(async (rows) => {
+      if ((await rows.getEnv(envId)) !== undefined) return false;
+      await rows.insertEnv(envId, nowIso());
+      return true;
+    });
+  }
+
+  deleteEnvironment(envId: string, force: boolean): Promise<void> {
+    return this.write(async (rows) => {
+      await this.requireEnv(rows, envId);
+      const n = (await rows.tx.unsafe<{ n: number }[]>('SELECT count(*)::int AS n FROM contents WHERE env_id = $1', [envId]))[0]?.n ?? 0;
+      if (n > 0 && !force) {
+        throw new RcdError('conflict', `environment ${JSON.stringify(envId)} holds ${n} content item(s); delete them first or force`);
+      }
+      await rows.tx.unsafe('DELETE FROM environments WHERE env_id = $1', [envId]);
+    });
+  }
+
+  async createKey(envId: string, plainKey?: string): Promise<{ id: string; key: string }> {
+    if (plainKey !== undefined) {
+      const problem = plainKeyProblem(plainKey);
+      if (problem !== '') throw new RcdError('invalid_request', problem);
+    }
+    const key = plainKey ?? generateKey();
+    return this.write(async (rows) => {
+      await this.requireEnv(rows, envId);
+      const digest = apiKeyDigest(key);
+      const existing = await rows.keyByDigest(digest);
+      if (existing !== undefined) {
+        throw new RcdError(
+          'conflict',
+          existing.env_id === envId ? 'this API key already exists in this environment' : 'this API key already belongs to another environment',
+        );
+      }
+      const id = generateKeyId();
+      await rows.insertKey(id, envId, digest, nowIso());
+      return { id, key };
+    });
+  }
+
+  revokeKey(envId: string, keyId: string): Promise<void> {
+    return this.write(async (rows) => {
+      await this.requireEnv(rows, envId);
+      const found = await rows.tx.unsafe<{ revoked_at: string | null }[]>('SELECT revoked_at FROM api_keys WHERE env_id = $1 AND key_id = $2', [envId, keyId]);
+      const row = found[0];
+      if (row === undefined) throw new RcdError('not_found', `key ${JSON.stringify(keyId)} does not exist in environment ${JSON.stringify(envId)}`);
+      if (row.revoked_at === null) await rows.tx.unsafe('UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2', [nowIso(), keyId]);
+    });
+  }
+
+  async recordKeyUse(keyIds: readonly string[], at: string): Promise<void> {
+    if (keyIds.length === 0) return;
+    // Not routing data: no write lock, one statement.
+    await this.call(() =>
+      this.sql.unsafe('UPDATE api_keys SET last_used_at = $1 WHERE key_id = ANY($2::text[]) AND (last_used_at IS NULL OR last_used_at < $1)', [
+        at,
+        keyIds as string[],
+      ]),
+    );
+  }
+
+  async putContent(envId: string, id: string, text: string, minAppVersion: string | null): Promise<PutContentResult> {
+    const idProblem = contentIdProblem(id);
+    if (idProblem !== '') throw new RcdError('invalid_request', idProblem);
+    if (minAppVersion !== null) {
+      const vProblem = appVersionProblem(minAppVersion);
+      if (vProblem !== '') throw new RcdError('invalid_request', vProblem);
+    }
+    if (typeof text !== 'string') throw new RcdError('invalid_request', 'content text must be a string');
+    const compiled = compileContent(text);
+    return this.write(async (rows) => {
+      await this.requireEnv(rows, envId);
+      const at = nowIso();
+      const key = contentIdKey(id);
+      const content = (await rows.findContent(envId, key)) ?? (await rows.insertContent(envId, key, id, at));
+      const newest = await rows.newestRevision(content.content_pk);
+      if (newest !== undefined && sameRevision(newest, text, minAppVersion)) {
+        return { id: content.id, hash: newest.hash, revision: newest.number, changed: false };
+      }
+      const number = await rows.appendRevision(content.content_pk, nextNumber(newest), text, compiled, minAppVersion, at);
+      return { id: content.id, hash: compiled.hash, revision: number, changed: true };
+    });
+  }
+
+  deleteContent(envId: string, id: string): Promise<void> {
+    return this.write(async (rows) => {
+      const content = await this.requireContent(rows, envId, id);
+      await rows.tx.unsafe('DELETE FROM contents WHERE content_pk = $1', [content.content_pk]);
+    });
+  }
+
+  async rollback(envId: string, id: string, to: number): Promise<PutContentResult> {
+    if (!Number.isSafeInteger(to) || to < 1) throw new RcdError('invalid_request', 'the revision to roll back to must be a positive integer');
+    return this.write(async (rows) => {
+      const content = await this.requireContent(rows, envId, id);
+      const target = to > 2_147_483_647 ? undefined : await rows.revision(content.content_pk, to);
+      if (target === undefined) throw new RcdError('not_found', `revision ${to} of ${JSON.stringify(content.id)} does not exist`);
+      const newest = await rows.newestRevision(content.content_pk);
+      if (newest !== undefined && sameRevision(newest, target.text, target.min_app_version)) {
+        return { id: content.id, hash: newest.hash, revision: newest.number, changed: false };
+      }
+      const number = await rows.appendRevision(content.content_pk, nextNumber(newest), target.text, target, target.min_app_version, nowIso());
+      return { id: content.id, hash: target.hash, revision: number, changed: true };
+    });
+  }
+
+  putMapping(envId: string, id: string, mapping: unknown): Promise<{ mappingId: number; ruleCount: number }> {
+    return this.write(async (rows) => {
+      const content = await this.requireContent(rows, envId, id);
+      const newest = await rows.newestRevision(content.content_pk);
+      if (newest === undefined) throw new RcdError('internal', `content ${JSON.stringify(content.id)} has no revision`);
+      const compiled = validateMapping(mapping, JSON.parse(newest.minified));
+      const json = JSON.stringify(mapping);
+      const current = await rows.getMapping(content.mapping_id);
+      if (current !== undefined && current.json === json) return { mappingId: current.mapping_id, ruleCount: current.rule_count };
+      const mappingId = await rows.insertMapping(content.content_pk, json, compiled.ruleCount, nowIso());
+      return { mappingId, ruleCount: compiled.ruleCount };
+    });
+  }
+
+  deleteMapping(envId: string, id: string): Promise<void> {
+    return this.write(async (rows) => {
+      const content = await this.requireContent(rows, envId, id);
+      if (content.mapping_id === null) throw new RcdError('not_found', `content ${JSON.stringify(content.id)} has no mapping`);
+      await rows.clearMapping(content.content_pk, nowIso());
+    });
+  }
+
+  async sync(from: string, to: string, ids?: readonly string[]): Promise<SyncReport> {
+    if (from === to) throw new RcdError('invalid_request', 'sync needs two different environments');
+    if (ids !== undefined) {
+      if (!Array.isArray(ids)) throw new RcdError('invalid_request', 'ids must be an array of content ids');
+      for (const id of ids) {
+        if (typeof id !== 'string' || id.length === 0) throw new RcdError('invalid_request', 'ids must be non-empty strings');
+      }
+    }
+    return this.write(async (rows) => {
+      await this.requireEnv(rows, from);
+      await this.requireEnv(rows, to);
+      return syncEnvironments(rows, from, to, ids);
+    });
+  }
+
+  importBundle(bundle: unknown): Promise<ImportReport> {
+    return this.write(async (rows) => {
+      const owners = await rows.keyOwners(bundleKeyDigests(bundle));
+      return applyPlan(rows, planImport(bundle, (digest) => owners.get(digest)));
+    });
+  }
+
+  exportBundle(): Promise<unknown> {
+    return this.read(async (tx) => {
+      const rows = new PgRows(tx);
+      const environments: Bundle['environments'] = {};
+      for (const { env_id: envId } of await tx.unsafe<{ env_id: string }[]>('SELECT env_id FROM environments ORDER BY env_id COLLATE "C"')) {
+        const content: Record<string, BundleEntry> = {};
+        for (const c of await rows.contentsOf(envId)) {
+          setOwn(content, c.id, exportEntry(await rows.revisions(c.content_pk), (await rows.getMapping(c.mapping_id))?.json));
+        }
+        setOwn(environments, envId, { keys: [], content });
+      }
+      return { note: EXPORT_NOTE, environments };
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.probe !== null) clearTimeout(this.probe);
+    this.probe = null;
+    this.wakers.clear();
+    await this.sql.end({ timeout: 1 });
+  }
+}
+
+/** Sync (promote) inside the write transaction: the same steps as the SQLite store's sync.ts. */
+async function syncEnvironments(rows: PgRows, from: string, to: string, ids: readonly string[] | undefined): Promise<SyncReport> {
+  let sources: ContentRow[];
+  if (ids === undefined) {
+    sources = await rows.contentsOf(from);
+  } else {
+    sources = [];
+    const seen = new Set<string>();
+    const missing: string[] = [];
+    for (const id of ids) {
+      const key = contentIdKey(id);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const row = await rows.findContent(from, key);
+      if (row === undefined) missing.push(id);
+      else sources.push(row);
+    }
+    if (missing.length > 0) {
+      throw new RcdError('content_not_found', `not in environment ${JSON.stringify(from)}: ${missing.map((m) => JSON.stringify(m)).join(', ')}`, { missing });
+    }
+  }
+  const at = nowIso();
+  const items: SyncReport['items'][number][] = [];
+  for (const src of sources) {
+    const srcRev = await rows.newestRevision(src.content_pk);
+    if (srcRev === undefined) throw new RcdError('internal', `content ${JSON.stringify(src.id)} has no revision`);
+    const srcMapping = await rows.getMapping(src.mapping_id);
+    let target = await rows.findContent(to, src.id_lower);
+    let action: 'created' | 'updated' | 'unchanged' = 'unchanged';
+    if (target === undefined) {
+      target = await rows.insertContent(to, src.id_lower, src.id, at);
+      action = 'created';
+    }
+    const newest = await rows.newestRevision(target.content_pk);
+    if (newest === undefined || !sameRevision(newest, srcRev.text, srcRev.min_app_version)) {
+      await rows.appendRevision(target.content_pk, nextNumber(newest), srcRev.text, srcRev, srcRev.min_app_version, at);
+      if (action === 'unchanged') action = 'updated';
+    }
+    const targetMapping = await rows.getMapping(target.mapping_id);
+    if (srcMapping === undefined) {
+      if (targetMapping !== undefined) {
+        await rows.clearMapping(target.content_pk, at);
+        if (action === 'unchanged') action = 'updated';
+      }
+    } else if (targetMapping === undefined || targetMapping.json !== srcMapping.json) {
+      await rows.insertMapping(target.content_pk, srcMapping.json, srcMapping.rule_count, at);
+      if (action === 'unchanged') action = 'updated';
+    }
+    items.push({ id: target.id, action, hash: srcRev.hash });
+  }
+  return { from, to, items };
+}
+
+/** Writes a checked bundle plan: the same steps as the SQLite store's (bundle.ts applyPlan). */
+async function applyPlan(rows: PgRows, plan: readonly PlannedEnvironment[]): Promise<ImportReport> {
+  let environmentsCreated = 0;
+  let keysAdded = 0;
+  let revisionsAdded = 0;
+  let mappingsChanged = 0;
+  const at = nowIso();
+  for (const env of plan) {
+    if ((await rows.getEnv(env.envId)) === undefined) {
+      await rows.insertEnv(env.envId, at);
+      environmentsCreated++;
+    }
+    for (const digest of env.keyDigests) {
+      if ((await rows.keyByDigest(digest)) !== undefined) continue;
+      await rows.insertKey(generateKeyId(), env.envId, digest, at);
+      keysAdded++;
+    }
+    for (const c of env.contents) {
+      const row = (await rows.findContent(env.envId, c.idLower)) ?? (await rows.insertContent(env.envId, c.idLower, c.id, at));
+      const stored = await rows.newestRevisions(row.content_pk, c.revisions.length);
+      const skip = overlap(stored, c.revisions);
+      let number = nextNumber(stored.length > 0 ? stored[stored.length - 1] : undefined);
+      for (let i = skip; i < c.revisions.length; i++) {
+        const r = c.revisions[i]!;
+        await rows.appendRevision(row.content_pk, number, r.text, r.compiled, r.minAppVersion, at);
+        number++;
+        revisionsAdded++;
+      }
+      if (!c.setsMapping) continue;
+      const current = await rows.getMapping(row.mapping_id);
+      if (c.mappingJson === null) {
+        if (current !== undefined) {
+          await rows.clearMapping(row.content_pk, at);
+          mappingsChanged++;
+        }
+      } else if (current === undefined || current.json !== c.mappingJson) {
+        await rows.insertMapping(row.content_pk, c.mappingJson, c.ruleCount, at);
+        mappingsChanged++;
+      }
+    }
+  }
+  return { environmentsCreated, keysAdded, revisionsAdded, mappingsChanged };
+}
