@@ -27,6 +27,7 @@ import {
   plainKeyProblem,
 } from '../ids.js';
 import { StoreFiles } from './files.js';
+import { watchWal } from './wal-watch.js';
 import { migrate } from './schema.js';
 import { nextNumber, nowIso, sameRevision, StoreSql, type ContentRow, type RevisionRow } from './sql.js';
 import type {
@@ -56,6 +57,7 @@ export class SqliteStore implements Store {
   private closed = false;
   private routingQueries: RoutingQueries | undefined;
   private readonly files: StoreFiles | null;
+  private readonly path: string | null;
 
   /** @param path the database file (null for an in-memory store): its files are watched for deletion. */
   constructor(db: Database, readerUrl: string, path: string | null = null) {
@@ -63,6 +65,7 @@ export class SqliteStore implements Store {
     this.db = db;
     this.sql = new StoreSql(db);
     this.readerUrl = readerUrl;
+    this.path = path;
     // After migrate: the WAL connection has created its -wal and -shm files by now.
     this.files = path === null ? null : new StoreFiles([path, `${path}-wal`, `${path}-shm`]);
   }
@@ -162,12 +165,16 @@ export class SqliteStore implements Store {
     });
   }
 
-  /** Polls SQLite's data_version (changes when another connection commits) every COMMIT_POLL_MS. */
+  /**
+   * Reads SQLite's data_version (it changes when another connection commits) whenever the store's
+   * WAL is written (src/store/sqlite/wal-watch.ts: at once, where the platform reports file changes)
+   * and every COMMIT_POLL_MS in any case; wakes the caller when it moved.
+   */
   watchCommits(wake: () => void, onError: (err: unknown) => void): Promise<CommitWatch> {
     return settle(() => {
       if (this.closed) throw new RcdError('internal', 'the store is closed');
       let version = this.routing().dataVersion();
-      const timer = setInterval(() => {
+      const check = (): void => {
         if (this.closed) return;
         try {
           const now = this.routing().dataVersion();
@@ -178,9 +185,16 @@ export class SqliteStore implements Store {
           return;
         }
         wake();
-      }, COMMIT_POLL_MS);
+      };
+      const timer = setInterval(check, COMMIT_POLL_MS);
       timer.unref();
-      return { stop: () => clearInterval(timer) };
+      const wal = this.path === null ? null : watchWal(this.path, check);
+      return {
+        stop: () => {
+          clearInterval(timer);
+          wal?.close();
+        },
+      };
     });
   }
 
