@@ -97,7 +97,8 @@ export function listen(app: TemplatedApp, host: string, port: number, shared = f
 
 /**
  * Before several loops bind host:port with SO_REUSEPORT: an exclusive bind, released at once, fails
- * while any other socket (another rcd included) listens there, and turns port 0 into a free port.
+ * while any other socket (another rcd included) listens there, and turns port 0 into a free port
+ * (uSockets sets SO_REUSEPORT only on a named port: two loops binding port 0 would not share one).
  * A process binding the port between this check and the loops' binds is not caught (a window of
  * about a millisecond at start-up).
  */

@@ -71,7 +71,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'seed-demo', env: 'RCD_SEED_DEMO', fallback: 'true', help: 'seed a demo environment into an empty store (true|false)' },
 ];
 
-function defaultThreads(): number {
+export function defaultThreads(): number {
   // The main thread does the network I/O; on small boxes it is the bottleneck, so the pool gets every core
   // (workers mostly sleep between batches). Measured choice: see bench/README.md.
   return Math.max(1, Math.min(availableParallelism(), 64));
