@@ -78,8 +78,11 @@ export function defaultThreads(): number {
 }
 
 /**
- * The default number of delivery loops for a box of `cores` (measured choice: bench/README.md,
- * "Several delivery loops"): PLACEHOLDER.
+ * The default number of delivery loops for a box of `cores`: one per two cores (2 -> 1, 8 -> 4,
+ * 32 -> 16, 64 -> 32). On the 2-core development machine a second loop measured 0.81x the req/s of
+ * one (the load client and the other jobs compete for the same cores); a loop per two cores leaves
+ * the other core to the kernel's network work, the pool share and the control thread
+ * (bench/README.md, "Several delivery loops").
  */
 export function httpThreadsFor(cores: number): number {
   return Math.max(1, Math.min(64, Math.floor(cores / 2)));
