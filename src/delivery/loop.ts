@@ -6,6 +6,7 @@
  * then the pool share.
  */
 import type { Piscina } from 'piscina';
+import type { TemplatedApp } from 'uWebSockets.js';
 import type { DeliveryFeed } from '../control/feed.js';
 import type { ServeConfig } from '../runtime/config.js';
 import { logError, rateLimitedErrorLogger } from '../runtime/log.js';
@@ -35,12 +36,12 @@ export class DeliveryLoop {
   private readonly state: FrontEndState;
   private readonly feed: DeliveryFeed;
   private readonly pool: Piscina;
-  private readonly app: ReturnType<typeof createApp>;
+  private readonly app: TemplatedApp;
   private readonly listening: Listening;
   private readonly keyUseTimer: NodeJS.Timeout;
   private stopping: Promise<void> | null = null;
 
-  private constructor(opts: LoopOptions, state: FrontEndState, pool: Piscina, app: ReturnType<typeof createApp>, listening: Listening) {
+  private constructor(opts: LoopOptions, state: FrontEndState, pool: Piscina, app: TemplatedApp, listening: Listening) {
     this.feed = opts.feed;
     this.state = state;
     this.pool = pool;
