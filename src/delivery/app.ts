@@ -14,6 +14,10 @@ export function isNativeUws(): boolean {
   return 'H3App' in (uWS as object);
 }
 
+/**
+ * The one place a delivery loop's uWS app is created (every loop calls it with its own state): a TLS
+ * front end creates its SSLApp here instead, and every loop gets it.
+ */
 export function createApp(state: FrontEndState): TemplatedApp {
   const app = uWS.App();
   // An exception escaping a uWS handler ends the process; handlerFailed contains it to the connection.
