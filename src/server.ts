@@ -29,6 +29,9 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** How long a crash of the main thread's loop waits for the loop threads to close their sockets. */
+const ABANDON_MS = 2000;
+
 export async function startServer(config: ServeConfig): Promise<RunningServer> {
   if (!isNativeUws()) {
     logError('the native uWebSockets.js addon did not load; running on its slow JavaScript fallback');
@@ -90,6 +93,16 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   if (opened.adminPort !== null) logInfo(`admin listening on http://${config.adminHost}:${opened.adminPort}`);
 
   const stopLoopDelayLog = startLoopDelayLog(loopDelayLogMs);
+  // With loop threads, Node's default end of an uncaught error here (print it, exit) would abort the
+  // process (SIGABRT and an assertion dump) as their uWS sockets are still open: close them first.
+  if (config.httpThreads > 1) {
+    process.once('uncaughtException', (err: unknown) => {
+      logError(`delivery loop 0 crashed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      listening.abandon();
+      setTimeout(() => process.exit(1), ABANDON_MS);
+      void loopThreads.abandon().finally(() => process.exit(1));
+    });
+  }
 
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {

@@ -24,7 +24,9 @@ export type LoopCommand =
   /** Answers carry Connection: close and /healthz says 503 from now on; not answered. */
   | { readonly type: 'shutting-down' }
   /** Stop accepting, drain, close connections, stop the pool share; answered by `stopped`, then the thread ends. */
-  | { readonly type: 'stop' };
+  | { readonly type: 'stop' }
+  /** The main thread failed: close the sockets at once (no drain) and end the thread. */
+  | { readonly type: 'abandon' };
 
 export type LoopEvent =
   | { readonly type: 'listening' }

@@ -13,12 +13,6 @@ import { holdYoungGeneration } from '../runtime/heap.js';
 import { DeliveryLoop } from './loop.js';
 import type { LoopCommand, LoopEvent, LoopInit } from './loop-protocol.js';
 
-/**
- * Fault injection for the tests of a crashed loop: loop 1 throws an uncaught error this many ms after
- * it listens. Never set in production.
- */
-const CRASH_VARIABLE = 'RCD_TEST_LOOP_CRASH_MS';
-
 const lifecycle = parentPort;
 if (lifecycle === null) throw new Error('src/delivery/loop-thread.ts runs as a worker thread');
 const init = workerData as LoopInit;
@@ -47,12 +41,6 @@ async function start(readerUrl: string, port: number): Promise<void> {
     return;
   }
   post({ type: 'listening' });
-  const crashAfter = Number(process.env[CRASH_VARIABLE] ?? '');
-  if (init.index === 1 && crashAfter > 0) {
-    setTimeout(() => {
-      throw new Error(`${CRASH_VARIABLE}: delivery loop ${init.index} crashed on purpose`);
-    }, crashAfter);
-  }
 }
 
 async function stop(): Promise<void> {
@@ -74,5 +62,8 @@ lifecycle.on('message', (cmd: LoopCommand) => {
     case 'stop':
       void stop();
       return;
+    case 'abandon':
+      loop?.abandon();
+      process.exit(0);
   }
 });

@@ -76,6 +76,16 @@ export class LoopThreads {
     );
   }
 
+  /**
+   * After an uncaught failure on the main thread: every loop thread closes its sockets at once and
+   * ends (the process would abort if it exited with their uWS sockets open). Resolves once all ended.
+   */
+  async abandon(): Promise<void> {
+    this.stopping = true;
+    for (const loop of this.loops) if (!loop.exited) loop.worker.postMessage({ type: 'abandon' } satisfies LoopCommand);
+    await Promise.all(this.loops.map((loop) => loop.exit));
+  }
+
   private request(loop: LoopWorker, command: LoopCommand, answer: 'listening' | 'stopped'): Promise<void> {
     if (loop.exited) return Promise.reject(new StartupError(`delivery loop ${loop.index} has ended`));
     return new Promise((resolve, reject) => {

@@ -16,6 +16,12 @@ import { closeApp, createApp, listen, stopListening, type Listening } from './ap
 import { createFrontCache } from './front-cache.js';
 import type { FrontEndState } from './state.js';
 
+/**
+ * Fault injection for the tests of a crashed loop: `i:ms` makes loop i throw an uncaught error ms
+ * after it listens. Never set in production.
+ */
+const CRASH_VARIABLE = 'RCD_TEST_LOOP_CRASH';
+
 /** How often a loop reports the API keys it saw (last-use bookkeeping is batched). */
 const KEY_USE_REPORT_MS = 30_000;
 
@@ -79,6 +85,7 @@ export class DeliveryLoop {
     const app = createApp(state);
     try {
       const listening = await listen(app, config.host, opts.port, loops > 1);
+      scheduleTestCrash(index, process.env[CRASH_VARIABLE]);
       return new DeliveryLoop(opts, state, pool, app, listening);
     } catch (err) {
       // Created but never listening: closing it releases the socket context.
@@ -122,6 +129,14 @@ export class DeliveryLoop {
       // Ending the process anyway; nothing more to release.
     }
   }
+}
+
+function scheduleTestCrash(index: number, spec: string | undefined): void {
+  const m = /^(\d+):(\d+)$/.exec(spec ?? '');
+  if (m === null || Number(m[1]) !== index) return;
+  setTimeout(() => {
+    throw new Error(`${CRASH_VARIABLE}: delivery loop ${index} crashed on purpose`);
+  }, Number(m[2]));
 }
 
 function reportKeyUse(feed: DeliveryFeed, state: FrontEndState): void {
