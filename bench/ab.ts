@@ -30,7 +30,12 @@ const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
   --duration S         seconds per round (default 8, 1..120)
   --warmup S           seconds of load on both before the first round, not counted (default 3, max 60)
   --connections N      connections per server (default 100)
-  --threads N          worker threads of both servers (default: the server's default)`;
+  --threads N          worker threads of both servers (default: the server's default)
+  --http-threads N     delivery loops of this checkout's server (default: the server's default)
+  --baseline-http-threads N  delivery loops of the baseline's server (default: the server's default)
+  --alternate          load the servers one after the other in each round (baseline, then this)
+                       instead of at once: for comparing loop counts, where each server must have
+                       the whole machine (two servers loaded at once split the cores between them)`;
 
 class UsageError extends Error {}
 
@@ -42,6 +47,9 @@ interface AbOptions {
   readonly warmupSec: number;
   readonly connections: number;
   readonly threads: number | null;
+  readonly httpThreads: number | null;
+  readonly baselineHttpThreads: number | null;
+  readonly alternate: boolean;
 }
 
 function intOption(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
@@ -62,6 +70,9 @@ function parseOptions(argv: string[]): AbOptions {
       warmup: { type: 'string' },
       connections: { type: 'string' },
       threads: { type: 'string' },
+      'http-threads': { type: 'string' },
+      'baseline-http-threads': { type: 'string' },
+      alternate: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -95,6 +106,10 @@ function parseOptions(argv: string[]): AbOptions {
     warmupSec: intOption('warmup', values.warmup, 3, 0, 60),
     connections: intOption('connections', values.connections, 100, 1, 10000),
     threads: values.threads === undefined ? null : intOption('threads', values.threads, 1, 1, 64),
+    httpThreads: values['http-threads'] === undefined ? null : intOption('http-threads', values['http-threads'], 1, 1, 64),
+    baselineHttpThreads:
+      values['baseline-http-threads'] === undefined ? null : intOption('baseline-http-threads', values['baseline-http-threads'], 1, 1, 64),
+    alternate: values.alternate === true,
   };
 }
 
@@ -120,9 +135,11 @@ async function loadOne(target: Target, script: string, opts: AbOptions, seconds:
   return { wrk, cpuUsPerReq: requests > 0 ? cpu / requests : 0 };
 }
 
-/** Both servers loaded at once: the point of the rig. */
+/** Both servers loaded at once: the point of the rig (or, with --alternate, one right after the other). */
 async function loadBoth(base: Target, current: Target, script: string, opts: AbOptions, seconds: number): Promise<Round> {
-  const [b, c] = await Promise.all([loadOne(base, script, opts, seconds), loadOne(current, script, opts, seconds)]);
+  const [b, c] = opts.alternate
+    ? [await loadOne(base, script, opts, seconds), await loadOne(current, script, opts, seconds)]
+    : await Promise.all([loadOne(base, script, opts, seconds), loadOne(current, script, opts, seconds)]);
   for (const [label, side] of [['baseline', b], ['this checkout', c]] as const) {
     if (side.wrk.non2xx > 0 || side.wrk.socketErrors > 0) {
       throw new Error(`${label}: ${side.wrk.non2xx} non-2xx answers and ${side.wrk.socketErrors} socket errors under wrk`);
@@ -179,12 +196,14 @@ async function main(): Promise<number> {
   writeBundle(bundle);
   const script = writeWrkScript(dir, opts.scenario.name, opts.scenario.pool(BASE_SEED));
   const [base, current] = await Promise.all([
-    startServer(sup, { root: opts.baseline, dbPath: join(dir, 'base.db'), bundle, threads: opts.threads, label: 'baseline' }),
-    startServer(sup, { root: repoRoot(), dbPath: join(dir, 'this.db'), bundle, threads: opts.threads, label: 'server' }),
+    startServer(sup, { root: opts.baseline, dbPath: join(dir, 'base.db'), bundle, threads: opts.threads, httpThreads: opts.baselineHttpThreads, label: 'baseline' }),
+    startServer(sup, { root: repoRoot(), dbPath: join(dir, 'this.db'), bundle, threads: opts.threads, httpThreads: opts.httpThreads, label: 'server' }),
   ]);
   process.stdout.write(
     `${opts.scenario.name}: baseline ${opts.baseline} (pid ${base.pid}) and this checkout ${repoRoot()} (pid ${current.pid}), ` +
-      `${opts.rounds} rounds of ${opts.durationSec} s, ${opts.connections} connections each, both loaded at once\n`,
+      `${opts.rounds} rounds of ${opts.durationSec} s, ${opts.connections} connections each, ` +
+      `${opts.alternate ? 'loaded one after the other' : 'both loaded at once'}` +
+      `${opts.httpThreads !== null || opts.baselineHttpThreads !== null ? `, delivery loops: baseline ${opts.baselineHttpThreads ?? 'default'}, this ${opts.httpThreads ?? 'default'}` : ''}\n`,
   );
   if (opts.warmupSec > 0) await loadBoth(base, current, script, opts, opts.warmupSec);
   const rounds: Round[] = [];

@@ -9,9 +9,15 @@
  *   child -> parent  {type:'listening', port}
  *   parent -> child  {type:'set', config: CeilingConfig}   answered by {type:'ok'}
  * It exits when the parent goes away (IPC disconnect) or on SIGTERM/SIGINT.
+ *
+ * `node ceiling.js N` runs N apps on one port, like `rcd serve --http-threads N`: this thread's and
+ * N - 1 in worker threads, all bound with SO_REUSEPORT, so a server with N delivery loops is
+ * compared with a ceiling of N loops. A new answer goes to every loop before `ok`.
  */
 import uWS from 'uWebSockets.js';
+import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { statusLine } from '../src/runtime/errors.js';
+import { freePort } from './processes.js';
 
 export interface CeilingAnswer {
   readonly status: number;
@@ -77,15 +83,8 @@ function onOther(res: uWS.HttpResponse): void {
   send(res, notFound);
 }
 
-function main(): void {
-  if (process.send === undefined) {
-    process.stderr.write('bench/ceiling.js is started by bench/run.js (needs an IPC channel)\n');
-    process.exit(2);
-  }
-  const reply = (m: CeilingReply): void => {
-    process.send?.(m);
-  };
-  const app = uWS
+function createApp(): uWS.TemplatedApp {
+  return uWS
     .App()
     .post('/api/v1/config/:id', onPost)
     .post('/api/v1/config/:id/dynamic', onPost)
@@ -93,29 +92,91 @@ function main(): void {
     .post('/api/v1/combine/', onPost)
     .get('/api/v1/env/catalog', onGet)
     .any('/*', onOther);
-  let listenSocket: uWS.us_listen_socket | null = null;
+}
+
+function apply(config: CeilingConfig): void {
+  ok = prepare(config.ok);
+  validKey = config.validKey;
+  unauthorized = config.unauthorized === null ? null : prepare(config.unauthorized);
+}
+
+/** uSockets' LIBUS_LISTEN_DEFAULT: SO_REUSEPORT, so every loop can bind the one port. */
+const LISTEN_SHARED = 0;
+type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: uWS.us_listen_socket | false) => void) => uWS.TemplatedApp;
+
+function listen(app: uWS.TemplatedApp, port: number): Promise<uWS.us_listen_socket | false> {
+  return new Promise((resolve) => (app.listen as unknown as ListenWithOptions).call(app, '127.0.0.1', port, LISTEN_SHARED, resolve));
+}
+
+type LoopMessage = { type: 'set'; config: CeilingConfig } | { type: 'stop' };
+
+/** A further loop: binds the main loop's port, takes every new answer, closes its sockets on stop. */
+async function loopThread(): Promise<void> {
+  const app = createApp();
+  const socket = await listen(app, (workerData as { port: number }).port);
+  parentPort!.on('message', (m: LoopMessage) => {
+    if (m.type === 'set') {
+      apply(m.config);
+      parentPort!.postMessage('ok');
+      return;
+    }
+    // A worker thread that ends with uWS sockets open aborts the process: close them first.
+    if (socket !== false) uWS.us_listen_socket_close(socket);
+    (app as unknown as { close(): void }).close();
+    parentPort!.close();
+  });
+  parentPort!.postMessage(socket === false ? 'failed' : 'listening');
+}
+
+async function main(): Promise<void> {
+  if (process.send === undefined) {
+    process.stderr.write('bench/ceiling.js is started by bench/run.js (needs an IPC channel)\n');
+    process.exit(2);
+  }
+  const loops = Number(process.argv[2] ?? '1');
+  const reply = (m: CeilingReply): void => {
+    process.send?.(m);
+  };
+  const app = createApp();
+  // uSockets sets SO_REUSEPORT only when a port is named (port 0 binds exclusively): name a free one.
+  const listenSocket = await listen(app, loops > 1 ? await freePort() : 0);
+  if (listenSocket === false) {
+    reply({ type: 'error', message: 'ceiling could not listen on 127.0.0.1' });
+    process.exit(1);
+  }
+  const port = uWS.us_socket_local_port(listenSocket);
+  const workers: Worker[] = [];
+  for (let i = 1; i < loops; i++) {
+    const w = new Worker(new URL(import.meta.url), { workerData: { port } });
+    const started = await new Promise<unknown>((resolve) => w.once('message', resolve));
+    if (started !== 'listening') {
+      reply({ type: 'error', message: `ceiling loop ${i} could not listen on 127.0.0.1:${port}` });
+      process.exit(1);
+    }
+    workers.push(w);
+  }
+  let stopping = false;
   const stop = (): void => {
-    if (listenSocket !== null) uWS.us_listen_socket_close(listenSocket);
-    process.exit(0);
+    if (stopping) return;
+    stopping = true;
+    uWS.us_listen_socket_close(listenSocket);
+    (app as unknown as { close(): void }).close();
+    const exits = workers.map((w) => new Promise((resolve) => w.once('exit', resolve)));
+    for (const w of workers) w.postMessage({ type: 'stop' } satisfies LoopMessage);
+    void Promise.all(exits).then(() => process.exit(0));
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
   process.on('disconnect', stop);
   process.on('message', (raw: CeilingMessage) => {
     if (raw.type !== 'set') return;
-    ok = prepare(raw.config.ok);
-    validKey = raw.config.validKey;
-    unauthorized = raw.config.unauthorized === null ? null : prepare(raw.config.unauthorized);
-    reply({ type: 'ok' });
+    apply(raw.config);
+    const acks = workers.map((w) => new Promise((resolve) => w.once('message', resolve)));
+    for (const w of workers) w.postMessage({ type: 'set', config: raw.config } satisfies LoopMessage);
+    void Promise.all(acks).then(() => reply({ type: 'ok' }));
   });
-  app.listen('127.0.0.1', 0, (socket) => {
-    if (socket === false) {
-      reply({ type: 'error', message: 'ceiling could not listen on 127.0.0.1' });
-      process.exit(1);
-    }
-    listenSocket = socket;
-    reply({ type: 'listening', port: uWS.us_socket_local_port(socket) });
-  });
+  reply({ type: 'listening', port });
 }
 
-main();
+if (isMainThread) void main();
+else void loopThread();

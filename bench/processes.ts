@@ -130,6 +130,8 @@ export interface ServerStart {
   readonly bundle: string;
   /** Worker threads, or null for the server's default. */
   readonly threads: number | null;
+  /** Delivery loops, or null (or absent) for the server's default. */
+  readonly httpThreads?: number | null;
   /** Names the server in messages ("server", "baseline"). */
   readonly label: string;
 }
@@ -153,6 +155,7 @@ export async function startServer(sup: Supervisor, start: ServerStart): Promise<
     'false',
   ];
   if (start.threads !== null) args.push('--threads', String(start.threads));
+  if (start.httpThreads !== undefined && start.httpThreads !== null) args.push('--http-threads', String(start.httpThreads));
   const child = sup.track(spawn(process.execPath, args, { cwd: start.root, stdio: ['ignore', 'pipe', 'pipe'] }));
   const tail: string[] = [];
   return new Promise<Target>((resolve, reject) => {

@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --scenario NAME[,NAME] --duration S --connections N --threads N[,N] --workers N --smoke]`
+ * `npm run bench [-- --scenario NAME[,NAME] --duration S --connections N --threads N[,N] --http-threads N[,N] --workers N --smoke]`
  *
  * Seeds a temporary SQLite store from bench/fixtures, starts the real server (`bin/rcd.js serve`) and the
  * bare-uWS ceiling (bench/ceiling.js) as child processes, probes every scenario in depth, then drives the
@@ -10,10 +10,11 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { cpus, hostname, loadavg, tmpdir } from 'node:os';
+import { availableParallelism, cpus, hostname, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { defaultThreads, httpThreadsFor } from '../src/runtime/config.js';
 import type { CeilingAnswer, CeilingConfig, CeilingMessage, CeilingReply } from './ceiling.js';
 import { BENCH_KEY, repoRoot, writeBundle } from './fixtures/generate.js';
 import { Supervisor, startServer, type Target } from './processes.js';
@@ -58,6 +59,7 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 // ---------------------------------------------------------------- options
 
 interface Options extends RunOptions {
+  readonly httpThreads: readonly (number | null)[];
   readonly scenarios: Scenario[];
   readonly target: 'server' | 'ceiling';
   readonly outDir: string;
@@ -74,6 +76,8 @@ const USAGE = `usage: npm run bench -- [options]
   --warmup S           seconds of warm-up before each measured run (default 2; --smoke: 0)
   --connections N      concurrent connections (default 100; --smoke: 10)
   --threads N[,N]      server worker threads; a list runs everything once per value (default: server default)
+  --http-threads N[,N] server delivery loops, and as many ceiling loops on one port so ratios stay fair;
+                       a list runs everything once per value (default: server default)
   --workers N          autocannon worker threads (default 0 = autocannon on the main thread)
   --smoke              short runs that assert zero errors and zero unexpected statuses, not speed
   --target ceiling     calibration: a second ceiling stands in for the server (ratios ~1 show the noise floor)
@@ -101,6 +105,7 @@ function parseOptions(argv: string[]): Options {
       warmup: { type: 'string' },
       connections: { type: 'string' },
       threads: { type: 'string' },
+      'http-threads': { type: 'string' },
       workers: { type: 'string' },
       smoke: { type: 'boolean', default: false },
       target: { type: 'string', default: 'server' },
@@ -119,6 +124,8 @@ function parseOptions(argv: string[]): Options {
   const durationSec = positiveNumber('duration', values.duration, smoke ? 2 : 10, MAX_DURATION_SEC);
   if (durationSec < 1) throw new UsageError('--duration must be at least 1 second');
   const threads = values.threads === undefined ? [null] : values.threads.split(',').map((t) => positiveNumber('threads', t, 1, 64));
+  const http = values['http-threads'];
+  const httpThreads = http === undefined ? [null] : http.split(',').map((t) => Math.max(1, Math.floor(positiveNumber('http-threads', t, 1, 64))));
   if (values.target !== 'server' && values.target !== 'ceiling') throw new UsageError('--target is server or ceiling');
   if (values.wrk === true && !wrkAvailable()) throw new UsageError('--wrk needs wrk on PATH (Debian: apt-get install wrk)');
   return {
@@ -127,6 +134,7 @@ function parseOptions(argv: string[]): Options {
     warmupSec: positiveNumber('warmup', values.warmup, smoke ? 0 : 2, 60),
     connections: Math.max(1, Math.floor(positiveNumber('connections', values.connections, smoke ? 10 : 100, 10000))),
     threads,
+    httpThreads,
     workers: Math.floor(positiveNumber('workers', values.workers, 0, 16)),
     smoke,
     target: values.target,
@@ -143,9 +151,10 @@ let currentLoad: AcInstance | null = null;
 sup.beforeStop = () => currentLoad?.stop();
 const track = (c: ChildProcess): ChildProcess => sup.track(c);
 
-async function startCeiling(): Promise<Target> {
+/** The ceiling with `loops` uWS apps on one port (bench/ceiling.ts). */
+async function startCeiling(loops: number): Promise<Target> {
   const path = fileURLToPath(new URL('./ceiling.js', import.meta.url));
-  const child = sup.track(fork(path, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  const child = sup.track(fork(path, [String(loops)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
   let onEarlyExit: (code: number | null) => void = () => undefined;
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the ceiling did not start within 30 s')), 30_000);
@@ -333,8 +342,17 @@ function loadProblems(label: string, s: Scenario, r: RunStats): string[] {
   return out;
 }
 
-async function runScenario(s: Scenario, server: Target, ceiling: Target, threads: number | null, opts: Options, dir: string): Promise<ScenarioResult> {
-  const key = opts.threads.length > 1 ? `${s.name}@${threads ?? 'default'}t` : s.name;
+async function runScenario(
+  s: Scenario,
+  server: Target,
+  ceiling: Target,
+  setup: { threads: number | null; httpThreads: number | null },
+  opts: Options,
+  dir: string,
+): Promise<ScenarioResult> {
+  const { threads, httpThreads } = setup;
+  let key = opts.threads.length > 1 ? `${s.name}@${threads ?? 'default'}t` : s.name;
+  if (opts.httpThreads.length > 1) key += `/${httpThreads ?? 'default'}l`;
   process.stdout.write(`${key}: probing... `);
   const pr = await probe(s, opts.target === 'server' ? server : null);
   await ceiling.configure(pr.config);
@@ -361,6 +379,7 @@ async function runScenario(s: Scenario, server: Target, ceiling: Target, threads
     number: s.number,
     title: s.title,
     threads,
+    httpThreads,
     connections: opts.connections,
     server: sv,
     ceiling: c,
@@ -393,23 +412,30 @@ async function main(): Promise<number> {
   const started = new Date();
   const load = loadavg();
   const scenarios: ScenarioResult[] = [];
-  const ceiling = await startCeiling();
-  for (const threads of opts.threads) {
-    const server =
-      opts.target === 'server'
-        ? await startServer(sup, { root: repoRoot(), dbPath: join(dir, `bench-${threads ?? 'default'}.db`), bundle, threads, label: 'server' })
-        : await startCeiling();
-    process.stdout.write(`${opts.target === 'server' ? 'server' : 'calibration ceiling'} ${server.url} (pid ${server.pid}, threads ${threads ?? 'default'}), ceiling ${ceiling.url} (pid ${ceiling.pid})\n`);
-    try {
-      for (const s of opts.scenarios) {
-        if (sup.stopping) break;
-        scenarios.push(await runScenario(s, server, ceiling, threads, opts, dir));
+  for (const httpThreads of opts.httpThreads) {
+    for (const threads of opts.threads) {
+      // The ceiling runs as many loops as the server: the server's default when none is given.
+      const loops = httpThreads ?? Math.min(threads ?? defaultThreads(), httpThreadsFor(availableParallelism()));
+      const ceiling = await startCeiling(loops);
+      const server =
+        opts.target === 'server'
+          ? await startServer(sup, { root: repoRoot(), dbPath: join(dir, `bench-${threads ?? 'default'}-${httpThreads ?? 'default'}.db`), bundle, threads, httpThreads, label: 'server' })
+          : await startCeiling(loops);
+      process.stdout.write(
+        `${opts.target === 'server' ? 'server' : 'calibration ceiling'} ${server.url} (pid ${server.pid}, threads ${threads ?? 'default'}, loops ${loops}), ` +
+          `ceiling ${ceiling.url} (pid ${ceiling.pid}, loops ${loops})\n`,
+      );
+      try {
+        for (const s of opts.scenarios) {
+          if (sup.stopping) break;
+          scenarios.push(await runScenario(s, server, ceiling, { threads, httpThreads }, opts, dir));
+        }
+      } finally {
+        await sup.stopChild(server.child);
+        await sup.stopChild(ceiling.child);
       }
-    } finally {
-      await sup.stopChild(server.child);
     }
   }
-  await sup.stopChild(ceiling.child);
   const cpuList = cpus();
   const results: BenchResults = {
     version: 1,
@@ -424,6 +450,7 @@ async function main(): Promise<number> {
       warmupSec: opts.warmupSec,
       connections: opts.connections,
       threads: opts.threads,
+      httpThreads: opts.httpThreads,
       workers: opts.workers,
       smoke: opts.smoke,
     },

@@ -1,39 +1,37 @@
 /**
- * The composition root of `rcd serve`: control thread (store, admin) → directory → worker pool →
- * uWS front end, and graceful shutdown in the reverse order.
+ * The composition root of `rcd serve`: control thread (store, admin) → delivery loops (each with its
+ * directory, front cache and share of the worker pool; loop 0 on this thread, the others in loop
+ * threads) → listening, and graceful shutdown in the reverse order.
  *
  * Start-up binds every listener before anything is written: a port in use stops the process before
  * the store is seeded or "listening on" is printed, with everything released.
  */
-import { MessageChannel } from 'node:worker_threads';
-import { Piscina } from 'piscina';
-import { StartupError, type ServeConfig } from './runtime/config.js';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import type { ServeConfig } from './runtime/config.js';
 import { ControlThread } from './control/client.js';
 import { DeliveryFeed } from './control/feed.js';
 import type { DemoNotice } from './control/protocol.js';
 import { DEMO_CONTENT_ID } from './runtime/demo.js';
-import { createFrontCache } from './delivery/front-cache.js';
 import { holdYoungGeneration, operatorSizedYoungGeneration } from './runtime/heap.js';
 import { loopDelayInterval, startLoopDelayLog } from './runtime/loop-delay.js';
-import { createApp, isNativeUws, listen, stopListening } from './delivery/app.js';
-import type { FrontEndState } from './delivery/state.js';
-import { logError, logInfo, rateLimitedErrorLogger } from './runtime/log.js';
-import { Batcher } from './pool/batcher.js';
+import { isNativeUws, reservePort } from './delivery/app.js';
+import { DeliveryLoop } from './delivery/loop.js';
+import { LoopThreads } from './delivery/loop-threads.js';
+import { logError, logInfo } from './runtime/log.js';
 import { describeStoreUrl } from './store/index.js';
-import type { Batch, WorkerOptions } from './pool/protocol.js';
 
 export interface RunningServer {
   readonly port: number;
   /** The admin listener's port, or null when it is disabled. */
   readonly adminPort: number | null;
-  /** Resolves with the reason if the control thread ends while the server runs (the server must stop). */
+  /** Resolves with the reason if the control thread or a delivery loop ends while the server runs (the server must stop). */
   readonly fatal: Promise<string>;
   /** Stops accepting, finishes in-flight requests (bounded by the shutdown timeout), releases everything. */
   close(): Promise<void>;
 }
 
-/** How often the front end reports the API keys it saw (last-use bookkeeping is batched). */
-const KEY_USE_REPORT_MS = 30_000;
+/** How long a crash of the main thread's loop waits for the loop threads to close their sockets. */
+const ABANDON_MS = 2000;
 
 export async function startServer(config: ServeConfig): Promise<RunningServer> {
   if (!isNativeUws()) {
@@ -46,91 +44,76 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
 
   let reportFatal: (reason: string) => void = () => undefined;
   const fatal = new Promise<string>((resolve) => (reportFatal = resolve));
-  const channel = new MessageChannel();
-  const feed = new DeliveryFeed(channel.port1);
-  const control = new ControlThread({ config, holdYoungGeneration: holdYoung }, [channel.port2], (reason) => {
+  const onFatal = (reason: string): void => {
     logError(reason);
     reportFatal(reason);
-  });
-  const release = async (pool: Piscina | null): Promise<void> => {
-    if (pool !== null) await pool.destroy();
+  };
+  // One feed per delivery loop: the control thread sends every loop the same updates and answers
+  // an admin write once all of them applied it.
+  const channels = Array.from({ length: config.httpThreads }, () => new MessageChannel());
+  const feed = new DeliveryFeed(channels[0]!.port1);
+  const threadFeeds: MessagePort[] = channels.slice(1).map((c) => c.port1);
+  const loopThreads = new LoopThreads(config, holdYoung, threadFeeds, onFatal);
+  const control = new ControlThread(
+    { config, holdYoungGeneration: holdYoung },
+    channels.map((c) => c.port2),
+    onFatal,
+  );
+  let loop: DeliveryLoop | null = null;
+  const release = async (): Promise<void> => {
+    await Promise.all([loop?.stop(), loopThreads.stop()]);
     await control.close();
     feed.close();
   };
 
+  let demo: DemoNotice | null;
   let opened: { readerUrl: string; adminPort: number | null };
   try {
     opened = await control.opened();
-  } catch (err) {
-    await release(null);
-    throw err;
-  }
-
-  const workerData: WorkerOptions = { storeUrl: opened.readerUrl, cacheBytes: config.cacheBytes, holdYoungGeneration: holdYoung };
-  const pool = new Piscina({
-    filename: new URL('./worker/entry.js', import.meta.url).href,
-    minThreads: config.threads,
-    maxThreads: config.threads,
-    idleTimeout: Number.MAX_SAFE_INTEGER,
-    workerData,
-  });
-  try {
-    await loadEveryWorker(pool, config.threads);
-  } catch (err) {
-    await release(pool);
-    throw err;
-  }
-  const state: FrontEndState = {
-    directory: feed.directory,
-    batcher: new Batcher(pool, config.threads, config.maxPendingJobs),
-    frontCache: createFrontCache(config.cacheBytes),
-    config,
-    inFlight: 0,
-    shuttingDown: false,
-    storeAvailable: true,
-    usedKeys: new Set(),
-    onInternalError: rateLimitedErrorLogger(1000),
-  };
-  feed.attach(state);
-
-  const app = createApp(state);
-  let listening: Awaited<ReturnType<typeof listen>>;
-  let demo: DemoNotice | null;
-  try {
+    // Several loops bind with SO_REUSEPORT, which would not notice another server on the port.
+    const port = config.httpThreads > 1 ? await reservePort(config.host, config.port) : config.port;
+    const main = DeliveryLoop.start({ index: 0, config, feed, readerUrl: opened.readerUrl, holdYoungGeneration: holdYoung, port });
+    const others = loopThreads.start(opened.readerUrl, port);
     try {
-      listening = await listen(app, config.host, config.port);
-    } catch (err) {
-      throw new StartupError((err as Error).message);
+      loop = await main;
+    } finally {
+      // Both settle before anything is released, so a failure of one never races the other's start.
+      await others.catch(() => undefined);
     }
+    await others;
     demo = await control.seed();
   } catch (err) {
-    // Created but never listening (or listening only until here): closing it releases the socket.
-    (app as unknown as { close(): void }).close();
-    await release(pool);
+    await release();
     throw err;
   }
+  const listening = loop;
   // The hint first: "listening on" is the line scripts and tests wait for as the readiness signal.
   if (demo !== null) printDemoHint(config, listening.port, demo);
-  logInfo(`listening on http://${config.host}:${listening.port} (${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
+  const loops = config.httpThreads === 1 ? '' : `${config.httpThreads} delivery loops, `;
+  logInfo(`listening on http://${config.host}:${listening.port} (${loops}${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
   if (opened.adminPort !== null) logInfo(`admin listening on http://${config.adminHost}:${opened.adminPort}`);
 
   const stopLoopDelayLog = startLoopDelayLog(loopDelayLogMs);
-  const keyUseTimer = setInterval(() => feed.reportKeyUse(state.usedKeys), KEY_USE_REPORT_MS);
-  keyUseTimer.unref();
+  // With loop threads, Node's default end of an uncaught error here (print it, exit) would abort the
+  // process (SIGABRT and an assertion dump) as their uWS sockets are still open: close them first.
+  if (config.httpThreads > 1) {
+    process.once('uncaughtException', (err: unknown) => {
+      logError(`delivery loop 0 crashed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+      listening.abandon();
+      setTimeout(() => process.exit(1), ABANDON_MS);
+      void loopThreads.abandon().finally(() => process.exit(1));
+    });
+  }
 
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= (async () => {
-      state.shuttingDown = true;
+      listening.markShuttingDown();
+      loopThreads.markShuttingDown();
       await control.stopAdmin();
-      stopListening(listening.socket);
-      await waitForIdle(state, config.shutdownTimeoutMs);
-      clearInterval(keyUseTimer);
+      // Every loop: stop accepting, drain, close its connections, then its pool share.
+      await Promise.all([listening.stop(), loopThreads.stop()]);
       stopLoopDelayLog();
-      // Closes keep-alive connections too; present at runtime in this uWS build, missing from its typings.
-      (app as unknown as { close(): void }).close();
-      await pool.destroy();
-      feed.reportKeyUse(state.usedKeys);
       await control.close();
       feed.close();
     })();
@@ -167,31 +150,4 @@ function printDemoHint(config: ServeConfig, port: number, demo: DemoNotice): voi
     `  curl -s -X POST http://${host}:${port}/api/v1/config/${DEMO_CONTENT_ID}/dynamic ` +
       `-H ${keyArg} -H 'Content-Type: application/json' -d '{"u":"player-1","p":{"level":12},"v":"1.0.0"}'`,
   );
-}
-
-/**
- * Resolves once every worker thread has loaded its module (one empty batch each: Piscina gives a free
- * worker the next task, so N concurrent tasks reach N workers). Why before listening: Node 20 aborts
- * the whole process (SIGABRT, an assertion in ModuleWrap::CreateRequiredModuleFacade) when a worker
- * is terminated while Piscina is still loading its module, which a SIGTERM soon after start did about
- * once in 15 runs of the restart test; and the first requests then do not wait for the load.
- */
-async function loadEveryWorker(pool: Piscina, threads: number): Promise<void> {
-  const empty: Batch = { jobs: [] };
-  await Promise.all(Array.from({ length: threads }, () => pool.run(empty)));
-}
-
-function waitForIdle(state: FrontEndState, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return new Promise((resolve) => {
-    const check = (): void => {
-      if (state.inFlight === 0 || Date.now() >= deadline) {
-        if (state.inFlight > 0) logError(`shutdown timeout: ${state.inFlight} requests still in flight`);
-        resolve();
-        return;
-      }
-      setTimeout(check, 10);
-    };
-    check();
-  });
 }

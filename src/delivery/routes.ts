@@ -23,6 +23,7 @@ const POST_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts POS
 const GET_ONLY = errorResponse('method_not_allowed', 'this endpoint accepts GET only');
 // The applied change-log seq follows the status: nodes of one store can be compared at a glance.
 const HEALTH_OK = '{"status":"ok","seq":';
+const HEALTH_LOOP = ',"loop":';
 const HEALTH_DRAINING = '{"status":"shutting_down"}';
 // 200 still: delivery answers from the last good state, and a restart would not bring the store back.
 const HEALTH_STORE_UNAVAILABLE = '{"status":"degraded","store":"unavailable","seq":';
@@ -154,7 +155,7 @@ export function handleHealth(state: FrontEndState, res: HttpResponse, req: HttpR
     send(res, '503 Service Unavailable', HEALTH_DRAINING, '', '', true);
     return;
   }
-  send(res, STATUS_OK, (state.storeAvailable ? HEALTH_OK : HEALTH_STORE_UNAVAILABLE) + state.directory.seq + '}', '', '', false);
+  send(res, STATUS_OK, (state.storeAvailable ? HEALTH_OK : HEALTH_STORE_UNAVAILABLE) + state.directory.seq + HEALTH_LOOP + state.loop + '}', '', '', false);
 }
 
 /** 405 on a route that exists for another method; `allow` is the one it takes. */

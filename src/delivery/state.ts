@@ -14,6 +14,8 @@ export interface FrontEndState {
   /** Rendered heads by immutable ids: repeats are answered without the pool. */
   readonly frontCache: FrontCache;
   readonly config: ServeConfig;
+  /** Which delivery loop this is (0: the main thread's), reported by /healthz. */
+  readonly loop: number;
   /** Requests accepted and not yet answered or aborted. */
   inFlight: number;
   /** Set on SIGTERM: answers carry Connection: close so keep-alive clients move to another node. */

@@ -20,14 +20,17 @@ export interface ServeConfig {
   readonly importFile: string | null;
   readonly host: string;
   readonly port: number;
+  /** Render pool worker threads, split among the delivery loops (each loop has its own share). */
   readonly threads: number;
+  /** Delivery event loops (uWS apps) listening on the one port: the main thread and httpThreads - 1 more. */
+  readonly httpThreads: number;
   readonly maxBodyBytes: number;
   readonly maxCombineIds: number;
   /** Jobs accepted but not yet answered; beyond this the server answers 503 overloaded at once. */
   readonly maxPendingJobs: number;
   /**
    * One bound used twice: each worker thread's LRU of parsed content and compiled mappings, and the
-   * delivery loop's front cache of rendered heads.
+   * front caches of rendered heads of all delivery loops together (each loop's is cacheBytes / httpThreads).
    */
   readonly cacheBytes: number;
   readonly adminHost: string;
@@ -57,11 +60,12 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'import', env: 'RCD_IMPORT', fallback: '', help: 'bundle file imported at start (idempotent)' },
   { flag: 'host', env: 'RCD_HOST', fallback: '0.0.0.0', help: 'delivery API host' },
   { flag: 'port', env: 'RCD_PORT', fallback: '8080', help: 'delivery API port (0: any free port)' },
-  { flag: 'threads', env: 'RCD_THREADS', fallback: String(defaultThreads()), help: 'worker threads (1..64)' },
+  { flag: 'threads', env: 'RCD_THREADS', fallback: String(defaultThreads()), help: 'render pool worker threads, split among the delivery loops (1..64, at least --http-threads)' },
+  { flag: 'http-threads', env: 'RCD_HTTP_THREADS', fallback: '', help: 'delivery event loops on the one port (1..64; default: a measured rule of the cores, at most --threads)' },
   { flag: 'max-body', env: 'RCD_MAX_BODY', fallback: '65536', help: 'request body limit in bytes (1..16777216)' },
   { flag: 'max-combine-ids', env: 'RCD_MAX_COMBINE_IDS', fallback: '100', help: 'ids per combine request (1..10000)' },
   { flag: 'max-pending', env: 'RCD_MAX_PENDING', fallback: '20000', help: 'jobs in flight before 503 overloaded (1..1000000)' },
-  { flag: 'cache-mb', env: 'RCD_CACHE_MB', fallback: '256', help: 'per-thread content/render cache in MiB (1..65536)' },
+  { flag: 'cache-mb', env: 'RCD_CACHE_MB', fallback: '256', help: 'each worker thread\'s content cache, and all delivery loops\' front caches together, in MiB (1..65536)' },
   { flag: 'admin-host', env: 'RCD_ADMIN_HOST', fallback: '127.0.0.1', help: 'admin API host' },
   { flag: 'admin', env: 'RCD_ADMIN', fallback: 'true', help: 'run the admin API listener (true|false)' },
   { flag: 'admin-port', env: 'RCD_ADMIN_PORT', fallback: '8081', help: 'admin API port (0: any free port)' },
@@ -70,10 +74,21 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'seed-demo', env: 'RCD_SEED_DEMO', fallback: 'true', help: 'seed a demo environment into an empty store (true|false)' },
 ];
 
-function defaultThreads(): number {
+export function defaultThreads(): number {
   // The main thread does the network I/O; on small boxes it is the bottleneck, so the pool gets every core
   // (workers mostly sleep between batches). Measured choice: see bench/README.md.
   return Math.max(1, Math.min(availableParallelism(), 64));
+}
+
+/**
+ * The default number of delivery loops for a box of `cores`: one per two cores (2 -> 1, 8 -> 4,
+ * 32 -> 16, 64 -> 32). On the 2-core development machine a second loop measured 0.81x the req/s of
+ * one (the load client and the other jobs compete for the same cores); a loop per two cores leaves
+ * the other core to the kernel's network work, the pool share and the control thread
+ * (bench/README.md, "Several delivery loops").
+ */
+export function httpThreadsFor(cores: number): number {
+  return Math.max(1, Math.min(64, Math.floor(cores / 2)));
 }
 
 export class ConfigError extends Error {}
@@ -133,6 +148,15 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
         'a combine request needs up to one pool job per id at once',
     );
   }
+  const threads = intIn('threads', get('threads'), 1, 64);
+  const httpThreads =
+    get('http-threads') === '' ? Math.min(threads, httpThreadsFor(availableParallelism())) : intIn('http-threads', get('http-threads'), 1, 64);
+  // Each loop renders its misses on its own share of the pool (a Piscina instance belongs to one thread).
+  if (threads < httpThreads) {
+    throw new ConfigError(
+      `--threads (${threads}) must be at least --http-threads (${httpThreads}): each delivery loop renders its misses on its own share of the worker threads`,
+    );
+  }
   return Object.freeze({
     storeUrl,
     pgPoolSize: intIn('pg-pool-size', get('pg-pool-size'), 1, 100),
@@ -143,7 +167,8 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     importFile: get('import') === '' ? null : get('import'),
     host: get('host'),
     port: intIn('port', get('port'), 0, 65535),
-    threads: intIn('threads', get('threads'), 1, 64),
+    threads,
+    httpThreads,
     maxBodyBytes: intIn('max-body', get('max-body'), 1, 16 * 1024 * 1024),
     maxCombineIds,
     maxPendingJobs,

@@ -60,7 +60,7 @@ describe('routing and methods', () => {
     const r = await call(server.url, '/healthz', { method: 'GET', key: null, contentType: null });
     expect(r.status).toBe(200);
     // The applied change-log seq: the import that created this store's content is in it.
-    expect(r.json).toEqual({ status: 'ok', seq: expect.any(Number) as unknown });
+    expect(r.json).toEqual({ status: 'ok', seq: expect.any(Number) as unknown, loop: expect.any(Number) as unknown });
     expect((r.json as { seq: number }).seq).toBeGreaterThan(0);
   });
 

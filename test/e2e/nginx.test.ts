@@ -91,7 +91,7 @@ describe('the delivery API through nginx (HTTP/1.1 clients)', () => {
     const dyn = await call(nginx.url, '/api/v1/config/PlayerSettings/dynamic', { ...prod, body });
     expect((dyn.json as { data: unknown }).data).toEqual({ difficulty: 'hard', lives: 3 });
     const health = await call(nginx.url, '/healthz', { method: 'GET', key: null, contentType: null });
-    expect([health.status, health.json]).toEqual([200, { status: 'ok', seq: expect.any(Number) as unknown }]);
+    expect([health.status, health.json]).toEqual([200, { status: 'ok', seq: expect.any(Number) as unknown, loop: expect.any(Number) as unknown }]);
   });
 
   it('keeps environments apart', async () => {
@@ -187,7 +187,7 @@ describe('HTTP/1.0 clients of nginx', () => {
       [post('/api/v1/config/Shop', 'Host: config.example\r\n'), 200, { items: ['sword'] }],
       [post(`/api/v1/combine?c=${encodeURIComponent('["Shop"]')}`), 200, { Shop: { items: ['sword'] } }],
       [`GET /api/v1/env/catalog HTTP/1.0\r\nX-Api-Key: ${KEY}\r\nContent-Type: application/json\r\n\r\n`, 200, undefined],
-      ['GET /healthz HTTP/1.0\r\n\r\n', 200, { status: 'ok', seq: expect.any(Number) as unknown }],
+      ['GET /healthz HTTP/1.0\r\n\r\n', 200, { status: 'ok', seq: expect.any(Number) as unknown, loop: expect.any(Number) as unknown }],
       [post('/api/v1/config/Nope'), 404, undefined],
     ];
     for (const [text, status, json] of cases) {

@@ -91,7 +91,7 @@ describe('a store locked by another connection', () => {
 describe('a store deleted or replaced under the running server', () => {
   it('refuses every write with 503 store_unavailable, logs it, reports it in /healthz, keeps delivering', async () => {
     server = await startServer({ admin: true, bundle: BUNDLE });
-    expect(await health()).toEqual({ status: 'ok', seq: expect.any(Number) as unknown });
+    expect(await health()).toEqual({ status: 'ok', seq: expect.any(Number) as unknown, loop: expect.any(Number) as unknown });
     for (const suffix of ['', '-wal', '-shm']) rmSync(join(server.dir, `rcd.db${suffix}`), { force: true });
 
     const writes = [
@@ -107,7 +107,7 @@ describe('a store deleted or replaced under the running server', () => {
     }
     // Delivery answers from the last good state.
     expect(await price()).toMatchObject({ status: 200, price: 1 });
-    await expect.poll(health, { timeout: 5000 }).toEqual({ status: 'degraded', store: 'unavailable', seq: expect.any(Number) as unknown });
+    await expect.poll(health, { timeout: 5000 }).toEqual({ status: 'degraded', store: 'unavailable', seq: expect.any(Number) as unknown, loop: expect.any(Number) as unknown });
     await expect.poll(() => server!.stderr(), { timeout: 5000 }).toMatch(/rcd: error: the store is unavailable: .*rcd\.db was deleted/);
 
     // Nothing was acknowledged, so nothing is missing after a restart (on a new, empty store).
@@ -127,7 +127,7 @@ describe('a store deleted or replaced under the running server', () => {
     const put = await adminCall('PUT', 'environments/live/content/Shop', '{"price":4}');
     expect(put.status).toBe(503);
     expect(put.json.error?.code).toBe('store_unavailable');
-    await expect.poll(health, { timeout: 5000 }).toEqual({ status: 'degraded', store: 'unavailable', seq: expect.any(Number) as unknown });
+    await expect.poll(health, { timeout: 5000 }).toEqual({ status: 'degraded', store: 'unavailable', seq: expect.any(Number) as unknown, loop: expect.any(Number) as unknown });
     expect((await price()).price).toBe(1);
   });
 });

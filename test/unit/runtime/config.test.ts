@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, SERVE_OPTIONS, buildServeConfig, resolveOptions } from '../../../src/runtime/config.js';
+import { availableParallelism } from 'node:os';
+import { ConfigError, SERVE_OPTIONS, buildServeConfig, httpThreadsFor, resolveOptions } from '../../../src/runtime/config.js';
 
 const build = (flags: Record<string, string>, env: Record<string, string> = {}) =>
   buildServeConfig(resolveOptions(SERVE_OPTIONS, flags, env));
@@ -28,6 +29,8 @@ describe('serve configuration', () => {
     [{ port: '70000' }],
     [{ port: 'abc' }],
     [{ threads: '0' }],
+    [{ 'http-threads': '0' }],
+    [{ 'http-threads': '65', threads: '64' }],
     [{ 'max-body': '0' }],
     [{ store: 'mysql://x' }],
     [{ 'seed-demo': 'maybe' }],
@@ -42,5 +45,16 @@ describe('serve configuration', () => {
   it('refuses --max-pending below --max-combine-ids (such a combine could never be admitted)', () => {
     expect(() => build({ 'max-pending': '50' })).toThrowError(/--max-pending \(50\) must be at least --max-combine-ids \(100\)/);
     expect(build({ 'max-pending': '50', 'max-combine-ids': '50' }).maxPendingJobs).toBe(50);
+  });
+
+  it('refuses --http-threads above --threads (each delivery loop has its own share of the pool)', () => {
+    expect(() => build({ threads: '2', 'http-threads': '3' })).toThrowError(/--threads \(2\) must be at least --http-threads \(3\)/);
+    expect(build({ threads: '3', 'http-threads': '3' }).httpThreads).toBe(3);
+    expect(build({ threads: '4' }, { RCD_HTTP_THREADS: '2' }).httpThreads).toBe(2);
+  });
+
+  it('defaults --http-threads to the rule for this box, never above --threads', () => {
+    expect(build({ threads: '64' }).httpThreads).toBe(httpThreadsFor(availableParallelism()));
+    expect(build({ threads: '1' }).httpThreads).toBe(1);
   });
 });

@@ -1,0 +1,36 @@
+/**
+ * Every message between the main thread and a delivery loop running in a worker thread
+ * (src/delivery/loop-thread.ts); both sides import this module and nothing else crosses between them.
+ * Routing updates do not pass here: each loop has its own feed from the control thread
+ * (src/control/protocol.ts), given at creation.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { ServeConfig } from '../runtime/config.js';
+
+/** The loop thread's workerData. */
+export interface LoopInit {
+  /** 1..httpThreads-1 (loop 0 is the main thread's). */
+  readonly index: number;
+  readonly config: ServeConfig;
+  /** This loop's end of its feed from the control thread (transferred). */
+  readonly feed: MessagePort;
+  /** Hold V8's young generation in this thread too (src/runtime/heap.ts: a new thread resets the flag). */
+  readonly holdYoungGeneration: boolean;
+}
+
+export type LoopCommand =
+  /** Start the pool share and bind `port` with SO_REUSEPORT; answered by `listening` or `failed`. */
+  | { readonly type: 'start'; readonly readerUrl: string; readonly port: number }
+  /** Answers carry Connection: close and /healthz says 503 from now on; not answered. */
+  | { readonly type: 'shutting-down' }
+  /** Stop accepting, drain, close connections, stop the pool share; answered by `stopped`, then the thread ends. */
+  | { readonly type: 'stop' }
+  /** The main thread failed: close the sockets at once (no drain) and end the thread. */
+  | { readonly type: 'abandon' };
+
+export type LoopEvent =
+  | { readonly type: 'listening' }
+  | { readonly type: 'failed'; readonly message: string }
+  | { readonly type: 'stopped' }
+  /** An uncaught failure on the loop: the thread ends with a non-zero code right after. */
+  | { readonly type: 'crashed'; readonly message: string };

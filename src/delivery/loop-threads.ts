@@ -1,0 +1,122 @@
+/**
+ * The main thread's handle on the delivery loops that run in worker threads
+ * (src/delivery/loop-thread.ts): creates them with their feeds, starts them on the shared port,
+ * stops them, and reports a loop that fails or ends on its own (the server must then stop: a process
+ * serving on fewer loops than it was started with would be silently degraded).
+ */
+import { Worker, type MessagePort } from 'node:worker_threads';
+import { StartupError, type ServeConfig } from '../runtime/config.js';
+import type { LoopCommand, LoopEvent, LoopInit } from './loop-protocol.js';
+
+interface LoopWorker {
+  readonly index: number;
+  readonly worker: Worker;
+  /** Resolves on the thread's exit. */
+  readonly exit: Promise<void>;
+  exited: boolean;
+  /** The answer the main thread waits for (`listening` or `stopped`), if any. */
+  waiter: ((event: LoopEvent | null) => void) | null;
+}
+
+export class LoopThreads {
+  private readonly loops: LoopWorker[] = [];
+  private readonly onFatal: (reason: string) => void;
+  private stopping = false;
+  private failed = false;
+
+  /**
+   * @param feeds the loops' ends of their feeds, one per loop thread (transferred), in loop order 1..N-1
+   * @param onFatal called once a loop crashes or ends while the server runs
+   */
+  constructor(config: ServeConfig, holdYoungGeneration: boolean, feeds: readonly MessagePort[], onFatal: (reason: string) => void) {
+    this.onFatal = onFatal;
+    feeds.forEach((feed, i) => {
+      const index = i + 1;
+      const workerData: LoopInit = { index, config, feed, holdYoungGeneration };
+      const worker = new Worker(new URL('./loop-thread.js', import.meta.url), { workerData, transferList: [feed] });
+      const loop: LoopWorker = { index, worker, exit: Promise.resolve(), exited: false, waiter: null };
+      worker.on('message', (event: LoopEvent) => this.onEvent(loop, event));
+      worker.on('error', (err: Error) => this.fail(loop, `delivery loop ${index} failed: ${err.stack ?? err.message}`));
+      (loop as { exit: Promise<void> }).exit = new Promise((resolve) => {
+        worker.once('exit', (code: number) => {
+          loop.exited = true;
+          this.fail(loop, `delivery loop ${index} ended unexpectedly (exit code ${code})`);
+          resolve();
+        });
+      });
+      this.loops.push(loop);
+    });
+  }
+
+  /** Starts every loop thread's pool share and binds `port` (SO_REUSEPORT); rejects with the first failure. */
+  async start(readerUrl: string, port: number): Promise<void> {
+    const started = this.loops.map((loop) => this.request(loop, { type: 'start', readerUrl, port }, 'listening'));
+    await Promise.all(started);
+  }
+
+  /** Answers on every loop thread carry Connection: close and /healthz says 503 from now on. */
+  markShuttingDown(): void {
+    for (const loop of this.loops) if (!loop.exited) loop.worker.postMessage({ type: 'shutting-down' } satisfies LoopCommand);
+  }
+
+  /** Stops every loop thread (stop accepting, drain, close, pool) at once; resolves once all ended. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(
+      this.loops.map(async (loop) => {
+        if (!loop.exited) {
+          try {
+            await this.request(loop, { type: 'stop' }, 'stopped');
+          } catch {
+            // Ended meanwhile: reported through onFatal (or it was stopping anyway).
+          }
+        }
+        await loop.exit;
+      }),
+    );
+  }
+
+  /**
+   * After an uncaught failure on the main thread: every loop thread closes its sockets at once and
+   * ends (the process would abort if it exited with their uWS sockets open). Resolves once all ended.
+   */
+  async abandon(): Promise<void> {
+    this.stopping = true;
+    for (const loop of this.loops) if (!loop.exited) loop.worker.postMessage({ type: 'abandon' } satisfies LoopCommand);
+    await Promise.all(this.loops.map((loop) => loop.exit));
+  }
+
+  private request(loop: LoopWorker, command: LoopCommand, answer: 'listening' | 'stopped'): Promise<void> {
+    if (loop.exited) return Promise.reject(new StartupError(`delivery loop ${loop.index} has ended`));
+    return new Promise((resolve, reject) => {
+      loop.waiter = (event) => {
+        if (event !== null && event.type === answer) resolve();
+        else if (event !== null && event.type === 'failed') reject(new StartupError(event.message));
+        else reject(new StartupError(`delivery loop ${loop.index} ended before it answered`));
+      };
+      loop.worker.postMessage(command);
+    });
+  }
+
+  private onEvent(loop: LoopWorker, event: LoopEvent): void {
+    if (event.type === 'crashed') {
+      this.fail(loop, `delivery loop ${loop.index} crashed: ${event.message}`);
+      return;
+    }
+    const waiter = loop.waiter;
+    loop.waiter = null;
+    waiter?.(event);
+  }
+
+  /** A loop failed or ended: a pending request is rejected; outside a stop, the server must stop. */
+  private fail(loop: LoopWorker, reason: string): void {
+    const waiter = loop.waiter;
+    loop.waiter = null;
+    waiter?.(null);
+    if (this.stopping && loop.exited) return;
+    if (!this.failed) {
+      this.failed = true;
+      this.onFatal(reason);
+    }
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * One delivery event loop: its uWS app, its front cache, its share of the render pool, and the
+ * routing directory its feed keeps (src/control/feed.ts). The main thread runs loop 0 (with one loop,
+ * the whole front end as it always was); src/delivery/loop-thread.ts runs each further loop in a
+ * worker thread. Start: pool share, app, listen. Stop: stop accepting, drain, close connections,
+ * then the pool share.
+ */
+import type { Piscina } from 'piscina';
+import type { TemplatedApp } from 'uWebSockets.js';
+import type { DeliveryFeed } from '../control/feed.js';
+import type { ServeConfig } from '../runtime/config.js';
+import { logError, rateLimitedErrorLogger } from '../runtime/log.js';
+import { Batcher } from '../pool/batcher.js';
+import { poolShare, startPool } from '../pool/pool.js';
+import { closeApp, createApp, listen, stopListening, type Listening } from './app.js';
+import { createFrontCache } from './front-cache.js';
+import type { FrontEndState } from './state.js';
+
+/**
+ * Fault injection for the tests of a crashed loop: `i:ms` makes loop i throw an uncaught error ms
+ * after it listens. Never set in production.
+ */
+const CRASH_VARIABLE = 'RCD_TEST_LOOP_CRASH';
+
+/** How often a loop reports the API keys it saw (last-use bookkeeping is batched). */
+const KEY_USE_REPORT_MS = 30_000;
+
+export interface LoopOptions {
+  /** 0 for the main thread's loop. */
+  readonly index: number;
+  readonly config: ServeConfig;
+  readonly feed: DeliveryFeed;
+  /** The store URL the pool's workers open read-only. */
+  readonly readerUrl: string;
+  readonly holdYoungGeneration: boolean;
+  /** The port to bind; with several loops, bound by all of them with SO_REUSEPORT. */
+  readonly port: number;
+}
+
+export class DeliveryLoop {
+  readonly port: number;
+  private readonly state: FrontEndState;
+  private readonly feed: DeliveryFeed;
+  private readonly pool: Piscina;
+  private readonly app: TemplatedApp;
+  private readonly listening: Listening;
+  private readonly keyUseTimer: NodeJS.Timeout;
+  private stopping: Promise<void> | null = null;
+
+  private constructor(opts: LoopOptions, state: FrontEndState, pool: Piscina, app: TemplatedApp, listening: Listening) {
+    this.feed = opts.feed;
+    this.state = state;
+    this.pool = pool;
+    this.app = app;
+    this.listening = listening;
+    this.port = listening.port;
+    this.keyUseTimer = setInterval(reportKeyUse, KEY_USE_REPORT_MS, this.feed, state);
+    this.keyUseTimer.unref();
+  }
+
+  /** Starts the pool share and listens; on failure everything it started is released. */
+  static async start(opts: LoopOptions): Promise<DeliveryLoop> {
+    const { config, index } = opts;
+    const loops = config.httpThreads;
+    const threads = poolShare(config.threads, loops, index);
+    const pool = await startPool(threads, {
+      storeUrl: opts.readerUrl,
+      cacheBytes: config.cacheBytes,
+      holdYoungGeneration: opts.holdYoungGeneration,
+    });
+    const state: FrontEndState = {
+      directory: opts.feed.directory,
+      // The pending-job bound is shared out like the pool; a combine still needs room for all its ids.
+      batcher: new Batcher(pool, threads, Math.max(config.maxCombineIds, Math.ceil(config.maxPendingJobs / loops))),
+      frontCache: createFrontCache(Math.max(1, Math.floor(config.cacheBytes / loops))),
+      config,
+      loop: index,
+      inFlight: 0,
+      shuttingDown: false,
+      storeAvailable: true,
+      usedKeys: new Set(),
+      onInternalError: rateLimitedErrorLogger(1000),
+    };
+    opts.feed.attach(state);
+    const app = createApp(state);
+    try {
+      const listening = await listen(app, config.host, opts.port, loops > 1);
+      scheduleTestCrash(index, process.env[CRASH_VARIABLE]);
+      return new DeliveryLoop(opts, state, pool, app, listening);
+    } catch (err) {
+      // Created but never listening: closing it releases the socket context.
+      closeApp(app);
+      await pool.destroy();
+      throw err;
+    }
+  }
+
+  /** Answers from now on carry Connection: close and /healthz says 503 (before the listener closes). */
+  markShuttingDown(): void {
+    this.state.shuttingDown = true;
+  }
+
+  /**
+   * Stops accepting, waits for in-flight requests (bounded by the shutdown timeout), closes the
+   * remaining connections, then stops this loop's pool share and sends the last key use.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      this.state.shuttingDown = true;
+      stopListening(this.listening.socket);
+      await waitForIdle(this.state, this.state.config.shutdownTimeoutMs);
+      clearInterval(this.keyUseTimer);
+      closeApp(this.app);
+      await this.pool.destroy();
+      reportKeyUse(this.feed, this.state);
+    })();
+    return this.stopping;
+  }
+
+  /**
+   * After an uncaught failure on this thread: closes the listener and every connection so the thread
+   * can end (a worker thread that ends with uWS sockets open aborts the whole process). No drain.
+   */
+  abandon(): void {
+    try {
+      stopListening(this.listening.socket);
+      closeApp(this.app);
+    } catch {
+      // Ending the process anyway; nothing more to release.
+    }
+  }
+}
+
+function scheduleTestCrash(index: number, spec: string | undefined): void {
+  const m = /^(\d+):(\d+)$/.exec(spec ?? '');
+  if (m === null || Number(m[1]) !== index) return;
+  setTimeout(() => {
+    throw new Error(`${CRASH_VARIABLE}: delivery loop ${index} crashed on purpose`);
+  }, Number(m[2]));
+}
+
+function reportKeyUse(feed: DeliveryFeed, state: FrontEndState): void {
+  feed.reportKeyUse(state.usedKeys);
+}
+
+function waitForIdle(state: FrontEndState, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve) => {
+    const check = (): void => {
+      if (state.inFlight === 0 || Date.now() >= deadline) {
+        if (state.inFlight > 0) logError(`shutdown timeout: ${state.inFlight} requests still in flight on delivery loop ${state.loop}`);
+        resolve();
+        return;
+      }
+      setTimeout(check, 10);
+    };
+    check();
+  });
+}

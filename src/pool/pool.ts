@@ -1,0 +1,42 @@
+/**
+ * One delivery loop's share of the render pool: a Piscina instance of `threads` workers, each opening
+ * the store read-only. A Piscina instance belongs to the thread that created it, so each delivery loop
+ * starts its own share (docs/architecture.md, "Several delivery loops": measured against one pool in
+ * the main thread reached over MessagePorts).
+ */
+import { Piscina } from 'piscina';
+import type { Batch, WorkerOptions } from './protocol.js';
+
+export async function startPool(threads: number, options: WorkerOptions): Promise<Piscina> {
+  const pool = new Piscina({
+    filename: new URL('../worker/entry.js', import.meta.url).href,
+    minThreads: threads,
+    maxThreads: threads,
+    idleTimeout: Number.MAX_SAFE_INTEGER,
+    workerData: options,
+  });
+  try {
+    await loadEveryWorker(pool, threads);
+  } catch (err) {
+    await pool.destroy();
+    throw err;
+  }
+  return pool;
+}
+
+/** The worker threads of loop `index` of `loops`: --threads split as evenly as it goes, the first loops taking the remainder. */
+export function poolShare(threads: number, loops: number, index: number): number {
+  return Math.floor(threads / loops) + (index < threads % loops ? 1 : 0);
+}
+
+/**
+ * Resolves once every worker thread has loaded its module (one empty batch each: Piscina gives a free
+ * worker the next task, so N concurrent tasks reach N workers). Why before listening: Node 20 aborts
+ * the whole process (SIGABRT, an assertion in ModuleWrap::CreateRequiredModuleFacade) when a worker
+ * is terminated while Piscina is still loading its module, which a SIGTERM soon after start did about
+ * once in 15 runs of the restart test; and the first requests then do not wait for the load.
+ */
+async function loadEveryWorker(pool: Piscina, threads: number): Promise<void> {
+  const empty: Batch = { jobs: [] };
+  await Promise.all(Array.from({ length: threads }, () => pool.run(empty)));
+}
