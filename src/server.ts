@@ -8,6 +8,7 @@
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { StartupError, type ServeConfig } from './runtime/config.js';
+import type { TlsFiles } from './runtime/tls.js';
 import { ControlThread } from './control/client.js';
 import { DeliveryFeed } from './control/feed.js';
 import type { DemoNotice } from './control/protocol.js';
@@ -15,7 +16,9 @@ import { DEMO_CONTENT_ID } from './runtime/demo.js';
 import { createFrontCache } from './delivery/front-cache.js';
 import { holdYoungGeneration, operatorSizedYoungGeneration } from './runtime/heap.js';
 import { loopDelayInterval, startLoopDelayLog } from './runtime/loop-delay.js';
-import { createApp, isNativeUws, listen, stopListening } from './delivery/app.js';
+import { createApp, isNativeUws } from './delivery/app.js';
+import { DeliveryListener } from './delivery/listener.js';
+import { describeMaterial, loadStartupTls, reloadTlsMaterial } from './runtime/tls.js';
 import type { FrontEndState } from './delivery/state.js';
 import { logError, logInfo, rateLimitedErrorLogger } from './runtime/log.js';
 import { Batcher } from './pool/batcher.js';
@@ -29,6 +32,8 @@ export interface RunningServer {
   readonly fatal: Promise<string>;
   /** Stops accepting, finishes in-flight requests (bounded by the shutdown timeout), releases everything. */
   close(): Promise<void>;
+  /** SIGHUP: reads the certificate files again; new connections get the new certificate, a bad one is reported and the current one kept. */
+  reloadTls(): void;
 }
 
 /** How often the front end reports the API keys it saw (last-use bookkeeping is batched). */
@@ -39,6 +44,8 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     logError('the native uWebSockets.js addon did not load; running on its slow JavaScript fallback');
   }
   const loopDelayLogMs = loopDelayInterval(process.env.RCD_LOOP_DELAY_LOG_MS);
+  // Before anything starts: a certificate that cannot be served stops the start with one line.
+  const tls = loadStartupTls(config);
   // First: the directory and the pool allocate enough to grow the young generation.
   const holdYoung = !operatorSizedYoungGeneration(process.execArgv, process.env.NODE_OPTIONS);
   if (holdYoung) holdYoungGeneration();
@@ -92,26 +99,28 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   };
   feed.attach(state);
 
-  const app = createApp(state);
-  let listening: Awaited<ReturnType<typeof listen>>;
+  let listener: DeliveryListener;
+  try {
+    listener = await DeliveryListener.open((material) => createApp(state, material), config.host, config.port, tls);
+  } catch (err) {
+    await release(pool);
+    throw new StartupError((err as Error).message);
+  }
+  const listening = listener;
   let demo: DemoNotice | null;
   try {
-    try {
-      listening = await listen(app, config.host, config.port);
-    } catch (err) {
-      throw new StartupError((err as Error).message);
-    }
     demo = await control.seed();
   } catch (err) {
-    // Created but never listening (or listening only until here): closing it releases the socket.
-    (app as unknown as { close(): void }).close();
+    // Listening only until here: closing it releases the socket.
+    listening.close();
     await release(pool);
     throw err;
   }
   // The hint first: "listening on" is the line scripts and tests wait for as the readiness signal.
   if (demo !== null) printDemoHint(config, listening.port, demo);
-  logInfo(`listening on http://${config.host}:${listening.port} (${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
-  if (opened.adminPort !== null) logInfo(`admin listening on http://${config.adminHost}:${opened.adminPort}`);
+  if (tls !== null) logInfo(`HTTPS: ${describeMaterial(tls)}`);
+  logInfo(`listening on ${tls === null ? 'http' : 'https'}://${config.host}:${listening.port} (${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
+  if (opened.adminPort !== null) logInfo(`admin listening on ${config.adminTls === null ? 'http' : 'https'}://${config.adminHost}:${opened.adminPort}`);
 
   const stopLoopDelayLog = startLoopDelayLog(loopDelayLogMs);
   const keyUseTimer = setInterval(() => feed.reportKeyUse(state.usedKeys), KEY_USE_REPORT_MS);
@@ -122,12 +131,12 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     closing ??= (async () => {
       state.shuttingDown = true;
       await control.stopAdmin();
-      stopListening(listening.socket);
+      listening.stopAccepting();
       await waitForIdle(state, config.shutdownTimeoutMs);
       clearInterval(keyUseTimer);
       stopLoopDelayLog();
-      // Closes keep-alive connections too; present at runtime in this uWS build, missing from its typings.
-      (app as unknown as { close(): void }).close();
+      // Closes keep-alive connections too.
+      listening.close();
       await pool.destroy();
       feed.reportKeyUse(state.usedKeys);
       await control.close();
@@ -136,7 +145,25 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     return closing;
   };
 
-  return { port: listening.port, adminPort: opened.adminPort, fatal, close };
+  const reloadTls = (): void => {
+    if (closing !== null) return;
+    if (config.tls !== null) rotateCertificate(config.tls, listening);
+    control.reloadTls();
+  };
+
+  return { port: listening.port, adminPort: opened.adminPort, fatal, close, reloadTls };
+}
+
+/** Reloads the delivery certificate; the listener keeps the current one if the new one cannot be served. */
+function rotateCertificate(files: TlsFiles, listener: DeliveryListener): void {
+  const next = reloadTlsMaterial(files, listener.tls);
+  if (next === null) return;
+  listener.rotate(next).then(
+    (changed) => {
+      if (changed) logInfo(`TLS reload: new connections get ${describeMaterial(next)}`);
+    },
+    (err: unknown) => logError(`TLS reload failed, still serving the previous certificate: ${(err as Error).message}`),
+  );
 }
 
 function describeStore(url: string): string {
@@ -163,7 +190,7 @@ function printDemoHint(config: ServeConfig, port: number, demo: DemoNotice): voi
   }
   logInfo('try:');
   logInfo(
-    `  curl -s -X POST http://${host}:${port}/api/v1/config/${DEMO_CONTENT_ID}/dynamic ` +
+    `  curl -s -X POST ${config.tls === null ? 'http' : 'https'}://${host}:${port}/api/v1/config/${DEMO_CONTENT_ID}/dynamic ` +
       `-H ${keyArg} -H 'Content-Type: application/json' -d '{"u":"player-1","p":{"level":12},"v":"1.0.0"}'`,
   );
 }

@@ -16,6 +16,7 @@ import { loadSealKey } from '../admin/server/sealed.js';
 import { openAdminState, type AdminStateStore } from '../admin/server/state.js';
 import { resolveAdminToken } from '../admin/token.js';
 import type { ServeConfig } from '../runtime/config.js';
+import { describeMaterial, loadTlsMaterial, reloadTlsMaterial } from '../runtime/tls.js';
 import { DEMO_ENV, demoBundle, demoKeyPath, newDemoKey, writeDemoKey } from '../runtime/demo.js';
 import { RcdError } from '../runtime/errors.js';
 import { holdYoungGeneration } from '../runtime/heap.js';
@@ -126,6 +127,7 @@ async function open(): Promise<void> {
         state: adminState,
         onChange: publishWrite,
         log: logInfo,
+        tls: config.adminTls === null ? null : loadTlsMaterial(config.adminTls),
       });
     } catch (err) {
       throw new Error(`cannot listen on the admin address ${config.adminHost}:${config.adminPort}: ${describe(err)}`);
@@ -264,6 +266,15 @@ async function handle(cmd: ControlCommand): Promise<void> {
       case 'close':
         await close();
         post({ type: 'closed' });
+        return;
+      case 'reload-tls':
+        if (admin !== null && config.adminTls !== null) {
+          const next = reloadTlsMaterial(config.adminTls, admin.tls);
+          if (next !== null) {
+            admin.rotateTls(next);
+            logInfo(`admin TLS reload: new connections get ${describeMaterial(next)}`);
+          }
+        }
         return;
     }
   } catch (err) {

@@ -1,9 +1,12 @@
 /**
- * The uWS application: routes and listening. No logic lives here; routes.ts has it.
+ * The uWS application's routes. No logic lives here; routes.ts has it. Listening, and the App or
+ * SSLApp they are registered on, are listener.ts's.
  * Every path is also registered with a trailing slash (the spec writes /api/v1/combine/).
  */
 import uWS from 'uWebSockets.js';
-import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import type { TlsMaterial } from '../runtime/tls.js';
+import { createUwsApp } from './listener.js';
 import { handleCatalog, handleContent, handleHealth, handleNotFound, handleWrongMethod, handlerFailed } from './routes.js';
 import { Route } from './request.js';
 import type { FrontEndState } from './state.js';
@@ -13,8 +16,9 @@ export function isNativeUws(): boolean {
   return 'H3App' in (uWS as object);
 }
 
-export function createApp(state: FrontEndState): TemplatedApp {
-  const app = uWS.App();
+/** The routes on a new app: HTTPS with `tls`, plain HTTP without (rotation calls it again for a new certificate). */
+export function createApp(state: FrontEndState, tls: TlsMaterial | null): TemplatedApp {
+  const app = createUwsApp(tls);
   // An exception escaping a uWS handler ends the process; handlerFailed contains it to the connection.
   const plain = (res: HttpResponse, req: HttpRequest): void => {
     try {
@@ -58,29 +62,4 @@ export function createApp(state: FrontEndState): TemplatedApp {
   }
   app.any('/*', (res: HttpResponse, req: HttpRequest) => handleNotFound(state, res, req));
   return app;
-}
-
-/**
- * uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT. By default uWS binds with SO_REUSEPORT, so a second rcd on
- * the same port starts "successfully" and the kernel splits connections between the two servers
- * (seen: two `rcd serve --port P` both printed "listening on"). Exclusive, the second start fails.
- */
-const LISTEN_EXCLUSIVE_PORT = 1;
-type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => TemplatedApp;
-
-export function listen(app: TemplatedApp, host: string, port: number): Promise<{ socket: us_listen_socket; port: number }> {
-  return new Promise((resolve, reject) => {
-    // The (host, port, options, cb) form exists at run time; the package's typings omit it.
-    (app.listen as unknown as ListenWithOptions).call(app, host, port, LISTEN_EXCLUSIVE_PORT, (socket) => {
-      if (socket === false) {
-        reject(new Error(`cannot listen on ${host}:${port} (the port is in use or not permitted)`));
-        return;
-      }
-      resolve({ socket, port: uWS.us_socket_local_port(socket) });
-    });
-  });
-}
-
-export function stopListening(socket: us_listen_socket): void {
-  uWS.us_listen_socket_close(socket);
 }

@@ -1,0 +1,194 @@
+/**
+ * The delivery listener of one front-end loop: its uWS app (App, or SSLApp with TLS material), the
+ * listen socket, and certificate rotation.
+ *
+ * Rotation takes a new listen socket, because this uWS build cannot change a running app's
+ * certificate safely: its only run-time certificate API, addServerName/removeServerName (SNI),
+ * frees the per-name router while connections made under that name still route through it (a
+ * use-after-free on their next request), creates the SSL context without checking it (a bad file
+ * crashes the process) and never applies to clients that send no server name. So a rotation builds
+ * a second SSLApp with the new certificate and the same routes, binds it to the same port
+ * (SO_REUSEPORT, which is why an HTTPS listener binds shared), then closes the old listen socket.
+ * Connections already open stay on the old app, whose certificate was checked at their handshake,
+ * until they end; new connections get the new certificate.
+ *
+ * What this costs: the kernel resets connections still in the old socket's accept queue when it
+ * closes (unless net.ipv4.tcp_migrate_req=1 moves them to the new socket). The swap is therefore
+ * done in its own event-loop turn, after uWS accepted what was queued, and takes microseconds
+ * (bind, listen, close); docs/deployment.md says how to close that window entirely.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import uWS from 'uWebSockets.js';
+import type { AppOptions, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import { TLS12_CIPHERS, type TlsMaterial } from '../runtime/tls.js';
+
+/**
+ * Retired apps (the ones before a rotation) kept serving the connections they hold. Past this many,
+ * the oldest is closed: its connections, idle or not, have had several rotations to end.
+ */
+const RETIRED_APPS_KEPT = 4;
+
+/**
+ * The one place a delivery app is created: App without TLS, SSLApp with it. uWS takes certificate
+ * files, not bytes, so the material (checked by src/runtime/tls.ts) is written to a private
+ * temporary directory (0700, files 0600) that is removed as soon as the SSL context has read it:
+ * what uWS loads is exactly what was checked, even if the operator's files change meanwhile. The key
+ * is written as read, still encrypted when it was; the passphrase goes to uWS directly.
+ */
+export function createUwsApp(tls: TlsMaterial | null): TemplatedApp {
+  if (tls === null) return uWS.App();
+  const dir = mkdtempSync(join(tmpdir(), 'rcd-tls-'));
+  try {
+    const certFile = join(dir, 'chain.pem');
+    const keyFile = join(dir, 'key.pem');
+    writeFileSync(certFile, tls.chainPem, { mode: 0o600 });
+    writeFileSync(keyFile, tls.keyPem, { mode: 0o600 });
+    const options: AppOptions = { cert_file_name: certFile, key_file_name: keyFile, ssl_ciphers: TLS12_CIPHERS };
+    if (tls.passphrase !== null) options.passphrase = tls.passphrase;
+    return uWS.SSLApp(options);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT. By default uWS binds with SO_REUSEPORT, so a second rcd on
+ * the same port starts "successfully" and the kernel splits connections between the two servers
+ * (seen: two `rcd serve --port P` both printed "listening on"). Exclusive, the second start fails.
+ */
+const LISTEN_EXCLUSIVE_PORT = 1;
+const LISTEN_SHARED_PORT = 0;
+type ListenWithOptions = (host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void) => TemplatedApp;
+
+/** Binds synchronously (uWS calls back before listen returns); null when the address is taken or not permitted. */
+function bind(app: TemplatedApp, host: string, port: number, options: number): us_listen_socket | null {
+  let bound: us_listen_socket | null = null;
+  // The (host, port, options, cb) form exists at run time; the package's typings omit it.
+  (app.listen as unknown as ListenWithOptions).call(app, host, port, options, (socket) => {
+    bound = socket === false ? null : socket;
+  });
+  return bound;
+}
+
+/**
+ * An HTTPS listener binds shared (SO_REUSEPORT) so that a rotation can bind beside it; another
+ * process must still not join it. A plain bind (no SO_REUSEPORT) succeeds only when nothing listens
+ * there, so one is made and released first: a second rcd on the port stops at start as over HTTP.
+ * Resolves with the port (the one chosen when `port` is 0).
+ */
+function claimPort(host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen({ host, port, exclusive: true }, () => {
+      const address = probe.address();
+      const claimed = typeof address === 'object' && address !== null ? address.port : port;
+      probe.close(() => resolve(claimed));
+    });
+  });
+}
+
+export class DeliveryListener {
+  private readonly retired: TemplatedApp[] = [];
+  private closed = false;
+
+  private constructor(
+    private readonly build: (tls: TlsMaterial | null) => TemplatedApp,
+    private readonly host: string,
+    readonly port: number,
+    private app: TemplatedApp,
+    private socket: us_listen_socket | null,
+    private material: TlsMaterial | null,
+  ) {}
+
+  /**
+   * Creates the app with `build` (routes on a new uWS app from createUwsApp) and binds it. Rejects
+   * with a one-line reason when the port is taken or not permitted.
+   */
+  static async open(build: (tls: TlsMaterial | null) => TemplatedApp, host: string, port: number, tls: TlsMaterial | null): Promise<DeliveryListener> {
+    let bindPort = port;
+    if (tls !== null) {
+      try {
+        bindPort = await claimPort(host, port);
+      } catch {
+        throw new Error(`cannot listen on ${host}:${port} (the port is in use or not permitted)`);
+      }
+    }
+    const app = build(tls);
+    const socket = bind(app, host, bindPort, tls === null ? LISTEN_EXCLUSIVE_PORT : LISTEN_SHARED_PORT);
+    if (socket === null) {
+      (app as unknown as { close(): void }).close();
+      throw new Error(`cannot listen on ${host}:${port} (the port is in use or not permitted)`);
+    }
+    return new DeliveryListener(build, host, uWS.us_socket_local_port(socket), app, socket, tls);
+  }
+
+  get tls(): TlsMaterial | null {
+    return this.material;
+  }
+
+  /**
+   * Serves `tls` to new connections from the next event-loop turn on. Resolves false (nothing
+   * changed) when the material is the one served already; rejects, keeping the current certificate,
+   * when the new app cannot be created or bound. Only for a listener opened with TLS.
+   */
+  rotate(tls: TlsMaterial): Promise<boolean> {
+    if (this.material === null) return Promise.reject(new Error('this listener serves plain HTTP; restart with --tls-cert to serve HTTPS'));
+    if (tls.fingerprint === this.material.fingerprint) return Promise.resolve(false);
+    // Creating the SSL context and the routes takes milliseconds; connections arriving meanwhile queue
+    // on the current socket and are accepted by uWS in the next turn's poll phase, before the swap.
+    let next: TemplatedApp;
+    try {
+      next = this.build(tls);
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
+    return new Promise((resolve, reject) => {
+      // An immediate queued from an immediate runs in the next turn's check phase, after its poll.
+      setImmediate(() => setImmediate(() => {
+        try {
+          resolve(this.swap(next, tls));
+        } catch (err) {
+          reject(err instanceof Error ? err : new Error(String(err)));
+        }
+      }));
+    });
+  }
+
+  private swap(next: TemplatedApp, tls: TlsMaterial): boolean {
+    if (this.closed || this.socket === null) {
+      (next as unknown as { close(): void }).close();
+      throw new Error('the listener is stopping');
+    }
+    const socket = bind(next, this.host, this.port, LISTEN_SHARED_PORT);
+    if (socket === null) {
+      (next as unknown as { close(): void }).close();
+      throw new Error(`cannot bind the new certificate's listener on ${this.host}:${this.port}`);
+    }
+    uWS.us_listen_socket_close(this.socket);
+    this.retired.push(this.app);
+    if (this.retired.length > RETIRED_APPS_KEPT) (this.retired.shift() as unknown as { close(): void }).close();
+    this.app = next;
+    this.socket = socket;
+    this.material = tls;
+    return true;
+  }
+
+  /** Stops accepting connections; open ones go on. */
+  stopAccepting(): void {
+    if (this.socket !== null) uWS.us_listen_socket_close(this.socket);
+    this.socket = null;
+  }
+
+  /** Closes every connection, of the current app and of the ones rotation retired. */
+  close(): void {
+    this.closed = true;
+    this.stopAccepting();
+    // Present at run time in this uWS build, missing from its typings.
+    for (const app of [...this.retired, this.app]) (app as unknown as { close(): void }).close();
+    this.retired.length = 0;
+  }
+}
