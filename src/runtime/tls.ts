@@ -60,6 +60,8 @@ export interface TlsMaterial {
 /** A certificate or key that cannot be served; the message is one line for the operator. */
 export class TlsLoadError extends Error {}
 
+/** PKCS#8 encrypted, or the traditional PEM encryption header. */
+const ENCRYPTED_KEY = /-----BEGIN ENCRYPTED PRIVATE KEY-----|^Proc-Type: 4,ENCRYPTED/m;
 const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
 
 function readText(flag: string, path: string): string {
@@ -86,13 +88,13 @@ function parseCertificates(flag: string, path: string, text: string): X509Certif
 
 function parseKey(files: TlsFiles, text: string, passphrase: string | null): KeyObject {
   const flag = `${files.flagPrefix}-key`;
+  if (passphrase === null && ENCRYPTED_KEY.test(text)) {
+    throw new TlsLoadError(`${flag} ${files.keyFile}: the key is encrypted and no ${files.flagPrefix}-key-passphrase-file was given`);
+  }
   try {
     return createPrivateKey(passphrase === null ? { key: text, format: 'pem' } : { key: text, format: 'pem', passphrase });
   } catch (err) {
     const code = (err as { code?: unknown }).code;
-    if (code === 'ERR_MISSING_PASSPHRASE') {
-      throw new TlsLoadError(`${flag} ${files.keyFile}: the key is encrypted and no ${files.flagPrefix}-key-passphrase-file was given`);
-    }
     if (passphrase !== null && typeof code === 'string' && /DECRYPT|BAD_PASSWORD/i.test(code + oneLine(err))) {
       throw new TlsLoadError(`${flag} ${files.keyFile}: wrong passphrase (from ${files.passphraseFile ?? ''})`);
     }

@@ -69,7 +69,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start in time\nstdout:\n${out}\nstderr:\n${err}`)), 20_000);
     const onData = (): void => {
-      const m = /(?<!admin )listening on (http:\/\/[^\s]+)/.exec(out);
+      const m = /(?<!admin )listening on (https?:\/\/[^\s]+)/.exec(out);
       if (m !== null && (opts.admin !== true || /admin listening on/.test(out))) {
         clearTimeout(timer);
         child.stdout.off('data', onData);
@@ -82,7 +82,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
       reject(new Error(`server exited with ${code} before listening\nstdout:\n${out}\nstderr:\n${err}`));
     });
   });
-  const adminMatch = /admin listening on (http:\/\/[^\s]+)/.exec(out);
+  const adminMatch = /admin listening on (https?:\/\/[^\s]+)/.exec(out);
 
   const stop = async (): Promise<number | null> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
