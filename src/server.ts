@@ -17,8 +17,8 @@ import { createFrontCache } from './delivery/front-cache.js';
 import { holdYoungGeneration, operatorSizedYoungGeneration } from './runtime/heap.js';
 import { loopDelayInterval, startLoopDelayLog } from './runtime/loop-delay.js';
 import { createApp, isNativeUws } from './delivery/app.js';
-import { DeliveryListener } from './delivery/listener.js';
-import { describeMaterial, loadStartupTls, reloadTlsMaterial } from './runtime/tls.js';
+import { DeliveryListener, rotationMigratesHandshakes } from './delivery/listener.js';
+import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles } from './runtime/tls.js';
 import type { FrontEndState } from './delivery/state.js';
 import { logError, logInfo, rateLimitedErrorLogger } from './runtime/log.js';
 import { Batcher } from './pool/batcher.js';
@@ -118,7 +118,12 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   }
   // The hint first: "listening on" is the line scripts and tests wait for as the readiness signal.
   if (demo !== null) printDemoHint(config, listening.port, demo);
-  if (tls !== null) logInfo(`HTTPS: ${describeMaterial(tls)}`);
+  if (tls !== null) {
+    logInfo(`HTTPS: ${describeMaterial(tls)}`);
+    if (rotationMigratesHandshakes() === false) {
+      logInfo('HTTPS: net.ipv4.tcp_migrate_req is 0: a certificate rotation resets connections still in their TCP handshake with the previous listener (set it to 1 for none; docs/deployment.md)');
+    }
+  }
   logInfo(`listening on ${tls === null ? 'http' : 'https'}://${config.host}:${listening.port} (${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
   if (opened.adminPort !== null) logInfo(`admin listening on ${config.adminTls === null ? 'http' : 'https'}://${config.adminHost}:${opened.adminPort}`);
 
@@ -127,9 +132,17 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   keyUseTimer.unref();
 
   let closing: Promise<void> | null = null;
+  const reloadTls = (): void => {
+    if (closing !== null) return;
+    if (config.tls !== null) rotateCertificate(config.tls, listening);
+    control.reloadTls();
+  };
+  const stopWatchingTls = watchTlsFiles(config, reloadTls);
+
   const close = (): Promise<void> => {
     closing ??= (async () => {
       state.shuttingDown = true;
+      stopWatchingTls();
       await control.stopAdmin();
       listening.stopAccepting();
       await waitForIdle(state, config.shutdownTimeoutMs);
@@ -143,12 +156,6 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
       feed.close();
     })();
     return closing;
-  };
-
-  const reloadTls = (): void => {
-    if (closing !== null) return;
-    if (config.tls !== null) rotateCertificate(config.tls, listening);
-    control.reloadTls();
   };
 
   return { port: listening.port, adminPort: opened.adminPort, fatal, close, reloadTls };

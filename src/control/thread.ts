@@ -271,8 +271,12 @@ async function handle(cmd: ControlCommand): Promise<void> {
         if (admin !== null && config.adminTls !== null) {
           const next = reloadTlsMaterial(config.adminTls, admin.tls);
           if (next !== null) {
-            admin.rotateTls(next);
-            logInfo(`admin TLS reload: new connections get ${describeMaterial(next)}`);
+            try {
+              admin.rotateTls(next);
+              logInfo(`admin TLS reload: new connections get ${describeMaterial(next)}`);
+            } catch (err) {
+              logError(`admin TLS reload failed, still serving the previous certificate: ${describe(err)}`);
+            }
           }
         }
         return;

@@ -40,6 +40,8 @@ export interface ServeConfig {
   readonly tls: TlsFiles | null;
   /** HTTPS on the admin listener when set. */
   readonly adminTls: TlsFiles | null;
+  /** How often the certificate files are checked for a change (which reloads them as SIGHUP does); 0: only on SIGHUP. */
+  readonly tlsWatchMs: number;
 }
 
 /** One option: its flag, environment variable, default and parser. Order here is the --help order. */
@@ -78,6 +80,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'admin-tls-key', env: 'RCD_ADMIN_TLS_KEY', fallback: '', help: 'PEM private key of --admin-tls-cert' },
   { flag: 'admin-tls-key-passphrase-file', env: 'RCD_ADMIN_TLS_KEY_PASSPHRASE_FILE', fallback: '', help: 'file holding the passphrase of an encrypted --admin-tls-key' },
   { flag: 'admin-tls-ca', env: 'RCD_ADMIN_TLS_CA', fallback: '', help: 'PEM intermediate certificates sent after --admin-tls-cert' },
+  { flag: 'tls-watch-interval', env: 'RCD_TLS_WATCH_INTERVAL_MS', fallback: '60000', help: 'ms between checks of the certificate files for a change, which reloads them as SIGHUP does (0: SIGHUP only; 0..86400000)' },
 ];
 
 function defaultThreads(): number {
@@ -185,5 +188,6 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     seedDemo: bool('seed-demo', get('seed-demo')),
     tls: tlsFiles('tls', get),
     adminTls: tlsFiles('admin-tls', get),
+    tlsWatchMs: intIn('tls-watch-interval', get('tls-watch-interval'), 0, 86_400_000),
   });
 }

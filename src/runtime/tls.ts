@@ -9,7 +9,7 @@
  * the certificate in use.
  */
 import { createHash, createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
 import { StartupError, type ServeConfig } from './config.js';
 import { logError, logInfo, logWarning } from './log.js';
 
@@ -207,4 +207,37 @@ export function reloadTlsMaterial(files: TlsFiles, current: TlsMaterial | null):
   const warning = expiryWarning(material, `${files.flagPrefix}-cert ${files.certFile}`);
   if (warning !== null) logWarning(warning);
   return material;
+}
+
+/** A reload waits this long after the last change seen, so a certificate and its key written one after the other load together. */
+const SETTLE_MS = 1000;
+
+/**
+ * Calls `reload` when any of the configured certificate files changes (size, mtime or the file a
+ * symbolic link points to). Polling (fs.watchFile: one stat per file per interval, off the event
+ * loop) rather than inotify: it follows renames and symbolic-link swaps the way ACME clients
+ * replace certificates, and works on every file system. Returns the function that stops watching.
+ */
+export function watchTlsFiles(config: ServeConfig, reload: () => void): () => void {
+  if (config.tlsWatchMs === 0) return () => undefined;
+  const paths = new Set<string>();
+  for (const files of [config.tls, config.adminTls]) {
+    if (files === null) continue;
+    for (const path of [files.certFile, files.keyFile, files.passphraseFile, files.chainFile]) if (path !== null) paths.add(path);
+  }
+  let timer: NodeJS.Timeout | null = null;
+  const changed = (now: Stats, before: Stats): void => {
+    if (now.mtimeMs === before.mtimeMs && now.size === before.size && now.ino === before.ino) return;
+    if (timer !== null) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = null;
+      reload();
+    }, SETTLE_MS);
+    timer.unref();
+  };
+  for (const path of paths) watchFile(path, { interval: config.tlsWatchMs, persistent: false }, changed);
+  return () => {
+    if (timer !== null) clearTimeout(timer);
+    for (const path of paths) unwatchFile(path, changed);
+  };
 }
