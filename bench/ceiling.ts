@@ -9,9 +9,13 @@
  *   child -> parent  {type:'listening', port}
  *   parent -> child  {type:'set', config: CeilingConfig}   answered by {type:'ok'}
  * It exits when the parent goes away (IPC disconnect) or on SIGTERM/SIGINT.
+ *
+ * `ceiling.js CERT KEY` serves HTTPS instead (SSLApp with the files as they are and the server's
+ * TLS 1.2 cipher list), for bench/tls.ts.
  */
 import uWS from 'uWebSockets.js';
 import { statusLine } from '../src/runtime/errors.js';
+import { TLS12_CIPHERS } from '../src/runtime/tls.js';
 
 export interface CeilingAnswer {
   readonly status: number;
@@ -85,8 +89,9 @@ function main(): void {
   const reply = (m: CeilingReply): void => {
     process.send?.(m);
   };
-  const app = uWS
-    .App()
+  const [cert, key] = process.argv.slice(2);
+  const tls = cert !== undefined && key !== undefined;
+  const app = (tls ? uWS.SSLApp({ cert_file_name: cert, key_file_name: key, ssl_ciphers: TLS12_CIPHERS }) : uWS.App())
     .post('/api/v1/config/:id', onPost)
     .post('/api/v1/config/:id/dynamic', onPost)
     .post('/api/v1/combine', onPost)
