@@ -6,7 +6,9 @@
  * in two modes: keep-alive (requests on open connections: the cost of encrypting) and one request per
  * connection (wrk's `Connection: close`: a full TCP and TLS handshake per request, as wrk never
  * resumes a session). The target: the server's ratio to its ceiling over HTTPS within noise of the
- * ratio over HTTP.
+ * ratio over HTTP. A third transport puts nginx (docs/nginx/rcd.conf, one worker) in front of the
+ * HTTP server to terminate HTTPS, the deployment docs/deployment.md recommends, against the same
+ * HTTPS ceiling.
  *
  * A certificate is made with openssl for the run (RSA-2048 by default, or ECDSA P-256 with --key ec:
  * the handshake's signature is most of its cost). wrk (C) drives every run, one thread; rounds run
@@ -23,6 +25,8 @@ import { Supervisor, startCeiling, startServer, type Target } from './processes.
 import { fmtInt, freeResultStem, hostTag, textTable } from './report.js';
 import { BASE_SEED, scenarioByName, type RequestEntry } from './scenarios.js';
 import { medianOfRuns, runWrk, wrkAvailable, writeWrkScript, type WrkStats } from './wrk.js';
+// The nginx the e2e tests run, on the file docs/deployment.md recommends.
+import { findNginx, startNginx, type NginxProcess } from '../test/helpers/nginx.js';
 
 const USAGE = `usage: npm run bench:tls -- [options]
   --scenario NAME      a scenario answered 200 (default mapped)
@@ -88,7 +92,9 @@ function makeCertificate(dir: string, key: 'rsa' | 'ec'): { cert: string; key: s
 
 const WARMUP_SEC = 1;
 
-type Transport = 'http' | 'https';
+/** What the client speaks to: rcd over HTTP, rcd over HTTPS, or nginx terminating HTTPS in front of rcd over HTTP. */
+type Transport = 'http' | 'https' | 'https via nginx';
+const TRANSPORTS: readonly Transport[] = ['http', 'https', 'https via nginx'];
 type Mode = 'keep-alive' | 'new connection per request';
 const MODES: readonly Mode[] = ['keep-alive', 'new connection per request'];
 
@@ -115,6 +121,7 @@ async function main(): Promise<void> {
   if (!wrkAvailable()) throw new Error('bench:tls needs wrk on PATH (Debian: apt-get install wrk)');
   const sup = new Supervisor();
   sup.installCleanup('the TLS benchmark');
+  let nginx: NginxProcess | null = null;
   try {
     const dir = sup.tempDir('rcd-bench-tls-');
     const bundle = join(dir, 'bundle.json');
@@ -124,13 +131,17 @@ async function main(): Promise<void> {
     const scenario = scenarioByName(opts.scenario);
     const pool = scenario.pool(BASE_SEED);
     process.stdout.write(`starting servers (scenario ${scenario.name}, ${opts.key === 'rsa' ? 'RSA-2048' : 'ECDSA P-256'} certificate)... `);
-    const servers: Record<Transport, Target> = {
-      http: await startServer(sup, { root, dbPath: join(dir, 'http.db'), bundle, threads: null, label: 'HTTP server' }),
-      https: await startServer(sup, { root, dbPath: join(dir, 'https.db'), bundle, threads: null, label: 'HTTPS server', args: ['--tls-cert', tls.cert, '--tls-key', tls.key] }),
-    };
-    const ceilings: Record<Transport, Target> = { http: await startCeiling(sup), https: await startCeiling(sup, tls) };
-    const answer = await probeAnswer(servers.http, pool);
-    for (const c of Object.values(ceilings)) await c.configure({ ok: answer, validKey: null, unauthorized: null });
+    const nginxBinary = findNginx();
+    if (nginxBinary === null) throw new Error('bench:tls needs nginx (Debian: apt-get install nginx)');
+    const http = await startServer(sup, { root, dbPath: join(dir, 'http.db'), bundle, threads: null, label: 'HTTP server' });
+    const https = await startServer(sup, { root, dbPath: join(dir, 'https.db'), bundle, threads: null, label: 'HTTPS server', args: ['--tls-cert', tls.cert, '--tls-key', tls.key] });
+    nginx = await startNginx(nginxBinary, Number(new URL(http.url).port), 'warn', tls);
+    const servers: Record<Transport, string> = { http: http.url, https: https.url, 'https via nginx': nginx.url };
+    const httpsCeiling = await startCeiling(sup, tls);
+    // nginx in front of rcd is held against the same bare-uWS HTTPS ceiling as rcd serving HTTPS itself.
+    const ceilings: Record<Transport, Target> = { http: await startCeiling(sup), https: httpsCeiling, 'https via nginx': httpsCeiling };
+    const answer = await probeAnswer(http, pool);
+    for (const c of new Set(Object.values(ceilings))) await c.configure({ ok: answer, validKey: null, unauthorized: null });
     const scripts: Record<Mode, string> = {
       'keep-alive': writeWrkScript(dir, 'keep-alive', pool),
       'new connection per request': writeWrkScript(dir, 'close', pool.map((e) => ({ ...e, headers: { ...e.headers, connection: 'close' } }))),
@@ -142,18 +153,18 @@ async function main(): Promise<void> {
     // Warm-up, not counted: JIT, the front cache, and the kernel's socket and TLS allocations.
     process.stdout.write('warm-up... ');
     for (const mode of MODES) {
-      for (const target of [servers.http, servers.https, ceilings.http, ceilings.https]) await runWrk(target.url + '/', scripts[mode], opts.connections, WARMUP_SEC, track);
+      for (const url of [...Object.values(servers), ceilings.http.url, ceilings.https.url]) await runWrk(url + '/', scripts[mode], opts.connections, WARMUP_SEC, track);
     }
     process.stdout.write('done\n');
     for (let round = 1; round <= opts.rounds && !sup.stopping; round++) {
       for (const mode of MODES) {
-        for (const transport of ['http', 'https'] as const) {
+        for (const transport of TRANSPORTS) {
           const k = `${transport}|${mode}`;
           const slot = runs.get(k) ?? { ceiling: [], server: [] };
           runs.set(k, slot);
           process.stdout.write(`round ${round}: ${transport} ${mode}... `);
           slot.ceiling.push(await runWrk(ceilings[transport].url + '/', scripts[mode], opts.connections, opts.durationSec, track));
-          slot.server.push(await runWrk(servers[transport].url + '/', scripts[mode], opts.connections, opts.durationSec, track));
+          slot.server.push(await runWrk(servers[transport] + '/', scripts[mode], opts.connections, opts.durationSec, track));
           const last = (xs: WrkStats[]): string => fmtInt((xs[xs.length - 1] as WrkStats).reqPerSec);
           process.stdout.write(`ceiling ${last(slot.ceiling)} req/s, server ${last(slot.server)} req/s\n`);
         }
@@ -161,7 +172,7 @@ async function main(): Promise<void> {
     }
     const cells: Cell[] = [];
     for (const mode of MODES) {
-      for (const transport of ['http', 'https'] as const) {
+      for (const transport of TRANSPORTS) {
         const slot = runs.get(`${transport}|${mode}`);
         if (slot === undefined) continue;
         const ceiling = medianOfRuns(slot.ceiling);
@@ -213,6 +224,7 @@ async function main(): Promise<void> {
       process.exitCode = 1;
     }
   } finally {
+    await nginx?.stop();
     await sup.stopAll();
   }
 }

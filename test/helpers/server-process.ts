@@ -5,10 +5,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** The checkout: two folders up from here, or three when running compiled from dist/ (bench/tls.ts uses the nginx helper). */
+const HERE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const ROOT = basename(HERE_ROOT) === 'dist' ? dirname(HERE_ROOT) : HERE_ROOT;
 export const BIN = join(ROOT, 'bin', 'rcd.js');
 
 export interface ServerOptions {
