@@ -53,7 +53,12 @@ export function createUwsApp(tls: TlsMaterial | null): TemplatedApp {
     writeFileSync(keyFile, tls.keyPem, { mode: 0o600 });
     const options: AppOptions = { cert_file_name: certFile, key_file_name: keyFile, ssl_ciphers: TLS12_CIPHERS };
     if (tls.passphrase !== null) options.passphrase = tls.passphrase;
-    return uWS.SSLApp(options);
+    try {
+      return uWS.SSLApp(options);
+    } catch (err) {
+      // What node:crypto accepts and the uWS binary's BoringSSL does not (an unusual key type): uWS says only "App construction failed".
+      throw new Error(`uWebSockets.js could not load certificate serial ${tls.serial} and its key (${err instanceof Error ? err.message : String(err)})`);
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

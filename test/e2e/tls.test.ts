@@ -40,7 +40,14 @@ interface Answer {
 }
 
 /** A connection that failed before its TLS session was established: no byte of the request was sent. */
-class BeforeHandshake extends Error {}
+class BeforeHandshake extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+  }
+}
 
 /**
  * One request over node:http or node:https (by the URL's scheme); HTTPS verifies against `ca`. A
@@ -68,7 +75,7 @@ function send(
       if (req.reusedSocket) established = true;
       else socket.once('secureConnect', () => (established = true));
     });
-    req.on('error', (err) => reject(established ? err : new BeforeHandshake(err.message)));
+    req.on('error', (err: NodeJS.ErrnoException) => reject(established ? err : new BeforeHandshake(err.message, err.code)));
     req.end(opts.body);
   });
 }
