@@ -117,6 +117,8 @@ export function rotationMigratesHandshakes(): boolean | null {
 export class DeliveryListener {
   private readonly retired: TemplatedApp[] = [];
   private closed = false;
+  /** The material of a rotation built but not swapped in yet (the swap waits for the next turn). */
+  private pending: TlsMaterial | null = null;
 
   private constructor(
     private readonly build: (tls: TlsMaterial | null) => TemplatedApp,
@@ -149,8 +151,9 @@ export class DeliveryListener {
     return new DeliveryListener(build, host, uWS.us_socket_local_port(socket), app, socket, tls);
   }
 
+  /** The newest material: the one served, or the one a rotation is about to serve. */
   get tls(): TlsMaterial | null {
-    return this.material;
+    return this.pending ?? this.material;
   }
 
   /**
@@ -160,7 +163,7 @@ export class DeliveryListener {
    */
   rotate(tls: TlsMaterial): Promise<boolean> {
     if (this.material === null) return Promise.reject(new Error('this listener serves plain HTTP; restart with --tls-cert to serve HTTPS'));
-    if (tls.fingerprint === this.material.fingerprint) return Promise.resolve(false);
+    if (tls.fingerprint === this.tls?.fingerprint) return Promise.resolve(false);
     // Creating the SSL context and the routes takes milliseconds; connections arriving meanwhile queue
     // on the current socket and are accepted by uWS in the next turn's poll phase, before the swap.
     let next: TemplatedApp;
@@ -169,9 +172,11 @@ export class DeliveryListener {
     } catch (err) {
       return Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
+    this.pending = tls;
     return new Promise((resolve, reject) => {
       // An immediate queued from an immediate runs in the next turn's check phase, after its poll.
       setImmediate(() => setImmediate(() => {
+        if (this.pending === tls) this.pending = null;
         try {
           resolve(this.swap(next, tls));
         } catch (err) {
