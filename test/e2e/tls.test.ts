@@ -13,6 +13,7 @@ import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { parseAnswer } from '../helpers/answers.js';
 import { createPki, issueLeaf, type Leaf, type Pki } from '../helpers/pki.js';
 
 const KEY = 'tls-key-1';
@@ -147,7 +148,7 @@ describe('HTTPS with a verified chain', () => {
     const r = await run('curl', ['-sS', '--fail-with-body', '--cacert', rootFile(), '-H', `X-Api-Key: ${KEY}`, '-H', 'Content-Type: application/json', '-d', '{"u":"p1","p":{"tier":"gold"},"v":"1.0.0"}', `${server.url}/api/v1/config/Game/dynamic`]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect((JSON.parse(r.stdout) as { data: unknown }).data).toEqual({ difficulty: 'normal', shop: { discount: 20 } });
+    expect(parseAnswer(r.stdout).data).toEqual({ difficulty: 'normal', shop: { discount: 20 } });
     const shown = await run('sh', ['-c', `echo | openssl s_client -connect ${new URL(server.url).host} -showcerts 2>/dev/null`]);
     expect(shown.stdout.match(/-----BEGIN CERTIFICATE-----/g)?.length).toBe(2);
   });
