@@ -10,13 +10,16 @@
  *   parent -> child  {type:'set', config: CeilingConfig}   answered by {type:'ok'}
  * It exits when the parent goes away (IPC disconnect) or on SIGTERM/SIGINT.
  *
- * `node ceiling.js N` runs N apps on one port, like `rcd serve --http-threads N`: this thread's and
- * N - 1 in worker threads, all bound with SO_REUSEPORT, so a server with N delivery loops is
- * compared with a ceiling of N loops. A new answer goes to every loop before `ok`.
+ * `node ceiling.js N [CERT KEY]` runs N apps on one port, like `rcd serve --http-threads N`: this
+ * thread's and N - 1 in worker threads, all bound with SO_REUSEPORT, so a server with N delivery
+ * loops is compared with a ceiling of N loops. A new answer goes to every loop before `ok`. With
+ * CERT and KEY every app serves HTTPS (SSLApp with the files as they are and the server's TLS 1.2
+ * cipher list), for bench/tls.ts.
  */
 import uWS from 'uWebSockets.js';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { statusLine } from '../src/runtime/errors.js';
+import { TLS12_CIPHERS } from '../src/runtime/tls.js';
 import { freePort } from './processes.js';
 
 export interface CeilingAnswer {
@@ -83,9 +86,14 @@ function onOther(res: uWS.HttpResponse): void {
   send(res, notFound);
 }
 
-function createApp(): uWS.TemplatedApp {
-  return uWS
-    .App()
+/** Certificate and key files when the ceiling serves HTTPS. */
+interface CeilingTls {
+  readonly cert: string;
+  readonly key: string;
+}
+
+function createApp(tls: CeilingTls | null): uWS.TemplatedApp {
+  return (tls === null ? uWS.App() : uWS.SSLApp({ cert_file_name: tls.cert, key_file_name: tls.key, ssl_ciphers: TLS12_CIPHERS }))
     .post('/api/v1/config/:id', onPost)
     .post('/api/v1/config/:id/dynamic', onPost)
     .post('/api/v1/combine', onPost)
@@ -112,8 +120,9 @@ type LoopMessage = { type: 'set'; config: CeilingConfig } | { type: 'stop' };
 
 /** A further loop: binds the main loop's port, takes every new answer, closes its sockets on stop. */
 async function loopThread(): Promise<void> {
-  const app = createApp();
-  const socket = await listen(app, (workerData as { port: number }).port);
+  const data = workerData as { port: number; tls: CeilingTls | null };
+  const app = createApp(data.tls);
+  const socket = await listen(app, data.port);
   parentPort!.on('message', (m: LoopMessage) => {
     if (m.type === 'set') {
       apply(m.config);
@@ -134,10 +143,12 @@ async function main(): Promise<void> {
     process.exit(2);
   }
   const loops = Number(process.argv[2] ?? '1');
+  const [cert, key] = process.argv.slice(3);
+  const tls = cert !== undefined && key !== undefined ? { cert, key } : null;
   const reply = (m: CeilingReply): void => {
     process.send?.(m);
   };
-  const app = createApp();
+  const app = createApp(tls);
   // uSockets sets SO_REUSEPORT only when a port is named (port 0 binds exclusively): name a free one.
   const listenSocket = await listen(app, loops > 1 ? await freePort() : 0);
   if (listenSocket === false) {
@@ -147,7 +158,7 @@ async function main(): Promise<void> {
   const port = uWS.us_socket_local_port(listenSocket);
   const workers: Worker[] = [];
   for (let i = 1; i < loops; i++) {
-    const w = new Worker(new URL(import.meta.url), { workerData: { port } });
+    const w = new Worker(new URL(import.meta.url), { workerData: { port, tls } });
     const started = await new Promise<unknown>((resolve) => w.once('message', resolve));
     if (started !== 'listening') {
       reply({ type: 'error', message: `ceiling loop ${i} could not listen on 127.0.0.1:${port}` });

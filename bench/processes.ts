@@ -4,12 +4,13 @@
  * a run started may outlive it, and its temp dirs are removed. Shared by the suite (run.ts) and the
  * side-by-side comparison (ab.ts).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CeilingConfig } from './ceiling.js';
+import { fileURLToPath } from 'node:url';
+import type { CeilingConfig, CeilingMessage, CeilingReply } from './ceiling.js';
 
 export class Supervisor {
   /** Set once a signal asked the run to stop: loops check it between steps. */
@@ -134,6 +135,8 @@ export interface ServerStart {
   readonly httpThreads?: number | null;
   /** Names the server in messages ("server", "baseline"). */
   readonly label: string;
+  /** More `rcd serve` options (e.g. --tls-cert and --tls-key). */
+  readonly args?: readonly string[];
 }
 
 /** Starts `rcd serve` from `root` on a free port; resolves once it printed "listening on". */
@@ -156,6 +159,7 @@ export async function startServer(sup: Supervisor, start: ServerStart): Promise<
   ];
   if (start.threads !== null) args.push('--threads', String(start.threads));
   if (start.httpThreads !== undefined && start.httpThreads !== null) args.push('--http-threads', String(start.httpThreads));
+  args.push(...(start.args ?? []));
   const child = sup.track(spawn(process.execPath, args, { cwd: start.root, stdio: ['ignore', 'pipe', 'pipe'] }));
   const tail: string[] = [];
   return new Promise<Target>((resolve, reject) => {
@@ -171,7 +175,7 @@ export async function startServer(sup: Supervisor, start: ServerStart): Promise<
     child.once('exit', onEarlyExit);
     drain(child.stderr as NodeJS.ReadableStream, tail);
     drain(child.stdout as NodeJS.ReadableStream, tail, (line) => {
-      const m = /listening on (http:\/\/[^\s]+)/.exec(line);
+      const m = /listening on (https?:\/\/[^\s]+)/.exec(line);
       if (m === null) return;
       clearTimeout(timer);
       child.off('exit', onEarlyExit);
@@ -188,4 +192,46 @@ export async function startServer(sup: Supervisor, start: ServerStart): Promise<
       });
     });
   });
+}
+
+/**
+ * Forks the bare-uWS ceiling (bench/ceiling.ts) with `loops` apps on one port (as many as the
+ * server's delivery loops); `tls` (certificate and key files) makes it serve HTTPS. Resolves once it
+ * listens.
+ */
+export async function startCeiling(sup: Supervisor, tls: { cert: string; key: string } | null = null, loops = 1): Promise<Target> {
+  const path = fileURLToPath(new URL('./ceiling.js', import.meta.url));
+  const args = [String(loops), ...(tls === null ? [] : [tls.cert, tls.key])];
+  const child = sup.track(fork(path, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  let onEarlyExit: (code: number | null) => void = () => undefined;
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the ceiling did not start within 30 s')), 30_000);
+    onEarlyExit = (code) => reject(new Error(`the ceiling exited during start-up (code ${code})`));
+    child.once('exit', onEarlyExit);
+    const onMessage = (m: CeilingReply): void => {
+      if (m.type === 'listening') {
+        clearTimeout(timer);
+        child.off('message', onMessage);
+        resolve(m.port);
+      } else if (m.type === 'error') reject(new Error(m.message));
+    };
+    child.on('message', onMessage);
+  });
+  child.off('exit', onEarlyExit);
+  return {
+    url: `${tls === null ? 'http' : 'https'}://127.0.0.1:${port}`,
+    pid: child.pid as number,
+    child,
+    configure(config) {
+      return new Promise<void>((resolve) => {
+        const onMessage = (m: CeilingReply): void => {
+          if (m.type !== 'ok') return;
+          child.off('message', onMessage);
+          resolve();
+        };
+        child.on('message', onMessage);
+        child.send({ type: 'set', config } satisfies CeilingMessage);
+      });
+    },
+  };
 }

@@ -57,6 +57,10 @@ async function serve(args: string[]): Promise<number> {
   };
   process.once('SIGTERM', () => onStop('SIGTERM received', 0));
   process.once('SIGINT', () => onStop('SIGINT received', 0));
+  // SIGHUP reloads the certificates; its default action (ending the process) never applies, also
+  // while the server starts (the files are read then anyway).
+  let onReload: () => void = () => undefined;
+  process.on('SIGHUP', () => onReload());
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
     server = await startServer(config);
@@ -67,6 +71,10 @@ async function serve(args: string[]): Promise<number> {
     return 1;
   }
   const running = server;
+  onReload = (): void => {
+    if (config.tls === null && config.adminTls === null) logInfo('SIGHUP: no TLS listener configured, nothing to reload');
+    else running.reloadTls();
+  };
   const code = await new Promise<number>((resolve) => {
     let stopping = false;
     onStop = (reason: string, code: number): void => {

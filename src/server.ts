@@ -7,16 +7,18 @@
  * the store is seeded or "listening on" is printed, with everything released.
  */
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
-import type { ServeConfig } from './runtime/config.js';
+import { StartupError, type ServeConfig } from './runtime/config.js';
 import { ControlThread } from './control/client.js';
 import { DeliveryFeed } from './control/feed.js';
 import type { DemoNotice } from './control/protocol.js';
 import { DEMO_CONTENT_ID } from './runtime/demo.js';
 import { holdYoungGeneration, operatorSizedYoungGeneration } from './runtime/heap.js';
 import { loopDelayInterval, startLoopDelayLog } from './runtime/loop-delay.js';
-import { isNativeUws, reservePort } from './delivery/app.js';
+import { isNativeUws } from './delivery/app.js';
+import { claimPort, rotationMigratesHandshakes } from './delivery/listener.js';
 import { DeliveryLoop } from './delivery/loop.js';
 import { LoopThreads } from './delivery/loop-threads.js';
+import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles, type TlsFiles, type TlsMaterial } from './runtime/tls.js';
 import { logError, logInfo } from './runtime/log.js';
 import { describeStoreUrl } from './store/index.js';
 
@@ -28,6 +30,8 @@ export interface RunningServer {
   readonly fatal: Promise<string>;
   /** Stops accepting, finishes in-flight requests (bounded by the shutdown timeout), releases everything. */
   close(): Promise<void>;
+  /** SIGHUP: reads the certificate files again; new connections get the new certificate, a bad one is reported and the current one kept. */
+  reloadTls(): void;
 }
 
 /** How long a crash of the main thread's loop waits for the loop threads to close their sockets. */
@@ -38,6 +42,8 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     logError('the native uWebSockets.js addon did not load; running on its slow JavaScript fallback');
   }
   const loopDelayLogMs = loopDelayInterval(process.env.RCD_LOOP_DELAY_LOG_MS);
+  // Before anything starts: a certificate that cannot be served stops the start with one line.
+  const tls = loadStartupTls(config);
   // First: the directory and the pool allocate enough to grow the young generation.
   const holdYoung = !operatorSizedYoungGeneration(process.execArgv, process.env.NODE_OPTIONS);
   if (holdYoung) holdYoungGeneration();
@@ -70,10 +76,12 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   let opened: { readerUrl: string; adminPort: number | null };
   try {
     opened = await control.opened();
-    // Several loops bind with SO_REUSEPORT, which would not notice another server on the port.
-    const port = config.httpThreads > 1 ? await reservePort(config.host, config.port) : config.port;
-    const main = DeliveryLoop.start({ index: 0, config, feed, readerUrl: opened.readerUrl, holdYoungGeneration: holdYoung, port });
-    const others = loopThreads.start(opened.readerUrl, port);
+    // Several loops bind with SO_REUSEPORT, which would not notice another server on the port: the
+    // port is claimed once here for all of them (one HTTPS loop claims it itself).
+    const claimed = config.httpThreads > 1;
+    const port = claimed ? await claimLoopsPort(config.host, config.port) : config.port;
+    const main = DeliveryLoop.start({ index: 0, config, feed, readerUrl: opened.readerUrl, holdYoungGeneration: holdYoung, port, claimed, tls });
+    const others = loopThreads.start(opened.readerUrl, port, tls);
     try {
       loop = await main;
     } finally {
@@ -89,9 +97,16 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   const listening = loop;
   // The hint first: "listening on" is the line scripts and tests wait for as the readiness signal.
   if (demo !== null) printDemoHint(config, listening.port, demo);
+  if (tls !== null) {
+    logInfo(`HTTPS: ${describeMaterial(tls)}`);
+    if (rotationMigratesHandshakes() === false) {
+      logInfo('HTTPS: net.ipv4.tcp_migrate_req is 0: a certificate rotation resets connections still in their TCP handshake with the previous listener (set it to 1 for none; docs/deployment.md)');
+    }
+  }
   const loops = config.httpThreads === 1 ? '' : `${config.httpThreads} delivery loops, `;
-  logInfo(`listening on http://${config.host}:${listening.port} (${loops}${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
-  if (opened.adminPort !== null) logInfo(`admin listening on http://${config.adminHost}:${opened.adminPort}`);
+  const scheme = tls === null ? 'http' : 'https';
+  logInfo(`listening on ${scheme}://${config.host}:${listening.port} (${loops}${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
+  if (opened.adminPort !== null) logInfo(`admin listening on ${config.adminTls === null ? 'http' : 'https'}://${config.adminHost}:${opened.adminPort}`);
 
   const stopLoopDelayLog = startLoopDelayLog(loopDelayLogMs);
   // With loop threads, Node's default end of an uncaught error here (print it, exit) would abort the
@@ -106,8 +121,16 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   }
 
   let closing: Promise<void> | null = null;
+  const reloadTls = (): void => {
+    if (closing !== null) return;
+    if (config.tls !== null) rotateCertificate(config.tls, listening, loopThreads);
+    control.reloadTls();
+  };
+  const stopWatchingTls = watchTlsFiles(config, reloadTls);
+
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      stopWatchingTls();
       listening.markShuttingDown();
       loopThreads.markShuttingDown();
       await control.stopAdmin();
@@ -120,7 +143,39 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     return closing;
   };
 
-  return { port: listening.port, adminPort: opened.adminPort, fatal, close };
+  return { port: listening.port, adminPort: opened.adminPort, fatal, close, reloadTls };
+}
+
+async function claimLoopsPort(host: string, port: number): Promise<number> {
+  try {
+    return await claimPort(host, port);
+  } catch {
+    throw new StartupError(`cannot listen on ${host}:${port} (the port is in use or not permitted)`);
+  }
+}
+
+/**
+ * Reads the certificate files again and, when they changed, has every loop serve them to new
+ * connections; one log line for the whole server. A loop that cannot serve the new certificate keeps
+ * the previous one, and the line names it.
+ */
+function rotateCertificate(files: TlsFiles, main: DeliveryLoop, threads: LoopThreads): void {
+  const next: TlsMaterial | null = reloadTlsMaterial(files, main.tls);
+  if (next === null) return;
+  const loop0 = main.rotateTls(next).then(
+    (changed) => ({ index: 0, changed, error: null }),
+    (err: unknown) => ({ index: 0, changed: false, error: err instanceof Error ? err.message : String(err) }),
+  );
+  void Promise.all([loop0, threads.rotateTls(next)]).then(([first, rest]) => {
+    const all = [first, ...rest];
+    const failed = all.filter((r) => r.error !== null);
+    if (failed.length > 0) {
+      const which = all.length === 1 ? '' : ` (delivery loop ${failed.map((r) => r.index).join(', ')})`;
+      logError(`TLS reload failed, still serving the previous certificate${which}: ${failed[0]!.error}`);
+    } else if (all.some((r) => r.changed)) {
+      logInfo(`TLS reload: new connections get ${describeMaterial(next)}`);
+    }
+  });
 }
 
 function describeStore(url: string): string {
@@ -147,7 +202,7 @@ function printDemoHint(config: ServeConfig, port: number, demo: DemoNotice): voi
   }
   logInfo('try:');
   logInfo(
-    `  curl -s -X POST http://${host}:${port}/api/v1/config/${DEMO_CONTENT_ID}/dynamic ` +
+    `  curl -s -X POST ${config.tls === null ? 'http' : 'https'}://${host}:${port}/api/v1/config/${DEMO_CONTENT_ID}/dynamic ` +
       `-H ${keyArg} -H 'Content-Type: application/json' -d '{"u":"player-1","p":{"level":12},"v":"1.0.0"}'`,
   );
 }

@@ -58,6 +58,11 @@ export class ControlThread {
     if (!this.exited) await this.expect('admin-stopped', { type: 'stop-admin' });
   }
 
+  /** Has the admin listener read its certificate files again (no answer: the control thread logs the outcome). */
+  reloadTls(): void {
+    if (!this.exited && !this.closing) this.worker.postMessage({ type: 'reload-tls' } satisfies ControlCommand);
+  }
+
   /** Records the last key use, closes the admin state and the store, and ends the thread. */
   async close(): Promise<void> {
     if (this.closing) return this.exit;

@@ -151,7 +151,9 @@ export type ControlCommand =
   /** Stop the admin listener (in-flight admin calls finish); answered by `admin-stopped`. */
   | { readonly type: 'stop-admin' }
   /** Record the last key use, close the admin state and the store, end the thread; answered by `closed`. */
-  | { readonly type: 'close' };
+  | { readonly type: 'close' }
+  /** SIGHUP: read the admin listener's certificate files again (the outcome is logged; no answer). */
+  | { readonly type: 'reload-tls' };
 
 /** A failure carried across the thread boundary: a stable code when it has one. */
 export interface ControlFailure {

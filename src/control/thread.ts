@@ -16,6 +16,7 @@ import { loadSealKey } from '../admin/server/sealed.js';
 import { openAdminState, type AdminStateStore } from '../admin/server/state.js';
 import { resolveAdminToken } from '../admin/token.js';
 import type { ServeConfig } from '../runtime/config.js';
+import { describeMaterial, loadTlsMaterial, reloadTlsMaterial } from '../runtime/tls.js';
 import { DEMO_ENV, demoBundle, demoKeyPath, newDemoKey, writeDemoKey } from '../runtime/demo.js';
 import { RcdError } from '../runtime/errors.js';
 import { holdYoungGeneration } from '../runtime/heap.js';
@@ -123,6 +124,7 @@ async function open(): Promise<void> {
         state: adminState,
         onChange: publishWrite,
         log: logInfo,
+        tls: config.adminTls === null ? null : loadTlsMaterial(config.adminTls),
       });
     } catch (err) {
       throw new Error(`cannot listen on the admin address ${config.adminHost}:${config.adminPort}: ${describe(err)}`);
@@ -279,6 +281,19 @@ async function handle(cmd: ControlCommand): Promise<void> {
       case 'close':
         await close();
         post({ type: 'closed' });
+        return;
+      case 'reload-tls':
+        if (admin !== null && config.adminTls !== null) {
+          const next = reloadTlsMaterial(config.adminTls, admin.tls);
+          if (next !== null) {
+            try {
+              admin.rotateTls(next);
+              logInfo(`admin TLS reload: new connections get ${describeMaterial(next)}`);
+            } catch (err) {
+              logError(`admin TLS reload failed, still serving the previous certificate: ${describe(err)}`);
+            }
+          }
+        }
         return;
     }
   } catch (err) {

@@ -6,6 +6,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { ServeConfig } from '../runtime/config.js';
+import type { TlsMaterial } from '../runtime/tls.js';
 
 /** The loop thread's workerData. */
 export interface LoopInit {
@@ -19,8 +20,13 @@ export interface LoopInit {
 }
 
 export type LoopCommand =
-  /** Start the pool share and bind `port` with SO_REUSEPORT; answered by `listening` or `failed`. */
-  | { readonly type: 'start'; readonly readerUrl: string; readonly port: number }
+  /**
+   * Start the pool share and bind `port` (claimed by the main thread) with SO_REUSEPORT, serving
+   * HTTPS with `tls` when it is not null; answered by `listening` or `failed`.
+   */
+  | { readonly type: 'start'; readonly readerUrl: string; readonly port: number; readonly tls: TlsMaterial | null }
+  /** Serve `material` to new connections (certificate rotation); answered by `tls-rotated` with the same id. */
+  | { readonly type: 'rotate-tls'; readonly id: number; readonly material: TlsMaterial }
   /** Answers carry Connection: close and /healthz says 503 from now on; not answered. */
   | { readonly type: 'shutting-down' }
   /** Stop accepting, drain, close connections, stop the pool share; answered by `stopped`, then the thread ends. */
@@ -32,5 +38,7 @@ export type LoopEvent =
   | { readonly type: 'listening' }
   | { readonly type: 'failed'; readonly message: string }
   | { readonly type: 'stopped' }
+  /** `changed` false: it served that certificate already; `error` non-null: it keeps the previous one. */
+  | { readonly type: 'tls-rotated'; readonly id: number; readonly changed: boolean; readonly error: string | null }
   /** An uncaught failure on the loop: the thread ends with a non-zero code right after. */
   | { readonly type: 'crashed'; readonly message: string };

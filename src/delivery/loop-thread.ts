@@ -11,6 +11,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { DeliveryFeed } from '../control/feed.js';
 import { holdYoungGeneration } from '../runtime/heap.js';
 import { DeliveryLoop } from './loop.js';
+import type { TlsMaterial } from '../runtime/tls.js';
 import type { LoopCommand, LoopEvent, LoopInit } from './loop-protocol.js';
 
 const lifecycle = parentPort;
@@ -33,14 +34,26 @@ function crashed(err: unknown): void {
 process.on('uncaughtException', crashed);
 process.on('unhandledRejection', crashed);
 
-async function start(readerUrl: string, port: number): Promise<void> {
+async function start(readerUrl: string, port: number, tls: TlsMaterial | null): Promise<void> {
   try {
-    loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, readerUrl, holdYoungGeneration: init.holdYoungGeneration, port });
+    loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, readerUrl, holdYoungGeneration: init.holdYoungGeneration, port, claimed: true, tls });
   } catch (err) {
     post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
     return;
   }
   post({ type: 'listening' });
+}
+
+async function rotateTls(id: number, material: TlsMaterial): Promise<void> {
+  if (loop === null) {
+    post({ type: 'tls-rotated', id, changed: false, error: 'the loop is not listening' });
+    return;
+  }
+  try {
+    post({ type: 'tls-rotated', id, changed: await loop.rotateTls(material), error: null });
+  } catch (err) {
+    post({ type: 'tls-rotated', id, changed: false, error: err instanceof Error ? err.message : String(err) });
+  }
 }
 
 async function stop(): Promise<void> {
@@ -54,7 +67,10 @@ async function stop(): Promise<void> {
 lifecycle.on('message', (cmd: LoopCommand) => {
   switch (cmd.type) {
     case 'start':
-      void start(cmd.readerUrl, cmd.port);
+      void start(cmd.readerUrl, cmd.port, cmd.tls);
+      return;
+    case 'rotate-tls':
+      void rotateTls(cmd.id, cmd.material);
       return;
     case 'shutting-down':
       loop?.markShuttingDown();

@@ -6,7 +6,15 @@
  */
 import { Worker, type MessagePort } from 'node:worker_threads';
 import { StartupError, type ServeConfig } from '../runtime/config.js';
+import type { TlsMaterial } from '../runtime/tls.js';
 import type { LoopCommand, LoopEvent, LoopInit } from './loop-protocol.js';
+
+/** What one loop thread answered to a certificate rotation. */
+export interface LoopRotation {
+  readonly index: number;
+  readonly changed: boolean;
+  readonly error: string | null;
+}
 
 interface LoopWorker {
   readonly index: number;
@@ -23,6 +31,9 @@ export class LoopThreads {
   private readonly onFatal: (reason: string) => void;
   private stopping = false;
   private failed = false;
+  private rotationId = 0;
+  /** Rotations waiting for their answers, by id: one entry per loop thread asked. */
+  private readonly rotations = new Map<string, (r: LoopRotation) => void>();
 
   /**
    * @param feeds the loops' ends of their feeds, one per loop thread (transferred), in loop order 1..N-1
@@ -49,9 +60,23 @@ export class LoopThreads {
   }
 
   /** Starts every loop thread's pool share and binds `port` (SO_REUSEPORT); rejects with the first failure. */
-  async start(readerUrl: string, port: number): Promise<void> {
-    const started = this.loops.map((loop) => this.request(loop, { type: 'start', readerUrl, port }, 'listening'));
+  async start(readerUrl: string, port: number, tls: TlsMaterial | null): Promise<void> {
+    const started = this.loops.map((loop) => this.request(loop, { type: 'start', readerUrl, port, tls }, 'listening'));
     await Promise.all(started);
+  }
+
+  /** Every loop thread serves `material` to new connections; resolves with each one's answer. */
+  rotateTls(material: TlsMaterial): Promise<LoopRotation[]> {
+    const id = ++this.rotationId;
+    return Promise.all(
+      this.loops.map((loop) => {
+        if (loop.exited) return Promise.resolve({ index: loop.index, changed: false, error: 'the loop has ended' });
+        return new Promise<LoopRotation>((resolve) => {
+          this.rotations.set(`${id}:${loop.index}`, resolve);
+          loop.worker.postMessage({ type: 'rotate-tls', id, material } satisfies LoopCommand);
+        });
+      }),
+    );
   }
 
   /** Answers on every loop thread carry Connection: close and /healthz says 503 from now on. */
@@ -99,6 +124,13 @@ export class LoopThreads {
   }
 
   private onEvent(loop: LoopWorker, event: LoopEvent): void {
+    if (event.type === 'tls-rotated') {
+      const key = `${event.id}:${loop.index}`;
+      const resolve = this.rotations.get(key);
+      this.rotations.delete(key);
+      resolve?.({ index: loop.index, changed: event.changed, error: event.error });
+      return;
+    }
     if (event.type === 'crashed') {
       this.fail(loop, `delivery loop ${loop.index} crashed: ${event.message}`);
       return;
@@ -113,6 +145,11 @@ export class LoopThreads {
     const waiter = loop.waiter;
     loop.waiter = null;
     waiter?.(null);
+    for (const [key, resolve] of this.rotations) {
+      if (!key.endsWith(`:${loop.index}`)) continue;
+      this.rotations.delete(key);
+      resolve({ index: loop.index, changed: false, error: 'the loop has ended' });
+    }
     if (this.stopping && loop.exited) return;
     if (!this.failed) {
       this.failed = true;

@@ -6,13 +6,14 @@
  * then the pool share.
  */
 import type { Piscina } from 'piscina';
-import type { TemplatedApp } from 'uWebSockets.js';
 import type { DeliveryFeed } from '../control/feed.js';
-import type { ServeConfig } from '../runtime/config.js';
+import { StartupError, type ServeConfig } from '../runtime/config.js';
 import { logError, rateLimitedErrorLogger } from '../runtime/log.js';
+import type { TlsMaterial } from '../runtime/tls.js';
 import { Batcher } from '../pool/batcher.js';
 import { poolShare, startPool } from '../pool/pool.js';
-import { closeApp, createApp, listen, stopListening, type Listening } from './app.js';
+import { createApp } from './app.js';
+import { DeliveryListener } from './listener.js';
 import { createFrontCache } from './front-cache.js';
 import type { FrontEndState } from './state.js';
 
@@ -35,6 +36,10 @@ export interface LoopOptions {
   readonly holdYoungGeneration: boolean;
   /** The port to bind; with several loops, bound by all of them with SO_REUSEPORT. */
   readonly port: number;
+  /** True when the main thread claimed the port for every loop (src/delivery/listener.ts, claimPort): bind it shared. */
+  readonly claimed: boolean;
+  /** The certificate to serve (HTTPS), or null for plain HTTP. */
+  readonly tls: TlsMaterial | null;
 }
 
 export class DeliveryLoop {
@@ -42,18 +47,16 @@ export class DeliveryLoop {
   private readonly state: FrontEndState;
   private readonly feed: DeliveryFeed;
   private readonly pool: Piscina;
-  private readonly app: TemplatedApp;
-  private readonly listening: Listening;
+  private readonly listener: DeliveryListener;
   private readonly keyUseTimer: NodeJS.Timeout;
   private stopping: Promise<void> | null = null;
 
-  private constructor(opts: LoopOptions, state: FrontEndState, pool: Piscina, app: TemplatedApp, listening: Listening) {
+  private constructor(opts: LoopOptions, state: FrontEndState, pool: Piscina, listener: DeliveryListener) {
     this.feed = opts.feed;
     this.state = state;
     this.pool = pool;
-    this.app = app;
-    this.listening = listening;
-    this.port = listening.port;
+    this.listener = listener;
+    this.port = listener.port;
     this.keyUseTimer = setInterval(reportKeyUse, KEY_USE_REPORT_MS, this.feed, state);
     this.keyUseTimer.unref();
   }
@@ -82,17 +85,28 @@ export class DeliveryLoop {
       onInternalError: rateLimitedErrorLogger(1000),
     };
     opts.feed.attach(state);
-    const app = createApp(state);
+    let listener: DeliveryListener;
     try {
-      const listening = await listen(app, config.host, opts.port, loops > 1);
-      scheduleTestCrash(index, process.env[CRASH_VARIABLE]);
-      return new DeliveryLoop(opts, state, pool, app, listening);
+      listener = await DeliveryListener.open((material) => createApp(state, material), config.host, opts.port, opts.tls, opts.claimed);
     } catch (err) {
-      // Created but never listening: closing it releases the socket context.
-      closeApp(app);
       await pool.destroy();
-      throw err;
+      throw new StartupError((err as Error).message);
     }
+    scheduleTestCrash(index, process.env[CRASH_VARIABLE]);
+    return new DeliveryLoop(opts, state, pool, listener);
+  }
+
+  /** The certificate served to new connections (null: plain HTTP). */
+  get tls(): TlsMaterial | null {
+    return this.listener.tls;
+  }
+
+  /**
+   * New connections get `material` from the next turn on (src/delivery/listener.ts); false when it
+   * is the certificate served already; rejects, keeping the current one, when it cannot be served.
+   */
+  rotateTls(material: TlsMaterial): Promise<boolean> {
+    return this.listener.rotate(material);
   }
 
   /** Answers from now on carry Connection: close and /healthz says 503 (before the listener closes). */
@@ -107,10 +121,11 @@ export class DeliveryLoop {
   stop(): Promise<void> {
     this.stopping ??= (async () => {
       this.state.shuttingDown = true;
-      stopListening(this.listening.socket);
+      this.listener.stopAccepting();
       await waitForIdle(this.state, this.state.config.shutdownTimeoutMs);
       clearInterval(this.keyUseTimer);
-      closeApp(this.app);
+      // Closes keep-alive connections too, of the current app and of those a rotation retired.
+      this.listener.close();
       await this.pool.destroy();
       reportKeyUse(this.feed, this.state);
     })();
@@ -123,8 +138,7 @@ export class DeliveryLoop {
    */
   abandon(): void {
     try {
-      stopListening(this.listening.socket);
-      closeApp(this.app);
+      this.listener.close();
     } catch {
       // Ending the process anyway; nothing more to release.
     }

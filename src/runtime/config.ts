@@ -4,6 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
+import type { TlsFiles } from './tls.js';
 
 export interface ServeConfig {
   readonly storeUrl: string;
@@ -40,6 +41,12 @@ export interface ServeConfig {
   readonly dataDir: string;
   readonly shutdownTimeoutMs: number;
   readonly seedDemo: boolean;
+  /** HTTPS on the delivery listener when set (src/runtime/tls.ts); plain HTTP otherwise. */
+  readonly tls: TlsFiles | null;
+  /** HTTPS on the admin listener when set. */
+  readonly adminTls: TlsFiles | null;
+  /** How often the certificate files are checked for a change (which reloads them as SIGHUP does); 0: only on SIGHUP. */
+  readonly tlsWatchMs: number;
 }
 
 /** One option: its flag, environment variable, default and parser. Order here is the --help order. */
@@ -72,6 +79,15 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'data-dir', env: 'RCD_DATA_DIR', fallback: '', help: 'data directory (admin token, demo key); default: the SQLite file\'s folder, or ./data' },
   { flag: 'shutdown-timeout', env: 'RCD_SHUTDOWN_TIMEOUT_MS', fallback: '10000', help: 'ms to finish in-flight requests on SIGTERM (0..600000)' },
   { flag: 'seed-demo', env: 'RCD_SEED_DEMO', fallback: 'true', help: 'seed a demo environment into an empty store (true|false)' },
+  { flag: 'tls-cert', env: 'RCD_TLS_CERT', fallback: '', help: 'PEM certificate (optionally followed by its chain): the delivery API serves HTTPS (with --tls-key)' },
+  { flag: 'tls-key', env: 'RCD_TLS_KEY', fallback: '', help: 'PEM private key of --tls-cert' },
+  { flag: 'tls-key-passphrase-file', env: 'RCD_TLS_KEY_PASSPHRASE_FILE', fallback: '', help: 'file holding the passphrase of an encrypted --tls-key' },
+  { flag: 'tls-ca', env: 'RCD_TLS_CA', fallback: '', help: 'PEM intermediate certificates sent after --tls-cert' },
+  { flag: 'admin-tls-cert', env: 'RCD_ADMIN_TLS_CERT', fallback: '', help: 'PEM certificate: the admin API serves HTTPS (with --admin-tls-key)' },
+  { flag: 'admin-tls-key', env: 'RCD_ADMIN_TLS_KEY', fallback: '', help: 'PEM private key of --admin-tls-cert' },
+  { flag: 'admin-tls-key-passphrase-file', env: 'RCD_ADMIN_TLS_KEY_PASSPHRASE_FILE', fallback: '', help: 'file holding the passphrase of an encrypted --admin-tls-key' },
+  { flag: 'admin-tls-ca', env: 'RCD_ADMIN_TLS_CA', fallback: '', help: 'PEM intermediate certificates sent after --admin-tls-cert' },
+  { flag: 'tls-watch-interval', env: 'RCD_TLS_WATCH_INTERVAL_MS', fallback: '60000', help: 'ms between checks of the certificate files for a change, which reloads them as SIGHUP does (0: SIGHUP only; 0..86400000)' },
 ];
 
 export function defaultThreads(): number {
@@ -122,6 +138,27 @@ export function resolveOptions(
     out.set(spec.flag, v);
   }
   return out;
+}
+
+/** One listener's TLS files from its four options (prefix "tls" or "admin-tls"), or null without a certificate. */
+function tlsFiles(prefix: string, get: (k: string) => string): TlsFiles | null {
+  const cert = get(`${prefix}-cert`);
+  const key = get(`${prefix}-key`);
+  const passphraseFile = get(`${prefix}-key-passphrase-file`);
+  const chainFile = get(`${prefix}-ca`);
+  if (cert === '' && key === '') {
+    const stray = passphraseFile !== '' ? 'key-passphrase-file' : chainFile !== '' ? 'ca' : null;
+    if (stray !== null) throw new ConfigError(`--${prefix}-${stray} needs --${prefix}-cert and --${prefix}-key`);
+    return null;
+  }
+  if (cert === '' || key === '') throw new ConfigError(`--${prefix}-cert and --${prefix}-key go together (got only --${prefix}-${cert === '' ? 'key' : 'cert'})`);
+  return Object.freeze({
+    certFile: resolve(cert),
+    keyFile: resolve(key),
+    passphraseFile: passphraseFile === '' ? null : resolve(passphraseFile),
+    chainFile: chainFile === '' ? null : resolve(chainFile),
+    flagPrefix: `--${prefix}`,
+  });
 }
 
 /** The data directory: explicit, else beside the SQLite file, else ./data. */
@@ -179,5 +216,8 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     dataDir: dataDirFor(storeUrl, get('data-dir')),
     shutdownTimeoutMs: intIn('shutdown-timeout', get('shutdown-timeout'), 0, 600_000),
     seedDemo: bool('seed-demo', get('seed-demo')),
+    tls: tlsFiles('tls', get),
+    adminTls: tlsFiles('admin-tls', get),
+    tlsWatchMs: intIn('tls-watch-interval', get('tls-watch-interval'), 0, 86_400_000),
   });
 }

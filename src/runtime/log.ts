@@ -10,6 +10,11 @@ export function logError(line: string): void {
   process.stderr.write(`rcd: error: ${line}\n`);
 }
 
+/** Something the operator should fix that does not stop the server (a certificate past its end date). */
+export function logWarning(line: string): void {
+  process.stderr.write(`rcd: warning: ${line}\n`);
+}
+
 /** Logs an unexpected request-path failure, at most once per interval, with a count of the others. */
 export function rateLimitedErrorLogger(intervalMs: number): (err: unknown) => void {
   let last = 0;

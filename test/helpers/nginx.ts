@@ -59,12 +59,20 @@ function canConnect(port: number): Promise<boolean> {
   });
 }
 
-/** Starts nginx on a free loopback port, proxying to rcd's delivery listener at `upstreamPort`. */
-export async function startNginx(binary: string, upstreamPort: number, logLevel: 'warn' | 'info' = 'warn'): Promise<NginxProcess> {
+/**
+ * Starts nginx on a free loopback port, proxying to rcd's delivery listener at `upstreamPort`.
+ * `tls`: nginx terminates HTTPS with these files (bench/tls.ts measures that deployment).
+ */
+export async function startNginx(
+  binary: string,
+  upstreamPort: number,
+  logLevel: 'warn' | 'info' = 'warn',
+  tls: { cert: string; key: string } | null = null,
+): Promise<NginxProcess> {
   const dir = tempDir('rcd-nginx-');
   for (let attempt = 0; ; attempt++) {
     const port = await freePort();
-    const site = renderRecommendedConf(`127.0.0.1:${port}`, `127.0.0.1:${upstreamPort}`, 'localhost');
+    const site = renderRecommendedConf(`127.0.0.1:${port}${tls === null ? '' : ' ssl'}`, `127.0.0.1:${upstreamPort}`, 'localhost');
     writeFileSync(join(dir, 'rcd.conf'), site);
     // The main file of this instance only: the process model and where its files go.
     writeFileSync(
@@ -83,6 +91,8 @@ export async function startNginx(binary: string, upstreamPort: number, logLevel:
         `  fastcgi_temp_path ${join(dir, 'fastcgi')};`,
         `  uwsgi_temp_path ${join(dir, 'uwsgi')};`,
         `  scgi_temp_path ${join(dir, 'scgi')};`,
+        // The certificate at http level: the recommended file's server block inherits it.
+        ...(tls === null ? [] : [`  ssl_certificate ${tls.cert};`, `  ssl_certificate_key ${tls.key};`, '  ssl_protocols TLSv1.2 TLSv1.3;']),
         `  include ${join(dir, 'rcd.conf')};`,
         '}',
         '',
@@ -118,7 +128,7 @@ export async function startNginx(binary: string, upstreamPort: number, logLevel:
     }
     return {
       port,
-      url: `http://127.0.0.1:${port}`,
+      url: `${tls === null ? 'http' : 'https'}://127.0.0.1:${port}`,
       dir,
       errorLog,
       stop: async () => {

@@ -5,10 +5,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** The checkout: two folders up from here, or three when running compiled from dist/ (bench/tls.ts uses the nginx helper). */
+const HERE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const ROOT = basename(HERE_ROOT) === 'dist' ? dirname(HERE_ROOT) : HERE_ROOT;
 export const BIN = join(ROOT, 'bin', 'rcd.js');
 
 export interface ServerOptions {
@@ -80,7 +82,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
         resolve('');
         return;
       }
-      const m = /(?<!admin )listening on (http:\/\/[^\s]+)/.exec(out);
+      const m = /(?<!admin )listening on (https?:\/\/[^\s]+)/.exec(out);
       if (m !== null && (opts.admin !== true || /admin listening on/.test(out))) {
         clearTimeout(timer);
         child.stdout.off('data', onData);
@@ -95,7 +97,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
       reject(new Error(`server exited with ${code} before listening\nstdout:\n${out}\nstderr:\n${err}`));
     });
   });
-  const adminMatch = /admin listening on (http:\/\/[^\s]+)/.exec(out);
+  const adminMatch = /admin listening on (https?:\/\/[^\s]+)/.exec(out);
 
   const stop = async (): Promise<number | null> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');

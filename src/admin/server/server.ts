@@ -13,10 +13,13 @@
  * Writes are serialised so a 2xx always means "the next delivery request sees this write".
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type ServerOptions as HttpsOptions } from 'node:https';
+import type { SecureContextOptions } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { errorResponse, RcdError, responseForError, type ErrorResponse } from '../../runtime/errors.js';
 import type { Store } from '../../store/types.js';
 import type { Propagation } from '../../control/nodes.js';
+import { TLS12_CIPHERS, type TlsMaterial } from '../../runtime/tls.js';
 import { isPlainObject } from '../../shared/json.js';
 import { ADMIN_ROUTES, type AdminContext, type AdminHandler, type AdminResult } from './handlers.js';
 import { compileRouter, type Router } from './router.js';
@@ -38,10 +41,16 @@ export interface AdminServerOptions {
   /** Largest request body accepted (bundles, content). Default 10 MiB. */
   readonly maxBodyBytes?: number;
   readonly webhooks?: WebhookDispatcherOptions;
+  /** HTTPS with this material (checked by src/runtime/tls.ts); plain HTTP when null or absent. */
+  readonly tls?: TlsMaterial | null;
 }
 
 export interface AdminServer {
   readonly port: number;
+  /** The material served, null over plain HTTP. */
+  readonly tls: TlsMaterial | null;
+  /** New connections get `tls` (node:https swaps the secure context; open connections keep theirs). */
+  rotateTls(tls: TlsMaterial): void;
   close(): Promise<void>;
   webhookStats(): WebhookStats;
 }
@@ -91,12 +100,15 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     dispatcher,
     writeTail: Promise.resolve(),
   };
-  const server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handleRequest(shared, req, res).catch((err: unknown) => {
       opts.log(`admin: failed to answer ${req.method} ${req.url}: ${(err as Error).message}`);
       res.destroy();
     });
-  });
+  };
+  let tls = opts.tls ?? null;
+  const https = tls === null ? null : createHttpsServer({ ...secureContextOptions(tls), ALPNProtocols: ['http/1.1'] } satisfies HttpsOptions, onRequest);
+  const server = https ?? createServer(onRequest);
   // Slow clients must not pin sockets forever, but bundle uploads can legitimately take a while.
   server.requestTimeout = 120_000;
   server.headersTimeout = 30_000;
@@ -111,6 +123,14 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   let closing: Promise<void> | null = null;
   return {
     port,
+    get tls() {
+      return tls;
+    },
+    rotateTls(next: TlsMaterial): void {
+      if (https === null) throw new Error('the admin listener serves plain HTTP; restart with --admin-tls-cert to serve HTTPS');
+      https.setSecureContext(secureContextOptions(next));
+      tls = next;
+    },
     webhookStats: () => dispatcher.stats(),
     close(): Promise<void> {
       if (closing === null) {
@@ -127,6 +147,13 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       return closing;
     },
   };
+}
+
+/** The same policy as the delivery listener: TLS 1.2 and 1.3, TLS12_CIPHERS for 1.2. */
+function secureContextOptions(tls: TlsMaterial): SecureContextOptions {
+  const options: SecureContextOptions = { cert: tls.chainPem, key: tls.keyPem, minVersion: 'TLSv1.2', ciphers: TLS12_CIPHERS };
+  if (tls.passphrase !== null) options.passphrase = tls.passphrase;
+  return options;
 }
 
 async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
 import { ConfigError, SERVE_OPTIONS, buildServeConfig, httpThreadsFor, resolveOptions } from '../../../src/runtime/config.js';
 
 const build = (flags: Record<string, string>, env: Record<string, string> = {}) =>
@@ -56,5 +57,41 @@ describe('serve configuration', () => {
   it('defaults --http-threads to the rule for this box, never above --threads', () => {
     expect(build({ threads: '64' }).httpThreads).toBe(httpThreadsFor(availableParallelism()));
     expect(build({ threads: '1' }).httpThreads).toBe(1);
+  });
+});
+
+describe('TLS options', () => {
+  it('plain HTTP on both listeners without certificates', () => {
+    const c = build({});
+    expect(c.tls).toBeNull();
+    expect(c.adminTls).toBeNull();
+  });
+
+  it('takes the delivery files from flags or RCD_TLS_* and resolves them to absolute paths', () => {
+    const c = build({ 'tls-cert': 'cert.pem' }, { RCD_TLS_KEY: '/keys/key.pem', RCD_TLS_CA: 'chain.pem' });
+    expect(c.tls).toEqual({
+      certFile: resolve('cert.pem'),
+      keyFile: '/keys/key.pem',
+      passphraseFile: null,
+      chainFile: resolve('chain.pem'),
+      flagPrefix: '--tls',
+    });
+    expect(c.adminTls).toBeNull();
+  });
+
+  it('keeps the admin listener\'s files apart', () => {
+    const c = build({ 'admin-tls-cert': '/a/c.pem', 'admin-tls-key': '/a/k.pem', 'admin-tls-key-passphrase-file': '/a/pass' });
+    expect(c.tls).toBeNull();
+    expect(c.adminTls).toMatchObject({ certFile: '/a/c.pem', keyFile: '/a/k.pem', passphraseFile: '/a/pass', chainFile: null, flagPrefix: '--admin-tls' });
+  });
+
+  it.each([
+    [{ 'tls-cert': 'c.pem' }],
+    [{ 'tls-key': 'k.pem' }],
+    [{ 'tls-ca': 'chain.pem' }],
+    [{ 'tls-key-passphrase-file': 'pass' }],
+    [{ 'admin-tls-key': 'k.pem' }],
+  ])('refuses an incomplete set %j', (flags) => {
+    expect(() => build(flags)).toThrow(ConfigError);
   });
 });
