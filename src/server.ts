@@ -17,6 +17,7 @@ import { holdYoungGeneration, operatorSizedYoungGeneration } from './runtime/hea
 import { loopDelayInterval, startLoopDelayLog } from './runtime/loop-delay.js';
 import { createApp, isNativeUws, listen, stopListening } from './delivery/app.js';
 import type { FrontEndState } from './delivery/state.js';
+import { compileHttpPolicy } from './delivery/http-policy.js';
 import { logError, logInfo, rateLimitedErrorLogger } from './runtime/log.js';
 import { Batcher } from './pool/batcher.js';
 import type { Batch, WorkerOptions } from './pool/protocol.js';
@@ -65,7 +66,12 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     throw err;
   }
 
-  const workerData: WorkerOptions = { storeUrl: opened.readerUrl, cacheBytes: config.cacheBytes, holdYoungGeneration: holdYoung };
+  const workerData: WorkerOptions = {
+    storeUrl: opened.readerUrl,
+    cacheBytes: config.cacheBytes,
+    holdYoungGeneration: holdYoung,
+    compressMinBytes: config.compressMinBytes,
+  };
   const pool = new Piscina({
     filename: new URL('./worker/entry.js', import.meta.url).href,
     minThreads: config.threads,
@@ -84,6 +90,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     batcher: new Batcher(pool, config.threads, config.maxPendingJobs),
     frontCache: createFrontCache(config.cacheBytes),
     config,
+    http: compileHttpPolicy(config),
     inFlight: 0,
     shuttingDown: false,
     storeAvailable: true,

@@ -5,7 +5,7 @@
  * bodies come with the update, nothing is read from the store here.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { Directory, MappingLibrary, type CatalogBodies } from '../delivery/directory.js';
+import { Directory, MappingLibrary, type CatalogBodies, type CatalogView } from '../delivery/directory.js';
 import type { FrontEndState } from '../delivery/state.js';
 import { logError } from '../runtime/log.js';
 import type { RevisionReader } from '../store/types.js';
@@ -101,7 +101,13 @@ export class DeliveryFeed {
 
 /** The bodies as Buffers over the received bytes (no copy). */
 function catalogBodies(list: readonly CatalogText[]): CatalogBodies {
-  const out = new Map<string, Uint8Array>();
-  for (const c of list) out.set(c.envId, Buffer.from(c.body.buffer, c.body.byteOffset, c.body.byteLength));
+  const out = new Map<string, CatalogView>();
+  for (const c of list) {
+    out.set(c.envId, {
+      body: Buffer.from(c.body.buffer, c.body.byteOffset, c.body.byteLength),
+      gzip: Buffer.from(c.gzip.buffer, c.gzip.byteOffset, c.gzip.byteLength),
+      tag: c.tag,
+    });
+  }
   return out;
 }

@@ -7,6 +7,7 @@ import type { ServeConfig } from '../runtime/config.js';
 import type { Directory } from './directory.js';
 import type { Batcher } from '../pool/batcher.js';
 import type { FrontCache } from './front-cache.js';
+import type { HttpPolicy } from './http-policy.js';
 
 export interface FrontEndState {
   directory: Directory;
@@ -14,6 +15,8 @@ export interface FrontEndState {
   /** Rendered heads by immutable ids: repeats are answered without the pool. */
   readonly frontCache: FrontCache;
   readonly config: ServeConfig;
+  /** Headers the configuration decides (CORS, Vary, compression threshold), compiled at start. */
+  readonly http: HttpPolicy;
   /** Requests accepted and not yet answered or aborted. */
   inFlight: number;
   /** Set on SIGTERM: answers carry Connection: close so keep-alive clients move to another node. */

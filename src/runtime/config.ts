@@ -35,6 +35,13 @@ export interface ServeConfig {
   readonly dataDir: string;
   readonly shutdownTimeoutMs: number;
   readonly seedDemo: boolean;
+  /**
+   * Origins a browser page may call the delivery API from: null (CORS off), '*' (any), or a list of
+   * exact origins (`scheme://host[:port]`).
+   */
+  readonly corsOrigins: '*' | readonly string[] | null;
+  /** Answers at least this long are offered gzip/br (compressed once, when rendered or built). */
+  readonly compressMinBytes: number;
 }
 
 /** One option: its flag, environment variable, default and parser. Order here is the --help order. */
@@ -65,6 +72,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'data-dir', env: 'RCD_DATA_DIR', fallback: '', help: 'data directory (admin token, demo key); default: the SQLite file\'s folder, or ./data' },
   { flag: 'shutdown-timeout', env: 'RCD_SHUTDOWN_TIMEOUT_MS', fallback: '10000', help: 'ms to finish in-flight requests on SIGTERM (0..600000)' },
   { flag: 'seed-demo', env: 'RCD_SEED_DEMO', fallback: 'true', help: 'seed a demo environment into an empty store (true|false)' },
+  { flag: 'cors-origins', env: 'RCD_CORS_ORIGINS', fallback: '', help: 'origins browsers may call the delivery API from: comma-separated (https://game.example.com) or * (default: none, CORS off)' },
+  { flag: 'compress-min-bytes', env: 'RCD_COMPRESS_MIN_BYTES', fallback: '1024', help: 'answers at least this long are sent gzip/br when the client accepts it (0..16777216)' },
 ];
 
 function defaultThreads(): number {
@@ -89,6 +98,29 @@ function bool(name: string, raw: string): boolean {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new ConfigError(`--${name} must be true or false, got "${raw}"`);
+}
+
+/** `*`, a comma-separated list of origins, or "" (off). Each origin must be in its serialized form. */
+function corsOrigins(raw: string): '*' | readonly string[] | null {
+  const value = raw.trim();
+  if (value === '') return null;
+  if (value === '*') return '*';
+  const out: string[] = [];
+  for (const part of value.split(',')) {
+    const origin = part.trim();
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = null;
+    }
+    // The Origin header is compared as sent: only the exact serialized origin can ever match.
+    if (parsed === null || parsed.origin === 'null' || parsed.origin !== origin) {
+      throw new ConfigError(`--cors-origins: "${origin}" is not an origin such as https://game.example.com (scheme, host, optional port, no path or trailing slash)`);
+    }
+    out.push(origin);
+  }
+  return Object.freeze(out);
 }
 
 /** Resolves each option: flag, then environment variable, then default. */
@@ -149,5 +181,7 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     dataDir: dataDirFor(storeUrl, get('data-dir')),
     shutdownTimeoutMs: intIn('shutdown-timeout', get('shutdown-timeout'), 0, 600_000),
     seedDemo: bool('seed-demo', get('seed-demo')),
+    corsOrigins: corsOrigins(get('cors-origins')),
+    compressMinBytes: intIn('compress-min-bytes', get('compress-min-bytes'), 0, 16 * 1024 * 1024),
   });
 }

@@ -17,6 +17,7 @@ if (options.holdYoungGeneration) holdYoungGeneration();
 const state: WorkerState = {
   reader: openRevisionReader(options.storeUrl),
   cache: createCache(options.cacheBytes),
+  compressMinBytes: options.compressMinBytes,
 };
 
 /** Piscina's Transferable protocol: the value to send and what to move with it. */
@@ -49,10 +50,12 @@ export default function runBatch(batch: Batch): BatchResult {
     } catch (err) {
       // One bad job must not fail its batch neighbours; the front end answers 500 internal for it.
       process.emitWarning(`rcd worker: job failed: ${(err as Error).stack ?? String(err)}`);
-      result = { head: null, seg: '', error: 'internal' };
+      result = { head: null, seg: '', gzip: null, br: null, error: 'internal' };
     }
     results[i] = result;
     if (result.head !== null) transfer.push(result.head);
+    if (result.gzip !== null) transfer.push(result.gzip);
+    if (result.br !== null) transfer.push(result.br);
   }
   // Piscina unwraps the value and transfers the list; typed as the value for the caller.
   return move(new TransferredBatch({ results }, transfer)) as unknown as BatchResult;
