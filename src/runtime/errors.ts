@@ -47,6 +47,7 @@ export const ERROR_STATUS = {
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
 const STATUS_TEXT: Record<number, string> = {
+  304: 'Not Modified',
   400: 'Bad Request',
   401: 'Unauthorized',
   404: 'Not Found',

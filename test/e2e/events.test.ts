@@ -5,6 +5,7 @@
  * flow; --max-streams answers 503 with Retry-After; a revoked key's stream ends.
  */
 import { request, type ClientRequest } from 'node:http';
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
@@ -113,6 +114,18 @@ async function adm(srv: ServerProcess, method: string, path: string, body?: stri
 interface PageEventSource {
   addEventListener(type: string, listener: (e: unknown) => void): void;
   close(): void;
+}
+
+/** A port free right now (the restarted server must come back on the same one). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
 }
 
 let dir: string;
@@ -320,4 +333,68 @@ describe('change stream (EventSource in Chromium)', () => {
       await tab.close();
     }
   }, 40_000);
+
+  it("EventSource reconnects by itself after its server restarts and resumes with Last-Event-ID; edits made meanwhile on another node arrive", async () => {
+    const fleetDir = tempDir();
+    const port = await freePort();
+    const bundle = { environments: { web: { keys: [KEY], content: { News: { json: { n: 1 } } } } } };
+    const args = ['--port', String(port), '--cors-origins', page.origin];
+    let node1 = await startServer({ dir: fleetDir, admin: true, args, bundle });
+    const node2 = await startServer({ dir: fleetDir, admin: true });
+    const tab = await browser.newPage();
+    try {
+      await tab.goto(page.origin + '/game.html');
+      const url = await tab.evaluate(
+        async ([base, key]) => {
+          const r = await fetch(base + '/api/v1/env/events/token', { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' } });
+          const { token } = (await r.json()) as { token: string };
+          return base + '/api/v1/env/events?token=' + encodeURIComponent(token);
+        },
+        [node1.url, KEY] as const,
+      );
+      await tab.evaluate((u) => {
+        const w = globalThis as unknown as { got: { type: string; id: string; data: string }[] };
+        const ES = (globalThis as unknown as { EventSource: new (url: string) => PageEventSource }).EventSource;
+        w.got = [];
+        const source = new ES(u);
+        for (const type of ['ready', 'change']) {
+          source.addEventListener(type, (e) => {
+            const m = e as { data: string; lastEventId: string };
+            w.got.push({ type, id: m.lastEventId, data: m.data });
+          });
+        }
+      }, url);
+      type Got = { type: string; id: string; data: string }[];
+      const waitFor = async (pred: (g: Got) => boolean, ms = 15_000): Promise<Got> => {
+        const deadline = Date.now() + ms;
+        for (;;) {
+          const g = await tab.evaluate(() => (globalThis as unknown as { got: Got }).got);
+          if (pred(g)) return g;
+          if (Date.now() > deadline) throw new Error('timed out: ' + JSON.stringify(g));
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      };
+      await waitFor((g) => g.some((e) => e.type === 'ready'));
+      await adm(node2, 'PUT', 'environments/web/content/News', '{"n":2}');
+      const seen = await waitFor((g) => g.some((e) => e.type === 'change'));
+      const lastId = Number(seen.at(-1)!.id);
+
+      await node1.stop();
+      await adm(node2, 'PUT', 'environments/web/content/News', '{"n":3}');
+      node1 = await startServer({ dir: fleetDir, admin: true, args });
+      // The browser reconnects on its own (retry: 3000) with Last-Event-ID: without it the server
+      // would only send `ready`; with it, what happened since is announced first.
+      const after = await waitFor((g) => g.filter((e) => e.type === 'ready').length === 2);
+      // The edit was made while node1 was down and node1 announces nothing at start, so an event after
+      // lastId can only be the resumption's.
+      const resumed = after.slice(after.findIndex((e) => e.type === 'ready') + 1);
+      expect(resumed.filter((e) => e.type === 'change' && Number(e.id) > lastId)).toHaveLength(1);
+      expect(resumed.at(-1)).toMatchObject({ type: 'ready' });
+      expect(Number(resumed.at(-1)!.id)).toBeGreaterThan(lastId);
+    } finally {
+      await tab.close();
+      await node2.dispose();
+      await node1.dispose();
+    }
+  }, 60_000);
 });
