@@ -16,11 +16,11 @@
  */
 import type { HttpResponse } from 'uWebSockets.js';
 import { errorResponse, type ErrorResponse } from '../runtime/errors.js';
-import { GzipBuilder, STORED_BLOCK_MAX, gzipBound } from '../shared/gzip.js';
+import { GzipBuilder, gzipBound } from '../shared/gzip.js';
 import { Coding } from './etag.js';
 import type { Rendered } from './front-cache.js';
 import type { HttpPolicy } from './http-policy.js';
-import { EMPTY_BYTES, wrappedTailLength, writeWrappedTail } from './tail.js';
+import { EMPTY_BYTES, appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 
 export const JSON_TYPE = 'application/json';
 export const STATUS_OK = '200 OK';
@@ -133,15 +133,7 @@ function writeWrappedCorked(): void {
     const out = answerBuffer(gzipBound(part.segment.byteLength, tailLength, 1));
     gzip.begin(out);
     gzip.part(part);
-    if (tailLength <= STORED_BLOCK_MAX) {
-      const at = gzip.reserve(tailLength);
-      writeWrappedTail(out, at, slotUid, slotMod, item.seg);
-      gzip.commit(tailLength);
-    } else {
-      const tail = Buffer.allocUnsafe(tailLength);
-      writeWrappedTail(tail, 0, slotUid, slotMod, item.seg);
-      gzip.raw(tail);
-    }
+    appendTailToGzip(gzip, slotUid, slotMod, item.seg);
     res.end(out.subarray(0, gzip.end()), slotClose);
     return;
   }

@@ -21,7 +21,7 @@ import { parseUserContext, type UserContext } from './context.js';
 import { frontKeyOf, renderedOf, type Rendered } from './front-cache.js';
 import { checkPlainQuery, parseCombineQuery, wrappedKind } from './query.js';
 import { CC_PRIVATE, CC_SHARED, answerBuffer, sendContent, sendError, sendNotModified, sendOverloaded, sendWrapped } from './reply.js';
-import { wrappedTailLength, writeWrappedTail } from './tail.js';
+import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from './etag.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
 import { GzipBuilder, gzipBound } from '../shared/gzip.js';
@@ -354,9 +354,9 @@ function answerSingle(r: ContentRequest, item: Rendered): void {
     const body = coding === Coding.Identity ? item.head : coding === Coding.Gzip ? item.gzip! : item.br!;
     sendContent(r.res, http, body, coding, etag, CC_SHARED, '', '', r.origin, r.state.shuttingDown);
   } else {
-    // A brotli stream is not appended to: a tail-bearing answer is gzip or identity.
-    const wrappedCoding = coding === Coding.Br ? (item.gzip !== null && (r.accept & ACCEPT_GZIP) !== 0 ? Coding.Gzip : Coding.Identity) : coding;
-    sendWrapped(r.res, http, item, r.uid, r.mod, wrappedCoding, wrappedCoding === coding ? etag : etagValue(r.tag, wrappedCoding), r.origin, r.state.shuttingDown);
+    // Workers keep no brotli for tail-bearing heads (a brotli stream is not appended to), so codingOf
+    // gave gzip or identity here.
+    sendWrapped(r.res, http, item, r.uid, r.mod, coding, etag, r.origin, r.state.shuttingDown);
   }
   r.finish();
 }
@@ -438,6 +438,7 @@ function combineBytes(r: ContentRequest): Buffer {
 }
 
 const combineGzipBuilder = new GzipBuilder();
+
 const CLOSE_BRACE = Buffer.from('}');
 
 /**
@@ -476,11 +477,7 @@ function combineGzip(r: ContentRequest): Uint8Array {
     k++;
     if (item.gzPart !== null) gz.part(item.gzPart);
     else gz.raw(item.head);
-    if (wrapped) {
-      const tail = Buffer.allocUnsafe(wrappedTailLength(r.uid, r.mod, item.seg));
-      writeWrappedTail(tail, 0, r.uid, r.mod, item.seg);
-      gz.raw(tail);
-    }
+    if (wrapped) appendTailToGzip(gz, r.uid, r.mod, item.seg);
   }
   gz.raw(CLOSE_BRACE);
   return out.subarray(0, gz.end());
