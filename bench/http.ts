@@ -11,7 +11,8 @@
  *    and after, and the time from an admin write being sent until every stream received its event.
  *
  * Options: --rounds N (default 3), --duration S (default 5), --connections N (default 50),
- * --streams N (default 10000). The machine is shared: read ratios, not absolute figures.
+ * --streams N (default 10000), --streams-only (pass 4 alone). The machine is shared: read ratios,
+ * not absolute figures.
  */
 import { spawn } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
@@ -29,10 +30,14 @@ interface Options {
   duration: number;
   connections: number;
   streams: number;
+  streamsOnly: boolean;
 }
 
-function options(argv: readonly string[]): Options {
-  const o: Options = { rounds: 3, duration: 5, connections: 50, streams: 10_000 };
+function options(argv: string[]): Options {
+  const o: Options = { rounds: 3, duration: 5, connections: 50, streams: 10_000, streamsOnly: false };
+  const rest = argv.filter((a) => a !== '--streams-only');
+  o.streamsOnly = rest.length !== argv.length;
+  argv = rest;
   for (let i = 0; i < argv.length; i += 2) {
     const v = Number(argv[i + 1]);
     if (!Number.isInteger(v) || v < 1) throw new Error(`${argv[i]} needs a positive integer`);
@@ -173,6 +178,16 @@ async function streamsPass(srv: Target & { adminUrl: string }, o: Options): Prom
   const pct = (p: number): string => (got[Math.min(got.length - 1, Math.floor((p / 100) * got.length))] ?? NaN).toFixed(1);
   console.log(`  edit -> events: ${got.length}/${o.streams} streams got it; admin write answered after ${(answered - t0).toFixed(1)} ms; first ${pct(0)} ms, p50 ${pct(50)}, p99 ${pct(99)}, last ${pct(100)} ms after the write was sent`);
   for (const s of sockets) s.destroy();
+  // The same write with no stream open: what the write costs without the fan-out.
+  await new Promise((r) => setTimeout(r, 500));
+  const t1 = performance.now();
+  const again = await fetch(`${srv.adminUrl}/admin/v1/environments/bench/content/${LARGE_ID}/mapping`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    body: JSON.stringify({ rules: [{ segment: 'bench-edit-2', patch: { benchEdit: 2 } }] }),
+  });
+  if (!again.ok) throw new Error(`admin write failed: ${again.status}`);
+  console.log(`  the same kind of write with no stream open answered after ${(performance.now() - t1).toFixed(1)} ms`);
 }
 
 async function main(): Promise<void> {
@@ -189,6 +204,8 @@ async function main(): Promise<void> {
   // 4. idle streams, first: on a server no load has grown yet
   console.log('4. change streams');
   await streamsPass(srv, o);
+
+  if (o.streamsOnly) return;
 
   // 1. wire bytes
   const large = scenarioByName('large-hit').pool(BASE_SEED).slice(0, 64);

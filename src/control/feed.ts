@@ -41,6 +41,8 @@ export class DeliveryFeed {
   private state: FrontEndState | null = null;
   /** Content ids changed per environment by the delta being applied (null: everything), until its last slice. */
   private readonly pending = new Map<string, Set<string> | null>();
+  /** The change events of the update just applied, written once it is acknowledged. */
+  private notice: { readonly changes: readonly EnvChange[]; readonly snapshot: boolean } | null = null;
 
   constructor(port: MessagePort) {
     this.port = port;
@@ -85,6 +87,7 @@ export class DeliveryFeed {
     }
     const reply: FeedReply = { type: 'directory-applied', seq: m.seq, error };
     this.port.postMessage(reply);
+    this.flushNotice();
   }
 
   private apply(update: DirectoryUpdate): void {
@@ -128,10 +131,21 @@ export class DeliveryFeed {
     for (const k of delta.keys) if (k.key === null) this.state.events.closeKey(k.keyId);
   }
 
-  /** Tells this loop's event streams, now that requests see the update. */
+  /** Notes the change events of an applied update (requests already see it). */
   private notify(changes: readonly EnvChange[], snapshot: boolean): void {
-    if (this.state === null) return;
-    this.state.events.notify(this.directory.seq, changes, this.directory.environments, snapshot);
+    this.notice = { changes, snapshot };
+  }
+
+  /**
+   * Writes the noted events to this loop's streams, after the acknowledgement went out: writing to
+   * 10,000 streams took the loop ~1 s on the loaded development machine (a corked write per socket),
+   * which the admin write would otherwise wait for.
+   */
+  private flushNotice(): void {
+    const notice = this.notice;
+    this.notice = null;
+    if (notice === null || this.state === null) return;
+    this.state.events.notify(this.directory.seq, notice.changes, this.directory.environments, notice.snapshot);
   }
 }
 
