@@ -164,6 +164,17 @@ async function streamsPass(srv: Target & { adminUrl: string }, o: Options): Prom
   const rssAfter = memoryStatus(srv.pid).rss;
   const mib = (b: number): string => (b / 1048576).toFixed(1);
   console.log(`  ${o.streams} idle streams open: server RSS ${mib(rssBefore)} -> ${mib(rssAfter)} MiB (+${mib(rssAfter - rssBefore)} MiB, ${((rssAfter - rssBefore) / o.streams).toFixed(0)} bytes a stream)`);
+  // A request every few ms on the delivery port while the events go out: how long the loop is held.
+  let probing = true;
+  const probeLatencies: number[] = [];
+  const probe = (async (): Promise<void> => {
+    while (probing) {
+      const at = performance.now();
+      await (await fetch(`${srv.url}/healthz`)).arrayBuffer();
+      probeLatencies.push(performance.now() - at);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  })();
   const t0 = performance.now();
   const res = await fetch(`${srv.adminUrl}/admin/v1/environments/bench/content/${LARGE_ID}/mapping`, {
     method: 'PUT',
@@ -174,7 +185,11 @@ async function streamsPass(srv: Target & { adminUrl: string }, o: Options): Prom
   if (!res.ok) throw new Error(`admin write failed: ${res.status} ${await res.text()}`);
   const deadline = Date.now() + 10_000;
   while (eventAt.filter((t) => t !== undefined).length < o.streams && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  probing = false;
+  await probe;
   const got = eventAt.filter((t) => t !== undefined).map((t) => t - t0).sort((a, b) => a - b);
+  const worst = [...probeLatencies].sort((a, b) => b - a);
+  console.log(`  /healthz probed ${probeLatencies.length} times meanwhile: slowest ${worst[0]?.toFixed(1)} ms, then ${worst[1]?.toFixed(1)}, ${worst[2]?.toFixed(1)} ms`);
   const pct = (p: number): string => (got[Math.min(got.length - 1, Math.floor((p / 100) * got.length))] ?? NaN).toFixed(1);
   console.log(`  edit -> events: ${got.length}/${o.streams} streams got it; admin write answered after ${(answered - t0).toFixed(1)} ms; first ${pct(0)} ms, p50 ${pct(50)}, p99 ${pct(99)}, last ${pct(100)} ms after the write was sent`);
   for (const s of sockets) s.destroy();
