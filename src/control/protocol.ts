@@ -84,6 +84,10 @@ export interface CatalogText {
    * loop reads the same bytes and receiving a body costs no copy, whatever its size.
    */
   readonly body: Uint8Array;
+  /** The body as one gzip member, built from its blocks compressed once (shared the same way). */
+  readonly gzip: Uint8Array;
+  /** The body's entity tag (XXH3-128 of the body, computed here once; src/delivery/etag.ts). */
+  readonly tag: string;
 }
 
 /**

@@ -7,7 +7,17 @@ import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { TlsMaterial } from '../runtime/tls.js';
 import { createUwsApp } from './listener.js';
-import { handleCatalog, handleContent, handleHealth, handleNotFound, handleWrongMethod, handlerFailed } from './routes.js';
+import {
+  handleCatalog,
+  handleContent,
+  handleEvents,
+  handleHealth,
+  handleNotFound,
+  handlePreflight,
+  handleStreamToken,
+  handleWrongMethod,
+  handlerFailed,
+} from './routes.js';
 import { Route } from './request.js';
 import type { FrontEndState } from './state.js';
 
@@ -48,9 +58,25 @@ export function createApp(state: FrontEndState, tls: TlsMaterial | null): Templa
       handlerFailed(state, res, err);
     }
   };
+  const events = (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      handleEvents(state, res, req);
+    } catch (err) {
+      handlerFailed(state, res, err);
+    }
+  };
+  const streamToken = (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      handleStreamToken(state, res, req);
+    } catch (err) {
+      handlerFailed(state, res, err);
+    }
+  };
   const health = (res: HttpResponse, req: HttpRequest): void => handleHealth(state, res, req);
   const postOnly = (res: HttpResponse, req: HttpRequest): void => handleWrongMethod(state, res, req, 'POST');
   const getOnly = (res: HttpResponse, req: HttpRequest): void => handleWrongMethod(state, res, req, 'GET');
+  const preflightPost = (res: HttpResponse, req: HttpRequest): void => handlePreflight(state, res, req, 'POST');
+  const preflightGet = (res: HttpResponse, req: HttpRequest): void => handlePreflight(state, res, req, 'GET');
   // The method is matched by uWS's router (a method-specific route wins over `any` on the same path),
   // so a handler never asks for it: one native call and one string less per request.
   for (const suffix of ['', '/']) {
@@ -58,6 +84,11 @@ export function createApp(state: FrontEndState, tls: TlsMaterial | null): Templa
     app.post('/api/v1/config/:contentId' + suffix, plain).any('/api/v1/config/:contentId' + suffix, postOnly);
     app.post('/api/v1/combine' + suffix, combine).any('/api/v1/combine' + suffix, postOnly);
     app.get('/api/v1/env/catalog' + suffix, catalog).any('/api/v1/env/catalog' + suffix, getOnly);
+    app.options('/api/v1/config/:contentId/dynamic' + suffix, preflightPost).options('/api/v1/config/:contentId' + suffix, preflightPost);
+    app.options('/api/v1/combine' + suffix, preflightPost).options('/api/v1/env/catalog' + suffix, preflightGet);
+    app.get('/api/v1/env/events' + suffix, events).any('/api/v1/env/events' + suffix, getOnly).options('/api/v1/env/events' + suffix, preflightGet);
+    app.post('/api/v1/env/events/token' + suffix, streamToken).any('/api/v1/env/events/token' + suffix, postOnly);
+    app.options('/api/v1/env/events/token' + suffix, preflightPost);
     app.get('/healthz' + suffix, health).any('/healthz' + suffix, getOnly);
   }
   app.any('/*', (res: HttpResponse, req: HttpRequest) => handleNotFound(state, res, req));

@@ -14,6 +14,7 @@ import { apiKeyDigest } from '../store/ids.js';
 import type { RoutedContent, RoutedDelta, RoutedSnapshot } from '../control/protocol.js';
 import type { KeyDigest, RevisionReader } from '../store/types.js';
 import { NO_VERSION_KEY, versionKeyOf } from '../shared/app-version.js';
+import { catalogTag } from '../shared/catalog-tag.js';
 
 export interface RevisionView {
   readonly revId: number;
@@ -80,6 +81,17 @@ export interface EnvView {
   readonly contents: ReadonlyMap<string, ContentView>;
   /** `{"catalog":{...}}`, ready to send (built by the control thread, src/control/catalog.ts). */
   readonly catalogBody: Uint8Array;
+  /** The same as a gzip member, or null (the empty catalog is too small to compress). */
+  readonly catalogGzip: Uint8Array | null;
+  /** The catalog's entity tag (opaque part, src/delivery/etag.ts). */
+  readonly catalogTag: string;
+}
+
+/** One environment's catalog as an update carries it. */
+export interface CatalogView {
+  readonly body: Uint8Array;
+  readonly gzip: Uint8Array | null;
+  readonly tag: string;
 }
 
 export interface KeyView {
@@ -91,6 +103,8 @@ export interface KeyView {
 interface EnvState extends EnvView {
   readonly contents: Map<string, ContentView>;
   catalogBody: Uint8Array;
+  catalogGzip: Uint8Array | null;
+  catalogTag: string;
   /** Ids of its keys, so that deleting the environment drops them without a scan. */
   readonly keyIds: Set<string>;
 }
@@ -101,10 +115,12 @@ interface KeyState {
 }
 
 /** Catalog bodies by environment id, as an update carries them. */
-export type CatalogBodies = ReadonlyMap<string, Uint8Array>;
+export type CatalogBodies = ReadonlyMap<string, CatalogView>;
 
 const KEY_CACHE_LIMIT = 100_000;
-const EMPTY_CATALOG = Buffer.from('{"catalog":{}}');
+const EMPTY_BODY = Buffer.from('{"catalog":{}}');
+/** An environment no update described yet: the control thread's empty catalog has the same bytes and tag. */
+const EMPTY_CATALOG: CatalogView = { body: EMPTY_BODY, gzip: null, tag: catalogTag(EMPTY_BODY) };
 
 export class Directory {
   private readonly byDigest = new Map<string, KeyView>();
@@ -175,9 +191,9 @@ export class Directory {
       if (c.meta === null) env.contents.delete(c.idLower);
       else this.putContent(env, c.meta);
     }
-    for (const [envId, body] of catalogs) {
+    for (const [envId, catalog] of catalogs) {
       const env = this.envs.get(envId);
-      if (env !== undefined) env.catalogBody = body;
+      if (env !== undefined) setCatalog(env, catalog);
     }
     if (!last) return;
     this.seq = delta.toSeq;
@@ -198,8 +214,23 @@ export class Directory {
     return view;
   }
 
+  /** A key by its public id, with its digest (stream tokens are signed with it), or undefined when revoked. */
+  keyById(keyId: string): { readonly digest: string; readonly view: KeyView } | undefined {
+    const k = this.byKeyId.get(keyId);
+    if (k === undefined) return undefined;
+    return { digest: k.digest, view: { keyId, env: k.env } };
+  }
+
   private createEnv(envId: string, catalogs: CatalogBodies): EnvState {
-    const env: EnvState = { id: envId, contents: new Map(), catalogBody: catalogs.get(envId) ?? EMPTY_CATALOG, keyIds: new Set() };
+    const catalog = catalogs.get(envId) ?? EMPTY_CATALOG;
+    const env: EnvState = {
+      id: envId,
+      contents: new Map(),
+      catalogBody: catalog.body,
+      catalogGzip: catalog.gzip,
+      catalogTag: catalog.tag,
+      keyIds: new Set(),
+    };
     this.envs.set(envId, env);
     return env;
   }
@@ -255,6 +286,12 @@ export class Directory {
     this.mappingRefs.set(mappingId, n);
     if (n === 0) this.unreferenced.add(mappingId);
   }
+}
+
+function setCatalog(env: EnvState, catalog: CatalogView): void {
+  env.catalogBody = catalog.body;
+  env.catalogGzip = catalog.gzip;
+  env.catalogTag = catalog.tag;
 }
 
 /**

@@ -13,13 +13,48 @@
  */
 import { LRUCache } from 'lru-cache';
 import type { Combination } from '../mapping/index.js';
-import { JobKind } from '../pool/protocol.js';
+import { JobKind, type JobResult } from '../pool/protocol.js';
+import { GZIP_HEADER, GZIP_TRAILER_BYTES, FINAL_EMPTY_BLOCK, crc32Shift, type CompressedPart } from '../shared/gzip.js';
+import { EMPTY_BYTES } from './tail.js';
 
 export interface Rendered {
   /** The head bytes (the whole ArrayBuffer a worker rendered and transferred). */
   readonly head: Uint8Array;
   /** meta.seg JSON (UTF-8) for wrapped kinds, empty for plain: written into every answer's tail. */
   readonly seg: Uint8Array;
+  /**
+   * The head as a whole gzip member, compressed once by the worker (a plain answer sends it as is), or
+   * null when the head is under --compress-min-bytes.
+   */
+  readonly gzip: Uint8Array | null;
+  /** The deflate segment inside `gzip` with the head's CRC: wrapped answers and combines append to it. */
+  readonly gzPart: CompressedPart | null;
+  /** The head in brotli (plain kind only: brotli streams are not appended to), or null. */
+  readonly br: Uint8Array | null;
+}
+
+/** The cache entry of a worker's result (its buffers were moved here, not copied). */
+export function renderedOf(result: JobResult, head: ArrayBuffer): Rendered {
+  const gzip = result.gzip === null ? null : new Uint8Array(result.gzip);
+  return {
+    head: new Uint8Array(head),
+    seg: result.seg === '' ? EMPTY_BYTES : Buffer.from(result.seg, 'utf8'),
+    gzip,
+    gzPart: gzip === null ? null : partOf(gzip, head.byteLength),
+    br: result.br === null ? null : new Uint8Array(result.br),
+  };
+}
+
+/** The deflate segment of a one-part member and its CRC (read from the trailer the worker wrote). */
+function partOf(member: Uint8Array, length: number): CompressedPart {
+  const trailer = member.byteLength - GZIP_TRAILER_BYTES;
+  const crc = (member[trailer]! | (member[trailer + 1]! << 8) | (member[trailer + 2]! << 16) | (member[trailer + 3]! << 24)) >>> 0;
+  return {
+    segment: member.subarray(GZIP_HEADER.byteLength, trailer - FINAL_EMPTY_BLOCK.byteLength),
+    crc,
+    shift: crc32Shift(length),
+    length,
+  };
 }
 
 export type FrontCache = LRUCache<string, Rendered>;
@@ -29,7 +64,7 @@ export function createFrontCache(maxBytes: number): FrontCache {
 }
 
 function renderedSize(r: Rendered): number {
-  return r.head.byteLength + r.seg.byteLength + 64;
+  return r.head.byteLength + r.seg.byteLength + (r.gzip === null ? 0 : r.gzip.byteLength) + (r.br === null ? 0 : r.br.byteLength) + 128;
 }
 
 const KIND_PREFIX = ['p', 'w', 's'];

@@ -14,7 +14,9 @@ import { Batcher } from '../pool/batcher.js';
 import { poolShare, startPool } from '../pool/pool.js';
 import { createApp } from './app.js';
 import { DeliveryListener } from './listener.js';
+import { EventStreams } from './events.js';
 import { createFrontCache } from './front-cache.js';
+import { compileHttpPolicy } from './http-policy.js';
 import type { FrontEndState } from './state.js';
 
 /**
@@ -70,6 +72,7 @@ export class DeliveryLoop {
       storeUrl: opts.readerUrl,
       cacheBytes: config.cacheBytes,
       holdYoungGeneration: opts.holdYoungGeneration,
+      compressMinBytes: config.compressMinBytes,
     });
     const state: FrontEndState = {
       directory: opts.feed.directory,
@@ -78,6 +81,11 @@ export class DeliveryLoop {
       frontCache: createFrontCache(Math.max(1, Math.floor(config.cacheBytes / loops))),
       config,
       loop: index,
+      http: compileHttpPolicy(config),
+      events: new EventStreams(
+        { maxStreams: config.maxStreams, heartbeatMs: config.streamHeartbeatMs, jitterMs: config.streamJitterMs },
+        opts.feed.directory.seq,
+      ),
       inFlight: 0,
       shuttingDown: false,
       storeAvailable: true,
@@ -122,6 +130,7 @@ export class DeliveryLoop {
     this.stopping ??= (async () => {
       this.state.shuttingDown = true;
       this.listener.stopAccepting();
+      this.state.events.closeAll();
       await waitForIdle(this.state, this.state.config.shutdownTimeoutMs);
       clearInterval(this.keyUseTimer);
       // Closes keep-alive connections too, of the current app and of those a rotation retired.

@@ -2,49 +2,107 @@
  * Writing responses. Everything written after the uWS handler returned (pool results, body chunks)
  * must be corked so uWS sends status, headers and body in one syscall.
  *
+ * Every answer carries Content-Length (uWS writes it at end(); a body is always given whole, never
+ * through write(), which would switch to chunked encoding) and Cache-Control: `no-store` on errors,
+ * health and preflights; `no-cache` (store, but revalidate each time: an edit is live at once) on
+ * answers that are the same for every user of a key; `private, no-cache` on personalised ones
+ * (wrapped, serialized, dynamic combine: they carry meta.uid). Content and catalog answers carry an
+ * ETag and Vary; with CORS on, every answer carries Access-Control-Allow-Origin and exposes ETag,
+ * X-Missing-Content and Retry-After to the page.
+ *
  * HOT PATH: cork takes a callback; to avoid allocating a closure per response, the arguments travel
- * through module-level slots that `writeCorked` reads. cork runs the callback synchronously, so the
- * slots cannot be overwritten in between.
+ * through module-level slots that the corked writers read. cork runs the callback synchronously, so
+ * the slots cannot be overwritten in between.
  */
 import type { HttpResponse } from 'uWebSockets.js';
 import { errorResponse, type ErrorResponse } from '../runtime/errors.js';
-import { EMPTY_BYTES, wrappedTailLength, writeWrappedTail } from './tail.js';
+import { GzipBuilder, gzipBound } from '../shared/gzip.js';
+import { Coding } from './etag.js';
+import type { Rendered } from './front-cache.js';
+import type { HttpPolicy } from './http-policy.js';
+import { EMPTY_BYTES, appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 
 export const JSON_TYPE = 'application/json';
 export const STATUS_OK = '200 OK';
+const STATUS_NOT_MODIFIED = '304 Not Modified';
+const STATUS_NO_CONTENT = '204 No Content';
+
+function bytes(text: string): Buffer {
+  return Buffer.from(text, 'latin1');
+}
 
 // Header names and values as bytes: uWS reads a byte array in place, while a string argument is
 // UTF-8-encoded into a fresh native allocation on every call (v8::String::Utf8Value). With the method
 // left to uWS's router and 200 to its default status, this measured +7% req/s (bench/README.md).
-export const H_CONTENT_TYPE = Buffer.from('content-type', 'latin1');
-export const JSON_TYPE_BYTES = Buffer.from(JSON_TYPE, 'latin1');
+export const H_CONTENT_TYPE = bytes('content-type');
+export const JSON_TYPE_BYTES = bytes(JSON_TYPE);
+const H_ETAG = bytes('etag');
+const H_CACHE_CONTROL = bytes('cache-control');
+const H_VARY = bytes('vary');
+const H_CONTENT_ENCODING = bytes('content-encoding');
+const H_ALLOW_ORIGIN = bytes('access-control-allow-origin');
+const H_EXPOSE_HEADERS = bytes('access-control-expose-headers');
+const EXPOSED = bytes('ETag, X-Missing-Content, Retry-After');
+const H_ALLOW_METHODS = bytes('access-control-allow-methods');
+const ALLOWED_METHODS = bytes('GET, POST');
+const H_ALLOW_HEADERS = bytes('access-control-allow-headers');
+const ALLOWED_HEADERS = bytes('X-Api-Key, Content-Type, If-None-Match, Last-Event-ID');
+const H_MAX_AGE = bytes('access-control-max-age');
+/** Preflight answers are cached by the browser this long (Chromium caps it at 7,200 s). */
+const PREFLIGHT_MAX_AGE = bytes('600');
+const H_ALLOW = bytes('allow');
+const ALLOW_PREFLIGHT = bytes('GET, POST, OPTIONS');
+const H_ORIGIN_VARY = bytes('origin');
+const CODING_NAMES = [EMPTY_BYTES, bytes('gzip'), bytes('br')];
+
+/** Same for every user of a key: any cache may keep it, revalidating on every use. */
+export const CC_SHARED = bytes('no-cache');
+/** Personalised (carries the user's uid): only the user's own cache may keep it. */
+export const CC_PRIVATE = bytes('private, no-cache');
+const CC_NO_STORE = bytes('no-store');
 
 let slotRes: HttpResponse | null = null;
 let slotStatus = STATUS_OK;
 let slotBody: Uint8Array | string = '';
-let slotHeaderName = '';
-let slotHeaderValue = '';
+let slotHeaderName: Uint8Array | string = '';
+let slotHeaderValue: Uint8Array | string = '';
 let slotClose = false;
-// Wrapped answers only: the per-user tail's parts.
+let slotOrigin: Uint8Array | null = null;
+let slotEtag = '';
+let slotCacheControl: Uint8Array = CC_NO_STORE;
+let slotVary: Uint8Array | null = null;
+let slotCoding: Coding = Coding.Identity;
+// Wrapped answers only: the rendered head and the per-user tail's parts.
+let slotItem: Rendered | null = null;
 let slotUid = 0;
 let slotMod = 0;
-let slotSeg: Uint8Array = EMPTY_BYTES;
 
-/**
- * Heads up to this size are joined with their tail into one buffer and sent with one end(): one
- * native call and a Content-Length. Larger heads are sent as write(head) + end(tail), which avoids
- * copying the body but makes uWS use chunked encoding.
- */
-const JOIN_LIMIT = 64 * 1024;
+// Where a wrapped answer is assembled. Reused for every response: uWS copies what end() is given
+// before returning (into its cork buffer or the socket's backpressure buffer), so the bytes are free
+// again at once. A fresh Buffer per response was most of the tail's cost (tail.ts). It grows to the
+// largest answer sent: every answer is one end() with a Content-Length, large ones included.
+let scratch = Buffer.allocUnsafeSlow(64 * 1024 + 4096);
 
-// Where head and tail are joined. Reused for every response: uWS copies what end() and write() are
-// given before returning (into its cork buffer or the socket's backpressure buffer), so the bytes
-// are free again at once. A fresh Buffer per response was most of the tail's cost (tail.ts).
-let scratch = Buffer.allocUnsafeSlow(JOIN_LIMIT + 4096);
-
-function scratchOf(size: number): Buffer {
-  if (scratch.byteLength < size) scratch = Buffer.allocUnsafeSlow(size);
+/** The reused answer buffer, at least `size` bytes (its contents are the caller's until it returns). */
+export function answerBuffer(size: number): Buffer {
+  if (scratch.byteLength < size) scratch = Buffer.allocUnsafeSlow(Math.max(size, scratch.byteLength * 2));
   return scratch;
+}
+
+const gzip = new GzipBuilder();
+
+function writeCors(res: HttpResponse): void {
+  if (slotOrigin === null) return;
+  res.writeHeader(H_ALLOW_ORIGIN, slotOrigin);
+  res.writeHeader(H_EXPOSE_HEADERS, EXPOSED);
+}
+
+/** The headers of a content or catalog answer (200 and 304). */
+function writeRepresentationHeaders(res: HttpResponse): void {
+  res.writeHeader(H_ETAG, slotEtag);
+  res.writeHeader(H_CACHE_CONTROL, slotCacheControl);
+  res.writeHeader(H_VARY, slotVary!);
+  writeCors(res);
 }
 
 // uWS writes "200 OK" itself when no status was set: one native call less on every success.
@@ -52,37 +110,99 @@ function writeCorked(): void {
   const res = slotRes!;
   if (slotStatus !== STATUS_OK) res.writeStatus(slotStatus);
   res.writeHeader(H_CONTENT_TYPE, JSON_TYPE_BYTES);
+  if (slotEtag !== '') writeRepresentationHeaders(res);
+  else {
+    res.writeHeader(H_CACHE_CONTROL, slotCacheControl);
+    writeCors(res);
+  }
+  if (slotCoding !== Coding.Identity) res.writeHeader(H_CONTENT_ENCODING, CODING_NAMES[slotCoding]!);
   if (slotHeaderName !== '') res.writeHeader(slotHeaderName, slotHeaderValue);
   res.end(slotBody, slotClose);
 }
 
 function writeWrappedCorked(): void {
   const res = slotRes!;
-  const head = slotBody as Uint8Array;
+  const item = slotItem!;
   res.writeHeader(H_CONTENT_TYPE, JSON_TYPE_BYTES);
-  const tailLength = wrappedTailLength(slotUid, slotMod, slotSeg);
-  if (slotClose || head.byteLength <= JOIN_LIMIT) {
-    // Always joined when closing: uWS writes its Connection: close header at end(), which after a
-    // write() would land inside the chunked body (found by the graceful-shutdown test).
-    const out = scratchOf(head.byteLength + tailLength);
-    out.set(head, 0);
-    const end = writeWrappedTail(out, head.byteLength, slotUid, slotMod, slotSeg);
-    res.end(out.subarray(0, end), slotClose);
-  } else {
-    res.write(head);
-    const out = scratchOf(tailLength);
-    res.end(out.subarray(0, writeWrappedTail(out, 0, slotUid, slotMod, slotSeg)), false);
+  writeRepresentationHeaders(res);
+  const head = item.head;
+  const tailLength = wrappedTailLength(slotUid, slotMod, item.seg);
+  if (slotCoding === Coding.Gzip) {
+    res.writeHeader(H_CONTENT_ENCODING, CODING_NAMES[Coding.Gzip]!);
+    const part = item.gzPart!;
+    const out = answerBuffer(gzipBound(part.segment.byteLength, tailLength, 1));
+    gzip.begin(out);
+    gzip.part(part);
+    appendTailToGzip(gzip, slotUid, slotMod, item.seg);
+    res.end(out.subarray(0, gzip.end()), slotClose);
+    return;
   }
+  const out = answerBuffer(head.byteLength + tailLength);
+  out.set(head, 0);
+  const end = writeWrappedTail(out, head.byteLength, slotUid, slotMod, item.seg);
+  res.end(out.subarray(0, end), slotClose);
 }
 
-/** Status, JSON content type, optional extra header, body. */
+const H_CONNECTION = bytes('connection');
+const CLOSE = bytes('close');
+
+/**
+ * Ends an answer that has no body. This uWS build writes `Content-Length: 9223372036854775808` when
+ * endWithoutBody is given any argument (an undefined length included), so it is called bare and a
+ * closing answer says Connection: close itself (the client closes; shutdown closes what is left).
+ */
+function endEmpty(res: HttpResponse): void {
+  if (slotClose) res.writeHeader(H_CONNECTION, CLOSE);
+  res.endWithoutBody();
+}
+
+function writeNotModifiedCorked(): void {
+  const res = slotRes!;
+  res.writeStatus(STATUS_NOT_MODIFIED);
+  writeRepresentationHeaders(res);
+  // No body and no Content-Length: a 304's length would be the 200's (RFC 9110 8.6), which depends on the coding.
+  endEmpty(res);
+}
+
+function writePreflightCorked(): void {
+  const res = slotRes!;
+  res.writeStatus(STATUS_NO_CONTENT);
+  res.writeHeader(H_ALLOW, ALLOW_PREFLIGHT);
+  res.writeHeader(H_CACHE_CONTROL, CC_NO_STORE);
+  if (slotOrigin !== null) {
+    res.writeHeader(H_ALLOW_ORIGIN, slotOrigin);
+    res.writeHeader(H_ALLOW_METHODS, ALLOWED_METHODS);
+    res.writeHeader(H_ALLOW_HEADERS, ALLOWED_HEADERS);
+    res.writeHeader(H_MAX_AGE, PREFLIGHT_MAX_AGE);
+  }
+  if (slotVary !== null) res.writeHeader(H_VARY, slotVary);
+  endEmpty(res);
+}
+
+function clearSlots(): void {
+  slotRes = null;
+  slotBody = '';
+  slotItem = null;
+  slotOrigin = null;
+  slotEtag = '';
+  slotVary = null;
+  slotCoding = Coding.Identity;
+  slotHeaderName = '';
+  slotHeaderValue = '';
+}
+
+/**
+ * A non-content answer (errors, health, 405): status, JSON content type, Cache-Control: no-store,
+ * the CORS headers when `origin` is set, an optional extra header, the body.
+ */
 export function send(
   res: HttpResponse,
   status: string,
   body: Uint8Array | string,
-  headerName: string,
-  headerValue: string,
+  headerName: Uint8Array | string,
+  headerValue: Uint8Array | string,
   closeConnection: boolean,
+  origin: Uint8Array | null,
 ): void {
   slotRes = res;
   slotStatus = status;
@@ -90,31 +210,106 @@ export function send(
   slotHeaderName = headerName;
   slotHeaderValue = headerValue;
   slotClose = closeConnection;
+  slotOrigin = origin;
+  slotCacheControl = CC_NO_STORE;
   res.cork(writeCorked);
-  slotRes = null;
-  slotBody = '';
+  clearSlots();
 }
 
-/** 200 with a wrapped answer: the rendered head, then the tail of this user (see tail.ts). */
-export function sendWrapped(res: HttpResponse, head: Uint8Array, uid: number, mod: number, seg: Uint8Array, closeConnection: boolean): void {
+/**
+ * 200 with a content or catalog body already in its coding: ETag, Cache-Control, Vary,
+ * Content-Encoding when compressed, an optional extra header (X-Missing-Content).
+ */
+export function sendContent(
+  res: HttpResponse,
+  policy: HttpPolicy,
+  body: Uint8Array,
+  coding: Coding,
+  etag: string,
+  cacheControl: Uint8Array,
+  headerName: string,
+  headerValue: string,
+  origin: Uint8Array | null,
+  closeConnection: boolean,
+): void {
   slotRes = res;
-  slotBody = head;
+  slotStatus = STATUS_OK;
+  slotBody = body;
+  slotCoding = coding;
+  slotEtag = etag;
+  slotCacheControl = cacheControl;
+  slotVary = policy.vary;
+  slotHeaderName = headerName;
+  slotHeaderValue = headerValue;
+  slotOrigin = origin;
+  slotClose = closeConnection;
+  res.cork(writeCorked);
+  clearSlots();
+}
+
+/** 200 with a wrapped answer: the rendered head, then the tail of this user (see tail.ts); gzip when `coding` says so. */
+export function sendWrapped(
+  res: HttpResponse,
+  policy: HttpPolicy,
+  item: Rendered,
+  uid: number,
+  mod: number,
+  coding: Coding,
+  etag: string,
+  origin: Uint8Array | null,
+  closeConnection: boolean,
+): void {
+  slotRes = res;
+  slotItem = item;
   slotUid = uid;
   slotMod = mod;
-  slotSeg = seg;
+  slotCoding = coding;
+  slotEtag = etag;
+  slotCacheControl = CC_PRIVATE;
+  slotVary = policy.vary;
+  slotOrigin = origin;
   slotClose = closeConnection;
   res.cork(writeWrappedCorked);
-  slotRes = null;
-  slotBody = '';
-  slotSeg = EMPTY_BYTES;
+  clearSlots();
 }
 
-export function sendError(res: HttpResponse, err: ErrorResponse, closeConnection: boolean): void {
-  send(res, err.statusLine, err.body, '', '', closeConnection);
+/** 304: the answer the client holds (named by `etag`) is current. */
+export function sendNotModified(
+  res: HttpResponse,
+  policy: HttpPolicy,
+  etag: string,
+  cacheControl: Uint8Array,
+  origin: Uint8Array | null,
+  closeConnection: boolean,
+): void {
+  slotRes = res;
+  slotEtag = etag;
+  slotCacheControl = cacheControl;
+  slotVary = policy.vary;
+  slotOrigin = origin;
+  slotClose = closeConnection;
+  res.cork(writeNotModifiedCorked);
+  clearSlots();
+}
+
+/** 204 to an OPTIONS request; the CORS preflight headers when `origin` is allowed. */
+export function sendPreflight(res: HttpResponse, policy: HttpPolicy, origin: Uint8Array | null, closeConnection: boolean): void {
+  slotRes = res;
+  slotOrigin = origin;
+  slotVary = policy.corsOrigins === null ? null : H_ORIGIN_VARY;
+  slotClose = closeConnection;
+  res.cork(writePreflightCorked);
+  clearSlots();
+}
+
+export function sendError(res: HttpResponse, err: ErrorResponse, closeConnection: boolean, origin: Uint8Array | null): void {
+  send(res, err.statusLine, err.body, '', '', closeConnection, origin);
 }
 
 /** 503 with Retry-After: the pool queue is full. Prebuilt: overload is exactly when cost matters most. */
 const OVERLOADED = errorResponse('overloaded', 'the server is at capacity; retry shortly');
-export function sendOverloaded(res: HttpResponse, closeConnection: boolean): void {
-  send(res, OVERLOADED.statusLine, OVERLOADED.body, 'retry-after', '1', closeConnection);
+const H_RETRY_AFTER = bytes('retry-after');
+const RETRY_ONE = bytes('1');
+export function sendOverloaded(res: HttpResponse, closeConnection: boolean, origin: Uint8Array | null): void {
+  send(res, OVERLOADED.statusLine, OVERLOADED.body, H_RETRY_AFTER, RETRY_ONE, closeConnection, origin);
 }

@@ -18,10 +18,13 @@ import type { JobSink } from '../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
 import { contentIdKey } from '../store/ids.js';
 import { parseUserContext, type UserContext } from './context.js';
-import { frontKeyOf, type Rendered } from './front-cache.js';
+import { frontKeyOf, renderedOf, type Rendered } from './front-cache.js';
 import { checkPlainQuery, parseCombineQuery, wrappedKind } from './query.js';
-import { STATUS_OK, send, sendError, sendOverloaded, sendWrapped } from './reply.js';
-import { EMPTY_BYTES, wrappedTailLength, writeWrappedTail } from './tail.js';
+import { CC_PRIVATE, CC_SHARED, answerBuffer, sendContent, sendError, sendNotModified, sendOverloaded, sendWrapped } from './reply.js';
+import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
+import { Coding, combineTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from './etag.js';
+import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
+import { GzipBuilder, gzipBound } from '../shared/gzip.js';
 import type { FrontEndState } from './state.js';
 
 // Faster than Buffer.from(chunk).toString() on request bodies, one object less: 381 -> 139 ns and
@@ -43,6 +46,14 @@ export class ContentRequest implements JobSink {
   /** Lower-cased content id (single routes) or "" (combine). */
   readonly idLower: string;
   readonly query: string;
+  /** If-None-Match as sent ("" when absent). */
+  readonly ifNoneMatch: string;
+  /** Accept-Encoding as flags (encoding.ts). */
+  readonly accept: number;
+  /** Access-Control-Allow-Origin for this request, or null (no CORS headers). */
+  readonly origin: Uint8Array | null;
+  /** The answer's entity tag without quotes or coding suffix (etag.ts), set once it is known. */
+  tag = '';
   chunks: Buffer[] | null = null;
   received = 0;
   /** True once answered or aborted: nothing more may touch res. */
@@ -61,13 +72,26 @@ export class ContentRequest implements JobSink {
   missing: string[] | null = null;
   remaining = 0;
 
-  constructor(state: FrontEndState, res: HttpResponse, route: Route, env: EnvView, idLower: string, query: string) {
+  constructor(
+    state: FrontEndState,
+    res: HttpResponse,
+    route: Route,
+    env: EnvView,
+    idLower: string,
+    query: string,
+    ifNoneMatch: string,
+    accept: number,
+    origin: Uint8Array | null,
+  ) {
     this.state = state;
     this.res = res;
     this.route = route;
     this.env = env;
     this.idLower = idLower;
     this.query = query;
+    this.ifNoneMatch = ifNoneMatch;
+    this.accept = accept;
+    this.origin = origin;
     state.inFlight++;
   }
 
@@ -110,7 +134,7 @@ export class ContentRequest implements JobSink {
   onResult(slot: number, result: JobResult): void {
     let rendered: Rendered | null = null;
     if (result.head !== null) {
-      rendered = { head: new Uint8Array(result.head), seg: result.seg === '' ? EMPTY_BYTES : Buffer.from(result.seg, 'utf8') };
+      rendered = renderedOf(result, result.head);
       // Cached even when this request was aborted meanwhile: the next request for it is a hit.
       this.state.frontCache.set(this.keys![slot]!, rendered);
     }
@@ -142,7 +166,7 @@ export class ContentRequest implements JobSink {
 
   answerError(code: ErrorCode, message: string, closeConnection: boolean): void {
     if (this.done) return;
-    sendError(this.res, errorResponse(code, message), closeConnection || this.state.shuttingDown);
+    sendError(this.res, errorResponse(code, message), closeConnection || this.state.shuttingDown, this.origin);
     this.finish();
   }
 
@@ -183,7 +207,7 @@ function handleBody(r: ContentRequest, text: string): void {
       return;
     }
     if (!r.done) {
-      sendError(r.res, responseForError(err), r.state.shuttingDown);
+      sendError(r.res, responseForError(err), r.state.shuttingDown, r.origin);
       r.finish();
     }
   }
@@ -205,6 +229,8 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
   }
   prepareUser(r, kind, ctx);
   const combination = combinationOf(r, kind, content, ctx);
+  r.tag = kind === JobKind.Plain ? rev.hash : wrappedTag(kind, rev.hash, content.mappingId, combination, r.uid);
+  if (answeredNotModified(r)) return;
   const key = frontKeyOf(kind, rev.revId, content.mappingId, combination);
   const hit = r.state.frontCache.get(key);
   if (hit !== undefined) {
@@ -213,7 +239,7 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
   }
   const batcher = r.state.batcher;
   if (!batcher.hasRoom(1)) {
-    sendOverloaded(r.res, r.state.shuttingDown);
+    sendOverloaded(r.res, r.state.shuttingDown, r.origin);
     r.finish();
     return;
   }
@@ -232,14 +258,19 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
   const missing: string[] = [];
   const jobs: Job[] = [];
   const slots: number[] = [];
+  // What the answer is made of, for its tag: the query's shape (kind, each id as written, the uid
+  // when the items carry it) and each item's parts. Each id is length-prefixed: ids may hold any character.
+  let tagParts = q.kind === JobKind.Plain ? 'p' : (q.kind === JobKind.Wrapped ? 'w' : 's') + r.uid;
   for (const id of q.ids) {
     const content = contents.get(contentIdKey(id));
     const rev = content === undefined ? undefined : chooseRevision(content, ctx.vKey);
     if (content === undefined || rev === undefined) {
       missing.push(id);
+      tagParts += '|' + id.length + ':' + id + '=';
       continue;
     }
     const combination = combinationOf(r, q.kind, content, ctx);
+    tagParts += '|' + id.length + ':' + id + '=' + itemTag(q.kind, rev.hash, content.mappingId, combination);
     const key = frontKeyOf(q.kind, rev.revId, content.mappingId, combination);
     const hit = cache.get(key);
     if (hit === undefined) {
@@ -255,13 +286,15 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
   r.rendered = rendered;
   r.missing = missing;
   r.remaining = jobs.length;
+  r.tag = combineTag(tagParts);
+  if (answeredNotModified(r)) return;
   if (jobs.length === 0) {
     answerCombine(r);
     return;
   }
   const batcher = r.state.batcher;
   if (!batcher.hasRoom(jobs.length)) {
-    sendOverloaded(r.res, r.state.shuttingDown);
+    sendOverloaded(r.res, r.state.shuttingDown, r.origin);
     r.finish();
     return;
   }
@@ -291,10 +324,45 @@ function missJob(kind: JobKind, rev: RevisionView, content: ContentView, combina
   return { kind, revId: rev.revId, mappingId: combination === null ? 0 : content.mappingId, comboKey: combination === null ? '' : combination.key };
 }
 
+/** Cache-Control of the answer: personalised answers (they carry meta.uid) are private. */
+function cacheControlOf(r: ContentRequest): Uint8Array {
+  return r.kind === JobKind.Plain ? CC_SHARED : CC_PRIVATE;
+}
+
+/**
+ * 304 when If-None-Match names the answer's tag (r.tag) in any coding; returns whether it answered.
+ * POST included, on purpose: these POSTs read (the body is the user context, nothing changes), so a
+ * client revalidates them as a GET (docs/api.md, "Conditional requests").
+ */
+function answeredNotModified(r: ContentRequest): boolean {
+  const coding = matchIfNoneMatch(r.ifNoneMatch, r.tag, Coding.Identity);
+  if (coding === -1) return false;
+  r.writing = true;
+  sendNotModified(r.res, r.state.http, etagValue(r.tag, coding), cacheControlOf(r), r.origin, r.state.shuttingDown);
+  r.finish();
+  return true;
+}
+
+/** The coding a single item goes out in: what the client accepts among what was compressed for it. */
+function codingOf(accept: number, item: Rendered): Coding {
+  if (item.br !== null && (accept & ACCEPT_BR) !== 0 && ((accept & PREFER_BR) !== 0 || (accept & ACCEPT_GZIP) === 0)) return Coding.Br;
+  if (item.gzip !== null && (accept & ACCEPT_GZIP) !== 0) return Coding.Gzip;
+  return Coding.Identity;
+}
+
 function answerSingle(r: ContentRequest, item: Rendered): void {
   r.writing = true;
-  if (r.kind === JobKind.Plain) send(r.res, STATUS_OK, item.head, '', '', r.state.shuttingDown);
-  else sendWrapped(r.res, item.head, r.uid, r.mod, item.seg, r.state.shuttingDown);
+  const coding = codingOf(r.accept, item);
+  const etag = etagValue(r.tag, coding);
+  const http = r.state.http;
+  if (r.kind === JobKind.Plain) {
+    const body = coding === Coding.Identity ? item.head : coding === Coding.Gzip ? item.gzip! : item.br!;
+    sendContent(r.res, http, body, coding, etag, CC_SHARED, '', '', r.origin, r.state.shuttingDown);
+  } else {
+    // Workers keep no brotli for tail-bearing heads (a brotli stream is not appended to), so codingOf
+    // gave gzip or identity here.
+    sendWrapped(r.res, http, item, r.uid, r.mod, coding, etag, r.origin, r.state.shuttingDown);
+  }
   r.finish();
 }
 
@@ -304,12 +372,44 @@ const H_MISSING_CONTENT = 'x-missing-content';
 // separately cost ~4 uWS calls per id, which dominated a 10-id answer (bench: combine).
 function answerCombine(r: ContentRequest): void {
   // Everything that can fail is computed before the first byte is written.
-  const body = combineBytes(r);
   const missing = r.missing!;
   const missingHeader = missing.length === 0 ? '' : missing.map(encodeURIComponent).join(',');
+  const gzipped = (r.accept & ACCEPT_GZIP) !== 0 && combineWorthGzip(r);
+  const body = gzipped ? combineGzip(r) : combineBytes(r);
+  const coding = gzipped ? Coding.Gzip : Coding.Identity;
   r.writing = true;
-  send(r.res, STATUS_OK, body, missingHeader === '' ? '' : H_MISSING_CONTENT, missingHeader, r.state.shuttingDown);
+  sendContent(
+    r.res,
+    r.state.http,
+    body,
+    coding,
+    etagValue(r.tag, coding),
+    cacheControlOf(r),
+    missingHeader === '' ? '' : H_MISSING_CONTENT,
+    missingHeader,
+    r.origin,
+    r.state.shuttingDown,
+  );
   r.finish();
+}
+
+/**
+ * A combine is sent gzip when one of its items was compressed (at least --compress-min-bytes): those
+ * go in as compressed, everything else (keys, braces, small items, per-user tails) in stored blocks.
+ * With no compressed item the stored blocks would only add bytes.
+ */
+function combineWorthGzip(r: ContentRequest): boolean {
+  const rendered = r.rendered!;
+  for (let i = 0; i < rendered.length; i++) {
+    const item = rendered[i];
+    if (item !== null && item !== undefined && item.gzPart !== null) return true;
+  }
+  return false;
+}
+
+/** The JSON key of entry `i`: `{"id":` for the first, `,"id":` after. */
+function entryKey(first: boolean, id: string): string {
+  return (first ? '{' : ',') + JSON.stringify(id) + ':';
 }
 
 /** `{"id":head+tail,...}` as one buffer: sizes first, then one allocation and copies. */
@@ -322,7 +422,7 @@ function combineBytes(r: ContentRequest): Buffer {
   for (let i = 0; i < ids.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    const key = (keys.length === 0 ? '{' : ',') + JSON.stringify(ids[i]) + ':';
+    const key = entryKey(keys.length === 0, ids[i]!);
     keys.push(key);
     total += Buffer.byteLength(key, 'utf8') + item.head.byteLength + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
   }
@@ -340,4 +440,50 @@ function combineBytes(r: ContentRequest): Buffer {
   }
   out[pos] = 0x7d; // '}'
   return out;
+}
+
+const combineGzipBuilder = new GzipBuilder();
+
+const CLOSE_BRACE = Buffer.from('}');
+
+/**
+ * The same answer as combineBytes, as one gzip member built from the items compressed once: no byte
+ * is compressed here. Written into the reply's reused buffer (sendContent copies it before returning).
+ */
+function combineGzip(r: ContentRequest): Uint8Array {
+  const ids = r.ids!;
+  const rendered = r.rendered!;
+  const wrapped = r.kind !== JobKind.Plain;
+  const keys: string[] = [];
+  const keyLengths: number[] = [];
+  let compressed = 0;
+  let raw = 1;
+  let pieces = 1;
+  for (let i = 0; i < ids.length; i++) {
+    const item = rendered[i];
+    if (item === null || item === undefined) continue;
+    const key = entryKey(keys.length === 0, ids[i]!);
+    const keyLength = Buffer.byteLength(key, 'utf8');
+    keys.push(key);
+    keyLengths.push(keyLength);
+    raw += keyLength + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
+    if (item.gzPart !== null) compressed += item.gzPart.segment.byteLength;
+    else raw += item.head.byteLength;
+    pieces += 3;
+  }
+  const out = answerBuffer(gzipBound(compressed, raw, pieces));
+  const gz = combineGzipBuilder;
+  gz.begin(out);
+  let k = 0;
+  for (let i = 0; i < ids.length; i++) {
+    const item = rendered[i];
+    if (item === null || item === undefined) continue;
+    gz.rawText(keys[k]!, keyLengths[k]!);
+    k++;
+    if (item.gzPart !== null) gz.part(item.gzPart);
+    else gz.raw(item.head);
+    if (wrapped) appendTailToGzip(gz, r.uid, r.mod, item.seg);
+  }
+  gz.raw(CLOSE_BRACE);
+  return out.subarray(0, gz.end());
 }

@@ -10,7 +10,11 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { errorResponse } from '../runtime/errors.js';
 import type { KeyView } from './directory.js';
 import { contentIdKey } from '../store/ids.js';
-import { H_CONTENT_TYPE, JSON_TYPE, STATUS_OK, send, sendError } from './reply.js';
+import { CC_SHARED, H_CONTENT_TYPE, JSON_TYPE, STATUS_OK, send, sendContent, sendError, sendNotModified, sendPreflight } from './reply.js';
+import { corsOriginOf } from './http-policy.js';
+import { ACCEPT_GZIP, acceptedCodings } from './encoding.js';
+import { Coding, etagValue, matchIfNoneMatch } from './etag.js';
+import { mintStreamToken, verifyStreamToken } from './stream-token.js';
 import { EMPTY_BODY } from './context.js';
 import { ContentRequest, Route } from './request.js';
 import type { FrontEndState } from './state.js';
@@ -31,6 +35,14 @@ const HEALTH_STORE_UNAVAILABLE = '{"status":"degraded","store":"unavailable","se
 const H_API_KEY = Buffer.from('x-api-key', 'latin1');
 const H_CONTENT_LENGTH = Buffer.from('content-length', 'latin1');
 const H_TRANSFER_ENCODING = Buffer.from('transfer-encoding', 'latin1');
+const H_IF_NONE_MATCH = Buffer.from('if-none-match', 'latin1');
+const H_ACCEPT_ENCODING = Buffer.from('accept-encoding', 'latin1');
+const H_LAST_EVENT_ID = Buffer.from('last-event-id', 'latin1');
+const H_RETRY_AFTER = Buffer.from('retry-after', 'latin1');
+const TOO_MANY_STREAMS = errorResponse('too_many_streams', 'this server holds as many event streams as it may (--max-streams); retry later');
+const BAD_STREAM_TOKEN = errorResponse('invalid_stream_token', 'the stream token is malformed, expired or its key was revoked; get a new one');
+/** Seconds a client refused a stream waits before trying again (spread further by its own jitter). */
+const STREAM_RETRY_AFTER = Buffer.from('5', 'latin1');
 const EMPTY_BODY_ERROR = errorResponse('invalid_json', EMPTY_BODY);
 
 /** `application/json`, optionally with parameters (`; charset=utf-8`), any letter case. */
@@ -42,19 +54,19 @@ export function isJsonContentType(value: string): boolean {
 }
 
 /** Key then Content-Type; answers and returns undefined when either fails. */
-function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest): KeyView | undefined {
+function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, origin: Uint8Array | null): KeyView | undefined {
   const key = req.getHeader(H_API_KEY);
   if (key === '') {
-    sendError(res, MISSING_KEY, state.shuttingDown);
+    sendError(res, MISSING_KEY, state.shuttingDown, origin);
     return undefined;
   }
   const view = state.directory.lookupKey(key);
   if (view === undefined) {
-    sendError(res, INVALID_KEY, state.shuttingDown);
+    sendError(res, INVALID_KEY, state.shuttingDown, origin);
     return undefined;
   }
   if (!isJsonContentType(req.getHeader(H_CONTENT_TYPE))) {
-    sendError(res, BAD_TYPE, state.shuttingDown);
+    sendError(res, BAD_TYPE, state.shuttingDown, origin);
     return undefined;
   }
   state.usedKeys.add(view.keyId);
@@ -114,58 +126,142 @@ export function handlerFailed(state: FrontEndState, res: HttpResponse, err: unkn
 
 export function handleContent(state: FrontEndState, res: HttpResponse, req: HttpRequest, route: Route): void {
   if (refusedAmbiguousFraming(state, res, req)) return;
-  const view = authorize(state, res, req);
+  const origin = corsOriginOf(state.http, req);
+  const view = authorize(state, res, req, origin);
   if (view === undefined) return;
   const maxBody = state.config.maxBodyBytes;
   const declared = req.getHeader(H_CONTENT_LENGTH);
   if (declared !== '' && Number(declared) > maxBody) {
     // Refuse before reading a byte; close since the client is about to send the body anyway.
-    sendError(res, errorResponse('payload_too_large', `the request body exceeds ${maxBody} bytes`), true);
+    sendError(res, errorResponse('payload_too_large', `the request body exceeds ${maxBody} bytes`), true, origin);
     return;
   }
   let idLower = '';
   if (route !== Route.Combine) {
     const id = decodeId(req.getParameter(0));
     if (id === undefined) {
-      sendError(res, NOT_FOUND, state.shuttingDown);
+      sendError(res, NOT_FOUND, state.shuttingDown, origin);
       return;
     }
     idLower = id;
   }
   if (declared === '0' || (declared === '' && req.getHeader(H_TRANSFER_ENCODING) === '')) {
     // No body to wait for: uWS calls no data handler for an empty body whose head came in pieces.
-    sendError(res, EMPTY_BODY_ERROR, state.shuttingDown);
+    sendError(res, EMPTY_BODY_ERROR, state.shuttingDown, origin);
     return;
   }
-  const r = new ContentRequest(state, res, route, view.env, idLower, req.getQuery() ?? '');
+  const r = new ContentRequest(
+    state,
+    res,
+    route,
+    view.env,
+    idLower,
+    req.getQuery() ?? '',
+    req.getHeader(H_IF_NONE_MATCH),
+    acceptedCodings(req.getHeader(H_ACCEPT_ENCODING)),
+    origin,
+  );
   res.onAborted(() => r.onAborted());
   res.onData((chunk, isLast) => r.onChunk(chunk, isLast));
 }
 
 export function handleCatalog(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
   if (refusedAmbiguousFraming(state, res, req)) return;
-  const view = authorize(state, res, req);
+  const origin = corsOriginOf(state.http, req);
+  const view = authorize(state, res, req, origin);
   if (view === undefined) return;
-  send(res, STATUS_OK, view.env.catalogBody, '', '', state.shuttingDown);
+  const env = view.env;
+  const http = state.http;
+  const gzip = env.catalogGzip !== null && env.catalogBody.byteLength >= http.compressMinBytes && (acceptedCodings(req.getHeader(H_ACCEPT_ENCODING)) & ACCEPT_GZIP) !== 0;
+  const coding = gzip ? Coding.Gzip : Coding.Identity;
+  const matched = matchIfNoneMatch(req.getHeader(H_IF_NONE_MATCH), env.catalogTag, coding);
+  if (matched !== -1) {
+    sendNotModified(res, http, etagValue(env.catalogTag, matched), CC_SHARED, origin, state.shuttingDown);
+    return;
+  }
+  sendContent(res, http, gzip ? env.catalogGzip : env.catalogBody, coding, etagValue(env.catalogTag, coding), CC_SHARED, '', '', origin, state.shuttingDown);
+}
+
+/**
+ * GET /api/v1/env/events: the key's environment's change stream (events.ts). The key comes in X-Api-Key
+ * or, for EventSource (which sends no headers), as a stream token in `?token=`; resume from the
+ * Last-Event-ID header or `?lastEventId=` (a page opening a new EventSource cannot set the header).
+ * No Content-Type is required: EventSource sends none.
+ */
+export function handleEvents(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  if (refusedAmbiguousFraming(state, res, req)) return;
+  const origin = corsOriginOf(state.http, req);
+  const key = req.getHeader(H_API_KEY);
+  const query = req.getQuery() ?? '';
+  const params = query === '' ? null : new URLSearchParams(query);
+  let view: KeyView | undefined;
+  if (key !== '') {
+    view = state.directory.lookupKey(key);
+    if (view === undefined) {
+      sendError(res, INVALID_KEY, state.shuttingDown, origin);
+      return;
+    }
+  } else {
+    const token = params?.get('token') ?? null;
+    if (token === null) {
+      sendError(res, MISSING_KEY, state.shuttingDown, origin);
+      return;
+    }
+    view = verifyStreamToken(state.directory, token, Date.now());
+    if (view === undefined) {
+      sendError(res, BAD_STREAM_TOKEN, state.shuttingDown, origin);
+      return;
+    }
+  }
+  if (state.shuttingDown || !state.events.hasRoom()) {
+    send(res, TOO_MANY_STREAMS.statusLine, TOO_MANY_STREAMS.body, H_RETRY_AFTER, STREAM_RETRY_AFTER, state.shuttingDown, origin);
+    return;
+  }
+  state.usedKeys.add(view.keyId);
+  const last = req.getHeader(H_LAST_EVENT_ID) || (params?.get('lastEventId') ?? '');
+  const lastEventId = /^\d{1,15}$/.test(last) ? Number(last) : -1;
+  state.events.start(res, view.env, view.keyId, lastEventId, state.directory.seq, origin);
+}
+
+/** POST /api/v1/env/events/token: a short-lived token for EventSource, minted with the key (stream-token.ts). */
+export function handleStreamToken(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  if (refusedAmbiguousFraming(state, res, req)) return;
+  const origin = corsOriginOf(state.http, req);
+  const view = authorize(state, res, req, origin);
+  if (view === undefined) return;
+  const key = state.directory.keyById(view.keyId)!;
+  const ttl = state.config.streamTokenTtlS;
+  const token = mintStreamToken(view.keyId, key.digest, Date.now(), ttl);
+  send(res, STATUS_OK, `{"token":"${token}","expiresIn":${ttl}}`, '', '', state.shuttingDown, origin);
+}
+
+/** OPTIONS: the CORS preflight when CORS is on (--cors-origins), else 405 as any method a route does not take. */
+export function handlePreflight(state: FrontEndState, res: HttpResponse, req: HttpRequest, allow: 'GET' | 'POST'): void {
+  if (!state.http.corsEnabled) {
+    handleWrongMethod(state, res, req, allow);
+    return;
+  }
+  if (refusedAmbiguousFraming(state, res, req)) return;
+  sendPreflight(res, state.http, corsOriginOf(state.http, req), state.shuttingDown);
 }
 
 export function handleHealth(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
   if (refusedAmbiguousFraming(state, res, req)) return;
   if (state.shuttingDown) {
-    send(res, '503 Service Unavailable', HEALTH_DRAINING, '', '', true);
+    send(res, '503 Service Unavailable', HEALTH_DRAINING, '', '', true, null);
     return;
   }
-  send(res, STATUS_OK, (state.storeAvailable ? HEALTH_OK : HEALTH_STORE_UNAVAILABLE) + state.directory.seq + HEALTH_LOOP + state.loop + '}', '', '', false);
+  send(res, STATUS_OK, (state.storeAvailable ? HEALTH_OK : HEALTH_STORE_UNAVAILABLE) + state.directory.seq + HEALTH_LOOP + state.loop + '}', '', '', false, null);
 }
 
 /** 405 on a route that exists for another method; `allow` is the one it takes. */
 export function handleWrongMethod(state: FrontEndState, res: HttpResponse, req: HttpRequest, allow: 'GET' | 'POST'): void {
   if (refusedAmbiguousFraming(state, res, req)) return;
   const err = allow === 'POST' ? POST_ONLY : GET_ONLY;
-  send(res, err.statusLine, err.body, 'allow', allow, state.shuttingDown);
+  send(res, err.statusLine, err.body, 'allow', allow, state.shuttingDown, corsOriginOf(state.http, req));
 }
 
 export function handleNotFound(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
   if (refusedAmbiguousFraming(state, res, req)) return;
-  sendError(res, NOT_FOUND, state.shuttingDown);
+  sendError(res, NOT_FOUND, state.shuttingDown, corsOriginOf(state.http, req));
 }

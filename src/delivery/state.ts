@@ -7,6 +7,8 @@ import type { ServeConfig } from '../runtime/config.js';
 import type { Directory } from './directory.js';
 import type { Batcher } from '../pool/batcher.js';
 import type { FrontCache } from './front-cache.js';
+import type { HttpPolicy } from './http-policy.js';
+import type { EventStreams } from './events.js';
 
 export interface FrontEndState {
   directory: Directory;
@@ -16,6 +18,10 @@ export interface FrontEndState {
   readonly config: ServeConfig;
   /** Which delivery loop this is (0: the main thread's), reported by /healthz. */
   readonly loop: number;
+  /** Headers the configuration decides (CORS, Vary, compression threshold), compiled at start. */
+  readonly http: HttpPolicy;
+  /** Open change streams of this loop; told by the feed when an update was applied. */
+  readonly events: EventStreams;
   /** Requests accepted and not yet answered or aborted. */
   inFlight: number;
   /** Set on SIGTERM: answers carry Connection: close so keep-alive clients move to another node. */

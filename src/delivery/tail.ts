@@ -8,6 +8,8 @@
  * 2.0 -> 0.4 µs and 2,481 -> 5 bytes of JS heap per answer (bench/micro/alloc.ts).
  */
 
+import { STORED_BLOCK_MAX, type GzipBuilder } from '../shared/gzip.js';
+
 export const EMPTY_BYTES = new Uint8Array(0);
 
 const MOD_FIELD = Buffer.from(',"mod":', 'latin1');
@@ -52,4 +54,21 @@ export function writeWrappedTail(out: Uint8Array, pos: number, uid: number, mod:
   out[pos] = CLOSE;
   out[pos + 1] = CLOSE;
   return pos + 2;
+}
+
+/**
+ * Appends the tail to a gzip member being built (src/shared/gzip.ts): written in place into its open
+ * stored block, so a compressed wrapped answer costs no compression and no extra copy of the tail. A
+ * seg over 64 KiB (a stored block's limit) goes through a copy.
+ */
+export function appendTailToGzip(gz: GzipBuilder, uid: number, mod: number, seg: Uint8Array): void {
+  const length = wrappedTailLength(uid, mod, seg);
+  if (length > STORED_BLOCK_MAX) {
+    const tail = Buffer.allocUnsafe(length);
+    writeWrappedTail(tail, 0, uid, mod, seg);
+    gz.raw(tail);
+    return;
+  }
+  writeWrappedTail(gz.out, gz.reserve(length), uid, mod, seg);
+  gz.commit(length);
 }

@@ -48,6 +48,13 @@ export interface Batch {
 export interface JobResult {
   head: ArrayBuffer | null;
   seg: string;
+  /**
+   * The head as one gzip member whose deflate stream ends with a sync flush before its final block
+   * (src/shared/gzip.ts), so a tail can be appended; null under --compress-min-bytes. Transferred.
+   */
+  gzip: ArrayBuffer | null;
+  /** The head in brotli, plain kind only (null otherwise or under the threshold). Transferred. */
+  br: ArrayBuffer | null;
   error: string;
 }
 
@@ -63,4 +70,6 @@ export interface WorkerOptions {
   cacheBytes: number;
   /** Set V8's young-generation growth factor again in the worker (see src/runtime/heap.ts). */
   holdYoungGeneration: boolean;
+  /** Heads at least this long are compressed when rendered (--compress-min-bytes). */
+  compressMinBytes: number;
 }

@@ -47,6 +47,21 @@ export interface ServeConfig {
   readonly adminTls: TlsFiles | null;
   /** How often the certificate files are checked for a change (which reloads them as SIGHUP does); 0: only on SIGHUP. */
   readonly tlsWatchMs: number;
+  /**
+   * Origins a browser page may call the delivery API from: null (CORS off), '*' (any), or a list of
+   * exact origins (`scheme://host[:port]`).
+   */
+  readonly corsOrigins: '*' | readonly string[] | null;
+  /** Answers at least this long are offered gzip/br (compressed once, when rendered or built). */
+  readonly compressMinBytes: number;
+  /** Open event streams per delivery loop; beyond it 503 too_many_streams. */
+  readonly maxStreams: number;
+  /** A comment line on every open event stream this often (keeps proxies and NATs from closing it). */
+  readonly streamHeartbeatMs: number;
+  /** The window over which clients should spread their re-fetches after a change event. */
+  readonly streamJitterMs: number;
+  /** How long a stream token (for browsers: EventSource sends no headers) stays valid, in seconds. */
+  readonly streamTokenTtlS: number;
 }
 
 /** One option: its flag, environment variable, default and parser. Order here is the --help order. */
@@ -88,6 +103,12 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'admin-tls-key-passphrase-file', env: 'RCD_ADMIN_TLS_KEY_PASSPHRASE_FILE', fallback: '', help: 'file holding the passphrase of an encrypted --admin-tls-key' },
   { flag: 'admin-tls-ca', env: 'RCD_ADMIN_TLS_CA', fallback: '', help: 'PEM intermediate certificates sent after --admin-tls-cert' },
   { flag: 'tls-watch-interval', env: 'RCD_TLS_WATCH_INTERVAL_MS', fallback: '60000', help: 'ms between checks of the certificate files for a change, which reloads them as SIGHUP does (0: SIGHUP only; 0..86400000)' },
+  { flag: 'cors-origins', env: 'RCD_CORS_ORIGINS', fallback: '', help: 'origins browsers may call the delivery API from: comma-separated (https://game.example.com) or * (default: none, CORS off)' },
+  { flag: 'compress-min-bytes', env: 'RCD_COMPRESS_MIN_BYTES', fallback: '1024', help: 'answers at least this long are sent gzip/br when the client accepts it (0..16777216)' },
+  { flag: 'max-streams', env: 'RCD_MAX_STREAMS', fallback: '10000', help: 'open event streams per delivery loop before 503 too_many_streams (0..1000000)' },
+  { flag: 'stream-heartbeat-ms', env: 'RCD_STREAM_HEARTBEAT_MS', fallback: '15000', help: 'ms between heartbeat comments on each event stream (1000..300000)' },
+  { flag: 'stream-jitter-ms', env: 'RCD_STREAM_JITTER_MS', fallback: '5000', help: 'window in ms over which clients are told to spread re-fetches after a change event (0..600000)' },
+  { flag: 'stream-token-ttl', env: 'RCD_STREAM_TOKEN_TTL_S', fallback: '300', help: 'seconds a stream token (browsers: EventSource sends no headers) stays valid (10..86400)' },
 ];
 
 export function defaultThreads(): number {
@@ -123,6 +144,29 @@ function bool(name: string, raw: string): boolean {
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new ConfigError(`--${name} must be true or false, got "${raw}"`);
+}
+
+/** `*`, a comma-separated list of origins, or "" (off). Each origin must be in its serialized form. */
+function corsOrigins(raw: string): '*' | readonly string[] | null {
+  const value = raw.trim();
+  if (value === '') return null;
+  if (value === '*') return '*';
+  const out: string[] = [];
+  for (const part of value.split(',')) {
+    const origin = part.trim();
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = null;
+    }
+    // The Origin header is compared as sent: only the exact serialized origin can ever match.
+    if (parsed === null || parsed.origin === 'null' || parsed.origin !== origin) {
+      throw new ConfigError(`--cors-origins: "${origin}" is not an origin such as https://game.example.com (scheme, host, optional port, no path or trailing slash)`);
+    }
+    out.push(origin);
+  }
+  return Object.freeze(out);
 }
 
 /** Resolves each option: flag, then environment variable, then default. */
@@ -219,5 +263,11 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     tls: tlsFiles('tls', get),
     adminTls: tlsFiles('admin-tls', get),
     tlsWatchMs: intIn('tls-watch-interval', get('tls-watch-interval'), 0, 86_400_000),
+    corsOrigins: corsOrigins(get('cors-origins')),
+    compressMinBytes: intIn('compress-min-bytes', get('compress-min-bytes'), 0, 16 * 1024 * 1024),
+    maxStreams: intIn('max-streams', get('max-streams'), 0, 1_000_000),
+    streamHeartbeatMs: intIn('stream-heartbeat-ms', get('stream-heartbeat-ms'), 1000, 300_000),
+    streamJitterMs: intIn('stream-jitter-ms', get('stream-jitter-ms'), 0, 600_000),
+    streamTokenTtlS: intIn('stream-token-ttl', get('stream-token-ttl'), 10, 86_400),
   });
 }

@@ -22,3 +22,8 @@ export function userMod(uid: number): number {
 export function contentHash(minifiedJson: string): string {
   return XXHash128.hash(Buffer.from(minifiedJson, 'utf8')).toString('hex');
 }
+
+/** XXH3-128 of bytes as 32 hex digits (a catalog body's entity tag, computed once per body). */
+export function bytesHash(bytes: Uint8Array): string {
+  return XXHash128.hash(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString('hex');
+}

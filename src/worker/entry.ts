@@ -26,6 +26,7 @@ const fetched = new Prefetched();
 const state: WorkerState = {
   reader: isRevisionSource(opened) ? fetched : opened,
   cache: createCache(options.cacheBytes),
+  compressMinBytes: options.compressMinBytes,
 };
 
 /** Piscina's Transferable protocol: the value to send and what to move with it. */
@@ -70,14 +71,16 @@ function renderBatch(batch: Batch, unreadable: string | null): BatchResult {
     let result: JobResult;
     try {
       result = resolveJob(state, jobs[i]!);
-      if (unreadable !== null && result.error === 'content_not_found') result = { head: null, seg: '', error: unreadable };
+      if (unreadable !== null && result.error === 'content_not_found') result = { head: null, seg: '', gzip: null, br: null, error: unreadable };
     } catch (err) {
       // One bad job must not fail its batch neighbours; the front end answers 500 internal for it.
       process.emitWarning(`rcd worker: job failed: ${(err as Error).stack ?? String(err)}`);
-      result = { head: null, seg: '', error: 'internal' };
+      result = { head: null, seg: '', gzip: null, br: null, error: 'internal' };
     }
     results[i] = result;
     if (result.head !== null) transfer.push(result.head);
+    if (result.gzip !== null) transfer.push(result.gzip);
+    if (result.br !== null) transfer.push(result.br);
   }
   fetched.clear();
   // Piscina unwraps the value and transfers the list; typed as the value for the caller.

@@ -21,11 +21,15 @@ import {
 } from '../mapping/index.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
 import type { RevisionReader } from '../store/types.js';
+import { brotliCompressSync, constants, type BrotliOptions } from 'node:zlib';
+import { compressPart, gzipMember } from '../shared/gzip.js';
 import type { CacheValue, MappingEntry, RevisionEntry } from './content-cache.js';
 
 export interface WorkerState {
   readonly reader: RevisionReader;
   readonly cache: LRUCache<string, CacheValue>;
+  /** Heads at least this long are compressed here, once, when rendered (--compress-min-bytes). */
+  readonly compressMinBytes: number;
 }
 
 const WRAPPED_PREFIX = '{"data":';
@@ -35,7 +39,7 @@ export function resolveJob(state: WorkerState, job: Job): JobResult {
   if (rev === undefined) return failure('content_not_found');
   if (job.kind === JobKind.Plain) {
     const b = rev.bytes;
-    return success(b.buffer.slice(b.byteOffset, b.byteOffset + b.length) as ArrayBuffer, '');
+    return success(state, job.kind, b.buffer.slice(b.byteOffset, b.byteOffset + b.length) as ArrayBuffer, '');
   }
 
   let selection: Selection = EMPTY_SELECTION;
@@ -48,10 +52,10 @@ export function resolveJob(state: WorkerState, job: Job): JobResult {
   if (job.kind === JobKind.Serialized) {
     // data is the JSON text as a JSON string: the whole text is escaped, so this takes the string path.
     const data = selection.key === '' ? rev.minified : renderSelection(docOf(rev), selection);
-    return success(ownedText(WRAPPED_PREFIX + JSON.stringify(data) + suffix), selection.seg);
+    return success(state, job.kind, ownedText(WRAPPED_PREFIX + JSON.stringify(data) + suffix), selection.seg);
   }
   // Splice the patches (if any) into the base bytes, written once into the buffer that is sent.
-  return success(renderSelectionInto(docOf(rev), selection, WRAPPED_PREFIX, suffix), selection.seg);
+  return success(state, job.kind, renderSelectionInto(docOf(rev), selection, WRAPPED_PREFIX, suffix), selection.seg);
 }
 
 function docOf(rev: RevisionEntry): PreparedDoc {
@@ -83,10 +87,41 @@ function loadMapping(state: WorkerState, mappingId: number): MappingEntry | unde
   return entry;
 }
 
-function success(head: ArrayBuffer, seg: string): JobResult {
-  return { head, seg, error: '' };
+/**
+ * The result, with the head compressed when it is long enough: the one time these bytes are
+ * compressed (the front end keeps them beside the head). gzip for every kind, as a member a tail can
+ * be appended to; brotli only for plain heads, which are sent whole.
+ */
+function success(state: WorkerState, kind: JobKind, head: ArrayBuffer, seg: string): JobResult {
+  if (head.byteLength < state.compressMinBytes) return { head, seg, gzip: null, br: null, error: '' };
+  const bytes = new Uint8Array(head);
+  const gzip = ownedCopy(gzipMember(compressPart(bytes)));
+  const br = kind === JobKind.Plain ? ownedCopy(brotliCompressSync(bytes, brotliOptions(bytes.byteLength))) : null;
+  return { head, seg, gzip, br, error: '' };
+}
+
+/**
+ * Brotli quality 5: on a 512 KiB JSON it gave 6.5% of the size in ~13 ms, where quality 4 gave 10.3%
+ * in 18 ms and quality 8 gave 5.1% in 40 ms (the default, 11, takes about a second). Paid once per
+ * rendered head.
+ */
+function brotliOptions(size: number): BrotliOptions {
+  return {
+    params: {
+      [constants.BROTLI_PARAM_QUALITY]: 5,
+      [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+      [constants.BROTLI_PARAM_SIZE_HINT]: size,
+    },
+  };
+}
+
+/** The bytes in an ArrayBuffer of their own (a pooled Buffer's memory cannot be transferred). */
+function ownedCopy(b: Uint8Array): ArrayBuffer {
+  const out = new ArrayBuffer(b.byteLength);
+  new Uint8Array(out).set(b);
+  return out;
 }
 
 function failure(code: string): JobResult {
-  return { head: null, seg: '', error: code };
+  return { head: null, seg: '', gzip: null, br: null, error: code };
 }

@@ -49,6 +49,11 @@ export interface Combination {
   cacheKeyRev: number;
   cacheKeyMapping: number;
   cacheKeyKind: number;
+  /**
+   * The combination's part of an entity tag (its key, or a hash of a long key), memoized here for the
+   * same reason as cacheKey; read and written only by src/delivery/etag.ts.
+   */
+  tagKey: string;
 }
 
 /** Every Combination is made here, so all have one shape (the cache-key memo starts empty). */
@@ -59,7 +64,7 @@ export function newCombination(
   mayFail: boolean,
   whole: Selection,
 ): Combination {
-  return { key, patches, segEntries, mayFail, whole, cacheKey: '', cacheKeyRev: -1, cacheKeyMapping: -1, cacheKeyKind: -1 };
+  return { key, patches, segEntries, mayFail, whole, cacheKey: '', cacheKeyRev: -1, cacheKeyMapping: -1, cacheKeyKind: -1, tagKey: '' };
 }
 
 /** No rule applied: deliver the base revision, `seg: []`. */

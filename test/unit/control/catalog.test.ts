@@ -3,7 +3,9 @@
  * emptied and re-encoded), they equal a body built from scratch byte for byte, and parse to what
  * the catalog says: ids as created, newest hash, d.
  */
+import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
+import { catalogTag } from '../../../src/shared/catalog-tag.js';
 import { CatalogBook } from '../../../src/control/catalog.js';
 import type { ContentMeta, DirectorySnapshot, RoutingDelta } from '../../../src/store/types.js';
 
@@ -20,9 +22,13 @@ function meta(envId: string, id: string, hash: string, ruleCount: number): Conte
   };
 }
 
+/** The body as text; on the way, its gzip member (joined from per-block parts) must decode to it and its tag must be its hash. */
 function bodyText(book: CatalogBook, envId: string): string {
   const [c] = book.bodies([envId]);
-  return c === undefined ? '' : Buffer.from(c.body).toString('utf8');
+  if (c === undefined) return '';
+  expect(gunzipSync(c.gzip).equals(Buffer.from(c.body))).toBe(true);
+  expect(c.tag).toBe(catalogTag(c.body));
+  return Buffer.from(c.body).toString('utf8');
 }
 
 describe('CatalogBook', () => {

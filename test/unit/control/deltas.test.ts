@@ -80,7 +80,7 @@ async function harness(opts: { changeBatch?: number; sliceBudgetUs?: number } = 
 /** A Directory built from scratch from the store, as a start would build it. */
 async function fresh(store: Store, reader: RevisionReader): Promise<Directory> {
   const snapshot = await store.loadDirectory();
-  const bodies = new Map(new CatalogBook(snapshot).allBodies().map((c) => [c.envId, c.body]));
+  const bodies = new Map(new CatalogBook(snapshot).allBodies().map((c) => [c.envId, c]));
   return new Directory(snapshot, new MappingLibrary(reader, () => undefined), bodies);
 }
 

@@ -31,7 +31,7 @@ const library = (errors: number[] = []): MappingLibrary => new MappingLibrary(re
 
 /** A Directory with the catalog bodies the control thread would send with the snapshot. */
 function build(snapshot: DirectorySnapshot, lib: MappingLibrary): Directory {
-  return new Directory(snapshot, lib, new Map(new CatalogBook(snapshot).allBodies().map((c) => [c.envId, c.body])));
+  return new Directory(snapshot, lib, new Map(new CatalogBook(snapshot).allBodies().map((c) => [c.envId, c])));
 }
 
 describe('Directory', () => {
@@ -153,7 +153,8 @@ describe('Directory.applyDelta', () => {
     const d = build(SNAPSHOT, library());
     const empty = d.environments.get('empty')!.catalogBody;
     const body = Buffer.from('{"catalog":{"new":{"h":"x","d":false}}}');
-    d.applyDelta(delta(0, 1, {}), new Map([['prod', body]]), true);
+    d.applyDelta(delta(0, 1, {}), new Map([['prod', { body, gzip: null, tag: 'kx' }]]), true);
+    expect(d.environments.get('prod')!.catalogTag).toBe('kx');
     expect(d.environments.get('prod')!.catalogBody).toBe(body);
     expect(d.environments.get('empty')!.catalogBody).toBe(empty);
   });

@@ -8,10 +8,28 @@ import type { HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.j
 import uWS from 'uWebSockets.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorResponse } from '../../../src/runtime/errors.js';
-import { send, sendError, sendOverloaded, sendWrapped } from '../../../src/delivery/reply.js';
+import { CC_SHARED, send, sendContent, sendError, sendNotModified, sendOverloaded, sendPreflight, sendWrapped } from '../../../src/delivery/reply.js';
+import { compileHttpPolicy } from '../../../src/delivery/http-policy.js';
+import { Coding } from '../../../src/delivery/etag.js';
+import type { Rendered } from '../../../src/delivery/front-cache.js';
+import { buildServeConfig, resolveOptions, SERVE_OPTIONS } from '../../../src/runtime/config.js';
+import { compressPart, gzipMember } from '../../../src/shared/gzip.js';
+import { gunzipSync } from 'node:zlib';
 
-/** The size up to which reply.ts joins a wrapped head and its tail into one end() (Content-Length). */
+/** The size up to which reply.ts once joined a wrapped head and its tail (larger ones went chunked). */
 const JOIN_LIMIT = 64 * 1024;
+
+const POLICY = compileHttpPolicy(buildServeConfig(resolveOptions(SERVE_OPTIONS, { 'cors-origins': 'https://game.example' }, {})));
+
+/** A front-cache entry for `head`, compressed as a worker would when `gzip`. */
+function item(head: Buffer, gzip: boolean): Rendered {
+  if (!gzip) return { head, seg: SEG, gzip: null, gzPart: null, br: null };
+  const part = compressPart(head);
+  const member = gzipMember(part);
+  return { head, seg: SEG, gzip: member, gzPart: part, br: null };
+}
+
+const ORIGIN = Buffer.from('https://game.example');
 
 const SEG = Buffer.from('[{"n":"eu","v":"A","i":"é"}]', 'utf8');
 
@@ -43,24 +61,34 @@ function route(res: HttpResponse, url: string, query: string): void {
   const close = args.get('close') === '1';
   switch (url) {
     case '/send':
-      send(res, args.get('status') ?? '200 OK', args.get('body') ?? '', args.get('h') ?? '', args.get('hv') ?? '', close);
+      send(res, args.get('status') ?? '200 OK', args.get('body') ?? '', args.get('h') ?? '', args.get('hv') ?? '', close, null);
       return;
     case '/send-bytes':
-      send(res, '200 OK', Buffer.from('{"ü":"日本"}', 'utf8'), '', '', close);
+      send(res, '200 OK', Buffer.from('{"ü":"日本"}', 'utf8'), '', '', close, null);
       return;
     case '/error':
-      sendError(res, errorResponse('content_not_found', 'no such content'), close);
+      sendError(res, errorResponse('content_not_found', 'no such content'), close, args.get('cors') === '1' ? ORIGIN : null);
       return;
     case '/overloaded':
-      sendOverloaded(res, close);
+      sendOverloaded(res, close, null);
       return;
     case '/wrapped': {
       const size = Number(args.get('size'));
       const fill = args.get('fill');
       const head = fill === null ? headOf(size) : wrappedHead(size, fill);
-      sendWrapped(res, head, Number(args.get('uid')), Number(args.get('mod')), SEG, close);
+      const gz = args.get('gzip') === '1';
+      sendWrapped(res, POLICY, item(head, gz), Number(args.get('uid')), Number(args.get('mod')), gz ? Coding.Gzip : Coding.Identity, '"w1"', null, close);
       return;
     }
+    case '/content':
+      sendContent(res, POLICY, Buffer.from('{"a":1}'), Coding.Identity, '"abc"', CC_SHARED, 'x-missing-content', 'b', ORIGIN, close);
+      return;
+    case '/not-modified':
+      sendNotModified(res, POLICY, '"abc.gz"', CC_SHARED, ORIGIN, close);
+      return;
+    case '/preflight':
+      sendPreflight(res, POLICY, args.get('cors') === '1' ? ORIGIN : null, close);
+      return;
     default:
       res.writeStatus('404 Not Found').end('');
   }
@@ -283,13 +311,22 @@ describe('sendWrapped', () => {
     expect(JSON.parse(a.body.toString('utf8'))).toMatchObject({ meta: { uid, mod, seg: [{ n: 'eu', v: 'A', i: 'é' }] } });
   });
 
-  it.each([JOIN_LIMIT + 1, 1024 * 1024])('a head of %i bytes (over the join limit) is written, then the tail ends it: chunked', async (size) => {
+  it.each([JOIN_LIMIT + 1, 1024 * 1024])('a head of %i bytes (once chunked) is joined too: Content-Length on every answer', async (size) => {
     const a = await one(`/wrapped?size=${size}&uid=77&mod=77&async=1`);
     expect(a.statusLine).toBe('HTTP/1.1 200 OK');
-    expect(header(a, 'content-type')).toEqual(['application/json']);
-    expect(a.chunked).toBe(true);
-    expect(header(a, 'content-length')).toEqual([]);
+    expect(a.chunked).toBe(false);
+    expect(header(a, 'content-length')).toEqual([String(a.body.length)]);
     expect(JSON.parse(a.body.toString('utf8'))).toEqual(wrappedValue(headOf(size), 77, 77));
+  });
+
+  it.each([200, JOIN_LIMIT + 1, 1024 * 1024])('gzip: the compressed head and the tail as a stored block decode to the identity answer (%i bytes)', async (size) => {
+    const plain = await one(`/wrapped?size=${size}&uid=4294967295&mod=295&async=1`);
+    const a = await one(`/wrapped?size=${size}&uid=4294967295&mod=295&gzip=1&async=1`);
+    expect(header(a, 'content-encoding')).toEqual(['gzip']);
+    expect(header(a, 'content-length')).toEqual([String(a.body.length)]);
+    expect(header(a, 'etag')).toEqual(['"w1"']);
+    expect(header(a, 'cache-control')).toEqual(['private, no-cache']);
+    expect(gunzipSync(a.body).equals(plain.body)).toBe(true);
   });
 
   it('closeConnection: joined even over the join limit, so Connection: close is a header and not inside the body', async () => {
@@ -323,7 +360,7 @@ describe('sendWrapped', () => {
       'HTTP/1.1 503 Service Unavailable',
       'HTTP/1.1 200 OK',
     ]);
-    expect(answers.map((a) => a.chunked)).toEqual([false, true, false, false, false, false]);
+    expect(answers.map((a) => a.chunked)).toEqual([false, false, false, false, false, false]);
     expect(JSON.parse(answers[0]!.body.toString('utf8'))).toEqual(wrappedValue(headOf(300), 1, 1));
     expect(JSON.parse(answers[1]!.body.toString('utf8'))).toEqual(wrappedValue(headOf(JOIN_LIMIT + 10), 2, 2));
     expect(JSON.parse(answers[3]!.body.toString('utf8'))).toEqual(wrappedValue(headOf(JOIN_LIMIT), 3, 3));
@@ -401,24 +438,74 @@ describe('every write happens inside one cork (one syscall for status, headers a
     return res.calls;
   }
 
-  it('send: the default status is left to uWS, the header and body corked', () => {
-    expect(calls((res) => send(res, '200 OK', '{}', '', '', false))).toEqual([
+  it('send: the default status is left to uWS, the headers and body corked', () => {
+    expect(calls((res) => send(res, '200 OK', '{}', '', '', false, null))).toEqual([
       'corked writeHeader(content-type, application/json)',
+      'corked writeHeader(cache-control, no-store)',
       'corked end({}, false)',
     ]);
-    expect(calls((res) => send(res, '404 Not Found', 'b', 'x-missing-content', 'a', true))).toEqual([
+    expect(calls((res) => send(res, '404 Not Found', 'b', 'x-missing-content', 'a', true, null))).toEqual([
       'corked writeStatus(404 Not Found)',
       'corked writeHeader(content-type, application/json)',
+      'corked writeHeader(cache-control, no-store)',
       'corked writeHeader(x-missing-content, a)',
       'corked end(b, true)',
     ]);
   });
 
-  it('sendWrapped over the join limit: write and end inside the same cork', () => {
-    expect(calls((res) => sendWrapped(res, headOf(JOIN_LIMIT + 1), 9, 9, SEG, false))).toEqual([
-      'corked writeHeader(content-type, application/json)',
-      `corked write(<${JOIN_LIMIT + 1} bytes>)`,
-      `corked end(${Buffer.from(`9,"mod":9,"seg":${SEG.toString('utf8')}}}`, 'utf8').toString('latin1')}, false)`,
-    ]);
+  it('sendWrapped over the old join limit: one end() inside the cork', () => {
+    const c = calls((res) => sendWrapped(res, POLICY, item(headOf(JOIN_LIMIT + 1), false), 9, 9, Coding.Identity, '"t"', null, false));
+    expect(c.every((line) => line.startsWith('corked '))).toBe(true);
+    expect(c.filter((line) => line.includes(' write(') || line.includes(' end('))).toHaveLength(1);
+  });
+});
+
+describe('content, 304 and preflight headers', () => {
+  it('sendContent: ETag, Cache-Control, Vary, the CORS headers and the extra header', async () => {
+    const a = await one('/content?async=1');
+    expect(header(a, 'etag')).toEqual(['"abc"']);
+    expect(header(a, 'cache-control')).toEqual(['no-cache']);
+    expect(header(a, 'vary')).toEqual(['accept-encoding, x-api-key, origin']);
+    expect(header(a, 'access-control-allow-origin')).toEqual(['https://game.example']);
+    expect(header(a, 'access-control-expose-headers')).toEqual(['ETag, X-Missing-Content, Retry-After']);
+    expect(header(a, 'x-missing-content')).toEqual(['b']);
+    expect(header(a, 'content-length')).toEqual(['7']);
+  });
+
+  it.each([false, true])('sendNotModified: 304 with the tag, no body and no Content-Length (close %s)', async (close) => {
+    const a = await one('/not-modified?async=1' + (close ? '&close=1' : ''));
+    expect(a.statusLine).toBe('HTTP/1.1 304 Not Modified');
+    expect(header(a, 'etag')).toEqual(['"abc.gz"']);
+    expect(header(a, 'cache-control')).toEqual(['no-cache']);
+    expect(header(a, 'content-length')).toEqual([]);
+    expect(header(a, 'connection')).toEqual(close ? ['close'] : []);
+    expect(a.body.length).toBe(0);
+  });
+
+  it('a pipelined 304 keeps the connection in frame', async () => {
+    const { answers, extra } = await exchange(get('/not-modified') + get('/content') + get('/preflight?cors=1'), 3);
+    expect(extra).toBe(0);
+    expect(answers.map((a) => a.statusLine)).toEqual(['HTTP/1.1 304 Not Modified', 'HTTP/1.1 200 OK', 'HTTP/1.1 204 No Content']);
+    expect(answers[1]!.body.toString()).toBe('{"a":1}');
+  });
+
+  it('sendPreflight: 204 with methods, headers and max-age for an allowed origin; none of them otherwise', async () => {
+    const a = await one('/preflight?cors=1&async=1');
+    expect(a.statusLine).toBe('HTTP/1.1 204 No Content');
+    expect(header(a, 'access-control-allow-origin')).toEqual(['https://game.example']);
+    expect(header(a, 'access-control-allow-methods')).toEqual(['GET, POST']);
+    expect(header(a, 'access-control-allow-headers')).toEqual(['X-Api-Key, Content-Type, If-None-Match, Last-Event-ID']);
+    expect(header(a, 'access-control-max-age')).toEqual(['600']);
+    expect(header(a, 'vary')).toEqual(['origin']);
+    const refused = await one('/preflight?async=1');
+    expect(refused.statusLine).toBe('HTTP/1.1 204 No Content');
+    expect(header(refused, 'access-control-allow-origin')).toEqual([]);
+    expect(header(refused, 'access-control-allow-methods')).toEqual([]);
+  });
+
+  it('errors carry the CORS headers so a page can read the code', async () => {
+    const a = await one('/error?cors=1&async=1');
+    expect(header(a, 'access-control-allow-origin')).toEqual(['https://game.example']);
+    expect(header(a, 'cache-control')).toEqual(['no-store']);
   });
 });

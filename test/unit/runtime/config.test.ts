@@ -39,8 +39,23 @@ describe('serve configuration', () => {
     [{ 'store-busy-timeout': '-1' }],
     [{ 'pg-pool-size': '0' }],
     [{ 'pg-pool-size': '101' }],
+    [{ 'cors-origins': 'game.example.com' }],
+    [{ 'cors-origins': 'https://game.example.com/' }],
+    [{ 'cors-origins': 'https://game.example.com/play' }],
+    [{ 'cors-origins': 'https://a.example, *' }],
+    [{ 'compress-min-bytes': '16777217' }],
   ])('refuses %j', (flags) => {
     expect(() => build(flags)).toThrowError(ConfigError);
+  });
+
+  it('CORS is off by default; * or a list of exact origins', () => {
+    expect(build({}).corsOrigins).toBeNull();
+    expect(build({}).compressMinBytes).toBe(1024);
+    expect(build({ 'cors-origins': '*' }).corsOrigins).toBe('*');
+    expect(build({}, { RCD_CORS_ORIGINS: 'https://game.example.com, http://localhost:3000' }).corsOrigins).toEqual([
+      'https://game.example.com',
+      'http://localhost:3000',
+    ]);
   });
 
   it('refuses --max-pending below --max-combine-ids (such a combine could never be admitted)', () => {

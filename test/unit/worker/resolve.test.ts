@@ -63,7 +63,7 @@ async function seed(url = 'memory:'): Promise<Seeded> {
 function workerState(store: Store): WorkerState & { reader: RevisionReader } {
   const reader = openRevisionReader(store.readerUrl);
   opened.push(reader);
-  return { reader, cache: createCache(64 * 1024 * 1024) };
+  return { reader, cache: createCache(64 * 1024 * 1024), compressMinBytes: 1024 };
 }
 
 function job(kind: JobKind, revId: number, mappingId = 0, comboKey = ''): Job {
@@ -184,10 +184,10 @@ describe('resolveJob', () => {
   it('a revision that is not in the store (deleted content) is content_not_found, head null', async () => {
     const s = await seed();
     const state = workerState(s.store);
-    expect(resolveJob(state, job(JobKind.Wrapped, s.v2 + 1000))).toEqual({ head: null, seg: '', error: 'content_not_found' });
+    expect(resolveJob(state, job(JobKind.Wrapped, s.v2 + 1000))).toEqual({ head: null, seg: '', gzip: null, br: null, error: 'content_not_found' });
     await s.store.deleteContent('e', 'Shop');
     for (const kind of [JobKind.Plain, JobKind.Wrapped, JobKind.Serialized]) {
-      expect(resolveJob(state, job(kind, s.v1))).toEqual({ head: null, seg: '', error: 'content_not_found' });
+      expect(resolveJob(state, job(kind, s.v1))).toEqual({ head: null, seg: '', gzip: null, br: null, error: 'content_not_found' });
     }
   });
 
@@ -195,12 +195,12 @@ describe('resolveJob', () => {
     const s = await seed();
     const state = workerState(s.store);
     const key = comboKey({ country: 'DE' }, '', 0);
-    expect(resolveJob(state, job(JobKind.Wrapped, s.v2, s.mappingId + 1000, key))).toEqual({ head: null, seg: '', error: 'content_not_found' });
+    expect(resolveJob(state, job(JobKind.Wrapped, s.v2, s.mappingId + 1000, key))).toEqual({ head: null, seg: '', gzip: null, br: null, error: 'content_not_found' });
     // The revision already held by this worker, the mapping gone with its content.
     const warm = workerState(s.store);
     expect(resolveJob(warm, job(JobKind.Plain, s.v2)).error).toBe('');
     await s.store.deleteContent('e', 'Shop');
-    expect(resolveJob(warm, job(JobKind.Wrapped, s.v2, s.mappingId, key))).toEqual({ head: null, seg: '', error: 'content_not_found' });
+    expect(resolveJob(warm, job(JobKind.Wrapped, s.v2, s.mappingId, key))).toEqual({ head: null, seg: '', gzip: null, br: null, error: 'content_not_found' });
   });
 
   it('a mapping replaced or removed since the job was made is still read by its id (ids are immutable)', async () => {

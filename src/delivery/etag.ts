@@ -1,0 +1,85 @@
+/**
+ * Entity tags of the delivery answers and the If-None-Match test.
+ *
+ * A tag names what an answer is made of, never a hash of its bytes computed per request; every
+ * part is the same on every node of one store and across restarts:
+ * - plain content: the revision's content hash (XXH3-128 of the delivered text): a comment-only
+ *   edit makes a new revision with the same text and keeps the tag;
+ * - wrapped and serialized: that hash, the mapping's immutable id, the applied rule combination and
+ *   the uid (the answer carries meta.uid);
+ * - combine: a SHA-1 of the query shape (kind, the ids as written, uid when dynamic) and every
+ *   item's parts (or "missing"), over those parts, not over the body;
+ * - catalog: XXH3-128 of the body, computed once by the control thread when it builds the body.
+ * A content-coding is a different representation (RFC 9110 8.8.3), so the sent tag ends in `.gz`
+ * or `.br` for a compressed answer; If-None-Match compares the part before that suffix (the weak
+ * comparison RFC 9110 13.1.2 prescribes for it), so a client holding any encoding of the current
+ * answer gets 304.
+ *
+ * HOT PATH: one comparison per request that sends If-None-Match.
+ */
+import { hash } from 'node:crypto';
+import type { Combination } from '../mapping/index.js';
+import { JobKind } from '../pool/protocol.js';
+
+export const enum Coding {
+  Identity = 0,
+  Gzip = 1,
+  Br = 2,
+}
+
+const SUFFIX = ['"', '.gz"', '.br"'];
+
+/** The ETag header value of `opaque` sent with `coding`. */
+export function etagValue(opaque: string, coding: Coding): string {
+  return '"' + opaque + SUFFIX[coding]!;
+}
+
+/** Combination keys longer than this are hashed into the tag (a 1,000-rule mapping makes long keys). */
+const LONG_COMBINATION = 48;
+
+/** The combination's part of a tag, memoized on the interned combination. */
+function combinationPart(c: Combination | null): string {
+  if (c === null) return '';
+  if (c.tagKey === '' && c.key !== '') {
+    c.tagKey = c.key.length <= LONG_COMBINATION ? c.key : 'h' + hash('sha1', c.key, 'base64url');
+  }
+  return c.tagKey;
+}
+
+/** The opaque tag of one wrapped or serialized item, without the uid (combine uses it per item). */
+export function itemTag(kind: JobKind, contentHash: string, mappingId: number, c: Combination | null): string {
+  if (kind === JobKind.Plain) return contentHash;
+  return (kind === JobKind.Wrapped ? 'w' : 's') + contentHash + '.' + mappingId + '.' + combinationPart(c);
+}
+
+/** The opaque tag of a single wrapped or serialized answer: the item and the user's uid. */
+export function wrappedTag(kind: JobKind, contentHash: string, mappingId: number, c: Combination | null, uid: number): string {
+  return itemTag(kind, contentHash, mappingId, c) + '.' + uid;
+}
+
+/** The opaque tag of a combine from its description (see ContentRequest.tagParts). */
+export function combineTag(parts: string): string {
+  return 'c' + hash('sha1', parts, 'base64url');
+}
+
+/**
+ * Whether If-None-Match names `opaque` in any coding: the coding it names (so a 304 repeats the tag the
+ * client holds), or -1. `*` matches any current answer and is answered with `fallback`. Tags carry no
+ * quote inside, so a quoted occurrence of the opaque part is a whole tag of the list; a `W/` prefix
+ * does not matter (weak comparison).
+ */
+export function matchIfNoneMatch(header: string, opaque: string, fallback: Coding): number {
+  if (header.length === 0) return -1;
+  if (header === '*' || header.trim() === '*') return fallback;
+  let at = header.indexOf(opaque);
+  while (at !== -1) {
+    const after = at + opaque.length;
+    if (at > 0 && header.charCodeAt(at - 1) === 0x22) {
+      if (header.charCodeAt(after) === 0x22) return Coding.Identity;
+      if (header.startsWith('.gz"', after)) return Coding.Gzip;
+      if (header.startsWith('.br"', after)) return Coding.Br;
+    }
+    at = header.indexOf(opaque, after);
+  }
+  return -1;
+}
