@@ -10,4 +10,6 @@ export default function setup(): void {
     cwd: root,
     stdio: 'inherit',
   });
+  // The client SDK's browser build (dist/client/), which the Chromium suites load.
+  execFileSync(process.execPath, [`${root}scripts/build-client.mjs`], { cwd: root, stdio: 'inherit', env: { ...process.env, RCD_QUIET_BUILD: '1' } });
 }
