@@ -14,7 +14,7 @@ import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { checkClientDefaults, type ClientDefaults } from './defaults.js';
 import { RcdClientError } from './errors.js';
 import { fetchCatalog, fetchCombine, type Endpoint, type FetchLike } from './http.js';
-import { emptyState, parseState, stateFromDefaults, type Batch, type CacheState, type CachedItem, type CatalogEntry, type Segment } from './state.js';
+import { emptyState, parseState, setOwn, stateFromDefaults, type Batch, type CacheState, type CachedItem, type CatalogEntry, type Segment } from './state.js';
 import { memoryStorage, type ClientStorage } from './storage.js';
 
 export interface UserContext {
@@ -270,7 +270,7 @@ export class RcdClient {
   private withContext(state: CacheState): CacheState {
     if (state.context === this.contextText) return state;
     const items: Record<string, CachedItem> = {};
-    for (const [id, item] of Object.entries(state.items)) items[id] = { ...item, h: '' };
+    for (const [id, item] of Object.entries(state.items)) setOwn(items, id, { ...item, h: '' });
     return { ...state, context: this.contextText, items, batches: [] };
   }
 
@@ -315,7 +315,7 @@ export class RcdClient {
         const previous = items[id];
         const differs = previous === undefined ? next.text !== null : previous.text !== next.text || JSON.stringify(previous.seg) !== JSON.stringify(next.seg);
         if (differs) changed.push(id);
-        items[id] = next;
+        setOwn(items, id, next);
       }
     }
     if (batches.length !== before.batches.length) dirty = true;

@@ -61,7 +61,7 @@ export function emptyState(context: string): CacheState {
 export function stateFromDefaults(defaults: ClientDefaults, context: string): CacheState {
   const items: Record<string, CachedItem> = {};
   for (const [id, item] of Object.entries(defaults.items)) {
-    items[id] = { h: item.h, text: JSON.stringify(item.data), hash: item.hash, seg: [], source: 'defaults' };
+    setOwn(items, id, { h: item.h, text: JSON.stringify(item.data), hash: item.hash, seg: [], source: 'defaults' });
   }
   return { ...emptyState(context), items };
 }
@@ -77,4 +77,9 @@ export function parseState(text: string | null): CacheState | null {
   } catch {
     return null;
   }
+}
+
+/** Content ids such as "__proto__" are valid: a plain assignment would set a prototype instead. */
+export function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
+  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
 }

@@ -4,7 +4,9 @@
  * storage, the delivery API on another origin with --cors-origins). One suite, two environments: the
  * requests each scenario causes are counted by the client's own fetch (test/helpers/client-harness.mjs).
  */
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -12,7 +14,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness, type HarnessClientOptions, type HarnessRequest, type HarnessResult } from '../helpers/client-harness.mjs';
 import { launchChromium } from '../helpers/browser.js';
-import { ROOT, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { BIN, ROOT, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 
 const KEY = 'client-sdk-key-1';
 const CONTEXT = { u: 'player-1', p: { vip: true }, v: '1.5.0' };
@@ -154,6 +156,17 @@ async function admin(srv: ServerProcess, method: string, path: string, body?: st
   await res.arrayBuffer();
 }
 
+/** `rcd export ARGS`: exit code, stdout, stderr. */
+async function rcdExport(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [BIN, 'export', ...args], { env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token' } });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
 function dataOf(values: Awaited<ReturnType<Driver['values']>>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, v.data]));
 }
@@ -272,6 +285,38 @@ describe.each([nodeEnvironment(), chromiumEnvironment()])('client SDK in $name',
     expect((await d.log(c)).map((e) => e.kind)).toEqual(['catalog', 'combine']);
   });
 
+  it('first launch with client defaults: their values before any request, then only what changed since the export is fetched', async () => {
+    const d = await start();
+    const exported = await rcdExport(['--client-defaults', 'live', '--app-version', '1.5.0', '--admin-url', srv!.adminUrl!]);
+    expect(exported.code, exported.stderr).toBe(0);
+    const defaults = JSON.parse(exported.stdout) as unknown;
+    await admin(srv!, 'PUT', 'environments/live/content/Settings', '{"difficulty":"easy","lives":9}');
+
+    const c = await d.create({ storage: storage(), context: CONTEXT, defaults });
+    const before = await d.values(c, ALL);
+    expect(dataOf(before)).toEqual({ ...EXPECTED, Promo: { banner: 'none' } });
+    expect(before.Settings!.meta).toMatchObject({ source: 'defaults', seg: [] });
+    expect((await d.log(c)).length).toBe(0);
+
+    const r = await d.refresh(c);
+    expect(r).toEqual({ changed: ['Promo', 'Settings'], fromCache: false });
+    const log = await d.log(c);
+    expect(log.map((e) => [e.kind, e.status])).toEqual([['catalog', 200], ['combine', 200]]);
+    expect(log[1]!.ids).toEqual(['Settings', 'Promo']);
+    expect(dataOf(await d.values(c, ALL))).toEqual({ ...EXPECTED, Settings: { difficulty: 'easy', lives: 9 } });
+  });
+
+  it('first launch with client defaults and the server down: the defaults, and the error', async () => {
+    const d = await start();
+    const exported = await rcdExport(['--client-defaults', 'live', '--app-version', '1.5.0', '--admin-url', srv!.adminUrl!]);
+    await srv!.stop();
+    const c = await d.create({ storage: storage(), context: CONTEXT, defaults: JSON.parse(exported.stdout) as unknown, backoff: { baseMs: 60_000 } });
+    const r = await d.refresh(c);
+    expect(r).toMatchObject({ changed: [], fromCache: true, error: { code: 'network' } });
+    expect(dataOf(await d.values(c, ALL))).toEqual({ ...EXPECTED, Promo: { banner: 'none' } });
+    await d.close(c);
+  });
+
   it('overload: 503 with Retry-After is honoured, then the client retries by itself and succeeds', async () => {
     // One job at a time (--max-pending 1): a slow render holds the slot while the client's combine arrives.
     const slow = { blob: Array.from({ length: 60_000 }, (_, i) => ({ i, s: 'x'.repeat(40) })) };
@@ -295,5 +340,49 @@ describe.each([nodeEnvironment(), chromiumEnvironment()])('client SDK in $name',
     expect(log[refused + 1]!.at - log[refused]!.at).toBeGreaterThanOrEqual(1000);
     const values = await d.values(c, ALL);
     expect(dataOf(values)).toEqual(EXPECTED);
+  });
+});
+
+describe('rcd export --client-defaults', () => {
+  let srv: ServerProcess | undefined;
+  afterEach(async () => {
+    await srv?.dispose();
+    srv = undefined;
+  });
+
+  it('writes h, d, hash and data per id, the same through the admin API and from the store file', async () => {
+    srv = await startServer({ admin: true, bundle: bundle() });
+    const viaAdmin = await rcdExport(['--client-defaults', 'live', '--admin-url', srv.adminUrl!]);
+    expect(viaAdmin.code, viaAdmin.stderr).toBe(0);
+    const defaults = JSON.parse(viaAdmin.stdout) as { format: string; env: string; appVersion: string | null; items: Record<string, { h: string; d: boolean; hash: string; data: unknown }> };
+    expect(defaults).toMatchObject({ format: 'rcd-client-defaults/1', env: 'live', appVersion: null });
+    expect(Object.keys(defaults.items)).toEqual(ALL);
+    expect(defaults.items.Levels).toMatchObject({ d: false, data: { level: 2 } });
+    expect(defaults.items.Levels!.hash).toBe(defaults.items.Levels!.h);
+    expect(defaults.items.Promo).toMatchObject({ d: true, data: { banner: 'none' } });
+
+    // The catalog's h and d, exactly.
+    const catalog = (await (await fetch(`${srv.url}/api/v1/env/catalog`, { headers: { 'x-api-key': KEY, 'content-type': 'application/json' } })).json()) as { catalog: Record<string, { h: string; d: boolean }> };
+    expect(Object.fromEntries(Object.entries(defaults.items).map(([id, i]) => [id, { h: i.h, d: i.d }]))).toEqual(catalog.catalog);
+
+    // An older app version gets the revision it is delivered, under the same catalog h.
+    const old = JSON.parse((await rcdExport(['--client-defaults', 'live', '--app-version', '1.0.0', '--admin-url', srv.adminUrl!])).stdout) as typeof defaults;
+    expect(old.items.Levels).toMatchObject({ h: defaults.items.Levels!.h, data: { level: 1 } });
+    expect(old.items.Levels!.hash).not.toBe(old.items.Levels!.h);
+
+    await srv.stop();
+    const fromStore = await rcdExport(['--client-defaults', 'live', '--store', srv.storeUrl]);
+    expect(fromStore.code, fromStore.stderr).toBe(0);
+    expect((JSON.parse(fromStore.stdout) as typeof defaults).items).toEqual(defaults.items);
+  });
+
+  it('refuses an unknown environment and a malformed --app-version with exit 1, writing nothing', async () => {
+    srv = await startServer({ admin: true, bundle: bundle() });
+    const unknown = await rcdExport(['--client-defaults', 'nope', '--admin-url', srv.adminUrl!]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stdout).toBe('');
+    const bad = await rcdExport(['--client-defaults', 'live', '--app-version', '1.2', '--admin-url', srv.adminUrl!]);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toBe('');
   });
 });
