@@ -16,6 +16,8 @@ import { statusLine } from '../src/runtime/errors.js';
 export interface CeilingAnswer {
   readonly status: number;
   readonly body: string;
+  /** Extra headers sent as the server sends them (a 304 is all headers); none when absent. */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 export interface CeilingConfig {
@@ -32,14 +34,22 @@ export type CeilingReply = { type: 'listening'; port: number } | { type: 'ok' } 
 interface Prepared {
   statusLine: string;
   body: Buffer;
+  headers: readonly (readonly [Buffer, Buffer])[];
+  /** 304: headers only, no body and no Content-Length (as the server answers it). */
+  empty: boolean;
 }
 
 function prepare(a: CeilingAnswer): Prepared {
   // Encoded once: the real server also sends ready bytes, so the ceiling must not pay UTF-8 encoding per request.
-  return { statusLine: statusLine(a.status), body: Buffer.from(a.body, 'utf8') };
+  return {
+    statusLine: statusLine(a.status),
+    body: Buffer.from(a.body, 'utf8'),
+    headers: Object.entries(a.headers ?? {}).map(([k, v]) => [Buffer.from(k, 'latin1'), Buffer.from(v, 'latin1')] as const),
+    empty: a.status === 304,
+  };
 }
 
-let ok: Prepared = { statusLine: '503 Service Unavailable', body: Buffer.from('{"error":"ceiling not configured"}') };
+let ok: Prepared = prepare({ status: 503, body: '{"error":"ceiling not configured"}' });
 let validKey: string | null = null;
 let unauthorized: Prepared | null = null;
 const notFound: Prepared = prepare({ status: 404, body: '{"error":{"status":404,"code":"not_found","message":"Not found"}}' });
@@ -50,7 +60,11 @@ function choose(apiKey: string): Prepared {
 }
 
 function send(res: uWS.HttpResponse, answer: Prepared): void {
-  res.writeStatus(answer.statusLine).writeHeader('content-type', 'application/json').end(answer.body);
+  res.writeStatus(answer.statusLine);
+  if (!answer.empty) res.writeHeader('content-type', 'application/json');
+  for (const [name, value] of answer.headers) res.writeHeader(name, value);
+  if (answer.empty) res.endWithoutBody();
+  else res.end(answer.body);
 }
 
 interface BodyState {

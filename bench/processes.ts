@@ -4,12 +4,13 @@
  * a run started may outlive it, and its temp dirs are removed. Shared by the suite (run.ts) and the
  * side-by-side comparison (ab.ts).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CeilingConfig } from './ceiling.js';
+import type { CeilingConfig, CeilingMessage, CeilingReply } from './ceiling.js';
 
 export class Supervisor {
   /** Set once a signal asked the run to stop: loops check it between steps. */
@@ -185,4 +186,41 @@ export async function startServer(sup: Supervisor, start: ServerStart): Promise<
       });
     });
   });
+}
+
+/** Forks bench/ceiling.js; resolves once it listens. */
+export async function startCeiling(sup: Supervisor): Promise<Target> {
+  const path = fileURLToPath(new URL('./ceiling.js', import.meta.url));
+  const child = sup.track(fork(path, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  let onEarlyExit: (code: number | null) => void = () => undefined;
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the ceiling did not start within 30 s')), 30_000);
+    onEarlyExit = (code) => reject(new Error(`the ceiling exited during start-up (code ${code})`));
+    child.once('exit', onEarlyExit);
+    const onMessage = (m: CeilingReply): void => {
+      if (m.type === 'listening') {
+        clearTimeout(timer);
+        child.off('message', onMessage);
+        resolve(m.port);
+      } else if (m.type === 'error') reject(new Error(m.message));
+    };
+    child.on('message', onMessage);
+  });
+  child.off('exit', onEarlyExit);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    pid: child.pid as number,
+    child,
+    configure(config) {
+      return new Promise<void>((resolve) => {
+        const onMessage = (m: CeilingReply): void => {
+          if (m.type !== 'ok') return;
+          child.off('message', onMessage);
+          resolve();
+        };
+        child.on('message', onMessage);
+        child.send({ type: 'set', config } satisfies CeilingMessage);
+      });
+    },
+  };
 }

@@ -7,16 +7,16 @@
  * reports ratios measured side by side. Everything it starts is stopped and its temp dir removed on
  * success, failure, Ctrl-C and SIGTERM.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { cpus, hostname, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { CeilingAnswer, CeilingConfig, CeilingMessage, CeilingReply } from './ceiling.js';
+import type { CeilingAnswer, CeilingConfig } from './ceiling.js';
 import { BENCH_KEY, repoRoot, writeBundle } from './fixtures/generate.js';
-import { Supervisor, startServer, type Target } from './processes.js';
+import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
 import { RssSampler, clientCpu, isLinuxProcAvailable, memoryStatus, processCpuMicros, resetPeakRss, rssAt } from './measure.js';
 import { renderTable, writeResults, type BenchResults, type RunOptions, type RunStats, type ScenarioResult } from './report.js';
 import { runWrkPass, wrkAvailable, writeWrkScript } from './wrk.js';
@@ -143,40 +143,8 @@ let currentLoad: AcInstance | null = null;
 sup.beforeStop = () => currentLoad?.stop();
 const track = (c: ChildProcess): ChildProcess => sup.track(c);
 
-async function startCeiling(): Promise<Target> {
-  const path = fileURLToPath(new URL('./ceiling.js', import.meta.url));
-  const child = sup.track(fork(path, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
-  let onEarlyExit: (code: number | null) => void = () => undefined;
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the ceiling did not start within 30 s')), 30_000);
-    onEarlyExit = (code) => reject(new Error(`the ceiling exited during start-up (code ${code})`));
-    child.once('exit', onEarlyExit);
-    const onMessage = (m: CeilingReply): void => {
-      if (m.type === 'listening') {
-        clearTimeout(timer);
-        child.off('message', onMessage);
-        resolve(m.port);
-      } else if (m.type === 'error') reject(new Error(m.message));
-    };
-    child.on('message', onMessage);
-  });
-  child.off('exit', onEarlyExit);
-  return {
-    url: `http://127.0.0.1:${port}`,
-    pid: child.pid as number,
-    child,
-    configure(config) {
-      return new Promise<void>((resolve) => {
-        const onMessage = (m: CeilingReply): void => {
-          if (m.type !== 'ok') return;
-          child.off('message', onMessage);
-          resolve();
-        };
-        child.on('message', onMessage);
-        child.send({ type: 'set', config } satisfies CeilingMessage);
-      });
-    },
-  };
+function startCeilingProcess(): Promise<Target> {
+  return startCeiling(sup);
 }
 
 // ---------------------------------------------------------------- probe: in-depth validation + ceiling bodies
@@ -393,12 +361,12 @@ async function main(): Promise<number> {
   const started = new Date();
   const load = loadavg();
   const scenarios: ScenarioResult[] = [];
-  const ceiling = await startCeiling();
+  const ceiling = await startCeilingProcess();
   for (const threads of opts.threads) {
     const server =
       opts.target === 'server'
         ? await startServer(sup, { root: repoRoot(), dbPath: join(dir, `bench-${threads ?? 'default'}.db`), bundle, threads, label: 'server' })
-        : await startCeiling();
+        : await startCeilingProcess();
     process.stdout.write(`${opts.target === 'server' ? 'server' : 'calibration ceiling'} ${server.url} (pid ${server.pid}, threads ${threads ?? 'default'}), ceiling ${ceiling.url} (pid ${ceiling.pid})\n`);
     try {
       for (const s of opts.scenarios) {

@@ -18,6 +18,7 @@ import { loopDelayInterval, startLoopDelayLog } from './runtime/loop-delay.js';
 import { createApp, isNativeUws, listen, stopListening } from './delivery/app.js';
 import type { FrontEndState } from './delivery/state.js';
 import { compileHttpPolicy } from './delivery/http-policy.js';
+import { EventStreams } from './delivery/events.js';
 import { logError, logInfo, rateLimitedErrorLogger } from './runtime/log.js';
 import { Batcher } from './pool/batcher.js';
 import type { Batch, WorkerOptions } from './pool/protocol.js';
@@ -91,6 +92,10 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     frontCache: createFrontCache(config.cacheBytes),
     config,
     http: compileHttpPolicy(config),
+    events: new EventStreams(
+      { maxStreams: config.maxStreams, heartbeatMs: config.streamHeartbeatMs, jitterMs: config.streamJitterMs },
+      feed.directory.seq,
+    ),
     inFlight: 0,
     shuttingDown: false,
     storeAvailable: true,
@@ -130,6 +135,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
       state.shuttingDown = true;
       await control.stopAdmin();
       stopListening(listening.socket);
+      state.events.closeAll();
       await waitForIdle(state, config.shutdownTimeoutMs);
       clearInterval(keyUseTimer);
       stopLoopDelayLog();

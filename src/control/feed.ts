@@ -9,7 +9,8 @@ import { Directory, MappingLibrary, type CatalogBodies, type CatalogView } from 
 import type { FrontEndState } from '../delivery/state.js';
 import { logError } from '../runtime/log.js';
 import type { RevisionReader } from '../store/types.js';
-import type { CatalogText, DirectoryUpdate, FeedMessage, FeedReply } from './protocol.js';
+import type { CatalogText, DeltaUpdate, DirectoryUpdate, FeedMessage, FeedReply } from './protocol.js';
+import type { EnvChange } from '../delivery/events.js';
 
 const EMPTY = { seq: 0, environments: [], keys: [], contents: [] };
 
@@ -38,6 +39,8 @@ export class DeliveryFeed {
   private readonly texts = new UpdateTexts();
   private readonly mappings: MappingLibrary;
   private state: FrontEndState | null = null;
+  /** Content ids changed per environment by the delta being applied (null: everything), until its last slice. */
+  private readonly pending = new Map<string, Set<string> | null>();
 
   constructor(port: MessagePort) {
     this.port = port;
@@ -88,15 +91,56 @@ export class DeliveryFeed {
     for (const t of update.mappings) this.texts.texts.set(t.id, t.json);
     try {
       if (update.kind === 'snapshot') {
+        const before = this.directory.environments;
         this.directory = new Directory(update.snapshot, this.mappings, catalogBodies(update.catalogs));
         if (this.state !== null) this.state.directory = this.directory;
+        this.pending.clear();
+        this.notify(everyEnvironment(before, this.directory.environments), true);
       } else {
+        this.collectChanges(update);
         this.directory.applyDelta(update.delta, catalogBodies(update.catalogs), update.last);
+        if (update.last) {
+          const changes: EnvChange[] = [];
+          for (const [envId, ids] of this.pending) changes.push({ envId, changed: ids === null ? null : [...ids] });
+          this.pending.clear();
+          this.notify(changes, false);
+        }
       }
     } finally {
       this.texts.texts.clear();
     }
   }
+
+  /**
+   * Notes what a delta slice changes, before it is applied (a deleted content's id is read from the
+   * view it replaces), and ends the event streams of keys it revokes.
+   */
+  private collectChanges(update: DeltaUpdate): void {
+    const delta = update.delta;
+    for (const e of delta.environments) this.pending.set(e.envId, null);
+    for (const c of delta.contents) {
+      if (!this.pending.has(c.envId)) this.pending.set(c.envId, new Set());
+      const ids = this.pending.get(c.envId);
+      if (ids === null || ids === undefined) continue;
+      ids.add(c.meta?.id ?? this.directory.environments.get(c.envId)?.contents.get(c.idLower)?.id ?? c.idLower);
+    }
+    if (this.state === null) return;
+    for (const k of delta.keys) if (k.key === null) this.state.events.closeKey(k.keyId);
+  }
+
+  /** Tells this loop's event streams, now that requests see the update. */
+  private notify(changes: readonly EnvChange[], snapshot: boolean): void {
+    if (this.state === null) return;
+    this.state.events.notify(this.directory.seq, changes, this.directory.environments, snapshot);
+  }
+}
+
+/** After a whole snapshot: every environment, before or after, may have changed. */
+function everyEnvironment(before: ReadonlyMap<string, unknown>, after: ReadonlyMap<string, unknown>): EnvChange[] {
+  const out: EnvChange[] = [];
+  for (const envId of after.keys()) out.push({ envId, changed: null });
+  for (const envId of before.keys()) if (!after.has(envId)) out.push({ envId, changed: null });
+  return out;
 }
 
 /** The bodies as Buffers over the received bytes (no copy). */

@@ -4,7 +4,17 @@
  */
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
-import { handleCatalog, handleContent, handleHealth, handleNotFound, handlePreflight, handleWrongMethod, handlerFailed } from './routes.js';
+import {
+  handleCatalog,
+  handleContent,
+  handleEvents,
+  handleHealth,
+  handleNotFound,
+  handlePreflight,
+  handleStreamToken,
+  handleWrongMethod,
+  handlerFailed,
+} from './routes.js';
 import { Route } from './request.js';
 import type { FrontEndState } from './state.js';
 
@@ -44,6 +54,20 @@ export function createApp(state: FrontEndState): TemplatedApp {
       handlerFailed(state, res, err);
     }
   };
+  const events = (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      handleEvents(state, res, req);
+    } catch (err) {
+      handlerFailed(state, res, err);
+    }
+  };
+  const streamToken = (res: HttpResponse, req: HttpRequest): void => {
+    try {
+      handleStreamToken(state, res, req);
+    } catch (err) {
+      handlerFailed(state, res, err);
+    }
+  };
   const health = (res: HttpResponse, req: HttpRequest): void => handleHealth(state, res, req);
   const postOnly = (res: HttpResponse, req: HttpRequest): void => handleWrongMethod(state, res, req, 'POST');
   const getOnly = (res: HttpResponse, req: HttpRequest): void => handleWrongMethod(state, res, req, 'GET');
@@ -58,6 +82,9 @@ export function createApp(state: FrontEndState): TemplatedApp {
     app.get('/api/v1/env/catalog' + suffix, catalog).any('/api/v1/env/catalog' + suffix, getOnly);
     app.options('/api/v1/config/:contentId/dynamic' + suffix, preflightPost).options('/api/v1/config/:contentId' + suffix, preflightPost);
     app.options('/api/v1/combine' + suffix, preflightPost).options('/api/v1/env/catalog' + suffix, preflightGet);
+    app.get('/api/v1/env/events' + suffix, events).any('/api/v1/env/events' + suffix, getOnly).options('/api/v1/env/events' + suffix, preflightGet);
+    app.post('/api/v1/env/events/token' + suffix, streamToken).any('/api/v1/env/events/token' + suffix, postOnly);
+    app.options('/api/v1/env/events/token' + suffix, preflightPost);
     app.get('/healthz' + suffix, health).any('/healthz' + suffix, getOnly);
   }
   app.any('/*', (res: HttpResponse, req: HttpRequest) => handleNotFound(state, res, req));

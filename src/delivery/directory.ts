@@ -213,6 +213,13 @@ export class Directory {
     return view;
   }
 
+  /** A key by its public id, with its digest (stream tokens are signed with it), or undefined when revoked. */
+  keyById(keyId: string): { readonly digest: string; readonly view: KeyView } | undefined {
+    const k = this.byKeyId.get(keyId);
+    if (k === undefined) return undefined;
+    return { digest: k.digest, view: { keyId, env: k.env } };
+  }
+
   private createEnv(envId: string, catalogs: CatalogBodies): EnvState {
     const catalog = catalogs.get(envId) ?? EMPTY_CATALOG;
     const env: EnvState = {

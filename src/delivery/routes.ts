@@ -14,6 +14,7 @@ import { CC_SHARED, H_CONTENT_TYPE, JSON_TYPE, STATUS_OK, send, sendContent, sen
 import { corsOriginOf } from './http-policy.js';
 import { ACCEPT_GZIP, acceptedCodings } from './encoding.js';
 import { Coding, etagValue, matchIfNoneMatch } from './etag.js';
+import { mintStreamToken, verifyStreamToken } from './stream-token.js';
 import { EMPTY_BODY } from './context.js';
 import { ContentRequest, Route } from './request.js';
 import type { FrontEndState } from './state.js';
@@ -35,6 +36,12 @@ const H_CONTENT_LENGTH = Buffer.from('content-length', 'latin1');
 const H_TRANSFER_ENCODING = Buffer.from('transfer-encoding', 'latin1');
 const H_IF_NONE_MATCH = Buffer.from('if-none-match', 'latin1');
 const H_ACCEPT_ENCODING = Buffer.from('accept-encoding', 'latin1');
+const H_LAST_EVENT_ID = Buffer.from('last-event-id', 'latin1');
+const H_RETRY_AFTER = Buffer.from('retry-after', 'latin1');
+const TOO_MANY_STREAMS = errorResponse('too_many_streams', 'this server holds as many event streams as it may (--max-streams); retry later');
+const BAD_STREAM_TOKEN = errorResponse('invalid_stream_token', 'the stream token is malformed, expired or its key was revoked; get a new one');
+/** Seconds a client refused a stream waits before trying again (spread further by its own jitter). */
+const STREAM_RETRY_AFTER = Buffer.from('5', 'latin1');
 const EMPTY_BODY_ERROR = errorResponse('invalid_json', EMPTY_BODY);
 
 /** `application/json`, optionally with parameters (`; charset=utf-8`), any letter case. */
@@ -172,6 +179,59 @@ export function handleCatalog(state: FrontEndState, res: HttpResponse, req: Http
     return;
   }
   sendContent(res, http, gzip ? env.catalogGzip : env.catalogBody, coding, etagValue(env.catalogTag, coding), CC_SHARED, '', '', origin, state.shuttingDown);
+}
+
+/**
+ * GET /api/v1/env/events: the key's environment's change stream (events.ts). The key comes in X-Api-Key
+ * or, for EventSource (which sends no headers), as a stream token in `?token=`; resume from the
+ * Last-Event-ID header or `?lastEventId=` (a page opening a new EventSource cannot set the header).
+ * No Content-Type is required: EventSource sends none.
+ */
+export function handleEvents(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  if (refusedAmbiguousFraming(state, res, req)) return;
+  const origin = corsOriginOf(state.http, req);
+  const key = req.getHeader(H_API_KEY);
+  const query = req.getQuery() ?? '';
+  const params = query === '' ? null : new URLSearchParams(query);
+  let view: KeyView | undefined;
+  if (key !== '') {
+    view = state.directory.lookupKey(key);
+    if (view === undefined) {
+      sendError(res, INVALID_KEY, state.shuttingDown, origin);
+      return;
+    }
+  } else {
+    const token = params?.get('token') ?? null;
+    if (token === null) {
+      sendError(res, MISSING_KEY, state.shuttingDown, origin);
+      return;
+    }
+    view = verifyStreamToken(state.directory, token, Date.now());
+    if (view === undefined) {
+      sendError(res, BAD_STREAM_TOKEN, state.shuttingDown, origin);
+      return;
+    }
+  }
+  if (state.shuttingDown || !state.events.hasRoom()) {
+    send(res, TOO_MANY_STREAMS.statusLine, TOO_MANY_STREAMS.body, H_RETRY_AFTER, STREAM_RETRY_AFTER, state.shuttingDown, origin);
+    return;
+  }
+  state.usedKeys.add(view.keyId);
+  const last = req.getHeader(H_LAST_EVENT_ID) || (params?.get('lastEventId') ?? '');
+  const lastEventId = /^\d{1,15}$/.test(last) ? Number(last) : -1;
+  state.events.start(res, view.env, view.keyId, lastEventId, state.directory.seq, origin);
+}
+
+/** POST /api/v1/env/events/token: a short-lived token for EventSource, minted with the key (stream-token.ts). */
+export function handleStreamToken(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  if (refusedAmbiguousFraming(state, res, req)) return;
+  const origin = corsOriginOf(state.http, req);
+  const view = authorize(state, res, req, origin);
+  if (view === undefined) return;
+  const key = state.directory.keyById(view.keyId)!;
+  const ttl = state.config.streamTokenTtlS;
+  const token = mintStreamToken(view.keyId, key.digest, Date.now(), ttl);
+  send(res, STATUS_OK, `{"token":"${token}","expiresIn":${ttl}}`, '', '', state.shuttingDown, origin);
 }
 
 /** OPTIONS: the CORS preflight when CORS is on (--cors-origins), else 405 as any method a route does not take. */

@@ -8,6 +8,7 @@ import type { Directory } from './directory.js';
 import type { Batcher } from '../pool/batcher.js';
 import type { FrontCache } from './front-cache.js';
 import type { HttpPolicy } from './http-policy.js';
+import type { EventStreams } from './events.js';
 
 export interface FrontEndState {
   directory: Directory;
@@ -17,6 +18,8 @@ export interface FrontEndState {
   readonly config: ServeConfig;
   /** Headers the configuration decides (CORS, Vary, compression threshold), compiled at start. */
   readonly http: HttpPolicy;
+  /** Open change streams of this loop; told by the feed when an update was applied. */
+  readonly events: EventStreams;
   /** Requests accepted and not yet answered or aborted. */
   inFlight: number;
   /** Set on SIGTERM: answers carry Connection: close so keep-alive clients move to another node. */

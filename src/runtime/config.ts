@@ -42,6 +42,14 @@ export interface ServeConfig {
   readonly corsOrigins: '*' | readonly string[] | null;
   /** Answers at least this long are offered gzip/br (compressed once, when rendered or built). */
   readonly compressMinBytes: number;
+  /** Open event streams per delivery loop; beyond it 503 too_many_streams. */
+  readonly maxStreams: number;
+  /** A comment line on every open event stream this often (keeps proxies and NATs from closing it). */
+  readonly streamHeartbeatMs: number;
+  /** The window over which clients should spread their re-fetches after a change event. */
+  readonly streamJitterMs: number;
+  /** How long a stream token (for browsers: EventSource sends no headers) stays valid, in seconds. */
+  readonly streamTokenTtlS: number;
 }
 
 /** One option: its flag, environment variable, default and parser. Order here is the --help order. */
@@ -74,6 +82,10 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'seed-demo', env: 'RCD_SEED_DEMO', fallback: 'true', help: 'seed a demo environment into an empty store (true|false)' },
   { flag: 'cors-origins', env: 'RCD_CORS_ORIGINS', fallback: '', help: 'origins browsers may call the delivery API from: comma-separated (https://game.example.com) or * (default: none, CORS off)' },
   { flag: 'compress-min-bytes', env: 'RCD_COMPRESS_MIN_BYTES', fallback: '1024', help: 'answers at least this long are sent gzip/br when the client accepts it (0..16777216)' },
+  { flag: 'max-streams', env: 'RCD_MAX_STREAMS', fallback: '10000', help: 'open event streams per delivery loop before 503 too_many_streams (0..1000000)' },
+  { flag: 'stream-heartbeat-ms', env: 'RCD_STREAM_HEARTBEAT_MS', fallback: '15000', help: 'ms between heartbeat comments on each event stream (1000..300000)' },
+  { flag: 'stream-jitter-ms', env: 'RCD_STREAM_JITTER_MS', fallback: '5000', help: 'window in ms over which clients are told to spread re-fetches after a change event (0..600000)' },
+  { flag: 'stream-token-ttl', env: 'RCD_STREAM_TOKEN_TTL_S', fallback: '300', help: 'seconds a stream token (browsers: EventSource sends no headers) stays valid (10..86400)' },
 ];
 
 function defaultThreads(): number {
@@ -183,5 +195,9 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     seedDemo: bool('seed-demo', get('seed-demo')),
     corsOrigins: corsOrigins(get('cors-origins')),
     compressMinBytes: intIn('compress-min-bytes', get('compress-min-bytes'), 0, 16 * 1024 * 1024),
+    maxStreams: intIn('max-streams', get('max-streams'), 0, 1_000_000),
+    streamHeartbeatMs: intIn('stream-heartbeat-ms', get('stream-heartbeat-ms'), 1000, 300_000),
+    streamJitterMs: intIn('stream-jitter-ms', get('stream-jitter-ms'), 0, 600_000),
+    streamTokenTtlS: intIn('stream-token-ttl', get('stream-token-ttl'), 10, 86_400),
   });
 }

@@ -10,6 +10,8 @@ export const ERROR_STATUS = {
   missing_api_key: 401,
   invalid_api_key: 401,
   unauthorized: 401,
+  /** An event-stream token that is malformed, expired, or whose key was revoked. */
+  invalid_stream_token: 401,
   unsupported_content_type: 400,
   payload_too_large: 413,
   invalid_json: 400,
@@ -26,6 +28,8 @@ export const ERROR_STATUS = {
   // Only when a store is opened: its upgrade would make distinct content ids one (src/store/sqlite/schema.ts).
   content_id_conflict: 409,
   overloaded: 503,
+  /** This delivery loop already holds --max-streams open event streams; Retry-After says when to try again. */
+  too_many_streams: 503,
   /** Another connection holds the store's write lock past --store-busy-timeout; retry (Retry-After). */
   store_busy: 503,
   /** The store's files were deleted or replaced under the running server: writes are refused. */
@@ -43,6 +47,7 @@ export const ERROR_STATUS = {
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
 const STATUS_TEXT: Record<number, string> = {
+  304: 'Not Modified',
   400: 'Bad Request',
   401: 'Unauthorized',
   404: 'Not Found',

@@ -13,6 +13,8 @@ import { rawExchange, responsesIn, type RawOutcome } from '../helpers/raw.js';
 import { CLOSED_INPUTS, UNANSWERED_INPUTS, combinePath, contentPost, healthHead, splitInto } from '../helpers/http-inputs.js';
 import { RECOMMENDED_CONF, findNginx, startNginx, type NginxProcess } from '../helpers/nginx.js';
 import { call, errorCode, startServer, type ServerProcess } from '../helpers/server-process.js';
+import { decoded, rawCall } from '../helpers/http-raw.js';
+import { request } from 'node:http';
 
 const KEY = 'nginx-test-key-1';
 const OTHER_KEY = 'nginx-other-key-1';
@@ -21,6 +23,7 @@ const LONG_IDS = Array.from({ length: 100 }, (_, i) => `Item-${String(i).padStar
 const content: Record<string, unknown> = {
   PlayerSettings: { json: { difficulty: 'normal', lives: 3 }, mapping: { rules: [{ segment: 'pro', when: { level: { $gte: 10 } }, patch: { difficulty: 'hard' } }] } },
   Shop: { json: { items: ['sword'] } },
+  Big: { json: { rows: Array.from({ length: 300 }, (_, i) => ({ row: i, label: `row ${i}` })) } },
 };
 for (const id of LONG_IDS) content[id] = { json: { id } };
 const BUNDLE = {
@@ -92,6 +95,34 @@ describe('the delivery API through nginx (HTTP/1.1 clients)', () => {
     expect((dyn.json as { data: unknown }).data).toEqual({ difficulty: 'hard', lives: 3 });
     const health = await call(nginx.url, '/healthz', { method: 'GET', key: null, contentType: null });
     expect([health.status, health.json]).toEqual([200, { status: 'ok', seq: expect.any(Number) as unknown }]);
+  });
+
+  it('passes If-None-Match, Accept-Encoding and Last-Event-ID: 304s, compressed answers and streams through nginx', async () => {
+    const path = `/api/v1/combine?c=${encodeURIComponent(JSON.stringify(['Big', ...LONG_IDS.slice(0, 20)]))}`;
+    const identity = await rawCall(nginx.url, path, { key: KEY, headers: { 'accept-encoding': 'identity' } });
+    const gzip = await rawCall(nginx.url, path, { key: KEY, headers: { 'accept-encoding': 'gzip' } });
+    expect(identity.status).toBe(200);
+    expect(gzip.headers['content-encoding']).toBe('gzip');
+    expect(decoded(gzip).equals(identity.wire)).toBe(true);
+    const revalidated = await rawCall(nginx.url, path, { key: KEY, headers: { 'if-none-match': gzip.headers.etag as string } });
+    expect(revalidated.status).toBe(304);
+    // The stream is not buffered by nginx: the replayed event and `ready` arrive while it stays open.
+    const text = await new Promise<string>((resolve, reject) => {
+      const req = request(nginx.url + '/api/v1/env/events', { headers: { 'x-api-key': KEY, 'last-event-id': '0' } }, (res) => {
+        let got = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => {
+          got += d;
+          if (got.includes('event: ready')) {
+            req.destroy();
+            resolve(got);
+          }
+        });
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    expect(text).toContain('"all":true');
   });
 
   it('keeps environments apart', async () => {

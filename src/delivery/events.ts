@@ -1,0 +1,254 @@
+/**
+ * The change stream (`GET /api/v1/env/events`, server-sent events): each open stream belongs to one
+ * environment and hears which content ids changed there and the catalog's new ETag, never content.
+ * Clients re-fetch with their ETags (a 304 for whatever did not change for them).
+ *
+ * Each delivery loop holds its own streams and is told by its feed when it applied an update
+ * (src/control/feed.ts), so on a fleet every node notifies its own clients once it serves the change.
+ * Event ids are the store's change-log sequence numbers, the same on every node, so a client resumes
+ * with Last-Event-ID on any node: events after it are replayed from a bounded in-memory log; a client
+ * further behind than that log gets one `"all":true` event (re-fetch everything, with ETags).
+ *
+ * Frames are built once per environment and change and written to every stream of it. Heartbeats
+ * come from one timer per loop, not one per stream.
+ */
+import type { HttpResponse } from 'uWebSockets.js';
+import type { EnvView } from './directory.js';
+import { etagValue, Coding } from './etag.js';
+
+/** What changed in one environment: content ids (as created), or null for "everything" (re-fetch all). */
+export interface EnvChange {
+  readonly envId: string;
+  readonly changed: readonly string[] | null;
+}
+
+export interface StreamLimits {
+  readonly maxStreams: number;
+  readonly heartbeatMs: number;
+  readonly jitterMs: number;
+}
+
+/** More ids than this in one event are sent as `"all":true`: a bulk import would make a frame of megabytes. */
+export const MAX_IDS_PER_EVENT = 1000;
+/** The replay log keeps at most this many events and bytes (oldest dropped first). */
+const REPLAY_EVENTS = 4096;
+const REPLAY_BYTES = 4 * 1024 * 1024;
+/** EventSource's reconnection delay (the `retry:` field), ms. */
+const RECONNECT_MS = 3000;
+
+const H_CONTENT_TYPE = Buffer.from('content-type', 'latin1');
+const EVENT_STREAM = Buffer.from('text/event-stream', 'latin1');
+const H_CACHE_CONTROL = Buffer.from('cache-control', 'latin1');
+const NO_STORE = Buffer.from('no-store', 'latin1');
+// nginx buffers proxied answers unless told not to; an event stream must go out as it is written.
+const H_ACCEL_BUFFERING = Buffer.from('x-accel-buffering', 'latin1');
+const NO = Buffer.from('no', 'latin1');
+const H_ALLOW_ORIGIN = Buffer.from('access-control-allow-origin', 'latin1');
+const HEARTBEAT = Buffer.from(': heartbeat\n\n', 'latin1');
+const OPENING = Buffer.from(`retry: ${RECONNECT_MS}\n\n`, 'latin1');
+
+class Stream {
+  readonly res: HttpResponse;
+  readonly envId: string;
+  readonly keyId: string;
+  /** A write was refused (backpressure) and the socket has not drained since. */
+  congested = false;
+  closed = false;
+
+  constructor(res: HttpResponse, envId: string, keyId: string) {
+    this.res = res;
+    this.envId = envId;
+    this.keyId = keyId;
+  }
+}
+
+interface Logged {
+  readonly envId: string;
+  readonly seq: number;
+  readonly frame: Buffer;
+}
+
+// cork() takes a callback: the frame travels through these slots (reply.ts explains why).
+let slotStream: Stream | null = null;
+let slotFrame: Uint8Array = HEARTBEAT;
+let slotOrigin: Uint8Array | null = null;
+let slotWritten = false;
+
+function writeFrameCorked(): void {
+  slotWritten = slotStream!.res.write(slotFrame);
+}
+
+function writeOpeningCorked(): void {
+  const res = slotStream!.res;
+  res.writeHeader(H_CONTENT_TYPE, EVENT_STREAM);
+  res.writeHeader(H_CACHE_CONTROL, NO_STORE);
+  res.writeHeader(H_ACCEL_BUFFERING, NO);
+  if (slotOrigin !== null) res.writeHeader(H_ALLOW_ORIGIN, slotOrigin);
+  res.write(OPENING);
+  slotWritten = res.write(slotFrame);
+}
+
+export class EventStreams {
+  private readonly limits: StreamLimits;
+  private readonly byEnv = new Map<string, Set<Stream>>();
+  private open = 0;
+  private readonly log: Logged[] = [];
+  private logBytes = 0;
+  /** Every event after this sequence number is in the log. */
+  private logFromSeq: number;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(limits: StreamLimits, seq: number) {
+    this.limits = limits;
+    this.logFromSeq = seq;
+  }
+
+  get count(): number {
+    return this.open;
+  }
+
+  /** True when another stream may open (--max-streams). */
+  hasRoom(): boolean {
+    return this.open < this.limits.maxStreams;
+  }
+
+  /**
+   * Starts a stream for `env` (the caller checked the key and hasRoom). `lastEventId` is the sequence
+   * the client saw last, or -1: what it missed is replayed first; then a `ready` event with the
+   * current sequence and catalog tag.
+   */
+  start(res: HttpResponse, env: EnvView, keyId: string, lastEventId: number, seq: number, origin: Uint8Array | null): void {
+    const stream = new Stream(res, env.id, keyId);
+    res.onAborted(() => this.drop(stream));
+    res.onWritable(() => {
+      stream.congested = false;
+      return true;
+    });
+    let set = this.byEnv.get(env.id);
+    if (set === undefined) this.byEnv.set(env.id, (set = new Set()));
+    set.add(stream);
+    this.open++;
+    if (this.timer === null) {
+      this.timer = setInterval(() => this.heartbeat(), this.limits.heartbeatMs);
+      this.timer.unref();
+    }
+    slotStream = stream;
+    slotOrigin = origin;
+    slotFrame = this.missedFrames(env, lastEventId, seq);
+    res.cork(writeOpeningCorked);
+    slotStream = null;
+    slotOrigin = null;
+  }
+
+  /**
+   * An update was applied: one `change` event per environment in `changes`, to its streams, and into
+   * the replay log. `resetLog` (a whole snapshot): nothing before `seq` can be replayed any more.
+   */
+  notify(seq: number, changes: readonly EnvChange[], envs: ReadonlyMap<string, EnvView>, resetLog: boolean): void {
+    if (resetLog) {
+      this.log.length = 0;
+      this.logBytes = 0;
+      this.logFromSeq = seq;
+    }
+    for (const change of changes) {
+      const env = envs.get(change.envId);
+      const frame = changeFrame(seq, change.changed, env === undefined ? '' : etagValue(env.catalogTag, Coding.Identity), this.limits.jitterMs);
+      this.remember({ envId: change.envId, seq, frame });
+      const set = this.byEnv.get(change.envId);
+      if (set === undefined) continue;
+      for (const stream of set) this.write(stream, frame);
+      if (env === undefined) this.closeEnv(change.envId);
+    }
+  }
+
+  /** Ends the streams opened with a key that was revoked. */
+  closeKey(keyId: string): void {
+    for (const set of this.byEnv.values()) for (const s of set) if (s.keyId === keyId) this.end(s);
+  }
+
+  /** Ends every stream (shutdown). */
+  closeAll(): void {
+    for (const set of this.byEnv.values()) for (const s of set) this.end(s);
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private closeEnv(envId: string): void {
+    const set = this.byEnv.get(envId);
+    if (set !== undefined) for (const s of set) this.end(s);
+  }
+
+  /** What a client resuming after `lastEventId` missed, then the `ready` event. */
+  private missedFrames(env: EnvView, lastEventId: number, seq: number): Buffer {
+    const catalog = etagValue(env.catalogTag, Coding.Identity);
+    const parts: Buffer[] = [];
+    if (lastEventId >= 0 && lastEventId < seq) {
+      if (lastEventId < this.logFromSeq) {
+        parts.push(changeFrame(seq, null, catalog, this.limits.jitterMs));
+      } else {
+        for (const e of this.log) if (e.envId === env.id && e.seq > lastEventId) parts.push(e.frame);
+      }
+    }
+    parts.push(Buffer.from(`id: ${seq}\nevent: ready\ndata: {"seq":${seq},"catalog":${JSON.stringify(catalog)},"jitterMs":${this.limits.jitterMs}}\n\n`, 'utf8'));
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+  }
+
+  private remember(e: Logged): void {
+    this.log.push(e);
+    this.logBytes += e.frame.byteLength;
+    while (this.log.length > REPLAY_EVENTS || this.logBytes > REPLAY_BYTES) {
+      const dropped = this.log.shift()!;
+      this.logBytes -= dropped.frame.byteLength;
+      this.logFromSeq = dropped.seq;
+    }
+  }
+
+  private heartbeat(): void {
+    for (const set of this.byEnv.values()) for (const s of set) this.write(s, HEARTBEAT);
+  }
+
+  /**
+   * One frame to one stream. A stream whose previous write is still waiting for the socket to drain
+   * is ended instead: a client that does not read would otherwise grow its buffer without bound; it
+   * reconnects and resumes from its Last-Event-ID.
+   */
+  private write(stream: Stream, frame: Uint8Array): void {
+    if (stream.closed) return;
+    if (stream.congested) {
+      this.end(stream);
+      return;
+    }
+    slotStream = stream;
+    slotFrame = frame;
+    stream.res.cork(writeFrameCorked);
+    slotStream = null;
+    if (!slotWritten) stream.congested = true;
+  }
+
+  private end(stream: Stream): void {
+    if (stream.closed) return;
+    this.drop(stream);
+    stream.res.cork(() => stream.res.end());
+  }
+
+  private drop(stream: Stream): void {
+    if (stream.closed) return;
+    stream.closed = true;
+    const set = this.byEnv.get(stream.envId);
+    if (set !== undefined) {
+      set.delete(stream);
+      if (set.size === 0) this.byEnv.delete(stream.envId);
+    }
+    this.open--;
+    if (this.open === 0 && this.timer !== null) {
+      clearInterval(this.timer);
+      this.timer = null;
+    }
+  }
+}
+
+/** `id: seq`, `event: change`, `data: {"seq","changed" or "all","catalog","jitterMs"}`. */
+function changeFrame(seq: number, changed: readonly string[] | null, catalog: string, jitterMs: number): Buffer {
+  const what = changed === null || changed.length > MAX_IDS_PER_EVENT ? '"all":true' : `"changed":${JSON.stringify(changed)}`;
+  return Buffer.from(`id: ${seq}\nevent: change\ndata: {"seq":${seq},${what},"catalog":${JSON.stringify(catalog)},"jitterMs":${jitterMs}}\n\n`, 'utf8');
+}

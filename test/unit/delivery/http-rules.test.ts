@@ -1,0 +1,75 @@
+/**
+ * The rules behind the HTTP headers: If-None-Match matching (etag.ts), Accept-Encoding (encoding.ts)
+ * and stream tokens (stream-token.ts).
+ */
+import { createHash } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { Coding, etagValue, matchIfNoneMatch } from '../../../src/delivery/etag.js';
+import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR, acceptedCodings } from '../../../src/delivery/encoding.js';
+import { mintStreamToken, verifyStreamToken } from '../../../src/delivery/stream-token.js';
+import { Directory, MappingLibrary } from '../../../src/delivery/directory.js';
+
+describe('If-None-Match', () => {
+  const tag = 'wabc.3.0.-1;.77';
+  it.each([
+    ['', -1],
+    [etagValue(tag, Coding.Identity), Coding.Identity],
+    [etagValue(tag, Coding.Gzip), Coding.Gzip],
+    [etagValue(tag, Coding.Br), Coding.Br],
+    [`W/${etagValue(tag, Coding.Identity)}`, Coding.Identity],
+    [`"x", "y",${etagValue(tag, Coding.Gzip)}`, Coding.Gzip],
+    ['*', Coding.Gzip],
+    [' * ', Coding.Gzip],
+    [`"${tag}7"`, -1],
+    [`"x${tag}"`, -1],
+    [`"${tag}.zz"`, -1],
+    [tag, -1],
+  ])('%j → %i', (header, expected) => {
+    expect(matchIfNoneMatch(header, tag, Coding.Gzip)).toBe(expected);
+  });
+});
+
+describe('Accept-Encoding', () => {
+  it.each([
+    ['', 0],
+    ['gzip', ACCEPT_GZIP],
+    ['gzip, deflate, br, zstd', ACCEPT_GZIP | ACCEPT_BR | PREFER_BR],
+    ['br;q=0.5, gzip', ACCEPT_GZIP | ACCEPT_BR],
+    ['gzip;q=0.5, br;q=0.5', ACCEPT_GZIP | ACCEPT_BR | PREFER_BR],
+    ['*', ACCEPT_GZIP | ACCEPT_BR | PREFER_BR],
+    ['*;q=0, gzip', ACCEPT_GZIP],
+    ['gzip;q=0', 0],
+    ['x-gzip', ACCEPT_GZIP],
+    ['GZip ; Q=1', ACCEPT_GZIP],
+    ['br;q=nonsense', 0],
+    ['identity', 0],
+  ])('%j → %i', (header, expected) => {
+    expect(acceptedCodings(header)).toBe(expected);
+  });
+});
+
+describe('stream tokens', () => {
+  const digest = createHash('sha256').update('plain-key-1').digest('hex');
+  const dir = new Directory(
+    { seq: 0, environments: ['prod'], keys: [{ digest, keyId: 'key_1', envId: 'prod' }], contents: [] },
+    new MappingLibrary({ readRevision: () => undefined, readMapping: () => undefined, close: () => undefined }, () => undefined),
+    new Map(),
+  );
+  const now = 1_800_000_000_000;
+
+  it('a token minted with the key verifies until it expires', () => {
+    const token = mintStreamToken('key_1', digest, now, 60);
+    expect(verifyStreamToken(dir, token, now)?.env.id).toBe('prod');
+    expect(verifyStreamToken(dir, token, now + 59_000)?.keyId).toBe('key_1');
+    expect(verifyStreamToken(dir, token, now + 60_000)).toBeUndefined();
+  });
+
+  it('refuses forged, altered, malformed tokens and tokens of unknown keys', () => {
+    const token = mintStreamToken('key_1', digest, now, 60);
+    const [id, expiry, sig] = token.split('.') as [string, string, string];
+    expect(verifyStreamToken(dir, `${id}.${Number(expiry) + 1000}.${sig}`, now)).toBeUndefined();
+    expect(verifyStreamToken(dir, mintStreamToken('key_1', createHash('sha256').update('other').digest('hex'), now, 60), now)).toBeUndefined();
+    expect(verifyStreamToken(dir, mintStreamToken('key_2', digest, now, 60), now)).toBeUndefined();
+    for (const bad of ['', '.', 'a.b', 'key_1..', `${id}.${expiry}.`, `${id}.x.${sig}`]) expect(verifyStreamToken(dir, bad, now)).toBeUndefined();
+  });
+});
