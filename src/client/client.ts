@@ -16,6 +16,7 @@ import { RcdClientError } from './errors.js';
 import { fetchCatalog, fetchCombine, type Endpoint, type FetchLike } from './http.js';
 import { emptyState, parseState, setOwn, stateFromDefaults, type Batch, type CacheState, type CachedItem, type CatalogEntry, type Segment } from './state.js';
 import { memoryStorage, type ClientStorage } from './storage.js';
+import { ChangeStream, type ChangeNotice, type StreamMessage } from './stream.js';
 
 export interface UserContext {
   /** User id (meta.uid and the A/B group are derived from it). */
@@ -89,6 +90,9 @@ export class RcdClient {
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private readonly listeners = new Set<RefreshListener>();
   private closed = false;
+  private readonly subscribers = new Set<RefreshListener>();
+  private stream: ChangeStream | null = null;
+  private streamTimer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(options: RcdClientOptions) {
     if (typeof options.baseUrl !== 'string' || options.baseUrl === '') throw new TypeError('baseUrl is required');
@@ -164,12 +168,62 @@ export class RcdClient {
     return () => this.listeners.delete(listener);
   }
 
-  /** Stops automatic retries (and the change stream); the values stay readable. */
+  /**
+   * Follows the environment's change stream and refreshes when it announces a change (after a random
+   * delay within the server's jitter window, so a fleet does not re-fetch in the same second); the
+   * listener gets the result of every refresh from then on. The stream stays open while at least one
+   * subscriber remains; it reconnects by itself (backoff, Last-Event-ID: missed changes are
+   * replayed). Returns the function that unsubscribes.
+   */
+  subscribe(listener: RefreshListener): () => void {
+    this.listeners.add(listener);
+    this.subscribers.add(listener);
+    if (this.stream === null && !this.closed) {
+      this.stream = new ChangeStream(this.endpoint, this.backoff, (message) => this.onStreamMessage(message));
+      this.stream.start();
+    }
+    return () => {
+      this.listeners.delete(listener);
+      this.subscribers.delete(listener);
+      if (this.subscribers.size === 0) this.stopStream();
+    };
+  }
+
+  /** Stops automatic retries and the change stream; the values stay readable. */
   close(): void {
     this.closed = true;
     if (this.retryTimer !== null) clearTimeout(this.retryTimer);
     this.retryTimer = null;
+    this.stopStream();
     this.listeners.clear();
+    this.subscribers.clear();
+  }
+
+  private stopStream(): void {
+    this.stream?.stop();
+    this.stream = null;
+    if (this.streamTimer !== null) clearTimeout(this.streamTimer);
+    this.streamTimer = null;
+  }
+
+  private onStreamMessage(message: StreamMessage): void {
+    if (message.event !== 'change' && message.event !== 'ready') return;
+    let notice: ChangeNotice;
+    try {
+      notice = JSON.parse(message.data) as ChangeNotice;
+    } catch {
+      return;
+    }
+    // ready: on (re)connection; a catalog other than ours means changes we have not seen yet.
+    if (message.event === 'ready' && this.state !== null && notice.catalog !== undefined && notice.catalog === plainTag(this.state.catalogTag)) return;
+    if (this.streamTimer !== null) return;
+    const jitter = typeof notice.jitterMs === 'number' && notice.jitterMs > 0 ? Math.random() * notice.jitterMs : 0;
+    this.streamTimer = setTimeout(() => {
+      this.streamTimer = null;
+      // A refresh already running may have read the catalog before this change: refresh after it.
+      void (this.inFlight ?? Promise.resolve()).then(() => this.refresh());
+    }, jitter);
+    (this.streamTimer as { unref?: () => void }).unref?.();
   }
 
   /**
@@ -363,6 +417,11 @@ export function planBatches(
   }
   for (let i = 0; i < fresh.length; i += max) planned.push({ ids: fresh.slice(i, i + max), tag: null });
   return planned;
+}
+
+/** An ETag without the content-coding suffix the server adds to compressed answers ("k….gz"). */
+function plainTag(tag: string | null): string | null {
+  return tag === null ? null : tag.replace(/\.(gz|br)"$/, '"');
 }
 
 /** The request body of every combine: the context as JSON, v left out when absent. */

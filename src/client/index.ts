@@ -10,3 +10,4 @@ export { CLIENT_DEFAULTS_FORMAT, checkClientDefaults, type ClientDefaults, type 
 export { backoffDelay, parseRetryAfter, type BackoffOptions } from './backoff.js';
 export type { FetchLike } from './http.js';
 export type { Segment } from './state.js';
+export type { ChangeNotice, StreamMessage } from './stream.js';

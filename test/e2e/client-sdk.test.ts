@@ -49,6 +49,7 @@ interface Driver {
   create(options: Omit<HarnessClientOptions, 'baseUrl' | 'apiKey'>): Promise<number>;
   refresh(id: number): Promise<HarnessResult>;
   refreshTwice(id: number): Promise<[HarnessResult, HarnessResult]>;
+  subscribe(id: number): Promise<void>;
   values(id: number, ids: string[]): Promise<ReturnType<Harness['values']>>;
   log(id: number): Promise<HarnessRequest[]>;
   results(id: number): Promise<HarnessResult[]>;
@@ -84,6 +85,7 @@ function nodeEnvironment(): Environment {
       create: (o) => Promise.resolve(harness.create({ ...o, baseUrl, apiKey: KEY })),
       refresh: (id) => harness.refresh(id),
       refreshTwice: (id) => harness.refreshTwice(id),
+      subscribe: (id) => Promise.resolve(harness.subscribe(id)),
       values: (id, ids) => Promise.resolve(harness.values(id, ids)),
       log: (id) => Promise.resolve(structuredClone(harness.log(id))),
       results: (id) => Promise.resolve(structuredClone(harness.results(id))),
@@ -139,6 +141,7 @@ window.harness = createHarness(sdk, (name) => name.startsWith('ls:') ? sdk.local
         create: (o) => call('create', { ...o, baseUrl, apiKey: KEY }),
         refresh: (id) => call('refresh', id),
         refreshTwice: (id) => call('refreshTwice', id),
+        subscribe: (id) => call('subscribe', id),
         values: (id, ids) => call('values', id, ids),
         log: (id) => call('log', id),
         results: (id) => call('results', id),
@@ -283,6 +286,30 @@ describe.each([nodeEnvironment(), chromiumEnvironment()])('client SDK in $name',
     const [a, b] = await d.refreshTwice(c);
     expect(a).toEqual(b);
     expect((await d.log(c)).map((e) => e.kind)).toEqual(['catalog', 'combine']);
+  });
+
+  it('the change stream triggers a refresh that fetches exactly what changed', async () => {
+    const d = await start(['--stream-jitter-ms', '0']);
+    const c = await d.create({ storage: storage(), context: CONTEXT });
+    await d.refresh(c);
+    await d.subscribe(c);
+    await expect.poll(async () => (await d.log(c)).some((e) => e.kind === 'events' && e.status === 200)).toBe(true);
+    // The ready event names the catalog the client holds: nothing to fetch.
+    expect((await d.log(c)).map((e) => e.kind)).toEqual(['catalog', 'combine', 'events']);
+
+    await admin(srv!, 'PUT', 'environments/live/content/Shop', '{"items":["sword","shield"],"price":12}');
+    await expect.poll(async () => (await d.results(c)).slice(1).some((r) => r.changed.includes('Shop')), { timeout: 10_000 }).toBe(true);
+    const after = (await d.log(c)).slice(3);
+    expect(after.map((e) => [e.kind, e.status])).toEqual([['catalog', 200], ['combine', 200]]);
+    expect(after[1]!.ids).toEqual(['Shop', 'Promo']);
+    expect(dataOf(await d.values(c, ['Shop']))).toEqual({ Shop: { items: ['sword', 'shield'], price: 12 } });
+
+    // A mapping edit leaves the catalog as it was; the event names the id and the d revalidation fetches it.
+    const seen = (await d.results(c)).length;
+    await admin(srv!, 'PUT', 'environments/live/content/Promo/mapping', JSON.stringify({ rules: [{ segment: 'vip3', when: { vip: true }, patch: { banner: 'ruby' } }] }));
+    await expect.poll(async () => (await d.results(c)).slice(seen).some((r) => r.changed.includes('Promo')), { timeout: 10_000 }).toBe(true);
+    expect(dataOf(await d.values(c, ['Promo']))).toEqual({ Promo: { banner: 'ruby' } });
+    await d.close(c);
   });
 
   it('first launch with client defaults: their values before any request, then only what changed since the export is fetched', async () => {

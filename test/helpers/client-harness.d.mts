@@ -1,6 +1,6 @@
 // Types of client-harness.mjs (a plain module so that Chromium loads the very same file).
 export interface HarnessRequest {
-  kind: 'catalog' | 'combine' | 'other';
+  kind: 'catalog' | 'combine' | 'events' | 'other';
   ids: string[] | null;
   tag: string | null;
   at: number;
@@ -30,6 +30,7 @@ export interface Harness {
   create(options: HarnessClientOptions): number;
   refresh(id: number): Promise<HarnessResult>;
   refreshTwice(id: number): Promise<[HarnessResult, HarnessResult]>;
+  subscribe(id: number): void;
   values(id: number, ids: string[]): Record<string, { data: unknown; meta: { hash: string | null; seg: unknown[]; h: string; source: string } | null }>;
   log(id: number): HarnessRequest[];
   results(id: number): HarnessResult[];

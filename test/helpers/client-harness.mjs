@@ -20,7 +20,7 @@ export function createHarness(sdk, makeStorage) {
       let burstDone = options.burstBeforeCombine === undefined;
       const counting = async (url, init) => {
         const u = new URL(url);
-        const kind = u.pathname.endsWith('/env/catalog') ? 'catalog' : u.pathname.endsWith('/combine') ? 'combine' : 'other';
+        const kind = u.pathname.endsWith('/env/catalog') ? 'catalog' : u.pathname.endsWith('/combine') ? 'combine' : u.pathname.endsWith('/env/events') ? 'events' : 'other';
         if (kind === 'combine' && !burstDone) {
           // Overload: one slow render started just before the client's own request holds the
           // server's only job slot (--max-pending 1), so the client's combine is answered 503.
@@ -40,7 +40,8 @@ export function createHarness(sdk, makeStorage) {
           throw err;
         }
         entry.status = res.status;
-        entry.bytes = (await res.clone().arrayBuffer()).byteLength;
+        // The change stream's body never ends: it is the client's to read.
+        if (kind !== 'events') entry.bytes = (await res.clone().arrayBuffer()).byteLength;
         return res;
       };
       const client = new sdk.RcdClient({
@@ -66,6 +67,11 @@ export function createHarness(sdk, makeStorage) {
       const c = clients.get(id).client;
       const [a, b] = await Promise.all([c.refresh(), c.refresh()]);
       return [plain(a), plain(b)];
+    },
+    /** Follows the change stream; the refreshes it causes land in results(). */
+    subscribe(id) {
+      const entry = clients.get(id);
+      entry.client.subscribe(() => undefined);
     },
     values(id, ids) {
       const c = clients.get(id).client;
