@@ -80,7 +80,7 @@ export class ChangeStream {
       await res.arrayBuffer().catch(() => undefined);
       return parseRetryAfter(res.headers.get('retry-after'), Date.now());
     }
-    const reader = res.body.getReader();
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const decoder = new TextDecoder();
     const parser = new EventParser((message) => {
       // A delivered event proves the connection works: the next failure starts the backoff afresh.
