@@ -51,7 +51,7 @@ export interface RefreshResult {
   readonly changed: readonly string[];
   /** True when the server could not be asked or refused: the values are the last good ones. */
   readonly fromCache: boolean;
-  /** Why, when fromCache is true. */
+  /** Why, when fromCache is true; also set (code `storage`) when fresh values could not be stored. */
   readonly error?: RcdClientError;
 }
 
@@ -289,12 +289,14 @@ export class RcdClient {
         try {
           await this.storage.write(JSON.stringify(state));
         } catch (err) {
-          throw new RcdClientError('storage', `the cache could not be written: ${(err as Error).message}`, 0, null, { cause: err });
+          // The values are fresh (fromCache false); only the next launch would miss them.
+          const error = new RcdClientError('storage', `the cache could not be written: ${(err as Error).message}`, 0, null, { cause: err });
+          this.succeeded();
+          this.lastError = error;
+          return { changed, fromCache: false, error };
         }
       }
-      this.failures = 0;
-      this.lastError = null;
-      this.retryAt = 0;
+      this.succeeded();
       return { changed, fromCache: false };
     } catch (err) {
       const error = err instanceof RcdClientError ? err : new RcdClientError('internal', (err as Error).message, 0, null, { cause: err });
@@ -303,10 +305,15 @@ export class RcdClient {
     }
   }
 
+  private succeeded(): void {
+    this.failures = 0;
+    this.lastError = null;
+    this.retryAt = 0;
+  }
+
   private fail(error: RcdClientError): void {
     this.failures++;
     this.lastError = error;
-    if (error.code === 'storage') return;
     const delay = backoffDelay(this.failures, error.retryAfterMs, this.backoff, Math.random());
     this.retryAt = Date.now() + delay;
     error.retryAt = this.retryAt;

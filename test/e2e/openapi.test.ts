@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { launchChromium } from '../helpers/browser.js';
 import { ROOT, startServer, type ServerProcess } from '../helpers/server-process.js';
+import { KeyCreateBody, SyncBody, WebhookBody } from '../../src/openapi/schemas.js';
 
 const KEY = 'openapi-key-1';
 const AUTH = { authorization: 'Bearer test-admin-token' };
@@ -238,6 +239,53 @@ describe('OpenAPI documents', () => {
       }
     }
   });
+});
+
+describe('the admin bodies the server validates by hand agree with their zod schemas', () => {
+  // Each body is sent to the real server: it refuses it with 400 invalid_body exactly when the schema does.
+  const cases: { name: string; path: string; schema: z.ZodType; bodies: unknown[] }[] = [
+    {
+      name: 'KeyCreateBody',
+      path: 'environments/live/keys',
+      schema: KeyCreateBody,
+      bodies: [{}, { key: 'chosen-key-aaaa' }, { key: 'short' }, { key: 'has space in it' }, { key: 'é-non-ascii-key' }, { key: 'x'.repeat(256) }, { key: 'y'.repeat(257) }, { key: null }, { key: 12345678 }, { other: 1 }, [], 'text'],
+    },
+    {
+      name: 'SyncBody',
+      path: 'environments/live/sync',
+      schema: SyncBody,
+      bodies: [{ to: 'other' }, { to: 'other', ids: ['Settings'] }, { to: 'other', ids: null }, { to: '' }, { to: 5 }, {}, { to: 'other', ids: [''] }, { to: 'other', ids: 'Settings' }, { to: 'other', ids: [1] }, { to: 'other', extra: true }, [], null],
+    },
+    {
+      name: 'WebhookBody',
+      path: 'webhooks',
+      schema: WebhookBody,
+      bodies: [
+        { url: 'http://127.0.0.1:9/a', events: ['content.updated'] },
+        { url: 'https://example.com/b', events: ['content.updated', 'content.updated'], secret: 's' },
+        { url: 'ftp://example.com/', events: ['content.updated'] },
+        { url: 'not a url', events: ['content.updated'] },
+        { url: 'http://127.0.0.1:9/a', events: [] },
+        { url: 'http://127.0.0.1:9/a', events: ['nope'] },
+        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: '' },
+        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: 'z'.repeat(513) },
+        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], extra: 1 },
+        { events: ['content.updated'] },
+        [],
+      ],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      for (const body of c.bodies) {
+        const res = await fetch(`${srv.adminUrl}/admin/v1/${c.path}`, { method: c.path === 'webhooks' || c.path.endsWith('/sync') || c.path.endsWith('/keys') ? 'POST' : 'PUT', headers: AUTH, body: JSON.stringify(body) });
+        const answer = (await res.json()) as { error?: { code: string } };
+        const refused = res.status === 400 && answer.error?.code === 'invalid_body';
+        expect({ body, refused }).toEqual({ body, refused: !c.schema.safeParse(body).success });
+        if (!refused) expect(res.status, JSON.stringify(answer)).toBeLessThan(300);
+      }
+    });
+  }
 });
 
 describe('a client generated from the delivery document (openapi-typescript + openapi-fetch)', () => {
