@@ -273,7 +273,17 @@ export class RcdClient {
     } else {
       result = await this.attempt();
     }
-    for (const listener of this.listeners) listener(result);
+    for (const listener of this.listeners) {
+      try {
+        listener(result);
+      } catch (err) {
+        // A listener's failure is the application's: surfaced as an uncaught error, never as a
+        // rejected refresh() (which promises never to reject) or a skipped listener.
+        queueMicrotask(() => {
+          throw err;
+        });
+      }
+    }
     return result;
   }
 
