@@ -9,8 +9,14 @@ import { RcdError } from './runtime/errors.js';
 import { logError, logInfo } from './runtime/log.js';
 import { ADMIN_COMMANDS, ADMIN_USAGE, runAdminCommand } from './admin/client/commands.js';
 import { openStore } from './store/index.js';
+import { clientDefaults } from './store/bundle/client-defaults.js';
 
 const STORE_OPTION: OptionSpec = SERVE_OPTIONS[0]!;
+/** Flags of `rcd export` only (no environment variable: they name what to write, not where). */
+const CLIENT_DEFAULTS_FLAGS: readonly OptionSpec[] = [
+  { flag: 'client-defaults', env: '', fallback: '', help: 'ENV: write the client SDK defaults of ENV' },
+  { flag: 'app-version', env: '', fallback: '', help: 'with --client-defaults: the revisions an app of this version gets' },
+];
 
 const USAGE = `rcd — remote configuration delivery server
 
@@ -18,6 +24,8 @@ Usage:
   rcd serve [options]            run the delivery API (and the admin API)
   rcd import FILE [--store URL]  import a bundle into a store (idempotent)
   rcd export [--store URL]       write a bundle of the store to stdout (API keys are not exported)
+  rcd export --client-defaults ENV [--app-version X.Y.Z] [--store URL]
+                                 the client SDK's first-launch values of ENV (docs/client.md)
   rcd <command> --help           options of one command
 
   rcd import FILE --admin-url URL / rcd export --admin-url URL
@@ -127,15 +135,18 @@ async function importCommand(args: string[]): Promise<number> {
 }
 
 async function exportCommand(args: string[]): Promise<number> {
-  const { flags } = parseFlags(args, [STORE_OPTION]);
+  const { flags } = parseFlags(args, [STORE_OPTION, ...CLIENT_DEFAULTS_FLAGS]);
   if (flags.help === true) {
-    process.stdout.write(`rcd export [--store URL]\n\nWrites a bundle to stdout. API keys are stored as SHA-256 digests and cannot be exported.\n\n${optionHelp([STORE_OPTION])}\n`);
+    process.stdout.write(`rcd export [--store URL] [--client-defaults ENV [--app-version X.Y.Z]]\n\nWrites a bundle to stdout. API keys are stored as SHA-256 digests and cannot be exported.\nWith --client-defaults: the first-launch values of ENV for the client SDK instead (docs/client.md).\n\n${optionHelp([STORE_OPTION])}\n`);
     return 0;
   }
   const storeUrl = resolveOptions([STORE_OPTION], flags, process.env).get('store')!;
   const store = await openStore(storeUrl);
   try {
-    process.stdout.write(JSON.stringify(await store.exportBundle(), null, 2) + '\n');
+    const bundle = await store.exportBundle();
+    const env = flags['client-defaults'];
+    const out = typeof env === 'string' ? clientDefaults(bundle, env, typeof flags['app-version'] === 'string' ? flags['app-version'] : null, new Date()) : bundle;
+    process.stdout.write(JSON.stringify(out, null, 2) + '\n');
     return 0;
   } finally {
     await store.close();

@@ -15,6 +15,8 @@ export default async function setup(): Promise<() => Promise<void>> {
       cwd: root,
       stdio: 'inherit',
     });
+    // The client SDK's browser build (dist/client/), which the Chromium suites load.
+    execFileSync(process.execPath, [`${root}scripts/build-client.mjs`], { cwd: root, stdio: 'inherit', env: { ...process.env, RCD_QUIET_BUILD: '1' } });
   }
   if (process.env.RCD_TEST_PG_URL === undefined || process.env.RCD_TEST_PG_URL === '') {
     postgresServer = await startPostgres();

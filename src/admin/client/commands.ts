@@ -10,6 +10,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { AdminClient, AdminClientError, DEFAULT_ADMIN_URL, seg } from './client.js';
 import { formatTable } from './table.js';
 import { readAdminToken } from '../token.js';
+import { clientDefaults } from '../../store/bundle/client-defaults.js';
 
 export interface CliIO {
   readonly stdout: (text: string) => void;
@@ -102,7 +103,9 @@ rcd webhook ls
 rcd webhook rm ID`,
   audit: `rcd audit [--limit N] [--before ID]    newest first`,
   import: `rcd import FILE --admin-url URL     imports a bundle through a running server (- for stdin)`,
-  export: `rcd export --admin-url URL [--out FILE]   writes the bundle (API keys are never exported)`,
+  export: `rcd export --admin-url URL [--out FILE]   writes the bundle (API keys are never exported)
+rcd export --client-defaults ENV [--app-version X.Y.Z] --admin-url URL [--out FILE]
+                                            the client SDK's first-launch values of ENV`,
 };
 
 /** The admin part of `rcd --help`. */
@@ -365,7 +368,9 @@ async function importCommand(ctx: Ctx): Promise<void> {
 
 async function exportCommand(ctx: Ctx): Promise<void> {
   const bundle = await ctx.client.request('GET', 'export');
-  const text = JSON.stringify(bundle, null, 2) + '\n';
+  const env = ctx.args.flags.get('client-defaults');
+  const out = env === undefined ? bundle : clientDefaults(bundle, env, ctx.args.flags.get('app-version') ?? null, new Date());
+  const text = JSON.stringify(out, null, 2) + '\n';
   const file = ctx.args.flags.get('out');
   if (file === undefined) {
     ctx.io.stdout(text);

@@ -25,6 +25,7 @@ import { ADMIN_ROUTES, type AdminContext, type AdminHandler, type AdminResult } 
 import { compileRouter, type Router } from './router.js';
 import type { AdminStateStore } from './state.js';
 import { adminTokenId, normaliseToken, tokenMatcher } from '../token.js';
+import { isOpenApiPath, serveOpenApi } from './openapi-routes.js';
 import { WebhookDispatcher, type WebhookDispatcherOptions, type WebhookStats } from './webhooks.js';
 
 export const DEFAULT_ADMIN_MAX_BODY = 10 * 1024 * 1024;
@@ -157,6 +158,10 @@ function secureContextOptions(tls: TlsMaterial): SecureContextOptions {
 }
 
 async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (isOpenApiPath(req.url)) {
+    serveOpenApi(req, res);
+    return;
+  }
   try {
     const presented = bearerToken(req.headers.authorization);
     if (presented === null) throw new RcdError('unauthorized', 'missing Authorization: Bearer <admin token>');

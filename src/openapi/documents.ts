@@ -1,0 +1,298 @@
+/**
+ * The OpenAPI 3.1 documents of the delivery API and the admin API, generated from the zod schemas
+ * of schemas.ts (JSON Schema 2020-12, which OpenAPI 3.1 uses as is). Built once, on first use, as
+ * ready JSON text: the admin listener serves them at /openapi/delivery.json and /openapi/admin.json.
+ */
+import { z } from 'zod';
+import { ERROR_STATUS, type ErrorCode } from '../runtime/errors.js';
+import { registry } from './schemas.js';
+
+type Json = Record<string, unknown>;
+
+const REF = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+const JSON_TYPE = 'application/json';
+
+/** The component schemas of every named zod schema, without the per-schema $schema/$id. */
+function componentSchemas(): Record<string, Json> {
+  const { schemas } = z.toJSONSchema(registry, { uri: (id) => `#/components/schemas/${id}`, unrepresentable: 'any', io: 'input' }) as { schemas: Record<string, Json> };
+  const out: Record<string, Json> = {};
+  for (const [name, schema] of Object.entries(schemas)) {
+    const rest = { ...schema };
+    delete rest.$schema;
+    delete rest.$id;
+    out[name] = rest;
+  }
+  return out;
+}
+
+interface Op {
+  summary: string;
+  params?: Json[];
+  body?: { schema: Json; type?: string; required?: boolean; extraTypes?: Record<string, Json> };
+  /** status -> [description, schema name or null (no body), headers] */
+  ok: Record<string, [string, string | null, Json?]>;
+  errors: readonly ErrorCode[];
+  security?: Json[];
+}
+
+function errorResponse(codes: readonly ErrorCode[]): Record<string, Json> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const c of codes) byStatus.set(ERROR_STATUS[c], [...(byStatus.get(ERROR_STATUS[c]) ?? []), c]);
+  const out: Record<string, Json> = {};
+  for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    const headers: Json = {};
+    if (status === 503) headers['Retry-After'] = { schema: { type: 'integer' }, description: 'seconds' };
+    if (list.includes('method_not_allowed')) headers.Allow = { schema: { type: 'string' } };
+    out[String(status)] = {
+      description: list.map((c) => `\`${c}\``).join(', '),
+      // The error codes this operation answers with this status (the Error schema lists every code).
+      'x-error-codes': list,
+      headers,
+      content: { [JSON_TYPE]: { schema: REF('Error') } },
+    };
+  }
+  return out;
+}
+
+function operation(op: Op, tag: string): Json {
+  const responses: Record<string, Json> = {};
+  for (const [status, [description, schema, headers]] of Object.entries(op.ok)) {
+    responses[status] = { description, ...(headers === undefined ? {} : { headers }), ...(schema === null ? {} : { content: { [schema === 'EventStream' ? 'text/event-stream' : JSON_TYPE]: { schema: schema === 'EventStream' ? { type: 'string' } : REF(schema) } } }) };
+  }
+  Object.assign(responses, errorResponse(op.errors));
+  const out: Json = { tags: [tag], summary: op.summary, responses };
+  if (op.params !== undefined) out.parameters = op.params;
+  if (op.body !== undefined) {
+    out.requestBody = { required: op.body.required ?? true, content: { [op.body.type ?? JSON_TYPE]: { schema: op.body.schema }, ...op.body.extraTypes } };
+  }
+  if (op.security !== undefined) out.security = op.security;
+  return out;
+}
+
+const pathParam = (name: string, description: string): Json => ({ name, in: 'path', required: true, schema: { type: 'string' }, description });
+const queryParam = (name: string, schema: Json, description: string, required = false): Json => ({ name, in: 'query', required, schema, description });
+
+// ---- delivery ----
+
+const ETAG = { ETag: { schema: { type: 'string' }, description: 'strong tag; send it back in If-None-Match' } };
+const IF_NONE_MATCH: Json = { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' }, description: 'a tag of a previous answer: 304 when it is still current' };
+const KEY_ERRORS: readonly ErrorCode[] = ['missing_api_key', 'invalid_api_key'];
+const BODY_ERRORS: readonly ErrorCode[] = [...KEY_ERRORS, 'unsupported_content_type', 'invalid_json', 'invalid_body', 'payload_too_large'];
+const CONTENT_ID = pathParam('contentId', 'content id (caseless under the id rule, docs/api.md)');
+const NOT_MODIFIED: [string, null, Json] = ['Not Modified: the If-None-Match tag names the current answer', null, ETAG];
+
+function deliveryDocument(schemas: Record<string, Json>): Json {
+  const ctx = { schema: REF('UserContext') };
+  const paths: Record<string, Json> = {
+    '/api/v1/config/{contentId}/dynamic': {
+      post: operation({
+        summary: 'Wrapped content for a user: data, hash and meta (mapping rules applied)',
+        params: [CONTENT_ID, queryParam('responseType', { type: 'string', enum: ['serialized'] }, 'serialized: data is the minified JSON text'), IF_NONE_MATCH],
+        body: ctx,
+        ok: { '200': ['the wrapped answer (WrappedSerialized with responseType=serialized)', 'Wrapped', ETAG], '304': NOT_MODIFIED },
+        errors: [...BODY_ERRORS, 'invalid_query', 'content_not_found', 'overloaded', 'internal'],
+      }, 'content'),
+    },
+    '/api/v1/config/{contentId}': {
+      post: operation({
+        summary: 'The content JSON, without mutations',
+        params: [CONTENT_ID, IF_NONE_MATCH],
+        body: ctx,
+        ok: { '200': ['the content JSON', 'Content', ETAG], '304': NOT_MODIFIED },
+        errors: [...BODY_ERRORS, 'invalid_query', 'content_not_found', 'overloaded', 'internal'],
+      }, 'content'),
+    },
+    '/api/v1/combine': {
+      post: operation({
+        summary: 'Several content items in one answer, keyed by id',
+        params: [
+          queryParam('c', { type: 'string' }, 'a URL-encoded JSON array of 1..--max-combine-ids content ids', true),
+          queryParam('dynamic', { type: 'string', enum: ['true', 'false'] }, 'true: each entry is the wrapped answer'),
+          queryParam('responseType', { type: 'string', enum: ['serialized'] }, 'with dynamic=true: data as text'),
+          IF_NONE_MATCH,
+        ],
+        body: ctx,
+        ok: {
+          '200': ['the items found; missing ids are named in X-Missing-Content', 'Combine', { ...ETAG, 'X-Missing-Content': { schema: { type: 'string' }, description: 'ids not found, comma-separated, each percent-encoded' } }],
+          '304': NOT_MODIFIED,
+        },
+        errors: [...BODY_ERRORS, 'invalid_query', 'overloaded', 'internal'],
+      }, 'content'),
+    },
+    '/api/v1/env/catalog': {
+      get: operation({
+        summary: "Every content id of the key's environment with its hash and mapping flag",
+        params: [{ name: 'Content-Type', in: 'header', required: true, schema: { type: 'string', enum: ['application/json'] } }, IF_NONE_MATCH],
+        ok: { '200': ['the catalog', 'Catalog', ETAG], '304': NOT_MODIFIED },
+        errors: [...KEY_ERRORS, 'unsupported_content_type'],
+      }, 'catalog'),
+    },
+    '/api/v1/env/events': {
+      get: operation({
+        summary: "The environment's change stream (server-sent events: ready, change; heartbeats)",
+        params: [
+          queryParam('token', { type: 'string' }, 'a stream token instead of X-Api-Key (EventSource sends no headers)'),
+          queryParam('lastEventId', { type: 'string' }, 'resume after this event id'),
+          { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string' }, description: 'resume after this event id (sent by a reconnecting EventSource)' },
+        ],
+        ok: { '200': ['text/event-stream: events ready and change, data {seq, changed | all, catalog, jitterMs}', 'EventStream'] },
+        errors: [...KEY_ERRORS, 'invalid_stream_token', 'too_many_streams'],
+        security: [{ apiKey: [] }, { streamToken: [] }],
+      }, 'catalog'),
+    },
+    '/api/v1/env/events/token': {
+      post: operation({
+        summary: 'A short-lived stream token for EventSource',
+        ok: { '200': ['the token and its lifetime in seconds', 'StreamToken'] },
+        errors: [...KEY_ERRORS, 'unsupported_content_type'],
+      }, 'catalog'),
+    },
+    '/healthz': {
+      get: operation({
+        summary: 'Health and the change-log sequence this process serves (no key)',
+        ok: { '200': ['ok or degraded', 'Health'] },
+        errors: [],
+        security: [],
+      }, 'health'),
+    },
+  };
+  // Shutting down: a documented answer with the Health body, not the error envelope.
+  ((paths['/healthz'] as Json).get as Json & { responses: Json }).responses['503'] = { description: 'shutting down', content: { [JSON_TYPE]: { schema: REF('Health') } } };
+  return {
+    openapi: '3.1.0',
+    info: { title: 'rcd delivery API', version: '1', description: 'Remote configuration delivery (docs/api.md is the full contract).' },
+    servers: [{ url: '/' }],
+    security: [{ apiKey: [] }],
+    tags: [{ name: 'content' }, { name: 'catalog' }, { name: 'health' }],
+    paths,
+    components: {
+      schemas: pick(schemas, ['Error', 'UserContext', 'Segment', 'Meta', 'Wrapped', 'WrappedSerialized', 'Content', 'Combine', 'Catalog', 'Health', 'StreamToken']),
+      securitySchemes: {
+        apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+        streamToken: { type: 'apiKey', in: 'query', name: 'token' },
+      },
+    },
+  };
+}
+
+// ---- admin ----
+
+const ADMIN_COMMON: readonly ErrorCode[] = ['unauthorized', 'internal'];
+const WRITE_ERRORS: readonly ErrorCode[] = [...ADMIN_COMMON, 'payload_too_large', 'store_busy', 'store_unavailable'];
+const ENV_PARAM = pathParam('env', 'environment id');
+const ID_PARAM = pathParam('id', 'content id');
+const JSON_BODY_ERRORS: readonly ErrorCode[] = ['invalid_json', 'invalid_body'];
+
+function adminDocument(schemas: Record<string, Json>): Json {
+  const read = (summary: string, schema: string, errors: readonly ErrorCode[] = [], params?: Json[]): Json =>
+    operation({ summary, params, ok: { '200': ['OK', schema] }, errors: [...ADMIN_COMMON, ...errors] }, 'admin');
+  const write = (summary: string, ok: Op['ok'], errors: readonly ErrorCode[], params?: Json[], body?: Op['body']): Json =>
+    operation({ summary, params, body, ok, errors: [...WRITE_ERRORS, ...errors] }, 'admin');
+  const PROPAGATION_HEADER = { 'rcd-propagation': { schema: { type: 'string' }, description: 'APPLIED/NODES, when routing data changed' } };
+  const paths: Record<string, Json> = {
+    '/admin/v1/environments': { get: read('List environments', 'EnvironmentList') },
+    '/admin/v1/environments/{env}': {
+      parameters: [ENV_PARAM],
+      put: write('Create an environment', { '201': ['created', 'EnvironmentPut', PROPAGATION_HEADER], '200': ['already there', 'EnvironmentPut'] }, ['invalid_request']),
+      delete: write('Delete an environment', { '200': ['deleted', 'EnvironmentDeleted', PROPAGATION_HEADER] }, ['not_found', 'conflict', 'invalid_query'], [queryParam('force', { type: 'string', enum: ['true', 'false'] }, 'also delete its content and keys')]),
+    },
+    '/admin/v1/environments/{env}/keys': {
+      parameters: [ENV_PARAM],
+      post: write('Create an API key (shown once)', { '201': ['created', 'KeyCreated', PROPAGATION_HEADER] }, [...JSON_BODY_ERRORS, 'not_found', 'conflict'], undefined, { schema: REF('KeyCreateBody'), required: false }),
+      get: read('List API keys (never the keys)', 'KeyList', ['not_found']),
+    },
+    '/admin/v1/environments/{env}/keys/{keyId}': {
+      parameters: [ENV_PARAM, pathParam('keyId', 'key id (key_ + 16 hex)')],
+      delete: write('Revoke an API key', { '200': ['revoked', 'KeyRevoked', PROPAGATION_HEADER] }, ['not_found']),
+    },
+    '/admin/v1/environments/{env}/content': {
+      parameters: [ENV_PARAM],
+      get: read('List content', 'ContentList', ['not_found']),
+    },
+    '/admin/v1/environments/{env}/content/{id}': {
+      parameters: [ENV_PARAM, ID_PARAM],
+      put: write(
+        'Create content or add a revision (the body is the JSONC text)',
+        { '200': ['stored (changed false: the newest revision already had this text)', 'ContentPut', PROPAGATION_HEADER] },
+        ['invalid_content', 'invalid_query', 'invalid_request', 'not_found'],
+        [queryParam('minAppVersion', { type: 'string' }, 'X.Y.Z')],
+        { schema: { type: 'string' }, type: 'text/plain', extraTypes: { [JSON_TYPE]: { schema: {} } } },
+      ),
+      get: read('Content with every revision and the mapping', 'ContentDetail', ['not_found', 'content_not_found']),
+      delete: write('Delete content', { '200': ['deleted', 'ContentDeleted', PROPAGATION_HEADER] }, ['not_found', 'content_not_found']),
+    },
+    '/admin/v1/environments/{env}/content/{id}/rollback': {
+      parameters: [ENV_PARAM, ID_PARAM],
+      post: write('Copy revision N as the newest', { '200': ['rolled back', 'ContentPut', PROPAGATION_HEADER] }, ['invalid_query', 'not_found', 'content_not_found'], [queryParam('to', { type: 'integer', minimum: 1 }, 'revision number', true)]),
+    },
+    '/admin/v1/environments/{env}/content/{id}/mapping': {
+      parameters: [ENV_PARAM, ID_PARAM],
+      put: write('Set the mapping', { '200': ['stored', 'MappingPut', PROPAGATION_HEADER] }, [...JSON_BODY_ERRORS, 'invalid_mapping', 'not_found', 'content_not_found'], undefined, { schema: REF('Mapping') }),
+      delete: write('Remove the mapping', { '200': ['removed', 'MappingDeleted', PROPAGATION_HEADER] }, ['not_found', 'content_not_found']),
+    },
+    '/admin/v1/environments/{env}/sync': {
+      parameters: [ENV_PARAM],
+      post: write('Copy newest revisions and mappings to another environment', { '200': ['report', 'SyncReport', PROPAGATION_HEADER] }, [...JSON_BODY_ERRORS, 'not_found', 'content_not_found'], undefined, { schema: REF('SyncBody') }),
+    },
+    '/admin/v1/import': {
+      post: write('Import a bundle (validated whole first)', { '200': ['report', 'ImportReport', PROPAGATION_HEADER] }, ['invalid_json', 'invalid_bundle'], undefined, { schema: REF('Bundle') }),
+    },
+    '/admin/v1/export': { get: read('Export everything but API keys', 'Bundle') },
+    '/admin/v1/webhooks': {
+      post: write('Register a webhook (secret shown once)', { '201': ['registered', 'WebhookCreated'] }, [...JSON_BODY_ERRORS], undefined, { schema: REF('WebhookBody') }),
+      get: read('List webhooks (never the secrets)', 'WebhookList'),
+    },
+    '/admin/v1/webhooks/{id}': {
+      parameters: [pathParam('id', 'webhook id')],
+      delete: write('Delete a webhook', { '200': ['deleted', 'WebhookDeleted'] }, ['not_found']),
+    },
+    '/admin/v1/audit': {
+      get: read('The audit log, newest first', 'AuditList', ['invalid_query'], [
+        queryParam('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'default 100'),
+        queryParam('before', { type: 'integer' }, 'entries older than this id'),
+      ]),
+    },
+  };
+  return {
+    openapi: '3.1.0',
+    info: { title: 'rcd admin API', version: '1', description: 'Management of environments, keys, content, mappings, sync, bundles, webhooks and the audit log (docs/admin.md).' },
+    servers: [{ url: '/' }],
+    security: [{ adminToken: [] }],
+    tags: [{ name: 'admin' }],
+    paths,
+    components: {
+      schemas: pick(schemas, [
+        'Error', 'Propagation', 'EnvironmentList', 'EnvironmentPut', 'EnvironmentDeleted', 'KeyCreateBody', 'KeyCreated', 'KeyList', 'KeyRevoked',
+        'ContentList', 'ContentPut', 'ContentDetail', 'ContentDeleted', 'Mapping', 'MappingPut', 'MappingDeleted', 'SyncBody', 'SyncReport',
+        'Bundle', 'ImportReport', 'WebhookBody', 'WebhookCreated', 'WebhookList', 'WebhookDeleted', 'AuditList',
+      ]),
+      securitySchemes: { adminToken: { type: 'http', scheme: 'bearer' } },
+    },
+  };
+}
+
+function pick(schemas: Record<string, Json>, names: readonly string[]): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  for (const n of names) {
+    const s = schemas[n];
+    if (s === undefined) throw new Error(`no schema named ${n}`);
+    out[n] = s;
+  }
+  return out;
+}
+
+export interface OpenApiDocuments {
+  readonly delivery: Json;
+  readonly admin: Json;
+}
+
+let built: OpenApiDocuments | null = null;
+
+/** Both documents (built on first use). */
+export function openApiDocuments(): OpenApiDocuments {
+  if (built === null) {
+    const schemas = componentSchemas();
+    built = { delivery: deliveryDocument(schemas), admin: adminDocument(schemas) };
+  }
+  return built;
+}

@@ -1,0 +1,166 @@
+/**
+ * The zod schemas of what the delivery and admin APIs take and answer: the one source the OpenAPI
+ * documents (documents.ts) are generated from, and the test oracle of the answers. Where the server
+ * validates input itself (the user context on the hot path, bundles in the store), the schema it
+ * already keeps is reused here, not restated.
+ *
+ * Answers are strict objects (a member the document does not name fails the contract test); the
+ * documents are generated in zod's input mode, so request bodies keep their own rule (the user
+ * context is a plain object schema: unknown members are ignored, as the server does).
+ */
+import { z } from 'zod';
+import { userContextSchema } from '../delivery/context.js';
+import { WEBHOOK_EVENTS } from '../admin/server/state.js';
+import { ERROR_STATUS, type ErrorCode } from '../runtime/errors.js';
+import { BundleSchema } from '../store/bundle/bundle.js';
+
+/** Every schema named in the documents' components, by component name. */
+export const registry = z.registry<{ id: string }>();
+
+function named<T extends z.ZodType>(id: string, schema: T, description?: string): T {
+  const described = description === undefined ? schema : schema.describe(description);
+  registry.add(described, { id });
+  return described;
+}
+
+const HASH = z.string().regex(/^[0-9a-f]{32}$/);
+const TIME = z.string().describe('ISO-8601 time');
+
+export const ErrorEnvelope = named(
+  'Error',
+  z.strictObject({
+    error: z.strictObject({
+      status: z.number().int(),
+      code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]),
+      message: z.string(),
+      details: z.unknown().optional(),
+    }),
+  }),
+  'Every error: a stable code (match on it), the status, a message for people',
+);
+
+// ---- delivery ----
+
+export const UserContext = named('UserContext', userContextSchema, 'The request body of content requests');
+
+export const Segment = named(
+  'Segment',
+  z.strictObject({ n: z.string(), v: z.string().nullable(), i: z.string().optional() }),
+  'One applied mapping rule: segment name, variant (null for a plain patch), info',
+);
+
+export const Meta = named('Meta', z.strictObject({ uid: z.number().int().min(0), mod: z.number().int().min(0).max(999), seg: z.array(Segment) }));
+
+export const Wrapped = named('Wrapped', z.strictObject({ data: z.unknown(), hash: HASH, meta: Meta }), 'A wrapped answer (data is the content JSON)');
+
+export const WrappedSerialized = named(
+  'WrappedSerialized',
+  z.strictObject({ data: z.string(), hash: HASH, meta: Meta }),
+  'responseType=serialized: data is the minified JSON text',
+);
+
+export const Content = named('Content', z.unknown(), 'The content JSON, minified, without mutations');
+
+export const Combine = named(
+  'Combine',
+  z.record(z.string(), z.unknown()),
+  'Keyed by the ids as requested: each entry is what the single request would answer (Wrapped or WrappedSerialized with dynamic=true)',
+);
+
+export const Catalog = named(
+  'Catalog',
+  z.strictObject({ catalog: z.record(z.string(), z.strictObject({ h: HASH, d: z.boolean() })) }),
+  'Every content id of the key\'s environment: h, the newest revision\'s hash; d, whether it has a mapping with rules',
+);
+
+export const Health = named(
+  'Health',
+  z.strictObject({ status: z.enum(['ok', 'degraded', 'shutting_down']), seq: z.number().int().optional(), store: z.literal('unavailable').optional() }),
+);
+
+export const StreamToken = named('StreamToken', z.strictObject({ token: z.string(), expiresIn: z.number().int() }));
+
+// ---- admin ----
+
+const Propagation = named(
+  'Propagation',
+  z.strictObject({ seq: z.number().int(), nodes: z.number().int(), applied: z.number().int(), missed: z.array(z.string()) }),
+  'How far a write that changed routing data reached',
+);
+
+/** An admin answer to a write: its members, plus `propagation` when routing data changed. */
+function written<T extends z.ZodRawShape>(shape: T) {
+  return z.strictObject({ ...shape, propagation: Propagation.optional() });
+}
+
+export const EnvironmentList = named(
+  'EnvironmentList',
+  z.strictObject({ environments: z.array(z.strictObject({ id: z.string(), createdAt: TIME, contentCount: z.number().int(), keyCount: z.number().int() })) }),
+);
+export const EnvironmentPut = named('EnvironmentPut', written({ id: z.string(), created: z.boolean() }));
+export const EnvironmentDeleted = named('EnvironmentDeleted', written({ id: z.string(), deleted: z.literal(true), contentDeleted: z.number().int() }));
+
+// Admin request bodies: the handlers validate them by hand (src/admin/server/handlers.ts) and ignore
+// members they do not read, so these are plain objects; test/e2e/openapi.test.ts checks that the
+// server and these schemas accept and refuse the same bodies.
+export const KeyCreateBody = named('KeyCreateBody', z.object({ key: z.string().regex(/^[!-~]{8,256}$/).optional() }), 'Optional: a key you chose (8-256 visible ASCII)');
+export const KeyCreated = named('KeyCreated', written({ id: z.string(), key: z.string() }), 'The only time the key is shown');
+export const KeyList = named(
+  'KeyList',
+  z.strictObject({ keys: z.array(z.strictObject({ id: z.string(), createdAt: TIME, lastUsedAt: TIME.nullable(), revokedAt: TIME.nullable() })) }),
+);
+export const KeyRevoked = named('KeyRevoked', written({ id: z.string(), revoked: z.literal(true) }));
+
+export const ContentList = named(
+  'ContentList',
+  z.strictObject({ content: z.array(z.strictObject({ id: z.string(), hash: HASH, revisionCount: z.number().int(), hasMapping: z.boolean(), updatedAt: TIME })) }),
+);
+export const ContentPut = named('ContentPut', written({ id: z.string(), hash: HASH, revision: z.number().int(), changed: z.boolean() }));
+export const ContentDetail = named(
+  'ContentDetail',
+  z.strictObject({
+    id: z.string(),
+    envId: z.string(),
+    revisions: z.array(z.strictObject({ revId: z.number().int(), number: z.number().int(), hash: HASH, minAppVersion: z.string().nullable(), createdAt: TIME, text: z.string() })),
+    mapping: z.unknown(),
+    createdAt: TIME,
+    updatedAt: TIME,
+  }),
+);
+export const ContentDeleted = named('ContentDeleted', written({ id: z.string(), deleted: z.literal(true) }));
+
+export const Mapping = named(
+  'Mapping',
+  z.strictObject({ rules: z.array(z.record(z.string(), z.unknown())) }),
+  'A mapping: rules of segment, when, appVersion, info and patch or variants (docs/api.md, "Dynamic mappings"); validated by the server',
+);
+export const MappingPut = named('MappingPut', written({ id: z.string(), mappingId: z.number().int(), ruleCount: z.number().int() }));
+export const MappingDeleted = named('MappingDeleted', written({ id: z.string(), mappingDeleted: z.literal(true) }));
+
+export const SyncBody = named('SyncBody', z.object({ to: z.string().min(1), ids: z.array(z.string().min(1)).nullable().optional() }), 'ids absent or null: all content');
+export const SyncReport = named(
+  'SyncReport',
+  written({ from: z.string(), to: z.string(), items: z.array(z.strictObject({ id: z.string(), action: z.enum(['created', 'updated', 'unchanged']), hash: HASH })) }),
+);
+
+export const Bundle = named('Bundle', BundleSchema, 'A bundle (docs/api.md, "Bundles")');
+export const ImportReport = named(
+  'ImportReport',
+  written({ environmentsCreated: z.number().int(), keysAdded: z.number().int(), revisionsAdded: z.number().int(), mappingsChanged: z.number().int() }),
+);
+
+const WebhookEvent = z.enum(WEBHOOK_EVENTS);
+export const WebhookBody = named('WebhookBody', z.object({ url: z.url({ protocol: /^https?$/ }), events: z.array(WebhookEvent).min(1), secret: z.string().min(1).max(512).optional() }));
+const webhookShape = { id: z.string(), url: z.string(), events: z.array(WebhookEvent), createdAt: TIME };
+export const WebhookCreated = named('WebhookCreated', written({ ...webhookShape, secret: z.string() }), 'The only time the secret is shown');
+export const WebhookList = named('WebhookList', z.strictObject({ webhooks: z.array(z.strictObject(webhookShape)) }));
+export const WebhookDeleted = named('WebhookDeleted', written({ id: z.string(), deleted: z.literal(true) }));
+
+export const AuditList = named(
+  'AuditList',
+  z.strictObject({
+    entries: z.array(
+      z.strictObject({ id: z.number().int(), at: TIME, actor: z.string(), tokenId: z.string(), action: z.string(), env: z.string().nullable(), target: z.string().nullable(), detail: z.unknown() }),
+    ),
+  }),
+);

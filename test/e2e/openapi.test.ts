@@ -1,0 +1,339 @@
+/**
+ * The OpenAPI documents, served by the admin listener of the real server: both pass an OpenAPI 3.1
+ * validator; every endpoint's real answers (successes, 304s and every documented error code but the
+ * three that need a broken store, see UNPROVOKED) match the document; a client generated from the
+ * delivery document compiles and talks to the server; the reference page renders in Chromium from
+ * local files only.
+ */
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import openapiTS, { astToString } from 'openapi-typescript';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { launchChromium } from '../helpers/browser.js';
+import { ROOT, startServer, type ServerProcess } from '../helpers/server-process.js';
+import { KeyCreateBody, SyncBody, WebhookBody } from '../../src/openapi/schemas.js';
+
+const KEY = 'openapi-key-1';
+const AUTH = { authorization: 'Bearer test-admin-token' };
+const BUNDLE = {
+  environments: {
+    live: {
+      keys: [KEY],
+      content: {
+        Settings: { json: { difficulty: 'normal' } },
+        Promo: { json: { banner: 'none' }, mapping: { rules: [{ segment: 'vip', when: { vip: true }, patch: { banner: 'gold' } }] } },
+        Slow: { json: { blob: Array.from({ length: 60_000 }, (_, i) => ({ i, s: 'x'.repeat(40) })) } },
+        ...Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`Many${i}`, { json: { i, blob: 'y'.repeat(20_000) } }])),
+      },
+    },
+    other: { content: { Old: { json: { a: 1 } } } },
+  },
+};
+
+/** Documented codes no request can provoke on a healthy server; failures.test.ts and store-faults.test.ts cover them. */
+const UNPROVOKED = new Set(['internal', 'store_busy', 'store_unavailable']);
+
+type Doc = { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }>; 'x-error-codes'?: string[] }> }>> };
+
+interface Observed {
+  doc: 'delivery' | 'admin';
+  method: string;
+  template: string;
+  status: number;
+  code?: string;
+}
+
+let srv: ServerProcess;
+/** --max-streams 0, --max-pending 1: the overload and stream-limit answers. */
+let tight: ServerProcess;
+const docs: Record<'delivery' | 'admin', Doc> = {} as Record<'delivery' | 'admin', Doc>;
+const raw: Record<'delivery' | 'admin', unknown> = {} as Record<'delivery' | 'admin', unknown>;
+const observed: Observed[] = [];
+
+beforeAll(async () => {
+  srv = await startServer({ admin: true, bundle: BUNDLE, args: ['--max-body', '2000', '--stream-jitter-ms', '0'] });
+  tight = await startServer({ bundle: BUNDLE, args: ['--max-streams', '0', '--max-pending', '1', '--max-combine-ids', '1', '--threads', '1'] });
+  for (const name of ['delivery', 'admin'] as const) {
+    // No token: the reference is public on the admin listener.
+    const res = await fetch(`${srv.adminUrl}/openapi/${name}.json`);
+    expect(res.status).toBe(200);
+    raw[name] = await res.json();
+    docs[name] = (await SwaggerParser.dereference(structuredClone(raw[name]) as never)) as unknown as Doc;
+  }
+});
+
+afterAll(async () => {
+  await srv?.dispose();
+  await tight?.dispose();
+});
+
+/** The document's path template a concrete path belongs to. */
+function templateOf(doc: Doc, path: string): string {
+  for (const t of Object.keys(doc.paths)) {
+    const re = new RegExp('^' + t.replace(/\{[^}]+\}/g, '[^/]+') + '$');
+    if (re.test(path)) return t;
+  }
+  throw new Error(`no documented path for ${path}`);
+}
+
+/** Checks one real answer against the document and records it. */
+async function check(docName: 'delivery' | 'admin', method: string, res: Response, path: string): Promise<void> {
+  const doc = docs[docName];
+  const template = templateOf(doc, path);
+  const op = doc.paths[template]![method.toLowerCase()];
+  expect(op, `${method} ${template} is documented`).toBeDefined();
+  const documented = op!.responses[String(res.status)];
+  const text = res.status === 304 || (res.headers.get('content-type') ?? '').startsWith('text/event-stream') ? '' : await res.text();
+  expect(documented, `${method} ${path} answered ${res.status}, not documented: ${text.slice(0, 200)}`).toBeDefined();
+  let code: string | undefined;
+  const media = documented!.content?.['application/json'];
+  if (media !== undefined) {
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    const body: unknown = JSON.parse(text);
+    const result = z.fromJSONSchema(media.schema as never).safeParse(body);
+    expect(result.success, `${method} ${path} ${res.status}: ${JSON.stringify(result.error?.issues ?? []).slice(0, 500)}`).toBe(true);
+    code = (body as { error?: { code?: string } }).error?.code;
+    if (code !== undefined) expect(documented!['x-error-codes'], `${method} ${template} documents ${code}`).toContain(code);
+  } else if (documented!.content?.['text/event-stream'] !== undefined) {
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  } else {
+    expect(text).toBe('');
+  }
+  observed.push({ doc: docName, method, template, status: res.status, code });
+}
+
+async function delivery(method: string, path: string, opts: { key?: string | null; body?: string; headers?: Record<string, string>; base?: string } = {}): Promise<Response> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...opts.headers };
+  if (opts.key !== null) headers['x-api-key'] = opts.key ?? KEY;
+  const res = await fetch((opts.base ?? srv.url) + path, { method, headers, body: method === 'GET' ? undefined : (opts.body ?? '{"u":"a","p":{"vip":true}}') });
+  await check('delivery', method, res, path.split('?')[0]!);
+  return res;
+}
+
+async function admin(method: string, path: string, body?: string | Buffer, headers: Record<string, string> = AUTH): Promise<Response> {
+  const res = await fetch(`${srv.adminUrl}/admin/v1/${path}`, { method, headers, body });
+  const clone = res.clone();
+  await check('admin', method, res, `/admin/v1/${path.split('?')[0]!}`);
+  return clone;
+}
+
+describe('OpenAPI documents', () => {
+  it('both pass OpenAPI 3.1 validation', async () => {
+    for (const name of ['delivery', 'admin'] as const) {
+      const api = (await SwaggerParser.validate(structuredClone(raw[name]) as never)) as { openapi: string };
+      expect(api.openapi).toBe('3.1.0');
+    }
+  });
+
+  it('real answers of every delivery endpoint, and every documented error, match the delivery document', async () => {
+    const tag = (await delivery('POST', '/api/v1/config/Promo/dynamic')).headers.get('etag')!;
+    await delivery('POST', '/api/v1/config/Promo/dynamic', { headers: { 'if-none-match': tag } });
+    await delivery('POST', '/api/v1/config/Promo/dynamic?responseType=serialized');
+    const plain = (await delivery('POST', '/api/v1/config/Settings')).headers.get('etag')!;
+    await delivery('POST', '/api/v1/config/Settings', { headers: { 'if-none-match': plain } });
+    const c = `/api/v1/combine?c=${encodeURIComponent('["Settings","Promo","Nope"]')}&dynamic=true`;
+    const ctag = (await delivery('POST', c)).headers.get('etag')!;
+    await delivery('POST', c, { headers: { 'if-none-match': ctag } });
+    const ktag = (await delivery('GET', '/api/v1/env/catalog')).headers.get('etag')!;
+    await delivery('GET', '/api/v1/env/catalog', { headers: { 'if-none-match': ktag } });
+    await delivery('POST', '/api/v1/env/events/token');
+    const abort = new AbortController();
+    const stream = await fetch(`${srv.url}/api/v1/env/events`, { headers: { 'x-api-key': KEY }, signal: abort.signal });
+    await check('delivery', 'GET', stream, '/api/v1/env/events');
+    abort.abort();
+    const health = await fetch(`${srv.url}/healthz`);
+    await check('delivery', 'GET', health, '/healthz');
+
+    await delivery('POST', '/api/v1/config/Settings', { key: null });
+    await delivery('POST', '/api/v1/config/Settings', { key: 'not-a-key-at-all' });
+    await delivery('POST', '/api/v1/config/Settings', { headers: { 'content-type': 'text/plain' } });
+    await delivery('POST', '/api/v1/config/Settings', { body: '{' });
+    await delivery('POST', '/api/v1/config/Settings', { body: '{"p":[]}' });
+    await delivery('POST', '/api/v1/config/Settings', { body: JSON.stringify({ u: 'x'.repeat(3000) }) });
+    await delivery('POST', '/api/v1/config/Settings?responseType=serialized');
+    await delivery('POST', '/api/v1/config/Nope');
+    await delivery('GET', '/api/v1/env/events?token=forged.1.abc', { key: null });
+    await delivery('GET', '/api/v1/env/events', { base: tight.url });
+    const burst = await Promise.all(
+      Array.from({ length: 150 }, (_, i) => fetch(`${tight.url}/api/v1/config/Many${i}`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: '{}' })),
+    );
+    const refused = burst.find((r) => r.status === 503);
+    expect(refused).toBeDefined();
+    await check('delivery', 'POST', refused!, '/api/v1/config/Many0');
+    await Promise.all(burst.filter((r) => r !== refused).map((r) => r.arrayBuffer()));
+
+    // Draining: a slow render keeps the server in its shutdown while /healthz answers 503 on a kept-alive connection.
+    await (await fetch(`${tight.url}/healthz`)).arrayBuffer();
+    const slow = fetch(`${tight.url}/api/v1/config/Slow`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: '{}' }).then((r) => r.arrayBuffer(), () => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    tight.child.kill('SIGTERM');
+    await expect
+      .poll(async () => {
+        const r = await fetch(`${tight.url}/healthz`);
+        await check('delivery', 'GET', r, '/healthz');
+        return r.status;
+      })
+      .toBe(503);
+    await slow;
+  });
+
+  it('real answers of every admin endpoint, and every documented error, match the admin document', async () => {
+    await admin('GET', 'environments');
+    await admin('PUT', 'environments/staging');
+    await admin('PUT', 'environments/staging');
+    const key = (await (await admin('POST', 'environments/staging/keys', '{"key":"chosen-key-123"}')).json()) as { id: string };
+    await admin('GET', 'environments/staging/keys');
+    await admin('PUT', 'environments/staging/content/Cfg?minAppVersion=1.0.0', '{ // c\n "a": 1 }');
+    await admin('GET', 'environments/staging/content');
+    await admin('GET', 'environments/staging/content/Cfg');
+    await admin('PUT', 'environments/staging/content/Cfg/mapping', JSON.stringify({ rules: [{ segment: 's', patch: { a: 2 } }] }));
+    await admin('POST', 'environments/staging/content/Cfg/rollback?to=1');
+    await admin('POST', 'environments/staging/sync', '{"to":"live","ids":["Cfg"]}');
+    await admin('DELETE', 'environments/staging/content/Cfg/mapping');
+    await admin('POST', 'import', JSON.stringify({ environments: { imported: { content: { X: { json: { x: 1 } } } } } }));
+    await admin('GET', 'export');
+    const hook = (await (await admin('POST', 'webhooks', JSON.stringify({ url: 'http://127.0.0.1:9/hook', events: ['content.updated'] }))).json()) as { id: string };
+    await admin('GET', 'webhooks');
+    await admin('DELETE', `webhooks/${hook.id}`);
+    await admin('GET', 'audit?limit=5');
+    await admin('DELETE', `environments/staging/keys/${key.id}`);
+    await admin('DELETE', 'environments/staging/content/Cfg');
+    await admin('DELETE', 'environments/staging');
+
+    await admin('GET', 'environments', undefined, {});
+    await admin('POST', 'environments/live/keys', '{', AUTH);
+    await admin('POST', 'environments/live/keys', '{"key":"short"}');
+    await admin('GET', 'audit?limit=0');
+    await admin('PUT', 'environments/live/content/Bad', '{ nope');
+    await admin('PUT', 'environments/live/content/Settings/mapping', JSON.stringify({ rules: [{ segment: 's', patch: { a: 1 }, bogus: 1 }] }));
+    await admin('POST', 'import', JSON.stringify({ environments: { 'bad env!': {} } }));
+    await admin('PUT', 'environments/bad%20env!');
+    await admin('GET', 'environments/nope/content');
+    await admin('GET', 'environments/live/content/Nope');
+    await admin('DELETE', 'environments/other');
+    await admin('POST', 'import', Buffer.alloc(10 * 1024 * 1024 + 1, 0x20));
+  });
+
+  it('every documented answer was observed: each success status, and each error code but UNPROVOKED', () => {
+    for (const name of ['delivery', 'admin'] as const) {
+      for (const [template, item] of Object.entries(docs[name].paths)) {
+        for (const [method, op] of Object.entries(item)) {
+          if (method === 'parameters') continue;
+          for (const [status, response] of Object.entries(op.responses)) {
+            const seen = observed.filter((o) => o.doc === name && o.template === template && o.method.toLowerCase() === method && o.status === Number(status));
+            const codes = response['x-error-codes'];
+            if (codes === undefined) {
+              expect(seen.length, `${name}: ${method} ${template} ${status}`).toBeGreaterThan(0);
+              continue;
+            }
+            // An error code is proven once on any endpoint of the document (they share one envelope and one writer).
+            for (const code of codes) {
+              if (UNPROVOKED.has(code)) continue;
+              expect(observed.some((o) => o.doc === name && o.code === code), `${name}: error ${code}`).toBe(true);
+            }
+          }
+        }
+      }
+    }
+  });
+});
+
+describe('the admin bodies the server validates by hand agree with their zod schemas', () => {
+  // Each body is sent to the real server: it refuses it with 400 invalid_body exactly when the schema does.
+  const cases: { name: string; path: string; schema: z.ZodType; bodies: unknown[] }[] = [
+    {
+      name: 'KeyCreateBody',
+      path: 'environments/live/keys',
+      schema: KeyCreateBody,
+      bodies: [{}, { key: 'chosen-key-aaaa' }, { key: 'short' }, { key: 'has space in it' }, { key: 'é-non-ascii-key' }, { key: 'x'.repeat(256) }, { key: 'y'.repeat(257) }, { key: null }, { key: 12345678 }, { other: 1 }, [], 'text'],
+    },
+    {
+      name: 'SyncBody',
+      path: 'environments/live/sync',
+      schema: SyncBody,
+      bodies: [{ to: 'other' }, { to: 'other', ids: ['Settings'] }, { to: 'other', ids: null }, { to: '' }, { to: 5 }, {}, { to: 'other', ids: [''] }, { to: 'other', ids: 'Settings' }, { to: 'other', ids: [1] }, { to: 'other', extra: true }, [], null],
+    },
+    {
+      name: 'WebhookBody',
+      path: 'webhooks',
+      schema: WebhookBody,
+      bodies: [
+        { url: 'http://127.0.0.1:9/a', events: ['content.updated'] },
+        { url: 'https://example.com/b', events: ['content.updated', 'content.updated'], secret: 's' },
+        { url: 'ftp://example.com/', events: ['content.updated'] },
+        { url: 'not a url', events: ['content.updated'] },
+        { url: 'http://127.0.0.1:9/a', events: [] },
+        { url: 'http://127.0.0.1:9/a', events: ['nope'] },
+        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: '' },
+        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: 'z'.repeat(513) },
+        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], extra: 1 },
+        { events: ['content.updated'] },
+        [],
+      ],
+    },
+  ];
+  for (const c of cases) {
+    it(c.name, async () => {
+      for (const body of c.bodies) {
+        const res = await fetch(`${srv.adminUrl}/admin/v1/${c.path}`, { method: c.path === 'webhooks' || c.path.endsWith('/sync') || c.path.endsWith('/keys') ? 'POST' : 'PUT', headers: AUTH, body: JSON.stringify(body) });
+        const answer = (await res.json()) as { error?: { code: string } };
+        const refused = res.status === 400 && answer.error?.code === 'invalid_body';
+        expect({ body, refused }).toEqual({ body, refused: !c.schema.safeParse(body).success });
+        if (!refused) expect(res.status, JSON.stringify(answer)).toBeLessThan(300);
+      }
+    });
+  }
+});
+
+describe('a client generated from the delivery document (openapi-typescript + openapi-fetch)', () => {
+  it('compiles with tsc and reads the catalog and a wrapped answer from the server', async () => {
+    const dir = mkdtempSync(join(ROOT, '.openapi-client-'));
+    try {
+      writeFileSync(join(dir, 'delivery.d.ts'), astToString(await openapiTS(structuredClone(raw.delivery) as never)));
+      writeFileSync(
+        join(dir, 'main.ts'),
+        `import createClient from 'openapi-fetch';
+import type { paths } from './delivery.js';
+
+const client = createClient<paths>({ baseUrl: process.argv[2]! });
+const headers = { 'X-Api-Key': process.argv[3]!, 'Content-Type': 'application/json' as const };
+const catalog = await client.GET('/api/v1/env/catalog', { params: { header: headers } });
+const wrapped = await client.POST('/api/v1/config/{contentId}/dynamic', { params: { path: { contentId: 'Promo' } }, headers, body: { u: 'a', p: { vip: true } } });
+const ids: string[] = Object.keys(catalog.data?.catalog ?? {});
+const seg: string[] = (wrapped.data?.meta.seg ?? []).map((s) => s.n);
+console.log(JSON.stringify({ status: catalog.response.status, ids: ids.length, seg, data: wrapped.data?.data }));
+`,
+      );
+      writeFileSync(
+        join(dir, 'tsconfig.json'),
+        JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: true, types: ['node'], outDir: 'out' }, files: ['main.ts', 'delivery.d.ts'] }),
+      );
+      writeFileSync(join(dir, 'package.json'), '{"type":"module"}');
+      execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', dir], { cwd: dir, stdio: 'pipe' });
+      const out = execFileSync(process.execPath, [join(dir, 'out/main.js'), srv.url, KEY], { cwd: dir, encoding: 'utf8' });
+      expect(JSON.parse(out)).toEqual({ status: 200, ids: expect.any(Number) as number, seg: ['vip'], data: { banner: 'gold' } });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the reference page', () => {
+  it('renders both documents with swagger-ui from the admin listener only (no CDN)', async () => {
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      const requested: string[] = [];
+      page.on('request', (r) => requested.push(r.url()));
+      await page.goto(`${srv.adminUrl}/openapi/`);
+      await page.getByText('/api/v1/env/catalog').first().waitFor({ timeout: 15_000 });
+      expect(requested.length).toBeGreaterThan(3);
+      for (const url of requested) expect(url.startsWith(srv.adminUrl!) || url.startsWith('data:')).toBe(true);
+    } finally {
+      await browser.close();
+    }
+  });
+});
