@@ -22,6 +22,7 @@ import { ADMIN_ROUTES, type AdminContext, type AdminHandler, type AdminResult } 
 import { compileRouter, type Router } from './router.js';
 import type { AdminStateStore } from './state.js';
 import { adminTokenId, normaliseToken, tokenMatcher } from '../token.js';
+import { serveConsole } from '../console/assets.js';
 import { WebhookDispatcher, type WebhookDispatcherOptions, type WebhookStats } from './webhooks.js';
 
 export const DEFAULT_ADMIN_MAX_BODY = 10 * 1024 * 1024;
@@ -130,6 +131,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
 }
 
 async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  // The console's files are public and served before authentication; its calls come back here.
+  if (serveConsole(req, res, shared.log)) return;
   try {
     const presented = bearerToken(req.headers.authorization);
     if (presented === null) throw new RcdError('unauthorized', 'missing Authorization: Bearer <admin token>');

@@ -1,0 +1,65 @@
+/**
+ * A CodeMirror 6 editor for JSON and JSONC: syntax highlighting, and the server's own JSONC check
+ * (jsonc-check.ts) as a lint marker at the problem's line and column. The editor is a text box
+ * with an accessible name; Tab is not captured, so keyboard users can leave it.
+ */
+import { useEffect, useRef } from 'preact/hooks';
+import { EditorState } from '@codemirror/state';
+import { EditorView, lineNumbers, highlightActiveLine } from '@codemirror/view';
+import { defaultHighlightStyle, syntaxHighlighting } from '@codemirror/language';
+import { json } from '@codemirror/lang-json';
+import { linter, lintGutter, type Diagnostic } from '@codemirror/lint';
+import { jsoncProblem } from './jsonc-check.js';
+
+export interface EditorProps {
+  /** The accessible name of the text box. */
+  label: string;
+  value: string;
+  onChange: (text: string) => void;
+  /** Check the text as JSONC (content) or leave checking to the caller (mappings: plain JSON). */
+  check: (text: string) => Diagnostic[];
+}
+
+export function jsoncDiagnostics(text: string): Diagnostic[] {
+  const p = jsoncProblem(text);
+  if (p === null) return [];
+  const from = Math.min(p.offset, text.length);
+  return [{ from, to: Math.min(from + 1, text.length), severity: 'error', message: `line ${p.line}, column ${p.column}: ${p.reason}` }];
+}
+
+export function Editor({ label, value, onChange, check }: EditorProps): preact.JSX.Element {
+  const host = useRef<HTMLDivElement>(null);
+  const view = useRef<EditorView | null>(null);
+  const changed = useRef(onChange);
+  changed.current = onChange;
+
+  useEffect(() => {
+    const state = EditorState.create({
+      doc: value,
+      extensions: [
+        lineNumbers(),
+        highlightActiveLine(),
+        json(),
+        syntaxHighlighting(defaultHighlightStyle),
+        lintGutter(),
+        linter((v) => check(v.state.doc.toString()), { delay: 150 }),
+        EditorView.contentAttributes.of({ 'aria-label': label, 'aria-multiline': 'true' }),
+        EditorView.updateListener.of((u) => {
+          if (u.docChanged) changed.current(u.state.doc.toString());
+        }),
+      ],
+    });
+    view.current = new EditorView({ state, parent: host.current! });
+    return () => view.current?.destroy();
+    // The editor is created once per mounted component; later values arrive through the effect below.
+  }, []);
+
+  useEffect(() => {
+    const v = view.current;
+    if (v !== null && v.state.doc.toString() !== value) {
+      v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: value } });
+    }
+  }, [value]);
+
+  return <div class="editor" ref={host} />;
+}
