@@ -2,6 +2,10 @@
  * A CodeMirror 6 editor for JSON and JSONC: syntax highlighting, and the server's own JSONC check
  * (jsonc-check.ts) as a lint marker at the problem's line and column. The editor is a text box
  * with an accessible name; Tab is not captured, so keyboard users can leave it.
+ *
+ * It lives in a shadow root: CodeMirror then installs its styles as constructed style sheets
+ * (adoptedStyleSheets) instead of a <style> element, which the console's Content-Security-Policy
+ * (style-src 'self', no inline styles, no nonce) would block.
  */
 import { useEffect, useRef } from 'preact/hooks';
 import { EditorState } from '@codemirror/state';
@@ -27,6 +31,12 @@ export function jsoncDiagnostics(text: string): Diagnostic[] {
   return [{ from, to: Math.min(from + 1, text.length), severity: 'error', message: `line ${p.line}, column ${p.column}: ${p.reason}` }];
 }
 
+const EDITOR_THEME = EditorView.theme({
+  '&': { minHeight: '8rem', maxHeight: '28rem', border: '1px solid #d1d5db', borderRadius: '4px' },
+  '&.cm-focused': { outline: '3px solid #2563eb', outlineOffset: '2px' },
+  '.cm-scroller': { fontFamily: 'ui-monospace, monospace', overflow: 'auto' },
+});
+
 export function Editor({ label, value, onChange, check }: EditorProps): preact.JSX.Element {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
@@ -43,13 +53,15 @@ export function Editor({ label, value, onChange, check }: EditorProps): preact.J
         syntaxHighlighting(defaultHighlightStyle),
         lintGutter(),
         linter((v) => check(v.state.doc.toString()), { delay: 150 }),
+        EDITOR_THEME,
         EditorView.contentAttributes.of({ 'aria-label': label, 'aria-multiline': 'true' }),
         EditorView.updateListener.of((u) => {
           if (u.docChanged) changed.current(u.state.doc.toString());
         }),
       ],
     });
-    view.current = new EditorView({ state, parent: host.current! });
+    const root = host.current!.attachShadow({ mode: 'open' });
+    view.current = new EditorView({ state, parent: root, root });
     return () => view.current?.destroy();
     // The editor is created once per mounted component; later values arrive through the effect below.
   }, []);

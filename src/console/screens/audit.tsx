@@ -45,7 +45,7 @@ export function Audit(): preact.JSX.Element {
       <div class="row">
         <label>
           Action{' '}
-          <select value={action} onChange={(e) => setAction(e.currentTarget.value)}>
+          <select aria-label="Action" value={action} onChange={(e) => setAction(e.currentTarget.value)}>
             <option value="">all</option>
             {actions.map((a) => (
               <option key={a}>{a}</option>
@@ -54,7 +54,7 @@ export function Audit(): preact.JSX.Element {
         </label>
         <label>
           Environment{' '}
-          <select value={env} onChange={(e) => setEnv(e.currentTarget.value)}>
+          <select aria-label="Environment" value={env} onChange={(e) => setEnv(e.currentTarget.value)}>
             <option value="">all</option>
             {envs.map((a) => (
               <option key={a}>{a}</option>
