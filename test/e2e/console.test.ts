@@ -171,8 +171,20 @@ describe('a live-ops session in Chromium', () => {
     await page.getByRole('button', { name: 'Create environment' }).click();
     await page.getByRole('status').filter({ hasText: 'Environment prod created.' }).waitFor();
     await page.getByRole('row', { name: /prod/ }).waitFor();
-    expect((await adm('GET', 'environments')).json.environments).toHaveLength(2);
     expect(await unnamedControls()).toEqual([]);
+    await shot('environments');
+    // Delete asks first, naming what goes with it.
+    await page.getByLabel('New environment id').fill('scratch');
+    await page.getByRole('button', { name: 'Create environment' }).click();
+    await page.getByRole('button', { name: 'Delete environment scratch' }).click();
+    const confirm = page.getByRole('alertdialog');
+    expect(await confirm.textContent()).toContain('Delete environment scratch? 0 content items and 0 keys');
+    await confirm.getByRole('button', { name: 'Cancel' }).click();
+    expect((await adm('GET', 'environments')).json.environments).toHaveLength(3);
+    await page.getByRole('button', { name: 'Delete environment scratch' }).click();
+    await page.getByRole('button', { name: 'Yes, delete scratch' }).click();
+    await page.getByRole('status').filter({ hasText: 'Environment scratch deleted.' }).waitFor();
+    expect((await adm('GET', 'environments')).json.environments).toHaveLength(2);
   });
 
   it('adds content with a comment after showing a JSONC error at its line and column', async () => {
@@ -277,15 +289,42 @@ describe('a live-ops session in Chromium', () => {
     expect(errorCode(refused)).toBe('invalid_api_key');
   });
 
+  it('registers a webhook (secret shown once) and deletes it', async () => {
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByLabel('Webhook URL').fill('http://127.0.0.1:9/hook');
+    await page.getByLabel('content.deleted').uncheck();
+    await page.getByRole('button', { name: 'Add webhook' }).click();
+    expect(await page.getByLabel('Signing secret (shown once)').inputValue()).not.toBe('');
+    const hooks = (await adm('GET', 'webhooks')).json.webhooks as { events: string[] }[];
+    expect(hooks[0]?.events).toEqual(['content.updated', 'mapping.updated', 'environment.synced']);
+    await page.getByRole('button', { name: 'Delete webhook http://127.0.0.1:9/hook' }).click();
+    await page.getByRole('status').filter({ hasText: 'deleted' }).waitFor();
+    expect((await adm('GET', 'webhooks')).json.webhooks).toEqual([]);
+  });
+
+  it('searches the content of an environment', async () => {
+    await adm('PUT', 'environments/staging/content/PlayerSettings', {});
+    await page.goto(`${consoleUrl}#/env/staging`);
+    await page.getByRole('row', { name: /PlayerSettings/ }).waitFor();
+    await page.getByLabel('Search content').fill('shop');
+    await page.getByText('1 of 2 items').waitFor();
+    const row = page.getByRole('row', { name: /Shop/ });
+    expect(await row.textContent()).toContain('yes'); // mapping flag
+    expect(await row.getByRole('cell').nth(1).textContent()).toBe('3'); // revisions
+    await shot('content-list');
+  });
+
   it('finds every step in the audit log, filtered by action', async () => {
     await page.getByRole('link', { name: 'Audit log' }).click();
     await page.getByRole('table').waitFor();
     await shot('audit');
-    for (const action of ['environment.create', 'content.put', 'mapping.put', 'environment.sync', 'content.rollback', 'key.create', 'key.revoke']) {
+    for (const action of ['environment.create', 'environment.delete', 'webhook.add', 'webhook.delete', 'content.put', 'mapping.put', 'environment.sync', 'content.rollback', 'key.create', 'key.revoke']) {
       await page.getByLabel('Action', { exact: true }).selectOption(action);
-      const rows = page.getByRole('row', { name: action });
-      await rows.first().waitFor();
-      expect(await rows.first().textContent()).toContain('console');
+      // Each step above was made through the console, which names itself as the actor.
+      await page.getByRole('row', { name: action }).filter({ hasText: 'console' }).first().waitFor();
+      const shown = await page.getByRole('row', { name: /^\d{4}-/ }).allTextContents();
+      expect(shown.length).toBeGreaterThan(0);
+      expect(shown.every((text) => text.includes(action))).toBe(true);
     }
     await page.getByLabel('Action', { exact: true }).selectOption('');
     await page.getByLabel('Environment', { exact: true }).selectOption('prod');
