@@ -18,7 +18,10 @@ import { jsoncProblem } from './jsonc-check.js';
 export interface EditorProps {
   /** The accessible name of the text box. */
   label: string;
-  value: string;
+  /** The text shown when the editor is created, and again whenever `resetKey` changes. */
+  initial: string;
+  /** Changing it replaces the text with `initial` (e.g. a newly saved or rolled-back revision). */
+  resetKey: string | number;
   onChange: (text: string) => void;
   /** Check the text as JSONC (content) or leave checking to the caller (mappings: plain JSON). */
   check: (text: string) => Diagnostic[];
@@ -37,7 +40,7 @@ const EDITOR_THEME = EditorView.theme({
   '.cm-scroller': { fontFamily: 'ui-monospace, monospace', overflow: 'auto' },
 });
 
-export function Editor({ label, value, onChange, check }: EditorProps): preact.JSX.Element {
+export function Editor({ label, initial, resetKey, onChange, check }: EditorProps): preact.JSX.Element {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
   const changed = useRef(onChange);
@@ -45,7 +48,7 @@ export function Editor({ label, value, onChange, check }: EditorProps): preact.J
 
   useEffect(() => {
     const state = EditorState.create({
-      doc: value,
+      doc: initial,
       extensions: [
         lineNumbers(),
         highlightActiveLine(),
@@ -63,15 +66,19 @@ export function Editor({ label, value, onChange, check }: EditorProps): preact.J
     const root = host.current!.attachShadow({ mode: 'open' });
     view.current = new EditorView({ state, parent: root, root });
     return () => view.current?.destroy();
-    // The editor is created once per mounted component; later values arrive through the effect below.
+    // Created once per mounted component; the text is replaced only when resetKey changes (below).
   }, []);
 
+  // The editor owns its text while the user types: the parent's copy (from onChange) may lag a
+  // render behind fast typing, so writing it back would undo keys typed since. Only a new resetKey
+  // replaces the text.
+  const firstKey = useRef(resetKey);
   useEffect(() => {
     const v = view.current;
-    if (v !== null && v.state.doc.toString() !== value) {
-      v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: value } });
-    }
-  }, [value]);
+    if (v === null || firstKey.current === resetKey) return;
+    firstKey.current = resetKey;
+    if (v.state.doc.toString() !== initial) v.dispatch({ changes: { from: 0, to: v.state.doc.length, insert: initial } });
+  }, [resetKey]);
 
   return <div class="editor" ref={host} />;
 }

@@ -191,7 +191,15 @@ describe('a live-ops session in Chromium', () => {
     await page.getByRole('link', { name: 'staging', exact: true }).click();
     await page.getByLabel('New content id').fill('Shop');
     await page.getByRole('button', { name: 'Add content' }).click();
-    await setEditor('Content JSONC', '{\n  // prices are in coins\n  "theme": "light",\n  "coins": 10,\n}');
+    // Typed key by key, as a keyboard user edits.
+    await page.getByRole('textbox', { name: 'Content JSONC' }).focus();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Delete');
+    for (const line of ['{', '  // prices are in coins', '  "theme": "light",', '  "coins": 10,']) {
+      await page.keyboard.type(line);
+      await page.keyboard.press('Enter');
+    }
+    await page.keyboard.type('}');
     const alert = page.getByRole('alert').filter({ hasText: 'Invalid JSONC' });
     await alert.waitFor();
     // The server's own rule: a trailing comma is refused where the closing brace stands.

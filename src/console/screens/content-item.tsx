@@ -59,7 +59,7 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
       <ErrorBox error={detail.error} />
       <form onSubmit={(e) => void save(e)} aria-labelledby="edit-title">
         <h3 id="edit-title">{newest === undefined ? 'New content' : `Edit (newest: revision ${newest.number})`}</h3>
-        <Editor label="Content JSONC" value={text} onChange={setText} check={jsoncDiagnostics} />
+        <Editor label="Content JSONC" initial={newest?.text ?? NEW_TEXT} resetKey={newest?.revId ?? 0} onChange={setText} check={jsoncDiagnostics} />
         {problem !== null ? (
           <p role="alert" class="error" id="jsonc-problem">
             Invalid JSONC at line {problem.line}, column {problem.column}: {problem.reason}

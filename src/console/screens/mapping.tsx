@@ -73,7 +73,7 @@ export function MappingPanel({ env, item, onChange }: { env: string; item: Conte
   return (
     <section aria-labelledby="mapping-title">
       <h3 id="mapping-title">Mapping</h3>
-      <Editor label="Mapping JSON" value={text} onChange={setText} check={jsonDiagnostics} />
+      <Editor label="Mapping JSON" initial={stored} resetKey={stored} onChange={setText} check={jsonDiagnostics} />
       {parseProblem !== undefined && (
         <p role="alert" class="error">
           Invalid JSON: {parseProblem.message}
