@@ -2,8 +2,9 @@
 // under assets/ (served with a one-year immutable cache), index.html naming them (served no-cache),
 // and a .gz and a .br beside every file so the admin listener never compresses per request.
 // Run by `npm run build` after tsc has type-checked the console (src/console/tsconfig.json).
+import { createHash } from 'node:crypto';
 import { build } from 'esbuild';
-import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
@@ -46,6 +47,24 @@ const result = await build({
   plugins: [browserIdentity],
 });
 
+// The licenses of the bundled packages (MIT; diff is BSD-3-Clause): minified bundles drop their headers, so their
+// notices ship beside the bundle, named by content like the other assets.
+const packages = new Map();
+for (const input of Object.keys(result.metafile.inputs)) {
+  const m = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
+  if (m !== null) packages.set(m[1], true);
+}
+let notices = 'Third-party software bundled into the rcd console\n';
+for (const dir of [...packages.keys()].sort()) {
+  const abs = join(root, dir);
+  const pkg = JSON.parse(readFileSync(join(abs, 'package.json'), 'utf8'));
+  const file = readdirSync(abs).find((f) => /^licen[sc]e/i.test(f));
+  notices += `\n==== ${pkg.name} ${pkg.version} (${pkg.license ?? 'see below'})\n\n`;
+  notices += file !== undefined && existsSync(join(abs, file)) ? readFileSync(join(abs, file), 'utf8') : `${pkg.license}\n`;
+}
+const noticesName = `licenses-${createHash('sha256').update(notices).digest('hex').slice(0, 8).toUpperCase()}.txt`;
+writeFileSync(join(assets, noticesName), notices);
+
 const names = Object.keys(result.metafile.outputs).map((p) => basename(p));
 const script = names.find((n) => n.startsWith('console-') && n.endsWith('.js'));
 const style = names.find((n) => n.startsWith('style-') && n.endsWith('.css'));
@@ -62,6 +81,7 @@ const html = `<!doctype html>
 <body>
 <div id="app"></div>
 <noscript>The rcd console needs JavaScript.</noscript>
+<!-- Third-party notices: assets/${noticesName} -->
 </body>
 </html>
 `;

@@ -10,4 +10,7 @@ export default function setup(): void {
     cwd: root,
     stdio: 'inherit',
   });
+  // The web console (served from dist/console/ by the admin listener), as `npm run build` makes it.
+  execFileSync(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', `${root}src/console/tsconfig.json`], { cwd: root, stdio: 'inherit' });
+  execFileSync(process.execPath, [`${root}scripts/build-console.mjs`], { cwd: root, stdio: 'inherit' });
 }
