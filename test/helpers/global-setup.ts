@@ -17,6 +17,9 @@ export default async function setup(): Promise<() => Promise<void>> {
     });
     // The client SDK's browser build (dist/client/), which the Chromium suites load.
     execFileSync(process.execPath, [`${root}scripts/build-client.mjs`], { cwd: root, stdio: 'inherit', env: { ...process.env, RCD_QUIET_BUILD: '1' } });
+    // The web console (served from dist/console/ by the admin listener), as `npm run build` makes it.
+    execFileSync(process.execPath, [`${root}node_modules/typescript/bin/tsc`, '-p', `${root}src/console/tsconfig.json`], { cwd: root, stdio: 'inherit' });
+    execFileSync(process.execPath, [`${root}scripts/build-console.mjs`], { cwd: root, stdio: 'inherit' });
   }
   if (process.env.RCD_TEST_PG_URL === undefined || process.env.RCD_TEST_PG_URL === '') {
     postgresServer = await startPostgres();

@@ -11,6 +11,8 @@ import type { ChangeEntry, RoutingDelta, Store } from '../../store/types.js';
 import type { Route } from './router.js';
 import { WEBHOOK_EVENTS, type AdminStateStore, type WebhookEvent, type WebhookInfo } from './state.js';
 import type { WebhookPayload } from './webhooks.js';
+import { previewContent } from './preview.js';
+import { planSync } from './sync-plan.js';
 
 export interface AdminContext {
   readonly store: Store;
@@ -265,6 +267,15 @@ async function deleteMapping(ctx: AdminContext, call: AdminCall): Promise<AdminR
   });
 }
 
+async function previewMapping(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const env = param(call, 0);
+  const id = param(call, 1);
+  const body = parseJsonBody(call);
+  const detail = await ctx.store.getContent(env, id);
+  if (detail === undefined) throw new RcdError('content_not_found', `no content "${id}" in environment "${env}"`);
+  return read(previewContent(detail, body));
+}
+
 // ---- sync, import, export -------------------------------------------------------------------
 
 async function syncEnvironment(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
@@ -279,6 +290,8 @@ async function syncEnvironment(ctx: AdminContext, call: AdminCall): Promise<Admi
     }
     ids = body.ids;
   }
+  if (body.dryRun !== undefined && typeof body.dryRun !== 'boolean') throw new RcdError('invalid_body', 'dryRun must be true or false');
+  if (body.dryRun === true) return read(await planSync(ctx.store, from, body.to, ids));
   const report = await ctx.store.sync(from, body.to, ids);
   const moved = report.items.filter((i) => i.action !== 'unchanged');
   if (moved.length === 0) return read(report);
@@ -440,6 +453,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   route('POST', `${CONTENT}/rollback`, rollbackContent, true),
   route('PUT', `${CONTENT}/mapping`, putMapping, true),
   route('DELETE', `${CONTENT}/mapping`, deleteMapping, true),
+  route('POST', `${CONTENT}/preview`, previewMapping, false),
   route('POST', `${ENV}/sync`, syncEnvironment, true),
   route('POST', 'import', importBundle, true),
   route('GET', 'export', exportBundle, false),

@@ -26,6 +26,7 @@ import { compileRouter, type Router } from './router.js';
 import type { AdminStateStore } from './state.js';
 import { adminTokenId, normaliseToken, tokenMatcher } from '../token.js';
 import { isOpenApiPath, serveOpenApi } from './openapi-routes.js';
+import { serveConsole } from '../console/assets.js';
 import { WebhookDispatcher, type WebhookDispatcherOptions, type WebhookStats } from './webhooks.js';
 
 export const DEFAULT_ADMIN_MAX_BODY = 10 * 1024 * 1024;
@@ -158,6 +159,8 @@ function secureContextOptions(tls: TlsMaterial): SecureContextOptions {
 }
 
 async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  // The console's files are public and served before authentication; its calls come back here.
+  if (serveConsole(req, res, shared.log)) return;
   if (isOpenApiPath(req.url)) {
     serveOpenApi(req, res);
     return;

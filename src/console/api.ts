@@ -1,0 +1,177 @@
+/**
+ * Every call the console makes: the admin API on the same origin, with the admin token from the
+ * session. Errors arrive in the API's envelope and are raised as ApiError with its stable code.
+ */
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The token lives in sessionStorage: it survives a reload of the tab (a console must not sign out
+ * on F5) but not the tab itself, and other tabs and origins cannot read it. localStorage would keep
+ * a full-power credential on disk after the browser closes; a cookie would be sent automatically
+ * and invite cross-site request forgery against an API that authenticates by header only.
+ */
+const TOKEN_KEY = 'rcd.adminToken';
+
+export function storedToken(): string | null {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export function storeToken(token: string | null): void {
+  if (token === null) sessionStorage.removeItem(TOKEN_KEY);
+  else sessionStorage.setItem(TOKEN_KEY, token);
+}
+
+/** Audit entries name the console as the actor of its changes. */
+const ACTOR = 'console';
+
+export async function api<T>(method: string, path: string, body?: string | object, token: string | null = storedToken()): Promise<T> {
+  const headers: Record<string, string> = { 'x-rcd-actor': ACTOR };
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  const init: RequestInit = { method, headers };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    headers['content-type'] = typeof body === 'string' ? 'text/plain; charset=utf-8' : 'application/json';
+  }
+  const res = await fetch(`/admin/v1/${path}`, init);
+  const text = await res.text();
+  let json: unknown = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = null;
+  }
+  if (!res.ok) {
+    const err = (json as { error?: { code?: string; message?: string; details?: unknown } } | null)?.error;
+    throw new ApiError(res.status, err?.code ?? 'http_' + res.status, err?.message ?? text, err?.details);
+  }
+  return json as T;
+}
+
+/** A path segment (environment or content id). */
+export function seg(s: string): string {
+  return encodeURIComponent(s);
+}
+
+export interface Environment {
+  id: string;
+  createdAt: string;
+  contentCount: number;
+  keyCount: number;
+}
+
+export interface ContentSummary {
+  id: string;
+  hash: string;
+  revisionCount: number;
+  hasMapping: boolean;
+  updatedAt: string;
+}
+
+export interface Revision {
+  revId: number;
+  number: number;
+  hash: string;
+  minAppVersion: string | null;
+  createdAt: string;
+  text: string;
+}
+
+export interface ContentDetail {
+  id: string;
+  envId: string;
+  revisions: Revision[];
+  mapping: Mapping | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Variant {
+  name: string;
+  mod: [number, number];
+  info?: string;
+}
+
+export interface Rule {
+  segment: string;
+  variants?: Variant[];
+}
+
+export interface Mapping {
+  rules: Rule[];
+}
+
+export interface MappingProblem {
+  rule: number | null;
+  path: string;
+  reason: string;
+}
+
+export interface PreviewRule {
+  index: number;
+  segment: string;
+  applied: boolean;
+  variant: string | null;
+}
+
+export interface Preview {
+  answerText: string;
+  answer: unknown;
+  uid: number;
+  mod: number;
+  revision: number;
+  hash: string;
+  seg: { n: string; v: string | null; i?: string }[];
+  rules: PreviewRule[];
+}
+
+export interface PlanSide {
+  id: string;
+  revision: number;
+  hash: string;
+  text: string;
+  minAppVersion: string | null;
+  mapping: unknown;
+}
+
+export interface PlanItem {
+  id: string;
+  action: 'created' | 'updated' | 'unchanged';
+  hash: string;
+  from: PlanSide;
+  to: PlanSide | null;
+}
+
+export interface Key {
+  id: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+export interface Webhook {
+  id: string;
+  url: string;
+  events: string[];
+  createdAt: string;
+}
+
+export interface AuditEntry {
+  id: number;
+  at: string;
+  actor: string;
+  tokenId: string;
+  action: string;
+  env: string | null;
+  target: string | null;
+  detail: unknown;
+}

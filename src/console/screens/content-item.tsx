@@ -1,0 +1,172 @@
+/**
+ * One content item: the JSONC editor (checked with the server's rules before saving), its revision
+ * history with a diff between any two revisions and rollback, and its mapping with the preview.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiError, seg, type ContentDetail } from '../api.js';
+import { Editor, jsoncDiagnostics } from '../editor.js';
+import { jsoncProblem } from '../jsonc-check.js';
+import { Diff, ErrorBox, Status, useLoad, when } from '../ui.js';
+import { MappingPanel } from './mapping.js';
+
+const NEW_TEXT = '{\n  // a comment stays in the stored text and is stripped on delivery\n}\n';
+
+export function ContentItem({ env, id }: { env: string; id: string }): preact.JSX.Element {
+  const path = `environments/${seg(env)}/content/${seg(id)}`;
+  const detail = useLoad(async () => {
+    try {
+      return await api<ContentDetail>('GET', path);
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'content_not_found') return null;
+      throw err;
+    }
+  }, [path]);
+  const item = detail.data;
+  const newest = item?.revisions[item.revisions.length - 1];
+  const [text, setText] = useState(NEW_TEXT);
+  const [minApp, setMinApp] = useState('');
+  const [status, setStatus] = useState('');
+  const [error, setError] = useState<unknown>(null);
+
+  useEffect(() => {
+    if (newest !== undefined) {
+      setText(newest.text);
+      setMinApp(newest.minAppVersion ?? '');
+    }
+  }, [newest?.revId]);
+
+  const problem = jsoncProblem(text);
+
+  async function save(e: Event): Promise<void> {
+    e.preventDefault();
+    if (problem !== null) return;
+    try {
+      const q = minApp.trim() === '' ? '' : `?minAppVersion=${encodeURIComponent(minApp.trim())}`;
+      const r = await api<{ revision: number; changed: boolean; hash: string }>('PUT', path + q, text);
+      setStatus(r.changed ? `Saved revision ${r.revision} (hash ${r.hash.slice(0, 12)}).` : 'No change: the newest revision already has this text.');
+      setError(null);
+      detail.reload();
+    } catch (err) {
+      setError(err);
+    }
+  }
+
+  return (
+    <section aria-labelledby="item-title">
+      <h2 id="item-title">
+        {id} <span class="muted">in {env}</span>
+      </h2>
+      <ErrorBox error={detail.error} />
+      <form onSubmit={(e) => void save(e)} aria-labelledby="edit-title">
+        <h3 id="edit-title">{newest === undefined ? 'New content' : `Edit (newest: revision ${newest.number})`}</h3>
+        <Editor label="Content JSONC" initial={newest?.text ?? NEW_TEXT} resetKey={newest?.revId ?? 0} onChange={setText} check={jsoncDiagnostics} />
+        {problem !== null ? (
+          <p role="alert" class="error" id="jsonc-problem">
+            Invalid JSONC at line {problem.line}, column {problem.column}: {problem.reason}
+          </p>
+        ) : (
+          <p class="muted" id="jsonc-problem">
+            Valid JSONC.
+          </p>
+        )}
+        <div class="row">
+          <label>
+            Minimum app version <input value={minApp} onInput={(e) => setMinApp(e.currentTarget.value)} placeholder="X.Y.Z (optional)" />
+          </label>
+          <button type="submit" disabled={problem !== null} aria-describedby="jsonc-problem">
+            Save content
+          </button>
+        </div>
+        {status !== '' && <Status>{status}</Status>}
+        <ErrorBox error={error} />
+      </form>
+      {item !== null && item !== undefined && <History item={item} path={path} onChange={detail.reload} />}
+      {item !== null && item !== undefined && <MappingPanel env={env} item={item} onChange={detail.reload} />}
+    </section>
+  );
+}
+
+function History({ item, path, onChange }: { item: ContentDetail; path: string; onChange: () => void }): preact.JSX.Element {
+  const revs = item.revisions;
+  const last = revs[revs.length - 1]!.number;
+  const [a, setA] = useState(Math.max(1, last - 1));
+  const [b, setB] = useState(last);
+  const [status, setStatus] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    setA(Math.max(1, last - 1));
+    setB(last);
+  }, [last]);
+  const ra = revs.find((r) => r.number === a);
+  const rb = revs.find((r) => r.number === b);
+
+  async function rollback(n: number): Promise<void> {
+    try {
+      const r = await api<{ revision: number; changed: boolean }>('POST', `${path}/rollback?to=${n}`);
+      setStatus(r.changed ? `Rolled back: revision ${r.revision} is a copy of revision ${n}.` : `Revision ${n} is already the newest.`);
+      setError(null);
+      onChange();
+    } catch (err) {
+      setError(err);
+    }
+  }
+
+  const options = revs.map((r) => (
+    <option key={r.number} value={r.number}>
+      {r.number}
+    </option>
+  ));
+  return (
+    <section aria-labelledby="history-title">
+      <h3 id="history-title">Revision history</h3>
+      <table>
+        <caption>{revs.length} revisions, newest last</caption>
+        <thead>
+          <tr>
+            <th scope="col">Revision</th>
+            <th scope="col">Hash</th>
+            <th scope="col">Min app version</th>
+            <th scope="col">Created</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody>
+          {revs.map((r) => (
+            <tr key={r.number}>
+              <th scope="row">{r.number}</th>
+              <td>
+                <code>{r.hash.slice(0, 12)}</code>
+              </td>
+              <td>{r.minAppVersion ?? ''}</td>
+              <td>{when(r.createdAt)}</td>
+              <td>
+                {r.number !== last && (
+                  <button type="button" onClick={() => void rollback(r.number)} aria-label={`Roll back to revision ${r.number}`}>
+                    Roll back
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {status !== '' && <Status>{status}</Status>}
+      <ErrorBox error={error} />
+      <div class="row">
+        <label>
+          Compare revision{' '}
+          <select value={a} onChange={(e) => setA(Number(e.currentTarget.value))}>
+            {options}
+          </select>
+        </label>
+        <label>
+          with revision{' '}
+          <select value={b} onChange={(e) => setB(Number(e.currentTarget.value))}>
+            {options}
+          </select>
+        </label>
+      </div>
+      {ra !== undefined && rb !== undefined && <Diff before={ra.text} after={rb.text} label={`Diff of revision ${a} and revision ${b}`} />}
+    </section>
+  );
+}

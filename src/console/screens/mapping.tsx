@@ -1,0 +1,237 @@
+/**
+ * A content item's mapping: the rules' editor with the server's validation messages grouped per
+ * rule, the preview of one user context (the server evaluates it with the delivery code), and how
+ * each A/B test splits the mods 0-999.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import type { Diagnostic } from '@codemirror/lint';
+import { api, ApiError, seg, type ContentDetail, type Mapping, type MappingProblem, type Preview } from '../api.js';
+import { Editor } from '../editor.js';
+import { lineColumn, locateJsonError } from '../../store/jsonc.js';
+import { ErrorBox, Status } from '../ui.js';
+
+const EXAMPLE = '{\n  "rules": []\n}\n';
+
+function jsonDiagnostics(text: string): Diagnostic[] {
+  try {
+    JSON.parse(text);
+    return [];
+  } catch {
+    const at = locateJsonError(text) ?? { index: 0, reason: 'invalid JSON' };
+    const { line, column } = lineColumn(text, at.index);
+    const from = Math.min(at.index, text.length);
+    return [{ from, to: Math.min(from + 1, text.length), severity: 'error', message: `line ${line}, column ${column}: ${at.reason}` }];
+  }
+}
+
+export function MappingPanel({ env, item, onChange }: { env: string; item: ContentDetail; onChange: () => void }): preact.JSX.Element {
+  const path = `environments/${seg(env)}/content/${seg(item.id)}`;
+  const stored = item.mapping === null ? EXAMPLE : JSON.stringify(item.mapping, null, 2) + '\n';
+  const [text, setText] = useState(stored);
+  const [problems, setProblems] = useState<MappingProblem[]>([]);
+  const [status, setStatus] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => setText(stored), [stored]);
+
+  async function save(): Promise<void> {
+    try {
+      const r = await api<{ mappingId: number; ruleCount: number }>('PUT', `${path}/mapping`, text);
+      setStatus(`Mapping saved: ${r.ruleCount} rules (mapping ${r.mappingId}).`);
+      setProblems([]);
+      setError(null);
+      onChange();
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 'invalid_mapping' && Array.isArray(err.details)) {
+        setProblems(err.details as MappingProblem[]);
+        setError(null);
+      } else {
+        setProblems([]);
+        setError(err);
+      }
+      setStatus('');
+    }
+  }
+
+  async function remove(): Promise<void> {
+    try {
+      await api('DELETE', `${path}/mapping`);
+      setStatus('Mapping deleted.');
+      setError(null);
+      onChange();
+    } catch (err) {
+      setError(err);
+    }
+  }
+
+  const byRule = new Map<string, MappingProblem[]>();
+  for (const p of problems) {
+    const k = p.rule === null ? 'Mapping' : `Rule ${p.rule}`;
+    byRule.set(k, [...(byRule.get(k) ?? []), p]);
+  }
+  const parseProblem = jsonDiagnostics(text)[0];
+
+  return (
+    <section aria-labelledby="mapping-title">
+      <h3 id="mapping-title">Mapping</h3>
+      <Editor label="Mapping JSON" initial={stored} resetKey={stored} onChange={setText} check={jsonDiagnostics} />
+      {parseProblem !== undefined && (
+        <p role="alert" class="error">
+          Invalid JSON: {parseProblem.message}
+        </p>
+      )}
+      <div class="row">
+        <button type="button" onClick={() => void save()} disabled={parseProblem !== undefined}>
+          Save mapping
+        </button>
+        {item.mapping !== null && (
+          <button type="button" onClick={() => void remove()}>
+            Delete mapping
+          </button>
+        )}
+      </div>
+      {status !== '' && <Status>{status}</Status>}
+      <ErrorBox error={error} />
+      {problems.length > 0 && (
+        <div role="alert" class="error" aria-label="Mapping problems">
+          <p>The mapping was refused; the previous one keeps serving.</p>
+          {[...byRule].map(([rule, list]) => (
+            <section key={rule} aria-label={rule}>
+              <h4>{rule}</h4>
+              <ul>
+                {list.map((p, i) => (
+                  <li key={i}>
+                    <code>{p.path}</code>: {p.reason}
+                  </li>
+                ))}
+              </ul>
+            </section>
+          ))}
+        </div>
+      )}
+      {item.mapping !== null && <ModTable mapping={item.mapping} />}
+      {item.mapping !== null && <PreviewForm path={path} />}
+    </section>
+  );
+}
+
+/** Each A/B test's variants over the mods 0-999, the mods no variant takes, and each share. */
+function ModTable({ mapping }: { mapping: Mapping }): preact.JSX.Element | null {
+  const tests = mapping.rules.map((r, i) => ({ r, i })).filter(({ r }) => Array.isArray(r.variants));
+  if (tests.length === 0) return null;
+  return (
+    <table>
+      <caption>A/B tests: mod ranges over 0-999</caption>
+      <thead>
+        <tr>
+          <th scope="col">Rule</th>
+          <th scope="col">Variant</th>
+          <th scope="col">Mods</th>
+          <th scope="col">Share</th>
+        </tr>
+      </thead>
+      <tbody>
+        {tests.flatMap(({ r, i }) => {
+          const ranges = [...(r.variants ?? [])].sort((x, y) => x.mod[0] - y.mod[0]);
+          const rows: { name: string; from: number; to: number }[] = [];
+          let next = 0;
+          for (const v of ranges) {
+            if (v.mod[0] > next) rows.push({ name: '(not in the test)', from: next, to: v.mod[0] - 1 });
+            rows.push({ name: v.name, from: v.mod[0], to: v.mod[1] });
+            next = v.mod[1] + 1;
+          }
+          if (next <= 999) rows.push({ name: '(not in the test)', from: next, to: 999 });
+          return rows.map((row) => (
+            <tr key={`${i}-${row.from}`}>
+              <th scope="row">
+                {i}: {r.segment}
+              </th>
+              <td>{row.name}</td>
+              <td>
+                {row.from}-{row.to}
+              </td>
+              <td>{((row.to - row.from + 1) / 10).toFixed(1)}%</td>
+            </tr>
+          ));
+        })}
+      </tbody>
+    </table>
+  );
+}
+
+function PreviewForm({ path }: { path: string }): preact.JSX.Element {
+  const [u, setU] = useState('');
+  const [p, setP] = useState('{}');
+  const [v, setV] = useState('');
+  const [result, setResult] = useState<Preview | null>(null);
+  const [error, setError] = useState<unknown>(null);
+
+  async function run(e: Event): Promise<void> {
+    e.preventDefault();
+    let attrs: unknown;
+    try {
+      attrs = JSON.parse(p);
+    } catch {
+      setError(new Error('p must be a JSON object, e.g. {"country":"DE"}'));
+      return;
+    }
+    const body: Record<string, unknown> = { u, p: attrs };
+    if (v.trim() !== '') body.v = v.trim();
+    try {
+      setResult(await api<Preview>('POST', `${path}/preview`, body));
+      setError(null);
+    } catch (err) {
+      setResult(null);
+      setError(err);
+    }
+  }
+
+  return (
+    <section aria-labelledby="preview-title">
+      <h4 id="preview-title">Preview</h4>
+      <form class="row" onSubmit={(e) => void run(e)}>
+        <label>
+          User id (u) <input value={u} onInput={(e) => setU(e.currentTarget.value)} />
+        </label>
+        <label>
+          Attributes (p, JSON) <input value={p} onInput={(e) => setP(e.currentTarget.value)} />
+        </label>
+        <label>
+          App version (v) <input value={v} onInput={(e) => setV(e.currentTarget.value)} placeholder="X.Y.Z (optional)" />
+        </label>
+        <button type="submit">Preview</button>
+      </form>
+      <ErrorBox error={error} />
+      {result !== null && (
+        <div role="region" aria-label="Preview result">
+          <p>
+            uid {result.uid}, <strong>mod {result.mod}</strong>, revision {result.revision}
+          </p>
+          <table>
+            <caption>Rules for this user</caption>
+            <thead>
+              <tr>
+                <th scope="col">Rule</th>
+                <th scope="col">Applied</th>
+                <th scope="col">Variant (A/B group)</th>
+              </tr>
+            </thead>
+            <tbody>
+              {result.rules.map((r) => (
+                <tr key={r.index}>
+                  <th scope="row">
+                    {r.index}: {r.segment}
+                  </th>
+                  <td>{r.applied ? 'yes' : 'no'}</td>
+                  <td>{r.variant ?? ''}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <pre aria-label="Delivered answer" tabIndex={0}>
+            {JSON.stringify(result.answer, null, 2)}
+          </pre>
+        </div>
+      )}
+    </section>
+  );
+}

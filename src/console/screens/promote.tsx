@@ -1,0 +1,110 @@
+/** Promote: plan a sync from one environment to another, see each item's diff, then confirm. */
+import { useState } from 'preact/hooks';
+import { api, seg, type Environment, type PlanItem } from '../api.js';
+import { Diff, ErrorBox, Status, useLoad } from '../ui.js';
+
+function describeSide(text: string, minAppVersion: string | null, mapping: unknown): string {
+  const head = minAppVersion === null ? '' : `// minAppVersion ${minAppVersion}\n`;
+  return `${head}${text.replace(/\n?$/, '\n')}// mapping\n${mapping === null ? 'none' : JSON.stringify(mapping, null, 2)}\n`;
+}
+
+export function Promote(): preact.JSX.Element {
+  const envs = useLoad(() => api<{ environments: Environment[] }>('GET', 'environments'), []);
+  const names = (envs.data?.environments ?? []).map((e) => e.id);
+  const [from, setFrom] = useState('');
+  const [to, setTo] = useState('');
+  const [ids, setIds] = useState('');
+  const [plan, setPlan] = useState<PlanItem[] | null>(null);
+  const [status, setStatus] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  const source = from || names[0] || '';
+  const target = to || names.find((n) => n !== source) || '';
+
+  function body(dryRun: boolean): object {
+    const list = ids
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '');
+    return list.length === 0 ? { to: target, dryRun } : { to: target, ids: list, dryRun };
+  }
+
+  async function planIt(e: Event): Promise<void> {
+    e.preventDefault();
+    try {
+      const r = await api<{ items: PlanItem[] }>('POST', `environments/${seg(source)}/sync`, body(true));
+      setPlan(r.items);
+      setStatus('');
+      setError(null);
+    } catch (err) {
+      setPlan(null);
+      setError(err);
+    }
+  }
+
+  async function confirm(): Promise<void> {
+    try {
+      const r = await api<{ items: { action: string }[] }>('POST', `environments/${seg(source)}/sync`, body(false));
+      const moved = r.items.filter((i) => i.action !== 'unchanged').length;
+      setStatus(`Promoted ${source} to ${target}: ${moved} items created or updated.`);
+      setPlan(null);
+      setError(null);
+    } catch (err) {
+      setError(err);
+    }
+  }
+
+  const changes = plan?.filter((i) => i.action !== 'unchanged') ?? [];
+  return (
+    <section aria-labelledby="promote-title">
+      <h2 id="promote-title">Promote</h2>
+      <form class="row" onSubmit={(e) => void planIt(e)}>
+        <label>
+          From environment{' '}
+          <select value={source} onChange={(e) => setFrom(e.currentTarget.value)}>
+            {names.map((n) => (
+              <option key={n}>{n}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          To environment{' '}
+          <select value={target} onChange={(e) => setTo(e.currentTarget.value)}>
+            {names.map((n) => (
+              <option key={n}>{n}</option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Content ids (comma-separated, empty for all) <input value={ids} onInput={(e) => setIds(e.currentTarget.value)} />
+        </label>
+        <button type="submit">Show changes</button>
+      </form>
+      <ErrorBox error={error ?? envs.error} />
+      {status !== '' && <Status>{status}</Status>}
+      {plan !== null && (
+        <div role="region" aria-label="Planned changes">
+          <p>
+            {changes.length} of {plan.length} items would change in {target}.
+          </p>
+          {plan.map((item) => (
+            <section key={item.id} aria-label={`${item.id}: ${item.action}`}>
+              <h3>
+                {item.id}: {item.action}
+              </h3>
+              {item.action !== 'unchanged' && (
+                <Diff
+                  before={item.to === null ? '' : describeSide(item.to.text, item.to.minAppVersion, item.to.mapping)}
+                  after={describeSide(item.from.text, item.from.minAppVersion, item.from.mapping)}
+                  label={`Diff of ${item.id}`}
+                />
+              )}
+            </section>
+          ))}
+          <button type="button" onClick={() => void confirm()} disabled={changes.length === 0}>
+            Confirm promotion to {target}
+          </button>
+        </div>
+      )}
+    </section>
+  );
+}
