@@ -33,8 +33,9 @@ const CONTENT_COLUMNS = `c.content_pk, c.env_id, c.id_lower, c.id, c.mapping_id,
          FROM contents c LEFT JOIN mappings m ON m.mapping_id = c.mapping_id`;
 const REVISION_COLUMNS = 'content_pk, rev_id, number, hash, min_app_version, created_at FROM revisions';
 
+/** The newest entry this transaction sees (schema.ts: never an uncommitted writer's number). */
 async function headSeq(tx: Tx | Sql): Promise<number> {
-  const rows = await tx.unsafe<{ seq: number }[]>('SELECT seq FROM change_head', [], { prepare: true });
+  const rows = await tx.unsafe<{ seq: number | null }[]>('SELECT max(seq) AS seq FROM change_log', [], { prepare: true });
   return rows[0]?.seq ?? 0;
 }
 
@@ -65,8 +66,8 @@ export async function changesSince(tx: Tx, afterSeq: number, limit: number): Pro
   const head = await headSeq(tx);
   if (afterSeq >= head) return { entries: [], headSeq: head, complete: true };
   const oldest = (await tx.unsafe<{ seq: number | null }[]>('SELECT min(seq) AS seq FROM change_log', [], { prepare: true }))[0]?.seq ?? null;
-  // Numbered without gaps (schema.ts), so the log holds everything after afterSeq exactly when
-  // its oldest entry is no later than afterSeq + 1.
+  // Numbered in commit order (schema.ts): the log holds everything after afterSeq when its oldest
+  // entry is no later than afterSeq + 1 (a rollback's gap there costs a needless reload, no loss).
   if (oldest === null || oldest > afterSeq + 1) return { entries: [], headSeq: head, complete: false };
   const rows = await tx.unsafe<{ seq: number; kind: string; env_id: string; target: string }[]>(
     'SELECT seq, kind, env_id, target FROM change_log WHERE seq > $1 ORDER BY seq LIMIT $2',
