@@ -37,6 +37,7 @@ import type {
   DirectorySnapshot,
   EnvironmentInfo,
   ImportReport,
+  KeyDigest,
   KeyInfo,
   NodeRecord,
   PutContentResult,
@@ -444,6 +445,21 @@ export class PostgresStore implements Store {
     return this.write(async (rows) => {
       const owners = await rows.keyOwners(bundleKeyDigests(bundle));
       return applyPlan(rows, planImport(bundle, (digest) => owners.get(digest)));
+    });
+  }
+
+  /**
+   * `rcd migrate`: a bundle (every revision and mapping) and the API keys as digests (plain keys
+   * are never stored, so a bundle cannot carry them), in one transaction, into an empty store.
+   */
+  importWithKeyDigests(bundle: unknown, keys: readonly KeyDigest[]): Promise<ImportReport> {
+    return this.write(async (rows) => {
+      const n = (await rows.tx.unsafe<{ n: number }[]>('SELECT count(*)::int AS n FROM environments'))[0]?.n ?? 0;
+      if (n > 0) throw new RcdError('conflict', `the target store already holds ${n} environment(s): rcd migrate copies into an empty store only`);
+      const report = await applyPlan(rows, planImport(bundle, () => undefined));
+      const at = nowIso();
+      for (const k of keys) await rows.insertKey(k.keyId, k.envId, k.digest, at);
+      return { ...report, keysAdded: keys.length };
     });
   }
 
