@@ -78,7 +78,7 @@ describe('rcd migrate / import / export with a PostgreSQL store', () => {
     expect((await call(node.url, '/api/v1/config/shop', { key: 'prod-revoked-key-0002' })).status).toBe(401);
   }, 60_000);
 
-  it('rcd import --store postgres:// imports a bundle, idempotently', async () => {
+  it('rcd import --store postgres:// imports a bundle, idempotently', () => {
     const file = join(dir, 'bundle.json');
     writeFileSync(file, JSON.stringify({ environments: { live: { keys: ['live-key-00000001'], content: { A: { json: { a: 1 } } } } } }));
     const first = rcd('import', file, '--store', db.url);
