@@ -164,7 +164,7 @@ export class PostgresStore implements Store {
   }
 
   changesSince(afterSeq: number, limit: number): Promise<ChangeBatch> {
-    return this.read((tx) => routing.changesSince(tx, afterSeq, limit));
+    return this.call(() => routing.changesSince(this.sql, afterSeq, limit));
   }
 
   loadDelta(entries: readonly ChangeEntry[], fromSeq: number, toSeq: number): Promise<RoutingDelta> {
