@@ -26,6 +26,8 @@ Usage:
   rcd export [--store URL]       write a bundle of the store to stdout (API keys are not exported)
   rcd export --client-defaults ENV [--app-version X.Y.Z] [--store URL]
                                  the client SDK's first-launch values of ENV (docs/client.md)
+  rcd migrate --from URL --to postgres://...
+                                 copy a store (e.g. sqlite:PATH) into an empty PostgreSQL database, keys included
   rcd <command> --help           options of one command
 
   rcd import FILE --admin-url URL / rcd export --admin-url URL
@@ -153,6 +155,22 @@ async function exportCommand(args: string[]): Promise<number> {
   }
 }
 
+async function migrateCommand(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { from: { type: 'string' }, to: { type: 'string' }, help: { type: 'boolean' } }, strict: true });
+  if (values.help === true || values.from === undefined || values.to === undefined) {
+    process.stdout.write(
+      'rcd migrate --from URL --to postgres://user:password@host:port/database\n\n' +
+        'Copies every environment, revision, mapping and active API key (as its digest) of the store --from\n' +
+        'into the empty PostgreSQL database --to, in one transaction. Stop the servers writing to --from first.\n',
+    );
+    return values.help === true ? 0 : 2;
+  }
+  const { migrateStore } = await import('./store/migrate.js');
+  const report = await migrateStore(values.from, values.to);
+  process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+  return 0;
+}
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -168,6 +186,8 @@ async function main(argv: string[]): Promise<number> {
       return viaAdmin(rest) ? runAdminCommand(argv) : importCommand(rest);
     case 'export':
       return viaAdmin(rest) ? runAdminCommand(argv) : exportCommand(rest);
+    case 'migrate':
+      return migrateCommand(rest);
     default:
       if (ADMIN_COMMANDS.includes(command)) return runAdminCommand(argv);
       process.stderr.write(`rcd: unknown command "${command}"\n\n${USAGE}`);

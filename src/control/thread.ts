@@ -133,7 +133,11 @@ async function open(): Promise<void> {
   }
   nodes = new NodeRegistry(store, logError);
   await nodes.start(feeds.appliedSeq);
-  follower = new StoreFollower(store, followExternalWrite, (err) => logError(`following the store's changes failed: ${describe(err)}`));
+  follower = new StoreFollower(store, followExternalWrite, (err) => {
+    // An unreachable store is reported once by checkStore, not once per catch-up attempt.
+    if (err instanceof RcdError && err.code === 'store_unavailable') return;
+    logError(`following the store's changes failed: ${describe(err)}`);
+  });
   await follower.start();
   checkTimer = setInterval(checkStore, STORE_CHECK_MS);
   post({ type: 'opened', readerUrl: store.readerUrl, adminPort });

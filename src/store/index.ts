@@ -91,7 +91,8 @@ export function openStore(url: string, opts: OpenStoreOptions = {}): Promise<Sto
  * database of a newer schema is store_schema_too_new.
  */
 async function openPostgresStore(url: string, opts: OpenStoreOptions): Promise<Store> {
-  const sql = connect(url, { poolSize: opts.poolSize ?? DEFAULT_PG_POOL_SIZE, connectTimeoutMs: DEFAULT_PG_CONNECT_TIMEOUT_MS });
+  const poolSize = opts.poolSize ?? DEFAULT_PG_POOL_SIZE;
+  const sql = connect(url, { poolSize, connectTimeoutMs: DEFAULT_PG_CONNECT_TIMEOUT_MS });
   try {
     await migratePostgres(sql);
   } catch (err) {
@@ -99,7 +100,7 @@ async function openPostgresStore(url: string, opts: OpenStoreOptions): Promise<S
     if (isUnreachable(err)) throw new RcdError('store_unavailable', `the database ${redactPostgresUrl(url)} is unreachable: ${describePgError(err)}`);
     throw err;
   }
-  return new PostgresStore(sql, url, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
+  return new PostgresStore(sql, url, opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS, poolSize);
 }
 
 /** A worker thread's reader: synchronous for SQLite stores, batched and awaited for PostgreSQL. */

@@ -103,6 +103,11 @@ export function isUnreachable(err: unknown): boolean {
   return UNREACHABLE_CODES.has(code) || code.startsWith('08');
 }
 
+/** The server ended the session (a shutdown or restart, or pg_terminate_backend): its transaction was rolled back. */
+export function isSessionTerminated(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === '57P01';
+}
+
 /** lock_not_available: the write lock was held elsewhere past lock_timeout. */
 const LOCK_TIMEOUT = '55P03';
 

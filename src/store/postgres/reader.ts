@@ -10,7 +10,9 @@
  */
 import postgres from 'postgres';
 import type { RevisionSource, RevisionText } from '../types.js';
-import { connect, DEFAULT_PG_CONNECT_TIMEOUT_MS } from './connection.js';
+import { connect, DEFAULT_PG_CONNECT_TIMEOUT_MS, isUnreachable } from './connection.js';
+
+const RETRIES = 2;
 
 export class PostgresRevisionSource implements RevisionSource {
   private readonly sql: postgres.Sql;
@@ -19,13 +21,28 @@ export class PostgresRevisionSource implements RevisionSource {
     this.sql = connect(url, { poolSize: 1, connectTimeoutMs: DEFAULT_PG_CONNECT_TIMEOUT_MS });
   }
 
+  /**
+   * Retries a lost connection (reads are idempotent): a connection idle while the database
+   * restarted holds the shutdown's error (57P01) and hands it to the next query, which fails
+   * without reaching the server; the attempts after it open a new connection. A database that is
+   * really down refuses them at once, and the batch answers 503 store_unavailable.
+   */
+  private async query<T extends object[]>(text: string, params: unknown[]): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.sql.unsafe<T>(text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
+      } catch (err) {
+        if (!isUnreachable(err) || attempt >= RETRIES) throw err;
+      }
+    }
+  }
+
   async readRevisions(revIds: readonly number[]): Promise<Map<number, RevisionText>> {
     const out = new Map<number, RevisionText>();
     if (revIds.length === 0) return out;
-    const rows = await this.sql.unsafe<{ rev_id: number; minified: string; hash: string }[]>(
+    const rows = await this.query<{ rev_id: number; minified: string; hash: string }[]>(
       'SELECT rev_id, minified, hash FROM revisions WHERE rev_id = ANY($1::bigint[])',
-      [revIds as number[]],
-      { prepare: true },
+      [revIds],
     );
     for (const r of rows) out.set(r.rev_id, { revId: r.rev_id, minified: r.minified, hash: r.hash });
     return out;
@@ -34,11 +51,9 @@ export class PostgresRevisionSource implements RevisionSource {
   async readMappings(mappingIds: readonly number[]): Promise<Map<number, string>> {
     const out = new Map<number, string>();
     if (mappingIds.length === 0) return out;
-    const rows = await this.sql.unsafe<{ mapping_id: number; json: string }[]>(
-      'SELECT mapping_id, json FROM mappings WHERE mapping_id = ANY($1::bigint[])',
-      [mappingIds as number[]],
-      { prepare: true },
-    );
+    const rows = await this.query<{ mapping_id: number; json: string }[]>('SELECT mapping_id, json FROM mappings WHERE mapping_id = ANY($1::bigint[])', [
+      mappingIds,
+    ]);
     for (const r of rows) out.set(r.mapping_id, r.json);
     return out;
   }

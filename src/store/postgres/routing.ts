@@ -33,8 +33,9 @@ const CONTENT_COLUMNS = `c.content_pk, c.env_id, c.id_lower, c.id, c.mapping_id,
          FROM contents c LEFT JOIN mappings m ON m.mapping_id = c.mapping_id`;
 const REVISION_COLUMNS = 'content_pk, rev_id, number, hash, min_app_version, created_at FROM revisions';
 
+/** The newest entry this transaction sees (schema.ts: never an uncommitted writer's number). */
 async function headSeq(tx: Tx | Sql): Promise<number> {
-  const rows = await tx.unsafe<{ seq: number }[]>('SELECT seq FROM change_head', [], { prepare: true });
+  const rows = await tx.unsafe<{ seq: number | null }[]>('SELECT max(seq) AS seq FROM change_log', [], { prepare: true });
   return rows[0]?.seq ?? 0;
 }
 
@@ -61,19 +62,30 @@ export async function snapshot(tx: Tx): Promise<DirectorySnapshot> {
   return { seq, environments, keys, contents };
 }
 
-export async function changesSince(tx: Tx, afterSeq: number, limit: number): Promise<ChangeBatch> {
-  const head = await headSeq(tx);
-  if (afterSeq >= head) return { entries: [], headSeq: head, complete: true };
-  const oldest = (await tx.unsafe<{ seq: number | null }[]>('SELECT min(seq) AS seq FROM change_log', [], { prepare: true }))[0]?.seq ?? null;
-  // Numbered without gaps (schema.ts), so the log holds everything after afterSeq exactly when
-  // its oldest entry is no later than afterSeq + 1.
-  if (oldest === null || oldest > afterSeq + 1) return { entries: [], headSeq: head, complete: false };
-  const rows = await tx.unsafe<{ seq: number; kind: string; env_id: string; target: string }[]>(
-    'SELECT seq, kind, env_id, target FROM change_log WHERE seq > $1 ORDER BY seq LIMIT $2',
+/**
+ * One statement, so one snapshot without a transaction around it: the head, the oldest entry and the
+ * entries after afterSeq. It runs after every commit on every node and once a second when idle, so
+ * the BEGIN and COMMIT round trips a transaction would add are worth saving.
+ */
+export async function changesSince(sql: Tx | Sql, afterSeq: number, limit: number): Promise<ChangeBatch> {
+  const rows = await sql.unsafe<{ head: number | null; oldest: number | null; seq: number | null; kind: string | null; env_id: string | null; target: string | null }[]>(
+    `WITH h AS (SELECT max(seq) AS head, min(seq) AS oldest FROM change_log)
+     SELECT h.head, h.oldest, c.seq, c.kind, c.env_id, c.target
+       FROM h LEFT JOIN LATERAL (SELECT seq, kind, env_id, target FROM change_log WHERE seq > $1 ORDER BY seq LIMIT $2) c ON true
+      ORDER BY c.seq`,
     [afterSeq, limit],
     { prepare: true },
   );
-  const entries: ChangeEntry[] = rows.map((r) => ({ seq: r.seq, kind: r.kind as ChangeKind, envId: r.env_id, target: r.target }));
+  const head = rows[0]?.head ?? 0;
+  if (afterSeq >= head) return { entries: [], headSeq: head, complete: true };
+  const oldest = rows[0]?.oldest ?? null;
+  // Numbered in commit order (schema.ts): the log holds everything after afterSeq when its oldest
+  // entry is no later than afterSeq + 1 (a rollback's gap there costs a needless reload, no loss).
+  if (oldest === null || oldest > afterSeq + 1) return { entries: [], headSeq: head, complete: false };
+  const entries: ChangeEntry[] = [];
+  for (const r of rows) {
+    if (r.seq !== null) entries.push({ seq: r.seq, kind: r.kind as ChangeKind, envId: r.env_id!, target: r.target! });
+  }
   return { entries, headSeq: head, complete: true };
 }
 
@@ -87,18 +99,22 @@ export async function delta(tx: Tx, entries: readonly ChangeEntry[], fromSeq: nu
     else if (e.kind === 'key') keyIds.add(`${e.envId}\0${e.target}`);
     else contentSlots.set(`${e.envId}\0${e.target}`, { envId: e.envId, idLower: e.target });
   }
+  // A kind the entries do not name costs no query: a content edit reads contents and revisions only.
   const existing = new Set(
-    (await tx.unsafe<{ env_id: string }[]>('SELECT env_id FROM environments WHERE env_id = ANY($1::text[])', [[...envIds]])).map((r) => r.env_id),
+    envIds.size === 0
+      ? []
+      : (await tx.unsafe<{ env_id: string }[]>('SELECT env_id FROM environments WHERE env_id = ANY($1::text[])', [[...envIds]])).map((r) => r.env_id),
   );
   const environments = [...envIds].map((envId) => ({ envId, exists: existing.has(envId) }));
 
   const keyTargets = [...keyIds].map((s) => s.split('\0') as [string, string]);
   const keyRows = new Map(
-    (
-      await tx.unsafe<{ digest: string; key_id: string; env_id: string; revoked_at: string | null }[]>(
-        'SELECT digest, key_id, env_id, revoked_at FROM api_keys WHERE key_id = ANY($1::text[])',
-        [keyTargets.map((k) => k[1])],
-      )
+    (keyTargets.length === 0
+      ? []
+      : await tx.unsafe<{ digest: string; key_id: string; env_id: string; revoked_at: string | null }[]>(
+          'SELECT digest, key_id, env_id, revoked_at FROM api_keys WHERE key_id = ANY($1::text[])',
+          [keyTargets.map((k) => k[1])],
+        )
     ).map((r) => [r.key_id, r]),
   );
   const keys = keyTargets.map(([envId, keyId]) => {
@@ -108,10 +124,13 @@ export async function delta(tx: Tx, entries: readonly ChangeEntry[], fromSeq: nu
   });
 
   const slots = [...contentSlots.values()];
-  const contentRows = await tx.unsafe<ContentMetaRow[]>(
-    `SELECT ${CONTENT_COLUMNS} JOIN unnest($1::text[], $2::text[]) AS t(env_id, id_lower) ON t.env_id = c.env_id AND t.id_lower = c.id_lower`,
-    [slots.map((s) => s.envId), slots.map((s) => s.idLower)],
-  );
+  const contentRows =
+    slots.length === 0
+      ? []
+      : await tx.unsafe<ContentMetaRow[]>(
+          `SELECT ${CONTENT_COLUMNS} JOIN unnest($1::text[], $2::text[]) AS t(env_id, id_lower) ON t.env_id = c.env_id AND t.id_lower = c.id_lower`,
+          [slots.map((s) => s.envId), slots.map((s) => s.idLower)],
+        );
   const revs = new Map<number, RevisionMeta[]>();
   if (contentRows.length > 0) {
     const revRows = await tx.unsafe<RevisionMetaRow[]>(`SELECT ${REVISION_COLUMNS} WHERE content_pk = ANY($1::bigint[]) ORDER BY content_pk, number`, [

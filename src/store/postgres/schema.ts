@@ -7,15 +7,17 @@
  * missing ones in one transaction under an advisory lock, so nodes starting together cannot both
  * apply one; a database written by a newer rcd (a higher version) is refused with store_schema_too_new.
  *
- * The change log. SQLite numbers entries with AUTOINCREMENT under its single writer, which makes the
- * numbers gapless and committed in order; the readers rely on both (ChangeBatch.complete, and a
- * reader that reads after seq N must never later find an entry numbered N or less). A PostgreSQL
- * sequence is neither (a rolled-back transaction burns numbers; two transactions commit in either
- * order), so entries are numbered from a one-row counter (`change_head`) that the logging function
- * increments: the row lock it takes is held until commit, so a second writer waits for the first to
- * commit before it numbers its own entries, and a rollback returns its numbers. Store writes also
- * take WRITE_LOCK first (store.ts), which gives their read-validate-write steps SQLite's
- * single-writer semantics.
+ * The change log. SQLite numbers entries with AUTOINCREMENT under its single writer, so a reader
+ * that read up to seq N never later finds an entry numbered N or less. A PostgreSQL sequence alone
+ * does not give that (two transactions may commit in either order), so the logging function first
+ * takes the store's write lock (WRITE_LOCK, an advisory lock held until commit; the store's writes
+ * take it before anything else, so for them it is already held): numbers are drawn by one writer
+ * at a time and committed in their order. The head of the log is its highest visible seq, read in
+ * the reader's own snapshot, so an uncommitted writer's numbers are never announced. A rolled-back
+ * write leaves a gap, which readers treat as nothing (at worst, a gap right after a reader's seq at
+ * the start of a pruned log makes it reload a snapshot). Measured: a counter row updated per entry
+ * instead made a 100,000-item write take minutes (every update of one row in one transaction adds
+ * a version to walk); the sequence takes seconds.
  *
  * Every logged entry also sends `NOTIFY rcd_changes` (one per transaction: PostgreSQL folds equal
  * notifications of one transaction), delivered at commit to every listening node.
@@ -26,7 +28,7 @@ import { RcdError } from '../../runtime/errors.js';
 /** The channel every node LISTENs on. */
 export const CHANGE_CHANNEL = 'rcd_changes';
 /** pg_advisory_xact_lock keys: store writes, and migrations. */
-export const WRITE_LOCK = 7_301_001;
+export const WRITE_LOCK = 7_301_001; // also written in rcd_log_change below
 const MIGRATION_LOCK = 7_301_002;
 
 const MIGRATIONS: readonly string[] = [
@@ -74,8 +76,7 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX mappings_content ON mappings(content_pk);
 
-  CREATE TABLE change_head (seq bigint NOT NULL);
-  INSERT INTO change_head (seq) VALUES (0);
+  CREATE SEQUENCE change_seq;
   CREATE TABLE change_log (
     seq    bigint PRIMARY KEY,
     kind   text NOT NULL,
@@ -83,10 +84,9 @@ const MIGRATIONS: readonly string[] = [
     target text NOT NULL
   );
   CREATE FUNCTION rcd_log_change(k text, e text, t text) RETURNS void LANGUAGE plpgsql AS $$
-  DECLARE s bigint;
   BEGIN
-    UPDATE change_head SET seq = seq + 1 RETURNING seq INTO s;
-    INSERT INTO change_log (seq, kind, env_id, target) VALUES (s, k, e, t);
+    PERFORM pg_advisory_xact_lock(7301001);
+    INSERT INTO change_log (seq, kind, env_id, target) VALUES (nextval('change_seq'), k, e, t);
     PERFORM pg_notify('rcd_changes', '');
   END $$;
   CREATE FUNCTION rcd_environment_changed() RETURNS trigger LANGUAGE plpgsql AS $$

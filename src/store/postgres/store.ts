@@ -37,6 +37,7 @@ import type {
   DirectorySnapshot,
   EnvironmentInfo,
   ImportReport,
+  KeyDigest,
   KeyInfo,
   NodeRecord,
   PutContentResult,
@@ -44,7 +45,7 @@ import type {
   Store,
   SyncReport,
 } from '../types.js';
-import { describePgError, isUnreachable, pgFailure, type Sql, type Tx } from './connection.js';
+import { describePgError, isSessionTerminated, isUnreachable, pgFailure, type Sql, type Tx } from './connection.js';
 import { PgRows } from './rows.js';
 import * as routing from './routing.js';
 import { CHANGE_CHANNEL, WRITE_LOCK } from './schema.js';
@@ -59,14 +60,16 @@ export class PostgresStore implements Store {
   readonly readerUrl: string;
   private readonly sql: Sql;
   private readonly busyTimeoutMs: number;
+  private readonly poolSize: number;
   private closed = false;
   private unreachable: string | null = null;
   private probe: NodeJS.Timeout | null = null;
   private probeDelayMs = PROBE_FIRST_MS;
   private readonly wakers = new Set<() => void>();
 
-  constructor(sql: Sql, readerUrl: string, busyTimeoutMs: number) {
+  constructor(sql: Sql, readerUrl: string, busyTimeoutMs: number, poolSize: number) {
     this.sql = sql;
+    this.poolSize = poolSize;
     this.readerUrl = readerUrl;
     this.busyTimeoutMs = busyTimeoutMs;
   }
@@ -75,25 +78,40 @@ export class PostgresStore implements Store {
     return this.unreachable;
   }
 
-  /** Runs a call against the database, sorting its failure (connection.ts) and tracking reachability. */
-  private async call<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs a call against the database, sorting its failure (connection.ts) and tracking
+   * reachability. A pooled connection that was idle while the database restarted holds the
+   * shutdown's error (57P01, admin_shutdown) and hands it to its next query; that call is run again
+   * on another connection. A read is retried once on any lost connection; a write only on 57P01: the
+   * server sends it when it terminates a session, which rolls back the open transaction, so
+   * nothing of the first attempt was committed (a connection lost during COMMIT may have
+   * committed, and is not retried).
+   */
+  private async call<T>(fn: () => Promise<T>, idempotent = true): Promise<T> {
     if (this.closed) throw new RcdError('internal', 'the store is closed');
     if (this.unreachable !== null) throw new RcdError('store_unavailable', `the store is unreachable (${this.unreachable}); retrying in the background`);
-    try {
-      return await fn();
-    } catch (err) {
-      if (isUnreachable(err)) this.markUnreachable(describePgError(err));
-      throw pgFailure(err);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await fn();
+      } catch (err) {
+        if (isSessionTerminated(err) && attempt < this.poolSize) continue;
+        // Once more only: during a partition each attempt may wait for the connect timeout.
+        if (idempotent && isUnreachable(err) && attempt === 0) continue;
+        if (isUnreachable(err)) this.markUnreachable(describePgError(err));
+        throw pgFailure(err);
+      }
     }
   }
 
   private write<T>(fn: (rows: PgRows) => Promise<T>): Promise<T> {
-    return this.call(() =>
-      this.sql.begin(async (tx) => {
-        await tx.unsafe(`SET LOCAL lock_timeout = ${this.busyTimeoutMs}`);
-        await tx.unsafe('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK], { prepare: true });
-        return fn(new PgRows(tx));
-      }) as Promise<T>,
+    return this.call(
+      () =>
+        this.sql.begin(async (tx) => {
+          await tx.unsafe(`SET LOCAL lock_timeout = ${this.busyTimeoutMs}`);
+          await tx.unsafe('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK], { prepare: true });
+          return fn(new PgRows(tx));
+        }) as Promise<T>,
+      false,
     );
   }
 
@@ -146,7 +164,7 @@ export class PostgresStore implements Store {
   }
 
   changesSince(afterSeq: number, limit: number): Promise<ChangeBatch> {
-    return this.read((tx) => routing.changesSince(tx, afterSeq, limit));
+    return this.call(() => routing.changesSince(this.sql, afterSeq, limit));
   }
 
   loadDelta(entries: readonly ChangeEntry[], fromSeq: number, toSeq: number): Promise<RoutingDelta> {
@@ -427,6 +445,21 @@ export class PostgresStore implements Store {
     return this.write(async (rows) => {
       const owners = await rows.keyOwners(bundleKeyDigests(bundle));
       return applyPlan(rows, planImport(bundle, (digest) => owners.get(digest)));
+    });
+  }
+
+  /**
+   * `rcd migrate`: a bundle (every revision and mapping) and the API keys as digests (plain keys
+   * are never stored, so a bundle cannot carry them), in one transaction, into an empty store.
+   */
+  importWithKeyDigests(bundle: unknown, keys: readonly KeyDigest[]): Promise<ImportReport> {
+    return this.write(async (rows) => {
+      const n = (await rows.tx.unsafe<{ n: number }[]>('SELECT count(*)::int AS n FROM environments'))[0]?.n ?? 0;
+      if (n > 0) throw new RcdError('conflict', `the target store already holds ${n} environment(s): rcd migrate copies into an empty store only`);
+      const report = await applyPlan(rows, planImport(bundle, () => undefined));
+      const at = nowIso();
+      for (const k of keys) await rows.insertKey(k.keyId, k.envId, k.digest, at);
+      return { ...report, keysAdded: keys.length };
     });
   }
 

@@ -1,0 +1,130 @@
+/**
+ * The database goes away under delivery load, on a PostgreSQL server of this test's own (stopped
+ * and started for real): delivery answers every request from what is loaded, admin writes answer
+ * 503 store_unavailable within about a second, /healthz reports the store unreachable, a node
+ * started meanwhile says so and keeps retrying; once the database is back, the nodes reconnect,
+ * catch up and serve what is written next.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, errorCode, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { createDatabase, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
+
+const AUTH = { authorization: 'Bearer test-admin-token' };
+const ITEMS = 20;
+// The propagation bound, raised from 2 s: the test machine is shared, and a restart is slow on it.
+const SLOW_MACHINE = ['--propagation-timeout', '5000'];
+let pg: RunningPostgres;
+let storeUrl: string;
+const running: ServerProcess[] = [];
+
+beforeAll(async () => {
+  pg = await startPostgres();
+  storeUrl = (await createDatabase(pg.url)).url;
+}, 60_000);
+afterAll(async () => {
+  for (const s of running.splice(0).reverse()) await s.dispose();
+  await pg.destroy();
+});
+
+async function admin(srv: ServerProcess, method: string, path: string, body?: string): Promise<{ status: number; code: string | undefined; ms: number }> {
+  const t = Date.now();
+  const res = await fetch(`${srv.adminUrl}/admin/v1/${path}`, { method, headers: AUTH, body, signal: AbortSignal.timeout(10_000) });
+  const json = (await res.json()) as { error?: { code?: string } };
+  return { status: res.status, code: json.error?.code, ms: Date.now() - t };
+}
+
+async function health(srv: ServerProcess): Promise<{ status?: string; store?: string }> {
+  return (await call(srv.url, '/healthz', { method: 'GET', key: null, contentType: null })).json as { status?: string; store?: string };
+}
+
+async function until(what: string, cond: () => Promise<boolean>, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Requests in a loop over every item until stopped; counts answers that are not 200 with the right body. */
+function deliveryLoad(srv: ServerProcess, key: string, workers: number): { stop: () => Promise<{ ok: number; failed: string[] }> } {
+  let stopping = false;
+  let ok = 0;
+  const failed: string[] = [];
+  const loops = Array.from({ length: workers }, async (_, w) => {
+    for (let i = w; !stopping; i++) {
+      const id = `item${i % ITEMS}`;
+      try {
+        const r = await call(srv.url, `/api/v1/config/${id}`, { key });
+        if (r.status === 200 && (r.json as { n?: number }).n === i % ITEMS) ok++;
+        else failed.push(`${id}: ${r.status} ${r.text.slice(0, 120)}`);
+      } catch (err) {
+        failed.push(`${id}: ${(err as Error).message}`);
+      }
+    }
+  });
+  return {
+    stop: async () => {
+      stopping = true;
+      await Promise.all(loops);
+      return { ok, failed };
+    },
+  };
+}
+
+describe('PostgreSQL outage', () => {
+  it('delivery goes on, writes answer 503 fast, health says so, and everything catches up when it returns', async () => {
+    const dir = tempDir();
+    const a = await startServer({ dir, admin: true, store: storeUrl, args: SLOW_MACHINE });
+    running.push(a);
+    expect((await admin(a, 'PUT', 'environments/live')).status).toBe(201);
+    const keyRes = await fetch(`${a.adminUrl}/admin/v1/environments/live/keys`, { method: 'POST', headers: AUTH });
+    const key = ((await keyRes.json()) as { key: string }).key;
+    for (let i = 0; i < ITEMS; i++) expect((await admin(a, 'PUT', `environments/live/content/item${i}`, `{"n":${i}}`)).status).toBe(200);
+    // Every item served once: loaded on this node (routing, worker caches, front cache).
+    for (let i = 0; i < ITEMS; i++) expect((await call(a.url, `/api/v1/config/item${i}`, { key })).status).toBe(200);
+
+    const load = deliveryLoad(a, key, 8);
+    await new Promise((r) => setTimeout(r, 300));
+    await pg.stop();
+    const downAt = Date.now();
+
+    // Admin writes are refused with a stable code, each within about a second.
+    const writes = [];
+    for (let i = 0; i < 5; i++) writes.push(await admin(a, 'PUT', 'environments/live/content/item0', `{"n":0,"w":${i}}`));
+    for (const w of writes) {
+      expect(w.status).toBe(503);
+      expect(w.code).toBe('store_unavailable');
+      expect(w.ms).toBeLessThan(1500);
+    }
+    await until('/healthz to report the store unreachable', async () => (await health(a)).store === 'unavailable', 5000);
+
+    // A node started while the database is down says so and keeps retrying.
+    const late = await startServer({ dir, admin: true, store: storeUrl, args: SLOW_MACHINE, readyWhen: /is unreachable.*retrying/ });
+    running.push(late);
+    await new Promise((r) => setTimeout(r, Math.max(0, 3000 - (Date.now() - downAt))));
+    expect(late.child.exitCode).toBeNull();
+
+    await pg.start();
+    const upAt = Date.now();
+    await until('/healthz to report the store available', async () => (await health(a)).status === 'ok', 10_000);
+    const recoveredMs = Date.now() - upAt;
+    const result = await load.stop();
+    expect(result.failed).toEqual([]);
+    expect(result.ok).toBeGreaterThan(100);
+
+    // The late node finishes its start; a write through it answers once both nodes applied it.
+    await until('the late node to listen', () => Promise.resolve(/admin listening on/.test(late.stdout())), 15_000);
+    const lateAdmin = /admin listening on (http:\/\/\S+)/.exec(late.stdout())![1]!;
+    const lateUrl = /(?<!admin )listening on (http:\/\/\S+)/.exec(late.stdout())![1]!.replace('0.0.0.0', '127.0.0.1');
+    const put = await fetch(`${lateAdmin}/admin/v1/environments/live/content/item1`, { method: 'PUT', headers: AUTH, body: '{"n":1,"after":true}' });
+    expect(put.status).toBe(200);
+    expect(put.headers.get('rcd-propagation')).toBe('2/2');
+    expect((await call(a.url, '/api/v1/config/item1', { key })).json).toEqual({ n: 1, after: true });
+    expect((await call(lateUrl, '/api/v1/config/item1', { key })).json).toEqual({ n: 1, after: true });
+    // And through the first node again.
+    const again = await admin(a, 'PUT', 'environments/live/content/item2', '{"n":2,"after":true}');
+    expect(again.status).toBe(200);
+    expect(errorCode(await call(a.url, '/api/v1/config/missing', { key }))).toBe('content_not_found');
+    expect(recoveredMs).toBeLessThan(5000);
+  }, 120_000);
+});
