@@ -75,7 +75,12 @@ export const Catalog = named(
 
 export const Health = named(
   'Health',
-  z.strictObject({ status: z.enum(['ok', 'degraded', 'shutting_down']), seq: z.number().int().optional(), store: z.literal('unavailable').optional() }),
+  z.strictObject({
+    status: z.enum(['ok', 'degraded', 'shutting_down']),
+    seq: z.number().int().optional(),
+    store: z.literal('unavailable').optional(),
+    loop: z.number().int().min(0).optional().describe('Which of the process\'s delivery loops (--http-threads) answered'),
+  }),
 );
 
 export const StreamToken = named('StreamToken', z.strictObject({ token: z.string(), expiresIn: z.number().int() }));

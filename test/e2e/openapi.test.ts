@@ -8,6 +8,7 @@
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +26,6 @@ const BUNDLE = {
       content: {
         Settings: { json: { difficulty: 'normal' } },
         Promo: { json: { banner: 'none' }, mapping: { rules: [{ segment: 'vip', when: { vip: true }, patch: { banner: 'gold' } }] } },
-        Slow: { json: { blob: Array.from({ length: 60_000 }, (_, i) => ({ i, s: 'x'.repeat(40) })) } },
         ...Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`Many${i}`, { json: { i, blob: 'y'.repeat(20_000) } }])),
       },
     },
@@ -165,10 +165,15 @@ describe('OpenAPI documents', () => {
     await check('delivery', 'POST', refused!, '/api/v1/config/Many0');
     await Promise.all(burst.filter((r) => r !== refused).map((r) => r.arrayBuffer()));
 
-    // Draining: a slow render keeps the server in its shutdown while /healthz answers 503 on a kept-alive connection.
+    // Draining: a request whose body is still arriving keeps the server in its shutdown (until
+    // --shutdown-timeout) while /healthz answers 503 on a kept-alive connection.
     await (await fetch(`${tight.url}/healthz`)).arrayBuffer();
-    const slow = fetch(`${tight.url}/api/v1/config/Slow`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: '{}' }).then((r) => r.arrayBuffer(), () => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    const { port } = new URL(tight.url);
+    const pending = connect(Number(port), '127.0.0.1');
+    await new Promise<void>((resolve) => pending.once('connect', () => resolve()));
+    pending.on('error', () => undefined);
+    pending.write(`POST /api/v1/config/Settings HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"u":`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
     tight.child.kill('SIGTERM');
     await expect
       .poll(async () => {
@@ -177,7 +182,7 @@ describe('OpenAPI documents', () => {
         return r.status;
       })
       .toBe(503);
-    await slow;
+    pending.destroy();
   });
 
   it('real answers of every admin endpoint, and every documented error, match the admin document', async () => {
