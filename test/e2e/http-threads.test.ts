@@ -7,9 +7,8 @@
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { field, parseAnswer, type Answer } from '../helpers/answers.js';
-import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { BIN, call, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { call, serveUntilExit as serveToExit, startServer, tempDir, type Exit, type ServerProcess } from '../helpers/server-process.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
 const LOOPS = ['--threads', '2', '--http-threads', '2'];
@@ -208,23 +207,13 @@ describe('live at once on every loop', () => {
 });
 
 /** Runs `rcd serve` on `port` until it exits by itself (it must: a half-started server hits the timeout). */
-function serveUntilExit(port: number, loops: number): Promise<{ code: number | null; stderr: string }> {
+async function serveUntilExit(port: number, loops: number): Promise<Exit> {
   const dir = tempDir();
-  return new Promise((resolve, reject) => {
-    const args = [BIN, 'serve', '--store', 'memory:', '--host', '127.0.0.1', '--port', String(port), '--admin', 'false', '--threads', '2', '--http-threads', String(loops)];
-    const child = spawn(process.execPath, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`rcd serve did not exit\n${stderr}`));
-    }, 20_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      rmSync(dir, { recursive: true, force: true });
-      resolve({ code, stderr });
-    });
-  });
+  try {
+    return await serveToExit(['--store', 'memory:', '--host', '127.0.0.1', '--port', String(port), '--admin', 'false', '--threads', '2', '--http-threads', String(loops)], dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 describe('the port', () => {

@@ -9,40 +9,16 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BIN, call, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
-
-interface Exit {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+import { BIN, call, serveUntilExit as serveToExit, startServer, tempDir, type Exit, type ServerProcess } from '../helpers/server-process.js';
 
 const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
 });
 
-/** Runs `rcd serve` to its end (it must end by itself: a half-started server would hit the timeout). */
+/** `rcd serve` on 127.0.0.1 with one worker thread, to its end (test/helpers/server-process.ts). */
 function serveUntilExit(args: string[], cwd: string): Promise<Exit> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--threads', '1', ...args], {
-      cwd,
-      env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`rcd serve did not exit\nstdout:\n${stdout}\nstderr:\n${stderr}`));
-    }, 20_000);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return serveToExit(['--host', '127.0.0.1', '--threads', '1', ...args], cwd);
 }
 
 /** A port held by a plain TCP listener for the length of the test. */

@@ -5,14 +5,14 @@
  * delivery endpoint answers as over plain HTTP; SIGHUP rotates the certificate while a client keeps
  * requesting; each certificate that cannot be served stops the start with one line and exit 1.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent, request as httpsRequest } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { serveUntilExit as serveToExit, startServer, tempDir, type Exit, type ServerProcess } from '../helpers/server-process.js';
 import { parseAnswer } from '../helpers/answers.js';
 import { createPki, issueLeaf, type Leaf, type Pki } from '../helpers/pki.js';
 
@@ -410,26 +410,10 @@ describe('HTTPS on several delivery loops', () => {
 });
 
 describe('start-up refusals: one line, exit 1, nothing listening', () => {
-  function serveUntilExit(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [BIN, 'serve', '--store', 'memory:', '--host', '127.0.0.1', '--port', '0', '--threads', '1', '--admin', 'false', '--seed-demo', 'false', ...args], {
-        cwd: dir,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        reject(new Error(`rcd serve did not exit\nstdout:\n${stdout}\nstderr:\n${stderr}`));
-      }, 20_000);
-      child.once('exit', (code) => {
-        clearTimeout(timer);
-        resolve({ code, stdout, stderr });
-      });
-    });
+  function serveUntilExit(args: string[]): Promise<Exit> {
+    return serveToExit(['--store', 'memory:', '--host', '127.0.0.1', '--port', '0', '--threads', '1', '--admin', 'false', '--seed-demo', 'false', ...args], dir);
   }
+
 
   const cases: [string, () => string[], RegExp][] = [
     ['a missing certificate file', () => ['--tls-cert', file('absent.pem'), '--tls-key', file('leaf1.key')], /--tls-cert .*absent\.pem: cannot read the file \(no such file\)/],

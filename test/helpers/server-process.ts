@@ -44,6 +44,39 @@ export interface ServerProcess {
   dispose(): Promise<void>;
 }
 
+/** How a `rcd serve` that was meant to end by itself ended (serveUntilExit). */
+export interface Exit {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `rcd serve ARGS` in `cwd` until it exits by itself: for start-ups that must stop (a
+ * half-started server hits the 20 s timeout, which rejects with its output).
+ */
+export function serveUntilExit(args: readonly string[], cwd: string): Promise<Exit> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'serve', ...args], {
+      cwd,
+      env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`rcd serve did not exit\nstdout:\n${stdout}\nstderr:\n${stderr}`));
+    }, 20_000);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
 export function tempDir(prefix = 'rcd-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
