@@ -4,7 +4,7 @@
  * the SQLite store's routing.ts; each read runs in the caller's (repeatable-read) transaction, so
  * what it returns is one consistent state.
  */
-import type { ContentRow } from '../sqlite/sql.js';
+import { CONTENT_COLUMNS, REVISION_COLUMNS, contentMeta, revisionMeta, type ContentMetaRow, type RevisionMetaRow } from '../routing-rows.js';
 import type {
   ChangeBatch,
   ChangeEntry,
@@ -17,21 +17,6 @@ import type {
   RoutingDelta,
 } from '../types.js';
 import type { Sql, Tx } from './connection.js';
-
-interface RevisionMetaRow {
-  content_pk: number;
-  rev_id: number;
-  number: number;
-  hash: string;
-  min_app_version: string | null;
-  created_at: string;
-}
-
-type ContentMetaRow = ContentRow & { rule_count: number | null };
-
-const CONTENT_COLUMNS = `c.content_pk, c.env_id, c.id_lower, c.id, c.mapping_id, c.created_at, c.updated_at, m.rule_count
-         FROM contents c LEFT JOIN mappings m ON m.mapping_id = c.mapping_id`;
-const REVISION_COLUMNS = 'content_pk, rev_id, number, hash, min_app_version, created_at FROM revisions';
 
 /** The newest entry this transaction sees (schema.ts: never an uncommitted writer's number). */
 async function headSeq(tx: Tx | Sql): Promise<number> {
@@ -186,21 +171,4 @@ export async function listNodes(sql: Sql): Promise<NodeRecord[]> {
 
 export async function removeNode(sql: Sql, nodeId: string): Promise<void> {
   await sql.unsafe('DELETE FROM nodes WHERE node_id = $1', [nodeId], { prepare: true });
-}
-
-function contentMeta(c: ContentMetaRow, revisions: RevisionMeta[]): ContentMeta {
-  return {
-    envId: c.env_id,
-    id: c.id,
-    idLower: c.id_lower,
-    revisions,
-    mappingId: c.mapping_id,
-    mappingRuleCount: c.rule_count ?? 0,
-    createdAt: c.created_at,
-    updatedAt: c.updated_at,
-  };
-}
-
-function revisionMeta(r: RevisionMetaRow): RevisionMeta {
-  return { revId: r.rev_id, number: r.number, hash: r.hash, minAppVersion: r.min_app_version, createdAt: r.created_at };
 }

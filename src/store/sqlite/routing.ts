@@ -7,8 +7,8 @@
  * Each function runs inside the caller's read transaction, so what it returns is one consistent
  * state of the store.
  */
+import { CONTENT_COLUMNS, REVISION_COLUMNS, contentMeta, revisionMeta, type ContentMetaRow, type RevisionMetaRow } from '../routing-rows.js';
 import type { Database, Statement } from './driver.js';
-import type { ContentRow } from './sql.js';
 import type {
   ChangeBatch,
   ChangeEntry,
@@ -20,21 +20,6 @@ import type {
   RevisionMeta,
   RoutingDelta,
 } from '../types.js';
-
-interface RevisionMetaRow {
-  content_pk: number;
-  rev_id: number;
-  number: number;
-  hash: string;
-  min_app_version: string | null;
-  created_at: string;
-}
-
-type ContentMetaRow = ContentRow & { rule_count: number | null };
-
-const CONTENT_COLUMNS = `c.content_pk, c.env_id, c.id_lower, c.id, c.mapping_id, c.created_at, c.updated_at, m.rule_count
-         FROM contents c LEFT JOIN mappings m ON m.mapping_id = c.mapping_id`;
-const REVISION_COLUMNS = 'content_pk, rev_id, number, hash, min_app_version, created_at FROM revisions';
 
 export class RoutingQueries {
   private readonly environments: Statement<{ env_id: string }>;
@@ -170,21 +155,4 @@ export class RoutingQueries {
     if (headSeq <= keep) return 0;
     return this.prune.run(headSeq - keep).changes;
   }
-}
-
-function contentMeta(c: ContentMetaRow, revisions: RevisionMeta[]): ContentMeta {
-  return {
-    envId: c.env_id,
-    id: c.id,
-    idLower: c.id_lower,
-    revisions,
-    mappingId: c.mapping_id,
-    mappingRuleCount: c.rule_count ?? 0,
-    createdAt: c.created_at,
-    updatedAt: c.updated_at,
-  };
-}
-
-function revisionMeta(r: RevisionMetaRow): RevisionMeta {
-  return { revId: r.rev_id, number: r.number, hash: r.hash, minAppVersion: r.min_app_version, createdAt: r.created_at };
 }

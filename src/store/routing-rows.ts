@@ -1,0 +1,41 @@
+/**
+ * The rows routing reads from either store (SQLite and PostgreSQL share the schema of these tables)
+ * and how they become the Store contract's ContentMeta and RevisionMeta: one definition for both
+ * src/store/sqlite/routing.ts and src/store/postgres/routing.ts, so the two stores cannot drift.
+ */
+import type { ContentRow } from './sqlite/sql.js';
+import type { ContentMeta, RevisionMeta } from './types.js';
+
+export interface RevisionMetaRow {
+  content_pk: number;
+  rev_id: number;
+  number: number;
+  hash: string;
+  min_app_version: string | null;
+  created_at: string;
+}
+
+export type ContentMetaRow = ContentRow & { rule_count: number | null };
+
+/** A content row with its mapping's rule count: `SELECT ${CONTENT_COLUMNS} [WHERE|JOIN …]`. */
+export const CONTENT_COLUMNS = `c.content_pk, c.env_id, c.id_lower, c.id, c.mapping_id, c.created_at, c.updated_at, m.rule_count
+         FROM contents c LEFT JOIN mappings m ON m.mapping_id = c.mapping_id`;
+/** A revision's metadata (no text): `SELECT ${REVISION_COLUMNS} [WHERE …]`. */
+export const REVISION_COLUMNS = 'content_pk, rev_id, number, hash, min_app_version, created_at FROM revisions';
+
+export function contentMeta(c: ContentMetaRow, revisions: RevisionMeta[]): ContentMeta {
+  return {
+    envId: c.env_id,
+    id: c.id,
+    idLower: c.id_lower,
+    revisions,
+    mappingId: c.mapping_id,
+    mappingRuleCount: c.rule_count ?? 0,
+    createdAt: c.created_at,
+    updatedAt: c.updated_at,
+  };
+}
+
+export function revisionMeta(r: RevisionMetaRow): RevisionMeta {
+  return { revId: r.rev_id, number: r.number, hash: r.hash, minAppVersion: r.min_app_version, createdAt: r.created_at };
+}
