@@ -10,17 +10,7 @@ import { RcdError } from '../../runtime/errors.js';
 import { connect, pgFailure, type Sql } from '../../store/postgres/connection.js';
 import { openSealed, sealSecret } from './sealed.js';
 import type { AdminStateStore, AuditEntry, NewAuditEntry, WebhookEvent, WebhookInfo, WebhookRegistration } from './state.js';
-
-interface AuditRow {
-  id: number;
-  at: string;
-  actor: string;
-  token_id: string;
-  action: string;
-  env: string | null;
-  target: string | null;
-  detail: string;
-}
+import { auditFromRow, webhookInfoFromRow, type AuditRow } from './state-rows.js';
 
 interface WebhookRow {
   id: string;
@@ -81,16 +71,7 @@ export class PostgresAdminState implements AdminStateStore {
         before === undefined
           ? await this.sql.unsafe<AuditRow[]>('SELECT * FROM admin_audit ORDER BY id DESC LIMIT $1', [limit])
           : await this.sql.unsafe<AuditRow[]>('SELECT * FROM admin_audit WHERE id < $1 ORDER BY id DESC LIMIT $2', [before, limit]);
-      return rows.map((r) => ({
-        id: r.id,
-        at: r.at,
-        actor: r.actor,
-        tokenId: r.token_id,
-        action: r.action,
-        env: r.env,
-        target: r.target,
-        detail: JSON.parse(r.detail) as unknown,
-      }));
+      return rows.map(auditFromRow);
     });
   }
 
@@ -125,14 +106,14 @@ export class PostgresAdminState implements AdminStateStore {
           }
           continue;
         }
-        out.push({ ...info(row), secret });
+        out.push({ ...webhookInfoFromRow(row), secret });
       }
       return out;
     });
   }
 
   listWebhookInfo(): Promise<WebhookInfo[]> {
-    return this.call(async () => (await this.rows()).map(info));
+    return this.call(async () => (await this.rows()).map(webhookInfoFromRow));
   }
 
   deleteWebhook(id: string): Promise<void> {
@@ -147,6 +128,3 @@ export class PostgresAdminState implements AdminStateStore {
   }
 }
 
-function info(row: WebhookRow): WebhookInfo {
-  return { id: row.id, url: row.url, events: JSON.parse(row.events) as WebhookEvent[], createdAt: row.created_at };
-}

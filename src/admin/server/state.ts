@@ -22,6 +22,7 @@ import { makeStoreFilesPrivate } from '../../store/sqlite/driver.js';
 import { DEFAULT_PG_CONNECT_TIMEOUT_MS, isPostgresUrl } from '../../store/postgres/connection.js';
 import { ephemeralSealKey, loadSealKey, openSealed, sealSecret } from './sealed.js';
 import { PostgresAdminState } from './state-postgres.js';
+import { auditFromRow, webhookInfoFromRow, type AuditRow } from './state-rows.js';
 
 export const WEBHOOK_EVENTS = ['content.updated', 'content.deleted', 'mapping.updated', 'environment.synced'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
@@ -114,16 +115,6 @@ CREATE TABLE IF NOT EXISTS admin_webhooks (
 );
 `;
 
-interface AuditRow {
-  id: number;
-  at: string;
-  actor: string;
-  token_id: string;
-  action: string;
-  env: string | null;
-  target: string | null;
-  detail: string;
-}
 
 /** `secret` is '' once sealed; it holds the clear secret only in rows an older version wrote. */
 interface WebhookRow {
@@ -135,22 +126,6 @@ interface WebhookRow {
   created_at: string;
 }
 
-function auditFromRow(row: AuditRow): AuditEntry {
-  return {
-    id: row.id,
-    at: row.at,
-    actor: row.actor,
-    tokenId: row.token_id,
-    action: row.action,
-    env: row.env,
-    target: row.target,
-    detail: JSON.parse(row.detail) as unknown,
-  };
-}
-
-function webhookInfoFromRow(row: WebhookRow): WebhookInfo {
-  return { id: row.id, url: row.url, events: JSON.parse(row.events) as WebhookEvent[], createdAt: row.created_at };
-}
 
 class SqliteAdminState implements AdminStateStore {
   private readonly db: SqliteDatabase;
