@@ -4,7 +4,7 @@
  * the SQLite store's routing.ts; each read runs in the caller's (repeatable-read) transaction, so
  * what it returns is one consistent state.
  */
-import { CONTENT_COLUMNS, REVISION_COLUMNS, contentMeta, revisionMeta, type ContentMetaRow, type RevisionMetaRow } from '../routing-rows.js';
+import { CONTENT_COLUMNS, REVISION_COLUMNS, contentMeta, revisionMeta, type ContentMetaRow, type RevisionMetaRow } from '../rows.js';
 import type {
   ChangeBatch,
   ChangeEntry,

@@ -46,6 +46,7 @@ import type {
   SyncReport,
 } from '../types.js';
 import { describePgError, isSessionTerminated, isUnreachable, pgFailure, type Sql, type Tx } from './connection.js';
+import { contentDetail } from '../rows.js';
 import { PgRows } from './rows.js';
 import * as routing from './routing.js';
 import { CHANGE_CHANNEL, WRITE_LOCK } from './schema.js';
@@ -275,23 +276,7 @@ export class PostgresStore implements Store {
       const rows = new PgRows(tx);
       const content = await rows.findContent(envId, contentIdKey(id));
       if (content === undefined) return undefined;
-      const revisions = (await rows.revisions(content.content_pk)).map((r) => ({
-        revId: r.rev_id,
-        number: r.number,
-        hash: r.hash,
-        minAppVersion: r.min_app_version,
-        createdAt: r.created_at,
-        text: r.text,
-      }));
-      const mapping = await rows.getMapping(content.mapping_id);
-      return {
-        id: content.id,
-        envId: content.env_id,
-        revisions,
-        mapping: mapping === undefined ? null : (JSON.parse(mapping.json) as unknown),
-        createdAt: content.created_at,
-        updatedAt: content.updated_at,
-      };
+      return contentDetail(content, await rows.revisions(content.content_pk), (await rows.getMapping(content.mapping_id))?.json);
     });
   }
 

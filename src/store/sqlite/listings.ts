@@ -4,8 +4,9 @@
  */
 import { contentIdKey } from '../ids.js';
 import type { Database } from './driver.js';
+import { contentDetail } from '../rows.js';
 import type { StoreSql } from './sql.js';
-import type { ContentDetail, ContentSummary, EnvironmentInfo, KeyInfo, RevisionDetail } from '../types.js';
+import type { ContentDetail, ContentSummary, EnvironmentInfo, KeyInfo } from '../types.js';
 
 export function listEnvironments(db: Database): EnvironmentInfo[] {
   return db
@@ -52,21 +53,5 @@ export function listContent(db: Database, envId: string): ContentSummary[] {
 export function getContent(sql: StoreSql, envId: string, id: string): ContentDetail | undefined {
   const content = sql.findContent(envId, contentIdKey(id));
   if (content === undefined) return undefined;
-  const revisions: RevisionDetail[] = sql.revisions(content.content_pk).map((r) => ({
-    revId: r.rev_id,
-    number: r.number,
-    hash: r.hash,
-    minAppVersion: r.min_app_version,
-    createdAt: r.created_at,
-    text: r.text,
-  }));
-  const mapping = sql.getMapping(content.mapping_id);
-  return {
-    id: content.id,
-    envId: content.env_id,
-    revisions,
-    mapping: mapping === undefined ? null : (JSON.parse(mapping.json) as unknown),
-    createdAt: content.created_at,
-    updatedAt: content.updated_at,
-  };
+  return contentDetail(content, sql.revisions(content.content_pk), sql.getMapping(content.mapping_id)?.json);
 }

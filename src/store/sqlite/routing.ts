@@ -7,7 +7,7 @@
  * Each function runs inside the caller's read transaction, so what it returns is one consistent
  * state of the store.
  */
-import { CONTENT_COLUMNS, REVISION_COLUMNS, contentMeta, revisionMeta, type ContentMetaRow, type RevisionMetaRow } from '../routing-rows.js';
+import { CONTENT_COLUMNS, REVISION_COLUMNS, contentMeta, revisionMeta, type ContentMetaRow, type RevisionMetaRow } from '../rows.js';
 import type { Database, Statement } from './driver.js';
 import type {
   ChangeBatch,

@@ -1,10 +1,10 @@
 /**
- * The rows routing reads from either store (SQLite and PostgreSQL share the schema of these tables)
- * and how they become the Store contract's ContentMeta and RevisionMeta: one definition for both
- * src/store/sqlite/routing.ts and src/store/postgres/routing.ts, so the two stores cannot drift.
+ * Rows both stores read (SQLite and PostgreSQL share the schema of these tables) and how they become
+ * the Store contract's objects: one definition for src/store/sqlite/* and src/store/postgres/*, so
+ * the two stores cannot drift.
  */
-import type { ContentRow } from './sqlite/sql.js';
-import type { ContentMeta, RevisionMeta } from './types.js';
+import type { ContentRow, RevisionRow } from './sqlite/sql.js';
+import type { ContentDetail, ContentMeta, RevisionMeta } from './types.js';
 
 export interface RevisionMetaRow {
   content_pk: number;
@@ -38,4 +38,23 @@ export function contentMeta(c: ContentMetaRow, revisions: RevisionMeta[]): Conte
 
 export function revisionMeta(r: RevisionMetaRow): RevisionMeta {
   return { revId: r.rev_id, number: r.number, hash: r.hash, minAppVersion: r.min_app_version, createdAt: r.created_at };
+}
+
+/** One content item as the admin API shows it: every revision with its text, and the current mapping. */
+export function contentDetail(content: ContentRow, revisions: readonly RevisionRow[], mappingJson: string | undefined): ContentDetail {
+  return {
+    id: content.id,
+    envId: content.env_id,
+    revisions: revisions.map((r) => ({
+      revId: r.rev_id,
+      number: r.number,
+      hash: r.hash,
+      minAppVersion: r.min_app_version,
+      createdAt: r.created_at,
+      text: r.text,
+    })),
+    mapping: mappingJson === undefined ? null : (JSON.parse(mappingJson) as unknown),
+    createdAt: content.created_at,
+    updatedAt: content.updated_at,
+  };
 }
