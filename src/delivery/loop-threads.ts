@@ -24,6 +24,8 @@ interface LoopWorker {
   exited: boolean;
   /** The answer the main thread waits for (`listening` or `stopped`), if any. */
   waiter: ((event: LoopEvent | null) => void) | null;
+  /** Certificate rotations waiting for this loop's answer, by rotation id. */
+  readonly rotations: Map<number, (r: LoopRotation) => void>;
 }
 
 export class LoopThreads {
@@ -32,8 +34,6 @@ export class LoopThreads {
   private stopping = false;
   private failed = false;
   private rotationId = 0;
-  /** Rotations waiting for their answers, by id: one entry per loop thread asked. */
-  private readonly rotations = new Map<string, (r: LoopRotation) => void>();
 
   /**
    * @param feeds the loops' ends of their feeds, one per loop thread (transferred), in loop order 1..N-1
@@ -45,7 +45,7 @@ export class LoopThreads {
       const index = i + 1;
       const workerData: LoopInit = { index, config, feed, holdYoungGeneration };
       const worker = new Worker(new URL('./loop-thread.js', import.meta.url), { workerData, transferList: [feed] });
-      const loop: LoopWorker = { index, worker, exit: Promise.resolve(), exited: false, waiter: null };
+      const loop: LoopWorker = { index, worker, exit: Promise.resolve(), exited: false, waiter: null, rotations: new Map() };
       worker.on('message', (event: LoopEvent) => this.onEvent(loop, event));
       worker.on('error', (err: Error) => this.fail(loop, `delivery loop ${index} failed: ${err.stack ?? err.message}`));
       (loop as { exit: Promise<void> }).exit = new Promise((resolve) => {
@@ -72,7 +72,7 @@ export class LoopThreads {
       this.loops.map((loop) => {
         if (loop.exited) return Promise.resolve({ index: loop.index, changed: false, error: 'the loop has ended' });
         return new Promise<LoopRotation>((resolve) => {
-          this.rotations.set(`${id}:${loop.index}`, resolve);
+          loop.rotations.set(id, resolve);
           loop.worker.postMessage({ type: 'rotate-tls', id, material } satisfies LoopCommand);
         });
       }),
@@ -125,9 +125,8 @@ export class LoopThreads {
 
   private onEvent(loop: LoopWorker, event: LoopEvent): void {
     if (event.type === 'tls-rotated') {
-      const key = `${event.id}:${loop.index}`;
-      const resolve = this.rotations.get(key);
-      this.rotations.delete(key);
+      const resolve = loop.rotations.get(event.id);
+      loop.rotations.delete(event.id);
       resolve?.({ index: loop.index, changed: event.changed, error: event.error });
       return;
     }
@@ -145,11 +144,8 @@ export class LoopThreads {
     const waiter = loop.waiter;
     loop.waiter = null;
     waiter?.(null);
-    for (const [key, resolve] of this.rotations) {
-      if (!key.endsWith(`:${loop.index}`)) continue;
-      this.rotations.delete(key);
-      resolve({ index: loop.index, changed: false, error: 'the loop has ended' });
-    }
+    for (const resolve of loop.rotations.values()) resolve({ index: loop.index, changed: false, error: 'the loop has ended' });
+    loop.rotations.clear();
     if (this.stopping && loop.exited) return;
     if (!this.failed) {
       this.failed = true;
