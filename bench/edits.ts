@@ -527,8 +527,12 @@ async function main(): Promise<number> {
   const seconds = opts.durationSec;
   process.stdout.write(`phase 1/3: ${seconds} s without writes\n`);
   const [quiet] = await loadPhase(a, script, opts.connections, seconds, false, () => Promise.resolve(null));
+  // A loop-delay line is given to the phase its interval lies mostly in; without a gap, the last
+  // line of one phase would also hold the first half-interval of the next (and its writes).
+  await sleep(LOOP_DELAY_LOG_MS);
   process.stdout.write(`phase 2/3: ${seconds} s with a write every ${opts.writeEveryMs} ms\n`);
   const [busy, writes] = await loadPhase(a, script, opts.connections, seconds, false, (at) => writer(a, b, opts, at));
+  await sleep(LOOP_DELAY_LOG_MS);
   process.stdout.write(`phase 3/3: a ${(importFile.text.length / 1048576).toFixed(1)} MiB import ${IMPORT_AFTER_SEC} s into the load, which lasts until it answered (at least ${seconds} s)\n`);
   const [importLoad, imp] = await loadPhase(a, script, opts.connections, seconds, true, (at) => importDuring(a, importFile, at));
   // The loop-delay line that covers the end of the load arrives up to one interval later.

@@ -125,6 +125,8 @@ describe('PostgreSQL outage', () => {
     const again = await admin(a, 'PUT', 'environments/live/content/item2', '{"n":2,"after":true}');
     expect(again.status).toBe(200);
     expect(errorCode(await call(a.url, '/api/v1/config/missing', { key }))).toBe('content_not_found');
-    expect(recoveredMs).toBeLessThan(5000);
+    // The probe backs off to 1 s and the driver waits at most 0.5 s between attempts (its default
+    // grows to 20 s after a few seconds of outage); the rest is slack for a slow machine.
+    expect(recoveredMs).toBeLessThan(3000);
   }, 120_000);
 });

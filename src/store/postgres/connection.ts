@@ -61,6 +61,11 @@ const INT8_AS_NUMBER = {
   parse: (x: string) => Number(x),
 };
 
+/** 50 ms doubling to 500 ms, by failures in a row of the pool's connections. */
+function reconnectDelaySeconds(failures: number): number {
+  return Math.min(0.05 * 2 ** Math.max(0, failures - 1), 0.5);
+}
+
 export function connect(url: string, opts: PgOptions): Sql {
   checkPostgresUrl(url);
   return postgres(url, {
@@ -68,6 +73,11 @@ export function connect(url: string, opts: PgOptions): Sql {
     connect_timeout: Math.max(1, Math.ceil(opts.connectTimeoutMs / 1000)),
     // Idle connections are closed after a while: a fleet of nodes does not pin the server's slots.
     idle_timeout: 60,
+    // The driver waits this long before a connection that failed may connect again. Its default
+    // grows with every failure of the pool (3^n / 100 s, to 20 s), so after a few seconds of outage
+    // a query queued once the database is back sat up to 20 s waiting for that timer. The store's
+    // probe does the backing off (store.ts); the driver only spaces its own attempts.
+    backoff: reconnectDelaySeconds,
     onnotice: () => undefined,
     types: { int8: INT8_AS_NUMBER },
     // Array parameters (`= ANY($1::bigint[])`) need the array types, read once per connection.

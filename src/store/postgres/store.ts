@@ -55,7 +55,7 @@ import { CHANGE_CHANNEL, WRITE_LOCK } from './schema.js';
 export const CATCH_UP_MS = 1000;
 /** Reconnection probe backoff: first retry, and the cap it doubles up to. */
 const PROBE_FIRST_MS = 100;
-const PROBE_MAX_MS = 2000;
+const PROBE_MAX_MS = 1000;
 
 export class PostgresStore implements Store {
   readonly readerUrl: string;
@@ -134,7 +134,17 @@ export class PostgresStore implements Store {
   private async runProbe(): Promise<void> {
     if (this.closed) return;
     try {
-      await this.sql.unsafe('SELECT 1');
+      // Each pooled connection that was idle across a restart hands its shutdown error (57P01) to
+      // its next query, this probe included: those say nothing about the database now, so the
+      // probe tries the next connection at once instead of backing off once per dead connection.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await this.sql.unsafe('SELECT 1');
+          break;
+        } catch (err) {
+          if (!isSessionTerminated(err) || attempt >= this.poolSize) throw err;
+        }
+      }
     } catch (err) {
       this.unreachable = describePgError(err);
       this.probeDelayMs = Math.min(this.probeDelayMs * 2, PROBE_MAX_MS);
