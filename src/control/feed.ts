@@ -160,15 +160,9 @@ function everyEnvironment(before: ReadonlyMap<string, unknown>, after: ReadonlyM
   return out;
 }
 
-/** The bodies as Buffers over the received bytes (no copy). */
+/** The bodies by environment (their pieces are the received views: no copy). */
 function catalogBodies(list: readonly CatalogText[]): CatalogBodies {
   const out = new Map<string, CatalogView>();
-  for (const c of list) {
-    out.set(c.envId, {
-      body: Buffer.from(c.body.buffer, c.body.byteOffset, c.body.byteLength),
-      gzip: Buffer.from(c.gzip.buffer, c.gzip.byteOffset, c.gzip.byteLength),
-      tag: c.tag,
-    });
-  }
+  for (const c of list) out.set(c.envId, c);
   return out;
 }

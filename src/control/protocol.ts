@@ -76,16 +76,22 @@ export interface MappingText {
   readonly json: string;
 }
 
-/** One environment's catalog body, built by the control thread (src/control/catalog.ts). */
+/**
+ * One environment's catalog body, built by the control thread (src/control/catalog.ts). The body
+ * and its gzip member each come as pieces to be sent in order (one piece for a small body). Every
+ * piece is a view of a SharedArrayBuffer that is never written once sent: every loop reads the same
+ * bytes, receiving a body costs no copy whatever its size, and an edit sends new bytes only for the
+ * block of entries it changed (the other pieces are the same memory as before).
+ */
 export interface CatalogText {
   readonly envId: string;
-  /**
-   * `{"catalog":{...}}` as UTF-8, over a SharedArrayBuffer that is never written once sent: every
-   * loop reads the same bytes and receiving a body costs no copy, whatever its size.
-   */
-  readonly body: Uint8Array;
-  /** The body as one gzip member, built from its blocks compressed once (shared the same way). */
-  readonly gzip: Uint8Array;
+  /** `{"catalog":{...}}` as UTF-8, in pieces. */
+  readonly body: readonly Uint8Array[];
+  /** The body's length (the sum of its pieces'). */
+  readonly bodyBytes: number;
+  /** The body as one gzip member, in pieces: its blocks compressed once and shared the same way. */
+  readonly gzip: readonly Uint8Array[];
+  readonly gzipBytes: number;
   /** The body's entity tag (XXH3-128 of the body, computed here once; src/delivery/etag.ts). */
   readonly tag: string;
 }

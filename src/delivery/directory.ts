@@ -79,18 +79,19 @@ export interface EnvView {
   readonly id: string;
   /** Updated in place by deltas; each ContentView in it is replaced whole, never changed. */
   readonly contents: ReadonlyMap<string, ContentView>;
-  /** `{"catalog":{...}}`, ready to send (built by the control thread, src/control/catalog.ts). */
-  readonly catalogBody: Uint8Array;
-  /** The same as a gzip member, or null (the empty catalog is too small to compress). */
-  readonly catalogGzip: Uint8Array | null;
-  /** The catalog's entity tag (opaque part, src/delivery/etag.ts). */
-  readonly catalogTag: string;
+  /** The catalog, ready to send (built by the control thread, src/control/catalog.ts). */
+  readonly catalog: CatalogView;
 }
 
-/** One environment's catalog as an update carries it. */
+/** One environment's catalog as an update carries it (src/control/protocol.ts CatalogText). */
 export interface CatalogView {
-  readonly body: Uint8Array;
-  readonly gzip: Uint8Array | null;
+  /** `{"catalog":{...}}` in pieces to send in order (one for a small body). */
+  readonly body: readonly Uint8Array[];
+  readonly bodyBytes: number;
+  /** The same as a gzip member in pieces, or null (the empty catalog is too small to compress). */
+  readonly gzip: readonly Uint8Array[] | null;
+  readonly gzipBytes: number;
+  /** The catalog's entity tag (opaque part, src/delivery/etag.ts). */
   readonly tag: string;
 }
 
@@ -102,9 +103,7 @@ export interface KeyView {
 /** An environment as the Directory holds it: the same object is updated by deltas. */
 interface EnvState extends EnvView {
   readonly contents: Map<string, ContentView>;
-  catalogBody: Uint8Array;
-  catalogGzip: Uint8Array | null;
-  catalogTag: string;
+  catalog: CatalogView;
   /** Ids of its keys, so that deleting the environment drops them without a scan. */
   readonly keyIds: Set<string>;
 }
@@ -120,7 +119,7 @@ export type CatalogBodies = ReadonlyMap<string, CatalogView>;
 const KEY_CACHE_LIMIT = 100_000;
 const EMPTY_BODY = Buffer.from('{"catalog":{}}');
 /** An environment no update described yet: the control thread's empty catalog has the same bytes and tag. */
-const EMPTY_CATALOG: CatalogView = { body: EMPTY_BODY, gzip: null, tag: catalogTag(EMPTY_BODY) };
+const EMPTY_CATALOG: CatalogView = { body: [EMPTY_BODY], bodyBytes: EMPTY_BODY.byteLength, gzip: null, gzipBytes: 0, tag: catalogTag(EMPTY_BODY) };
 
 export class Directory {
   private readonly byDigest = new Map<string, KeyView>();
@@ -193,7 +192,7 @@ export class Directory {
     }
     for (const [envId, catalog] of catalogs) {
       const env = this.envs.get(envId);
-      if (env !== undefined) setCatalog(env, catalog);
+      if (env !== undefined) env.catalog = catalog;
     }
     if (!last) return;
     this.seq = delta.toSeq;
@@ -226,9 +225,7 @@ export class Directory {
     const env: EnvState = {
       id: envId,
       contents: new Map(),
-      catalogBody: catalog.body,
-      catalogGzip: catalog.gzip,
-      catalogTag: catalog.tag,
+      catalog,
       keyIds: new Set(),
     };
     this.envs.set(envId, env);
@@ -286,12 +283,6 @@ export class Directory {
     this.mappingRefs.set(mappingId, n);
     if (n === 0) this.unreferenced.add(mappingId);
   }
-}
-
-function setCatalog(env: EnvState, catalog: CatalogView): void {
-  env.catalogBody = catalog.body;
-  env.catalogGzip = catalog.gzip;
-  env.catalogTag = catalog.tag;
 }
 
 /**

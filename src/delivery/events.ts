@@ -169,7 +169,7 @@ export class EventStreams {
     }
     for (const change of changes) {
       const env = envs.get(change.envId);
-      const frame = changeFrame(seq, change.changed, env === undefined ? '' : etagValue(env.catalogTag, Coding.Identity), this.limits.jitterMs);
+      const frame = changeFrame(seq, change.changed, env === undefined ? '' : etagValue(env.catalog.tag, Coding.Identity), this.limits.jitterMs);
       this.remember({ envId: change.envId, seq, frame });
       const set = this.byEnv.get(change.envId);
       if (set === undefined) continue;
@@ -202,7 +202,7 @@ export class EventStreams {
 
   /** What a client resuming after `lastEventId` missed, then the `ready` event. */
   private missedFrames(env: EnvView, lastEventId: number, seq: number): Buffer {
-    const catalog = etagValue(env.catalogTag, Coding.Identity);
+    const catalog = etagValue(env.catalog.tag, Coding.Identity);
     const parts: Buffer[] = [];
     if (lastEventId >= 0 && lastEventId < seq) {
       if (lastEventId < this.logFromSeq) {

@@ -10,7 +10,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { errorResponse } from '../runtime/errors.js';
 import type { KeyView } from './directory.js';
 import { contentIdKey } from '../store/ids.js';
-import { CC_SHARED, H_CONTENT_TYPE, JSON_TYPE, STATUS_OK, send, sendContent, sendError, sendNotModified, sendPreflight } from './reply.js';
+import { CC_SHARED, H_CONTENT_TYPE, JSON_TYPE, STATUS_OK, joinPieces, send, sendContent, sendError, sendNotModified, sendPreflight } from './reply.js';
 import { corsOriginOf } from './http-policy.js';
 import { ACCEPT_GZIP, acceptedCodings } from './encoding.js';
 import { Coding, etagValue, matchIfNoneMatch } from './etag.js';
@@ -165,21 +165,34 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
   res.onData((chunk, isLast) => r.onChunk(chunk, isLast));
 }
 
+/** uWS's per-loop cork buffer: a body up to this size is copied there and sent after the handler returns. */
+const CORK_BUFFER_BYTES = 16 * 1024;
+
+/** The abort handler of a synchronous answer: nothing is pending once end() returned. */
+function ignoreAbort(): void {}
+
 export function handleCatalog(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
   if (refusedAmbiguousFraming(state, res, req)) return;
   const origin = corsOriginOf(state.http, req);
   const view = authorize(state, res, req, origin);
   if (view === undefined) return;
-  const env = view.env;
+  const catalog = view.env.catalog;
   const http = state.http;
-  const gzip = env.catalogGzip !== null && env.catalogBody.byteLength >= http.compressMinBytes && (acceptedCodings(req.getHeader(H_ACCEPT_ENCODING)) & ACCEPT_GZIP) !== 0;
+  const gzip = catalog.gzip !== null && catalog.bodyBytes >= http.compressMinBytes && (acceptedCodings(req.getHeader(H_ACCEPT_ENCODING)) & ACCEPT_GZIP) !== 0;
   const coding = gzip ? Coding.Gzip : Coding.Identity;
-  const matched = matchIfNoneMatch(req.getHeader(H_IF_NONE_MATCH), env.catalogTag, coding);
+  const matched = matchIfNoneMatch(req.getHeader(H_IF_NONE_MATCH), catalog.tag, coding);
   if (matched !== -1) {
-    sendNotModified(res, http, etagValue(env.catalogTag, matched), CC_SHARED, origin, state.shuttingDown);
+    sendNotModified(res, http, etagValue(catalog.tag, matched), CC_SHARED, origin, state.shuttingDown);
     return;
   }
-  sendContent(res, http, gzip ? env.catalogGzip : env.catalogBody, coding, etagValue(env.catalogTag, coding), CC_SHARED, '', '', origin, state.shuttingDown);
+  const pieces = gzip ? catalog.gzip : catalog.body;
+  const body = pieces.length === 1 ? pieces[0]! : joinPieces(pieces, gzip ? catalog.gzipBytes : catalog.bodyBytes);
+  // A body larger than uWS's cork buffer is written to the socket inside end(); a client that reset
+  // the connection makes that write close the socket before the answer counts as sent, and uWS then
+  // aborts the process for a handler that returned "without responding" unless an abort handler is
+  // attached (measured: 8 pipelined catalog requests of 1.2 MB, then a reset).
+  if (body.byteLength > CORK_BUFFER_BYTES) res.onAborted(ignoreAbort);
+  sendContent(res, http, body, coding, etagValue(catalog.tag, coding), CC_SHARED, '', '', origin, state.shuttingDown);
 }
 
 /**

@@ -207,6 +207,22 @@ export class GzipBuilder {
   }
 }
 
+/** `bytes` (at most STORED_BLOCK_MAX) as one non-final stored block: a piece that may sit between segments. */
+export function storedBlock(bytes: Uint8Array): Buffer {
+  if (bytes.byteLength > STORED_BLOCK_MAX) throw new RangeError(`a stored block holds at most ${STORED_BLOCK_MAX} bytes`);
+  const out = Buffer.allocUnsafe(STORED_HEADER_BYTES + bytes.byteLength);
+  writeStoredHeader(out, 0, bytes.byteLength);
+  out.set(bytes, STORED_HEADER_BYTES);
+  return out;
+}
+
+/** The end of a member as a piece of its own: the final empty block and the trailer. */
+export function gzipEnd(crc: number, length: number): Buffer {
+  const out = Buffer.allocUnsafe(FINAL_EMPTY_BLOCK.byteLength + GZIP_TRAILER_BYTES);
+  writeGzipEnd(out, 0, crc, length);
+  return out;
+}
+
 /** A whole gzip member of one part (what a plain answer or a catalog body is sent as). */
 export function gzipMember(part: CompressedPart): Buffer {
   const out = Buffer.allocUnsafe(GZIP_HEADER.byteLength + part.segment.byteLength + FINAL_EMPTY_BLOCK.byteLength + GZIP_TRAILER_BYTES);

@@ -9,7 +9,11 @@
 import xxhash from 'xxhash-addon';
 import { xxh32String } from './xxh32.js';
 
-const { XXHash128 } = xxhash as unknown as { XXHash128: { hash(data: Buffer): Buffer } };
+interface StreamingHash {
+  update(data: Buffer): void;
+  digest(): Buffer;
+}
+const { XXHash128 } = xxhash as unknown as { XXHash128: { hash(data: Buffer): Buffer; new (seed: Buffer): StreamingHash } };
 
 export function userUid(u: string): number {
   return xxh32String(u, 0);
@@ -26,4 +30,22 @@ export function contentHash(minifiedJson: string): string {
 /** XXH3-128 of bytes as 32 hex digits (a catalog body's entity tag, computed once per body). */
 export function bytesHash(bytes: Uint8Array): string {
   return XXHash128.hash(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)).toString('hex');
+}
+
+/** A zero seed: the same digests as the one-shot hash (which defaults to 0). */
+const SEED_ZERO = Buffer.alloc(4);
+
+/** XXH3-128 of bytes given in pieces: digest() equals bytesHash of their concatenation. */
+export class BytesHasher {
+  // xxhash-addon 2.1's constructor without a seed crashes the process (segfault, measured on
+  // Node 20), so the zero seed is always passed.
+  private readonly state: StreamingHash = new XXHash128(SEED_ZERO);
+
+  update(bytes: Uint8Array): void {
+    this.state.update(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  }
+
+  digest(): string {
+    return this.state.digest().toString('hex');
+  }
 }

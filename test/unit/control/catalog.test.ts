@@ -6,7 +6,7 @@
 import { gunzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { catalogTag } from '../../../src/shared/catalog-tag.js';
-import { CatalogBook } from '../../../src/control/catalog.js';
+import { CatalogBook, JOIN_BELOW_BYTES } from '../../../src/control/catalog.js';
 import type { ContentMeta, DirectorySnapshot, RoutingDelta } from '../../../src/store/types.js';
 
 function meta(envId: string, id: string, hash: string, ruleCount: number): ContentMeta {
@@ -22,13 +22,21 @@ function meta(envId: string, id: string, hash: string, ruleCount: number): Conte
   };
 }
 
-/** The body as text; on the way, its gzip member (joined from per-block parts) must decode to it and its tag must be its hash. */
+/**
+ * The body as text, its pieces joined; on the way, the pieces' lengths must add up, its gzip member
+ * (in pieces too) must decode to it, and its tag must be the hash of the joined body.
+ */
 function bodyText(book: CatalogBook, envId: string): string {
   const [c] = book.bodies([envId]);
   if (c === undefined) return '';
-  expect(gunzipSync(c.gzip).equals(Buffer.from(c.body))).toBe(true);
-  expect(c.tag).toBe(catalogTag(c.body));
-  return Buffer.from(c.body).toString('utf8');
+  const body = Buffer.concat(c.body);
+  const gzip = Buffer.concat(c.gzip);
+  expect(body.byteLength).toBe(c.bodyBytes);
+  expect(gzip.byteLength).toBe(c.gzipBytes);
+  expect(gunzipSync(gzip).equals(body)).toBe(true);
+  expect(c.tag).toBe(catalogTag(body));
+  for (const p of [...c.body, ...c.gzip]) expect(p.buffer).toBeInstanceOf(SharedArrayBuffer);
+  return body.toString('utf8');
 }
 
 describe('CatalogBook', () => {
@@ -78,6 +86,30 @@ describe('CatalogBook', () => {
     expect(Object.keys(parsed.catalog).length).toBe(live.size);
     for (const m of live.values()) expect(parsed.catalog[m.id]).toEqual({ h: m.revisions[0]!.hash, d: m.mappingRuleCount > 0 });
     expect(bodyText(book, 'dev')).toBe('{"catalog":{}}');
+  });
+
+  it('sends a small body as one piece, and a large one as pieces of which an edit replaces one block', () => {
+    const small = new CatalogBook({ seq: 0, environments: ['e'], keys: [], contents: [meta('e', 'A', 'h', 0)] });
+    expect(small.bodies(['e'])[0]!.body.length).toBe(1);
+    expect(small.bodies(['e'])[0]!.gzip.length).toBe(1);
+
+    const contents = Array.from({ length: 5000 }, (_, i) => meta('e', `Item${String(i).padStart(5, '0')}`, `h${i}`, 0));
+    const book = new CatalogBook({ seq: 0, environments: ['e'], keys: [], contents });
+    const before = book.bodies(['e'])[0]!;
+    expect(before.bodyBytes).toBeGreaterThanOrEqual(JOIN_BELOW_BYTES);
+    expect(before.body.length).toBeGreaterThan(3);
+    const edited = meta('e', 'Item02500', 'changed', 0);
+    book.apply({ fromSeq: 0, toSeq: 1, environments: [], keys: [], contents: [{ envId: 'e', idLower: edited.idLower, meta: edited }] });
+    const after = book.bodies(['e'])[0]!;
+    expect(after.body.length).toBe(before.body.length);
+    // One block's bytes are new memory; every other piece is the very same view as before.
+    const changed = after.body.filter((p, i) => p !== before.body[i]);
+    expect(changed.length).toBe(1);
+    expect(Buffer.from(changed[0]!).toString()).toContain('"Item02500":{"h":"changed"');
+    // The gzip member: that block's segment and the closing piece (its CRC and length) are new.
+    expect(after.gzip.filter((p, i) => p !== before.gzip[i]).length).toBe(2);
+    expect(after.tag).not.toBe(before.tag);
+    expect(bodyText(book, 'e')).toContain('"Item02500":{"h":"changed","d":false}');
   });
 
   it('escapes ids as JSON.stringify does and keeps "__proto__" an own key', () => {

@@ -97,7 +97,7 @@ function describeDirectory(d: Directory, plainKeys: readonly string[]): unknown 
         broken: c.mappingBroken,
       };
     }
-    envs[envId] = { contents, catalog: Buffer.from(env.catalogBody).toString('utf8') };
+    envs[envId] = { contents, catalog: Buffer.concat(env.catalog.body).toString('utf8') };
   }
   const keys = plainKeys.map((k) => {
     const v = d.lookupKey(k);
@@ -224,7 +224,7 @@ describe('routing deltas against a whole rebuild', () => {
         // The bodies also say what the previous whole-snapshot catalog said (same ids, h and d).
         const catalogs = await expectedCatalogs(h.store);
         for (const [envId, env] of h.feed.directory.environments) {
-          expect(JSON.parse(Buffer.from(env.catalogBody).toString('utf8'))).toEqual({ catalog: catalogs[envId] });
+          expect(JSON.parse(Buffer.concat(env.catalog.body).toString('utf8'))).toEqual({ catalog: catalogs[envId] });
         }
         expect(log.filter((l) => l.startsWith('importBundle')).length).toBeGreaterThan(0);
         expect(log.filter((l) => l.startsWith('deleteEnvironment')).length).toBeGreaterThan(0);

@@ -44,10 +44,10 @@ describe('Directory', () => {
   });
 
   it('prebuilds the catalog with ids as created (in caseless-key order), newest hash and d from the rule count', () => {
-    const body = JSON.parse(Buffer.from(dir.environments.get('prod')!.catalogBody).toString()) as { catalog: Record<string, unknown> };
+    const body = JSON.parse(Buffer.concat(dir.environments.get('prod')!.catalog.body).toString()) as { catalog: Record<string, unknown> };
     expect(Object.keys(body.catalog)).toEqual(['__proto__', 'Game']);
     expect(body.catalog.Game).toEqual({ h: 'h3', d: true });
-    expect(Buffer.from(dir.environments.get('empty')!.catalogBody).toString()).toBe('{"catalog":{}}');
+    expect(Buffer.concat(dir.environments.get('empty')!.catalog.body).toString()).toBe('{"catalog":{}}');
   });
 
   it('chooses the newest revision whose minAppVersion is absent or <= v', () => {
@@ -151,11 +151,11 @@ describe('Directory.applyDelta', () => {
 
   it('swaps in the catalog body the update carries, for that environment only', () => {
     const d = build(SNAPSHOT, library());
-    const empty = d.environments.get('empty')!.catalogBody;
+    const empty = d.environments.get('empty')!.catalog;
     const body = Buffer.from('{"catalog":{"new":{"h":"x","d":false}}}');
-    d.applyDelta(delta(0, 1, {}), new Map([['prod', { body, gzip: null, tag: 'kx' }]]), true);
-    expect(d.environments.get('prod')!.catalogTag).toBe('kx');
-    expect(d.environments.get('prod')!.catalogBody).toBe(body);
-    expect(d.environments.get('empty')!.catalogBody).toBe(empty);
+    const catalog = { body: [body], bodyBytes: body.byteLength, gzip: null, gzipBytes: 0, tag: 'kx' };
+    d.applyDelta(delta(0, 1, {}), new Map([['prod', catalog]]), true);
+    expect(d.environments.get('prod')!.catalog).toBe(catalog);
+    expect(d.environments.get('empty')!.catalog).toBe(empty);
   });
 });
