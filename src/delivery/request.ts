@@ -412,8 +412,8 @@ function entryKey(first: boolean, id: string): string {
   return (first ? '{' : ',') + JSON.stringify(id) + ':';
 }
 
-/** `{"id":head+tail,...}` as one buffer: sizes first, then one allocation and copies. */
-function combineBytes(r: ContentRequest): Buffer {
+/** `{"id":head+tail,...}` as one buffer: sizes first, then copies into the reply's reused buffer. */
+function combineBytes(r: ContentRequest): Uint8Array {
   const ids = r.ids!;
   const rendered = r.rendered!;
   const wrapped = r.kind !== JobKind.Plain;
@@ -426,8 +426,10 @@ function combineBytes(r: ContentRequest): Buffer {
     keys.push(key);
     total += Buffer.byteLength(key, 'utf8') + item.head.byteLength + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
   }
-  if (keys.length === 0) return Buffer.from('{}');
-  const out = Buffer.allocUnsafe(total);
+  if (keys.length === 0) return EMPTY_OBJECT;
+  // The reply's reused buffer (sendContent's end() copies it before returning): a 10-id answer is
+  // ~16 KB, which Buffer.allocUnsafe takes from no pool, so each answer was a fresh ArrayBuffer.
+  const out = answerBuffer(total);
   let pos = 0;
   let k = 0;
   for (let i = 0; i < ids.length; i++) {
@@ -439,8 +441,10 @@ function combineBytes(r: ContentRequest): Buffer {
     if (wrapped) pos = writeWrappedTail(out, pos, r.uid, r.mod, item.seg);
   }
   out[pos] = 0x7d; // '}'
-  return out;
+  return out.subarray(0, pos + 1);
 }
+
+const EMPTY_OBJECT = Buffer.from('{}');
 
 const combineGzipBuilder = new GzipBuilder();
 
