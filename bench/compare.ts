@@ -1,18 +1,64 @@
 /**
  * `npm run bench:compare A.json B.json`: judge a change (B) against a baseline (A), scenario by scenario.
+ * `npm run bench:compare -- --history SCENARIO [--dir DIR] [--out FILE.svg]`: the scenario's figures
+ * over every suite run recorded in DIR (default bench/results), printed and drawn as an SVG chart.
  *
  * Prints, per scenario present in both files, B/A for server req/s and for server CPU per request, and the
  * two ceiling-relative ratios side by side. The ceiling-relative figures are the ones to trust across runs:
  * absolute req/s drift with whatever else the (shared) machine is doing, while each run's ceiling drifts
  * with it.
  */
-import { readFileSync } from 'node:fs';
-import type { BenchResults, ScenarioResult } from './report.js';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { historyChart, type RecordedRun } from './charts.js';
+import { repoRoot } from './fixtures/generate.js';
+import { textTable, type BenchResults, type ScenarioResult } from './report.js';
+import { saturationRatio } from './targets.js';
+
+/** A results file of the load suite (`npm run bench`), not of bench:edits, bench:tls or another rig. */
+function isSuiteResults(parsed: unknown): parsed is BenchResults {
+  const r = parsed as Partial<BenchResults> & { kind?: unknown };
+  return typeof r === 'object' && r !== null && r.version === 1 && r.kind === undefined && Array.isArray(r.scenarios) && typeof r.date === 'string';
+}
 
 function load(path: string): BenchResults {
-  const parsed = JSON.parse(readFileSync(path, 'utf8')) as BenchResults;
-  if (parsed.version !== 1 || !Array.isArray(parsed.scenarios)) throw new Error(`${path} is not a bench results file (version 1)`);
+  const parsed = JSON.parse(readFileSync(path, 'utf8')) as unknown;
+  if (!isSuiteResults(parsed)) throw new Error(`${path} is not a bench results file (version 1)`);
   return parsed;
+}
+
+/** Every suite run recorded in dir that has the scenario, oldest first. */
+export function loadHistory(dir: string, scenario: string): RecordedRun[] {
+  const runs: RecordedRun[] = [];
+  for (const f of readdirSync(dir).filter((n) => n.endsWith('.json'))) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(readFileSync(join(dir, f), 'utf8'));
+    } catch {
+      continue;
+    }
+    if (isSuiteResults(parsed) && parsed.scenarios.some((s) => s.key === scenario)) runs.push({ label: basename(f, '.json'), results: parsed });
+  }
+  return runs.sort((a, b) => a.results.date.localeCompare(b.results.date) || a.label.localeCompare(b.label));
+}
+
+/** The history as a text table: one row per run. */
+export function historyTable(runs: readonly RecordedRun[], scenario: string): string {
+  const body = runs.map((r) => {
+    const s = r.results.scenarios.find((x) => x.key === scenario)!;
+    return [
+      r.label,
+      r.results.date.slice(0, 16).replace('T', ' '),
+      num(saturationRatio(s), 2),
+      s.wrk == null ? 'n/a' : num(s.wrk.server.reqPerSec, 0),
+      s.wrk == null ? 'n/a' : num(s.wrk.server.latencyMs.p99, 2),
+      num(s.ratio, 2),
+      num(s.server.cpuUsPerReq, 1),
+      num(s.cpuEfficiency, 2),
+    ];
+  });
+  return textTable(['run', 'date (UTC)', 'wrk ratio', 'wrk srv req/s', 'wrk p99 ms', 'autocannon ratio', 'srv µs/req', 'cpu eff'], body);
 }
 
 function num(n: number | null | undefined, digits: number): string {
@@ -61,9 +107,41 @@ export function compareResults(a: BenchResults, b: BenchResults): string {
   return lines.join('\n');
 }
 
+const USAGE =
+  'usage: npm run bench:compare A.json B.json   (A = baseline, e.g. main; B = the change)\n' +
+  '       npm run bench:compare -- --history SCENARIO [--dir DIR] [--out FILE.svg]   (default dir bench/results, out DIR/history-SCENARIO.svg)\n';
+
+function history(argv: string[]): number {
+  let values: { history?: string; dir?: string; out?: string };
+  try {
+    ({ values } = parseArgs({ args: argv, options: { history: { type: 'string' }, dir: { type: 'string' }, out: { type: 'string' } }, strict: true }));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const scenario = values.history ?? '';
+  const dir = values.dir ?? join(repoRoot(), 'bench', 'results');
+  let runs: RecordedRun[];
+  try {
+    runs = loadHistory(dir, scenario);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n`);
+    return 2;
+  }
+  if (runs.length === 0) {
+    process.stderr.write(`no suite run in ${dir} has the scenario "${scenario}"\n`);
+    return 2;
+  }
+  const out = values.out ?? join(dir, `history-${scenario.replace(/[^A-Za-z0-9._-]/g, '_')}.svg`);
+  writeFileSync(out, historyChart(runs, scenario));
+  process.stdout.write(`${historyTable(runs, scenario)}\n\nchart: ${out}\n`);
+  return 0;
+}
+
 function main(argv: string[]): number {
+  if (argv.some((a) => a === '--history' || a.startsWith('--history='))) return history(argv);
   if (argv.length !== 2) {
-    process.stderr.write('usage: npm run bench:compare A.json B.json   (A = baseline, e.g. main; B = the change)\n');
+    process.stderr.write(USAGE);
     return 2;
   }
   const [pa, pb] = argv as [string, string];

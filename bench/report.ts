@@ -3,8 +3,10 @@
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { RssSample } from './measure.js';
+import { charts, type ChartFile } from './charts.js';
+import { evaluateTargets, RATIO_TARGETS, saturationRatio } from './targets.js';
 import { STALL_MS, type StallStats, type WrkPass } from './wrk.js';
 
 export interface LatencyMs {
@@ -147,9 +149,10 @@ function row(s: ScenarioResult): string[] {
 
 const WRK_COLUMNS = [
   'scenario (wrk)',
+  'ratio',
+  'target',
   'srv req/s',
   'ceil req/s',
-  'ratio',
   'p50 ms',
   'p90 ms',
   'p99 ms',
@@ -172,9 +175,10 @@ function wrkRow(s: ScenarioResult): string[] {
   const rounds = w.rounds;
   return [
     s.key,
+    fmt(saturationRatio(s), 2),
+    RATIO_TARGETS[s.name] === undefined ? '' : `>= ${(RATIO_TARGETS[s.name] as number).toFixed(2)}`,
     fmtInt(w.server.reqPerSec),
     fmtInt(w.ceiling.reqPerSec),
-    fmt(w.ceiling.reqPerSec > 0 ? w.server.reqPerSec / w.ceiling.reqPerSec : null, 2),
     fmt(w.server.latencyMs.p50, 2),
     fmt(w.server.latencyMs.p90, 2),
     fmt(w.server.latencyMs.p99, 2),
@@ -194,88 +198,18 @@ export function textTable(columns: readonly string[], body: string[][]): string 
   return [line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }
 
+/**
+ * The terminal's tables: the wrk saturation pass first (its ratio is the headline figure the targets
+ * are judged on), then autocannon's body-checked load with its CPU efficiency.
+ */
 export function renderTable(results: BenchResults): string {
   const main = textTable(COLUMNS, results.scenarios.map(row));
   const withWrk = results.scenarios.filter((s) => s.wrk != null);
-  return withWrk.length === 0 ? main : `${main}\n\n${textTable(WRK_COLUMNS, withWrk.map(wrkRow))}`;
+  if (withWrk.length === 0) return `autocannon (every body checked; no --wrk pass, so no saturation ratio):\n${main}`;
+  return `saturation with wrk (headline: ratio = server / bare ceiling, both saturated, median round):\n${textTable(WRK_COLUMNS, withWrk.map(wrkRow))}\n\nautocannon (every body checked; read cpu eff):\n${main}`;
 }
 
-interface TargetCheck {
-  readonly what: string;
-  readonly verdict: 'pass' | 'FAIL' | 'n/a';
-  readonly measured: string;
-}
-
-function find(results: BenchResults, name: string): ScenarioResult[] {
-  return results.scenarios.filter((s) => s.name === name);
-}
-
-function atLeast(what: string, value: number | null, min: number, digits = 2): TargetCheck {
-  if (value === null) return { what, verdict: 'n/a', measured: 'not measured' };
-  return { what, verdict: value >= min ? 'pass' : 'FAIL', measured: value.toFixed(digits) };
-}
-
-function wrkLatencyText(s: ScenarioResult, w: WrkPass, autocannonP99: number): string {
-  const rounds = w.rounds;
-  const byRound = rounds.length > 1 ? `median of ${rounds.length} rounds (${rounds.map((r) => r.server.latencyMs.p99.toFixed(2)).join(', ')})` : 'one round';
-  const stalls = rounds.length > 0 ? `; machine stalls >= ${STALL_MS} ms during the server's rounds: ${stallText(rounds.map((r) => r.serverStalls))}` : '';
-  return (
-    `${w.server.latencyMs.p99.toFixed(2)} ms, ${byRound}, at ${s.connections} connections, ${fmtInt(w.server.reqPerSec)} req/s ` +
-    `(wrk; ceiling ${w.ceiling.latencyMs.p99.toFixed(2)} ms)${stalls}; autocannon: ${autocannonP99.toFixed(2)} ms (ceiling ${s.ceiling.latencyMs.p99.toFixed(2)} ms)`
-  );
-}
-
-/** The suite's targets (bench/README.md, "Targets"), evaluated on whatever this run measured. */
-export function evaluateTargets(results: BenchResults): TargetCheck[] {
-  const out: TargetCheck[] = [];
-  for (const s of find(results, 'mapped')) {
-    const tag = (s.threads === null ? '' : ` @${s.threads}t`) + (s.httpThreads === null || s.httpThreads === undefined ? '' : ` ${s.httpThreads} loops`);
-    out.push(atLeast(`mapped${tag}: throughput ratio >= 0.80`, s.ratio, 0.8));
-    out.push(atLeast(`mapped${tag}: CPU efficiency >= 0.50`, s.cpuEfficiency, 0.5));
-    const p99 = s.server.latencyMs.p99;
-    // wrk (--wrk) does not saturate first, so its figure decides when there is one. Without it the
-    // ceiling's p99 under autocannon tells whether the target is measurable at all: autocannon
-    // saturates first on a small box, and its own queueing then sets the latency floor for both
-    // servers. A bare uWS server at or above 5 ms under the same client means the figure says
-    // nothing about rcd: n/a, with the way to measure it, rather than a FAIL of the client.
-    const w = s.wrk ?? null;
-    const judged = w === null ? p99 : w.server.latencyMs.p99;
-    const clientFloor = w === null && s.ceiling.latencyMs.p99 >= 5;
-    out.push({
-      what: `mapped${tag}: p99 < 5 ms at 100 connections`,
-      verdict: s.connections !== 100 || clientFloor ? 'n/a' : judged < 5 ? 'pass' : 'FAIL',
-      measured:
-        w === null
-          ? `${p99.toFixed(2)} ms at ${s.connections} connections (autocannon; ceiling ${s.ceiling.latencyMs.p99.toFixed(2)} ms${s.server.clientBound ? ', client-bound' : ''})` +
-            (clientFloor ? `; the client's own floor is above the target (the bare ceiling's p99): measure with --wrk` : '')
-          : wrkLatencyText(s, w, p99),
-    });
-    const at10 = s.server.rssAt10sBytes;
-    const grew = at10 === null ? null : s.server.rssEndBytes / at10 - 1;
-    out.push({
-      what: `mapped${tag}: RSS at end within 10% of RSS at 10 s (60 s run)`,
-      verdict: grew === null || s.server.rssSamples.length === 0 || results.options.durationSec < 60 ? 'n/a' : grew <= 0.1 ? 'pass' : 'FAIL',
-      measured: grew === null ? `run shorter than 10 s` : `${mb(at10 as number)} MB -> ${mb(s.server.rssEndBytes)} MB (${(grew * 100).toFixed(1)}%) over ${results.options.durationSec} s`,
-    });
-  }
-  for (const name of ['plain', 'wrapped', 'mapped-serialized']) {
-    for (const s of find(results, name)) out.push(atLeast(`${s.key}: throughput ratio >= 0.85`, s.ratio, 0.85));
-  }
-  for (const s of find(results, 'combine')) out.push(atLeast(`${s.key}: throughput ratio >= 0.5`, s.ratio, 0.5));
-  for (const s of find(results, 'large-hit')) out.push(atLeast(`${s.key}: throughput ratio >= 0.5`, s.ratio, 0.5));
-  for (const miss of find(results, 'large-miss')) {
-    const hit = results.scenarios.find((s) => s.name === 'large-hit' && s.threads === miss.threads);
-    const factor = hit?.server.cpuUsPerReq != null && miss.server.cpuUsPerReq !== null ? miss.server.cpuUsPerReq / hit.server.cpuUsPerReq : null;
-    out.push({
-      what: `${miss.key}: a miss costs < 10x a hit (server CPU per request)`,
-      verdict: factor === null ? 'n/a' : factor < 10 ? 'pass' : 'FAIL',
-      measured: factor === null ? 'needs large-hit and large-miss' : `${factor.toFixed(2)}x`,
-    });
-  }
-  return out;
-}
-
-export function renderMarkdown(results: BenchResults): string {
+export function renderMarkdown(results: BenchResults, chartFiles: readonly ChartFile[] = []): string {
   const lines: string[] = [];
   lines.push(`# Benchmark ${results.date} on ${results.host}`);
   lines.push('');
@@ -287,21 +221,17 @@ export function renderMarkdown(results: BenchResults): string {
       `${results.target === 'ceiling' ? ', CALIBRATION RUN (ceiling against ceiling)' : ''}${results.options.smoke ? ', SMOKE RUN (speed figures meaningless)' : ''}.`,
   );
   lines.push('');
-  lines.push(`| ${COLUMNS.join(' | ')} |`);
-  lines.push(`|${COLUMNS.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`);
-  for (const s of results.scenarios) lines.push(`| ${row(s).join(' | ')} |`);
-  lines.push('');
-  lines.push('ratio = server req/s / ceiling req/s; cpu eff = ceiling CPU per request / server CPU per request; client BOUND = the load generator used >= 90% of its cores, so read cpu eff rather than ratio.');
-  lines.push('');
+  for (const c of chartFiles) lines.push(`![${c.title}](${c.file})`, '');
   const withWrk = results.scenarios.filter((s) => s.wrk != null);
   if (withWrk.length > 0) {
-    lines.push('## Latency with wrk (`--wrk`: same requests and connections, a C client that does not saturate first)');
+    lines.push('## Saturation with wrk (the headline: targets are judged on this ratio)');
     lines.push('');
     lines.push(
-      `Each round runs the ceiling, then the server, for the full duration; figures are the median round's. ` +
+      `wrk (a C client that does not saturate first) sends the same requests over the same connections to the bare ceiling, then to the server, ` +
+        `each for the full duration, in rounds; figures are the median round's, latencies at microsecond resolution. ` +
+        `ratio = server req/s / ceiling req/s with both saturated. ` +
         `Stalls: wake-ups of a probe sleeping 1 ms at a time (real-time priority unless marked "not rt") that came ${STALL_MS} ms or more late, ` +
-        `so the machine itself was not running: every request in flight then waited too. ` +
-        `wrk saturates both servers (it keeps up where autocannon does not), so its ratio compares the two at their limits.`,
+        `so the machine itself was not running: every request in flight then waited too.`,
     );
     lines.push('');
     lines.push(`| ${WRK_COLUMNS.join(' | ')} |`);
@@ -309,6 +239,17 @@ export function renderMarkdown(results: BenchResults): string {
     for (const s of withWrk) lines.push(`| ${wrkRow(s).join(' | ')} |`);
     lines.push('');
   }
+  lines.push('## autocannon (every response body checked; CPU efficiency)');
+  lines.push('');
+  lines.push(`| ${COLUMNS.join(' | ')} |`);
+  lines.push(`|${COLUMNS.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`);
+  for (const s of results.scenarios) lines.push(`| ${row(s).join(' | ')} |`);
+  lines.push('');
+  lines.push(
+    'ratio = server req/s / ceiling req/s under autocannon, which on a small box saturates before either server (client BOUND), so it is not the saturation figure; ' +
+      'cpu eff = ceiling CPU per request / server CPU per request; autocannon latencies have its histogram\'s resolution (whole milliseconds).',
+  );
+  lines.push('');
   const targets = evaluateTargets(results);
   if (targets.length > 0) {
     lines.push('## Targets');
@@ -336,14 +277,19 @@ export function hostTag(): string {
   return hostname().replace(/[^A-Za-z0-9._-]/g, '_');
 }
 
-/** bench/results/<date>-<host>.json (+ .md); a second run the same day gets -2, -3, ... rather than overwriting. */
-export function writeResults(results: BenchResults, dir: string): { json: string; md: string } {
+/**
+ * bench/results/<date>-<host>.json, its .md summary and its SVG charts beside it (<stem>-ratio.svg,
+ * <stem>-latency.svg); a second run the same day gets -2, -3, ... rather than overwriting.
+ */
+export function writeResults(results: BenchResults, dir: string): { json: string; md: string; charts: string[] } {
   const stem = freeResultStem(dir, `${results.date.slice(0, 10)}-${hostTag()}`);
   const json = `${stem}.json`;
   const md = `${stem}.md`;
   writeFileSync(json, JSON.stringify(results, null, 2) + '\n');
-  writeFileSync(md, renderMarkdown(results));
-  return { json, md };
+  const drawn = charts(results, basename(stem));
+  for (const c of drawn) writeFileSync(join(dir, c.file), c.svg);
+  writeFileSync(md, renderMarkdown(results, drawn));
+  return { json, md, charts: drawn.map((c) => join(dir, c.file)) };
 }
 
 /** `dir/base`, or `dir/base-2`, `-3`, ... when a result of that name exists: runs never overwrite each other. */

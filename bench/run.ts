@@ -19,7 +19,8 @@ import type { CeilingAnswer, CeilingConfig } from './ceiling.js';
 import { BENCH_KEY, repoRoot, writeBundle } from './fixtures/generate.js';
 import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
 import { RssSampler, clientCpu, isLinuxProcAvailable, memoryStatus, processCpuMicros, resetPeakRss, rssAt } from './measure.js';
-import { renderTable, writeResults, type BenchResults, type RunOptions, type RunStats, type ScenarioResult } from './report.js';
+import { fmtInt, renderTable, writeResults, type BenchResults, type RunOptions, type RunStats, type ScenarioResult } from './report.js';
+import { anyFailed, evaluateTargets, renderVerdicts } from './targets.js';
 import { runWrkPass, wrkAvailable, writeWrkScript } from './wrk.js';
 import { BASE_SEED, SCENARIOS, selectScenarios, setupRequestFor, syntheticResponse, verifyBodyFor, type RequestEntry, type Scenario } from './scenarios.js';
 
@@ -65,6 +66,7 @@ interface Options extends RunOptions {
   readonly outDir: string;
   readonly wrk: boolean;
   readonly wrkRounds: number;
+  readonly check: boolean;
 }
 
 const MAX_DURATION_SEC = 600;
@@ -85,6 +87,8 @@ const USAGE = `usage: npm run bench -- [options]
                        on PATH: apt-get install wrk); bad-requests is left out
   --wrk-rounds N       rounds of the wrk pass, each the ceiling then the server for --duration; the
                        median round is reported (default 3; --smoke: 1; max 20)
+  --check              exit 1 when any target FAILs (the verdict table printed at the end), not only on
+                       errors; n/a (not measured by this run) is not a failure
   --out DIR            results directory (default bench/results; --smoke: a temp dir)`;
 
 function positiveNumber(name: string, raw: string | undefined, fallback: number, max: number): number {
@@ -112,6 +116,7 @@ function parseOptions(argv: string[]): Options {
       out: { type: 'string' },
       wrk: { type: 'boolean', default: false },
       'wrk-rounds': { type: 'string' },
+      check: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -141,6 +146,7 @@ function parseOptions(argv: string[]): Options {
     outDir: values.out ?? (smoke ? join(tmpdir(), 'rcd-bench-smoke') : join(repoRoot(), 'bench', 'results')),
     wrk: values.wrk === true,
     wrkRounds: Math.max(1, Math.floor(positiveNumber('wrk-rounds', values['wrk-rounds'], smoke ? 1 : 3, 20))),
+    check: values.check === true,
   };
 }
 
@@ -305,6 +311,10 @@ function loadProblems(label: string, s: Scenario, r: RunStats): string[] {
   return out;
 }
 
+function fmtUs(us: number | null): string {
+  return us === null ? 'n/a' : us.toFixed(1);
+}
+
 async function runScenario(
   s: Scenario,
   server: Target,
@@ -320,22 +330,28 @@ async function runScenario(
   const pr = await probe(s, opts.target === 'server' ? server : null);
   await ceiling.configure(pr.config);
   if (opts.target === 'ceiling') await server.configure(pr.config);
-  process.stdout.write(`ceiling ${opts.durationSec}s... `);
+  const serverLabel = opts.target === 'ceiling' ? 'ceiling #2' : 'server';
+  process.stdout.write(`autocannon ${opts.durationSec}s each: `);
   const c = await measure(ceiling, s, opts, dir);
-  process.stdout.write(`${opts.target === 'ceiling' ? 'ceiling #2' : 'server'} ${opts.durationSec}s... `);
+  process.stdout.write(`ceiling ${fmtInt(c.reqPerSec)} req/s (${fmtUs(c.cpuUsPerReq)} µs CPU/req), `);
   const sv = await measure(server, s, opts, dir);
+  process.stdout.write(`${serverLabel} ${fmtInt(sv.reqPerSec)} req/s (${fmtUs(sv.cpuUsPerReq)} µs CPU/req)${sv.clientBound || c.clientBound ? ', client BOUND' : ''}\n`);
   const problems = [...pr.problems, ...loadProblems('server', s, sv), ...loadProblems('ceiling', s, c)];
   let wrk: ScenarioResult['wrk'] = null;
   if (opts.wrk && s.expectedStatuses.every((code) => code < 300) && !sup.stopping) {
-    process.stdout.write(`wrk ${opts.wrkRounds} x 2 x ${opts.durationSec}s... `);
+    process.stdout.write(`${key}: wrk ${opts.wrkRounds} round(s) x 2 x ${opts.durationSec}s: `);
     const script = writeWrkScript(dir, s.name, s.pool(BASE_SEED));
     const pass = await runWrkPass(server.url, ceiling.url, script, opts.connections, opts.durationSec, opts.wrkRounds, track, () => sup.stopping);
     for (const [label, w] of [['server', pass.server], ['ceiling', pass.ceiling]] as const) {
       if (w.non2xx > 0 || w.socketErrors > 0) problems.push(`${label} (wrk): ${w.non2xx} non-2xx answers, ${w.socketErrors} socket errors`);
     }
     wrk = pass;
+    process.stdout.write(
+      `ceiling ${fmtInt(pass.ceiling.reqPerSec)} req/s, ${serverLabel} ${fmtInt(pass.server.reqPerSec)} req/s, ratio ${(pass.server.reqPerSec / Math.max(1, pass.ceiling.reqPerSec)).toFixed(2)}; ` +
+        `p50 ${pass.server.latencyMs.p50.toFixed(2)} ms, p99 ${pass.server.latencyMs.p99.toFixed(2)} ms (ceiling ${pass.ceiling.latencyMs.p50.toFixed(2)} / ${pass.ceiling.latencyMs.p99.toFixed(2)} ms)\n`,
+    );
   }
-  process.stdout.write(`${Math.round(sv.reqPerSec)} vs ${Math.round(c.reqPerSec)} req/s${problems.length > 0 ? `, ${problems.length} PROBLEM(S)` : ''}\n`);
+  if (problems.length > 0) process.stdout.write(`${key}: ${problems.length} PROBLEM(S)\n`);
   return {
     key,
     name: s.name,
@@ -422,13 +438,16 @@ async function main(): Promise<number> {
   };
   process.stdout.write('\n' + renderTable(results) + '\n');
   const files = writeResults(results, opts.outDir);
-  process.stdout.write(`\nresults: ${files.json}\nsummary: ${files.md}\n`);
+  process.stdout.write(`\nresults: ${files.json}\nsummary: ${files.md}\ncharts: ${files.charts.join(', ')}\n`);
   if (!results.ok) {
     process.stderr.write('\nPROBLEMS:\n');
     for (const s of scenarios) for (const p of s.problems) process.stderr.write(`  ${s.key}: ${p}\n`);
   }
+  const checks = evaluateTargets(results);
+  process.stdout.write(`\n${renderVerdicts(checks)}\n`);
   await sup.stopAll();
-  return results.ok ? 0 : 1;
+  if (!results.ok) return 1;
+  return opts.check && anyFailed(checks) ? 1 : 0;
 }
 
 main().then(

@@ -19,6 +19,7 @@ import { errorResponse, type ErrorResponse } from '../runtime/errors.js';
 import { GzipBuilder, gzipBound } from '../shared/gzip.js';
 import { Coding } from './etag.js';
 import type { Rendered } from './front-cache.js';
+import { representationBlock } from './header-block.js';
 import type { HttpPolicy } from './http-policy.js';
 import { EMPTY_BYTES, appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 
@@ -123,13 +124,19 @@ function writeRepresentationHeaders(res: HttpResponse): void {
   writeCors(res);
 }
 
+/** Content-Type and the representation headers of a 200 in one native call (header-block.ts), then CORS. */
+function writeContentHead(res: HttpResponse): void {
+  res.writeHeader(H_CONTENT_TYPE, representationBlock(slotCacheControl, slotVary!, slotEtag));
+  writeCors(res);
+}
+
 // uWS writes "200 OK" itself when no status was set: one native call less on every success.
 function writeCorked(): void {
   const res = slotRes!;
   if (slotStatus !== STATUS_OK) res.writeStatus(slotStatus);
-  res.writeHeader(H_CONTENT_TYPE, JSON_TYPE_BYTES);
-  if (slotEtag !== '') writeRepresentationHeaders(res);
+  if (slotEtag !== '') writeContentHead(res);
   else {
+    res.writeHeader(H_CONTENT_TYPE, JSON_TYPE_BYTES);
     res.writeHeader(H_CACHE_CONTROL, slotCacheControl);
     writeCors(res);
   }
@@ -141,8 +148,7 @@ function writeCorked(): void {
 function writeWrappedCorked(): void {
   const res = slotRes!;
   const item = slotItem!;
-  res.writeHeader(H_CONTENT_TYPE, JSON_TYPE_BYTES);
-  writeRepresentationHeaders(res);
+  writeContentHead(res);
   const head = item.head;
   const tailLength = wrappedTailLength(slotUid, slotMod, item.seg);
   if (slotCoding === Coding.Gzip) {

@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { userUid } from '../../src/shared/identity.js';
 import { XXH32_VECTORS, xxh32String } from '../../src/shared/xxh32.js';
-import { evaluateTargets, type BenchResults } from '../../bench/report.js';
+import type { BenchResults } from '../../bench/report.js';
+import { evaluateTargets } from '../../bench/targets.js';
 import { SCENARIOS } from '../../bench/scenarios.js';
 import { wrkAvailable } from '../../bench/wrk.js';
 
@@ -43,6 +44,16 @@ describe('npm run bench -- --smoke', () => {
     const json = files.find((f) => f.endsWith('.json'));
     expect(json, output).toBeDefined();
     expect(files.some((f) => f.endsWith('.md'))).toBe(true);
+    // The charts beside the summary, and the summary shows them.
+    const stem = (json as string).replace(/\.json$/, '');
+    expect(files).toContain(`${stem}-ratio.svg`);
+    expect(files).toContain(`${stem}-latency.svg`);
+    expect(readFileSync(join(outDir, `${stem}-ratio.svg`), 'utf8')).toMatch(/^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
+    expect(readFileSync(join(outDir, `${stem}.md`), 'utf8')).toContain(`](${stem}-ratio.svg)`);
+    // Progress lines label their figures; the verdict table closes the run in the terminal.
+    expect(output).toMatch(/^mapped: probing\.\.\. autocannon 1s each: ceiling [\d,]+ req\/s \([\d.]+ µs CPU\/req\), server [\d,]+ req\/s \([\d.]+ µs CPU\/req\)/m);
+    expect(output).toMatch(/^mapped: saturation ratio \(wrk\) >= 0\.70 +no wrk pass .* +n\/a$/m);
+    expect(output).toMatch(/^targets: \d+ pass, \d+ FAIL, \d+ n\/a$/m);
     const results = JSON.parse(readFileSync(join(outDir, json as string), 'utf8')) as BenchResults;
     expect(results.ok).toBe(true);
     expect(results.scenarios.map((s) => s.name)).toEqual(SCENARIOS.map((s) => s.name));
@@ -100,7 +111,10 @@ describe('npm run bench -- --smoke', () => {
           expect(probe.stalledMs).toBeGreaterThanOrEqual(probe.maxStallMs);
         }
       }
-      expect(readFileSync(join(wrkDir, json!.replace(/\.json$/, '.md')), 'utf8')).toContain('Latency with wrk');
+      expect(readFileSync(join(wrkDir, json!.replace(/\.json$/, '.md')), 'utf8')).toContain('Saturation with wrk');
+      const ratio = mapped!.wrk!.server.reqPerSec / mapped!.wrk!.ceiling.reqPerSec;
+      expect(output).toMatch(new RegExp(`^mapped: wrk 2 round\\(s\\) x 2 x 1s: ceiling [\\d,]+ req/s, server [\\d,]+ req/s, ratio ${ratio.toFixed(2)}; p50 \\d+\\.\\d\\d ms, p99 \\d+\\.\\d\\d ms`, 'm'));
+      expect(output).toMatch(new RegExp(`^mapped: saturation ratio \\(wrk\\) >= 0\\.70 +${ratio.toFixed(2)} .* +(pass|FAIL)$`, 'm'));
     } finally {
       rmSync(wrkDir, { recursive: true, force: true });
     }

@@ -6,7 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { evaluateTargets, type BenchResults } from '../../../bench/report.js';
+import type { BenchResults } from '../../../bench/report.js';
+import { evaluateTargets } from '../../../bench/targets.js';
 
 function recorded(name: string): BenchResults {
   return JSON.parse(readFileSync(new URL(`../../fixtures/bench/${name}`, import.meta.url), 'utf8')) as BenchResults;

@@ -1,0 +1,65 @@
+/**
+ * The headers of a 200 content answer as one uWS call instead of four.
+ *
+ * uWS's writeHeader(name, value) copies `name: value\r\n` into the response as given. Every call
+ * crosses from JavaScript into C++ (a handle scope, argument checks, one more append); on the mapped
+ * path the four header calls (Content-Type, ETag, Cache-Control, Vary) were the largest JavaScript
+ * item of the main thread's profile after the rule evaluation (bench/README.md, "Where the time of a
+ * mapped request goes"). So Content-Type's value carries the other three lines after it:
+ * `application/json\r\ncache-control: …\r\nvary: …\r\netag: "…"`, the constant part prebuilt per
+ * (Cache-Control, Vary) pair and the tag copied behind it into a reused buffer. The bytes on the wire
+ * are the same header lines (ETag last).
+ *
+ * Only bytes this server made go in: the constant values, and tags built from content hashes by
+ * etag.ts (hex and base64url characters, quotes, a coding suffix), never request bytes, so no line
+ * break can reach the block from outside. CORS headers, whose origin value comes from the operator's
+ * list, keep their own calls (reply.ts).
+ */
+
+/** `application/json\r\ncache-control: <cc>\r\nvary: <vary>\r\netag: `. */
+function prefixOf(cacheControl: Uint8Array, vary: Uint8Array): Buffer {
+  return Buffer.concat([
+    Buffer.from('application/json\r\ncache-control: ', 'latin1'),
+    cacheControl,
+    Buffer.from('\r\nvary: ', 'latin1'),
+    vary,
+    Buffer.from('\r\netag: ', 'latin1'),
+  ]);
+}
+
+// One entry per Cache-Control value object (two in practice: shared and private), rebuilt when the
+// Vary value object changes (one per delivery loop's policy; a loop is one thread with its own module).
+let cachedVary: Uint8Array | null = null;
+let cachedControls: Uint8Array[] = [];
+let cachedPrefixes: Buffer[] = [];
+
+function prefixFor(cacheControl: Uint8Array, vary: Uint8Array): Buffer {
+  if (vary !== cachedVary) {
+    cachedVary = vary;
+    cachedControls = [];
+    cachedPrefixes = [];
+  }
+  for (let i = 0; i < cachedControls.length; i++) {
+    if (cachedControls[i] === cacheControl) return cachedPrefixes[i]!;
+  }
+  const prefix = prefixOf(cacheControl, vary);
+  cachedControls.push(cacheControl);
+  cachedPrefixes.push(prefix);
+  return prefix;
+}
+
+// Reused for every answer: uWS copies a header value before writeHeader returns.
+let block = Buffer.allocUnsafeSlow(512);
+
+/**
+ * Content-Type's value with Cache-Control, Vary and ETag lines behind it (see above). The result is a
+ * view of a reused buffer: valid until the next call, which is after uWS copied it.
+ */
+export function representationBlock(cacheControl: Uint8Array, vary: Uint8Array, etag: string): Uint8Array {
+  const prefix = prefixFor(cacheControl, vary);
+  const size = prefix.byteLength + etag.length;
+  if (block.byteLength < size) block = Buffer.allocUnsafeSlow(size * 2);
+  block.set(prefix, 0);
+  const written = block.write(etag, prefix.byteLength, 'latin1');
+  return block.subarray(0, prefix.byteLength + written);
+}
