@@ -16,10 +16,10 @@ import { userMod, userUid } from '../shared/identity.js';
 import { evaluateMapping, type Combination } from '../mapping/index.js';
 import type { JobSink } from '../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
+import { contentIdKey } from '../store/ids.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKeyOf, renderedOf, type Rendered } from './front-cache.js';
-import { combinePlanOf } from './combine-plan.js';
-import { checkPlainQuery, wrappedKind } from './query.js';
+import { checkPlainQuery, parseCombineQuery, wrappedKind } from './query.js';
 import { CC_PRIVATE, CC_SHARED, answerBuffer, sendContent, sendError, sendNotModified, sendOverloaded, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from './etag.js';
@@ -68,8 +68,6 @@ export class ContentRequest implements JobSink {
   keys: string[] | null = null;
   // Combine only:
   ids: string[] | null = null;
-  /** `"id":` bytes per entry of ids (combine-plan.ts). */
-  entryKeys: Buffer[] | null = null;
   rendered: (Rendered | null)[] | null = null;
   missing: string[] | null = null;
   remaining = 0;
@@ -250,13 +248,11 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
 }
 
 function startCombine(r: ContentRequest, ctx: UserContext): void {
-  const plan = combinePlanOf(r.query, r.state.config.maxCombineIds);
-  const q = plan.query;
+  const q = parseCombineQuery(r.query, r.state.config.maxCombineIds);
   const contents = r.env.contents;
   const cache = r.state.frontCache;
   prepareUser(r, q.kind, ctx);
   const ids: string[] = [];
-  const entryKeys: Buffer[] = [];
   const keys: string[] = [];
   const rendered: (Rendered | null)[] = [];
   const missing: string[] = [];
@@ -265,9 +261,8 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
   // What the answer is made of, for its tag: the query's shape (kind, each id as written, the uid
   // when the items carry it) and each item's parts. Each id is length-prefixed: ids may hold any character.
   let tagParts = q.kind === JobKind.Plain ? 'p' : (q.kind === JobKind.Wrapped ? 'w' : 's') + r.uid;
-  for (let n = 0; n < q.ids.length; n++) {
-    const id = q.ids[n]!;
-    const content = contents.get(plan.lookupKeys[n]!);
+  for (const id of q.ids) {
+    const content = contents.get(contentIdKey(id));
     const rev = content === undefined ? undefined : chooseRevision(content, ctx.vKey);
     if (content === undefined || rev === undefined) {
       missing.push(id);
@@ -283,12 +278,10 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
       slots.push(ids.length);
     }
     ids.push(id);
-    entryKeys.push(plan.entryKeys[n]!);
     keys.push(key);
     rendered.push(hit ?? null);
   }
   r.ids = ids;
-  r.entryKeys = entryKeys;
   r.keys = keys;
   r.rendered = rendered;
   r.missing = missing;
@@ -421,30 +414,28 @@ function entryKey(first: boolean, id: string): string {
 
 /** `{"id":head+tail,...}` as one buffer: sizes first, then copies into the reply's reused buffer. */
 function combineBytes(r: ContentRequest): Uint8Array {
-  const entryKeys = r.entryKeys!;
+  const ids = r.ids!;
   const rendered = r.rendered!;
   const wrapped = r.kind !== JobKind.Plain;
+  const keys: string[] = [];
   let total = 1;
-  let present = 0;
-  for (let i = 0; i < entryKeys.length; i++) {
+  for (let i = 0; i < ids.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    present++;
-    total += 1 + entryKeys[i]!.byteLength + item.head.byteLength + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
+    const key = entryKey(keys.length === 0, ids[i]!);
+    keys.push(key);
+    total += Buffer.byteLength(key, 'utf8') + item.head.byteLength + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
   }
-  if (present === 0) return EMPTY_OBJECT;
+  if (keys.length === 0) return EMPTY_OBJECT;
   // The reply's reused buffer (sendContent's end() copies it before returning): a 10-id answer is
   // ~16 KB, which Buffer.allocUnsafe takes from no pool, so each answer was a fresh ArrayBuffer.
   const out = answerBuffer(total);
   let pos = 0;
-  for (let i = 0; i < entryKeys.length; i++) {
+  let k = 0;
+  for (let i = 0; i < ids.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    out[pos] = pos === 0 ? 0x7b : 0x2c; // '{' before the first entry, ',' between
-    pos++;
-    const key = entryKeys[i]!;
-    out.set(key, pos);
-    pos += key.byteLength;
+    pos += out.write(keys[k++]!, pos, 'utf8');
     out.set(item.head, pos);
     pos += item.head.byteLength;
     if (wrapped) pos = writeWrappedTail(out, pos, r.uid, r.mod, item.seg);
