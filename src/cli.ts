@@ -29,6 +29,7 @@ Usage:
   rcd migrate --from URL --to postgres://...
                                  copy a store (e.g. sqlite:PATH) into an empty PostgreSQL database, keys included
   rcd <command> --help           options of one command
+  rcd --version                  the installed version
 
   rcd import FILE --admin-url URL / rcd export --admin-url URL
                                  the same through a running server's admin API (edits live at once)
@@ -180,6 +181,10 @@ async function main(argv: string[]): Promise<number> {
     case '-h':
       process.stdout.write(USAGE + ADMIN_USAGE);
       return command === undefined ? 2 : 0;
+    case '--version':
+    case 'version':
+      process.stdout.write(`${packageVersion()}\n`);
+      return 0;
     case 'serve':
       return serve(rest);
     case 'import':
@@ -193,6 +198,12 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`rcd: unknown command "${command}"\n\n${USAGE}`);
       return 2;
   }
+}
+
+/** The version in package.json: two folders up from dist/src/cli.js, where an install keeps it too. */
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
 }
 
 /** import/export go through the admin API when an admin URL is named, else straight to the store. */

@@ -28,6 +28,8 @@ export interface ServerOptions {
   store?: string;
   /** Resolve once the process printed this instead of "listening on" (e.g. a start waiting for its store). */
   readyWhen?: RegExp;
+  /** The program and its leading arguments instead of `node bin/rcd.js` (an installed `rcd`, a unit's ExecStart). */
+  command?: readonly string[];
 }
 
 export interface ServerProcess {
@@ -85,7 +87,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
   const ownDir = opts.dir === undefined;
   const dir = opts.dir ?? tempDir();
   const storeUrl = opts.store ?? `sqlite:${join(dir, 'rcd.db')}`;
-  const args = [BIN, 'serve', '--store', storeUrl, '--host', '127.0.0.1', '--port', '0', '--threads', '2', '--seed-demo', String(opts.seedDemo === true)];
+  const [program, ...lead] = opts.command ?? [process.execPath, BIN];
+  const args = [...lead, 'serve', '--store', storeUrl, '--host', '127.0.0.1', '--port', '0', '--threads', '2', '--seed-demo', String(opts.seedDemo === true)];
   if (opts.admin === true) args.push('--admin-port', '0', '--admin-host', '127.0.0.1');
   else args.push('--admin', 'false');
   if (opts.bundle !== undefined) {
@@ -94,7 +97,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
     args.push('--import', file);
   }
   args.push(...(opts.args ?? []));
-  const child = spawn(process.execPath, args, {
+  const child = spawn(program!, args, {
     cwd: dir,
     env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
