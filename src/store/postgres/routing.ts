@@ -75,7 +75,42 @@ export async function changesSince(sql: Tx | Sql, afterSeq: number, limit: numbe
 }
 
 /** The current state of every object the entries touched, each once, read in a few set queries. */
-export async function delta(tx: Tx, entries: readonly ChangeEntry[], fromSeq: number, toSeq: number): Promise<RoutingDelta> {
+/**
+ * Whether reading the delta of `entries` takes more than one statement (then it must run in one
+ * repeatable-read transaction to see one state). A run of content edits, the common case, is one
+ * statement and runs without BEGIN and COMMIT: three of a catch-up's five round trips.
+ */
+export function deltaNeedsTransaction(entries: readonly ChangeEntry[]): boolean {
+  let environments = 0;
+  let keys = 0;
+  let contents = 0;
+  for (const e of entries) {
+    if (e.kind === 'environment') environments = 1;
+    else if (e.kind === 'key') keys = 1;
+    else contents = 1;
+  }
+  return environments + keys + contents > 1;
+}
+
+/** A content row and one of its revisions (null columns for a content without one). */
+type ContentRevisionRow = ContentMetaRow & {
+  rev_id: number | null;
+  number: number | null;
+  hash: string | null;
+  min_app_version: string | null;
+  rev_created_at: string | null;
+};
+
+/** Contents by (env, id) with their revisions, in one statement: a row per revision, in order. */
+const CONTENTS_WITH_REVISIONS = `SELECT c.content_pk, c.env_id, c.id_lower, c.id, c.mapping_id, c.created_at, c.updated_at, m.rule_count,
+       r.rev_id, r.number, r.hash, r.min_app_version, r.created_at AS rev_created_at
+  FROM contents c
+  LEFT JOIN mappings m ON m.mapping_id = c.mapping_id
+  JOIN unnest($1::text[], $2::text[]) AS t(env_id, id_lower) ON t.env_id = c.env_id AND t.id_lower = c.id_lower
+  LEFT JOIN revisions r ON r.content_pk = c.content_pk
+ ORDER BY c.content_pk, r.number`;
+
+export async function delta(tx: Tx | Sql, entries: readonly ChangeEntry[], fromSeq: number, toSeq: number): Promise<RoutingDelta> {
   const envIds = new Set<string>();
   const keyIds = new Set<string>();
   const contentSlots = new Map<string, { envId: string; idLower: string }>();
@@ -109,25 +144,23 @@ export async function delta(tx: Tx, entries: readonly ChangeEntry[], fromSeq: nu
   });
 
   const slots = [...contentSlots.values()];
-  const contentRows =
+  const rows =
     slots.length === 0
       ? []
-      : await tx.unsafe<ContentMetaRow[]>(
-          `SELECT ${CONTENT_COLUMNS} JOIN unnest($1::text[], $2::text[]) AS t(env_id, id_lower) ON t.env_id = c.env_id AND t.id_lower = c.id_lower`,
-          [slots.map((s) => s.envId), slots.map((s) => s.idLower)],
-        );
+      : await tx.unsafe<ContentRevisionRow[]>(CONTENTS_WITH_REVISIONS, [slots.map((s) => s.envId), slots.map((s) => s.idLower)], { prepare: true });
+  const contentRows: ContentMetaRow[] = [];
   const revs = new Map<number, RevisionMeta[]>();
-  if (contentRows.length > 0) {
-    const revRows = await tx.unsafe<RevisionMetaRow[]>(`SELECT ${REVISION_COLUMNS} WHERE content_pk = ANY($1::bigint[]) ORDER BY content_pk, number`, [
-      contentRows.map((c) => c.content_pk),
-    ]);
-    for (const r of revRows) {
-      let list = revs.get(r.content_pk);
-      if (list === undefined) {
-        list = [];
-        revs.set(r.content_pk, list);
-      }
-      list.push(revisionMeta(r));
+  for (const r of rows) {
+    let list = revs.get(r.content_pk);
+    if (list === undefined) {
+      list = [];
+      revs.set(r.content_pk, list);
+      contentRows.push(r);
+    }
+    if (r.rev_id !== null) {
+      list.push(
+        revisionMeta({ content_pk: r.content_pk, rev_id: r.rev_id, number: r.number!, hash: r.hash!, min_app_version: r.min_app_version, created_at: r.rev_created_at! }),
+      );
     }
   }
   const bySlot = new Map(contentRows.map((c) => [`${c.env_id}\0${c.id_lower}`, c]));

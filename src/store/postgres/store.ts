@@ -179,6 +179,7 @@ export class PostgresStore implements Store {
   }
 
   loadDelta(entries: readonly ChangeEntry[], fromSeq: number, toSeq: number): Promise<RoutingDelta> {
+    if (!routing.deltaNeedsTransaction(entries)) return this.call(() => routing.delta(this.sql, entries, fromSeq, toSeq));
     return this.read((tx) => routing.delta(tx, entries, fromSeq, toSeq));
   }
 

@@ -150,6 +150,30 @@ describe.each(['sqlite', 'postgres'] as const)('%s store', (kind) => {
       expect(shop.mappingRuleCount).toBe(1);
     });
 
+    it('reads a run of content edits alone as the snapshot sees those contents, every revision in order', async () => {
+      await store.putEnvironment('prod');
+      await store.putContent('prod', 'Shop', BASE, '1.2.0');
+      await store.putContent('prod', 'Other', '{"o": 1}', null);
+      const from = await head();
+      await store.putContent('prod', 'Shop', '{"level": 3}', null);
+      await store.putContent('prod', 'Shop', '{"level": 4}', '2.0.0');
+      await store.putMapping('prod', 'Other', { rules: [{ segment: 's', patch: { o: 2 } }] });
+      await store.putContent('prod', 'New', '{"n": 1}', null);
+      await store.deleteContent('prod', 'Other');
+      const batch = await store.changesSince(from, 1000);
+      expect(new Set(batch.entries.map((e) => e.kind === 'environment' || e.kind === 'key'))).toEqual(new Set([false]));
+      const delta = await store.loadDelta(batch.entries, from, batch.headSeq);
+      expect(delta.environments).toEqual([]);
+      expect(delta.keys).toEqual([]);
+      const snapshot = await store.loadDirectory();
+      expect(delta.contents.map((c) => [c.idLower, c.meta])).toEqual([
+        ['shop', snapshot.contents.find((c) => c.idLower === 'shop')],
+        ['other', null],
+        ['new', snapshot.contents.find((c) => c.idLower === 'new')],
+      ]);
+      expect(delta.contents[0]!.meta!.revisions.map((r) => r.number)).toEqual([1, 2, 3]);
+    });
+
     it('pages through the log with a limit, and tells a reader behind the retained window to reload', async () => {
       await store.putEnvironment('prod');
       for (let i = 0; i < 10; i++) await store.putContent('prod', `Item${i}`, `{"i": ${i}}`, null);
