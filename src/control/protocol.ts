@@ -19,6 +19,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { ServeConfig } from '../runtime/config.js';
 import type { ErrorCode } from '../runtime/errors.js';
 import type { KeyDigest, RoutingDelta } from '../store/types.js';
+import type { ServerCounters } from '../metrics/layout.js';
 
 /** The control thread's workerData. */
 export interface ControlInit {
@@ -27,6 +28,8 @@ export interface ControlInit {
   readonly feeds: readonly MessagePort[];
   /** Hold V8's young generation in this thread too (src/runtime/heap.ts: a new thread resets the flag). */
   readonly holdYoungGeneration: boolean;
+  /** Shared with the main thread: store, feed and webhook figures for the metrics and /readyz. */
+  readonly counters: ServerCounters;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ process.on('unhandledRejection', crashed);
 
 async function start(readerUrl: string, port: number, tls: TlsMaterial | null): Promise<void> {
   try {
-    loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, readerUrl, holdYoungGeneration: init.holdYoungGeneration, port, claimed: true, tls });
+    loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, readerUrl, holdYoungGeneration: init.holdYoungGeneration, port, claimed: true, tls, counters: init.counters, server: init.server });
   } catch (err) {
     post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
     return;

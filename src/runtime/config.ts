@@ -62,6 +62,13 @@ export interface ServeConfig {
   readonly streamJitterMs: number;
   /** How long a stream token (for browsers: EventSource sends no headers) stays valid, in seconds. */
   readonly streamTokenTtlS: number;
+  /** Serve Prometheus metrics on their own listener. */
+  readonly metricsEnabled: boolean;
+  readonly metricsHost: string;
+  /** 0: any free port (printed at start). */
+  readonly metricsPort: number;
+  /** /readyz answers 503 store_unavailable once the store has been unreachable this long (the node cannot follow its changes). */
+  readonly readyStoreOutageMs: number;
 }
 
 /** One option: its flag, environment variable, default and parser. Order here is the --help order. */
@@ -108,6 +115,10 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'max-streams', env: 'RCD_MAX_STREAMS', fallback: '10000', help: 'open event streams per delivery loop before 503 too_many_streams (0..1000000)' },
   { flag: 'stream-heartbeat-ms', env: 'RCD_STREAM_HEARTBEAT_MS', fallback: '15000', help: 'ms between heartbeat comments on each event stream (1000..300000)' },
   { flag: 'stream-jitter-ms', env: 'RCD_STREAM_JITTER_MS', fallback: '5000', help: 'window in ms over which clients are told to spread re-fetches after a change event (0..600000)' },
+  { flag: 'metrics', env: 'RCD_METRICS', fallback: 'true', help: 'serve Prometheus metrics at /metrics on their own listener (true|false)' },
+  { flag: 'metrics-host', env: 'RCD_METRICS_HOST', fallback: '127.0.0.1', help: 'metrics listener host' },
+  { flag: 'metrics-port', env: 'RCD_METRICS_PORT', fallback: '9464', help: 'metrics listener port (0: any free port)' },
+  { flag: 'ready-store-outage', env: 'RCD_READY_STORE_OUTAGE_MS', fallback: '30000', help: 'ms the store may be unreachable before /readyz answers 503 store_unavailable (0..86400000)' },
   { flag: 'stream-token-ttl', env: 'RCD_STREAM_TOKEN_TTL_S', fallback: '300', help: 'seconds a stream token (browsers: EventSource sends no headers) stays valid (10..86400)' },
 ];
 
@@ -269,5 +280,9 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     streamHeartbeatMs: intIn('stream-heartbeat-ms', get('stream-heartbeat-ms'), 1000, 300_000),
     streamJitterMs: intIn('stream-jitter-ms', get('stream-jitter-ms'), 0, 600_000),
     streamTokenTtlS: intIn('stream-token-ttl', get('stream-token-ttl'), 10, 86_400),
+    metricsEnabled: bool('metrics', get('metrics')),
+    metricsHost: get('metrics-host'),
+    metricsPort: intIn('metrics-port', get('metrics-port'), 0, 65535),
+    readyStoreOutageMs: intIn('ready-store-outage', get('ready-store-outage'), 0, 86_400_000),
   });
 }

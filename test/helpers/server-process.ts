@@ -26,6 +26,8 @@ export interface ServerOptions {
   seedDemo?: boolean;
   /** Store URL (default: sqlite:<dir>/rcd.db), e.g. a PostgreSQL database. */
   store?: string;
+  /** Serve metrics on an ephemeral port (default: off, so parallel tests do not compete for 9464). */
+  metrics?: boolean;
   /** Resolve once the process printed this instead of "listening on" (e.g. a start waiting for its store). */
   readyWhen?: RegExp;
 }
@@ -33,6 +35,8 @@ export interface ServerOptions {
 export interface ServerProcess {
   readonly url: string;
   readonly adminUrl: string | null;
+  /** http://host:port/metrics when started with `metrics: true`. */
+  readonly metricsUrl: string | null;
   readonly dir: string;
   readonly storeUrl: string;
   readonly child: ChildProcess;
@@ -59,7 +63,7 @@ export function serveUntilExit(args: readonly string[], cwd: string): Promise<Ex
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, 'serve', ...args], {
       cwd,
-      env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token' },
+      env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token', RCD_METRICS: 'false' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -88,6 +92,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
   const args = [BIN, 'serve', '--store', storeUrl, '--host', '127.0.0.1', '--port', '0', '--threads', '2', '--seed-demo', String(opts.seedDemo === true)];
   if (opts.admin === true) args.push('--admin-port', '0', '--admin-host', '127.0.0.1');
   else args.push('--admin', 'false');
+  if (opts.metrics === true) args.push('--metrics-port', '0', '--metrics-host', '127.0.0.1');
+  else args.push('--metrics', 'false');
   if (opts.bundle !== undefined) {
     const file = join(dir, 'bundle.json');
     writeFileSync(file, JSON.stringify(opts.bundle));
@@ -131,6 +137,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
     });
   });
   const adminMatch = /admin listening on (https?:\/\/[^\s]+)/.exec(out);
+  const metricsMatch = /metrics at (http:\/\/[^\s]+)/.exec(out);
 
   const stop = async (): Promise<number | null> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
@@ -139,6 +146,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
   return {
     url,
     adminUrl: adminMatch === null ? null : adminMatch[1]!,
+    metricsUrl: metricsMatch === null ? null : metricsMatch[1]!,
     dir,
     storeUrl,
     child,
