@@ -21,9 +21,8 @@ import { LoopThreads } from './delivery/loop-threads.js';
 import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles, type TlsFiles, type TlsMaterial } from './runtime/tls.js';
 import { logError, logInfo } from './runtime/log.js';
 import { describeStoreUrl } from './store/index.js';
-import { Phase, S_PHASE, newLoopCounters, newServerCounters } from './metrics/layout.js';
-import { metricsRegistry } from './metrics/registry.js';
-import { startMetricsListener, type MetricsListener } from './metrics/listener.js';
+import { Phase, S_PHASE, newLoopCounters, newServerCounters, type LoopCounters, type ServerCounters } from './metrics/layout.js';
+import { startMetricsThread, type MetricsThread } from './metrics/client.js';
 
 export interface RunningServer {
   readonly port: number;
@@ -72,7 +71,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     onFatal,
   );
   let loop: DeliveryLoop | null = null;
-  let metrics: MetricsListener | null = null;
+  let metrics: MetricsThread | null = null;
   const release = async (): Promise<void> => {
     await metrics?.close();
     await Promise.all([loop?.stop(), loopThreads.stop()]);
@@ -88,7 +87,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     // port is claimed once here for all of them (one HTTPS loop claims it itself).
     const claimed = config.httpThreads > 1;
     const port = claimed ? await claimLoopsPort(config.host, config.port) : config.port;
-    if (config.metricsEnabled) metrics = await startMetrics(config, metricsRegistry(loopCounters, serverCounters));
+    if (config.metricsEnabled) metrics = await startMetrics(config, loopCounters, serverCounters);
     const main = DeliveryLoop.start({
       index: 0,
       config,
@@ -170,9 +169,9 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   return { port: listening.port, adminPort: opened.adminPort, fatal, close, reloadTls };
 }
 
-async function startMetrics(config: ServeConfig, registry: ReturnType<typeof metricsRegistry>): Promise<MetricsListener> {
+async function startMetrics(config: ServeConfig, loops: readonly LoopCounters[], server: ServerCounters): Promise<MetricsThread> {
   try {
-    return await startMetricsListener(registry, config.metricsHost, config.metricsPort);
+    return await startMetricsThread(config.metricsHost, config.metricsPort, loops, server);
   } catch {
     throw new StartupError(`cannot listen on the metrics address ${config.metricsHost}:${config.metricsPort} (the port is in use or not permitted; --metrics false turns metrics off)`);
   }

@@ -1,7 +1,7 @@
 /**
  * The metrics listener (--metrics-host, --metrics-port): GET /metrics in the Prometheus text format,
  * on its own port so it can stay on a private interface while the delivery port is public. It runs
- * on the main thread: a scrape reads the shared arrays (well under a millisecond), nothing else.
+ * in the metrics thread (src/metrics/thread.ts): a scrape reads the shared arrays, nothing else.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';

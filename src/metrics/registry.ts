@@ -1,8 +1,9 @@
 /**
  * The Prometheus registry (prom-client): every metric reads the shared counter arrays
  * (src/metrics/layout.ts) when scraped, so nothing is sent or computed per request. Process metrics
- * are prom-client's default collectors, run on the main thread (the event-loop lag is loop 0's).
- * docs/operations.md, "Metrics", describes each one.
+ * are prom-client's default collectors, run in the metrics thread: CPU, resident memory and file
+ * descriptors are the process's; heap, GC and event-loop figures are that thread's own.
+ * docs/metrics.md describes each one.
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import {
