@@ -19,7 +19,7 @@ import { claimPort, rotationMigratesHandshakes } from './delivery/listener.js';
 import { DeliveryLoop } from './delivery/loop.js';
 import { LoopThreads } from './delivery/loop-threads.js';
 import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles, type TlsFiles, type TlsMaterial } from './runtime/tls.js';
-import { logError, logInfo } from './runtime/log.js';
+import { humanLog, logError, logInfo } from './runtime/log.js';
 import { describeStoreUrl } from './store/index.js';
 import { Phase, S_PHASE, newLoopCounters, newServerCounters, type LoopCounters, type ServerCounters } from './metrics/layout.js';
 import { startMetricsThread, type MetricsThread } from './metrics/client.js';
@@ -220,7 +220,11 @@ function describeStore(url: string): string {
 function printDemoHint(config: ServeConfig, port: number, demo: DemoNotice): void {
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   let keyArg: string;
-  if (demo.createdKey !== null) {
+  if (demo.createdKey !== null && !humanLog()) {
+    // JSON lines go to log stores, which must never hold a key: name where it is kept instead.
+    logInfo(demo.keyFile === null ? 'demo API key created (a memory store: start with --log-format pretty to see it)' : `demo API key in ${demo.keyFile}`);
+    keyArg = demo.keyFile === null ? "'X-Api-Key: <the demo key>'" : `"X-Api-Key: $(cat '${demo.keyFile}')"`;
+  } else if (demo.createdKey !== null) {
     const where = demo.keyFile === null ? 'not written to a file: a memory store ends with the process' : `stored in ${demo.keyFile}`;
     logInfo(`demo API key: ${demo.createdKey} (${where})`);
     keyArg = `'X-Api-Key: ${demo.createdKey}'`;

@@ -10,6 +10,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { DeliveryFeed } from '../control/feed.js';
 import { holdYoungGeneration } from '../runtime/heap.js';
+import { configureLog } from '../runtime/log.js';
 import { DeliveryLoop } from './loop.js';
 import type { TlsMaterial } from '../runtime/tls.js';
 import type { LoopCommand, LoopEvent, LoopInit } from './loop-protocol.js';
@@ -18,6 +19,7 @@ const lifecycle = parentPort;
 if (lifecycle === null) throw new Error('src/delivery/loop-thread.ts runs as a worker thread');
 const init = workerData as LoopInit;
 if (init.holdYoungGeneration) holdYoungGeneration();
+configureLog({ level: init.config.logLevel, format: init.config.logFormat });
 
 function post(event: LoopEvent): void {
   lifecycle!.postMessage(event);

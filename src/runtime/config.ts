@@ -5,6 +5,7 @@
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import type { TlsFiles } from './tls.js';
+import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 
 export interface ServeConfig {
   readonly storeUrl: string;
@@ -69,6 +70,9 @@ export interface ServeConfig {
   readonly metricsPort: number;
   /** /readyz answers 503 store_unavailable once the store has been unreachable this long (the node cannot follow its changes). */
   readonly readyStoreOutageMs: number;
+  readonly logLevel: LogLevel;
+  /** Resolved at start: `pretty` when stdout is a terminal, `json` otherwise, unless set. */
+  readonly logFormat: LogFormat;
 }
 
 /** One option: its flag, environment variable, default and parser. Order here is the --help order. */
@@ -119,6 +123,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'metrics-host', env: 'RCD_METRICS_HOST', fallback: '127.0.0.1', help: 'metrics listener host' },
   { flag: 'metrics-port', env: 'RCD_METRICS_PORT', fallback: '9464', help: 'metrics listener port (0: any free port)' },
   { flag: 'ready-store-outage', env: 'RCD_READY_STORE_OUTAGE_MS', fallback: '30000', help: 'ms the store may be unreachable before /readyz answers 503 store_unavailable (0..86400000)' },
+  { flag: 'log-level', env: 'RCD_LOG_LEVEL', fallback: 'info', help: 'lowest level logged: debug, info, warn or error' },
+  { flag: 'log-format', env: 'RCD_LOG_FORMAT', fallback: '', help: 'json (one JSON object a line) or pretty (plain lines); default: pretty on a terminal, json otherwise' },
   { flag: 'stream-token-ttl', env: 'RCD_STREAM_TOKEN_TTL_S', fallback: '300', help: 'seconds a stream token (browsers: EventSource sends no headers) stays valid (10..86400)' },
 ];
 
@@ -149,6 +155,11 @@ function intIn(name: string, raw: string, min: number, max: number): number {
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(`--${name} must be between ${min} and ${max}, got ${n}`);
   return n;
+}
+
+function oneOf<T extends string>(name: string, raw: string, allowed: readonly T[]): T {
+  if ((allowed as readonly string[]).includes(raw)) return raw as T;
+  throw new ConfigError(`--${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
 }
 
 function bool(name: string, raw: string): boolean {
@@ -284,5 +295,7 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     metricsHost: get('metrics-host'),
     metricsPort: intIn('metrics-port', get('metrics-port'), 0, 65535),
     readyStoreOutageMs: intIn('ready-store-outage', get('ready-store-outage'), 0, 86_400_000),
+    logLevel: oneOf('log-level', get('log-level'), LOG_LEVELS),
+    logFormat: get('log-format') === '' ? (process.stdout.isTTY ? 'pretty' : 'json') : oneOf('log-format', get('log-format'), ['json', 'pretty'] as const),
   });
 }

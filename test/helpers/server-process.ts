@@ -12,6 +12,11 @@ import { fileURLToPath } from 'node:url';
 const HERE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const ROOT = basename(HERE_ROOT) === 'dist' ? dirname(HERE_ROOT) : HERE_ROOT;
 export const BIN = join(ROOT, 'bin', 'rcd.js');
+/**
+ * Servers started by the tests log plain lines (`rcd: ...`, `rcd: error: ...`), which the tests
+ * match; without a terminal the default would be JSON. test/e2e/logs.test.ts covers the JSON format.
+ */
+export const HUMAN_LOG = { RCD_LOG_FORMAT: 'pretty' } as const;
 
 export interface ServerOptions {
   /** Bundle object written to a temp file and passed with --import. */
@@ -63,7 +68,7 @@ export function serveUntilExit(args: readonly string[], cwd: string): Promise<Ex
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, 'serve', ...args], {
       cwd,
-      env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token', RCD_METRICS: 'false' },
+      env: { ...process.env, ...HUMAN_LOG, RCD_ADMIN_TOKEN: 'test-admin-token', RCD_METRICS: 'false' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -102,7 +107,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
   args.push(...(opts.args ?? []));
   const child = spawn(process.execPath, args, {
     cwd: dir,
-    env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token', ...opts.env },
+    env: { ...process.env, ...HUMAN_LOG, RCD_ADMIN_TOKEN: 'test-admin-token', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -121,7 +126,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
         resolve('');
         return;
       }
-      const m = /(?<!admin )listening on (https?:\/\/[^\s]+)/.exec(out);
+      const m = /(?<!admin )listening on (https?:\/\/[^\s"]+)/.exec(out);
       if (m !== null && (opts.admin !== true || /admin listening on/.test(out))) {
         clearTimeout(timer);
         child.stdout.off('data', onData);
@@ -136,8 +141,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
       reject(new Error(`server exited with ${code} before listening\nstdout:\n${out}\nstderr:\n${err}`));
     });
   });
-  const adminMatch = /admin listening on (https?:\/\/[^\s]+)/.exec(out);
-  const metricsMatch = /metrics at (http:\/\/[^\s]+)/.exec(out);
+  const adminMatch = /admin listening on (https?:\/\/[^\s"]+)/.exec(out);
+  const metricsMatch = /metrics at (http:\/\/[^\s"]+)/.exec(out);
 
   const stop = async (): Promise<number | null> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
