@@ -23,6 +23,7 @@ import { holdYoungGeneration } from '../runtime/heap.js';
 import { describeStoreUrl, isPostgresUrl, openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
 import { Feeds } from './feeds.js';
+import { accessWriter } from './access-writer.js';
 import { timeStoreWrites } from '../metrics/store-timing.js';
 import { sampleWebhooks } from '../metrics/webhooks.js';
 import { S_APPLIED_SEQ, S_STORE_DOWN_SINCE, observePublish } from '../metrics/layout.js';
@@ -72,7 +73,7 @@ let storeReason: string | null = null;
 const usedKeys = new Set<string>();
 let usedAt = '';
 
-const feeds = new Feeds(init.feeds, onKeyUse, logError);
+const feeds = new Feeds(init.feeds, onKeyUse, logError, init.config.accessLogRate > 0 ? { onAccess: accessWriter(init.config.logFormat) } : {});
 
 let nodes: NodeRegistry | null = null;
 let follower: StoreFollower | null = null;

@@ -18,6 +18,7 @@ import { EventStreams } from './events.js';
 import { createFrontCache } from './front-cache.js';
 import { compileHttpPolicy } from './http-policy.js';
 import type { FrontEndState } from './state.js';
+import { ACCESS_REPORT_MS, newAccessSampler, reportAccess } from './access-log.js';
 import { L_APPLIED_SEQ, L_FRONT_BYTES, L_FRONT_ENTRIES, L_IN_FLIGHT, L_POOL_PENDING, L_STREAMS, type LoopCounters, type ServerCounters } from '../metrics/layout.js';
 
 /**
@@ -62,6 +63,7 @@ export class DeliveryLoop {
   private readonly listener: DeliveryListener;
   private readonly keyUseTimer: NodeJS.Timeout;
   private readonly gaugeTimer: NodeJS.Timeout;
+  private readonly accessTimer: NodeJS.Timeout | null;
   private stopping: Promise<void> | null = null;
 
   private constructor(opts: LoopOptions, state: FrontEndState, pool: Piscina, listener: DeliveryListener) {
@@ -75,6 +77,8 @@ export class DeliveryLoop {
     sampleGauges(state);
     this.gaugeTimer = setInterval(sampleGauges, GAUGE_SAMPLE_MS, state);
     this.gaugeTimer.unref();
+    this.accessTimer = state.access === null ? null : setInterval(reportAccess, ACCESS_REPORT_MS, this.feed, state.access);
+    this.accessTimer?.unref();
   }
 
   /** Starts the pool share and listens; on failure everything it started is released. */
@@ -106,6 +110,7 @@ export class DeliveryLoop {
       usedKeys: new Set(),
       counters: opts.counters,
       server: opts.server,
+      access: newAccessSampler(config.accessLogRate, config.accessLogBuffer),
       onInternalError: rateLimitedErrorLogger(1000),
     };
     opts.feed.attach(state);
@@ -150,10 +155,12 @@ export class DeliveryLoop {
       await waitForIdle(this.state, this.state.config.shutdownTimeoutMs);
       clearInterval(this.keyUseTimer);
       clearInterval(this.gaugeTimer);
+      if (this.accessTimer !== null) clearInterval(this.accessTimer);
       // Closes keep-alive connections too, of the current app and of those a rotation retired.
       this.listener.close();
       await this.pool.destroy();
       reportKeyUse(this.feed, this.state);
+      if (this.state.access !== null) reportAccess(this.feed, this.state.access);
     })();
     return this.stopping;
   }

@@ -13,6 +13,7 @@ import type { HttpResponse } from 'uWebSockets.js';
 import { chooseRevision, type ContentView, type EnvView, type RevisionView } from './directory.js';
 import { ERROR_STATUS, RcdError, errorResponse, responseForError, type ErrorCode } from '../runtime/errors.js';
 import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, countRequest, observeLatency } from '../metrics/layout.js';
+import { recordAccess } from './access-log.js';
 import { userMod, userUid } from '../shared/identity.js';
 import { evaluateMapping, type Combination } from '../mapping/index.js';
 import type { JobSink } from '../pool/batcher.js';
@@ -21,7 +22,7 @@ import { contentIdKey } from '../store/ids.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKeyOf, renderedOf, type Rendered } from './front-cache.js';
 import { checkPlainQuery, parseCombineQuery, wrappedKind } from './query.js';
-import { CC_PRIVATE, CC_SHARED, answerBuffer, sendContent, sendError, sendNotModified, sendOverloaded, sendWrapped } from './reply.js';
+import { CC_PRIVATE, CC_SHARED, answerBuffer, lastAnswerBytes, sendContent, sendError, sendNotModified, sendOverloaded, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from './etag.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
@@ -47,6 +48,8 @@ export class ContentRequest implements JobSink {
   readonly res: HttpResponse;
   readonly route: Route;
   readonly env: EnvView;
+  /** The id of the API key that made the request (the access log's; never the key). */
+  readonly keyId: string;
   /** Lower-cased content id (single routes) or "" (combine). */
   readonly idLower: string;
   readonly query: string;
@@ -89,6 +92,7 @@ export class ContentRequest implements JobSink {
     res: HttpResponse,
     route: Route,
     env: EnvView,
+    keyId: string,
     idLower: string,
     query: string,
     ifNoneMatch: string,
@@ -99,6 +103,7 @@ export class ContentRequest implements JobSink {
     this.res = res;
     this.route = route;
     this.env = env;
+    this.keyId = keyId;
     this.idLower = idLower;
     this.query = query;
     this.ifNoneMatch = ifNoneMatch;
@@ -210,10 +215,16 @@ export class ContentRequest implements JobSink {
     if (this.done) return;
     this.done = true;
     this.state.inFlight--;
-    const counters = this.state.counters;
+    const state = this.state;
+    const counters = state.counters;
     const route = METRIC_ROUTE[this.route];
+    const ms = performance.now() - this.t0;
     countRequest(counters, route, this.status, this.outcome);
-    observeLatency(counters, route, performance.now() - this.t0);
+    observeLatency(counters, route, ms);
+    const access = state.access;
+    if (access !== null && --access.countdown === 0) {
+      recordAccess(access, counters, state.loop, route, this.status, this.outcome, this.status === 0 ? 0 : lastAnswerBytes(), ms, this.keyId);
+    }
   }
 }
 

@@ -171,6 +171,7 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
     res,
     route,
     view.env,
+    view.keyId,
     idLower,
     req.getQuery() ?? '',
     req.getHeader(H_IF_NONE_MATCH),

@@ -10,6 +10,7 @@ import type { FrontCache } from './front-cache.js';
 import type { HttpPolicy } from './http-policy.js';
 import type { EventStreams } from './events.js';
 import type { LoopCounters, ServerCounters } from '../metrics/layout.js';
+import type { AccessSampler } from './access-log.js';
 
 export interface FrontEndState {
   directory: Directory;
@@ -35,6 +36,8 @@ export interface FrontEndState {
   readonly counters: LoopCounters;
   /** The server's shared counters: read by /readyz (phase, store outage). */
   readonly server: ServerCounters;
+  /** The sampled access log (--access-log), or null when it is off. */
+  readonly access: AccessSampler | null;
   /** Called once for each unexpected failure (logged, never sent to the client). */
   readonly onInternalError: (err: unknown) => void;
 }

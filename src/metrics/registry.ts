@@ -7,6 +7,7 @@
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import {
+  L_ACCESS_DROPPED,
   L_APPLIED_SEQ,
   L_FRONT_BYTES,
   L_FRONT_ENTRIES,
@@ -134,6 +135,7 @@ export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCo
   add('rcd_http_in_flight_requests', 'Content requests accepted and not yet answered, per loop (sampled every second).', 'gauge', () => perLoop(loops, L_IN_FLIGHT));
   add('rcd_event_streams', 'Open change streams (SSE), per loop (sampled every second).', 'gauge', () => perLoop(loops, L_STREAMS));
   add('rcd_loop_applied_seq', 'Change-log sequence each loop\'s routing directory applied (sampled every second).', 'gauge', () => perLoop(loops, L_APPLIED_SEQ));
+  add('rcd_access_log_dropped_total', 'Sampled access-log records dropped because the loop already held --access-log-buffer of them between two reports.', 'counter', () => perLoop(loops, L_ACCESS_DROPPED));
   add('rcd_feed_applied_seq', 'Change-log sequence every loop of this node applied (what the node records as its heartbeat).', 'gauge', () => [{ labels: {}, value: server[S_APPLIED_SEQ]! }]);
   add('rcd_feed_publish_duration_seconds', 'From reading new change-log entries to every loop having applied them: the apply lag of one update.', 'histogram', () => {
     const out: Sample[] = [];

@@ -73,6 +73,10 @@ export interface ServeConfig {
   readonly logLevel: LogLevel;
   /** Resolved at start: `pretty` when stdout is a terminal, `json` otherwise, unless set. */
   readonly logFormat: LogFormat;
+  /** Share of content requests written to the access log (0: off); applied as 1 in round(1 / rate). */
+  readonly accessLogRate: number;
+  /** Access records a delivery loop holds between two reports; more are dropped (and counted). */
+  readonly accessLogBuffer: number;
 }
 
 /** One option: its flag, environment variable, default and parser. Order here is the --help order. */
@@ -124,6 +128,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'metrics-port', env: 'RCD_METRICS_PORT', fallback: '9464', help: 'metrics listener port (0: any free port)' },
   { flag: 'ready-store-outage', env: 'RCD_READY_STORE_OUTAGE_MS', fallback: '30000', help: 'ms the store may be unreachable before /readyz answers 503 store_unavailable (0..86400000)' },
   { flag: 'log-level', env: 'RCD_LOG_LEVEL', fallback: 'info', help: 'lowest level logged: debug, info, warn or error' },
+  { flag: 'access-log', env: 'RCD_ACCESS_LOG', fallback: '0', help: 'share of content requests written to the access log on stdout, 0..1 (0: off; 0.01: 1 in 100; 1: every one)' },
+  { flag: 'access-log-buffer', env: 'RCD_ACCESS_LOG_BUFFER', fallback: '10000', help: 'access records a delivery loop holds between two reports (every 250 ms); more are dropped and counted (100..1000000)' },
   { flag: 'log-format', env: 'RCD_LOG_FORMAT', fallback: '', help: 'json (one JSON object a line) or pretty (plain lines); default: pretty on a terminal, json otherwise' },
   { flag: 'stream-token-ttl', env: 'RCD_STREAM_TOKEN_TTL_S', fallback: '300', help: 'seconds a stream token (browsers: EventSource sends no headers) stays valid (10..86400)' },
 ];
@@ -154,6 +160,12 @@ function intIn(name: string, raw: string, min: number, max: number): number {
   if (!/^\d+$/.test(raw)) throw new ConfigError(`--${name} must be an integer, got "${raw}"`);
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(`--${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function fractionIn(name: string, raw: string): number {
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new ConfigError(`--${name} must be a number from 0 to 1, got "${raw}"`);
   return n;
 }
 
@@ -296,6 +308,8 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     metricsPort: intIn('metrics-port', get('metrics-port'), 0, 65535),
     readyStoreOutageMs: intIn('ready-store-outage', get('ready-store-outage'), 0, 86_400_000),
     logLevel: oneOf('log-level', get('log-level'), LOG_LEVELS),
+    accessLogRate: fractionIn('access-log', get('access-log')),
+    accessLogBuffer: intIn('access-log-buffer', get('access-log-buffer'), 100, 1_000_000),
     logFormat: get('log-format') === '' ? (process.stdout.isTTY ? 'pretty' : 'json') : oneOf('log-format', get('log-format'), ['json', 'pretty'] as const),
   });
 }

@@ -71,6 +71,25 @@ export function configureLog(settings: LogSettings): void {
   format = settings.format;
 }
 
+/** The pretty line of an access record: `rcd: access` and its fields as name=value. */
+function prettyAccess(record: Record<string, unknown>): string {
+  const r = record as Record<string, string | number>;
+  return `rcd: access ${r.time} route=${r.route} status=${r.status} outcome=${r.outcome} bytes=${r.bytes} ms=${r.durationMs} key=${r.keyId} loop=${r.loop}`;
+}
+
+/**
+ * The access log's own logger (--access-log), in the control thread: on stdout, in the given format,
+ * at every --log-level (turning the access log on is asking for its lines). Each record carries the
+ * time its request ended, so pino adds none.
+ */
+export function accessLogger(logFormat: LogFormat): Logger {
+  const stream =
+    logFormat === 'json'
+      ? pino.destination({ fd: 1, sync: true })
+      : pinoPretty({ destination: 1, sync: true, colorize: false, ignore: 'time,pid,hostname,level', hideObject: true, messageFormat: prettyAccess });
+  return pino({ level: 'info', base: { pid: process.pid }, timestamp: false, formatters: { level: (label) => ({ level: label }) } }, stream);
+}
+
 /** True when lines are meant for a person (plain text or pretty), false for JSON. */
 export function humanLog(): boolean {
   return format !== 'json';
