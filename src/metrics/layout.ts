@@ -74,8 +74,7 @@ export const L_POOL_PENDING = L_FRONT_ENTRIES + 1;
 export const L_IN_FLIGHT = L_POOL_PENDING + 1;
 export const L_STREAMS = L_IN_FLIGHT + 1;
 export const L_APPLIED_SEQ = L_STREAMS + 1;
-export const L_POOL_JOBS = L_APPLIED_SEQ + 1;
-export const L_ACCESS_DROPPED = L_POOL_JOBS + 1;
+export const L_ACCESS_DROPPED = L_APPLIED_SEQ + 1;
 const LOOP_SLOTS = L_ACCESS_DROPPED + 1;
 
 export type LoopCounters = Float64Array;
