@@ -182,7 +182,7 @@ async function startServe(label: string, dbPath: string, dataDir: string, loopDe
   const [port, adminPort] = [await freePort(), await freePort()];
   const args = [join(root, 'bin', 'rcd.js'), 'serve', '--store', `sqlite:${dbPath}`, '--data-dir', dataDir, '--host', '127.0.0.1', '--port', String(port)];
   args.push('--admin-host', '127.0.0.1', '--admin-port', String(adminPort), '--seed-demo', 'false');
-  const env: NodeJS.ProcessEnv = { ...process.env, RCD_ADMIN_TOKEN: ADMIN_TOKEN };
+  const env: NodeJS.ProcessEnv = { ...process.env, RCD_ADMIN_TOKEN: ADMIN_TOKEN, RCD_METRICS_PORT: '0', RCD_LOG_FORMAT: 'pretty' };
   if (loopDelay) env.RCD_LOOP_DELAY_LOG_MS = String(LOOP_DELAY_LOG_MS);
   else delete env.RCD_LOOP_DELAY_LOG_MS;
   const spawned = performance.now();

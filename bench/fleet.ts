@@ -68,7 +68,7 @@ async function startNode(storeUrl: string, dir: string): Promise<Node & { starte
     spawn(
       process.execPath,
       [join(ROOT, 'bin', 'rcd.js'), 'serve', '--store', storeUrl, '--host', '127.0.0.1', '--port', String(port), '--admin-port', String(adminPort), '--seed-demo', 'false', '--threads', '1'],
-      { cwd: dir, env: { ...process.env, RCD_ADMIN_TOKEN: TOKEN }, stdio: ['ignore', 'pipe', 'pipe'] },
+      { cwd: dir, env: { ...process.env, RCD_ADMIN_TOKEN: TOKEN, RCD_METRICS_PORT: '0', RCD_LOG_FORMAT: 'pretty' }, stdio: ['ignore', 'pipe', 'pipe'] },
     ),
   );
   nodesRunning.push(child);

@@ -58,7 +58,7 @@ async function startServerWithAdmin(dbPath: string, bundle: string): Promise<Tar
   const [port, adminPort] = [await freePort(), await freePort()];
   const args = [join(repoRoot(), 'bin', 'rcd.js'), 'serve', '--store', `sqlite:${dbPath}`, '--import', bundle, '--host', '127.0.0.1'];
   args.push('--port', String(port), '--admin-port', String(adminPort), '--max-streams', '1000000', '--seed-demo', 'false');
-  const child = sup.track(spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RCD_ADMIN_TOKEN: ADMIN_TOKEN } }));
+  const child = sup.track(spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RCD_ADMIN_TOKEN: ADMIN_TOKEN, RCD_METRICS_PORT: '0', RCD_LOG_FORMAT: 'pretty' } }));
   const tail: string[] = [];
   drain(child.stderr as NodeJS.ReadableStream, tail);
   await new Promise<void>((resolve, reject) => {

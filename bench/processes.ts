@@ -160,7 +160,9 @@ export async function startServer(sup: Supervisor, start: ServerStart): Promise<
   if (start.threads !== null) args.push('--threads', String(start.threads));
   if (start.httpThreads !== undefined && start.httpThreads !== null) args.push('--http-threads', String(start.httpThreads));
   args.push(...(start.args ?? []));
-  const child = sup.track(spawn(process.execPath, args, { cwd: start.root, stdio: ['ignore', 'pipe', 'pipe'] }));
+  // Metrics stay on (their cost is part of what is measured), on any free port: two servers run at once.
+  const env = { ...process.env, RCD_METRICS_PORT: '0', RCD_LOG_FORMAT: 'pretty' };
+  const child = sup.track(spawn(process.execPath, args, { cwd: start.root, env, stdio: ['ignore', 'pipe', 'pipe'] }));
   const tail: string[] = [];
   return new Promise<Target>((resolve, reject) => {
     const timer = setTimeout(() => fail(new Error(`the ${start.label} did not print "listening on" within 120 s`)), 120_000);

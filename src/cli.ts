@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SERVE_OPTIONS, buildServeConfig, ConfigError, resolveOptions, StartupError, type OptionSpec } from './runtime/config.js';
 import { RcdError } from './runtime/errors.js';
-import { logError, logInfo } from './runtime/log.js';
+import { configureLog, logError, logInfo } from './runtime/log.js';
 import { ADMIN_COMMANDS, ADMIN_USAGE, runAdminCommand } from './admin/client/commands.js';
 import { openStore } from './store/index.js';
 import { clientDefaults } from './store/bundle/client-defaults.js';
@@ -58,6 +58,7 @@ async function serve(args: string[]): Promise<number> {
     return 0;
   }
   const config = buildServeConfig(resolveOptions(SERVE_OPTIONS, flags, process.env));
+  configureLog({ level: config.logLevel, format: config.logFormat });
   // Loaded here, not at the top: management commands then start without loading uWS and the pool.
   const { startServer } = await import('./server.js');
   // Listening for signals before the server starts: a SIGTERM that arrives while it starts (or the

@@ -19,8 +19,10 @@ import { claimPort, rotationMigratesHandshakes } from './delivery/listener.js';
 import { DeliveryLoop } from './delivery/loop.js';
 import { LoopThreads } from './delivery/loop-threads.js';
 import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles, type TlsFiles, type TlsMaterial } from './runtime/tls.js';
-import { logError, logInfo } from './runtime/log.js';
+import { humanLog, logError, logInfo } from './runtime/log.js';
 import { describeStoreUrl } from './store/index.js';
+import { Phase, S_PHASE, newLoopCounters, newServerCounters, type LoopCounters, type ServerCounters } from './metrics/layout.js';
+import { startMetricsThread, type MetricsThread } from './metrics/client.js';
 
 export interface RunningServer {
   readonly port: number;
@@ -59,14 +61,19 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   const channels = Array.from({ length: config.httpThreads }, () => new MessageChannel());
   const feed = new DeliveryFeed(channels[0]!.port1);
   const threadFeeds: MessagePort[] = channels.slice(1).map((c) => c.port1);
-  const loopThreads = new LoopThreads(config, holdYoung, threadFeeds, onFatal);
+  // Shared counters, created once: each loop and the control thread write theirs, the metrics listener reads them all.
+  const loopCounters = Array.from({ length: config.httpThreads }, () => newLoopCounters());
+  const serverCounters = newServerCounters();
+  const loopThreads = new LoopThreads(config, holdYoung, threadFeeds, loopCounters.slice(1), serverCounters, onFatal);
   const control = new ControlThread(
-    { config, holdYoungGeneration: holdYoung },
+    { config, holdYoungGeneration: holdYoung, counters: serverCounters },
     channels.map((c) => c.port2),
     onFatal,
   );
   let loop: DeliveryLoop | null = null;
+  let metrics: MetricsThread | null = null;
   const release = async (): Promise<void> => {
+    await metrics?.close();
     await Promise.all([loop?.stop(), loopThreads.stop()]);
     await control.close();
     feed.close();
@@ -80,7 +87,19 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     // port is claimed once here for all of them (one HTTPS loop claims it itself).
     const claimed = config.httpThreads > 1;
     const port = claimed ? await claimLoopsPort(config.host, config.port) : config.port;
-    const main = DeliveryLoop.start({ index: 0, config, feed, readerUrl: opened.readerUrl, holdYoungGeneration: holdYoung, port, claimed, tls });
+    if (config.metricsEnabled) metrics = await startMetrics(config, loopCounters, serverCounters);
+    const main = DeliveryLoop.start({
+      index: 0,
+      config,
+      feed,
+      readerUrl: opened.readerUrl,
+      holdYoungGeneration: holdYoung,
+      port,
+      claimed,
+      tls,
+      counters: loopCounters[0]!,
+      server: serverCounters,
+    });
     const others = loopThreads.start(opened.readerUrl, port, tls);
     try {
       loop = await main;
@@ -95,6 +114,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     throw err;
   }
   const listening = loop;
+  serverCounters[S_PHASE] = Phase.Serving;
   // The hint first: "listening on" is the line scripts and tests wait for as the readiness signal.
   if (demo !== null) printDemoHint(config, listening.port, demo);
   if (tls !== null) {
@@ -103,6 +123,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
       logInfo('HTTPS: net.ipv4.tcp_migrate_req is 0: a certificate rotation resets connections still in their TCP handshake with the previous listener (set it to 1 for none; docs/deployment.md)');
     }
   }
+  if (metrics !== null) logInfo(`metrics at http://${config.metricsHost}:${metrics.port}/metrics`);
   const loops = config.httpThreads === 1 ? '' : `${config.httpThreads} delivery loops, `;
   const scheme = tls === null ? 'http' : 'https';
   logInfo(`listening on ${scheme}://${config.host}:${listening.port} (${loops}${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
@@ -131,12 +152,14 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   const close = (): Promise<void> => {
     closing ??= (async () => {
       stopWatchingTls();
+      serverCounters[S_PHASE] = Phase.Draining;
       listening.markShuttingDown();
       loopThreads.markShuttingDown();
       await control.stopAdmin();
       // Every loop: stop accepting, drain, close its connections, then its pool share.
       await Promise.all([listening.stop(), loopThreads.stop()]);
       stopLoopDelayLog();
+      await metrics?.close();
       await control.close();
       feed.close();
     })();
@@ -144,6 +167,14 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   };
 
   return { port: listening.port, adminPort: opened.adminPort, fatal, close, reloadTls };
+}
+
+async function startMetrics(config: ServeConfig, loops: readonly LoopCounters[], server: ServerCounters): Promise<MetricsThread> {
+  try {
+    return await startMetricsThread(config.metricsHost, config.metricsPort, loops, server);
+  } catch {
+    throw new StartupError(`cannot listen on the metrics address ${config.metricsHost}:${config.metricsPort} (the port is in use or not permitted; --metrics false turns metrics off)`);
+  }
 }
 
 async function claimLoopsPort(host: string, port: number): Promise<number> {
@@ -189,7 +220,11 @@ function describeStore(url: string): string {
 function printDemoHint(config: ServeConfig, port: number, demo: DemoNotice): void {
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   let keyArg: string;
-  if (demo.createdKey !== null) {
+  if (demo.createdKey !== null && !humanLog()) {
+    // JSON lines go to log stores, which must never hold a key: name where it is kept instead.
+    logInfo(demo.keyFile === null ? 'demo API key created (a memory store: start with --log-format pretty to see it)' : `demo API key in ${demo.keyFile}`);
+    keyArg = demo.keyFile === null ? "'X-Api-Key: <the demo key>'" : `"X-Api-Key: $(cat '${demo.keyFile}')"`;
+  } else if (demo.createdKey !== null) {
     const where = demo.keyFile === null ? 'not written to a file: a memory store ends with the process' : `stored in ${demo.keyFile}`;
     logInfo(`demo API key: ${demo.createdKey} (${where})`);
     keyArg = `'X-Api-Key: ${demo.createdKey}'`;

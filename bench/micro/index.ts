@@ -6,6 +6,7 @@
  * - alloc (./alloc.ts): time and JS heap bytes of the front end's steps on a render-cache hit;
  * - json (./json.ts): JSON.parse vs simdjson for bodies and content validation;
  * - ids (./ids.ts): the content-id key (ASCII fast path, Unicode path);
+ * - metrics (./metrics.ts): the shared-array counters of a request against prom-client's own metrics;
  * - here: body parse + validation (the hand-written check in src/delivery/context.ts vs its zod schema) and
  *   the uid hash (xxhash-addon vs the pure-JS XXH32 in src/shared/xxh32.ts that src/shared/identity.ts uses, checked
  *   for identical output before anything is timed).
@@ -20,6 +21,7 @@ import { runJsonMicro } from './json.js';
 import { runMappingMicro } from './mapping.js';
 import { runAllocMicro } from './alloc.js';
 import { runIdKeyMicro } from './ids.js';
+import { runMetricsMicro } from './metrics.js';
 import { XXH32_VECTORS, xxh32String } from '../../src/shared/xxh32.js';
 import { MIN_MS, WARMUP_MS, formatTable, measure, type Row } from './measure.js';
 
@@ -85,6 +87,7 @@ function main(): void {
     ['Mapping: conditions, selection, render (bench/micro/mapping.ts)', () => runMappingMicro()],
     ['Front-end allocation per mapped request (bench/micro/alloc.ts)', () => runAllocMicro()],
     ['Content-id key (bench/micro/ids.ts)', () => runIdKeyMicro()],
+    ['Metrics on the request path (bench/micro/metrics.ts)', () => runMetricsMicro()],
   ];
   process.stdout.write(`Node ${process.versions.node}; each row: ${WARMUP_MS} ms warm-up, >= ${MIN_MS} ms measured.\n\n`);
   for (const [title, run] of groups) process.stdout.write(formatTable(title, run()) + '\n');

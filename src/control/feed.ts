@@ -10,7 +10,7 @@ import type { FrontEndState } from '../delivery/state.js';
 import { recordApply } from '../runtime/loop-delay.js';
 import { logError } from '../runtime/log.js';
 import type { RevisionReader } from '../store/types.js';
-import type { CatalogText, DeltaUpdate, DirectoryUpdate, FeedMessage, FeedReply } from './protocol.js';
+import type { AccessRecord, CatalogText, DeltaUpdate, DirectoryUpdate, FeedMessage, FeedReply } from './protocol.js';
 import type { EnvChange } from '../delivery/events.js';
 
 const EMPTY = { seq: 0, environments: [], keys: [], contents: [] };
@@ -66,6 +66,12 @@ export class DeliveryFeed {
     if (used.size === 0) return;
     const reply: FeedReply = { type: 'key-use', keyIds: [...used], at: new Date().toISOString() };
     used.clear();
+    this.port.postMessage(reply);
+  }
+
+  /** Sends the access-log records sampled since the last report (the caller starts a new array). */
+  reportAccess(records: readonly AccessRecord[]): void {
+    const reply: FeedReply = { type: 'access', records };
     this.port.postMessage(reply);
   }
 

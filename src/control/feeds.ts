@@ -12,7 +12,7 @@ import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { RoutingDelta, Store } from '../store/types.js';
 import { CatalogBook } from './catalog.js';
 import { deltaUpdates, SLICE_BUDGET_US } from './delta.js';
-import type { DirectoryUpdate, FeedMessage, FeedReply, MappingText } from './protocol.js';
+import type { AccessRecord, DirectoryUpdate, FeedMessage, FeedReply, MappingText } from './protocol.js';
 import { routedSnapshot } from './routed.js';
 
 /**
@@ -33,6 +33,8 @@ export interface FeedsOptions {
   readonly changeBatch?: number;
   /** What one slice may cost a loop, by src/control/delta.ts's model (default SLICE_BUDGET_US). */
   readonly sliceBudgetUs?: number;
+  /** Receives the loops' sampled access-log records (--access-log); dropped when absent. */
+  readonly onAccess?: (records: readonly AccessRecord[]) => void;
 }
 
 /** The control thread's end of every delivery loop's feed. */
@@ -40,6 +42,7 @@ export class Feeds {
   private readonly ports: readonly MessagePort[];
   private readonly onKeyUse: (keyIds: readonly string[], at: string) => void;
   private readonly log: (line: string) => void;
+  private readonly onAccess: ((records: readonly AccessRecord[]) => void) | undefined;
   private readonly pending = new Map<number, Pending>();
   private seq = 0;
   /** The catalog entries the loops hold; null until a snapshot was applied (or after a failure). */
@@ -60,6 +63,7 @@ export class Feeds {
     this.onKeyUse = onKeyUse;
     this.log = log;
     this.changeBatch = opts.changeBatch ?? CHANGE_BATCH;
+    this.onAccess = opts.onAccess;
     this.sliceBudgetUs = opts.sliceBudgetUs ?? SLICE_BUDGET_US;
     for (const port of ports) port.on('message', (m: FeedReply) => this.onReply(m));
   }
@@ -154,6 +158,10 @@ export class Feeds {
   private onReply(m: FeedReply): void {
     if (m.type === 'key-use') {
       this.onKeyUse(m.keyIds, m.at);
+      return;
+    }
+    if (m.type === 'access') {
+      this.onAccess?.(m.records);
       return;
     }
     const p = this.pending.get(m.seq);

@@ -19,6 +19,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { ServeConfig } from '../runtime/config.js';
 import type { ErrorCode } from '../runtime/errors.js';
 import type { KeyDigest, RoutingDelta } from '../store/types.js';
+import type { ServerCounters } from '../metrics/layout.js';
 
 /** The control thread's workerData. */
 export interface ControlInit {
@@ -27,6 +28,8 @@ export interface ControlInit {
   readonly feeds: readonly MessagePort[];
   /** Hold V8's young generation in this thread too (src/runtime/heap.ts: a new thread resets the flag). */
   readonly holdYoungGeneration: boolean;
+  /** Shared with the main thread: store, feed and webhook figures for the metrics and /readyz. */
+  readonly counters: ServerCounters;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -138,11 +141,35 @@ export type FeedMessage =
   /** Sent when the store's status changes (reported by /healthz). */
   | { readonly type: 'store-status'; readonly status: StoreStatus; readonly reason: string | null };
 
+/**
+ * One sampled request of the access log (--access-log): what a delivery loop records when a content
+ * request ends; the control thread formats and writes it (src/control/access-writer.ts).
+ */
+export interface AccessRecord {
+  /** Date.now() when the request ended. */
+  readonly at: number;
+  readonly loop: number;
+  /** The metrics route label: config, dynamic or combine. */
+  readonly route: string;
+  /** The HTTP status, or 0 when the request ended without an answer (client gone). */
+  readonly status: number;
+  /** hit, miss, not_modified, overloaded, aborted or none (the metrics outcome label). */
+  readonly outcome: string;
+  /** Body bytes written (compressed bytes when compressed). */
+  readonly bytes: number;
+  /** From the route handler to the answer written, on the delivery loop. */
+  readonly durationMs: number;
+  /** The id of the API key that made the request (never the key). */
+  readonly keyId: string;
+}
+
 export type FeedReply =
   /** `error` is null when requests now see update `seq`; otherwise why it could not be applied. */
   | { readonly type: 'directory-applied'; readonly seq: number; readonly error: string | null }
   /** Key ids used since the last report; `at` is an ISO timestamp. */
-  | { readonly type: 'key-use'; readonly keyIds: readonly string[]; readonly at: string };
+  | { readonly type: 'key-use'; readonly keyIds: readonly string[]; readonly at: string }
+  /** Access-log records sampled since the last report (at most --access-log-buffer of them). */
+  | { readonly type: 'access'; readonly records: readonly AccessRecord[] };
 
 // ---------------------------------------------------------------------------------------------
 // Lifecycle: owning thread <-> control thread.

@@ -23,6 +23,10 @@ import { holdYoungGeneration } from '../runtime/heap.js';
 import { describeStoreUrl, isPostgresUrl, openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
 import { Feeds } from './feeds.js';
+import { accessWriter } from './access-writer.js';
+import { timeStoreWrites } from '../metrics/store-timing.js';
+import { sampleWebhooks } from '../metrics/webhooks.js';
+import { S_APPLIED_SEQ, S_STORE_DOWN_SINCE, observePublish } from '../metrics/layout.js';
 import { StoreFollower } from './follower.js';
 import { NodeRegistry, type Propagation } from './nodes.js';
 import type {
@@ -69,7 +73,7 @@ let storeReason: string | null = null;
 const usedKeys = new Set<string>();
 let usedAt = '';
 
-const feeds = new Feeds(init.feeds, onKeyUse, logError);
+const feeds = new Feeds(init.feeds, onKeyUse, logError, init.config.accessLogRate > 0 ? { onAccess: accessWriter(init.config.logFormat) } : {});
 
 let nodes: NodeRegistry | null = null;
 let follower: StoreFollower | null = null;
@@ -79,7 +83,13 @@ let follower: StoreFollower | null = null;
  * seq; resolves with that seq. Feeds.publish runs one publish at a time and keeps the applied seq.
  */
 async function publish(): Promise<number> {
+  const before = feeds.appliedSeq;
+  const t0 = performance.now();
   const seq = await feeds.publish(store!);
+  if (seq !== before) {
+    observePublish(init.counters, performance.now() - t0);
+    init.counters[S_APPLIED_SEQ] = seq;
+  }
   if (nodes !== null) await nodes.applied(seq);
   return seq;
 }
@@ -109,7 +119,7 @@ async function open(): Promise<void> {
   // the start with one line (the admin state reads the key file again when it opens).
   const token = config.adminEnabled ? resolveAdminToken(config.dataDir) : null;
   if (token !== null && (config.storeUrl.startsWith('sqlite:') || isPostgresUrl(config.storeUrl))) loadSealKey(config.dataDir);
-  store = await openStoreRetrying();
+  store = timeStoreWrites(await openStoreRetrying(), init.counters);
   await publish();
   let adminPort: number | null = null;
   if (token !== null) {
@@ -224,9 +234,11 @@ async function recordKeyUse(): Promise<void> {
 /** Logs a change of the store's status and tells the delivery loops (/healthz reports it). */
 function checkStore(): void {
   if (store === null) return;
+  if (admin !== null) sampleWebhooks(init.counters, admin);
   const reason = store.unavailableReason();
   if (reason === storeReason) return;
   storeReason = reason;
+  init.counters[S_STORE_DOWN_SINCE] = reason === null ? 0 : Date.now();
   if (reason !== null) {
     logError(`the store is unavailable: ${reason}. Delivery goes on from the last good state; writes answer 503 store_unavailable meanwhile`);
   } else {

@@ -12,6 +12,7 @@ import {
   handleContent,
   handleEvents,
   handleHealth,
+  handleReady,
   handleNotFound,
   handlePreflight,
   handleStreamToken,
@@ -73,6 +74,7 @@ export function createApp(state: FrontEndState, tls: TlsMaterial | null): Templa
     }
   };
   const health = (res: HttpResponse, req: HttpRequest): void => handleHealth(state, res, req);
+  const ready = (res: HttpResponse, req: HttpRequest): void => handleReady(state, res, req);
   const postOnly = (res: HttpResponse, req: HttpRequest): void => handleWrongMethod(state, res, req, 'POST');
   const getOnly = (res: HttpResponse, req: HttpRequest): void => handleWrongMethod(state, res, req, 'GET');
   const preflightPost = (res: HttpResponse, req: HttpRequest): void => handlePreflight(state, res, req, 'POST');
@@ -90,6 +92,7 @@ export function createApp(state: FrontEndState, tls: TlsMaterial | null): Templa
     app.post('/api/v1/env/events/token' + suffix, streamToken).any('/api/v1/env/events/token' + suffix, postOnly);
     app.options('/api/v1/env/events/token' + suffix, preflightPost);
     app.get('/healthz' + suffix, health).any('/healthz' + suffix, getOnly);
+    app.get('/readyz' + suffix, ready).any('/readyz' + suffix, getOnly);
   }
   app.any('/*', (res: HttpResponse, req: HttpRequest) => handleNotFound(state, res, req));
   return app;

@@ -7,6 +7,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { ServeConfig } from '../runtime/config.js';
 import type { TlsMaterial } from '../runtime/tls.js';
+import type { LoopCounters, ServerCounters } from '../metrics/layout.js';
 
 /** The loop thread's workerData. */
 export interface LoopInit {
@@ -17,6 +18,9 @@ export interface LoopInit {
   readonly feed: MessagePort;
   /** Hold V8's young generation in this thread too (src/runtime/heap.ts: a new thread resets the flag). */
   readonly holdYoungGeneration: boolean;
+  /** This loop's counters and the server's (shared memory: the metrics listener reads them). */
+  readonly counters: LoopCounters;
+  readonly server: ServerCounters;
 }
 
 export type LoopCommand =

@@ -10,6 +10,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { DeliveryFeed } from '../control/feed.js';
 import { holdYoungGeneration } from '../runtime/heap.js';
+import { configureLog } from '../runtime/log.js';
 import { DeliveryLoop } from './loop.js';
 import type { TlsMaterial } from '../runtime/tls.js';
 import type { LoopCommand, LoopEvent, LoopInit } from './loop-protocol.js';
@@ -18,6 +19,7 @@ const lifecycle = parentPort;
 if (lifecycle === null) throw new Error('src/delivery/loop-thread.ts runs as a worker thread');
 const init = workerData as LoopInit;
 if (init.holdYoungGeneration) holdYoungGeneration();
+configureLog({ level: init.config.logLevel, format: init.config.logFormat });
 
 function post(event: LoopEvent): void {
   lifecycle!.postMessage(event);
@@ -36,7 +38,7 @@ process.on('unhandledRejection', crashed);
 
 async function start(readerUrl: string, port: number, tls: TlsMaterial | null): Promise<void> {
   try {
-    loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, readerUrl, holdYoungGeneration: init.holdYoungGeneration, port, claimed: true, tls });
+    loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, readerUrl, holdYoungGeneration: init.holdYoungGeneration, port, claimed: true, tls, counters: init.counters, server: init.server });
   } catch (err) {
     post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
     return;

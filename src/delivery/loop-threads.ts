@@ -8,6 +8,7 @@ import { Worker, type MessagePort } from 'node:worker_threads';
 import { StartupError, type ServeConfig } from '../runtime/config.js';
 import type { TlsMaterial } from '../runtime/tls.js';
 import type { LoopCommand, LoopEvent, LoopInit } from './loop-protocol.js';
+import type { LoopCounters, ServerCounters } from '../metrics/layout.js';
 
 /** What one loop thread answered to a certificate rotation. */
 export interface LoopRotation {
@@ -37,13 +38,21 @@ export class LoopThreads {
 
   /**
    * @param feeds the loops' ends of their feeds, one per loop thread (transferred), in loop order 1..N-1
+   * @param counters the loops' shared counters, in the same order as `feeds`
    * @param onFatal called once a loop crashes or ends while the server runs
    */
-  constructor(config: ServeConfig, holdYoungGeneration: boolean, feeds: readonly MessagePort[], onFatal: (reason: string) => void) {
+  constructor(
+    config: ServeConfig,
+    holdYoungGeneration: boolean,
+    feeds: readonly MessagePort[],
+    counters: readonly LoopCounters[],
+    server: ServerCounters,
+    onFatal: (reason: string) => void,
+  ) {
     this.onFatal = onFatal;
     feeds.forEach((feed, i) => {
       const index = i + 1;
-      const workerData: LoopInit = { index, config, feed, holdYoungGeneration };
+      const workerData: LoopInit = { index, config, feed, holdYoungGeneration, counters: counters[i]!, server };
       const worker = new Worker(new URL('./loop-thread.js', import.meta.url), { workerData, transferList: [feed] });
       const loop: LoopWorker = { index, worker, exit: Promise.resolve(), exited: false, waiter: null, rotations: new Map() };
       worker.on('message', (event: LoopEvent) => this.onEvent(loop, event));

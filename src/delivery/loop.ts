@@ -18,6 +18,8 @@ import { EventStreams } from './events.js';
 import { createFrontCache } from './front-cache.js';
 import { compileHttpPolicy } from './http-policy.js';
 import type { FrontEndState } from './state.js';
+import { ACCESS_REPORT_MS, newAccessSampler, reportAccess } from './access-log.js';
+import { L_APPLIED_SEQ, L_FRONT_BYTES, L_FRONT_ENTRIES, L_IN_FLIGHT, L_POOL_PENDING, L_STREAMS, type LoopCounters, type ServerCounters } from '../metrics/layout.js';
 
 /**
  * Fault injection for the tests of a crashed loop: `i:ms` makes loop i throw an uncaught error ms
@@ -27,6 +29,12 @@ const CRASH_VARIABLE = 'RCD_TEST_LOOP_CRASH';
 
 /** How often a loop reports the API keys it saw (last-use bookkeeping is batched). */
 const KEY_USE_REPORT_MS = 30_000;
+
+/**
+ * How often a loop copies its gauges (front cache size, pending jobs, in-flight requests, streams,
+ * applied seq) into its shared counters: a timer a second instead of a store on every change.
+ */
+const GAUGE_SAMPLE_MS = 1000;
 
 export interface LoopOptions {
   /** 0 for the main thread's loop. */
@@ -42,6 +50,9 @@ export interface LoopOptions {
   readonly claimed: boolean;
   /** The certificate to serve (HTTPS), or null for plain HTTP. */
   readonly tls: TlsMaterial | null;
+  /** This loop's shared counters (created by the main thread, read by the metrics listener). */
+  readonly counters: LoopCounters;
+  readonly server: ServerCounters;
 }
 
 export class DeliveryLoop {
@@ -51,6 +62,8 @@ export class DeliveryLoop {
   private readonly pool: Piscina;
   private readonly listener: DeliveryListener;
   private readonly keyUseTimer: NodeJS.Timeout;
+  private readonly gaugeTimer: NodeJS.Timeout;
+  private readonly accessTimer: NodeJS.Timeout | null;
   private stopping: Promise<void> | null = null;
 
   private constructor(opts: LoopOptions, state: FrontEndState, pool: Piscina, listener: DeliveryListener) {
@@ -61,6 +74,11 @@ export class DeliveryLoop {
     this.port = listener.port;
     this.keyUseTimer = setInterval(reportKeyUse, KEY_USE_REPORT_MS, this.feed, state);
     this.keyUseTimer.unref();
+    sampleGauges(state);
+    this.gaugeTimer = setInterval(sampleGauges, GAUGE_SAMPLE_MS, state);
+    this.gaugeTimer.unref();
+    this.accessTimer = state.access === null ? null : setInterval(reportAccess, ACCESS_REPORT_MS, this.feed, state.access);
+    this.accessTimer?.unref();
   }
 
   /** Starts the pool share and listens; on failure everything it started is released. */
@@ -77,7 +95,7 @@ export class DeliveryLoop {
     const state: FrontEndState = {
       directory: opts.feed.directory,
       // The pending-job bound is shared out like the pool; a combine still needs room for all its ids.
-      batcher: new Batcher(pool, threads, Math.max(config.maxCombineIds, Math.ceil(config.maxPendingJobs / loops))),
+      batcher: new Batcher(pool, threads, Math.max(config.maxCombineIds, Math.ceil(config.maxPendingJobs / loops)), opts.counters),
       frontCache: createFrontCache(Math.max(1, Math.floor(config.cacheBytes / loops))),
       config,
       loop: index,
@@ -90,6 +108,9 @@ export class DeliveryLoop {
       shuttingDown: false,
       storeAvailable: true,
       usedKeys: new Set(),
+      counters: opts.counters,
+      server: opts.server,
+      access: newAccessSampler(config.accessLogRate, config.accessLogBuffer),
       onInternalError: rateLimitedErrorLogger(1000),
     };
     opts.feed.attach(state);
@@ -133,10 +154,13 @@ export class DeliveryLoop {
       this.state.events.closeAll();
       await waitForIdle(this.state, this.state.config.shutdownTimeoutMs);
       clearInterval(this.keyUseTimer);
+      clearInterval(this.gaugeTimer);
+      if (this.accessTimer !== null) clearInterval(this.accessTimer);
       // Closes keep-alive connections too, of the current app and of those a rotation retired.
       this.listener.close();
       await this.pool.destroy();
       reportKeyUse(this.feed, this.state);
+      if (this.state.access !== null) reportAccess(this.feed, this.state.access);
     })();
     return this.stopping;
   }
@@ -160,6 +184,16 @@ function scheduleTestCrash(index: number, spec: string | undefined): void {
   setTimeout(() => {
     throw new Error(`${CRASH_VARIABLE}: delivery loop ${index} crashed on purpose`);
   }, Number(m[2]));
+}
+
+function sampleGauges(state: FrontEndState): void {
+  const c = state.counters;
+  c[L_FRONT_BYTES] = state.frontCache.calculatedSize;
+  c[L_FRONT_ENTRIES] = state.frontCache.size;
+  c[L_POOL_PENDING] = state.batcher.pending;
+  c[L_IN_FLIGHT] = state.inFlight;
+  c[L_STREAMS] = state.events.count;
+  c[L_APPLIED_SEQ] = state.directory.seq;
 }
 
 function reportKeyUse(feed: DeliveryFeed, state: FrontEndState): void {

@@ -77,6 +77,13 @@ let slotCoding: Coding = Coding.Identity;
 let slotItem: Rendered | null = null;
 let slotUid = 0;
 let slotMod = 0;
+/** Body bytes of the last answer written (read by the access log right after the answer). */
+let answerBytes = 0;
+
+/** Body bytes of the answer this turn just wrote (0 for a 304 or 204). */
+export function lastAnswerBytes(): number {
+  return answerBytes;
+}
 
 // Where a wrapped answer is assembled. Reused for every response: uWS copies what end() is given
 // before returning (into its cork buffer or the socket's backpressure buffer), so the bytes are free
@@ -142,6 +149,7 @@ function writeCorked(): void {
   }
   if (slotCoding !== Coding.Identity) res.writeHeader(H_CONTENT_ENCODING, CODING_NAMES[slotCoding]!);
   if (slotHeaderName !== '') res.writeHeader(slotHeaderName, slotHeaderValue);
+  answerBytes = typeof slotBody === 'string' ? Buffer.byteLength(slotBody) : slotBody.byteLength;
   res.end(slotBody, slotClose);
 }
 
@@ -158,12 +166,14 @@ function writeWrappedCorked(): void {
     gzip.begin(out);
     gzip.part(part);
     appendTailToGzip(gzip, slotUid, slotMod, item.seg);
-    res.end(out.subarray(0, gzip.end()), slotClose);
+    answerBytes = gzip.end();
+    res.end(out.subarray(0, answerBytes), slotClose);
     return;
   }
   const out = answerBuffer(head.byteLength + tailLength);
   out.set(head, 0);
   const end = writeWrappedTail(out, head.byteLength, slotUid, slotMod, item.seg);
+  answerBytes = end;
   res.end(out.subarray(0, end), slotClose);
 }
 
@@ -176,6 +186,7 @@ const CLOSE = bytes('close');
  * closing answer says Connection: close itself (the client closes; shutdown closes what is left).
  */
 function endEmpty(res: HttpResponse): void {
+  answerBytes = 0;
   if (slotClose) res.writeHeader(H_CONNECTION, CLOSE);
   res.endWithoutBody();
 }

@@ -18,6 +18,9 @@ import { mintStreamToken, verifyStreamToken } from './stream-token.js';
 import { EMPTY_BODY } from './context.js';
 import { ContentRequest, Route } from './request.js';
 import type { FrontEndState } from './state.js';
+import { ERROR_STATUS } from '../runtime/errors.js';
+import { MetricRoute, Outcome, Phase, S_PHASE, S_STORE_DOWN_SINCE, countRequest } from '../metrics/layout.js';
+import { METRIC_ROUTE } from './request.js';
 
 const MISSING_KEY = errorResponse('missing_api_key', 'the X-Api-Key header is required');
 const INVALID_KEY = errorResponse('invalid_api_key', 'the API key is unknown or revoked');
@@ -44,6 +47,11 @@ const BAD_STREAM_TOKEN = errorResponse('invalid_stream_token', 'the stream token
 /** Seconds a client refused a stream waits before trying again (spread further by its own jitter). */
 const STREAM_RETRY_AFTER = Buffer.from('5', 'latin1');
 const EMPTY_BODY_ERROR = errorResponse('invalid_json', EMPTY_BODY);
+const TOO_LARGE_STATUS = ERROR_STATUS.payload_too_large;
+const NOT_READY_STARTING = errorResponse('starting', 'the server is starting: routing is not loaded yet');
+const NOT_READY_DRAINING = errorResponse('draining', 'the server is shutting down');
+const NOT_READY_STORE = errorResponse('store_unavailable', 'the store has been unreachable for longer than --ready-store-outage: this node cannot follow its changes');
+const READY_OK = '{"status":"ready","seq":';
 
 /** `application/json`, optionally with parameters (`; charset=utf-8`), any letter case. */
 export function isJsonContentType(value: string): boolean {
@@ -54,19 +62,22 @@ export function isJsonContentType(value: string): boolean {
 }
 
 /** Key then Content-Type; answers and returns undefined when either fails. */
-function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, origin: Uint8Array | null): KeyView | undefined {
+function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, origin: Uint8Array | null, route: MetricRoute): KeyView | undefined {
   const key = req.getHeader(H_API_KEY);
   if (key === '') {
     sendError(res, MISSING_KEY, state.shuttingDown, origin);
+    countRequest(state.counters, route, 401, Outcome.None);
     return undefined;
   }
   const view = state.directory.lookupKey(key);
   if (view === undefined) {
     sendError(res, INVALID_KEY, state.shuttingDown, origin);
+    countRequest(state.counters, route, 401, Outcome.None);
     return undefined;
   }
   if (!isJsonContentType(req.getHeader(H_CONTENT_TYPE))) {
     sendError(res, BAD_TYPE, state.shuttingDown, origin);
+    countRequest(state.counters, route, 400, Outcome.None);
     return undefined;
   }
   state.usedKeys.add(view.keyId);
@@ -117,6 +128,7 @@ function refusedAmbiguousFraming(state: FrontEndState, res: HttpResponse, req: H
 /** Called when a route handler threw: the connection is closed (it may hold part of an answer). */
 export function handlerFailed(state: FrontEndState, res: HttpResponse, err: unknown): void {
   state.onInternalError(err);
+  countRequest(state.counters, MetricRoute.Other, 0, Outcome.Aborted);
   try {
     res.close();
   } catch {
@@ -127,13 +139,15 @@ export function handlerFailed(state: FrontEndState, res: HttpResponse, err: unkn
 export function handleContent(state: FrontEndState, res: HttpResponse, req: HttpRequest, route: Route): void {
   if (refusedAmbiguousFraming(state, res, req)) return;
   const origin = corsOriginOf(state.http, req);
-  const view = authorize(state, res, req, origin);
+  const metricRoute = METRIC_ROUTE[route];
+  const view = authorize(state, res, req, origin, metricRoute);
   if (view === undefined) return;
   const maxBody = state.config.maxBodyBytes;
   const declared = req.getHeader(H_CONTENT_LENGTH);
   if (declared !== '' && Number(declared) > maxBody) {
     // Refuse before reading a byte; close since the client is about to send the body anyway.
     sendError(res, errorResponse('payload_too_large', `the request body exceeds ${maxBody} bytes`), true, origin);
+    countRequest(state.counters, metricRoute, TOO_LARGE_STATUS, Outcome.None);
     return;
   }
   let idLower = '';
@@ -141,6 +155,7 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
     const id = decodeId(req.getParameter(0));
     if (id === undefined) {
       sendError(res, NOT_FOUND, state.shuttingDown, origin);
+      countRequest(state.counters, metricRoute, 404, Outcome.None);
       return;
     }
     idLower = id;
@@ -148,6 +163,7 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
   if (declared === '0' || (declared === '' && req.getHeader(H_TRANSFER_ENCODING) === '')) {
     // No body to wait for: uWS calls no data handler for an empty body whose head came in pieces.
     sendError(res, EMPTY_BODY_ERROR, state.shuttingDown, origin);
+    countRequest(state.counters, metricRoute, 400, Outcome.None);
     return;
   }
   const r = new ContentRequest(
@@ -155,6 +171,7 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
     res,
     route,
     view.env,
+    view.keyId,
     idLower,
     req.getQuery() ?? '',
     req.getHeader(H_IF_NONE_MATCH),
@@ -174,7 +191,7 @@ function ignoreAbort(): void {}
 export function handleCatalog(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
   if (refusedAmbiguousFraming(state, res, req)) return;
   const origin = corsOriginOf(state.http, req);
-  const view = authorize(state, res, req, origin);
+  const view = authorize(state, res, req, origin, MetricRoute.Catalog);
   if (view === undefined) return;
   const catalog = view.env.catalog;
   const http = state.http;
@@ -183,6 +200,7 @@ export function handleCatalog(state: FrontEndState, res: HttpResponse, req: Http
   const matched = matchIfNoneMatch(req.getHeader(H_IF_NONE_MATCH), catalog.tag, coding);
   if (matched !== -1) {
     sendNotModified(res, http, etagValue(catalog.tag, matched), CC_SHARED, origin, state.shuttingDown);
+    countRequest(state.counters, MetricRoute.Catalog, 304, Outcome.NotModified);
     return;
   }
   const pieces = gzip ? catalog.gzip : catalog.body;
@@ -193,6 +211,7 @@ export function handleCatalog(state: FrontEndState, res: HttpResponse, req: Http
   // attached (measured: 8 pipelined catalog requests of 1.2 MB, then a reset).
   if (body.byteLength > CORK_BUFFER_BYTES) res.onAborted(ignoreAbort);
   sendContent(res, http, body, coding, etagValue(catalog.tag, coding), CC_SHARED, '', '', origin, state.shuttingDown);
+  countRequest(state.counters, MetricRoute.Catalog, 200, Outcome.Hit);
 }
 
 /**
@@ -212,24 +231,29 @@ export function handleEvents(state: FrontEndState, res: HttpResponse, req: HttpR
     view = state.directory.lookupKey(key);
     if (view === undefined) {
       sendError(res, INVALID_KEY, state.shuttingDown, origin);
+      countRequest(state.counters, MetricRoute.Events, 401, Outcome.None);
       return;
     }
   } else {
     const token = params?.get('token') ?? null;
     if (token === null) {
       sendError(res, MISSING_KEY, state.shuttingDown, origin);
+      countRequest(state.counters, MetricRoute.Events, 401, Outcome.None);
       return;
     }
     view = verifyStreamToken(state.directory, token, Date.now());
     if (view === undefined) {
       sendError(res, BAD_STREAM_TOKEN, state.shuttingDown, origin);
+      countRequest(state.counters, MetricRoute.Events, 401, Outcome.None);
       return;
     }
   }
   if (state.shuttingDown || !state.events.hasRoom()) {
     send(res, TOO_MANY_STREAMS.statusLine, TOO_MANY_STREAMS.body, H_RETRY_AFTER, STREAM_RETRY_AFTER, state.shuttingDown, origin);
+    countRequest(state.counters, MetricRoute.Events, 503, Outcome.None);
     return;
   }
+  countRequest(state.counters, MetricRoute.Events, 200, Outcome.None);
   state.usedKeys.add(view.keyId);
   const last = req.getHeader(H_LAST_EVENT_ID) || (params?.get('lastEventId') ?? '');
   const lastEventId = /^\d{1,15}$/.test(last) ? Number(last) : -1;
@@ -240,12 +264,13 @@ export function handleEvents(state: FrontEndState, res: HttpResponse, req: HttpR
 export function handleStreamToken(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
   if (refusedAmbiguousFraming(state, res, req)) return;
   const origin = corsOriginOf(state.http, req);
-  const view = authorize(state, res, req, origin);
+  const view = authorize(state, res, req, origin, MetricRoute.EventsToken);
   if (view === undefined) return;
   const key = state.directory.keyById(view.keyId)!;
   const ttl = state.config.streamTokenTtlS;
   const token = mintStreamToken(view.keyId, key.digest, Date.now(), ttl);
   send(res, STATUS_OK, `{"token":"${token}","expiresIn":${ttl}}`, '', '', state.shuttingDown, origin);
+  countRequest(state.counters, MetricRoute.EventsToken, 200, Outcome.None);
 }
 
 /** OPTIONS: the CORS preflight when CORS is on (--cors-origins), else 405 as any method a route does not take. */
@@ -256,15 +281,41 @@ export function handlePreflight(state: FrontEndState, res: HttpResponse, req: Ht
   }
   if (refusedAmbiguousFraming(state, res, req)) return;
   sendPreflight(res, state.http, corsOriginOf(state.http, req), state.shuttingDown);
+  countRequest(state.counters, MetricRoute.Preflight, 204, Outcome.None);
 }
 
 export function handleHealth(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
   if (refusedAmbiguousFraming(state, res, req)) return;
   if (state.shuttingDown) {
     send(res, '503 Service Unavailable', HEALTH_DRAINING, '', '', true, null);
+    countRequest(state.counters, MetricRoute.Healthz, 503, Outcome.None);
     return;
   }
   send(res, STATUS_OK, (state.storeAvailable ? HEALTH_OK : HEALTH_STORE_UNAVAILABLE) + state.directory.seq + HEALTH_LOOP + state.loop + '}', '', '', false, null);
+  countRequest(state.counters, MetricRoute.Healthz, 200, Outcome.None);
+}
+
+/**
+ * GET /readyz: whether a load balancer should send this node traffic. 503 with a stable code while
+ * starting (routing, import, demo seed), while draining (SIGTERM), and once the store has been
+ * unreachable longer than --ready-store-outage (the node cannot follow other nodes' edits, so its
+ * answers may drift from theirs). /healthz stays liveness: it answers 200 through an outage.
+ */
+export function handleReady(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  if (refusedAmbiguousFraming(state, res, req)) return;
+  const phase = state.server[S_PHASE];
+  const downSince = state.server[S_STORE_DOWN_SINCE]!;
+  let refusal = null;
+  if (state.shuttingDown || phase === Phase.Draining) refusal = NOT_READY_DRAINING;
+  else if (phase === Phase.Starting) refusal = NOT_READY_STARTING;
+  else if (downSince !== 0 && Date.now() - downSince >= state.config.readyStoreOutageMs) refusal = NOT_READY_STORE;
+  if (refusal !== null) {
+    send(res, refusal.statusLine, refusal.body, '', '', state.shuttingDown, null);
+    countRequest(state.counters, MetricRoute.Readyz, 503, Outcome.None);
+    return;
+  }
+  send(res, STATUS_OK, READY_OK + state.directory.seq + HEALTH_LOOP + state.loop + '}', '', '', false, null);
+  countRequest(state.counters, MetricRoute.Readyz, 200, Outcome.None);
 }
 
 /** 405 on a route that exists for another method; `allow` is the one it takes. */
@@ -272,9 +323,11 @@ export function handleWrongMethod(state: FrontEndState, res: HttpResponse, req: 
   if (refusedAmbiguousFraming(state, res, req)) return;
   const err = allow === 'POST' ? POST_ONLY : GET_ONLY;
   send(res, err.statusLine, err.body, 'allow', allow, state.shuttingDown, corsOriginOf(state.http, req));
+  countRequest(state.counters, MetricRoute.Other, 405, Outcome.None);
 }
 
 export function handleNotFound(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
   if (refusedAmbiguousFraming(state, res, req)) return;
   sendError(res, NOT_FOUND, state.shuttingDown, corsOriginOf(state.http, req));
+  countRequest(state.counters, MetricRoute.Other, 404, Outcome.None);
 }

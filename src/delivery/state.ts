@@ -9,6 +9,8 @@ import type { Batcher } from '../pool/batcher.js';
 import type { FrontCache } from './front-cache.js';
 import type { HttpPolicy } from './http-policy.js';
 import type { EventStreams } from './events.js';
+import type { LoopCounters, ServerCounters } from '../metrics/layout.js';
+import type { AccessSampler } from './access-log.js';
 
 export interface FrontEndState {
   directory: Directory;
@@ -30,6 +32,12 @@ export interface FrontEndState {
   storeAvailable: boolean;
   /** Key ids seen since the last report to the control thread (last-use bookkeeping, off the hot path). */
   readonly usedKeys: Set<string>;
+  /** This loop's counters for the metrics (src/metrics/layout.ts): only plain numbers are added on the request path. */
+  readonly counters: LoopCounters;
+  /** The server's shared counters: read by /readyz (phase, store outage). */
+  readonly server: ServerCounters;
+  /** The sampled access log (--access-log), or null when it is off. */
+  readonly access: AccessSampler | null;
   /** Called once for each unexpected failure (logged, never sent to the client). */
   readonly onInternalError: (err: unknown) => void;
 }

@@ -9,6 +9,7 @@
  */
 import type { Piscina } from 'piscina';
 import type { Batch, BatchResult, Job, JobResult } from './protocol.js';
+import { observePoolJob, type LoopCounters } from '../metrics/layout.js';
 
 /** Whoever waits for a job's result (a request). `slot` tells a multi-job request which one it is. */
 export interface JobSink {
@@ -24,6 +25,8 @@ export class Batcher {
   private readonly pool: Piscina;
   private readonly threads: number;
   private readonly maxPending: number;
+  /** The loop's counters: each task's round trip goes into the pool histogram (two clock reads a task, not a job). */
+  private readonly counters: LoopCounters;
   private jobs: Job[] = [];
   private sinks: JobSink[] = [];
   private slots: number[] = [];
@@ -31,10 +34,11 @@ export class Batcher {
   /** Jobs accepted and not yet answered (queued here or in the pool). */
   pending = 0;
 
-  constructor(pool: Piscina, threads: number, maxPending: number) {
+  constructor(pool: Piscina, threads: number, maxPending: number, counters: LoopCounters) {
     this.pool = pool;
     this.threads = threads;
     this.maxPending = maxPending;
+    this.counters = counters;
   }
 
   /** Room for `count` more jobs? When false the caller answers 503 at once. */
@@ -78,9 +82,16 @@ export class Batcher {
 
   private runTask(jobs: Job[], sinks: JobSink[], slots: number[]): void {
     const batch: Batch = { jobs };
+    const t0 = performance.now();
     this.pool.run(batch).then(
-      (out: BatchResult) => deliverResults(this, out, sinks, slots),
-      (err: unknown) => deliverFailure(this, err, sinks, slots),
+      (out: BatchResult) => {
+        observePoolJob(this.counters, performance.now() - t0);
+        deliverResults(this, out, sinks, slots);
+      },
+      (err: unknown) => {
+        observePoolJob(this.counters, performance.now() - t0);
+        deliverFailure(this, err, sinks, slots);
+      },
     );
   }
 }

@@ -5,6 +5,7 @@
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import type { TlsFiles } from './tls.js';
+import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 
 export interface ServeConfig {
   readonly storeUrl: string;
@@ -62,6 +63,20 @@ export interface ServeConfig {
   readonly streamJitterMs: number;
   /** How long a stream token (for browsers: EventSource sends no headers) stays valid, in seconds. */
   readonly streamTokenTtlS: number;
+  /** Serve Prometheus metrics on their own listener. */
+  readonly metricsEnabled: boolean;
+  readonly metricsHost: string;
+  /** 0: any free port (printed at start). */
+  readonly metricsPort: number;
+  /** /readyz answers 503 store_unavailable once the store has been unreachable this long (the node cannot follow its changes). */
+  readonly readyStoreOutageMs: number;
+  readonly logLevel: LogLevel;
+  /** Resolved at start: `pretty` when stdout is a terminal, `json` otherwise, unless set. */
+  readonly logFormat: LogFormat;
+  /** Share of content requests written to the access log (0: off); applied as 1 in round(1 / rate). */
+  readonly accessLogRate: number;
+  /** Access records a delivery loop holds between two reports; more are dropped (and counted). */
+  readonly accessLogBuffer: number;
 }
 
 /** One option: its flag, environment variable, default and parser. Order here is the --help order. */
@@ -108,6 +123,14 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'max-streams', env: 'RCD_MAX_STREAMS', fallback: '10000', help: 'open event streams per delivery loop before 503 too_many_streams (0..1000000)' },
   { flag: 'stream-heartbeat-ms', env: 'RCD_STREAM_HEARTBEAT_MS', fallback: '15000', help: 'ms between heartbeat comments on each event stream (1000..300000)' },
   { flag: 'stream-jitter-ms', env: 'RCD_STREAM_JITTER_MS', fallback: '5000', help: 'window in ms over which clients are told to spread re-fetches after a change event (0..600000)' },
+  { flag: 'metrics', env: 'RCD_METRICS', fallback: 'true', help: 'serve Prometheus metrics at /metrics on their own listener (true|false)' },
+  { flag: 'metrics-host', env: 'RCD_METRICS_HOST', fallback: '127.0.0.1', help: 'metrics listener host' },
+  { flag: 'metrics-port', env: 'RCD_METRICS_PORT', fallback: '9464', help: 'metrics listener port (0: any free port)' },
+  { flag: 'ready-store-outage', env: 'RCD_READY_STORE_OUTAGE_MS', fallback: '30000', help: 'ms the store may be unreachable before /readyz answers 503 store_unavailable (0..86400000)' },
+  { flag: 'log-level', env: 'RCD_LOG_LEVEL', fallback: 'info', help: 'lowest level logged: debug, info, warn or error' },
+  { flag: 'access-log', env: 'RCD_ACCESS_LOG', fallback: '0', help: 'share of content requests written to the access log on stdout, 0..1 (0: off; 0.01: 1 in 100; 1: every one)' },
+  { flag: 'access-log-buffer', env: 'RCD_ACCESS_LOG_BUFFER', fallback: '10000', help: 'access records a delivery loop holds between two reports (every 250 ms); more are dropped and counted (100..1000000)' },
+  { flag: 'log-format', env: 'RCD_LOG_FORMAT', fallback: '', help: 'json (one JSON object a line) or pretty (plain lines); default: pretty on a terminal, json otherwise' },
   { flag: 'stream-token-ttl', env: 'RCD_STREAM_TOKEN_TTL_S', fallback: '300', help: 'seconds a stream token (browsers: EventSource sends no headers) stays valid (10..86400)' },
 ];
 
@@ -138,6 +161,17 @@ function intIn(name: string, raw: string, min: number, max: number): number {
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(`--${name} must be between ${min} and ${max}, got ${n}`);
   return n;
+}
+
+function fractionIn(name: string, raw: string): number {
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new ConfigError(`--${name} must be a number from 0 to 1, got "${raw}"`);
+  return n;
+}
+
+function oneOf<T extends string>(name: string, raw: string, allowed: readonly T[]): T {
+  if ((allowed as readonly string[]).includes(raw)) return raw as T;
+  throw new ConfigError(`--${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
 }
 
 function bool(name: string, raw: string): boolean {
@@ -269,5 +303,13 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     streamHeartbeatMs: intIn('stream-heartbeat-ms', get('stream-heartbeat-ms'), 1000, 300_000),
     streamJitterMs: intIn('stream-jitter-ms', get('stream-jitter-ms'), 0, 600_000),
     streamTokenTtlS: intIn('stream-token-ttl', get('stream-token-ttl'), 10, 86_400),
+    metricsEnabled: bool('metrics', get('metrics')),
+    metricsHost: get('metrics-host'),
+    metricsPort: intIn('metrics-port', get('metrics-port'), 0, 65535),
+    readyStoreOutageMs: intIn('ready-store-outage', get('ready-store-outage'), 0, 86_400_000),
+    logLevel: oneOf('log-level', get('log-level'), LOG_LEVELS),
+    accessLogRate: fractionIn('access-log', get('access-log')),
+    accessLogBuffer: intIn('access-log-buffer', get('access-log-buffer'), 100, 1_000_000),
+    logFormat: get('log-format') === '' ? (process.stdout.isTTY ? 'pretty' : 'json') : oneOf('log-format', get('log-format'), ['json', 'pretty'] as const),
   });
 }

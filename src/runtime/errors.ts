@@ -34,6 +34,10 @@ export const ERROR_STATUS = {
   store_busy: 503,
   /** The store's files were deleted or replaced under the running server: writes are refused. */
   store_unavailable: 503,
+  /** /readyz: the server has not finished starting (routing loading, bundle import, demo seed). */
+  starting: 503,
+  /** /readyz: the server is shutting down (SIGTERM): take it out of the load balancer. */
+  draining: 503,
   /** Only when a store is opened: it was written by a newer rcd (a higher schema version); upgrade rcd. */
   store_schema_too_new: 500,
   internal: 500,

@@ -1,18 +1,126 @@
 /**
  * Start-up, shutdown and error lines. The request path does not log (a log line per request would
  * cost more than the request); failures there are counted and logged once per second at most.
+ *
+ * Until `configureLog` runs (the `rcd` management commands, and `rcd serve` before its
+ * configuration is read), lines are plain `rcd: ...` text. `rcd serve` then logs through pino:
+ * `json` (one JSON object a line: level, time, pid, msg; the default when stdout is not a
+ * terminal, as under systemd/journald or a log shipper) or `pretty` (the plain lines, through
+ * pino-pretty; the default on a terminal). Info and debug go to stdout, warnings and errors to stderr.
+ * Lines are written synchronously: none is lost when the process exits, and they keep their order
+ * with the lines the control thread sends over its lifecycle channel.
+ *
+ * No secret is ever passed to these functions: keys, the admin token, passphrases and passwords are
+ * named by where they live (a file, a key id, a URL without its password), never by their value.
  */
-export function logInfo(line: string): void {
-  process.stdout.write(`rcd: ${line}\n`);
+import { pino, type Level, type Logger } from 'pino';
+import { build as pinoPretty } from 'pino-pretty';
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+export type LogFormat = 'json' | 'pretty';
+
+export interface LogSettings {
+  readonly level: LogLevel;
+  readonly format: LogFormat;
 }
 
-export function logError(line: string): void {
-  process.stderr.write(`rcd: error: ${line}\n`);
+let logger: Logger | null = null;
+let format: LogFormat | null = null;
+
+/** Records carry their level as a label (the formatter below), so pretty lines are keyed by it. */
+const PRETTY_PREFIX: Record<string, string> = { debug: 'rcd: debug: ', info: 'rcd: ', warn: 'rcd: warning: ', error: 'rcd: error: ', fatal: 'rcd: error: ' };
+
+/** The pretty line of a record: as the plain lines always read (`rcd: error: ...`), fields after it. */
+function prettyMessage(record: Record<string, unknown>, messageKey: string): string {
+  const message = record[messageKey];
+  return (PRETTY_PREFIX[String(record.level)] ?? 'rcd: ') + (typeof message === 'string' ? message : '');
+}
+
+function prettyStream(fd: 1 | 2): NodeJS.WritableStream {
+  return pinoPretty({
+    destination: fd,
+    sync: true,
+    colorize: false,
+    ignore: 'time,pid,hostname,level',
+    hideObject: true,
+    messageFormat: prettyMessage,
+  });
+}
+
+/** Switches to pino with these settings (each thread that logs calls it: loggers are per thread). */
+export function configureLog(settings: LogSettings): void {
+  const out = settings.format === 'json' ? pino.destination({ fd: 1, sync: true }) : prettyStream(1);
+  const err = settings.format === 'json' ? pino.destination({ fd: 2, sync: true }) : prettyStream(2);
+  logger = pino(
+    {
+      level: settings.level,
+      base: { pid: process.pid },
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    // dedupe: a line goes to the one stream of the highest level it reaches (errors: stderr only).
+    pino.multistream(
+      [
+        { level: 'debug', stream: out },
+        { level: 'warn', stream: err },
+      ],
+      { dedupe: true },
+    ),
+  );
+  format = settings.format;
+}
+
+/** The pretty line of an access record: `rcd: access` and its fields as name=value. */
+function prettyAccess(record: Record<string, unknown>): string {
+  const r = record as Record<string, string | number>;
+  return `rcd: access ${r.time} route=${r.route} status=${r.status} outcome=${r.outcome} bytes=${r.bytes} ms=${r.durationMs} key=${r.keyId} loop=${r.loop}`;
+}
+
+/**
+ * The access log's own logger (--access-log), in the control thread: on stdout, in the given format,
+ * at every --log-level (turning the access log on is asking for its lines). Each record carries the
+ * time its request ended, so pino adds none.
+ */
+export function accessLogger(logFormat: LogFormat): Logger {
+  const stream =
+    logFormat === 'json'
+      ? pino.destination({ fd: 1, sync: true })
+      : pinoPretty({ destination: 1, sync: true, colorize: false, ignore: 'time,pid,hostname,level', hideObject: true, messageFormat: prettyAccess });
+  return pino({ level: 'info', base: { pid: process.pid }, timestamp: false, formatters: { level: (label) => ({ level: label }) } }, stream);
+}
+
+/** True when lines are meant for a person (plain text or pretty), false for JSON. */
+export function humanLog(): boolean {
+  return format !== 'json';
+}
+
+function write(level: Level, line: string, fields?: Record<string, unknown>): void {
+  if (logger === null) {
+    if (level === 'debug') return;
+    const prefix = level === 'error' || level === 'fatal' ? 'rcd: error: ' : level === 'warn' ? 'rcd: warning: ' : 'rcd: ';
+    (level === 'info' ? process.stdout : process.stderr).write(`${prefix}${line}\n`);
+    return;
+  }
+  if (fields === undefined) logger[level](line);
+  else logger[level](fields, line);
+}
+
+export function logDebug(line: string, fields?: Record<string, unknown>): void {
+  write('debug', line, fields);
+}
+
+export function logInfo(line: string, fields?: Record<string, unknown>): void {
+  write('info', line, fields);
+}
+
+export function logError(line: string, fields?: Record<string, unknown>): void {
+  write('error', line, fields);
 }
 
 /** Something the operator should fix that does not stop the server (a certificate past its end date). */
-export function logWarning(line: string): void {
-  process.stderr.write(`rcd: warning: ${line}\n`);
+export function logWarning(line: string, fields?: Record<string, unknown>): void {
+  write('warn', line, fields);
 }
 
 /** Logs an unexpected request-path failure, at most once per interval, with a count of the others. */

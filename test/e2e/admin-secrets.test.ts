@@ -71,9 +71,9 @@ async function withAuth(srv: ServerProcess, authorization: string): Promise<{ st
 
 /** Runs `rcd serve` expecting it to refuse to start; resolves with its exit code and output. */
 function serveExpectingExit(dir: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const args = [BIN, 'serve', '--store', `sqlite:${join(dir, 'rcd.db')}`, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--admin-host', '127.0.0.1', '--threads', '1', '--seed-demo', 'false'];
+  const args = [BIN, 'serve', '--store', `sqlite:${join(dir, 'rcd.db')}`, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--admin-host', '127.0.0.1', '--threads', '1', '--seed-demo', 'false', '--metrics', 'false'];
   return new Promise((resolve) => {
-    execFile(process.execPath, args, { cwd: dir, env: { ...process.env, ...env }, timeout: 20_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, args, { cwd: dir, env: { ...process.env, RCD_LOG_FORMAT: 'pretty', ...env }, timeout: 20_000 }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1;
       resolve({ code, stdout, stderr });
     });

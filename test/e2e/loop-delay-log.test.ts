@@ -54,7 +54,7 @@ describe('RCD_LOOP_DELAY_LOG_MS', () => {
       for (const bad of ['abc', '5', '1.5', '-100', '3600001']) {
         const r = spawnSync(process.execPath, [BIN, 'serve', '--store', `sqlite:${join(dir, 'rcd.db')}`, '--host', '127.0.0.1', '--port', '0', '--admin', 'false', '--seed-demo', 'false'], {
           encoding: 'utf8',
-          env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token', RCD_LOOP_DELAY_LOG_MS: bad },
+          env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token', RCD_LOG_FORMAT: 'pretty', RCD_LOOP_DELAY_LOG_MS: bad },
           timeout: 20_000,
         });
         expect(r.status, `${bad}: ${r.stderr}`).toBe(1);

@@ -126,7 +126,7 @@ describe('a stop signal the moment the server is up', () => {
     for (let i = 0; i < 8; i++) {
       const dir = ownDir();
       const child = spawn(process.execPath, [BIN, 'serve', '--store', 'memory:', '--data-dir', dir, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--threads', '1'], {
-        env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token' },
+        env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token', RCD_METRICS: 'false', RCD_LOG_FORMAT: 'pretty' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let out = '';

@@ -12,6 +12,11 @@ import { fileURLToPath } from 'node:url';
 const HERE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const ROOT = basename(HERE_ROOT) === 'dist' ? dirname(HERE_ROOT) : HERE_ROOT;
 export const BIN = join(ROOT, 'bin', 'rcd.js');
+/**
+ * Servers started by the tests log plain lines (`rcd: ...`, `rcd: error: ...`), which the tests
+ * match; without a terminal the default would be JSON. test/e2e/logs.test.ts covers the JSON format.
+ */
+export const HUMAN_LOG = { RCD_LOG_FORMAT: 'pretty' } as const;
 
 export interface ServerOptions {
   /** Bundle object written to a temp file and passed with --import. */
@@ -26,6 +31,8 @@ export interface ServerOptions {
   seedDemo?: boolean;
   /** Store URL (default: sqlite:<dir>/rcd.db), e.g. a PostgreSQL database. */
   store?: string;
+  /** Serve metrics on an ephemeral port (default: off, so parallel tests do not compete for 9464). */
+  metrics?: boolean;
   /** Resolve once the process printed this instead of "listening on" (e.g. a start waiting for its store). */
   readyWhen?: RegExp;
   /** The program and its leading arguments instead of `node bin/rcd.js` (an installed `rcd`, a unit's ExecStart). */
@@ -35,6 +42,8 @@ export interface ServerOptions {
 export interface ServerProcess {
   readonly url: string;
   readonly adminUrl: string | null;
+  /** http://host:port/metrics when started with `metrics: true`. */
+  readonly metricsUrl: string | null;
   readonly dir: string;
   readonly storeUrl: string;
   readonly child: ChildProcess;
@@ -61,7 +70,7 @@ export function serveUntilExit(args: readonly string[], cwd: string): Promise<Ex
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, 'serve', ...args], {
       cwd,
-      env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token' },
+      env: { ...process.env, ...HUMAN_LOG, RCD_ADMIN_TOKEN: 'test-admin-token', RCD_METRICS: 'false' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -91,6 +100,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
   const args = [...lead, 'serve', '--store', storeUrl, '--host', '127.0.0.1', '--port', '0', '--threads', '2', '--seed-demo', String(opts.seedDemo === true)];
   if (opts.admin === true) args.push('--admin-port', '0', '--admin-host', '127.0.0.1');
   else args.push('--admin', 'false');
+  if (opts.metrics === true) args.push('--metrics-port', '0', '--metrics-host', '127.0.0.1');
+  else args.push('--metrics', 'false');
   if (opts.bundle !== undefined) {
     const file = join(dir, 'bundle.json');
     writeFileSync(file, JSON.stringify(opts.bundle));
@@ -99,7 +110,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
   args.push(...(opts.args ?? []));
   const child = spawn(program!, args, {
     cwd: dir,
-    env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token', ...opts.env },
+    env: { ...process.env, ...HUMAN_LOG, RCD_ADMIN_TOKEN: 'test-admin-token', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -118,7 +129,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
         resolve('');
         return;
       }
-      const m = /(?<!admin )listening on (https?:\/\/[^\s]+)/.exec(out);
+      const m = /(?<!admin )listening on (https?:\/\/[^\s"]+)/.exec(out);
       if (m !== null && (opts.admin !== true || /admin listening on/.test(out))) {
         clearTimeout(timer);
         child.stdout.off('data', onData);
@@ -133,7 +144,8 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
       reject(new Error(`server exited with ${code} before listening\nstdout:\n${out}\nstderr:\n${err}`));
     });
   });
-  const adminMatch = /admin listening on (https?:\/\/[^\s]+)/.exec(out);
+  const adminMatch = /admin listening on (https?:\/\/[^\s"]+)/.exec(out);
+  const metricsMatch = /metrics at (http:\/\/[^\s"]+)/.exec(out);
 
   const stop = async (): Promise<number | null> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
@@ -142,6 +154,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
   return {
     url,
     adminUrl: adminMatch === null ? null : adminMatch[1]!,
+    metricsUrl: metricsMatch === null ? null : metricsMatch[1]!,
     dir,
     storeUrl,
     child,

@@ -2,6 +2,7 @@ import { Piscina } from 'piscina';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Batcher, type JobSink } from '../../../src/pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../../../src/pool/protocol.js';
+import { newLoopCounters } from '../../../src/metrics/layout.js';
 
 const pool = new Piscina({ filename: new URL('../../helpers/echo-worker.mjs', import.meta.url).href, minThreads: 1, maxThreads: 2 });
 afterAll(async () => {
@@ -34,7 +35,7 @@ function settled(b: Batcher): Promise<void> {
 
 describe('Batcher', () => {
   it('sends the jobs of one turn together and gives each result to its sink and slot', async () => {
-    const b = new Batcher(pool, 2, 100);
+    const b = new Batcher(pool, 2, 100, newLoopCounters());
     const a = new RecordingSink();
     const c = new RecordingSink();
     b.enqueue(job(11), a, 0);
@@ -50,7 +51,7 @@ describe('Batcher', () => {
   });
 
   it('splits a large turn across threads and still answers every slot once', async () => {
-    const b = new Batcher(pool, 2, 1000);
+    const b = new Batcher(pool, 2, 1000, newLoopCounters());
     const sinks = Array.from({ length: 40 }, () => new RecordingSink());
     sinks.forEach((s, i) => b.enqueue(job(i + 1), s, i));
     await settled(b);
@@ -58,7 +59,7 @@ describe('Batcher', () => {
   });
 
   it('admits jobs only while there is room (the caller answers 503 otherwise)', () => {
-    const b = new Batcher(pool, 1, 2);
+    const b = new Batcher(pool, 1, 2, newLoopCounters());
     expect(b.hasRoom(2)).toBe(true);
     expect(b.hasRoom(3)).toBe(false);
   });
@@ -68,7 +69,7 @@ describe('Batcher', () => {
     const onUnhandled = (err: unknown): void => void unhandled.push(err);
     process.on('unhandledRejection', onUnhandled);
     try {
-      const b = new Batcher(pool, 1, 100);
+      const b = new Batcher(pool, 1, 100, newLoopCounters());
       const bad = new RecordingSink(true);
       const good = new RecordingSink();
       b.enqueue(job(1), bad, 0);

@@ -1,0 +1,41 @@
+/**
+ * The metrics thread: the Prometheus listener and prom-client's process collectors, off the delivery
+ * loops. On the main thread they would run beside delivery loop 0: prom-client's GC observer and
+ * event-loop monitor work on the thread that starts them, and a scrape's formatting would take turns
+ * from requests. Here a scrape only reads the shared arrays (src/metrics/layout.ts).
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { startMetricsListener, type MetricsListener } from './listener.js';
+import { metricsRegistry } from './registry.js';
+import type { MetricsCommand, MetricsEvent, MetricsInit } from './protocol.js';
+
+const lifecycle = parentPort;
+if (lifecycle === null) throw new Error('src/metrics/thread.ts runs as a worker thread');
+const init = workerData as MetricsInit;
+
+function post(event: MetricsEvent): void {
+  lifecycle!.postMessage(event);
+}
+
+let listener: MetricsListener | null = null;
+
+async function start(): Promise<void> {
+  try {
+    listener = await startMetricsListener(metricsRegistry(init.loops, init.server), init.host, init.port);
+  } catch (err) {
+    post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
+    return;
+  }
+  post({ type: 'listening', port: listener.port });
+}
+
+lifecycle.on('message', (cmd: MetricsCommand) => {
+  if (cmd.type !== 'stop') return;
+  void (async () => {
+    await listener?.close();
+    post({ type: 'stopped' });
+    lifecycle.close();
+  })();
+});
+
+void start();

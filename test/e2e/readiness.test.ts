@@ -1,0 +1,171 @@
+/**
+ * GET /readyz on the delivery port through a server's life: 503 starting while a bundle is imported
+ * (the port is bound before the import), 200 once it serves, 503 draining from SIGTERM while a
+ * request is still in flight, and 503 store_unavailable once a real PostgreSQL has been stopped for
+ * longer than --ready-store-outage (then 200 again when it returns). /healthz stays liveness.
+ */
+import { createServer, connect, type Socket } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { call, errorCode, startServer, type ServerProcess } from '../helpers/server-process.js';
+import { createDatabase, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
+
+const KEY = 'key-ready-1';
+const running: ServerProcess[] = [];
+let pg: RunningPostgres | null = null;
+
+afterAll(async () => {
+  for (const s of running.splice(0).reverse()) await s.dispose();
+  await pg?.destroy();
+});
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function ready(base: string): Promise<{ status: number; code: string | undefined }> {
+  const r = await call(base, '/readyz', { method: 'GET', key: null, contentType: null });
+  return { status: r.status, code: errorCode(r) };
+}
+
+async function until(what: string, cond: () => Promise<boolean>, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Sends `text` on a raw connection and resolves with everything read until `done` matches. */
+function readUntil(socket: Socket, done: RegExp | ((got: string) => boolean), ms: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let got = '';
+    const timer = setTimeout(() => reject(new Error(`no ${String(done)} within ${ms} ms; got ${JSON.stringify(got)}`)), ms);
+    const onData = (d: Buffer): void => {
+      got += d.toString('latin1');
+      if (typeof done === 'function' ? done(got) : done.test(got)) {
+        clearTimeout(timer);
+        socket.off('data', onData);
+        resolve(got);
+      }
+    };
+    socket.on('data', onData);
+  });
+}
+
+function open(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1', () => resolve(s));
+    s.once('error', reject);
+  });
+}
+
+/** True once `got` holds one whole HTTP response: its head and Content-Length bytes of body. */
+function wholeResponse(got: string): boolean {
+  const end = got.indexOf('\r\n\r\n');
+  if (end === -1) return false;
+  const length = Number(/content-length: (\d+)/i.exec(got.slice(0, end))?.[1] ?? 0);
+  return got.length >= end + 4 + length;
+}
+
+describe('readiness', () => {
+  it('503 starting while the bundle is imported, then 200', async () => {
+    const port = await freePort();
+    const content: Record<string, unknown> = {};
+    for (let i = 0; i < 20_000; i++) content[`item${i}`] = { json: { n: i, pad: 'x'.repeat(40) } };
+    const starting = startServer({ bundle: { environments: { prod: { keys: [KEY], content } } }, args: ['--port', String(port)] });
+    const seen: string[] = [];
+    let srv: ServerProcess | null = null;
+    void starting.then((s) => (srv = s));
+    const deadline = Date.now() + 60_000;
+    // Poll from the moment the port answers until the server printed "listening on".
+    while (srv === null && Date.now() < deadline) {
+      try {
+        const r = await ready(`http://127.0.0.1:${port}`);
+        seen.push(r.status === 200 ? 'ready' : (r.code ?? String(r.status)));
+      } catch {
+        // Not bound yet.
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const s = await starting;
+    running.push(s);
+    expect(seen).toContain('starting');
+    // Never ready before it is, and ready from then on.
+    const first = seen.indexOf('ready');
+    if (first !== -1) expect(seen.slice(first).every((x) => x === 'ready')).toBe(true);
+    expect(seen.filter((x) => x !== 'ready' && x !== 'starting')).toEqual([]);
+    expect(await ready(s.url)).toEqual({ status: 200, code: undefined });
+    expect((await call(s.url, '/api/v1/config/item7', { key: KEY })).json).toEqual({ n: 7, pad: 'x'.repeat(40) });
+  }, 90_000);
+
+  it('503 draining from SIGTERM while a request is still in flight; the request is still answered', async () => {
+    const srv = await startServer({ bundle: { environments: { prod: { keys: [KEY], content: { Shop: { json: { a: 1 } } } } } }, args: ['--shutdown-timeout', '20000'] });
+    running.push(srv);
+    const port = Number(new URL(srv.url).port);
+    expect(await ready(srv.url)).toEqual({ status: 200, code: undefined });
+    // A request whose body is half sent: in flight until the rest arrives.
+    const body = '{"u":"p1","p":{},"v":"1.0.0"}';
+    const slow = await open(port);
+    slow.write(`POST /api/v1/config/Shop HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    // A keep-alive connection opened before the signal, to ask /readyz during the drain.
+    const probe = await open(port);
+    probe.write('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(await readUntil(probe, /\r\n\r\n\{[^}]*\}/, 10_000)).toMatch(/^HTTP\/1\.1 200 /);
+    await new Promise((r) => setTimeout(r, 300));
+    srv.child.kill('SIGTERM');
+    let drained = '';
+    await until(
+      '/readyz to answer draining',
+      async () => {
+        probe.write('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n');
+        drained = await readUntil(probe, wholeResponse, 10_000);
+        return drained.startsWith('HTTP/1.1 503 ');
+      },
+      10_000,
+    );
+    expect(drained).toContain('"code":"draining"');
+    expect(drained.toLowerCase()).toContain('connection: close');
+    probe.destroy();
+    // The request in flight is still answered.
+    slow.write(body.slice(5));
+    const answer = await readUntil(slow, /\r\n\r\n\{"a":1\}/, 10_000);
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    slow.destroy();
+    // The signal already sent is the stop: a second SIGTERM would end the process at once.
+    const code = srv.child.exitCode ?? (await new Promise<number | null>((resolve) => srv.child.once('exit', (c) => resolve(c))));
+    expect(code).toBe(0);
+  }, 60_000);
+
+  it('503 store_unavailable once the store is unreachable longer than --ready-store-outage; /healthz stays 200', async () => {
+    pg = await startPostgres();
+    const storeUrl = (await createDatabase(pg.url)).url;
+    const srv = await startServer({
+      store: storeUrl,
+      bundle: { environments: { prod: { keys: [KEY], content: { Shop: { json: { a: 1 } } } } } },
+      // One delivery loop: the answer fetched below is then in the front cache that answers during the outage.
+      args: ['--ready-store-outage', '1500', '--http-threads', '1'],
+    });
+    running.push(srv);
+    expect(await ready(srv.url)).toEqual({ status: 200, code: undefined });
+    expect((await call(srv.url, '/api/v1/config/Shop', { key: KEY })).json).toEqual({ a: 1 });
+    await pg.stop();
+    const downAt = Date.now();
+    await until('/readyz to report the store', async () => (await ready(srv.url)).code === 'store_unavailable', 20_000);
+    // Not before the bound (the store check runs every second, so the outage is noticed up to 1 s late).
+    expect(Date.now() - downAt).toBeGreaterThanOrEqual(1500);
+    const health = await call(srv.url, '/healthz', { method: 'GET', key: null, contentType: null });
+    expect(health.status).toBe(200);
+    expect(health.json).toMatchObject({ status: 'degraded', store: 'unavailable' });
+    // Delivery goes on from what is loaded (the front cache).
+    expect((await call(srv.url, '/api/v1/config/Shop', { key: KEY })).json).toEqual({ a: 1 });
+    await pg.start();
+    await until('/readyz to be 200 again', async () => (await ready(srv.url)).status === 200, 20_000);
+  }, 120_000);
+});
