@@ -3,12 +3,13 @@
  * the change so the server can make it live, audit it and announce it in one place. Handlers never
  * touch HTTP objects; they take decoded params, the query and the raw body.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { RcdError } from '../../runtime/errors.js';
 import { isPlainObject } from '../../shared/json.js';
-import { appVersionProblem, contentIdKey, plainKeyProblem } from '../../store/ids.js';
+import { appVersionProblem, contentIdKey, envIdProblem, plainKeyProblem } from '../../store/ids.js';
 import type { ChangeEntry, RoutingDelta, Store } from '../../store/types.js';
 import type { Route } from './router.js';
+import { inScope, TOKEN_ROLES, type Principal, type RouteScope, type TokenRole, type TokenScope } from './access.js';
 import { WEBHOOK_EVENTS, type AdminStateStore, type WebhookEvent, type WebhookInfo } from './state.js';
 import type { WebhookPayload } from './webhooks.js';
 import { previewContent } from './preview.js';
@@ -23,6 +24,10 @@ export interface AdminCall {
   readonly params: readonly string[];
   readonly query: URLSearchParams;
   readonly body: Buffer;
+  /** Who calls, already authorised for the route (access.ts). */
+  readonly principal: Principal;
+  /** What the audit log records as the actor of this call. */
+  readonly actor: string;
 }
 
 export interface AdminChange {
@@ -47,6 +52,9 @@ export type AdminHandler = (ctx: AdminContext, call: AdminCall) => Promise<Admin
 export interface AdminRoute extends Route<AdminHandler> {
   /** Writes run one at a time so "the next request sees it" holds even for concurrent writers. */
   readonly write: boolean;
+  /** The least role that may call it. */
+  readonly role: TokenRole;
+  readonly scope: RouteScope;
 }
 
 const MAX_AUDIT_LIMIT = 1000;
@@ -99,8 +107,9 @@ function payload(event: WebhookEvent, env: string, id: string | null, hash: stri
 
 // ---- environments ---------------------------------------------------------------------------
 
-async function listEnvironments(ctx: AdminContext): Promise<AdminResult> {
-  return read({ environments: await ctx.store.listEnvironments() });
+async function listEnvironments(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const all = await ctx.store.listEnvironments();
+  return read({ environments: all.filter((e) => inScope(call.principal, e.id)) });
 }
 
 async function putEnvironment(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
@@ -291,6 +300,10 @@ async function syncEnvironment(ctx: AdminContext, call: AdminCall): Promise<Admi
     ids = body.ids;
   }
   if (body.dryRun !== undefined && typeof body.dryRun !== 'boolean') throw new RcdError('invalid_body', 'dryRun must be true or false');
+  // The route checked the source environment; the target is written too.
+  if (!inScope(call.principal, body.to)) {
+    throw new RcdError('forbidden_scope', `token "${call.principal.name}" may not act on environment "${body.to}"`);
+  }
   if (body.dryRun === true) return read(await planSync(ctx.store, from, body.to, ids));
   const report = await ctx.store.sync(from, body.to, ids);
   const moved = report.items.filter((i) => i.action !== 'unchanged');
@@ -430,35 +443,94 @@ async function listAudit(ctx: AdminContext, call: AdminCall): Promise<AdminResul
   return read({ entries: await ctx.state.listAudit(limit, before) });
 }
 
+// ---- admin tokens ---------------------------------------------------------------------------
+
+/** The same rule as a declared audit actor: a token's name is what the audit log records. */
+const TOKEN_NAME_RE = /^[A-Za-z0-9_.@:-]{1,64}$/;
+/** The bootstrap token's name in the audit log; no named token may take it. */
+export const BOOTSTRAP_TOKEN_NAME = 'bootstrap';
+export const NAMED_TOKEN_PREFIX = 'rcdt_';
+
+/** Hex SHA-256 of a presented token: what the store keeps and looks tokens up by. */
+export function adminTokenDigest(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+function parseScope(raw: unknown): TokenScope {
+  if (raw === '*') return '*';
+  if (!Array.isArray(raw) || raw.length === 0) {
+    throw new RcdError('invalid_body', 'environments must be "*" (every environment) or a non-empty array of environment ids');
+  }
+  const out: string[] = [];
+  for (const env of raw) {
+    const problem = envIdProblem(env);
+    if (problem !== '') throw new RcdError('invalid_body', `environments: ${problem}`);
+    if (!out.includes(env as string)) out.push(env as string);
+  }
+  return out;
+}
+
+async function createToken(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const body = parseJsonBody(call);
+  if (!isPlainObject(body)) throw new RcdError('invalid_body', 'the body must be {"name":...,"role":...,"environments":"*"|[...]}');
+  if (typeof body.name !== 'string' || !TOKEN_NAME_RE.test(body.name) || body.name === BOOTSTRAP_TOKEN_NAME) {
+    throw new RcdError('invalid_body', `name must be 1-64 of A-Z a-z 0-9 _ . @ : - and not "${BOOTSTRAP_TOKEN_NAME}"`);
+  }
+  const roles: readonly unknown[] = TOKEN_ROLES;
+  if (!roles.includes(body.role)) throw new RcdError('invalid_body', `role must be one of: ${TOKEN_ROLES.join(', ')}`);
+  const role = body.role as TokenRole;
+  const environments = parseScope(body.environments);
+  // 256 random bits: a digest without salt or stretching cannot be reversed or guessed.
+  const token = NAMED_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  const info = await ctx.state.createToken({ name: body.name, role, environments, digest: adminTokenDigest(token), createdBy: call.actor });
+  return changed(201, { ...info, token }, {
+    live: false, action: 'token.create', env: null, target: info.name, detail: { id: info.id, role, environments }, events: [],
+  });
+}
+
+async function listTokens(ctx: AdminContext): Promise<AdminResult> {
+  return read({ tokens: await ctx.state.listTokens() });
+}
+
+async function revokeToken(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const info = await ctx.state.revokeToken(param(call, 0));
+  return changed(200, { id: info.id, name: info.name, revoked: true }, {
+    live: false, action: 'token.revoke', env: null, target: info.name, detail: { id: info.id }, events: [],
+  });
+}
+
 // ---- the table ------------------------------------------------------------------------------
 
-function route(method: string, pattern: string, handler: AdminHandler, write: boolean): AdminRoute {
-  return { method, pattern, handler, write };
+function route(method: string, pattern: string, handler: AdminHandler, write: boolean, role: TokenRole, scope: RouteScope): AdminRoute {
+  return { method, pattern, handler, write, role, scope };
 }
 
 const ENV = 'environments/:env';
 const CONTENT = `${ENV}/content/:id`;
 
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
-  route('GET', 'environments', listEnvironments, false),
-  route('PUT', ENV, putEnvironment, true),
-  route('DELETE', ENV, deleteEnvironment, true),
-  route('POST', `${ENV}/keys`, createKey, true),
-  route('GET', `${ENV}/keys`, listKeys, false),
-  route('DELETE', `${ENV}/keys/:keyId`, revokeKey, true),
-  route('GET', `${ENV}/content`, listContent, false),
-  route('PUT', CONTENT, putContent, true),
-  route('GET', CONTENT, getContent, false),
-  route('DELETE', CONTENT, deleteContent, true),
-  route('POST', `${CONTENT}/rollback`, rollbackContent, true),
-  route('PUT', `${CONTENT}/mapping`, putMapping, true),
-  route('DELETE', `${CONTENT}/mapping`, deleteMapping, true),
-  route('POST', `${CONTENT}/preview`, previewMapping, false),
-  route('POST', `${ENV}/sync`, syncEnvironment, true),
-  route('POST', 'import', importBundle, true),
-  route('GET', 'export', exportBundle, false),
-  route('POST', 'webhooks', addWebhook, true),
-  route('GET', 'webhooks', listWebhooks, false),
-  route('DELETE', 'webhooks/:id', deleteWebhook, true),
-  route('GET', 'audit', listAudit, false),
+  route('GET', 'environments', listEnvironments, false, 'read', 'own'),
+  route('PUT', ENV, putEnvironment, true, 'admin', 'env'),
+  route('DELETE', ENV, deleteEnvironment, true, 'admin', 'env'),
+  route('POST', `${ENV}/keys`, createKey, true, 'editor', 'env'),
+  route('GET', `${ENV}/keys`, listKeys, false, 'read', 'env'),
+  route('DELETE', `${ENV}/keys/:keyId`, revokeKey, true, 'editor', 'env'),
+  route('GET', `${ENV}/content`, listContent, false, 'read', 'env'),
+  route('PUT', CONTENT, putContent, true, 'editor', 'env'),
+  route('GET', CONTENT, getContent, false, 'read', 'env'),
+  route('DELETE', CONTENT, deleteContent, true, 'editor', 'env'),
+  route('POST', `${CONTENT}/rollback`, rollbackContent, true, 'editor', 'env'),
+  route('PUT', `${CONTENT}/mapping`, putMapping, true, 'editor', 'env'),
+  route('DELETE', `${CONTENT}/mapping`, deleteMapping, true, 'editor', 'env'),
+  route('POST', `${CONTENT}/preview`, previewMapping, false, 'read', 'env'),
+  route('POST', `${ENV}/sync`, syncEnvironment, true, 'editor', 'env'),
+  route('POST', 'import', importBundle, true, 'admin', 'all'),
+  route('GET', 'export', exportBundle, false, 'read', 'all'),
+  route('POST', 'webhooks', addWebhook, true, 'admin', 'all'),
+  route('GET', 'webhooks', listWebhooks, false, 'admin', 'all'),
+  route('DELETE', 'webhooks/:id', deleteWebhook, true, 'admin', 'all'),
+  route('GET', 'audit', listAudit, false, 'read', 'all'),
+  route('POST', 'tokens', createToken, true, 'admin', 'all'),
+  route('GET', 'tokens', listTokens, false, 'admin', 'all'),
+  route('DELETE', 'tokens/:name', revokeToken, true, 'admin', 'all'),
 ];

@@ -147,6 +147,20 @@ const MIGRATIONS: readonly string[] = [
     created_at    text NOT NULL
   );
   `,
+  // Named admin tokens (src/admin/server/access.ts): digests only; a name is unique among live tokens.
+  `
+  CREATE TABLE admin_tokens (
+    id         text PRIMARY KEY,
+    name       text NOT NULL,
+    digest     text NOT NULL UNIQUE,
+    role       text NOT NULL,
+    scope      text NOT NULL,
+    created_at text NOT NULL,
+    created_by text NOT NULL,
+    revoked_at text
+  );
+  CREATE UNIQUE INDEX admin_tokens_live_name ON admin_tokens (name) WHERE revoked_at IS NULL;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;
