@@ -157,7 +157,12 @@ export const ImportReport = named(
 );
 
 const WebhookEvent = z.enum(WEBHOOK_EVENTS);
-export const WebhookBody = named('WebhookBody', z.object({ url: z.url({ protocol: /^https?$/ }), events: z.array(WebhookEvent).min(1), secret: z.string().min(1).max(512).optional() }));
+/** `whsec_` + base64 (Standard Webhooks), or any other text used as the key's UTF-8 bytes. */
+const WEBHOOK_SECRET = /^(?:whsec_(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)|(?!whsec_)[\s\S]+)$/;
+export const WebhookBody = named(
+  'WebhookBody',
+  z.object({ url: z.url({ protocol: /^https?$/ }), events: z.array(WebhookEvent).min(1), secret: z.string().min(1).max(512).regex(WEBHOOK_SECRET).optional() }),
+);
 const webhookShape = { id: z.string(), url: z.string(), events: z.array(WebhookEvent), createdAt: TIME };
 export const WebhookCreated = named('WebhookCreated', written({ ...webhookShape, secret: z.string() }), 'The only time the secret is shown');
 export const WebhookList = named('WebhookList', z.strictObject({ webhooks: z.array(z.strictObject(webhookShape)) }));

@@ -11,7 +11,7 @@ import type { ChangeEntry, RoutingDelta, Store } from '../../store/types.js';
 import type { Route } from './router.js';
 import { inScope, TOKEN_ROLES, type Principal, type RouteScope, type TokenRole, type TokenScope } from './access.js';
 import { WEBHOOK_EVENTS, type AdminStateStore, type WebhookEvent, type WebhookInfo } from './state.js';
-import type { WebhookPayload } from './webhooks.js';
+import { STANDARD_SECRET_PREFIX, webhookSigner, type WebhookPayload } from './webhooks.js';
 import { previewContent } from './preview.js';
 import { planSync } from './sync-plan.js';
 
@@ -385,11 +385,16 @@ async function addWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminResu
   const events = parseEvents(body.events);
   let secret: string;
   if (body.secret === undefined) {
-    secret = randomBytes(32).toString('base64url');
+    secret = STANDARD_SECRET_PREFIX + randomBytes(32).toString('base64');
   } else if (typeof body.secret === 'string' && body.secret.length > 0 && body.secret.length <= MAX_SECRET_LENGTH) {
     secret = body.secret;
   } else {
     throw new RcdError('invalid_body', `secret must be a non-empty string of at most ${MAX_SECRET_LENGTH} characters`);
+  }
+  try {
+    webhookSigner(secret);
+  } catch {
+    throw new RcdError('invalid_body', `a secret starting with ${STANDARD_SECRET_PREFIX} must be followed by base64 (the Standard Webhooks form)`);
   }
   const hook = await ctx.state.addWebhook(url, events, secret);
   return changed(201, { ...publicWebhook(hook), secret }, {

@@ -7,8 +7,14 @@
  * succeeds or its total time budget runs out. The queue is bounded: when it is full new deliveries
  * are dropped and logged rather than letting a dead receiver grow memory without limit.
  * Deliveries are not persisted: a restart loses what is still queued (documented).
+ *
+ * Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature), through the
+ * `standardwebhooks` package so the bytes signed are exactly what its verifier checks. The id is
+ * fixed per delivery (receivers drop duplicates by it); the timestamp and signature are made at
+ * each attempt, so a retry minutes later still falls inside a receiver's replay window.
  */
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 import type { WebhookEvent, WebhookRegistration } from './state.js';
 
 export interface WebhookPayload {
@@ -49,15 +55,38 @@ interface Delivery {
   readonly url: string;
   readonly event: WebhookEvent;
   readonly body: string;
-  readonly signature: string;
+  readonly signer: Webhook;
   readonly firstAttemptAt: number;
   attempt: number;
   timer: NodeJS.Timeout | null;
 }
 
-/** `sha256=` + hex HMAC-SHA256 of the exact body bytes with the hook's secret. */
-export function signWebhookBody(secret: string, body: string): string {
-  return 'sha256=' + createHmac('sha256', secret).update(body, 'utf8').digest('hex');
+/** The Standard Webhooks form of a secret: `whsec_` + base64 of the key. rcd generates secrets in it. */
+export const STANDARD_SECRET_PREFIX = 'whsec_';
+
+/**
+ * The signer of a hook's secret: a `whsec_` secret is the base64 of its key (Standard Webhooks);
+ * any other secret (one chosen before rcd generated that form, or by an operator) keys the HMAC
+ * with its UTF-8 bytes, which a receiver gets with `new Webhook(bytes, { format: 'raw' })`.
+ * Throws for a `whsec_` secret that is not base64.
+ */
+export function webhookSigner(secret: string): Webhook {
+  return secret.startsWith(STANDARD_SECRET_PREFIX) ? new Webhook(secret) : new Webhook(Buffer.from(secret, 'utf8'), { format: 'raw' });
+}
+
+export interface SignatureHeaders {
+  readonly 'webhook-id': string;
+  readonly 'webhook-timestamp': string;
+  readonly 'webhook-signature': string;
+}
+
+/** The three Standard Webhooks headers for one attempt. */
+export function signatureHeaders(signer: Webhook, id: string, body: string, now: Date): SignatureHeaders {
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+    'webhook-signature': signer.sign(id, now, body),
+  };
 }
 
 /** Receivers should retry the same way we do: 5xx, 408 and 429 are transient; other 4xx are final. */
@@ -139,13 +168,21 @@ export class WebhookDispatcher {
           this.log(`webhooks: queue full (${this.maxQueue}), dropped ${payload.event} for ${hook.id}`);
           continue;
         }
+        let signer: Webhook;
+        try {
+          signer = webhookSigner(hook.secret);
+        } catch (err) {
+          this.failed++;
+          this.log(`webhooks: ${hook.id}: its secret cannot sign (${(err as Error).message}); ${payload.event} not sent`);
+          continue;
+        }
         this.ready.push({
-          deliveryId: randomUUID(),
+          deliveryId: 'msg_' + randomUUID().replaceAll('-', ''),
           hookId: hook.id,
           url: hook.url,
           event: payload.event,
           body,
-          signature: signWebhookBody(hook.secret, body),
+          signer,
           firstAttemptAt: Date.now(),
           attempt: 0,
           timer: null,
@@ -180,9 +217,8 @@ export class WebhookDispatcher {
           'content-type': 'application/json',
           'user-agent': 'rcd-webhooks/1',
           'x-rcd-event': delivery.event,
-          // Same id on every retry so a receiver can drop duplicates.
-          'x-rcd-delivery': delivery.deliveryId,
-          'x-rcd-signature': delivery.signature,
+          // Same webhook-id on every retry so a receiver can drop duplicates; a fresh timestamp.
+          ...signatureHeaders(delivery.signer, delivery.deliveryId, delivery.body, new Date()),
         },
         body: delivery.body,
         signal: controller.signal,

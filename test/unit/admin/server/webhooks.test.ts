@@ -1,9 +1,9 @@
-import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { WebhookRegistration } from '../../../../src/admin/server/state.js';
-import { signWebhookBody, WebhookDispatcher, type WebhookPayload } from '../../../../src/admin/server/webhooks.js';
+import { Webhook } from 'standardwebhooks';
+import { WebhookDispatcher, type WebhookPayload } from '../../../../src/admin/server/webhooks.js';
 
 interface Received {
   readonly body: string;
@@ -60,16 +60,14 @@ async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
 const PAYLOAD: WebhookPayload = { event: 'content.updated', env: 'dev', id: 'Settings', hash: 'a'.repeat(32), at: '2026-01-01T00:00:00.000Z' };
 
 describe('WebhookDispatcher', () => {
-  it('posts {event, env, id, hash, at} signed with HMAC-SHA256 of the exact body', async () => {
+  it('posts {event, env, id, hash, at} signed per Standard Webhooks over the exact body', async () => {
     const r = await receiver();
     const { d } = dispatcher([hook(r.url, ['content.updated'])]);
     d.emit([PAYLOAD]);
     await until(() => r.received.length === 1);
     const got = r.received[0]!;
     expect(JSON.parse(got.body)).toEqual(PAYLOAD);
-    const expected = 'sha256=' + createHmac('sha256', 'top-secret').update(got.body).digest('hex');
-    expect(got.headers['x-rcd-signature']).toBe(expected);
-    expect(signWebhookBody('top-secret', got.body)).toBe(expected);
+    expect(new Webhook(Buffer.from('top-secret'), { format: 'raw' }).verify(got.body, got.headers as Record<string, string>)).toEqual(PAYLOAD);
     expect(got.headers['content-type']).toBe('application/json');
     expect(got.headers['x-rcd-event']).toBe('content.updated');
     await until(() => d.stats().delivered === 1);
@@ -89,7 +87,8 @@ describe('WebhookDispatcher', () => {
     d.emit([PAYLOAD]);
     await until(() => d.stats().delivered === 1);
     expect(r.received).toHaveLength(3);
-    const ids = new Set(r.received.map((x) => x.headers['x-rcd-delivery']));
+    const ids = new Set(r.received.map((x) => x.headers['webhook-id']));
+    expect(r.received[0]!.headers['webhook-id']).toMatch(/^msg_[0-9a-f]{32}$/);
     expect(ids.size).toBe(1);
     const gap1 = r.received[1]!.at - r.received[0]!.at;
     const gap2 = r.received[2]!.at - r.received[1]!.at;
