@@ -252,6 +252,11 @@ function adminDocument(schemas: Record<string, Json>): Json {
       post: write('Register a webhook (secret shown once)', { '201': ['registered', 'WebhookCreated'] }, [...JSON_BODY_ERRORS], undefined, { schema: REF('WebhookBody') }),
       get: read('List webhooks (never the secrets)', 'WebhookList'),
     },
+    '/admin/v1/webhooks/dead-letters': {
+      get: read('Dead-lettered webhook deliveries, newest first, and the pending count', 'DeadLetters', ['invalid_query'], [
+        queryParam('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'default 100'),
+      ]),
+    },
     '/admin/v1/webhooks/{id}': {
       parameters: [pathParam('id', 'webhook id')],
       delete: write('Delete a webhook', { '200': ['deleted', 'WebhookDeleted'] }, ['not_found']),
@@ -283,7 +288,7 @@ function adminDocument(schemas: Record<string, Json>): Json {
       schemas: pick(schemas, [
         'Error', 'Propagation', 'EnvironmentList', 'EnvironmentPut', 'EnvironmentDeleted', 'KeyCreateBody', 'KeyCreated', 'KeyList', 'KeyRevoked',
         'ContentList', 'ContentPut', 'ContentDetail', 'ContentDeleted', 'Mapping', 'MappingPut', 'MappingDeleted', 'SyncBody', 'SyncReport',
-        'Bundle', 'ImportReport', 'WebhookBody', 'WebhookCreated', 'WebhookList', 'WebhookDeleted', 'AuditList',
+        'Bundle', 'ImportReport', 'WebhookBody', 'WebhookCreated', 'WebhookList', 'WebhookDeleted', 'DeadLetters', 'AuditList',
         'TokenBody', 'TokenCreated', 'TokenList', 'TokenRevoked', 'Preview', 'UserContext', 'Segment',
       ]),
       securitySchemes: { adminToken: { type: 'http', scheme: 'bearer' } },

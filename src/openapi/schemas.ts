@@ -167,6 +167,26 @@ const webhookShape = { id: z.string(), url: z.string(), events: z.array(WebhookE
 export const WebhookCreated = named('WebhookCreated', written({ ...webhookShape, secret: z.string() }), 'The only time the secret is shown');
 export const WebhookList = named('WebhookList', z.strictObject({ webhooks: z.array(z.strictObject(webhookShape)) }));
 export const WebhookDeleted = named('WebhookDeleted', written({ id: z.string(), deleted: z.literal(true) }));
+export const DeadLetters = named(
+  'DeadLetters',
+  z.strictObject({
+    pending: z.number().int().min(0),
+    dead: z.number().int().min(0),
+    deadLetters: z.array(
+      z.strictObject({
+        id: z.string().regex(/^msg_[0-9a-f]{32}$/),
+        hookId: z.string(),
+        event: WebhookEvent,
+        payload: z.unknown(),
+        attempts: z.number().int().min(0),
+        lastError: z.string().nullable(),
+        createdAt: TIME,
+        deadAt: TIME,
+      }),
+    ),
+  }),
+  'Webhook deliveries that failed every attempt (newest first), and how many are still pending (docs/admin.md, "Webhooks")',
+);
 
 export const Preview = named(
   'Preview',

@@ -214,6 +214,7 @@ describe('OpenAPI documents', () => {
     await admin('GET', 'export');
     const hook = (await (await admin('POST', 'webhooks', JSON.stringify({ url: 'http://127.0.0.1:9/hook', events: ['content.updated'] }))).json()) as { id: string };
     await admin('GET', 'webhooks');
+    await admin('GET', 'webhooks/dead-letters?limit=5');
     await admin('DELETE', `webhooks/${hook.id}`);
     await admin('GET', 'audit?limit=5');
     await admin('POST', 'environments/live/content/Promo/preview', JSON.stringify({ u: 'player-1', p: { vip: true }, v: '1.0.0' }));
@@ -233,6 +234,7 @@ describe('OpenAPI documents', () => {
     await admin('POST', 'environments/live/keys', '{', AUTH);
     await admin('POST', 'environments/live/keys', '{"key":"short"}');
     await admin('GET', 'audit?limit=0');
+    await admin('GET', 'webhooks/dead-letters?limit=0');
     await admin('PUT', 'environments/live/content/Bad', '{ nope');
     await admin('PUT', 'environments/live/content/Settings/mapping', JSON.stringify({ rules: [{ segment: 's', patch: { a: 1 }, bogus: 1 }] }));
     await admin('POST', 'import', JSON.stringify({ environments: { 'bad env!': {} } }));

@@ -100,7 +100,9 @@ rcd mapping rm --env ENV --id ID`,
                                                   mapping.updated, environment.synced;
                                                   without --secret one is generated and shown once
 rcd webhook ls
-rcd webhook rm ID`,
+rcd webhook rm ID
+rcd webhook dead-letters [--limit N]             deliveries that failed every attempt (newest first),
+                                                  and how many are still pending`,
   token: `rcd token create NAME --role read|editor|admin [--env ENV1,ENV2]
                                  prints the new admin token: it is shown this once only;
                                  without --env the token may act on every environment
@@ -220,6 +222,11 @@ interface ContentDetail { id: string; envId: string; revisions: RevisionRow[]; m
 interface PutResult { id: string; hash: string; revision: number; changed: boolean }
 interface SyncResult { from: string; to: string; items: { id: string; action: string; hash: string }[] }
 interface WebhookRow { id: string; url: string; events: string[]; createdAt: string; secret?: string }
+interface DeadLetters {
+  pending: number;
+  dead: number;
+  deadLetters: { id: string; hookId: string; event: string; attempts: number; lastError: string | null; deadAt: string }[];
+}
 interface TokenRow { id: string; name: string; role: string; environments: '*' | string[]; createdAt: string; createdBy: string; revokedAt: string | null; token?: string }
 interface AuditRow { id: number; at: string; actor: string; action: string; env: string | null; target: string | null; detail: unknown }
 
@@ -332,7 +339,7 @@ async function syncCommand(ctx: Ctx): Promise<void> {
 }
 
 async function webhookCommand(ctx: Ctx): Promise<void> {
-  const action = sub(ctx, ['add', 'ls', 'rm']);
+  const action = sub(ctx, ['add', 'ls', 'rm', 'dead-letters']);
   if (action === 'add') {
     const url = positional(ctx, 1, 'URL');
     const events = flag(ctx, 'events').split(',').map((e) => e.trim()).filter((e) => e !== '');
@@ -345,6 +352,11 @@ async function webhookCommand(ctx: Ctx): Promise<void> {
     const res = await ctx.client.request<{ webhooks: WebhookRow[] }>('GET', 'webhooks');
     out(ctx, res, () => formatTable(['ID', 'URL', 'EVENTS', 'CREATED'],
       res.webhooks.map((w) => [w.id, w.url, w.events.join(','), w.createdAt])));
+  } else if (action === 'dead-letters') {
+    const limit = ctx.args.flags.get('limit');
+    const res = await ctx.client.request<DeadLetters>('GET', `webhooks/dead-letters${limit === undefined ? '' : `?limit=${encodeURIComponent(limit)}`}`);
+    out(ctx, res, () => `${res.pending} pending, ${res.dead} dead-lettered\n` + formatTable(['ID', 'WEBHOOK', 'EVENT', 'ATTEMPTS', 'LAST ERROR', 'DEAD AT'],
+      res.deadLetters.map((d) => [d.id, d.hookId, d.event, String(d.attempts), d.lastError ?? '', d.deadAt])));
   } else {
     const id = positional(ctx, 1, 'ID');
     const res = await ctx.client.request<{ id: string }>('DELETE', `webhooks/${seg(id)}`);

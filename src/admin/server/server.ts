@@ -9,7 +9,8 @@
  * Every successful change follows the same order before the answer is sent:
  *   store write (one transaction, change log included) -> onChange() (every delivery loop of this
  *   process applies the change, then every live node of the store, bounded by --propagation-timeout)
- *   -> audit entry -> webhooks queued (fire and forget).
+ *   -> audit entry -> the write's webhook deliveries released (they were added to the outbox by the
+ *   store write, held until now) and sent in the background (webhooks.ts).
  * Writes are serialised so a 2xx always means "the next delivery request sees this write".
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -90,9 +91,9 @@ function isSqliteBusy(err: unknown): boolean {
 }
 
 export async function startAdminServer(opts: AdminServerOptions): Promise<AdminServer> {
-  const dispatcher = new WebhookDispatcher(() => opts.state.listWebhooks(), { log: opts.log, ...opts.webhooks });
+  const dispatcher = new WebhookDispatcher(opts.store, opts.state, { log: opts.log, ...opts.webhooks });
   const shared: Shared = {
-    ctx: { store: opts.store, state: opts.state },
+    ctx: { store: opts.store, state: opts.state, outboxHoldMs: dispatcher.holdMs },
     router: compileRouter(
       ADMIN_ROUTES.map((r) => ({ method: r.method, pattern: r.pattern, handler: { handler: r.handler, write: r.write, role: r.role, scope: r.scope } })),
     ),
@@ -125,6 +126,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     });
   });
   const port = (server.address() as AddressInfo).port;
+  // What an earlier process left in the outbox is resumed now.
+  dispatcher.start();
   let closing: Promise<void> | null = null;
   return {
     port,
@@ -177,7 +180,7 @@ async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerRe
     const { handler: entry, params } = shared.router.match(req.method ?? 'GET', url.pathname);
     authorise(principal, entry.role, entry.scope, params[0]);
     const body = await readBody(req, shared.maxBody);
-    const call: AdminCall = { params, query: url.searchParams, body, principal, actor: actorOf(req, principal) };
+    const call: AdminCall = { params, query: url.searchParams, body, principal, actor: actorOf(req, principal), announced: [] };
     if (!entry.write) {
       const result = await entry.handler(shared.ctx, call);
       sendJson(res, result.status, result.body, null);
@@ -264,8 +267,23 @@ async function runWrite(
     shared.log(`admin: audit entry for ${change.action} not written: ${(err as Error).message}`);
   }
   shared.log(`admin: ${call.actor} ${change.action}${change.env === null ? '' : ' env=' + change.env}${change.target === null ? '' : ' target=' + change.target}`);
-  shared.dispatcher.emit(change.events);
+  await releaseDeliveries(shared, call.announced);
   return { result, propagation };
+}
+
+/**
+ * The write's webhook deliveries are in the outbox, held until now: the change is live, so they are
+ * made due and the dispatcher kicked. If the release fails they stay held and fall due when the
+ * hold ends; the write itself is committed and answers as such.
+ */
+async function releaseDeliveries(shared: Shared, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  try {
+    await shared.ctx.store.releaseOutbox(ids, Date.now());
+  } catch (err) {
+    shared.log(`admin: webhook deliveries not released (sent when their hold ends): ${(err as Error).message}`);
+  }
+  shared.dispatcher.kick();
 }
 
 function requireDurableStore(store: Store): void {

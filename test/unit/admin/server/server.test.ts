@@ -44,7 +44,7 @@ async function start(maxBodyBytes?: number): Promise<void> {
     },
     log: (line) => logs.push(line),
     maxBodyBytes,
-    webhooks: { initialDelayMs: 20, maxDelayMs: 100 },
+    webhooks: { retryMinMs: 20, retryMaxMs: 100 },
   });
   base = `http://127.0.0.1:${server.port}/admin/v1/`;
 }
