@@ -250,7 +250,11 @@ async function runWrite(
   requireDurableStore(shared.ctx.store);
   const result = await handler(shared.ctx, call);
   const change = result.change;
-  if (change === null) return { result, propagation: null };
+  if (change === null) {
+    // A write that changed nothing announces nothing; anything it did add still goes out.
+    await releaseDeliveries(shared, call.announced);
+    return { result, propagation: null };
+  }
   requireDurableStore(shared.ctx.store);
   const propagation = change.live ? await shared.onChange() : null;
   try {
