@@ -180,6 +180,31 @@ describe.each(BACKENDS)('webhook outbox ($name)', (backend) => {
     expect(dead.json).toEqual({ pending: 0, dead: 0, deadLetters: [] });
   }, 90_000);
 
+  it('a process killed mid-attempt (SIGKILL) leaves the delivery leased; the next process sends it once the lease ends', async () => {
+    await srv?.stop();
+    // Lease = the attempt's time limit + 5 s.
+    const args = ['--webhook-timeout', '1000', '--webhook-retry-min', '200'];
+    srv = await startServer({ admin: true, dir, store: ctx.store, args });
+    receiver.hold = true;
+    const before = receiver.hits.length;
+    const put = await admin(srv, 'PUT', 'environments/live/content/Store', '{"price": 7}');
+    expect(put.status).toBe(200);
+    await until('the attempt reaches the receiver', () => receiver.hits.length === before + 1);
+    const first = receiver.hits[before]!;
+    srv.child.kill('SIGKILL');
+    await srv.stop();
+    srv = null;
+    expect(await ctx.outboxRows()).toEqual([{ id: first.headers['webhook-id'], dead_at: null }]);
+
+    receiver.hold = false;
+    srv = await startServer({ admin: true, dir, store: ctx.store, args });
+    await until('the delivery once the lease ended', () => receiver.hits.length > before + 1, 60_000);
+    const hit = receiver.hits[receiver.hits.length - 1]!;
+    expect(hit.headers['webhook-id']).toBe(first.headers['webhook-id']);
+    expect(new Webhook(SECRET).verify(hit.body, hit.headers)).toMatchObject({ id: 'Store', hash: put.json.hash });
+    await until('the outbox empties', async () => (await ctx.outboxRows()).length === 0);
+  }, 90_000);
+
   it('a receiver that keeps failing ends in the dead-letter list the CLI shows, after exactly --webhook-attempts attempts', async () => {
     await srv?.stop();
     srv = await startServer({ admin: true, dir, store: ctx.store, args: ['--webhook-attempts', '3', '--webhook-retry-min', '50', '--webhook-retry-max', '100'] });
