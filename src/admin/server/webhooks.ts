@@ -115,6 +115,8 @@ export function outboxEntries(hooks: readonly WebhookInfo[], payloads: readonly 
 const LEASE_MARGIN_MS = 5000;
 /** The longest a due entry waits when no write kicked the dispatcher (another node's writes, retries). */
 const MAX_POLL_MS = 1000;
+/** Polling faster than this buys nothing (a retry this early is within the jitter) and costs queries. */
+const MIN_POLL_MS = 50;
 
 export class WebhookDispatcher {
   private readonly store: Store;
@@ -131,7 +133,8 @@ export class WebhookDispatcher {
   private readonly running = new Map<string, AbortController>();
   private readonly settled = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
-  private passing = false;
+  /** The pass running, awaited by close(). */
+  private passing: Promise<void> | null = null;
   private again = false;
   private closed = false;
   private claimFailing = false;
@@ -156,7 +159,7 @@ export class WebhookDispatcher {
   /** Starts polling the outbox: what a previous process left is resumed at once. */
   start(): void {
     if (this.timer !== null || this.closed) return;
-    this.timer = setInterval(() => this.kick(), Math.min(MAX_POLL_MS, this.retryMinMs));
+    this.timer = setInterval(() => this.kick(), Math.max(MIN_POLL_MS, Math.min(MAX_POLL_MS, this.retryMinMs)));
     this.timer.unref();
     this.kick();
   }
@@ -164,13 +167,12 @@ export class WebhookDispatcher {
   /** Deliveries are due now (a write released them): claim them without waiting for the poll. */
   kick(): void {
     if (this.closed) return;
-    if (this.passing) {
+    if (this.passing !== null) {
       this.again = true;
       return;
     }
-    this.passing = true;
-    void this.pass().finally(() => {
-      this.passing = false;
+    this.passing = this.pass().catch((err: unknown) => this.log(`webhooks: ${(err as Error).message}`)).finally(() => {
+      this.passing = null;
       if (this.again) {
         this.again = false;
         this.kick();
@@ -187,6 +189,8 @@ export class WebhookDispatcher {
     this.closed = true;
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
+    for (const controller of this.running.values()) controller.abort();
+    await this.passing;
     for (const controller of this.running.values()) controller.abort();
     await Promise.all([...this.settled]);
   }
@@ -210,6 +214,11 @@ export class WebhookDispatcher {
       this.claimFailing = true;
       return;
     }
+    if (this.closed) {
+      // Stopped while claiming: give the rows back at once rather than wait for the lease.
+      for (const entry of entries) await this.record(entry, { kind: 'retry', atMs: Date.now(), error: 'stopped before an attempt', counted: false });
+      return;
+    }
     const byId = new Map(hooks.map((h) => [h.id, h]));
     for (const entry of entries) {
       const hook = byId.get(entry.hookId);
@@ -217,10 +226,11 @@ export class WebhookDispatcher {
         if (known.has(entry.hookId)) {
           // This node's webhook key differs (docs/fleet.md): a counted failure, so a node with the
           // right key can send it meanwhile, and it is dead-lettered if none can.
-          void this.retryOrGiveUp(entry, 'the webhook secret does not open with this node\'s webhook key');
+          await this.retryOrGiveUp(entry, 'the webhook secret does not open with this node\'s webhook key');
         } else {
-          void this.record(entry, { kind: 'delivered' });
+          await this.record(entry, { kind: 'delivered' });
           this.dropped++;
+          this.log(`webhooks: ${entry.hookId} was deleted; its delivery ${entry.id} (${entry.event}) dropped`);
         }
         continue;
       }

@@ -21,6 +21,10 @@ export function releaseOutbox(db: Database, ids: readonly string[], atMs: number
   for (const id of ids) stmt.run(atMs, id, atMs);
 }
 
+export function anyDue(db: Database, nowMs: number): boolean {
+  return db.prepare('SELECT 1 FROM webhook_outbox WHERE dead_at IS NULL AND next_attempt_ms <= ? LIMIT 1').get(nowMs) !== undefined;
+}
+
 export function claimOutbox(db: Database, nowMs: number, leaseUntilMs: number, limit: number): OutboxEntry[] {
   const rows = db
     .prepare<OutboxRow & { seq: number }>(

@@ -29,7 +29,7 @@ import {
 import { StoreFiles } from './files.js';
 import { watchWal } from './wal-watch.js';
 import { migrate } from './schema.js';
-import { claimOutbox, insertOutbox, listDeadLetters, outboxCounts, releaseOutbox, settleOutbox } from './outbox.js';
+import { anyDue, claimOutbox, insertOutbox, listDeadLetters, outboxCounts, releaseOutbox, settleOutbox } from './outbox.js';
 import { nextNumber, nowIso, sameRevision, StoreSql, type ContentRow, type RevisionRow } from './sql.js';
 import type {
   ChangeBatch,
@@ -446,7 +446,8 @@ export class SqliteStore implements Store {
   }
 
   claimOutbox(nowMs: number, leaseUntilMs: number, limit: number): Promise<OutboxEntry[]> {
-    return settle(() => this.write(() => claimOutbox(this.db, nowMs, leaseUntilMs, limit)));
+    // Polled every second or so: a read finds most polls empty without taking the write lock.
+    return settle(() => (this.read(() => anyDue(this.db, nowMs)) ? this.write(() => claimOutbox(this.db, nowMs, leaseUntilMs, limit)) : []));
   }
 
   settleOutbox(id: string, outcome: OutboxOutcome): Promise<void> {

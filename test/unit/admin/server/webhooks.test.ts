@@ -191,6 +191,23 @@ describe('WebhookDispatcher over the store outbox', () => {
     expect(due[0]).toMatchObject({ attempts: 0, lastError: 'stopped before an answer' });
   });
 
+  it('drops (and logs) the pending deliveries of a webhook deleted before they were sent', async () => {
+    const r = await receiver();
+    const { d, store, state, write } = await rig(r.url, ['content.updated']);
+    await d.close(); // nothing is sent until the webhook is gone
+    await write([PAYLOAD]);
+    expect(await store.outboxCounts()).toEqual({ pending: 1, dead: 0 });
+    await state.deleteWebhook((await state.listWebhookInfo())[0]!.id);
+    const logs: string[] = [];
+    const next = new WebhookDispatcher(store, state, { log: (l) => logs.push(l) });
+    cleanups.push(() => next.close());
+    next.start();
+    await until(() => next.stats().dropped === 1);
+    expect(r.received).toHaveLength(0);
+    expect(await store.outboxCounts()).toEqual({ pending: 0, dead: 0 });
+    expect(logs.some((l) => l.includes('was deleted'))).toBe(true);
+  });
+
   it('a claim leases rows: a second claim before the lease ends takes nothing', async () => {
     const r = await receiver();
     const { d, store, write } = await rig(r.url, ['content.updated']);
