@@ -134,6 +134,8 @@ async function open(): Promise<void> {
         state: adminState,
         onChange: publishWrite,
         log: logInfo,
+        // Held past the longest a write waits for the fleet, so a writer that dies mid-way still sends them.
+        webhooks: { ...config.webhooks, holdMs: config.propagationTimeoutMs + 5000 },
         tls: config.adminTls === null ? null : loadTlsMaterial(config.adminTls),
       });
     } catch (err) {

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { ERROR_STATUS, type ErrorCode } from '../runtime/errors.js';
 import { registry } from './schemas.js';
+import { ADMIN_ROUTES } from '../admin/server/handlers.js';
 
 type Json = Record<string, unknown>;
 
@@ -230,6 +231,15 @@ function adminDocument(schemas: Record<string, Json>): Json {
       put: write('Set the mapping', { '200': ['stored', 'MappingPut', PROPAGATION_HEADER] }, [...JSON_BODY_ERRORS, 'invalid_mapping', 'not_found', 'content_not_found'], undefined, { schema: REF('Mapping') }),
       delete: write('Remove the mapping', { '200': ['removed', 'MappingDeleted', PROPAGATION_HEADER] }, ['not_found', 'content_not_found']),
     },
+    '/admin/v1/environments/{env}/content/{id}/preview': {
+      parameters: [ENV_PARAM, ID_PARAM],
+      post: operation({
+        summary: 'What the delivery API answers a user context (a read: nothing written or audited)',
+        body: { schema: REF('UserContext') },
+        ok: { '200': ['the answer and the rules as this user meets them', 'Preview'] },
+        errors: [...ADMIN_COMMON, 'invalid_json', 'invalid_body', 'not_found', 'content_not_found'],
+      }, 'admin'),
+    },
     '/admin/v1/environments/{env}/sync': {
       parameters: [ENV_PARAM],
       post: write('Copy newest revisions and mappings to another environment', { '200': ['report', 'SyncReport', PROPAGATION_HEADER] }, [...JSON_BODY_ERRORS, 'not_found', 'content_not_found'], undefined, { schema: REF('SyncBody') }),
@@ -242,9 +252,22 @@ function adminDocument(schemas: Record<string, Json>): Json {
       post: write('Register a webhook (secret shown once)', { '201': ['registered', 'WebhookCreated'] }, [...JSON_BODY_ERRORS], undefined, { schema: REF('WebhookBody') }),
       get: read('List webhooks (never the secrets)', 'WebhookList'),
     },
+    '/admin/v1/webhooks/dead-letters': {
+      get: read('Dead-lettered webhook deliveries, newest first, and the pending count', 'DeadLetters', ['invalid_query'], [
+        queryParam('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'default 100'),
+      ]),
+    },
     '/admin/v1/webhooks/{id}': {
       parameters: [pathParam('id', 'webhook id')],
       delete: write('Delete a webhook', { '200': ['deleted', 'WebhookDeleted'] }, ['not_found']),
+    },
+    '/admin/v1/tokens': {
+      post: write('Create a named admin token (shown once)', { '201': ['created', 'TokenCreated'] }, [...JSON_BODY_ERRORS, 'conflict'], undefined, { schema: REF('TokenBody') }),
+      get: read('List named admin tokens (never the tokens)', 'TokenList'),
+    },
+    '/admin/v1/tokens/{name}': {
+      parameters: [pathParam('name', 'token name')],
+      delete: write('Revoke a named admin token', { '200': ['revoked', 'TokenRevoked'] }, ['not_found']),
     },
     '/admin/v1/audit': {
       get: read('The audit log, newest first', 'AuditList', ['invalid_query'], [
@@ -253,6 +276,7 @@ function adminDocument(schemas: Record<string, Json>): Json {
       ]),
     },
   };
+  addAccessErrors(paths);
   return {
     openapi: '3.1.0',
     info: { title: 'rcd admin API', version: '1', description: 'Management of environments, keys, content, mappings, sync, bundles, webhooks and the audit log (docs/admin.md).' },
@@ -264,11 +288,29 @@ function adminDocument(schemas: Record<string, Json>): Json {
       schemas: pick(schemas, [
         'Error', 'Propagation', 'EnvironmentList', 'EnvironmentPut', 'EnvironmentDeleted', 'KeyCreateBody', 'KeyCreated', 'KeyList', 'KeyRevoked',
         'ContentList', 'ContentPut', 'ContentDetail', 'ContentDeleted', 'Mapping', 'MappingPut', 'MappingDeleted', 'SyncBody', 'SyncReport',
-        'Bundle', 'ImportReport', 'WebhookBody', 'WebhookCreated', 'WebhookList', 'WebhookDeleted', 'AuditList',
+        'Bundle', 'ImportReport', 'WebhookBody', 'WebhookCreated', 'WebhookList', 'WebhookDeleted', 'DeadLetters', 'AuditList',
+        'TokenBody', 'TokenCreated', 'TokenList', 'TokenRevoked', 'Preview', 'UserContext', 'Segment',
       ]),
       securitySchemes: { adminToken: { type: 'http', scheme: 'bearer' } },
     },
   };
+}
+
+/**
+ * The 403 answers of each admin operation, from the route table itself (its least role and its
+ * scope, src/admin/server/access.ts): forbidden_role unless any token may call it, forbidden_scope
+ * unless it answers within the caller's scope. Every route must be documented.
+ */
+function addAccessErrors(paths: Record<string, Json>): void {
+  for (const route of ADMIN_ROUTES) {
+    const template = '/admin/v1/' + route.pattern.replace(/:([A-Za-z]+)/g, '{$1}');
+    const op = (paths[template] as Record<string, Json> | undefined)?.[route.method.toLowerCase()] as { responses: Record<string, Json> } | undefined;
+    if (op === undefined) throw new Error(`admin route ${route.method} ${route.pattern} is not documented`);
+    const codes: ErrorCode[] = [];
+    if (route.role !== 'read') codes.push('forbidden_role');
+    if (route.scope !== 'own') codes.push('forbidden_scope');
+    if (codes.length > 0) Object.assign(op.responses, errorResponse(codes));
+  }
 }
 
 function pick(schemas: Record<string, Json>, names: readonly string[]): Record<string, Json> {

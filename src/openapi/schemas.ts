@@ -11,8 +11,10 @@
 import { z } from 'zod';
 import { userContextSchema } from '../delivery/context.js';
 import { WEBHOOK_EVENTS } from '../admin/server/state.js';
+import { TOKEN_ROLES } from '../admin/server/access.js';
 import { ERROR_STATUS, type ErrorCode } from '../runtime/errors.js';
 import { BundleSchema } from '../store/bundle/bundle.js';
+import { ENV_ID } from '../store/ids.js';
 
 /** Every schema named in the documents' components, by component name. */
 export const registry = z.registry<{ id: string }>();
@@ -155,11 +157,65 @@ export const ImportReport = named(
 );
 
 const WebhookEvent = z.enum(WEBHOOK_EVENTS);
-export const WebhookBody = named('WebhookBody', z.object({ url: z.url({ protocol: /^https?$/ }), events: z.array(WebhookEvent).min(1), secret: z.string().min(1).max(512).optional() }));
+/** `whsec_` + base64 (Standard Webhooks), or any other text used as the key's UTF-8 bytes. */
+const WEBHOOK_SECRET = /^(?:whsec_(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)|(?!whsec_)[\s\S]+)$/;
+export const WebhookBody = named(
+  'WebhookBody',
+  z.object({ url: z.url({ protocol: /^https?$/ }), events: z.array(WebhookEvent).min(1), secret: z.string().min(1).max(512).regex(WEBHOOK_SECRET).optional() }),
+);
 const webhookShape = { id: z.string(), url: z.string(), events: z.array(WebhookEvent), createdAt: TIME };
 export const WebhookCreated = named('WebhookCreated', written({ ...webhookShape, secret: z.string() }), 'The only time the secret is shown');
 export const WebhookList = named('WebhookList', z.strictObject({ webhooks: z.array(z.strictObject(webhookShape)) }));
 export const WebhookDeleted = named('WebhookDeleted', written({ id: z.string(), deleted: z.literal(true) }));
+export const DeadLetters = named(
+  'DeadLetters',
+  z.strictObject({
+    pending: z.number().int().min(0),
+    dead: z.number().int().min(0),
+    deadLetters: z.array(
+      z.strictObject({
+        id: z.string().regex(/^msg_[0-9a-f]{32}$/),
+        hookId: z.string(),
+        event: WebhookEvent,
+        payload: z.unknown(),
+        attempts: z.number().int().min(0),
+        lastError: z.string().nullable(),
+        createdAt: TIME,
+        deadAt: TIME,
+      }),
+    ),
+  }),
+  'Webhook deliveries that failed every attempt (newest first), and how many are still pending (docs/admin.md, "Webhooks")',
+);
+
+export const Preview = named(
+  'Preview',
+  z.strictObject({
+    answerText: z.string(),
+    answer: z.unknown(),
+    uid: z.number().int().min(0),
+    mod: z.number().int().min(0).max(999),
+    revision: z.number().int(),
+    hash: HASH,
+    seg: z.array(Segment),
+    rules: z.array(z.strictObject({ index: z.number().int(), segment: z.string(), applied: z.boolean(), variant: z.string().nullable() })),
+  }),
+  'What the delivery API answers this user context right now (docs/admin.md, "Preview")',
+);
+
+const TokenRoleSchema = z.enum(TOKEN_ROLES);
+const TokenScopeSchema = z.union([z.literal('*'), z.array(z.string().regex(ENV_ID)).min(1)]);
+export const TokenBody = named(
+  'TokenBody',
+  z.object({ name: z.string().regex(/^[A-Za-z0-9_.@:-]{1,64}$/), role: TokenRoleSchema, environments: TokenScopeSchema }),
+  'A named admin token: role read, editor or admin; environments "*" (all) or a list (docs/admin.md, "Admin tokens")',
+);
+const tokenShape = {
+  id: z.string(), name: z.string(), role: TokenRoleSchema, environments: TokenScopeSchema, createdAt: TIME, createdBy: z.string(), revokedAt: TIME.nullable(),
+};
+export const TokenCreated = named('TokenCreated', written({ ...tokenShape, token: z.string() }), 'The only time the token is shown: the store keeps its SHA-256 digest');
+export const TokenList = named('TokenList', z.strictObject({ tokens: z.array(z.strictObject(tokenShape)) }));
+export const TokenRevoked = named('TokenRevoked', written({ id: z.string(), name: z.string(), revoked: z.literal(true) }));
 
 export const AuditList = named(
   'AuditList',

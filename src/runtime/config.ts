@@ -46,6 +46,8 @@ export interface ServeConfig {
   readonly tls: TlsFiles | null;
   /** HTTPS on the admin listener when set. */
   readonly adminTls: TlsFiles | null;
+  /** Webhook delivery from the store's outbox (src/admin/server/webhooks.ts). */
+  readonly webhooks: WebhookLimits;
   /** How often the certificate files are checked for a change (which reloads them as SIGHUP does); 0: only on SIGHUP. */
   readonly tlsWatchMs: number;
   /**
@@ -77,6 +79,15 @@ export interface ServeConfig {
   readonly accessLogRate: number;
   /** Access records a delivery loop holds between two reports; more are dropped (and counted). */
   readonly accessLogBuffer: number;
+}
+
+export interface WebhookLimits {
+  readonly attempts: number;
+  readonly retryMinMs: number;
+  readonly retryMaxMs: number;
+  readonly attemptTimeoutMs: number;
+  readonly concurrency: number;
+  readonly deadLetters: number;
 }
 
 /** One option: its flag, environment variable, default and parser. Order here is the --help order. */
@@ -117,6 +128,12 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'admin-tls-key', env: 'RCD_ADMIN_TLS_KEY', fallback: '', help: 'PEM private key of --admin-tls-cert' },
   { flag: 'admin-tls-key-passphrase-file', env: 'RCD_ADMIN_TLS_KEY_PASSPHRASE_FILE', fallback: '', help: 'file holding the passphrase of an encrypted --admin-tls-key' },
   { flag: 'admin-tls-ca', env: 'RCD_ADMIN_TLS_CA', fallback: '', help: 'PEM intermediate certificates sent after --admin-tls-cert' },
+  { flag: 'webhook-attempts', env: 'RCD_WEBHOOK_ATTEMPTS', fallback: '12', help: 'attempts of one webhook delivery before it is dead-lettered (1..100)' },
+  { flag: 'webhook-retry-min', env: 'RCD_WEBHOOK_RETRY_MIN_MS', fallback: '1000', help: 'ms before the first webhook retry; doubles each time (10..3600000)' },
+  { flag: 'webhook-retry-max', env: 'RCD_WEBHOOK_RETRY_MAX_MS', fallback: '600000', help: 'cap on one webhook retry delay, ms (10..86400000)' },
+  { flag: 'webhook-timeout', env: 'RCD_WEBHOOK_TIMEOUT_MS', fallback: '10000', help: 'time limit of one webhook attempt, ms (100..120000)' },
+  { flag: 'webhook-concurrency', env: 'RCD_WEBHOOK_CONCURRENCY', fallback: '4', help: 'webhook attempts running at once per process (1..64)' },
+  { flag: 'webhook-dead-letters', env: 'RCD_WEBHOOK_DEAD_LETTERS', fallback: '1000', help: 'dead-lettered webhook deliveries kept; the oldest beyond go (1..1000000)' },
   { flag: 'tls-watch-interval', env: 'RCD_TLS_WATCH_INTERVAL_MS', fallback: '60000', help: 'ms between checks of the certificate files for a change, which reloads them as SIGHUP does (0: SIGHUP only; 0..86400000)' },
   { flag: 'cors-origins', env: 'RCD_CORS_ORIGINS', fallback: '', help: 'origins browsers may call the delivery API from: comma-separated (https://game.example.com) or * (default: none, CORS off)' },
   { flag: 'compress-min-bytes', env: 'RCD_COMPRESS_MIN_BYTES', fallback: '1024', help: 'answers at least this long are sent gzip/br when the client accepts it (0..16777216)' },
@@ -296,6 +313,14 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     seedDemo: bool('seed-demo', get('seed-demo')),
     tls: tlsFiles('tls', get),
     adminTls: tlsFiles('admin-tls', get),
+    webhooks: Object.freeze({
+      attempts: intIn('webhook-attempts', get('webhook-attempts'), 1, 100),
+      retryMinMs: intIn('webhook-retry-min', get('webhook-retry-min'), 10, 3_600_000),
+      retryMaxMs: intIn('webhook-retry-max', get('webhook-retry-max'), 10, 86_400_000),
+      attemptTimeoutMs: intIn('webhook-timeout', get('webhook-timeout'), 100, 120_000),
+      concurrency: intIn('webhook-concurrency', get('webhook-concurrency'), 1, 64),
+      deadLetters: intIn('webhook-dead-letters', get('webhook-dead-letters'), 1, 1_000_000),
+    }),
     tlsWatchMs: intIn('tls-watch-interval', get('tls-watch-interval'), 0, 86_400_000),
     corsOrigins: corsOrigins(get('cors-origins')),
     compressMinBytes: intIn('compress-min-bytes', get('compress-min-bytes'), 0, 16 * 1024 * 1024),

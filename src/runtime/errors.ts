@@ -10,6 +10,10 @@ export const ERROR_STATUS = {
   missing_api_key: 401,
   invalid_api_key: 401,
   unauthorized: 401,
+  /** A named admin token whose role is below what the admin route needs. */
+  forbidden_role: 403,
+  /** A named admin token used on an environment outside its scope (or on a route spanning every environment). */
+  forbidden_scope: 403,
   /** An event-stream token that is malformed, expired, or whose key was revoked. */
   invalid_stream_token: 401,
   unsupported_content_type: 400,
@@ -56,6 +60,7 @@ const STATUS_TEXT: Record<number, string> = {
   304: 'Not Modified',
   400: 'Bad Request',
   401: 'Unauthorized',
+  403: 'Forbidden',
   404: 'Not Found',
   405: 'Method Not Allowed',
   408: 'Request Timeout',

@@ -11,7 +11,7 @@ import { APP_VERSION_PATTERN } from '../shared/app-version.js';
 import { caselessKey } from './case-fold.js';
 
 /** Environment ids: case sensitive; 1-64 of [A-Za-z0-9_.-], starting with a letter, digit or `_`. */
-const ENV_ID = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/;
+export const ENV_ID = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/;
 /** C0 and C1 control characters. */
 // eslint-disable-next-line no-control-regex -- matching control characters is what this pattern is for
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;

@@ -4,7 +4,7 @@
  * the two stores cannot drift.
  */
 import type { ContentRow, RevisionRow } from './sqlite/sql.js';
-import type { ContentDetail, ContentMeta, RevisionMeta } from './types.js';
+import type { ContentDetail, ContentMeta, OutboxEntry, RevisionMeta } from './types.js';
 
 export interface RevisionMetaRow {
   content_pk: number;
@@ -56,5 +56,30 @@ export function contentDetail(content: ContentRow, revisions: readonly RevisionR
     mapping: mappingJson === undefined ? null : (JSON.parse(mappingJson) as unknown),
     createdAt: content.created_at,
     updatedAt: content.updated_at,
+  };
+}
+
+/** An outbox row as both stores select it. */
+export interface OutboxRow {
+  id: string;
+  hook_id: string;
+  event: string;
+  body: string;
+  attempts: number | string;
+  created_at: string;
+  last_error: string | null;
+  dead_at: string | null;
+}
+
+export function outboxFromRow(r: OutboxRow): OutboxEntry {
+  return {
+    id: r.id,
+    hookId: r.hook_id,
+    event: r.event,
+    body: r.body,
+    attempts: Number(r.attempts),
+    createdAt: r.created_at,
+    lastError: r.last_error,
+    deadAt: r.dead_at,
   };
 }

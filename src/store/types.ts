@@ -194,6 +194,12 @@ export interface PutContentResult {
   readonly changed: boolean;
 }
 
+/** A mapping written (or found identical): its immutable id and rule count. */
+export interface MappingResult {
+  readonly mappingId: number;
+  readonly ruleCount: number;
+}
+
 export interface SyncReport {
   readonly from: string;
   readonly to: string;
@@ -207,6 +213,53 @@ export interface ImportReport {
   readonly revisionsAdded: number;
   readonly mappingsChanged: number;
 }
+
+/**
+ * One webhook delivery (one event to one hook) in the store's outbox. A write adds its deliveries in
+ * its own transaction, so an event exists exactly when the change it reports was committed, and it
+ * survives a restart; the admin plane's dispatcher (src/admin/server/webhooks.ts) sends it later.
+ */
+export interface NewOutboxEntry {
+  /** `msg_` + 32 hex digits: the Standard Webhooks `webhook-id`, the same on every attempt. */
+  readonly id: string;
+  readonly hookId: string;
+  readonly event: string;
+  /** The exact JSON body sent (and signed). */
+  readonly body: string;
+}
+
+export interface OutboxEntry extends NewOutboxEntry {
+  /** Attempts made and answered (a lease that ran out without an answer does not count). */
+  readonly attempts: number;
+  readonly createdAt: string;
+  readonly lastError: string | null;
+  /** Set once the entry is dead-lettered: no more attempts. */
+  readonly deadAt: string | null;
+}
+
+/**
+ * What a write adds to the outbox, decided inside its transaction once its result is known.
+ * `contents`: content items whose state after the write `build` needs (read in the same
+ * transaction), e.g. to announce what an import actually changed.
+ */
+export interface OutboxOf<R> {
+  readonly contents?: readonly ChangeEntry[];
+  /**
+   * The entries are due this long after the commit unless released sooner (releaseOutbox): the
+   * writer releases them once its change is live, so no receiver hears of a change before it is
+   * served; a writer that dies first leaves them due when the hold ends.
+   */
+  readonly holdMs: number;
+  build(result: R, after: RoutingDelta['contents']): readonly NewOutboxEntry[];
+}
+
+/** How an attempt ended, as the outbox records it (Store.settleOutbox). */
+export type OutboxOutcome =
+  | { readonly kind: 'delivered' }
+  /** Another attempt at `atMs` (Unix ms); `counted` false when no attempt was made (the process stopped). */
+  | { readonly kind: 'retry'; readonly atMs: number; readonly error: string; readonly counted: boolean }
+  /** No more attempts: kept in the dead-letter list (the oldest beyond `keepDead` removed). */
+  | { readonly kind: 'dead'; readonly error: string; readonly keepDead: number };
 
 export interface Store {
   /** URL a worker thread passes to openRevisionReader() to read revisions and mappings by id. */
@@ -241,7 +294,7 @@ export interface Store {
   /** Creates the environment when missing; true when it was created. */
   putEnvironment(envId: string): Promise<boolean>;
   /** RcdError conflict while it holds content, unless force; not_found when missing. */
-  deleteEnvironment(envId: string, force: boolean): Promise<void>;
+  deleteEnvironment(envId: string, force: boolean, outbox?: OutboxOf<void>): Promise<void>;
 
   /** Creates a key (random when plainKey is omitted); the plain key is returned only here. */
   createKey(envId: string, plainKey?: string): Promise<{ id: string; key: string }>;
@@ -252,21 +305,21 @@ export interface Store {
 
   listContent(envId: string): Promise<ContentSummary[]>;
   /** Validates JSONC (invalid_content with line and column); adds a revision unless unchanged. */
-  putContent(envId: string, id: string, text: string, minAppVersion: string | null): Promise<PutContentResult>;
+  putContent(envId: string, id: string, text: string, minAppVersion: string | null, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult>;
   getContent(envId: string, id: string): Promise<ContentDetail | undefined>;
-  deleteContent(envId: string, id: string): Promise<void>;
+  deleteContent(envId: string, id: string, outbox?: OutboxOf<void>): Promise<void>;
   /** Copies revision `to` as the newest revision. */
-  rollback(envId: string, id: string, to: number): Promise<PutContentResult>;
+  rollback(envId: string, id: string, to: number, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult>;
 
   /** Validates (invalid_mapping with rule index and reason, incl. patches against the content). */
-  putMapping(envId: string, id: string, mapping: unknown): Promise<{ mappingId: number; ruleCount: number }>;
-  deleteMapping(envId: string, id: string): Promise<void>;
+  putMapping(envId: string, id: string, mapping: unknown, outbox?: OutboxOf<MappingResult>): Promise<MappingResult>;
+  deleteMapping(envId: string, id: string, outbox?: OutboxOf<void>): Promise<void>;
 
   /** Copies newest revisions (and mappings) of `ids` (all when omitted) from one environment to another. */
-  sync(from: string, to: string, ids?: readonly string[]): Promise<SyncReport>;
+  sync(from: string, to: string, ids?: readonly string[], outbox?: OutboxOf<SyncReport>): Promise<SyncReport>;
 
   /** Validates the whole bundle first (invalid_bundle listing every problem), then writes in one transaction. Idempotent. */
-  importBundle(bundle: unknown): Promise<ImportReport>;
+  importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>): Promise<ImportReport>;
   /** A bundle of everything except API keys (they are stored as digests and cannot be exported). */
   exportBundle(): Promise<unknown>;
 
@@ -275,6 +328,21 @@ export interface Store {
    * replaced under the running process); every write then fails with store_unavailable.
    */
   unavailableReason(): string | null;
+
+  /**
+   * Up to `limit` outbox entries due by `nowMs` (not dead), oldest first, leased until `leaseUntilMs`:
+   * no other dispatcher (another node, another process on the file) takes them before then, and a
+   * process that dies mid-attempt leaves them due again once the lease ends.
+   */
+  claimOutbox(nowMs: number, leaseUntilMs: number, limit: number): Promise<OutboxEntry[]>;
+  /** Records how an attempt ended: delivered (removed), due again later, or dead-lettered. */
+  settleOutbox(id: string, outcome: OutboxOutcome): Promise<void>;
+  /** Makes these entries due at `atMs` (the writer's change is live). */
+  releaseOutbox(ids: readonly string[], atMs: number): Promise<void>;
+  /** Dead letters, newest first, at most `limit`. */
+  listDeadLetters(limit: number): Promise<OutboxEntry[]>;
+  /** Entries still to deliver, and dead letters kept. */
+  outboxCounts(): Promise<{ pending: number; dead: number }>;
 
   close(): Promise<void>;
 }

@@ -2,15 +2,16 @@
  * Webhooks from the real server process to a real receiver on loopback: signed bodies, retries
  * after a 500, and admin calls that stay fast while a receiver fails.
  */
-import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/server-process.js';
 import { field, parseAnswer, type Answer } from '../helpers/answers.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
-const SECRET = 'receiver-shared-secret';
+/** The Standard Webhooks form: `whsec_` + base64 of the key. */
+const SECRET = 'whsec_' + Buffer.from('receiver-shared-secret-bytes').toString('base64');
 
 interface Hit {
   readonly body: string;
@@ -44,10 +45,9 @@ async function waitFor(n: number, timeoutMs = 15_000): Promise<void> {
   }
 }
 
+/** What a receiver does: the maintained Standard Webhooks verifier (signature and a 5-minute timestamp window). */
 function verify(hit: Hit): unknown {
-  const expected = 'sha256=' + createHmac('sha256', SECRET).update(hit.body, 'utf8').digest('hex');
-  expect(hit.headers['x-rcd-signature']).toBe(expected);
-  return JSON.parse(hit.body);
+  return new Webhook(SECRET).verify(hit.body, hit.headers as Record<string, string>);
 }
 
 beforeAll(async () => {
@@ -111,7 +111,15 @@ describe('webhooks', () => {
     expect(Date.now() - t).toBeLessThan(1000);
     await waitFor(3);
     expect(hits[0]!.body).toBe(hits[2]!.body);
-    expect(hits[0]!.headers['x-rcd-delivery']).toBe(hits[2]!.headers['x-rcd-delivery']);
+    // One webhook-id for every attempt (receivers drop duplicates by it); each attempt signed afresh.
+    expect(hits[0]!.headers['webhook-id']).toMatch(/^msg_[0-9a-f]{32}$/);
+    expect(hits[0]!.headers['webhook-id']).toBe(hits[2]!.headers['webhook-id']);
+    expect(Number(hits[2]!.headers['webhook-timestamp'])).toBeGreaterThanOrEqual(Number(hits[0]!.headers['webhook-timestamp']));
+    // A replay of a captured delivery outside the receiver's window is refused by the same verifier.
+    const old = { ...(hits[0]!.headers as Record<string, string>), 'webhook-timestamp': String(Math.floor(Date.now() / 1000) - 3600) };
+    expect(() => new Webhook(SECRET).verify(hits[0]!.body, old)).toThrow(WebhookVerificationError);
+    // And a tampered body is refused.
+    expect(() => new Webhook(SECRET).verify(hits[0]!.body.replace('Store', 'Stole'), hits[0]!.headers as Record<string, string>)).toThrow(WebhookVerificationError);
     expect(verify(hits[2]!)).toMatchObject({ event: 'content.updated', id: 'Store', hash: put.hash });
     // Exponential backoff: the second wait is longer than the first.
     const gap1 = hits[1]!.at - hits[0]!.at;

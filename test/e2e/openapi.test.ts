@@ -15,7 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { launchChromium } from '../helpers/browser.js';
 import { ROOT, startServer, type ServerProcess } from '../helpers/server-process.js';
-import { KeyCreateBody, SyncBody, WebhookBody } from '../../src/openapi/schemas.js';
+import { KeyCreateBody, SyncBody, TokenBody, WebhookBody } from '../../src/openapi/schemas.js';
+import { ADMIN_ROUTES } from '../../src/admin/server/handlers.js';
 
 const KEY = 'openapi-key-1';
 const AUTH = { authorization: 'Bearer test-admin-token' };
@@ -121,6 +122,17 @@ async function admin(method: string, path: string, body?: string | Buffer, heade
 }
 
 describe('OpenAPI documents', () => {
+  it('every admin route of the router is documented, with the 403 codes its role and scope allow', () => {
+    for (const route of ADMIN_ROUTES) {
+      const template = '/admin/v1/' + route.pattern.replace(/:([A-Za-z]+)/g, '{$1}');
+      const op = docs.admin.paths[template]?.[route.method.toLowerCase()];
+      expect(op, `${route.method} ${template}`).toBeDefined();
+      const codes = op!.responses['403']?.['x-error-codes'] ?? [];
+      expect(codes.includes('forbidden_role'), `${route.method} ${template} forbidden_role`).toBe(route.role !== 'read');
+      expect(codes.includes('forbidden_scope'), `${route.method} ${template} forbidden_scope`).toBe(route.scope !== 'own');
+    }
+  });
+
   it('both pass OpenAPI 3.1 validation', async () => {
     for (const name of ['delivery', 'admin'] as const) {
       const api = (await SwaggerParser.validate(structuredClone(raw[name]) as never)) as { openapi: string };
@@ -202,8 +214,18 @@ describe('OpenAPI documents', () => {
     await admin('GET', 'export');
     const hook = (await (await admin('POST', 'webhooks', JSON.stringify({ url: 'http://127.0.0.1:9/hook', events: ['content.updated'] }))).json()) as { id: string };
     await admin('GET', 'webhooks');
+    await admin('GET', 'webhooks/dead-letters?limit=5');
     await admin('DELETE', `webhooks/${hook.id}`);
     await admin('GET', 'audit?limit=5');
+    await admin('POST', 'environments/live/content/Promo/preview', JSON.stringify({ u: 'player-1', p: { vip: true }, v: '1.0.0' }));
+    await admin('POST', 'environments/live/content/Nope/preview', JSON.stringify({ u: 'player-1' }));
+    const reader = (await (await admin('POST', 'tokens', JSON.stringify({ name: 'doc-reader', role: 'read', environments: ['live'] }))).json()) as { token: string };
+    await admin('GET', 'tokens');
+    await admin('POST', 'tokens', JSON.stringify({ name: 'doc-reader', role: 'read', environments: '*' }));
+    await admin('PUT', 'environments/live/content/Settings', '{}', { authorization: `Bearer ${reader.token}` });
+    await admin('GET', 'environments/staging/content', undefined, { authorization: `Bearer ${reader.token}` });
+    await admin('DELETE', 'tokens/doc-reader');
+    await admin('DELETE', 'tokens/doc-reader');
     await admin('DELETE', `environments/staging/keys/${key.id}`);
     await admin('DELETE', 'environments/staging/content/Cfg');
     await admin('DELETE', 'environments/staging');
@@ -212,6 +234,7 @@ describe('OpenAPI documents', () => {
     await admin('POST', 'environments/live/keys', '{', AUTH);
     await admin('POST', 'environments/live/keys', '{"key":"short"}');
     await admin('GET', 'audit?limit=0');
+    await admin('GET', 'webhooks/dead-letters?limit=0');
     await admin('PUT', 'environments/live/content/Bad', '{ nope');
     await admin('PUT', 'environments/live/content/Settings/mapping', JSON.stringify({ rules: [{ segment: 's', patch: { a: 1 }, bogus: 1 }] }));
     await admin('POST', 'import', JSON.stringify({ environments: { 'bad env!': {} } }));
@@ -274,8 +297,31 @@ describe('the admin bodies the server validates by hand agree with their zod sch
         { url: 'http://127.0.0.1:9/a', events: ['nope'] },
         { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: '' },
         { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: 'z'.repeat(513) },
+        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: 'whsec_c2VjcmV0LWtleS1ieXRlcw==' },
+        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: 'whsec_not base64' },
+        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: 'whsec_abc' },
+        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: 'whsec_' },
         { url: 'http://127.0.0.1:9/a', events: ['content.updated'], extra: 1 },
         { events: ['content.updated'] },
+        [],
+      ],
+    },
+    {
+      name: 'TokenBody',
+      path: 'tokens',
+      schema: TokenBody,
+      bodies: [
+        { name: 'schema-a', role: 'read', environments: '*' },
+        { name: 'schema-b', role: 'editor', environments: ['live', 'other'] },
+        { name: 'schema-c', role: 'admin', environments: ['live'], extra: 1 },
+        { name: '', role: 'read', environments: '*' },
+        { name: 'has space', role: 'read', environments: '*' },
+        { name: 'n'.repeat(65), role: 'read', environments: '*' },
+        { name: 'schema-d', role: 'owner', environments: '*' },
+        { name: 'schema-e', role: 'read', environments: [] },
+        { name: 'schema-f', role: 'read', environments: 'live' },
+        { name: 'schema-h', role: 'read', environments: ['bad env!'] },
+        { name: 'schema-g', role: 'read' },
         [],
       ],
     },
@@ -283,7 +329,7 @@ describe('the admin bodies the server validates by hand agree with their zod sch
   for (const c of cases) {
     it(c.name, async () => {
       for (const body of c.bodies) {
-        const res = await fetch(`${srv.adminUrl}/admin/v1/${c.path}`, { method: c.path === 'webhooks' || c.path.endsWith('/sync') || c.path.endsWith('/keys') ? 'POST' : 'PUT', headers: AUTH, body: JSON.stringify(body) });
+        const res = await fetch(`${srv.adminUrl}/admin/v1/${c.path}`, { method: c.path === 'webhooks' || c.path === 'tokens' || c.path.endsWith('/sync') || c.path.endsWith('/keys') ? 'POST' : 'PUT', headers: AUTH, body: JSON.stringify(body) });
         const answer = (await res.json()) as { error?: { code: string } };
         const refused = res.status === 400 && answer.error?.code === 'invalid_body';
         expect({ body, refused }).toEqual({ body, refused: !c.schema.safeParse(body).success });

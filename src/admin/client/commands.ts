@@ -1,5 +1,5 @@
 /**
- * `rcd env|key|content|mapping|sync|webhook|audit|import|export`: the management CLI. It only speaks
+ * `rcd env|key|content|mapping|sync|webhook|token|audit|import|export`: the management CLI. It only speaks
  * to a running server's admin API (never to the store directly), so every change it makes goes
  * through the same validation, audit log, webhooks and "live at once" path as the console's.
  *
@@ -100,7 +100,14 @@ rcd mapping rm --env ENV --id ID`,
                                                   mapping.updated, environment.synced;
                                                   without --secret one is generated and shown once
 rcd webhook ls
-rcd webhook rm ID`,
+rcd webhook rm ID
+rcd webhook dead-letters [--limit N]             deliveries that failed every attempt (newest first),
+                                                  and how many are still pending`,
+  token: `rcd token create NAME --role read|editor|admin [--env ENV1,ENV2]
+                                 prints the new admin token: it is shown this once only;
+                                 without --env the token may act on every environment
+rcd token ls                     names, roles, scopes (never the tokens)
+rcd token revoke NAME            refused by the admin API from the next call on`,
   audit: `rcd audit [--limit N] [--before ID]    newest first`,
   import: `rcd import FILE --admin-url URL     imports a bundle through a running server (- for stdin)`,
   export: `rcd export --admin-url URL [--out FILE]   writes the bundle (API keys are never exported)
@@ -215,6 +222,12 @@ interface ContentDetail { id: string; envId: string; revisions: RevisionRow[]; m
 interface PutResult { id: string; hash: string; revision: number; changed: boolean }
 interface SyncResult { from: string; to: string; items: { id: string; action: string; hash: string }[] }
 interface WebhookRow { id: string; url: string; events: string[]; createdAt: string; secret?: string }
+interface DeadLetters {
+  pending: number;
+  dead: number;
+  deadLetters: { id: string; hookId: string; event: string; attempts: number; lastError: string | null; deadAt: string }[];
+}
+interface TokenRow { id: string; name: string; role: string; environments: '*' | string[]; createdAt: string; createdBy: string; revokedAt: string | null; token?: string }
 interface AuditRow { id: number; at: string; actor: string; action: string; env: string | null; target: string | null; detail: unknown }
 
 async function envCommand(ctx: Ctx): Promise<void> {
@@ -326,7 +339,7 @@ async function syncCommand(ctx: Ctx): Promise<void> {
 }
 
 async function webhookCommand(ctx: Ctx): Promise<void> {
-  const action = sub(ctx, ['add', 'ls', 'rm']);
+  const action = sub(ctx, ['add', 'ls', 'rm', 'dead-letters']);
   if (action === 'add') {
     const url = positional(ctx, 1, 'URL');
     const events = flag(ctx, 'events').split(',').map((e) => e.trim()).filter((e) => e !== '');
@@ -339,10 +352,40 @@ async function webhookCommand(ctx: Ctx): Promise<void> {
     const res = await ctx.client.request<{ webhooks: WebhookRow[] }>('GET', 'webhooks');
     out(ctx, res, () => formatTable(['ID', 'URL', 'EVENTS', 'CREATED'],
       res.webhooks.map((w) => [w.id, w.url, w.events.join(','), w.createdAt])));
+  } else if (action === 'dead-letters') {
+    const limit = ctx.args.flags.get('limit');
+    const res = await ctx.client.request<DeadLetters>('GET', `webhooks/dead-letters${limit === undefined ? '' : `?limit=${encodeURIComponent(limit)}`}`);
+    out(ctx, res, () => `${res.pending} pending, ${res.dead} dead-lettered\n` + formatTable(['ID', 'WEBHOOK', 'EVENT', 'ATTEMPTS', 'LAST ERROR', 'DEAD AT'],
+      res.deadLetters.map((d) => [d.id, d.hookId, d.event, String(d.attempts), d.lastError ?? '', d.deadAt])));
   } else {
     const id = positional(ctx, 1, 'ID');
     const res = await ctx.client.request<{ id: string }>('DELETE', `webhooks/${seg(id)}`);
     out(ctx, res, () => `deleted webhook ${res.id}\n`);
+  }
+}
+
+function scopeText(environments: '*' | string[]): string {
+  return environments === '*' ? '*' : environments.join(',');
+}
+
+async function tokenCommand(ctx: Ctx): Promise<void> {
+  const action = sub(ctx, ['create', 'ls', 'revoke']);
+  if (action === 'create') {
+    const name = positional(ctx, 1, 'NAME');
+    const role = flag(ctx, 'role');
+    const envFlag = ctx.args.flags.get('env');
+    const environments = envFlag === undefined ? '*' : envFlag.split(',').map((e) => e.trim()).filter((e) => e !== '');
+    const res = await ctx.client.request<TokenRow>('POST', 'tokens', JSON.stringify({ name, role, environments }));
+    out(ctx, res, () => `token ${res.name} (${res.role}, environments ${scopeText(res.environments)})\n` +
+      `${res.token ?? ''}\n(the token is shown only this once)\n`);
+  } else if (action === 'ls') {
+    const res = await ctx.client.request<{ tokens: TokenRow[] }>('GET', 'tokens');
+    out(ctx, res, () => formatTable(['NAME', 'ROLE', 'ENVIRONMENTS', 'CREATED', 'BY', 'REVOKED'],
+      res.tokens.map((t) => [t.name, t.role, scopeText(t.environments), t.createdAt, t.createdBy, t.revokedAt])));
+  } else {
+    const name = positional(ctx, 1, 'NAME');
+    const res = await ctx.client.request<{ name: string }>('DELETE', `tokens/${seg(name)}`);
+    out(ctx, res, () => `revoked token ${res.name}\n`);
   }
 }
 
@@ -387,6 +430,7 @@ const COMMANDS = {
   mapping: mappingCommand,
   sync: syncCommand,
   webhook: webhookCommand,
+  token: tokenCommand,
   audit: auditCommand,
   import: importCommand,
   export: exportCommand,

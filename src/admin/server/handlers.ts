@@ -3,26 +3,35 @@
  * the change so the server can make it live, audit it and announce it in one place. Handlers never
  * touch HTTP objects; they take decoded params, the query and the raw body.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { RcdError } from '../../runtime/errors.js';
 import { isPlainObject } from '../../shared/json.js';
-import { appVersionProblem, contentIdKey, plainKeyProblem } from '../../store/ids.js';
-import type { ChangeEntry, RoutingDelta, Store } from '../../store/types.js';
+import { appVersionProblem, contentIdKey, envIdProblem, plainKeyProblem } from '../../store/ids.js';
+import type { ChangeEntry, ImportReport, MappingResult, OutboxOf, PutContentResult, RoutingDelta, Store, SyncReport } from '../../store/types.js';
 import type { Route } from './router.js';
+import { inScope, TOKEN_ROLES, type Principal, type RouteScope, type TokenRole, type TokenScope } from './access.js';
 import { WEBHOOK_EVENTS, type AdminStateStore, type WebhookEvent, type WebhookInfo } from './state.js';
-import type { WebhookPayload } from './webhooks.js';
+import { outboxEntries, STANDARD_SECRET_PREFIX, webhookSigner, type WebhookPayload } from './webhooks.js';
 import { previewContent } from './preview.js';
 import { planSync } from './sync-plan.js';
 
 export interface AdminContext {
   readonly store: Store;
   readonly state: AdminStateStore;
+  /** How long a write's webhook deliveries are held if the server never releases them (OutboxOf.holdMs). */
+  readonly outboxHoldMs: number;
 }
 
 export interface AdminCall {
   readonly params: readonly string[];
   readonly query: URLSearchParams;
   readonly body: Buffer;
+  /** Who calls, already authorised for the route (access.ts). */
+  readonly principal: Principal;
+  /** What the audit log records as the actor of this call. */
+  readonly actor: string;
+  /** Ids of the webhook deliveries the write added to the outbox: released once the change is live. */
+  readonly announced: string[];
 }
 
 export interface AdminChange {
@@ -32,7 +41,6 @@ export interface AdminChange {
   readonly env: string | null;
   readonly target: string | null;
   readonly detail: unknown;
-  readonly events: readonly WebhookPayload[];
 }
 
 export interface AdminResult {
@@ -47,6 +55,9 @@ export type AdminHandler = (ctx: AdminContext, call: AdminCall) => Promise<Admin
 export interface AdminRoute extends Route<AdminHandler> {
   /** Writes run one at a time so "the next request sees it" holds even for concurrent writers. */
   readonly write: boolean;
+  /** The least role that may call it. */
+  readonly role: TokenRole;
+  readonly scope: RouteScope;
 }
 
 const MAX_AUDIT_LIMIT = 1000;
@@ -97,10 +108,35 @@ function payload(event: WebhookEvent, env: string, id: string | null, hash: stri
   return { event, env, id, hash, at };
 }
 
+/**
+ * What a write adds to the webhook outbox, in its own transaction: one entry per payload and hook
+ * subscribed to its event (the hooks as registered before the write; writes are serialised). The
+ * ids are kept on the call so the server releases them once the change is live.
+ */
+async function announcing<R>(
+  ctx: AdminContext,
+  call: AdminCall,
+  payloads: (result: R, after: RoutingDelta['contents']) => readonly WebhookPayload[],
+  contents?: readonly ChangeEntry[],
+): Promise<OutboxOf<R>> {
+  const hooks = await ctx.state.listWebhookInfo();
+  return {
+    contents,
+    holdMs: ctx.outboxHoldMs,
+    build(result, after) {
+      if (hooks.length === 0) return [];
+      const entries = outboxEntries(hooks, payloads(result, after));
+      for (const e of entries) call.announced.push(e.id);
+      return entries;
+    },
+  };
+}
+
 // ---- environments ---------------------------------------------------------------------------
 
-async function listEnvironments(ctx: AdminContext): Promise<AdminResult> {
-  return read({ environments: await ctx.store.listEnvironments() });
+async function listEnvironments(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const all = await ctx.store.listEnvironments();
+  return read({ environments: all.filter((e) => inScope(call.principal, e.id)) });
 }
 
 async function putEnvironment(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
@@ -108,7 +144,7 @@ async function putEnvironment(ctx: AdminContext, call: AdminCall): Promise<Admin
   const created = await ctx.store.putEnvironment(env);
   if (!created) return read({ id: env, created: false });
   return changed(201, { id: env, created: true }, {
-    live: true, action: 'environment.create', env, target: null, detail: null, events: [],
+    live: true, action: 'environment.create', env, target: null, detail: null,
   });
 }
 
@@ -121,11 +157,12 @@ async function deleteEnvironment(ctx: AdminContext, call: AdminCall): Promise<Ad
   const force = forceRaw === 'true';
   // Read first so the deletion can be announced per content item; the store re-checks atomically.
   const before = await listContentOrEmpty(ctx.store, env);
-  await ctx.store.deleteEnvironment(env, force);
-  const at = now();
+  await ctx.store.deleteEnvironment(env, force, await announcing<void>(ctx, call, () => {
+    const at = now();
+    return before.map((c) => payload('content.deleted', env, c.id, c.hash, at));
+  }));
   return changed(200, { id: env, deleted: true, contentDeleted: before.length }, {
     live: true, action: 'environment.delete', env, target: null, detail: { force, contentDeleted: before.length },
-    events: before.map((c) => payload('content.deleted', env, c.id, c.hash, at)),
   });
 }
 
@@ -155,7 +192,7 @@ async function createKey(ctx: AdminContext, call: AdminCall): Promise<AdminResul
   }
   const { id, key } = await ctx.store.createKey(env, plain);
   return changed(201, { id, key }, {
-    live: true, action: 'key.create', env, target: id, detail: null, events: [],
+    live: true, action: 'key.create', env, target: id, detail: null,
   });
 }
 
@@ -171,7 +208,7 @@ async function revokeKey(ctx: AdminContext, call: AdminCall): Promise<AdminResul
   const keyId = param(call, 1);
   await ctx.store.revokeKey(env, keyId);
   return changed(200, { id: keyId, revoked: true }, {
-    live: true, action: 'key.revoke', env, target: keyId, detail: null, events: [],
+    live: true, action: 'key.revoke', env, target: keyId, detail: null,
   });
 }
 
@@ -189,13 +226,13 @@ async function putContent(ctx: AdminContext, call: AdminCall): Promise<AdminResu
   const versionProblem = minAppVersion === null ? '' : appVersionProblem(minAppVersion);
   if (versionProblem !== '') throw new RcdError('invalid_query', versionProblem);
   const text = decodeUtf8(call.body, 'invalid_content');
-  const result = await ctx.store.putContent(env, id, text, minAppVersion);
+  const result = await ctx.store.putContent(env, id, text, minAppVersion, await announcing<PutContentResult>(ctx, call, (r) =>
+    r.changed ? [payload('content.updated', env, r.id, r.hash, now())] : []));
   const body = { id: result.id, hash: result.hash, revision: result.revision, changed: result.changed };
   if (!result.changed) return read(body);
   return changed(200, body, {
     live: true, action: 'content.put', env, target: result.id,
     detail: { hash: result.hash, revision: result.revision, minAppVersion },
-    events: [payload('content.updated', env, result.id, result.hash, now())],
   });
 }
 
@@ -211,11 +248,10 @@ async function deleteContent(ctx: AdminContext, call: AdminCall): Promise<AdminR
   const env = param(call, 0);
   const id = param(call, 1);
   const before = await findContent(ctx.store, env, id);
-  await ctx.store.deleteContent(env, id);
   const name = before?.id ?? id;
+  await ctx.store.deleteContent(env, id, await announcing<void>(ctx, call, () => [payload('content.deleted', env, name, before?.hash ?? null, now())]));
   return changed(200, { id: name, deleted: true }, {
     live: true, action: 'content.delete', env, target: name, detail: { hash: before?.hash ?? null },
-    events: [payload('content.deleted', env, name, before?.hash ?? null, now())],
   });
 }
 
@@ -230,13 +266,13 @@ async function rollbackContent(ctx: AdminContext, call: AdminCall): Promise<Admi
   const id = param(call, 1);
   const to = positiveInt(call.query, 'to', undefined);
   if (to === undefined) throw new RcdError('invalid_query', 'to (the revision number to restore) is required');
-  const result = await ctx.store.rollback(env, id, to);
+  const result = await ctx.store.rollback(env, id, to, await announcing<PutContentResult>(ctx, call, (r) =>
+    r.changed ? [payload('content.updated', env, r.id, r.hash, now())] : []));
   const body = { id: result.id, hash: result.hash, revision: result.revision, changed: result.changed };
   if (!result.changed) return read(body);
   return changed(200, body, {
     live: true, action: 'content.rollback', env, target: result.id,
     detail: { to, hash: result.hash, revision: result.revision },
-    events: [payload('content.updated', env, result.id, result.hash, now())],
   });
 }
 
@@ -246,24 +282,24 @@ async function putMapping(ctx: AdminContext, call: AdminCall): Promise<AdminResu
   const env = param(call, 0);
   const id = param(call, 1);
   const mapping = parseJsonBody(call);
-  const { mappingId, ruleCount } = await ctx.store.putMapping(env, id, mapping);
+  // A mapping write leaves the content's revisions as they are: its name and hash read before hold after.
   const content = await findContent(ctx.store, env, id);
   const name = content?.id ?? id;
+  const { mappingId, ruleCount } = await ctx.store.putMapping(env, id, mapping, await announcing<MappingResult>(ctx, call, () =>
+    [payload('mapping.updated', env, name, content?.hash ?? null, now())]));
   return changed(200, { id: name, mappingId, ruleCount }, {
     live: true, action: 'mapping.put', env, target: name, detail: { mappingId, ruleCount },
-    events: [payload('mapping.updated', env, name, content?.hash ?? null, now())],
   });
 }
 
 async function deleteMapping(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
   const id = param(call, 1);
-  await ctx.store.deleteMapping(env, id);
   const content = await findContent(ctx.store, env, id);
   const name = content?.id ?? id;
+  await ctx.store.deleteMapping(env, id, await announcing<void>(ctx, call, () => [payload('mapping.updated', env, name, content?.hash ?? null, now())]));
   return changed(200, { id: name, mappingDeleted: true }, {
     live: true, action: 'mapping.delete', env, target: name, detail: null,
-    events: [payload('mapping.updated', env, name, content?.hash ?? null, now())],
   });
 }
 
@@ -291,15 +327,20 @@ async function syncEnvironment(ctx: AdminContext, call: AdminCall): Promise<Admi
     ids = body.ids;
   }
   if (body.dryRun !== undefined && typeof body.dryRun !== 'boolean') throw new RcdError('invalid_body', 'dryRun must be true or false');
+  // The route checked the source environment; the target is written too.
+  if (!inScope(call.principal, body.to)) {
+    throw new RcdError('forbidden_scope', `token "${call.principal.name}" may not act on environment "${body.to}"`);
+  }
   if (body.dryRun === true) return read(await planSync(ctx.store, from, body.to, ids));
-  const report = await ctx.store.sync(from, body.to, ids);
+  const report = await ctx.store.sync(from, body.to, ids, await announcing<SyncReport>(ctx, call, (r) => {
+    const at = now();
+    return r.items.filter((i) => i.action !== 'unchanged').map((i) => payload('environment.synced', r.to, i.id, i.hash, at));
+  }));
   const moved = report.items.filter((i) => i.action !== 'unchanged');
   if (moved.length === 0) return read(report);
-  const at = now();
   return changed(200, report, {
     live: true, action: 'environment.sync', env: from, target: report.to,
     detail: { ids: ids ?? null, created: moved.filter((i) => i.action === 'created').length, updated: moved.filter((i) => i.action === 'updated').length },
-    events: moved.map((i) => payload('environment.synced', report.to, i.id, i.hash, at)),
   });
 }
 
@@ -308,12 +349,12 @@ async function importBundle(ctx: AdminContext, call: AdminCall): Promise<AdminRe
   // The contents the bundle names, before and after: O(bundle) reads, not two whole-store snapshots.
   const named = namedContents(bundle);
   const before = await ctx.store.loadDelta(named, 0, 0);
-  const report = await ctx.store.importBundle(bundle);
+  // The state after is read inside the import's transaction, so the events are what it changed.
+  const report = await ctx.store.importBundle(bundle, await announcing<ImportReport>(ctx, call, (_r, after) => diffEvents(before.contents, after, now()), named));
   const nothing = report.environmentsCreated === 0 && report.keysAdded === 0 && report.revisionsAdded === 0 && report.mappingsChanged === 0;
   if (nothing) return read(report);
-  const after = await ctx.store.loadDelta(named, 0, 0);
   return changed(200, report, {
-    live: true, action: 'bundle.import', env: null, target: null, detail: report, events: diffEvents(before.contents, after.contents, now()),
+    live: true, action: 'bundle.import', env: null, target: null, detail: report,
   });
 }
 
@@ -372,15 +413,20 @@ async function addWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminResu
   const events = parseEvents(body.events);
   let secret: string;
   if (body.secret === undefined) {
-    secret = randomBytes(32).toString('base64url');
+    secret = STANDARD_SECRET_PREFIX + randomBytes(32).toString('base64');
   } else if (typeof body.secret === 'string' && body.secret.length > 0 && body.secret.length <= MAX_SECRET_LENGTH) {
     secret = body.secret;
   } else {
     throw new RcdError('invalid_body', `secret must be a non-empty string of at most ${MAX_SECRET_LENGTH} characters`);
   }
+  try {
+    webhookSigner(secret);
+  } catch {
+    throw new RcdError('invalid_body', `a secret starting with ${STANDARD_SECRET_PREFIX} must be followed by base64 (the Standard Webhooks form)`);
+  }
   const hook = await ctx.state.addWebhook(url, events, secret);
   return changed(201, { ...publicWebhook(hook), secret }, {
-    live: false, action: 'webhook.add', env: null, target: hook.id, detail: { url, events }, events: [],
+    live: false, action: 'webhook.add', env: null, target: hook.id, detail: { url, events },
   });
 }
 
@@ -419,7 +465,28 @@ async function deleteWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminR
   const id = param(call, 0);
   await ctx.state.deleteWebhook(id);
   return changed(200, { id, deleted: true }, {
-    live: false, action: 'webhook.delete', env: null, target: id, detail: null, events: [],
+    live: false, action: 'webhook.delete', env: null, target: id, detail: null,
+  });
+}
+
+/** The outbox's dead letters (newest first) and how many deliveries are still pending. */
+async function listDeadLetters(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const limit = positiveInt(call.query, 'limit', 100) as number;
+  if (limit > MAX_AUDIT_LIMIT) throw new RcdError('invalid_query', `limit must be at most ${MAX_AUDIT_LIMIT}`);
+  const [letters, counts] = await Promise.all([ctx.store.listDeadLetters(limit), ctx.store.outboxCounts()]);
+  return read({
+    pending: counts.pending,
+    dead: counts.dead,
+    deadLetters: letters.map((l) => ({
+      id: l.id,
+      hookId: l.hookId,
+      event: l.event,
+      payload: JSON.parse(l.body) as unknown,
+      attempts: l.attempts,
+      lastError: l.lastError,
+      createdAt: l.createdAt,
+      deadAt: l.deadAt,
+    })),
   });
 }
 
@@ -430,35 +497,95 @@ async function listAudit(ctx: AdminContext, call: AdminCall): Promise<AdminResul
   return read({ entries: await ctx.state.listAudit(limit, before) });
 }
 
+// ---- admin tokens ---------------------------------------------------------------------------
+
+/** The same rule as a declared audit actor: a token's name is what the audit log records. */
+const TOKEN_NAME_RE = /^[A-Za-z0-9_.@:-]{1,64}$/;
+/** The bootstrap token's name in the audit log; no named token may take it. */
+export const BOOTSTRAP_TOKEN_NAME = 'bootstrap';
+export const NAMED_TOKEN_PREFIX = 'rcdt_';
+
+/** Hex SHA-256 of a presented token: what the store keeps and looks tokens up by. */
+export function adminTokenDigest(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+function parseScope(raw: unknown): TokenScope {
+  if (raw === '*') return '*';
+  if (!Array.isArray(raw) || raw.length === 0) {
+    throw new RcdError('invalid_body', 'environments must be "*" (every environment) or a non-empty array of environment ids');
+  }
+  const out: string[] = [];
+  for (const env of raw) {
+    const problem = envIdProblem(env);
+    if (problem !== '') throw new RcdError('invalid_body', `environments: ${problem}`);
+    if (!out.includes(env as string)) out.push(env as string);
+  }
+  return out;
+}
+
+async function createToken(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const body = parseJsonBody(call);
+  if (!isPlainObject(body)) throw new RcdError('invalid_body', 'the body must be {"name":...,"role":...,"environments":"*"|[...]}');
+  if (typeof body.name !== 'string' || !TOKEN_NAME_RE.test(body.name) || body.name === BOOTSTRAP_TOKEN_NAME) {
+    throw new RcdError('invalid_body', `name must be 1-64 of A-Z a-z 0-9 _ . @ : - and not "${BOOTSTRAP_TOKEN_NAME}"`);
+  }
+  const roles: readonly unknown[] = TOKEN_ROLES;
+  if (!roles.includes(body.role)) throw new RcdError('invalid_body', `role must be one of: ${TOKEN_ROLES.join(', ')}`);
+  const role = body.role as TokenRole;
+  const environments = parseScope(body.environments);
+  // 256 random bits: a digest without salt or stretching cannot be reversed or guessed.
+  const token = NAMED_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  const info = await ctx.state.createToken({ name: body.name, role, environments, digest: adminTokenDigest(token), createdBy: call.actor });
+  return changed(201, { ...info, token }, {
+    live: false, action: 'token.create', env: null, target: info.name, detail: { id: info.id, role, environments },
+  });
+}
+
+async function listTokens(ctx: AdminContext): Promise<AdminResult> {
+  return read({ tokens: await ctx.state.listTokens() });
+}
+
+async function revokeToken(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const info = await ctx.state.revokeToken(param(call, 0));
+  return changed(200, { id: info.id, name: info.name, revoked: true }, {
+    live: false, action: 'token.revoke', env: null, target: info.name, detail: { id: info.id },
+  });
+}
+
 // ---- the table ------------------------------------------------------------------------------
 
-function route(method: string, pattern: string, handler: AdminHandler, write: boolean): AdminRoute {
-  return { method, pattern, handler, write };
+function route(method: string, pattern: string, handler: AdminHandler, write: boolean, role: TokenRole, scope: RouteScope): AdminRoute {
+  return { method, pattern, handler, write, role, scope };
 }
 
 const ENV = 'environments/:env';
 const CONTENT = `${ENV}/content/:id`;
 
 export const ADMIN_ROUTES: readonly AdminRoute[] = [
-  route('GET', 'environments', listEnvironments, false),
-  route('PUT', ENV, putEnvironment, true),
-  route('DELETE', ENV, deleteEnvironment, true),
-  route('POST', `${ENV}/keys`, createKey, true),
-  route('GET', `${ENV}/keys`, listKeys, false),
-  route('DELETE', `${ENV}/keys/:keyId`, revokeKey, true),
-  route('GET', `${ENV}/content`, listContent, false),
-  route('PUT', CONTENT, putContent, true),
-  route('GET', CONTENT, getContent, false),
-  route('DELETE', CONTENT, deleteContent, true),
-  route('POST', `${CONTENT}/rollback`, rollbackContent, true),
-  route('PUT', `${CONTENT}/mapping`, putMapping, true),
-  route('DELETE', `${CONTENT}/mapping`, deleteMapping, true),
-  route('POST', `${CONTENT}/preview`, previewMapping, false),
-  route('POST', `${ENV}/sync`, syncEnvironment, true),
-  route('POST', 'import', importBundle, true),
-  route('GET', 'export', exportBundle, false),
-  route('POST', 'webhooks', addWebhook, true),
-  route('GET', 'webhooks', listWebhooks, false),
-  route('DELETE', 'webhooks/:id', deleteWebhook, true),
-  route('GET', 'audit', listAudit, false),
+  route('GET', 'environments', listEnvironments, false, 'read', 'own'),
+  route('PUT', ENV, putEnvironment, true, 'admin', 'env'),
+  route('DELETE', ENV, deleteEnvironment, true, 'admin', 'env'),
+  route('POST', `${ENV}/keys`, createKey, true, 'editor', 'env'),
+  route('GET', `${ENV}/keys`, listKeys, false, 'read', 'env'),
+  route('DELETE', `${ENV}/keys/:keyId`, revokeKey, true, 'editor', 'env'),
+  route('GET', `${ENV}/content`, listContent, false, 'read', 'env'),
+  route('PUT', CONTENT, putContent, true, 'editor', 'env'),
+  route('GET', CONTENT, getContent, false, 'read', 'env'),
+  route('DELETE', CONTENT, deleteContent, true, 'editor', 'env'),
+  route('POST', `${CONTENT}/rollback`, rollbackContent, true, 'editor', 'env'),
+  route('PUT', `${CONTENT}/mapping`, putMapping, true, 'editor', 'env'),
+  route('DELETE', `${CONTENT}/mapping`, deleteMapping, true, 'editor', 'env'),
+  route('POST', `${CONTENT}/preview`, previewMapping, false, 'read', 'env'),
+  route('POST', `${ENV}/sync`, syncEnvironment, true, 'editor', 'env'),
+  route('POST', 'import', importBundle, true, 'admin', 'all'),
+  route('GET', 'export', exportBundle, false, 'read', 'all'),
+  route('POST', 'webhooks', addWebhook, true, 'admin', 'all'),
+  route('GET', 'webhooks', listWebhooks, false, 'admin', 'all'),
+  route('GET', 'webhooks/dead-letters', listDeadLetters, false, 'admin', 'all'),
+  route('DELETE', 'webhooks/:id', deleteWebhook, true, 'admin', 'all'),
+  route('GET', 'audit', listAudit, false, 'read', 'all'),
+  route('POST', 'tokens', createToken, true, 'admin', 'all'),
+  route('GET', 'tokens', listTokens, false, 'admin', 'all'),
+  route('DELETE', 'tokens/:name', revokeToken, true, 'admin', 'all'),
 ];

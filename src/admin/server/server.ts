@@ -9,7 +9,8 @@
  * Every successful change follows the same order before the answer is sent:
  *   store write (one transaction, change log included) -> onChange() (every delivery loop of this
  *   process applies the change, then every live node of the store, bounded by --propagation-timeout)
- *   -> audit entry -> webhooks queued (fire and forget).
+ *   -> audit entry -> the write's webhook deliveries released (they were added to the outbox by the
+ *   store write, held until now) and sent in the background (webhooks.ts).
  * Writes are serialised so a 2xx always means "the next delivery request sees this write".
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -21,7 +22,8 @@ import type { Store } from '../../store/types.js';
 import type { Propagation } from '../../control/nodes.js';
 import { TLS12_CIPHERS, type TlsMaterial } from '../../runtime/tls.js';
 import { isPlainObject } from '../../shared/json.js';
-import { ADMIN_ROUTES, type AdminContext, type AdminHandler, type AdminResult } from './handlers.js';
+import { ADMIN_ROUTES, adminTokenDigest, BOOTSTRAP_TOKEN_NAME, NAMED_TOKEN_PREFIX, type AdminCall, type AdminContext, type AdminHandler, type AdminResult } from './handlers.js';
+import { authorise, type Principal, type RouteScope, type TokenRole } from './access.js';
 import { compileRouter, type Router } from './router.js';
 import type { AdminStateStore } from './state.js';
 import { adminTokenId, normaliseToken, tokenMatcher } from '../token.js';
@@ -61,7 +63,7 @@ interface Shared {
   readonly ctx: AdminContext;
   readonly router: Router<AdminRouteEntry>;
   readonly matches: (presented: string) => boolean;
-  readonly tokenId: string;
+  readonly bootstrap: Principal;
   readonly maxBody: number;
   readonly onChange: () => Promise<Propagation | null>;
   readonly log: (line: string) => void;
@@ -74,6 +76,8 @@ interface Shared {
 interface AdminRouteEntry {
   readonly handler: AdminHandler;
   readonly write: boolean;
+  readonly role: TokenRole;
+  readonly scope: RouteScope;
 }
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
@@ -87,14 +91,14 @@ function isSqliteBusy(err: unknown): boolean {
 }
 
 export async function startAdminServer(opts: AdminServerOptions): Promise<AdminServer> {
-  const dispatcher = new WebhookDispatcher(() => opts.state.listWebhooks(), { log: opts.log, ...opts.webhooks });
+  const dispatcher = new WebhookDispatcher(opts.store, opts.state, { log: opts.log, ...opts.webhooks });
   const shared: Shared = {
-    ctx: { store: opts.store, state: opts.state },
+    ctx: { store: opts.store, state: opts.state, outboxHoldMs: dispatcher.holdMs },
     router: compileRouter(
-      ADMIN_ROUTES.map((r) => ({ method: r.method, pattern: r.pattern, handler: { handler: r.handler, write: r.write } })),
+      ADMIN_ROUTES.map((r) => ({ method: r.method, pattern: r.pattern, handler: { handler: r.handler, write: r.write, role: r.role, scope: r.scope } })),
     ),
     matches: tokenMatcher(opts.token),
-    tokenId: adminTokenId(opts.token),
+    bootstrap: { name: BOOTSTRAP_TOKEN_NAME, tokenId: adminTokenId(opts.token), role: 'admin', scope: '*', bootstrap: true },
     maxBody: opts.maxBodyBytes ?? DEFAULT_ADMIN_MAX_BODY,
     onChange: opts.onChange,
     log: opts.log,
@@ -122,6 +126,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     });
   });
   const port = (server.address() as AddressInfo).port;
+  // What an earlier process left in the outbox is resumed now.
+  dispatcher.start();
   let closing: Promise<void> | null = null;
   return {
     port,
@@ -168,19 +174,19 @@ async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerRe
   try {
     const presented = bearerToken(req.headers.authorization);
     if (presented === null) throw new RcdError('unauthorized', 'missing Authorization: Bearer <admin token>');
-    if (!shared.matches(presented)) throw new RcdError('unauthorized', 'invalid admin token');
+    const principal = await principalOf(shared, presented);
 
     const url = new URL(req.url ?? '/', 'http://admin.invalid');
     const { handler: entry, params } = shared.router.match(req.method ?? 'GET', url.pathname);
+    authorise(principal, entry.role, entry.scope, params[0]);
     const body = await readBody(req, shared.maxBody);
-    const call = { params, query: url.searchParams, body };
-    const actor = actorOf(req, shared.tokenId);
+    const call: AdminCall = { params, query: url.searchParams, body, principal, actor: actorOf(req, principal), announced: [] };
     if (!entry.write) {
       const result = await entry.handler(shared.ctx, call);
       sendJson(res, result.status, result.body, null);
       return;
     }
-    const { result, propagation } = await serialise(shared, () => runWrite(shared, entry.handler, call, actor));
+    const { result, propagation } = await serialise(shared, () => runWrite(shared, entry.handler, call));
     sendJson(res, result.status, result.body, propagation);
   } catch (err) {
     sendError(shared, res, err);
@@ -203,10 +209,29 @@ export function bearerToken(header: string | undefined): string | null {
   return token === '' ? null : token;
 }
 
-function actorOf(req: IncomingMessage, tokenId: string): string {
+/**
+ * The bootstrap token, or the live named token whose digest matches (looked up in the store on
+ * every call, so a revocation made through any node holds everywhere at once). Only a token of
+ * the named form is looked up: a mistyped bootstrap token costs no store read.
+ */
+async function principalOf(shared: Shared, presented: string): Promise<Principal> {
+  if (shared.matches(presented)) return shared.bootstrap;
+  if (presented.startsWith(NAMED_TOKEN_PREFIX)) {
+    const info = await shared.state.findToken(adminTokenDigest(presented));
+    if (info !== undefined) return { name: info.name, tokenId: info.id, role: info.role, scope: info.environments, bootstrap: false };
+  }
+  throw new RcdError('unauthorized', 'invalid admin token');
+}
+
+/**
+ * A named token is its name in the audit log, whatever the client declares; the bootstrap token
+ * may declare a label (the CLI says "cli"), else it is `token:<id>`.
+ */
+function actorOf(req: IncomingMessage, principal: Principal): string {
+  if (!principal.bootstrap) return principal.name;
   const declared = req.headers['x-rcd-actor'];
   if (typeof declared === 'string' && ACTOR_RE.test(declared)) return declared;
-  return `token:${tokenId}`;
+  return `token:${principal.tokenId}`;
 }
 
 function serialise<T>(shared: Shared, fn: () => Promise<T>): Promise<T> {
@@ -218,21 +243,24 @@ function serialise<T>(shared: Shared, fn: () => Promise<T>): Promise<T> {
 async function runWrite(
   shared: Shared,
   handler: AdminHandler,
-  call: { params: readonly string[]; query: URLSearchParams; body: Buffer },
-  actor: string,
+  call: AdminCall,
 ): Promise<{ result: AdminResult; propagation: Propagation | null }> {
   // Store writes check the store's files themselves; this covers the admin state's writes (webhooks,
   // audit) too, which share the database file through their own connection.
   requireDurableStore(shared.ctx.store);
   const result = await handler(shared.ctx, call);
   const change = result.change;
-  if (change === null) return { result, propagation: null };
+  if (change === null) {
+    // A write that changed nothing announces nothing; anything it did add still goes out.
+    await releaseDeliveries(shared, call.announced);
+    return { result, propagation: null };
+  }
   requireDurableStore(shared.ctx.store);
   const propagation = change.live ? await shared.onChange() : null;
   try {
     await shared.state.appendAudit({
-      actor,
-      tokenId: shared.tokenId,
+      actor: call.actor,
+      tokenId: call.principal.tokenId,
       action: change.action,
       env: change.env,
       target: change.target,
@@ -242,9 +270,24 @@ async function runWrite(
     // The change is committed and live; refusing the answer now would invite a duplicate retry.
     shared.log(`admin: audit entry for ${change.action} not written: ${(err as Error).message}`);
   }
-  shared.log(`admin: ${actor} ${change.action}${change.env === null ? '' : ' env=' + change.env}${change.target === null ? '' : ' target=' + change.target}`);
-  shared.dispatcher.emit(change.events);
+  shared.log(`admin: ${call.actor} ${change.action}${change.env === null ? '' : ' env=' + change.env}${change.target === null ? '' : ' target=' + change.target}`);
+  await releaseDeliveries(shared, call.announced);
   return { result, propagation };
+}
+
+/**
+ * The write's webhook deliveries are in the outbox, held until now: the change is live, so they are
+ * made due and the dispatcher kicked. If the release fails they stay held and fall due when the
+ * hold ends; the write itself is committed and answers as such.
+ */
+async function releaseDeliveries(shared: Shared, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  try {
+    await shared.ctx.store.releaseOutbox(ids, Date.now());
+  } catch (err) {
+    shared.log(`admin: webhook deliveries not released (sent when their hold ends): ${(err as Error).message}`);
+  }
+  shared.dispatcher.kick();
 }
 
 function requireDurableStore(store: Store): void {

@@ -9,8 +9,19 @@ import { randomUUID } from 'node:crypto';
 import { RcdError } from '../../runtime/errors.js';
 import { connect, pgFailure, type Sql } from '../../store/postgres/connection.js';
 import { openSealed, sealSecret } from './sealed.js';
-import type { AdminStateStore, AuditEntry, NewAuditEntry, WebhookEvent, WebhookInfo, WebhookRegistration } from './state.js';
-import { auditFromRow, webhookInfoFromRow, type AuditRow } from './state-rows.js';
+import {
+  newTokenRow,
+  tokenNameTaken,
+  type AdminStateStore,
+  type AdminTokenInfo,
+  type AuditEntry,
+  type NewAdminToken,
+  type NewAuditEntry,
+  type WebhookEvent,
+  type WebhookInfo,
+  type WebhookRegistration,
+} from './state.js';
+import { auditFromRow, tokenFromRow, webhookInfoFromRow, type AuditRow, type TokenRow } from './state-rows.js';
 
 interface WebhookRow {
   id: string;
@@ -120,6 +131,47 @@ export class PostgresAdminState implements AdminStateStore {
     return this.call(async () => {
       const result = await this.sql.unsafe('DELETE FROM admin_webhooks WHERE id = $1', [id]);
       if (result.count === 0) throw new RcdError('not_found', `no webhook with id "${id}"`);
+    });
+  }
+
+  async createToken(token: NewAdminToken): Promise<AdminTokenInfo> {
+    const row = newTokenRow(token);
+    try {
+      await this.sql.unsafe(
+        'INSERT INTO admin_tokens (id, name, digest, role, scope, created_at, created_by, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL)',
+        [row.id, row.name, row.digest, row.role, row.scope, row.created_at, row.created_by],
+      );
+    } catch (err) {
+      // 23505: unique_violation (the live-name index; a digest collision of 256-bit tokens does not happen).
+      if ((err as { code?: unknown }).code === '23505') throw tokenNameTaken(token.name);
+      throw pgFailure(err);
+    }
+    return tokenFromRow(row);
+  }
+
+  listTokens(): Promise<AdminTokenInfo[]> {
+    return this.call(async () =>
+      (await this.sql.unsafe<TokenRow[]>('SELECT * FROM admin_tokens ORDER BY created_at COLLATE "C", id COLLATE "C"')).map(tokenFromRow),
+    );
+  }
+
+  revokeToken(name: string): Promise<AdminTokenInfo> {
+    return this.call(async () => {
+      const at = new Date().toISOString();
+      const rows = await this.sql.unsafe<TokenRow[]>(
+        'UPDATE admin_tokens SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL RETURNING *',
+        [at, name],
+      );
+      const row = rows[0];
+      if (row === undefined) throw new RcdError('not_found', `no live admin token named "${name}"`);
+      return tokenFromRow(row);
+    });
+  }
+
+  findToken(digest: string): Promise<AdminTokenInfo | undefined> {
+    return this.call(async () => {
+      const rows = await this.sql.unsafe<TokenRow[]>('SELECT * FROM admin_tokens WHERE digest = $1 AND revoked_at IS NULL', [digest], { prepare: true });
+      return rows[0] === undefined ? undefined : tokenFromRow(rows[0]);
     });
   }
 

@@ -17,12 +17,13 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { RcdError } from '../../runtime/errors.js';
+import type { TokenRole, TokenScope } from './access.js';
 import { settle } from '../../shared/settle.js';
 import { makeStoreFilesPrivate } from '../../store/sqlite/driver.js';
 import { DEFAULT_PG_CONNECT_TIMEOUT_MS, isPostgresUrl } from '../../store/postgres/connection.js';
 import { ephemeralSealKey, loadSealKey, openSealed, sealSecret } from './sealed.js';
 import { PostgresAdminState } from './state-postgres.js';
-import { auditFromRow, webhookInfoFromRow, type AuditRow } from './state-rows.js';
+import { auditFromRow, tokenFromRow, webhookInfoFromRow, type AuditRow, type TokenRow } from './state-rows.js';
 
 export const WEBHOOK_EVENTS = ['content.updated', 'content.deleted', 'mapping.updated', 'environment.synced'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
@@ -59,7 +60,37 @@ export interface WebhookRegistration extends WebhookInfo {
   readonly secret: string;
 }
 
+/** A named admin token as listed: never the token, never its digest. */
+export interface AdminTokenInfo {
+  /** `tok_` + 16 hex digits; the audit log's token id for this token. */
+  readonly id: string;
+  readonly name: string;
+  readonly role: TokenRole;
+  readonly environments: TokenScope;
+  readonly createdAt: string;
+  /** The audit actor of the call that created it. */
+  readonly createdBy: string;
+  readonly revokedAt: string | null;
+}
+
+export interface NewAdminToken {
+  readonly name: string;
+  readonly role: TokenRole;
+  readonly environments: TokenScope;
+  /** Hex SHA-256 of the token; the token itself is never stored. */
+  readonly digest: string;
+  readonly createdBy: string;
+}
+
 export interface AdminStateStore {
+  /** RcdError conflict when a token that is not revoked already has this name. */
+  createToken(token: NewAdminToken): Promise<AdminTokenInfo>;
+  /** Oldest first, revoked ones included. */
+  listTokens(): Promise<AdminTokenInfo[]>;
+  /** Revokes the live token of that name; RcdError not_found when there is none. */
+  revokeToken(name: string): Promise<AdminTokenInfo>;
+  /** The live token with this digest, read from the store on every call so a revocation holds on every node at once. */
+  findToken(digest: string): Promise<AdminTokenInfo | undefined>;
   appendAudit(entry: NewAuditEntry): Promise<AuditEntry>;
   /** Newest first; at most `limit`; only ids below `before` when given. */
   listAudit(limit: number, before?: number): Promise<AuditEntry[]>;
@@ -105,6 +136,17 @@ CREATE TABLE IF NOT EXISTS admin_audit (
   target TEXT,
   detail TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS admin_tokens (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  digest TEXT NOT NULL UNIQUE,
+  role TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  revoked_at TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS admin_tokens_live_name ON admin_tokens (name) WHERE revoked_at IS NULL;
 CREATE TABLE IF NOT EXISTS admin_webhooks (
   id TEXT PRIMARY KEY,
   url TEXT NOT NULL,
@@ -135,6 +177,11 @@ class SqliteAdminState implements AdminStateStore {
   private readonly insertWebhook: SqliteStatement;
   private readonly selectWebhooks: SqliteStatement;
   private readonly removeWebhook: SqliteStatement;
+  private readonly insertToken: SqliteStatement;
+  private readonly selectTokens: SqliteStatement;
+  private readonly selectLiveTokenByName: SqliteStatement;
+  private readonly selectLiveTokenByDigest: SqliteStatement;
+  private readonly markTokenRevoked: SqliteStatement;
   private readonly sealKey: Buffer;
   private readonly log: (line: string) => void;
   /** Webhooks already reported as unopenable, so each is logged once per process. */
@@ -167,6 +214,47 @@ class SqliteAdminState implements AdminStateStore {
     );
     this.selectWebhooks = this.db.prepare('SELECT * FROM admin_webhooks ORDER BY created_at, id');
     this.removeWebhook = this.db.prepare('DELETE FROM admin_webhooks WHERE id = ?');
+    this.insertToken = this.db.prepare(
+      'INSERT INTO admin_tokens (id, name, digest, role, scope, created_at, created_by, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULL)',
+    );
+    this.selectTokens = this.db.prepare('SELECT * FROM admin_tokens ORDER BY created_at, id');
+    this.selectLiveTokenByName = this.db.prepare('SELECT * FROM admin_tokens WHERE name = ? AND revoked_at IS NULL');
+    this.selectLiveTokenByDigest = this.db.prepare('SELECT * FROM admin_tokens WHERE digest = ? AND revoked_at IS NULL');
+    this.markTokenRevoked = this.db.prepare('UPDATE admin_tokens SET revoked_at = ? WHERE id = ?');
+  }
+
+  createToken(token: NewAdminToken): Promise<AdminTokenInfo> {
+    return settle(() => {
+      const row = newTokenRow(token);
+      try {
+        this.insertToken.run(row.id, row.name, row.digest, row.role, row.scope, row.created_at, row.created_by);
+      } catch (err) {
+        if ((err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw tokenNameTaken(token.name);
+        throw err;
+      }
+      return tokenFromRow(row);
+    });
+  }
+
+  listTokens(): Promise<AdminTokenInfo[]> {
+    return settle(() => (this.selectTokens.all() as TokenRow[]).map(tokenFromRow));
+  }
+
+  revokeToken(name: string): Promise<AdminTokenInfo> {
+    return settle(() => {
+      const row = (this.selectLiveTokenByName.all(name) as TokenRow[])[0];
+      if (row === undefined) throw new RcdError('not_found', `no live admin token named "${name}"`);
+      const at = new Date().toISOString();
+      this.markTokenRevoked.run(at, row.id);
+      return tokenFromRow({ ...row, revoked_at: at });
+    });
+  }
+
+  findToken(digest: string): Promise<AdminTokenInfo | undefined> {
+    return settle(() => {
+      const row = (this.selectLiveTokenByDigest.all(digest) as TokenRow[])[0];
+      return row === undefined ? undefined : tokenFromRow(row);
+    });
   }
 
   /** Seals every secret an older version stored in clear, in one transaction. */
@@ -254,6 +342,24 @@ class SqliteAdminState implements AdminStateStore {
       this.db.close();
     });
   }
+}
+
+/** The row of a new token, as both stores insert it. */
+export function newTokenRow(token: NewAdminToken): TokenRow {
+  return {
+    id: 'tok_' + randomUUID().replaceAll('-', '').slice(0, 16),
+    name: token.name,
+    digest: token.digest,
+    role: token.role,
+    scope: JSON.stringify(token.environments),
+    created_at: new Date().toISOString(),
+    created_by: token.createdBy,
+    revoked_at: null,
+  };
+}
+
+export function tokenNameTaken(name: string): RcdError {
+  return new RcdError('conflict', `an admin token named "${name}" exists; revoke it first or pick another name`);
 }
 
 export interface AdminStateOptions {

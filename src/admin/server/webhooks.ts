@@ -1,15 +1,26 @@
 /**
- * Webhook delivery: fire and forget after an admin write.
+ * Webhook delivery from the store's outbox.
  *
- * `emit()` only appends to an in-memory queue and returns; the HTTP calls happen later on the event
- * loop, so a slow or failing receiver never slows an admin call. Each delivery is retried with
- * exponential backoff (with jitter, so many failing hooks do not retry in lockstep) until it
- * succeeds or its total time budget runs out. The queue is bounded: when it is full new deliveries
- * are dropped and logged rather than letting a dead receiver grow memory without limit.
- * Deliveries are not persisted: a restart loses what is still queued (documented).
+ * A write that announces events adds one outbox row per (event, subscribed hook) in its own
+ * transaction (handlers.ts builds them, the Store inserts them), held until the change is live;
+ * then the server releases them and kicks this dispatcher. The dispatcher claims due rows (a lease,
+ * so a second node or process on the store never sends one at the same time), posts them, and
+ * records the outcome in the store: delivered rows are removed, a failed attempt is due again after
+ * an exponential backoff with jitter, and after the last attempt (or an answer that is final) the
+ * row stays as a dead letter. Everything it knows is in the store, so a restart resumes where the
+ * last process stopped: a row whose attempt was cut by a stop is released at once, a row leased by
+ * a process that died is due again when its lease ends. Delivery is therefore at least once; the
+ * webhook-id lets receivers drop repeats. No admin call waits on a receiver.
+ *
+ * Signed per Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature), through the
+ * `standardwebhooks` package so the bytes signed are exactly what its verifier checks. The id is
+ * fixed per delivery (receivers drop duplicates by it); the timestamp and signature are made at
+ * each attempt, so a retry minutes later still falls inside a receiver's replay window.
  */
-import { createHmac, randomUUID } from 'node:crypto';
-import type { WebhookEvent, WebhookRegistration } from './state.js';
+import { randomUUID } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
+import type { NewOutboxEntry, OutboxEntry, Store } from '../../store/types.js';
+import type { AdminStateStore, WebhookEvent, WebhookInfo, WebhookRegistration } from './state.js';
 
 export interface WebhookPayload {
   readonly event: WebhookEvent;
@@ -19,45 +30,63 @@ export interface WebhookPayload {
   readonly at: string;
 }
 
+/** The bounds of delivery (config.ts: the --webhook-* flags). */
 export interface WebhookDispatcherOptions {
-  /** Deliveries waiting or in flight, over all hooks. Default 1000. */
-  readonly maxQueue?: number;
-  /** Total time a delivery may keep being retried, from its first attempt. Default 10 minutes. */
-  readonly maxRetryMs?: number;
+  /** Attempts of one delivery, the first included, before it is dead-lettered. Default 12. */
+  readonly attempts?: number;
   /** Delay before the first retry; doubles each time. Default 1 s. */
-  readonly initialDelayMs?: number;
-  /** Cap on one backoff delay. Default 60 s. */
-  readonly maxDelayMs?: number;
+  readonly retryMinMs?: number;
+  /** Cap on one backoff delay. Default 10 minutes. */
+  readonly retryMaxMs?: number;
   /** Time limit of one HTTP attempt. Default 10 s. */
   readonly attemptTimeoutMs?: number;
-  /** Attempts running at once. Default 4. */
+  /** Attempts running at once (this process). Default 4. */
   readonly concurrency?: number;
+  /** Dead letters kept; the oldest beyond go. Default 1000. */
+  readonly deadLetters?: number;
+  /** How long a write's deliveries are held if the writer never releases them. Default 5 s. */
+  readonly holdMs?: number;
   readonly log?: (line: string) => void;
 }
 
+/** What this process did since it started (the outbox itself holds the backlog: Store.outboxCounts). */
 export interface WebhookStats {
-  readonly queued: number;
   readonly inFlight: number;
   readonly delivered: number;
+  /** Attempts that failed and were scheduled again. */
+  readonly retried: number;
+  /** Deliveries dead-lettered. */
   readonly failed: number;
+  /** Deliveries dropped because their webhook was deleted. */
   readonly dropped: number;
 }
 
-interface Delivery {
-  readonly deliveryId: string;
-  readonly hookId: string;
-  readonly url: string;
-  readonly event: WebhookEvent;
-  readonly body: string;
-  readonly signature: string;
-  readonly firstAttemptAt: number;
-  attempt: number;
-  timer: NodeJS.Timeout | null;
+/** The Standard Webhooks form of a secret: `whsec_` + base64 of the key. rcd generates secrets in it. */
+export const STANDARD_SECRET_PREFIX = 'whsec_';
+
+/**
+ * The signer of a hook's secret: a `whsec_` secret is the base64 of its key (Standard Webhooks);
+ * any other secret (one chosen before rcd generated that form, or by an operator) keys the HMAC
+ * with its UTF-8 bytes, which a receiver gets with `new Webhook(bytes, { format: 'raw' })`.
+ * Throws for a `whsec_` secret that is not base64.
+ */
+export function webhookSigner(secret: string): Webhook {
+  return secret.startsWith(STANDARD_SECRET_PREFIX) ? new Webhook(secret) : new Webhook(Buffer.from(secret, 'utf8'), { format: 'raw' });
 }
 
-/** `sha256=` + hex HMAC-SHA256 of the exact body bytes with the hook's secret. */
-export function signWebhookBody(secret: string, body: string): string {
-  return 'sha256=' + createHmac('sha256', secret).update(body, 'utf8').digest('hex');
+export interface SignatureHeaders {
+  readonly 'webhook-id': string;
+  readonly 'webhook-timestamp': string;
+  readonly 'webhook-signature': string;
+}
+
+/** The three Standard Webhooks headers for one attempt. */
+export function signatureHeaders(signer: Webhook, id: string, body: string, now: Date): SignatureHeaders {
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+    'webhook-signature': signer.sign(id, now, body),
+  };
 }
 
 /** Receivers should retry the same way we do: 5xx, 408 and 429 are transient; other 4xx are final. */
@@ -65,126 +94,185 @@ function isRetryableStatus(status: number): boolean {
   return status >= 500 || status === 408 || status === 429;
 }
 
+/** The body sent for a payload: fixed member order, so the bytes signed are the bytes stored. */
+function payloadBody(p: WebhookPayload): string {
+  return JSON.stringify({ event: p.event, env: p.env, id: p.id, hash: p.hash, at: p.at });
+}
+
+/** One outbox entry per payload and hook subscribed to its event. */
+export function outboxEntries(hooks: readonly WebhookInfo[], payloads: readonly WebhookPayload[]): NewOutboxEntry[] {
+  const out: NewOutboxEntry[] = [];
+  for (const payload of payloads) {
+    const body = payloadBody(payload);
+    for (const hook of hooks) {
+      if (hook.events.includes(payload.event)) out.push({ id: 'msg_' + randomUUID().replaceAll('-', ''), hookId: hook.id, event: payload.event, body });
+    }
+  }
+  return out;
+}
+
+/** A claim's lease covers the attempt's time limit and this margin (clock steps, a slow store). */
+const LEASE_MARGIN_MS = 5000;
+/** The longest a due entry waits when no write kicked the dispatcher (another node's writes, retries). */
+const MAX_POLL_MS = 1000;
+/** Polling faster than this buys nothing (a retry this early is within the jitter) and costs queries. */
+const MIN_POLL_MS = 50;
+
 export class WebhookDispatcher {
-  private readonly hooks: () => Promise<readonly WebhookRegistration[]>;
-  private readonly maxQueue: number;
-  private readonly maxRetryMs: number;
-  private readonly initialDelayMs: number;
-  private readonly maxDelayMs: number;
+  private readonly store: Store;
+  private readonly state: AdminStateStore;
+  private readonly attempts: number;
+  private readonly retryMinMs: number;
+  private readonly retryMaxMs: number;
   private readonly attemptTimeoutMs: number;
   private readonly concurrency: number;
+  private readonly deadLetters: number;
+  readonly holdMs: number;
   private readonly log: (line: string) => void;
 
-  /** Ready to run now, in order. */
-  private readonly ready: Delivery[] = [];
-  /** Waiting for a backoff timer. */
-  private readonly waiting = new Set<Delivery>();
-  private readonly running = new Map<Delivery, AbortController>();
+  private readonly running = new Map<string, AbortController>();
   private readonly settled = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | null = null;
+  /** The pass running, awaited by close(). */
+  private passing: Promise<void> | null = null;
+  private again = false;
   private closed = false;
+  private claimFailing = false;
   private delivered = 0;
+  private retried = 0;
   private failed = 0;
   private dropped = 0;
 
-  constructor(hooks: () => Promise<readonly WebhookRegistration[]>, opts: WebhookDispatcherOptions = {}) {
-    this.hooks = hooks;
-    this.maxQueue = opts.maxQueue ?? 1000;
-    this.maxRetryMs = opts.maxRetryMs ?? 10 * 60_000;
-    this.initialDelayMs = opts.initialDelayMs ?? 1000;
-    this.maxDelayMs = opts.maxDelayMs ?? 60_000;
+  constructor(store: Store, state: AdminStateStore, opts: WebhookDispatcherOptions = {}) {
+    this.store = store;
+    this.state = state;
+    this.attempts = opts.attempts ?? 12;
+    this.retryMinMs = opts.retryMinMs ?? 1000;
+    this.retryMaxMs = opts.retryMaxMs ?? 10 * 60_000;
     this.attemptTimeoutMs = opts.attemptTimeoutMs ?? 10_000;
     this.concurrency = opts.concurrency ?? 4;
+    this.deadLetters = opts.deadLetters ?? 1000;
+    this.holdMs = opts.holdMs ?? 5000;
     this.log = opts.log ?? (() => undefined);
   }
 
-  /** Queues the payloads for every hook subscribed to their event. Never throws, never waits. */
-  emit(payloads: readonly WebhookPayload[]): void {
-    if (this.closed || payloads.length === 0) return;
-    this.hooks().then(
-      (hooks) => this.enqueue(hooks, payloads),
-      (err: unknown) => this.log(`webhooks: cannot list hooks: ${(err as Error).message}`),
-    );
+  /** Starts polling the outbox: what a previous process left is resumed at once. */
+  start(): void {
+    if (this.timer !== null || this.closed) return;
+    this.timer = setInterval(() => this.kick(), Math.max(MIN_POLL_MS, Math.min(MAX_POLL_MS, this.retryMinMs)));
+    this.timer.unref();
+    this.kick();
+  }
+
+  /** Deliveries are due now (a write released them): claim them without waiting for the poll. */
+  kick(): void {
+    if (this.closed) return;
+    if (this.passing !== null) {
+      this.again = true;
+      return;
+    }
+    this.passing = this.pass().catch((err: unknown) => this.log(`webhooks: ${(err as Error).message}`)).finally(() => {
+      this.passing = null;
+      if (this.again) {
+        this.again = false;
+        this.kick();
+      }
+    });
   }
 
   stats(): WebhookStats {
-    return {
-      queued: this.ready.length + this.waiting.size,
-      inFlight: this.running.size,
-      delivered: this.delivered,
-      failed: this.failed,
-      dropped: this.dropped,
-    };
+    return { inFlight: this.running.size, delivered: this.delivered, retried: this.retried, failed: this.failed, dropped: this.dropped };
   }
 
-  /** Stops: pending retries are dropped, attempts in flight are aborted; resolves once they settled. */
+  /** Stops: attempts in flight are aborted and their rows made due again, so the next start sends them. */
   async close(): Promise<void> {
     this.closed = true;
-    const pending = this.ready.length + this.waiting.size;
-    for (const d of this.waiting) if (d.timer !== null) clearTimeout(d.timer);
-    this.waiting.clear();
-    this.ready.length = 0;
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+    for (const controller of this.running.values()) controller.abort();
+    await this.passing;
     for (const controller of this.running.values()) controller.abort();
     await Promise.all([...this.settled]);
-    if (pending > 0) this.log(`webhooks: stopped with ${pending} deliveries not sent`);
   }
 
-  private enqueue(hooks: readonly WebhookRegistration[], payloads: readonly WebhookPayload[]): void {
-    if (this.closed) return;
-    for (const payload of payloads) {
-      const body = JSON.stringify({ event: payload.event, env: payload.env, id: payload.id, hash: payload.hash, at: payload.at });
-      for (const hook of hooks) {
-        if (!hook.events.includes(payload.event)) continue;
-        if (this.ready.length + this.waiting.size + this.running.size >= this.maxQueue) {
+  private async pass(): Promise<void> {
+    const free = this.concurrency - this.running.size;
+    if (free <= 0) return;
+    let entries: OutboxEntry[];
+    let hooks: WebhookRegistration[];
+    let known: Set<string>;
+    try {
+      const now = Date.now();
+      entries = await this.store.claimOutbox(now, now + this.attemptTimeoutMs + LEASE_MARGIN_MS, free);
+      if (entries.length === 0) return;
+      hooks = await this.state.listWebhooks();
+      known = new Set((await this.state.listWebhookInfo()).map((h) => h.id));
+      this.claimFailing = false;
+    } catch (err) {
+      // The store is unreachable or busy: the rows stay (a claimed one is due again when its lease ends).
+      if (!this.claimFailing) this.log(`webhooks: cannot read the outbox: ${(err as Error).message}; retrying`);
+      this.claimFailing = true;
+      return;
+    }
+    if (this.closed) {
+      // Stopped while claiming: give the rows back at once rather than wait for the lease.
+      for (const entry of entries) await this.record(entry, { kind: 'retry', atMs: Date.now(), error: 'stopped before an attempt', counted: false });
+      return;
+    }
+    const byId = new Map(hooks.map((h) => [h.id, h]));
+    for (const entry of entries) {
+      const hook = byId.get(entry.hookId);
+      if (hook === undefined) {
+        if (known.has(entry.hookId)) {
+          // This node's webhook key differs (docs/fleet.md): a counted failure, so a node with the
+          // right key can send it meanwhile, and it is dead-lettered if none can.
+          await this.retryOrGiveUp(entry, 'the webhook secret does not open with this node\'s webhook key');
+        } else {
+          await this.record(entry, { kind: 'delivered' });
           this.dropped++;
-          this.log(`webhooks: queue full (${this.maxQueue}), dropped ${payload.event} for ${hook.id}`);
-          continue;
+          this.log(`webhooks: ${entry.hookId} was deleted; its delivery ${entry.id} (${entry.event}) dropped`);
         }
-        this.ready.push({
-          deliveryId: randomUUID(),
-          hookId: hook.id,
-          url: hook.url,
-          event: payload.event,
-          body,
-          signature: signWebhookBody(hook.secret, body),
-          firstAttemptAt: Date.now(),
-          attempt: 0,
-          timer: null,
-        });
+        continue;
       }
+      this.begin(entry, hook);
     }
-    this.pump();
+    // A full claim may have left more due rows.
+    if (entries.length === free) this.again = true;
   }
 
-  private pump(): void {
-    while (!this.closed && this.running.size < this.concurrency && this.ready.length > 0) {
-      const delivery = this.ready.shift() as Delivery;
-      const controller = new AbortController();
-      this.running.set(delivery, controller);
-      const done = this.attempt(delivery, controller).finally(() => {
-        this.running.delete(delivery);
-        this.settled.delete(done);
-        this.pump();
-      });
-      this.settled.add(done);
-    }
+  private begin(entry: OutboxEntry, hook: WebhookRegistration): void {
+    const controller = new AbortController();
+    this.running.set(entry.id, controller);
+    const done = this.attempt(entry, hook, controller).finally(() => {
+      this.running.delete(entry.id);
+      this.settled.delete(done);
+      this.kick();
+    });
+    this.settled.add(done);
   }
 
-  private async attempt(delivery: Delivery, controller: AbortController): Promise<void> {
-    delivery.attempt++;
+  private async attempt(entry: OutboxEntry, hook: WebhookRegistration, controller: AbortController): Promise<void> {
+    let signer: Webhook;
+    try {
+      signer = webhookSigner(hook.secret);
+    } catch (err) {
+      this.failed++;
+      await this.record(entry, { kind: 'dead', error: `the secret cannot sign: ${(err as Error).message}`, keepDead: this.deadLetters });
+      return;
+    }
     const timeout = setTimeout(() => controller.abort(), this.attemptTimeoutMs);
     let problem: string;
     try {
-      const res = await fetch(delivery.url, {
+      const res = await fetch(hook.url, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
           'user-agent': 'rcd-webhooks/1',
-          'x-rcd-event': delivery.event,
-          // Same id on every retry so a receiver can drop duplicates.
-          'x-rcd-delivery': delivery.deliveryId,
-          'x-rcd-signature': delivery.signature,
+          'x-rcd-event': entry.event,
+          // Same webhook-id on every retry so a receiver can drop duplicates; a fresh timestamp.
+          ...signatureHeaders(signer, entry.id, entry.body, new Date()),
         },
-        body: delivery.body,
+        body: entry.body,
         signal: controller.signal,
         redirect: 'manual',
       });
@@ -192,37 +280,54 @@ export class WebhookDispatcher {
       await res.arrayBuffer().catch(() => undefined);
       if (res.status >= 200 && res.status < 300) {
         this.delivered++;
+        await this.record(entry, { kind: 'delivered' });
         return;
       }
       if (!isRetryableStatus(res.status)) {
         this.failed++;
-        this.log(`webhooks: ${delivery.hookId} answered ${res.status} to ${delivery.event}; not retried`);
+        this.log(`webhooks: ${entry.hookId} answered ${res.status} to ${entry.event} ${entry.id}; dead-lettered (not retried)`);
+        await this.record(entry, { kind: 'dead', error: `status ${res.status} (final)`, keepDead: this.deadLetters });
         return;
       }
       problem = `status ${res.status}`;
     } catch (err) {
-      problem = controller.signal.aborted ? 'timed out or stopped' : (err as Error).message;
+      problem = controller.signal.aborted ? 'timed out' : (err as Error).message;
     } finally {
       clearTimeout(timeout);
     }
-    if (this.closed) return;
-    this.scheduleRetry(delivery, problem);
-  }
-
-  private scheduleRetry(delivery: Delivery, problem: string): void {
-    const base = Math.min(this.maxDelayMs, this.initialDelayMs * 2 ** (delivery.attempt - 1));
-    const delay = Math.round(base * (0.8 + Math.random() * 0.4));
-    if (Date.now() + delay - delivery.firstAttemptAt > this.maxRetryMs) {
-      this.failed++;
-      this.log(`webhooks: giving up on ${delivery.event} for ${delivery.hookId} after ${delivery.attempt} attempts (${problem})`);
+    if (this.closed) {
+      // Cut by a stop, not the receiver's doing: due again at once, not counted.
+      await this.record(entry, { kind: 'retry', atMs: Date.now(), error: 'stopped before an answer', counted: false });
       return;
     }
-    this.waiting.add(delivery);
-    delivery.timer = setTimeout(() => {
-      delivery.timer = null;
-      this.waiting.delete(delivery);
-      this.ready.push(delivery);
-      this.pump();
-    }, delay);
+    await this.retryOrGiveUp(entry, problem);
+  }
+
+  /** A failed attempt: due again after the backoff, or dead-lettered when it was the last. */
+  private async retryOrGiveUp(entry: OutboxEntry, problem: string): Promise<void> {
+    const made = entry.attempts + 1;
+    if (made >= this.attempts) {
+      this.failed++;
+      this.log(`webhooks: giving up on ${entry.event} ${entry.id} for ${entry.hookId} after ${made} attempts (${problem}); dead-lettered`);
+      await this.record(entry, { kind: 'dead', error: problem, keepDead: this.deadLetters });
+      return;
+    }
+    this.retried++;
+    await this.record(entry, { kind: 'retry', atMs: Date.now() + this.backoff(made), error: problem, counted: true });
+  }
+
+  /** The wait after the n-th failed attempt: retryMinMs doubling, capped, with ±20% jitter so failing hooks do not retry in lockstep. */
+  private backoff(n: number): number {
+    const base = Math.min(this.retryMaxMs, this.retryMinMs * 2 ** (n - 1));
+    return Math.round(base * (0.8 + Math.random() * 0.4));
+  }
+
+  /** Writes an outcome; a store that cannot take it leaves the lease to run out (the row is sent again: at least once). */
+  private async record(entry: OutboxEntry, outcome: Parameters<Store['settleOutbox']>[1]): Promise<void> {
+    try {
+      await this.store.settleOutbox(entry.id, outcome);
+    } catch (err) {
+      this.log(`webhooks: cannot record the outcome of ${entry.id}: ${(err as Error).message}`);
+    }
   }
 }

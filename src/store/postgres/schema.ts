@@ -147,6 +147,38 @@ const MIGRATIONS: readonly string[] = [
     created_at    text NOT NULL
   );
   `,
+  // Named admin tokens (src/admin/server/access.ts): digests only; a name is unique among live tokens.
+  `
+  CREATE TABLE admin_tokens (
+    id         text PRIMARY KEY,
+    name       text NOT NULL,
+    digest     text NOT NULL UNIQUE,
+    role       text NOT NULL,
+    scope      text NOT NULL,
+    created_at text NOT NULL,
+    created_by text NOT NULL,
+    revoked_at text
+  );
+  CREATE UNIQUE INDEX admin_tokens_live_name ON admin_tokens (name) WHERE revoked_at IS NULL;
+  `,
+  // The webhook outbox (the SQLite schema says why), shared by every node: a claim takes rows with
+  // FOR UPDATE SKIP LOCKED, so each delivery is attempted by one node at a time.
+  `
+  CREATE TABLE webhook_outbox (
+    seq             bigserial PRIMARY KEY,
+    id              text NOT NULL UNIQUE,
+    hook_id         text NOT NULL,
+    event           text NOT NULL,
+    body            text NOT NULL,
+    created_at      text NOT NULL,
+    attempts        integer NOT NULL DEFAULT 0,
+    next_attempt_ms bigint NOT NULL,
+    last_error      text,
+    dead_at         text
+  );
+  CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_ms) WHERE dead_at IS NULL;
+  CREATE INDEX webhook_outbox_dead ON webhook_outbox (dead_at) WHERE dead_at IS NOT NULL;
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

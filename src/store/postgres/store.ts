@@ -39,7 +39,11 @@ import type {
   ImportReport,
   KeyDigest,
   KeyInfo,
+  MappingResult,
   NodeRecord,
+  OutboxEntry,
+  OutboxOf,
+  OutboxOutcome,
   PutContentResult,
   RoutingDelta,
   Store,
@@ -49,6 +53,7 @@ import { describePgError, isSessionTerminated, isUnreachable, pgFailure, type Sq
 import { contentDetail } from '../rows.js';
 import { PgRows } from './rows.js';
 import * as routing from './routing.js';
+import * as outboxRows from './outbox.js';
 import { CHANGE_CHANNEL, WRITE_LOCK } from './schema.js';
 
 /** Between two notifications, a node reads the change log anyway: a lost notification heals by then. */
@@ -104,13 +109,20 @@ export class PostgresStore implements Store {
     }
   }
 
-  private write<T>(fn: (rows: PgRows) => Promise<T>): Promise<T> {
+  /** One transaction under the write lock: `fn`, then the outbox entries it reports (types.ts, OutboxOf). */
+  private write<T>(fn: (rows: PgRows) => Promise<T>, outbox?: OutboxOf<T>): Promise<T> {
     return this.call(
       () =>
         this.sql.begin(async (tx) => {
           await tx.unsafe(`SET LOCAL lock_timeout = ${this.busyTimeoutMs}`);
           await tx.unsafe('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK], { prepare: true });
-          return fn(new PgRows(tx));
+          const result = await fn(new PgRows(tx));
+          if (outbox !== undefined) {
+            const after = outbox.contents === undefined ? [] : (await routing.delta(tx, outbox.contents, 0, 0)).contents;
+            const now = Date.now();
+            await outboxRows.insertOutbox(tx, outbox.build(result, after), now, now + outbox.holdMs);
+          }
+          return result;
         }) as Promise<T>,
       false,
     );
@@ -301,7 +313,7 @@ export class PostgresStore implements Store {
     });
   }
 
-  deleteEnvironment(envId: string, force: boolean): Promise<void> {
+  deleteEnvironment(envId: string, force: boolean, outbox?: OutboxOf<void>): Promise<void> {
     return this.write(async (rows) => {
       await this.requireEnv(rows, envId);
       const n = (await rows.tx.unsafe<{ n: number }[]>('SELECT count(*)::int AS n FROM contents WHERE env_id = $1', [envId]))[0]?.n ?? 0;
@@ -309,7 +321,7 @@ export class PostgresStore implements Store {
         throw new RcdError('conflict', `environment ${JSON.stringify(envId)} holds ${n} content item(s); delete them first or force`);
       }
       await rows.tx.unsafe('DELETE FROM environments WHERE env_id = $1', [envId]);
-    });
+    }, outbox);
   }
 
   async createKey(envId: string, plainKey?: string): Promise<{ id: string; key: string }> {
@@ -355,7 +367,7 @@ export class PostgresStore implements Store {
     );
   }
 
-  async putContent(envId: string, id: string, text: string, minAppVersion: string | null): Promise<PutContentResult> {
+  async putContent(envId: string, id: string, text: string, minAppVersion: string | null, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult> {
     const idProblem = contentIdProblem(id);
     if (idProblem !== '') throw new RcdError('invalid_request', idProblem);
     if (minAppVersion !== null) {
@@ -375,17 +387,17 @@ export class PostgresStore implements Store {
       }
       const number = await rows.appendRevision(content.content_pk, nextNumber(newest), text, compiled, minAppVersion, at);
       return { id: content.id, hash: compiled.hash, revision: number, changed: true };
-    });
+    }, outbox);
   }
 
-  deleteContent(envId: string, id: string): Promise<void> {
+  deleteContent(envId: string, id: string, outbox?: OutboxOf<void>): Promise<void> {
     return this.write(async (rows) => {
       const content = await this.requireContent(rows, envId, id);
       await rows.tx.unsafe('DELETE FROM contents WHERE content_pk = $1', [content.content_pk]);
-    });
+    }, outbox);
   }
 
-  async rollback(envId: string, id: string, to: number): Promise<PutContentResult> {
+  async rollback(envId: string, id: string, to: number, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult> {
     if (!Number.isSafeInteger(to) || to < 1) throw new RcdError('invalid_request', 'the revision to roll back to must be a positive integer');
     return this.write(async (rows) => {
       const content = await this.requireContent(rows, envId, id);
@@ -397,10 +409,10 @@ export class PostgresStore implements Store {
       }
       const number = await rows.appendRevision(content.content_pk, nextNumber(newest), target.text, target, target.min_app_version, nowIso());
       return { id: content.id, hash: target.hash, revision: number, changed: true };
-    });
+    }, outbox);
   }
 
-  putMapping(envId: string, id: string, mapping: unknown): Promise<{ mappingId: number; ruleCount: number }> {
+  putMapping(envId: string, id: string, mapping: unknown, outbox?: OutboxOf<MappingResult>): Promise<MappingResult> {
     return this.write(async (rows) => {
       const content = await this.requireContent(rows, envId, id);
       const newest = await rows.newestRevision(content.content_pk);
@@ -411,18 +423,18 @@ export class PostgresStore implements Store {
       if (current !== undefined && current.json === json) return { mappingId: current.mapping_id, ruleCount: current.rule_count };
       const mappingId = await rows.insertMapping(content.content_pk, json, compiled.ruleCount, nowIso());
       return { mappingId, ruleCount: compiled.ruleCount };
-    });
+    }, outbox);
   }
 
-  deleteMapping(envId: string, id: string): Promise<void> {
+  deleteMapping(envId: string, id: string, outbox?: OutboxOf<void>): Promise<void> {
     return this.write(async (rows) => {
       const content = await this.requireContent(rows, envId, id);
       if (content.mapping_id === null) throw new RcdError('not_found', `content ${JSON.stringify(content.id)} has no mapping`);
       await rows.clearMapping(content.content_pk, nowIso());
-    });
+    }, outbox);
   }
 
-  async sync(from: string, to: string, ids?: readonly string[]): Promise<SyncReport> {
+  async sync(from: string, to: string, ids?: readonly string[], outbox?: OutboxOf<SyncReport>): Promise<SyncReport> {
     if (from === to) throw new RcdError('invalid_request', 'sync needs two different environments');
     if (ids !== undefined) {
       if (!Array.isArray(ids)) throw new RcdError('invalid_request', 'ids must be an array of content ids');
@@ -434,14 +446,14 @@ export class PostgresStore implements Store {
       await this.requireEnv(rows, from);
       await this.requireEnv(rows, to);
       return syncEnvironments(rows, from, to, ids);
-    });
+    }, outbox);
   }
 
-  importBundle(bundle: unknown): Promise<ImportReport> {
+  importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>): Promise<ImportReport> {
     return this.write(async (rows) => {
       const owners = await rows.keyOwners(bundleKeyDigests(bundle));
       return applyPlan(rows, planImport(bundle, (digest) => owners.get(digest)));
-    });
+    }, outbox);
   }
 
   /**
@@ -472,6 +484,26 @@ export class PostgresStore implements Store {
       }
       return { note: EXPORT_NOTE, environments };
     });
+  }
+
+  claimOutbox(nowMs: number, leaseUntilMs: number, limit: number): Promise<OutboxEntry[]> {
+    return this.call(() => outboxRows.claimOutbox(this.sql, nowMs, leaseUntilMs, limit), false);
+  }
+
+  settleOutbox(id: string, outcome: OutboxOutcome): Promise<void> {
+    return this.call(() => outboxRows.settleOutbox(this.sql, id, outcome, Date.now()), false);
+  }
+
+  releaseOutbox(ids: readonly string[], atMs: number): Promise<void> {
+    return this.call(() => outboxRows.releaseOutbox(this.sql, ids, atMs), false);
+  }
+
+  listDeadLetters(limit: number): Promise<OutboxEntry[]> {
+    return this.call(() => outboxRows.listDeadLetters(this.sql, limit));
+  }
+
+  outboxCounts(): Promise<{ pending: number; dead: number }> {
+    return this.call(() => outboxRows.outboxCounts(this.sql));
   }
 
   async close(): Promise<void> {

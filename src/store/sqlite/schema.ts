@@ -107,6 +107,24 @@ const MIGRATIONS: readonly Migration[] = [
     applied_seq  INTEGER NOT NULL        -- the change-log seq its delivery loops have applied
   );
   `,
+  // The webhook outbox: one row per delivery (an event to a hook), inserted by the write that made
+  // the change, in its transaction. Delivered rows are deleted; dead letters stay (bounded).
+  `
+  CREATE TABLE webhook_outbox (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,  -- delivery order
+    id              TEXT NOT NULL UNIQUE,               -- the webhook-id header
+    hook_id         TEXT NOT NULL,
+    event           TEXT NOT NULL,
+    body            TEXT NOT NULL,
+    created_at      TEXT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_ms INTEGER NOT NULL,                   -- due at (Unix ms); a claim leases it by moving it on
+    last_error      TEXT,
+    dead_at         TEXT
+  );
+  CREATE INDEX webhook_outbox_due ON webhook_outbox(next_attempt_ms) WHERE dead_at IS NULL;
+  CREATE INDEX webhook_outbox_dead ON webhook_outbox(dead_at) WHERE dead_at IS NOT NULL;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

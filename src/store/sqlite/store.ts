@@ -29,6 +29,7 @@ import {
 import { StoreFiles } from './files.js';
 import { watchWal } from './wal-watch.js';
 import { migrate } from './schema.js';
+import { anyDue, claimOutbox, insertOutbox, listDeadLetters, outboxCounts, releaseOutbox, settleOutbox } from './outbox.js';
 import { nextNumber, nowIso, sameRevision, StoreSql, type ContentRow, type RevisionRow } from './sql.js';
 import type {
   ChangeBatch,
@@ -40,7 +41,11 @@ import type {
   EnvironmentInfo,
   ImportReport,
   KeyInfo,
+  MappingResult,
   NodeRecord,
+  OutboxEntry,
+  OutboxOf,
+  OutboxOutcome,
   PutContentResult,
   RoutingDelta,
   Store,
@@ -70,12 +75,20 @@ export class SqliteStore implements Store {
     this.files = path === null ? null : new StoreFiles([path, `${path}-wal`, `${path}-shm`]);
   }
 
-  private write<T>(fn: () => T): T {
+  /** One IMMEDIATE transaction: `fn`, then the outbox entries it reports (types.ts, OutboxOf). */
+  private write<T>(fn: () => T, outbox?: OutboxOf<T>): T {
     if (this.closed) throw new RcdError('internal', 'the store is closed');
     this.requireOwnFiles();
     let result: T;
+    const body = outbox === undefined ? fn : (): T => {
+      const r = fn();
+      const after = outbox.contents === undefined ? [] : this.routing().delta(outbox.contents, 0, 0).contents;
+      const now = Date.now();
+      insertOutbox(this.db, outbox.build(r, after), now, now + outbox.holdMs);
+      return r;
+    };
     try {
-      result = this.db.transaction(fn).immediate();
+      result = this.db.transaction(body).immediate();
     } catch (err) {
       throw sqliteFailure(err);
     }
@@ -255,7 +268,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  deleteEnvironment(envId: string, force: boolean): Promise<void> {
+  deleteEnvironment(envId: string, force: boolean, outbox?: OutboxOf<void>): Promise<void> {
     return settle(() => {
       this.write(() => {
         this.requireEnv(envId);
@@ -265,7 +278,7 @@ export class SqliteStore implements Store {
         }
         // Keys, content, revisions and mappings go with it (ON DELETE CASCADE).
         this.db.prepare('DELETE FROM environments WHERE env_id = ?').run(envId);
-      });
+      }, outbox);
     });
   }
 
@@ -319,7 +332,7 @@ export class SqliteStore implements Store {
     });
   }
 
-  putContent(envId: string, id: string, text: string, minAppVersion: string | null): Promise<PutContentResult> {
+  putContent(envId: string, id: string, text: string, minAppVersion: string | null, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult> {
     return settle(() => {
       const idProblem = contentIdProblem(id);
       if (idProblem !== '') throw new RcdError('invalid_request', idProblem);
@@ -342,21 +355,21 @@ export class SqliteStore implements Store {
         }
         const number = this.sql.appendRevision(content.content_pk, nextNumber(newest), text, compiled, minAppVersion, at);
         return { id: content.id, hash: compiled.hash, revision: number, changed: true };
-      });
+      }, outbox);
     });
   }
 
-  deleteContent(envId: string, id: string): Promise<void> {
+  deleteContent(envId: string, id: string, outbox?: OutboxOf<void>): Promise<void> {
     return settle(() => {
       this.write(() => {
         const content = this.requireContent(envId, id);
         // Revisions and mappings go with it (ON DELETE CASCADE); their ids are never reused.
         this.db.prepare('DELETE FROM contents WHERE content_pk = ?').run(content.content_pk);
-      });
+      }, outbox);
     });
   }
 
-  rollback(envId: string, id: string, to: number): Promise<PutContentResult> {
+  rollback(envId: string, id: string, to: number, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult> {
     return settle(() => {
       if (!Number.isSafeInteger(to) || to < 1) throw new RcdError('invalid_request', 'the revision to roll back to must be a positive integer');
       return this.write(() => {
@@ -373,11 +386,11 @@ export class SqliteStore implements Store {
         }
         const number = this.sql.appendRevision(content.content_pk, nextNumber(newest), target.text, target, target.min_app_version, nowIso());
         return { id: content.id, hash: target.hash, revision: number, changed: true };
-      });
+      }, outbox);
     });
   }
 
-  putMapping(envId: string, id: string, mapping: unknown): Promise<{ mappingId: number; ruleCount: number }> {
+  putMapping(envId: string, id: string, mapping: unknown, outbox?: OutboxOf<MappingResult>): Promise<MappingResult> {
     return settle(() => {
       return this.write(() => {
         const content = this.requireContent(envId, id);
@@ -389,21 +402,21 @@ export class SqliteStore implements Store {
         if (current !== undefined && current.json === json) return { mappingId: current.mapping_id, ruleCount: current.rule_count };
         const mappingId = this.sql.insertMapping(content.content_pk, json, compiled.ruleCount, nowIso());
         return { mappingId, ruleCount: compiled.ruleCount };
-      });
+      }, outbox);
     });
   }
 
-  deleteMapping(envId: string, id: string): Promise<void> {
+  deleteMapping(envId: string, id: string, outbox?: OutboxOf<void>): Promise<void> {
     return settle(() => {
       this.write(() => {
         const content = this.requireContent(envId, id);
         if (content.mapping_id === null) throw new RcdError('not_found', `content ${JSON.stringify(content.id)} has no mapping`);
         this.sql.clearMapping(content.content_pk, nowIso());
-      });
+      }, outbox);
     });
   }
 
-  sync(from: string, to: string, ids?: readonly string[]): Promise<SyncReport> {
+  sync(from: string, to: string, ids?: readonly string[], outbox?: OutboxOf<SyncReport>): Promise<SyncReport> {
     return settle(() => {
       if (from === to) throw new RcdError('invalid_request', 'sync needs two different environments');
       if (ids !== undefined) {
@@ -416,13 +429,13 @@ export class SqliteStore implements Store {
         this.requireEnv(from);
         this.requireEnv(to);
         return syncEnvironments(this.sql, from, to, ids);
-      });
+      }, outbox);
     });
   }
 
-  importBundle(bundle: unknown): Promise<ImportReport> {
+  importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>): Promise<ImportReport> {
     return settle(() => {
-      return this.write(() => importBundle(this.sql, bundle));
+      return this.write(() => importBundle(this.sql, bundle), outbox);
     });
   }
 
@@ -430,6 +443,29 @@ export class SqliteStore implements Store {
     return settle(() => {
       return this.read(() => exportBundle(this.sql));
     });
+  }
+
+  claimOutbox(nowMs: number, leaseUntilMs: number, limit: number): Promise<OutboxEntry[]> {
+    // Polled every second or so: a read finds most polls empty without taking the write lock.
+    return settle(() => (this.read(() => anyDue(this.db, nowMs)) ? this.write(() => claimOutbox(this.db, nowMs, leaseUntilMs, limit)) : []));
+  }
+
+  settleOutbox(id: string, outcome: OutboxOutcome): Promise<void> {
+    return settle(() => this.write(() => settleOutbox(this.db, id, outcome, Date.now())));
+  }
+
+  releaseOutbox(ids: readonly string[], atMs: number): Promise<void> {
+    return settle(() => {
+      if (ids.length > 0) this.write(() => releaseOutbox(this.db, ids, atMs));
+    });
+  }
+
+  listDeadLetters(limit: number): Promise<OutboxEntry[]> {
+    return settle(() => this.read(() => listDeadLetters(this.db, limit)));
+  }
+
+  outboxCounts(): Promise<{ pending: number; dead: number }> {
+    return settle(() => this.read(() => outboxCounts(this.db)));
   }
 
   close(): Promise<void> {
