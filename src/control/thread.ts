@@ -236,7 +236,7 @@ async function recordKeyUse(): Promise<void> {
 /** Logs a change of the store's status and tells the delivery loops (/healthz reports it). */
 function checkStore(): void {
   if (store === null) return;
-  if (admin !== null) sampleWebhooks(init.counters, admin);
+  if (admin !== null && storeReason === null) sampleWebhooks(init.counters, admin, store);
   const reason = store.unavailableReason();
   if (reason === storeReason) return;
   storeReason = reason;

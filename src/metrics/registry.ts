@@ -160,10 +160,10 @@ export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCo
   add('rcd_store_write_errors_total', 'Store writes that failed for the store\'s sake (unreachable, busy, unexpected), not for bad input.', 'counter', () =>
     STORE_WRITES.map((op, i) => ({ labels: { operation: op }, value: server[S_STORE_ERRORS + i]! })),
   );
-  add('rcd_webhook_backlog', 'Webhook deliveries waiting (queued or between retries).', 'gauge', () => [{ labels: {}, value: server[S_WEBHOOK_BACKLOG]! }]);
-  add('rcd_webhook_failures_total', 'Webhook deliveries given up after their retries, or refused by the receiver for good.', 'counter', () => [{ labels: {}, value: server[S_WEBHOOK_FAILED]! }]);
+  add('rcd_webhook_backlog', 'Webhook deliveries waiting in the store outbox (every node of the store).', 'gauge', () => [{ labels: {}, value: server[S_WEBHOOK_BACKLOG]! }]);
+  add('rcd_webhook_failures_total', 'Webhook deliveries this process dead-lettered (retries exhausted, or refused for good).', 'counter', () => [{ labels: {}, value: server[S_WEBHOOK_FAILED]! }]);
   add('rcd_webhook_delivered_total', 'Webhook deliveries a receiver accepted.', 'counter', () => [{ labels: {}, value: server[S_WEBHOOK_DELIVERED]! }]);
-  add('rcd_webhook_dropped_total', 'Webhook deliveries dropped because the backlog was full.', 'counter', () => [{ labels: {}, value: server[S_WEBHOOK_DROPPED]! }]);
+  add('rcd_webhook_dropped_total', 'Webhook deliveries dropped because their webhook was deleted.', 'counter', () => [{ labels: {}, value: server[S_WEBHOOK_DROPPED]! }]);
   return registry;
 }
 
