@@ -5,12 +5,12 @@
  * flow; --max-streams answers 503 with Retry-After; a revoked key's stream ends.
  */
 import { request, type ClientRequest } from 'node:http';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 import { launchChromium, startPageServer, type PageServer } from '../helpers/browser.js';
 import { rawCall } from '../helpers/http-raw.js';
+import { freePort } from '../helpers/free-port.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
 const KEY = 'events-test-key-1';
@@ -117,16 +117,6 @@ interface PageEventSource {
 }
 
 /** A port free right now (the restarted server must come back on the same one). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 let dir: string;
 let srv: ServerProcess;

