@@ -171,11 +171,18 @@ function mean(values: readonly number[]): number {
   return values.reduce((s, v) => s + v, 0) / values.length;
 }
 
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 function roundLine(i: number, r: Round): string {
   const ratio = r.current.wrk.reqPerSec / r.base.wrk.reqPerSec;
   return (
     `round ${String(i + 1).padStart(3)}  base ${fixed(r.base.wrk.reqPerSec, 0).padStart(7)} req/s ${fixed(r.base.cpuUsPerReq, 2).padStart(6)} µs/req` +
-    `  this ${fixed(r.current.wrk.reqPerSec, 0).padStart(7)} req/s ${fixed(r.current.cpuUsPerReq, 2).padStart(6)} µs/req  this/base ${fixed(ratio, 3)}`
+    `  this ${fixed(r.current.wrk.reqPerSec, 0).padStart(7)} req/s ${fixed(r.current.cpuUsPerReq, 2).padStart(6)} µs/req  this/base ${fixed(ratio, 3)}` +
+    `  p99 base ${fixed(r.base.wrk.latencyMs.p99, 2)} ms this ${fixed(r.current.wrk.latencyMs.p99, 2)} ms`
   );
 }
 
@@ -186,7 +193,7 @@ function summarize(rounds: readonly Round[]): string {
   const baseCpu = mean(rounds.map((r) => r.base.cpuUsPerReq));
   const curCpu = mean(rounds.map((r) => r.current.cpuUsPerReq));
   return [
-    `this/base req/s: mean ${fixed(mean(ratios), 3)}, min ${fixed(Math.min(...ratios), 3)}, max ${fixed(Math.max(...ratios), 3)}; ahead in ${ahead} of ${rounds.length} rounds`,
+    `this/base req/s: mean ${fixed(mean(ratios), 3)}, median ${fixed(median(ratios), 3)}, min ${fixed(Math.min(...ratios), 3)}, max ${fixed(Math.max(...ratios), 3)}; ahead in ${ahead} of ${rounds.length} rounds`,
     `server CPU per request: base ${fixed(baseCpu, 2)} µs, this ${fixed(curCpu, 2)} µs (this/base ${fixed(curCpu / baseCpu, 3)})`,
     `p99 (median of rounds): base ${fixed(medianOfRuns(rounds.map((r) => r.base.wrk)).latencyMs.p99, 2)} ms, this ${fixed(medianOfRuns(rounds.map((r) => r.current.wrk)).latencyMs.p99, 2)} ms`,
   ].join('\n');

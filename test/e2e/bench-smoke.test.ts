@@ -137,17 +137,19 @@ describe('npm run bench:ab (this checkout against a baseline, both loaded at onc
       return;
     }
     expect(code, output).toBe(0);
-    const rounds = [...output.matchAll(/^round +\d+ +base +(\d+) req\/s +([\d.]+) µs\/req +this +(\d+) req\/s +([\d.]+) µs\/req +this\/base ([\d.]+)$/gm)];
+    const rounds = [...output.matchAll(/^round +\d+ +base +(\d+) req\/s +([\d.]+) µs\/req +this +(\d+) req\/s +([\d.]+) µs\/req +this\/base ([\d.]+) +p99 base ([\d.]+) ms this ([\d.]+) ms$/gm)];
     expect(rounds, output).toHaveLength(2);
     for (const m of rounds) {
-      const [base, baseCpu, cur, curCpu, ratio] = m.slice(1).map(Number) as [number, number, number, number, number];
+      const [base, baseCpu, cur, curCpu, ratio, baseP99, curP99] = m.slice(1).map(Number) as [number, number, number, number, number, number, number];
+      expect(baseP99).toBeGreaterThan(0);
+      expect(curP99).toBeGreaterThan(0);
       expect(base).toBeGreaterThan(0);
       expect(cur).toBeGreaterThan(0);
       expect(baseCpu).toBeGreaterThan(0);
       expect(curCpu).toBeGreaterThan(0);
       expect(ratio).toBeCloseTo(cur / base, 2);
     }
-    expect(output).toMatch(/^this\/base req\/s: mean [\d.]+, min [\d.]+, max [\d.]+; ahead in \d of 2 rounds$/m);
+    expect(output).toMatch(/^this\/base req\/s: mean [\d.]+, median [\d.]+, min [\d.]+, max [\d.]+; ahead in \d of 2 rounds$/m);
     expect(output).toMatch(/^server CPU per request: base [\d.]+ µs, this [\d.]+ µs/m);
   }, 120_000);
 
