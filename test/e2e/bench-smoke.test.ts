@@ -183,6 +183,35 @@ describe('pure-JS XXH32 used by the bench checks and the micro-benchmark', () =>
   });
 });
 
+describe('routing directory heap micro-benchmark (bench/micro/directory.ts)', () => {
+  function runDirectoryMicro(nodeArgs: string[]): Promise<{ code: number | null; output: string }> {
+    return new Promise((resolve) => {
+      const child = spawn(process.execPath, [...nodeArgs, join(root, 'dist/bench/micro/directory.js'), '20000'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+      let output = '';
+      child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+      child.on('exit', (code) => resolve({ code, output }));
+    });
+  }
+
+  it('measures the directory and the former layout on the same items: the directory holds fewer bytes an item', async () => {
+    const { code, output } = await runDirectoryMicro(['--expose-gc']);
+    expect(code, output).toBe(0);
+    const rows = [...output.matchAll(/^\| (directory|former layout)[^|]* \| 20,000 \| (\d+) \| ([\d.]+) \| (-?[\d.]+) \|$/gm)];
+    expect(rows.map((m) => m[1]), output).toEqual(['directory', 'former layout']);
+    const [directory, former] = rows.map((m) => ({ bytes: Number(m[2]), gcMs: Number(m[3]) }));
+    expect(directory!.bytes).toBeGreaterThan(0);
+    expect(directory!.gcMs).toBeGreaterThan(0);
+    expect(directory!.bytes).toBeLessThan(former!.bytes);
+  }, 60_000);
+
+  it('refuses to run without --expose-gc, with the reason', async () => {
+    const { code, output } = await runDirectoryMicro([]);
+    expect(code).not.toBe(0);
+    expect(output).toContain('--expose-gc');
+  }, 30_000);
+});
+
 describe('allocation micro-benchmark (bench/micro/alloc.ts)', () => {
   it('runs every row, each [before] with its [after], and checks that before and after agree on every request', async () => {
     const { runAllocMicro } = await import('../../bench/micro/alloc.js');

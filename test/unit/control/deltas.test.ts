@@ -14,7 +14,7 @@ import { CatalogBook } from '../../../src/control/catalog.js';
 import { DeliveryFeed } from '../../../src/control/feed.js';
 import { Feeds } from '../../../src/control/feeds.js';
 import type { FeedMessage } from '../../../src/control/protocol.js';
-import { Directory, MappingLibrary } from '../../../src/delivery/directory.js';
+import { Directory, MappingLibrary, revisionsOf } from '../../../src/delivery/directory.js';
 import { openRevisionReader, openStore, type RevisionReader, type Store } from '../../../src/store/index.js';
 import { MAPPING, tempDir } from '../store/helpers.js';
 
@@ -91,7 +91,7 @@ function describeDirectory(d: Directory, plainKeys: readonly string[]): unknown 
     for (const [idLower, c] of [...env.contents].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
       contents[idLower] = {
         id: c.id,
-        revisions: c.revisions.map((r) => `${r.revId}/${r.hash}/${r.minVersion}`),
+        revisions: revisionsOf(c).map((r) => `${r.revId}/${r.hash}/${r.minVersion}`),
         mappingId: c.mappingId,
         ruleCount: c.mapping?.ruleCount ?? null,
         broken: c.mappingBroken,

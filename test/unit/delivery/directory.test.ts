@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CatalogBook } from '../../../src/control/catalog.js';
-import { Directory, MappingLibrary, chooseRevision } from '../../../src/delivery/directory.js';
+import { Directory, MappingLibrary, chooseRevision, revisionsOf } from '../../../src/delivery/directory.js';
 import type { RevisionReader } from '../../../src/store/types.js';
 import { versionKeyOf as parseVersion } from '../../../src/shared/app-version.js';
 import type { DirectorySnapshot, RoutingDelta } from '../../../src/store/types.js';
@@ -109,8 +109,8 @@ describe('Directory.applyDelta', () => {
     const d = build(SNAPSHOT, library());
     const held = d.environments.get('prod')!.contents.get('game')!;
     d.applyDelta(delta(0, 1, { contents: [{ envId: 'prod', idLower: 'game', meta: { ...game, revisions: [...game.revisions, rev(5, null)] } }] }), new Map(), true);
-    expect(held.revisions.map((r) => r.revId)).toEqual([3, 2, 1]);
-    expect(d.environments.get('prod')!.contents.get('game')!.revisions.map((r) => r.revId)).toEqual([5, 3, 2, 1]);
+    expect(revisionsOf(held).map((r) => r.revId)).toEqual([3, 2, 1]);
+    expect(revisionsOf(d.environments.get('prod')!.contents.get('game')!).map((r) => r.revId)).toEqual([5, 3, 2, 1]);
     // The compiled mapping is the same object: its id did not change, nothing was compiled again.
     expect(d.environments.get('prod')!.contents.get('game')!.mapping).toBe(held.mapping);
     expect(d.seq).toBe(1);
