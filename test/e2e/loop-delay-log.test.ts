@@ -39,6 +39,14 @@ describe('RCD_LOOP_DELAY_LOG_MS', () => {
       const withApply = after.find((m) => Number(m[5]) >= 1);
       expect(withApply, logged.stdout()).toBeDefined();
       expect(Number(withApply?.[4])).toBeGreaterThan(0);
+      // Collections of the loop's heap are counted (V8's GC profiler, one window at a time): requests
+      // allocate, and 5,000 of them fill the young generation more than once.
+      const beforeLoad = [...logged.stdout().matchAll(LINE)].length;
+      for (let i = 0; i < 100; i++) await Promise.all(Array.from({ length: 50 }, async () => (await fetch(`${logged.url}/healthz`)).arrayBuffer()));
+      await waitFor(() => [...logged.stdout().matchAll(LINE)].slice(beforeLoad).some((m) => Number(m[7]) >= 1), 10_000);
+      const collected = [...logged.stdout().matchAll(LINE)].slice(beforeLoad).find((m) => Number(m[7]) >= 1);
+      expect(collected, logged.stdout()).toBeDefined();
+      expect(Number(collected?.[6])).toBeGreaterThan(0);
       expect(quiet.stdout()).not.toContain('loop delay');
     } finally {
       await logged.dispose();
