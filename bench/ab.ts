@@ -21,7 +21,7 @@ import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { repoRoot, writeBundle } from './fixtures/generate.js';
 import { isLinuxProcAvailable, processCpuMicros } from './measure.js';
 import { Supervisor, startServer, type Target } from './processes.js';
-import { medianOfRuns, runWrk, wrkAvailable, writeWrkScript, type WrkStats } from './wrk.js';
+import { median, medianOfRuns, runWrk, wrkAvailable, writeWrkScript, type WrkStats } from './wrk.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../test/helpers/postgres.js';
 
 const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
@@ -169,12 +169,6 @@ function fixed(n: number, digits: number): string {
 
 function mean(values: readonly number[]): number {
   return values.reduce((s, v) => s + v, 0) / values.length;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 function roundLine(i: number, r: Round): string {

@@ -120,7 +120,8 @@ export function parseWrkOutput(text: string): WrkStats {
   };
 }
 
-function median(values: readonly number[]): number {
+/** The median of `values` (the mean of the middle two for an even count). */
+export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
