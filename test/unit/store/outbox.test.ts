@@ -3,14 +3,10 @@
  * database): entries exist exactly when their write committed, held until released, claimed under
  * a lease by one claimer at a time, and settled as delivered, due again or dead (bounded).
  */
-import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openStore, type Store } from '../../../src/store/index.js';
+import type { Store } from '../../../src/store/index.js';
 import type { NewOutboxEntry, OutboxOf } from '../../../src/store/types.js';
-import { createDatabase } from '../../helpers/postgres.js';
-import { tempDir } from './helpers.js';
-
-const kinds = ['sqlite', 'memory', 'postgres'] as const;
+import { STORE_KINDS, openStoreOfKind } from './kinds.js';
 
 let n = 0;
 function entry(event = 'content.updated'): NewOutboxEntry {
@@ -22,22 +18,12 @@ function outbox<R>(entries: NewOutboxEntry[], holdMs = 0): OutboxOf<R> {
   return { holdMs, build: () => entries };
 }
 
-describe.each(kinds)('webhook outbox (%s)', (kind) => {
+describe.each(STORE_KINDS)('webhook outbox (%s)', (kind) => {
   let store: Store;
   let cleanup: () => Promise<void> | void = () => undefined;
 
   beforeEach(async () => {
-    if (kind === 'sqlite') {
-      const t = tempDir();
-      cleanup = t.cleanup;
-      store = await openStore(`sqlite:${join(t.dir, 'rcd.db')}`);
-    } else if (kind === 'postgres') {
-      const db = await createDatabase();
-      cleanup = db.drop;
-      store = await openStore(db.url);
-    } else {
-      store = await openStore('memory:');
-    }
+    ({ store, cleanup } = await openStoreOfKind(kind));
     await store.putEnvironment('dev');
   });
 

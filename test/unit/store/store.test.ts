@@ -3,12 +3,11 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { apiKeyDigest, isRevisionSource, openRevisionReader, openStore, openWorkerReader, type Store } from '../../../src/store/index.js';
 import type { RevisionText } from '../../../src/store/types.js';
-import { createDatabase } from '../../helpers/postgres.js';
 import { MAPPING, rejectsWith, tempDir } from './helpers.js';
+import { STORE_KINDS, openStoreOfKind } from './kinds.js';
 
 const BASE = '{\n  // defaults\n  "level": 1,\n  "color": "green"\n}';
 
-const kinds = ['sqlite', 'memory', 'postgres'] as const;
 
 /** A worker thread's reader of any store (synchronous for SQLite, batched for PostgreSQL), as promises. */
 function workerReader(url: string): {
@@ -33,22 +32,12 @@ function workerReader(url: string): {
 
 // One contract, every store: the same tests against a SQLite file, an in-memory SQLite database and
 // a real PostgreSQL database (created for each test and dropped after it).
-describe.each(kinds)('Store (%s)', (kind) => {
+describe.each(STORE_KINDS)('Store (%s)', (kind) => {
   let store: Store;
   let cleanup: () => Promise<void> | void = () => undefined;
 
   beforeEach(async () => {
-    if (kind === 'sqlite') {
-      const t = tempDir();
-      cleanup = t.cleanup;
-      store = await openStore(`sqlite:${join(t.dir, 'nested', 'dir', 'rcd.db')}`);
-    } else if (kind === 'postgres') {
-      const db = await createDatabase();
-      cleanup = db.drop;
-      store = await openStore(db.url);
-    } else {
-      store = await openStore('memory:');
-    }
+    ({ store, cleanup } = await openStoreOfKind(kind, join('nested', 'dir', 'rcd.db')));
   });
 
   afterEach(async () => {
