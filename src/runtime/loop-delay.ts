@@ -54,6 +54,13 @@ function recordGc(profiler: GCProfiler): void {
   }
 }
 
+/** A GC profiler recording from now on (one per window: stop() ends it). */
+function startedGcProfiler(): GCProfiler {
+  const profiler = new GCProfiler();
+  profiler.start();
+  return profiler;
+}
+
 function windowText(w: WindowMax): string {
   const text = `${w.maxMs.toFixed(2)}ms/${w.count}`;
   w.maxMs = 0;
@@ -81,15 +88,13 @@ export function startLoopDelayLog(intervalMs: number | null): () => void {
   if (intervalMs === null) return () => undefined;
   const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   histogram.enable();
-  let gc = new GCProfiler();
-  gc.start();
+  let gc = startedGcProfiler();
   windowText(applied);
   windowText(collected);
   const late = (ns: number): string => Math.max(0, ns / 1e6 - RESOLUTION_MS).toFixed(2);
   const timer = setInterval(() => {
     recordGc(gc);
-    gc = new GCProfiler();
-    gc.start();
+    gc = startedGcProfiler();
     if (histogram.count > 0) {
       logInfo(
         `loop delay p50=${late(histogram.percentile(50))}ms p99=${late(histogram.percentile(99))}ms max=${late(histogram.max)}ms` +

@@ -18,9 +18,9 @@ const outDir = mkdtempSync(join(tmpdir(), 'rcd-bench-smoke-test-'));
 
 afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
-function runBench(args: string[], timeoutMs: number, script = 'dist/bench/run.js'): Promise<{ code: number | null; output: string }> {
+function runBench(args: string[], timeoutMs: number, script = 'dist/bench/run.js', nodeArgs: string[] = []): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(root, script), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...nodeArgs, join(root, script), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -184,15 +184,8 @@ describe('pure-JS XXH32 used by the bench checks and the micro-benchmark', () =>
 });
 
 describe('routing directory heap micro-benchmark (bench/micro/directory.ts)', () => {
-  function runDirectoryMicro(nodeArgs: string[]): Promise<{ code: number | null; output: string }> {
-    return new Promise((resolve) => {
-      const child = spawn(process.execPath, [...nodeArgs, join(root, 'dist/bench/micro/directory.js'), '20000'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-      let output = '';
-      child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-      child.on('exit', (code) => resolve({ code, output }));
-    });
-  }
+  const runDirectoryMicro = (nodeArgs: string[]): Promise<{ code: number | null; output: string }> =>
+    runBench(['20000'], 50_000, 'dist/bench/micro/directory.js', nodeArgs);
 
   it('measures the directory and the former layout on the same items: the directory holds fewer bytes an item', async () => {
     const { code, output } = await runDirectoryMicro(['--expose-gc']);
