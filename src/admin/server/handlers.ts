@@ -473,7 +473,11 @@ async function deleteWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminR
 async function listDeadLetters(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const limit = positiveInt(call.query, 'limit', 100) as number;
   if (limit > MAX_AUDIT_LIMIT) throw new RcdError('invalid_query', `limit must be at most ${MAX_AUDIT_LIMIT}`);
-  const [letters, counts] = await Promise.all([ctx.store.listDeadLetters(limit), ctx.store.outboxCounts()]);
+  // Counts first, then the list, one after the other: read at once (two PostgreSQL connections), a
+  // letter committed between the two reads was counted but not listed. In this order every dead
+  // letter the count includes is in the list (up to `limit`).
+  const counts = await ctx.store.outboxCounts();
+  const letters = await ctx.store.listDeadLetters(limit);
   return read({
     pending: counts.pending,
     dead: counts.dead,
