@@ -23,7 +23,7 @@
  * compiled).
  */
 import type { ContentMeta, DirectorySnapshot, RoutingDelta } from '../store/types.js';
-import type { CatalogText } from './protocol.js';
+import type { CatalogChange, CatalogText, CatalogUpdate } from './protocol.js';
 import { crc32 } from 'node:zlib';
 import { GZIP_HEADER, GzipBuilder, compressPart, crc32Combine, crc32Shift, gzipBound, gzipEnd, storedBlock, type CompressedPart } from '../shared/gzip.js';
 import { catalogTag, catalogTagOfPieces } from '../shared/catalog-tag.js';
@@ -63,6 +63,8 @@ class EnvCatalog {
   readonly entries = new Map<string, Entry>();
   blocks: Block[] = [];
   body: BuiltCatalog | null = null;
+  /** The body last handed out for the loops, which hold it: the next one goes as a change to it. */
+  sent: BuiltCatalog | null = null;
 }
 
 type BuiltCatalog = Omit<CatalogText, 'envId'>;
@@ -149,14 +151,38 @@ export class CatalogBook {
     return [...touched];
   }
 
-  /** The catalog bodies of `envIds` that exist. */
+  /** The catalog bodies of `envIds` that exist, whole. */
   bodies(envIds: Iterable<string>): CatalogText[] {
     const out: CatalogText[] = [];
     for (const envId of envIds) {
       const env = this.envs.get(envId);
       if (env !== undefined) {
         const built = bodyOf(env);
+        env.sent = built;
         out.push({ envId, body: built.body, bodyBytes: built.bodyBytes, gzip: built.gzip, gzipBytes: built.gzipBytes, tag: built.tag });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The catalog bodies of `envIds` that exist, for loops that hold the bodies handed out before: a
+   * change to the held body when it has as many pieces (an edit that did not split or empty a
+   * block), else whole (a new environment, a split or emptied block, a small body's one piece
+   * growing into pieces).
+   */
+  changes(envIds: Iterable<string>): CatalogUpdate[] {
+    const out: CatalogUpdate[] = [];
+    for (const envId of envIds) {
+      const env = this.envs.get(envId);
+      if (env === undefined) continue;
+      const held = env.sent;
+      const built = bodyOf(env);
+      env.sent = built;
+      if (held === null || held.body.length !== built.body.length || held.gzip.length !== built.gzip.length) {
+        out.push({ envId, body: built.body, bodyBytes: built.bodyBytes, gzip: built.gzip, gzipBytes: built.gzipBytes, tag: built.tag });
+      } else {
+        out.push(changeOf(envId, held, built));
       }
     }
     return out;
@@ -192,6 +218,36 @@ export class CatalogBook {
     env.entries.clear();
     env.blocks = [];
   }
+}
+
+/** `built` as a change to `held` (as many pieces each): the pieces that are not the same memory. */
+function changeOf(envId: string, held: BuiltCatalog, built: BuiltCatalog): CatalogChange {
+  const body = newPieces(held.body, built.body);
+  const gzip = newPieces(held.gzip, built.gzip);
+  return {
+    envId,
+    bodyPieces: built.body.length,
+    bodyAt: body.at,
+    body: body.pieces,
+    bodyBytes: built.bodyBytes,
+    gzipPieces: built.gzip.length,
+    gzipAt: gzip.at,
+    gzip: gzip.pieces,
+    gzipBytes: built.gzipBytes,
+    tag: built.tag,
+  };
+}
+
+/** The indexes where `built` has another piece than `held`, and those pieces. */
+function newPieces(held: readonly Uint8Array[], built: readonly Uint8Array[]): { at: number[]; pieces: Uint8Array[] } {
+  const at: number[] = [];
+  const pieces: Uint8Array[] = [];
+  for (let i = 0; i < built.length; i++) {
+    if (built[i] === held[i]) continue;
+    at.push(i);
+    pieces.push(built[i]!);
+  }
+  return { at, pieces };
 }
 
 function clearBlock(block: Block): void {

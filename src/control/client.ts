@@ -5,10 +5,10 @@
 import { Worker, type MessagePort } from 'node:worker_threads';
 import { StartupError } from '../runtime/config.js';
 import { RcdError } from '../runtime/errors.js';
-import { logError, logInfo } from '../runtime/log.js';
+import { logError } from '../runtime/log.js';
 import type { ControlCommand, ControlEvent, ControlFailure, ControlInit, DemoNotice } from './protocol.js';
 
-type Reply = Exclude<ControlEvent, { type: 'log' } | { type: 'failed' }>;
+type Reply = Exclude<ControlEvent, { type: 'failed' }>;
 
 interface Waiter {
   readonly type: Reply['type'];
@@ -89,11 +89,6 @@ export class ControlThread {
   }
 
   private onEvent(event: ControlEvent): void {
-    if (event.type === 'log') {
-      if (event.level === 'info') logInfo(event.line);
-      else logError(event.line);
-      return;
-    }
     const waiter = this.waiter;
     this.waiter = null;
     if (waiter === null) {

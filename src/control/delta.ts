@@ -90,7 +90,7 @@ export function deltaUpdates(
   slices.push(cur);
 
   const touched = book.apply(delta);
-  const catalogs = book.bodies(touched);
+  const catalogs = book.changes(touched);
   return slices.map((s, i) => {
     const last = i === slices.length - 1;
     return {

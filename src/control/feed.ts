@@ -10,7 +10,7 @@ import type { FrontEndState } from '../delivery/state.js';
 import { recordApply } from '../runtime/loop-delay.js';
 import { logError } from '../runtime/log.js';
 import type { RevisionReader } from '../store/types.js';
-import type { AccessRecord, CatalogText, DeltaUpdate, DirectoryUpdate, FeedMessage, FeedReply } from './protocol.js';
+import { isCatalogChange, type AccessRecord, type CatalogChange, type CatalogUpdate, type DeltaUpdate, type DirectoryUpdate, type FeedMessage, type FeedReply } from './protocol.js';
 import type { EnvChange } from '../delivery/events.js';
 
 const EMPTY = { seq: 0, environments: [], keys: [], contents: [] };
@@ -104,13 +104,13 @@ export class DeliveryFeed {
     try {
       if (update.kind === 'snapshot') {
         const before = this.directory.environments;
-        this.directory = new Directory(update.snapshot, this.mappings, catalogBodies(update.catalogs));
+        this.directory = new Directory(update.snapshot, this.mappings, catalogBodies(update.catalogs, null));
         if (this.state !== null) this.state.directory = this.directory;
         this.pending.clear();
         this.notify(everyEnvironment(before, this.directory.environments), true);
       } else {
         this.collectChanges(update);
-        this.directory.applyDelta(update.delta, catalogBodies(update.catalogs), update.last);
+        this.directory.applyDelta(update.delta, catalogBodies(update.catalogs, this.directory), update.last);
         if (update.last) {
           const changes: EnvChange[] = [];
           for (const [envId, ids] of this.pending) changes.push({ envId, changed: ids === null ? null : [...ids] });
@@ -166,9 +166,44 @@ function everyEnvironment(before: ReadonlyMap<string, unknown>, after: ReadonlyM
   return out;
 }
 
-/** The bodies by environment (their pieces are the received views: no copy). */
-function catalogBodies(list: readonly CatalogText[]): CatalogBodies {
+/**
+ * The bodies by environment (their pieces are the received views: no copy); a change is applied to
+ * the body `held` holds for its environment.
+ */
+function catalogBodies(list: readonly CatalogUpdate[], held: Directory | null): CatalogBodies {
   const out = new Map<string, CatalogView>();
-  for (const c of list) out.set(c.envId, c);
+  for (const c of list) {
+    if (!isCatalogChange(c)) {
+      out.set(c.envId, c);
+      continue;
+    }
+    const view = held?.environments.get(c.envId)?.catalog;
+    if (view === undefined) throw new Error(`a catalog change for environment ${JSON.stringify(c.envId)}, which this loop holds no catalog of`);
+    out.set(c.envId, changedCatalog(view, c));
+  }
+  return out;
+}
+
+/** `view` with the pieces `change` replaces: new piece lists, the held ones left as they are. */
+function changedCatalog(view: CatalogView, change: CatalogChange): CatalogView {
+  if (view.gzip === null || view.body.length !== change.bodyPieces || view.gzip.length !== change.gzipPieces) {
+    throw new Error(`the catalog change for environment ${JSON.stringify(change.envId)} does not fit the catalog held`);
+  }
+  return {
+    body: replacedPieces(view.body, change.bodyAt, change.body),
+    bodyBytes: change.bodyBytes,
+    gzip: replacedPieces(view.gzip, change.gzipAt, change.gzip),
+    gzipBytes: change.gzipBytes,
+    tag: change.tag,
+  };
+}
+
+function replacedPieces(held: readonly Uint8Array[], at: readonly number[], pieces: readonly Uint8Array[]): Uint8Array[] {
+  const out = held.slice();
+  for (let i = 0; i < at.length; i++) {
+    const index = at[i]!;
+    if (!(index >= 0 && index < out.length) || pieces[i] === undefined) throw new Error('a catalog change names a piece the catalog does not have');
+    out[index] = pieces[i]!;
+  }
   return out;
 }

@@ -9,7 +9,7 @@
  *
  * Two channels:
  * - the lifecycle channel (the worker's parentPort): the owning thread opens, seeds, and stops the
- *   control thread, and receives its log lines;
+ *   control thread (which writes its own log lines);
  * - a feed per delivery loop (a MessagePort given at creation): directory updates go out, the loop
  *   acknowledges each once requests see it, and reports which API keys it saw. An admin write answers
  *   only after every feed has acknowledged its update ("live at once"). Every feed receives the same
@@ -100,6 +100,40 @@ export interface CatalogText {
 }
 
 /**
+ * An environment's new catalog body as a change to the one every loop holds for it (the last
+ * CatalogText or CatalogChange sent for that environment): the same number of pieces, with the
+ * pieces at `bodyAt` and `gzipAt` replaced and every other piece kept. An edit changes one block of
+ * entries, so it carries one body piece and two gzip pieces (the block's segment and the closing
+ * trailer) whatever the environment's size; a whole CatalogText would carry every piece again, and
+ * each SharedArrayBuffer received costs the loop an object to make and collect (~400 a write at
+ * 50,000 items: ~70 KB of promoted garbage per write on the loop, bench/README.md "Catalog changes").
+ * A loop that does not hold a body of these sizes refuses the update (the control thread then
+ * sends a whole snapshot).
+ */
+export interface CatalogChange {
+  readonly envId: string;
+  /** How many pieces the body has (the held body must have as many). */
+  readonly bodyPieces: number;
+  /** Indexes of the body pieces replaced, in order, and their new pieces. */
+  readonly bodyAt: readonly number[];
+  readonly body: readonly Uint8Array[];
+  readonly bodyBytes: number;
+  readonly gzipPieces: number;
+  readonly gzipAt: readonly number[];
+  readonly gzip: readonly Uint8Array[];
+  readonly gzipBytes: number;
+  readonly tag: string;
+}
+
+/** A catalog in an update: whole, or as a change to the one held. */
+export type CatalogUpdate = CatalogText | CatalogChange;
+
+/** True for a change to the held catalog (CatalogChange), false for a whole one. */
+export function isCatalogChange(c: CatalogUpdate): c is CatalogChange {
+  return 'bodyAt' in c;
+}
+
+/**
  * The whole routing state, self-contained: the snapshot, the text of every mapping it references
  * (the loop compiles only ids it has not compiled before) and every environment's catalog body.
  * O(store): sent at start, and when a reader fell behind the change log's retained window.
@@ -119,15 +153,16 @@ export interface SnapshotUpdate {
  * between them; every slice carries the whole delta's `fromSeq`/`toSeq`.
  * - `mappings`: the text of each mapping id this slice references that no content referenced
  *   before the update (the loops hold every referenced mapping compiled);
- * - `catalogs`: on the last slice only, the new body of every environment the delta touched, so a
- *   catalog never announces a hash the routing does not serve yet;
+ * - `catalogs`: on the last slice only, the new body of every environment the delta touched (as a
+ *   change to the held one where the number of pieces stayed the same), so a catalog never
+ *   announces a hash the routing does not serve yet;
  * - `last`: the write this delta carries is live once the last slice is acknowledged.
  */
 export interface DeltaUpdate {
   readonly kind: 'delta';
   readonly delta: RoutedDelta;
   readonly mappings: readonly MappingText[];
-  readonly catalogs: readonly CatalogText[];
+  readonly catalogs: readonly CatalogUpdate[];
   readonly last: boolean;
 }
 
@@ -206,5 +241,4 @@ export type ControlEvent =
   | { readonly type: 'admin-stopped' }
   | { readonly type: 'closed' }
   /** The command in progress (or the opening) failed; the thread has released what it held. */
-  | { readonly type: 'failed'; readonly failure: ControlFailure }
-  | { readonly type: 'log'; readonly level: 'info' | 'error'; readonly line: string };
+  | { readonly type: 'failed'; readonly failure: ControlFailure };

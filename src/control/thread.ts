@@ -20,6 +20,7 @@ import { describeMaterial, loadTlsMaterial, reloadTlsMaterial } from '../runtime
 import { DEMO_ENV, demoBundle, demoKeyPath, newDemoKey, writeDemoKey } from '../runtime/demo.js';
 import { RcdError } from '../runtime/errors.js';
 import { holdYoungGeneration } from '../runtime/heap.js';
+import { configureLog, logError, logInfo } from '../runtime/log.js';
 import { describeStoreUrl, isPostgresUrl, openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
 import { Feeds } from './feeds.js';
@@ -55,15 +56,11 @@ function post(event: ControlEvent): void {
   lifecycle!.postMessage(event);
 }
 
-// Lines go through the lifecycle channel, not this thread's stdout: the owner prints them in order
-// with its own lines, and none is lost when the process exits.
-function logInfo(line: string): void {
-  post({ type: 'log', level: 'info', line });
-}
-
-function logError(line: string): void {
-  post({ type: 'log', level: 'error', line });
-}
+// This thread writes its own lines, synchronously to fd 1 and 2 (a line is one write(2), so lines of
+// threads never mix; none is lost at exit). Sent to the main thread instead, every admin write's audit
+// line cost the delivery loop there a pino format and a blocking write: a quarter of the loop's CPU
+// per write, and a stalled loop whenever the reader of stdout fell behind (bench/README.md).
+configureLog({ level: config.logLevel, format: config.logFormat });
 
 let store: Store | null = null;
 let adminState: AdminStateStore | null = null;

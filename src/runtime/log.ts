@@ -7,8 +7,10 @@
  * `json` (one JSON object a line: level, time, pid, msg; the default when stdout is not a
  * terminal, as under systemd/journald or a log shipper) or `pretty` (the plain lines, through
  * pino-pretty; the default on a terminal). Info and debug go to stdout, warnings and errors to stderr.
- * Lines are written synchronously: none is lost when the process exits, and they keep their order
- * with the lines the control thread sends over its lifecycle channel.
+ * Lines are written synchronously, by the thread that logs them (the control thread and each extra
+ * delivery loop configure their own logger): one write(2) a line, so lines of threads never mix,
+ * and none is lost when the process exits. No thread writes another thread's lines: the delivery
+ * loop of the main thread spends nothing on the control thread's audit lines.
  *
  * No secret is ever passed to these functions: keys, the admin token, passphrases and passwords are
  * named by where they live (a file, a key id, a URL without its password), never by their value.

@@ -13,7 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CatalogBook } from '../../../src/control/catalog.js';
 import { DeliveryFeed } from '../../../src/control/feed.js';
 import { Feeds } from '../../../src/control/feeds.js';
-import type { FeedMessage } from '../../../src/control/protocol.js';
+import { isCatalogChange, type CatalogUpdate, type FeedMessage } from '../../../src/control/protocol.js';
 import { Directory, MappingLibrary, revisionsOf } from '../../../src/delivery/directory.js';
 import { openRevisionReader, openStore, type RevisionReader, type Store } from '../../../src/store/index.js';
 import { MAPPING, tempDir } from '../store/helpers.js';
@@ -283,6 +283,54 @@ describe('routing deltas against a whole rebuild', () => {
       feed.close();
       reader.close();
       await store.close();
+    }
+  });
+
+  it('sends a large catalog as a change of the pieces an edit touched, whole when its pieces are cut anew', async () => {
+    const h = await harness();
+    try {
+      const content: Record<string, unknown> = {};
+      for (let i = 0; i < 3000; i++) content[`Item${String(i).padStart(4, '0')}`] = { text: `{"level": ${i}}` };
+      await h.store.importBundle({ environments: { prod: { keys: ['a-key-of-prod-0001'], content } } });
+      await h.feeds.publish(h.store);
+      const held = h.feed.directory.environments.get('prod')!.catalog;
+      expect(held.body.length).toBeGreaterThan(5);
+      const sent: CatalogUpdate[] = [];
+      h.loopPort.on('message', (m: FeedMessage) => {
+        if (m.type === 'directory' && m.update.kind === 'delta') sent.push(...m.update.catalogs);
+      });
+      const agree = async (): Promise<void> => {
+        expect(describeDirectory(h.feed.directory, ['a-key-of-prod-0001'])).toEqual(describeDirectory(await fresh(h.store, h.reader), ['a-key-of-prod-0001']));
+      };
+
+      // An edit: one body piece (its block) and two gzip pieces (the block's segment, the trailer).
+      await h.store.putContent('prod', 'Item1500', '{"level": "edited"}', null);
+      await h.feeds.publish(h.store);
+      const edit = sent.pop()!;
+      expect(isCatalogChange(edit)).toBe(true);
+      if (!isCatalogChange(edit)) return;
+      expect([edit.body.length, edit.gzip.length, edit.bodyPieces]).toEqual([1, 2, held.body.length]);
+      const now = h.feed.directory.environments.get('prod')!.catalog;
+      // The pieces the change did not name are the very views the loop held.
+      expect(now.body.filter((p, i) => p !== held.body[i]).length).toBe(1);
+      await agree();
+
+      // A delete and a new id within a block: still a change.
+      await h.store.deleteContent('prod', 'Item0007');
+      await h.store.putContent('prod', 'Item0007b', '{"level": 0}', null);
+      await h.feeds.publish(h.store);
+      expect(isCatalogChange(sent.pop()!)).toBe(true);
+      await agree();
+
+      // Enough new ids in one block's range to split it: the body has more pieces, so it goes whole.
+      for (let i = 0; i < 600; i++) await h.store.putContent('prod', `Item2000x${String(i).padStart(3, '0')}`, '{"level": 1}', null);
+      await h.feeds.publish(h.store);
+      const split = sent.pop()!;
+      expect(isCatalogChange(split)).toBe(false);
+      expect(split.body.length).toBeGreaterThan(held.body.length);
+      await agree();
+    } finally {
+      await h.close();
     }
   });
 
