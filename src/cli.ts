@@ -84,7 +84,7 @@ async function serve(args: string[]): Promise<number> {
   }
   const running = server;
   onReload = (): void => {
-    if (config.tls === null && config.adminTls === null) logInfo('SIGHUP: no TLS listener configured, nothing to reload');
+    if (config.tls === null && config.adminTls === null && config.metricsTls === null) logInfo('SIGHUP: no TLS listener configured, nothing to reload');
     else running.reloadTls();
   };
   const code = await new Promise<number>((resolve) => {

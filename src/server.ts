@@ -45,7 +45,8 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   }
   const loopDelayLogMs = loopDelayInterval(process.env.RCD_LOOP_DELAY_LOG_MS);
   // Before anything starts: a certificate that cannot be served stops the start with one line.
-  const tls = loadStartupTls(config);
+  const startupTls = loadStartupTls(config);
+  const tls = startupTls.delivery;
   // First: the directory and the pool allocate enough to grow the young generation.
   const holdYoung = !operatorSizedYoungGeneration(process.execArgv, process.env.NODE_OPTIONS);
   if (holdYoung) holdYoungGeneration();
@@ -87,7 +88,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     // port is claimed once here for all of them (one HTTPS loop claims it itself).
     const claimed = config.httpThreads > 1;
     const port = claimed ? await claimLoopsPort(config.host, config.port) : config.port;
-    if (config.metricsEnabled) metrics = await startMetrics(config, loopCounters, serverCounters);
+    if (config.metricsEnabled) metrics = await startMetrics(config, startupTls.metrics, loopCounters, serverCounters);
     const main = DeliveryLoop.start({
       index: 0,
       config,
@@ -123,7 +124,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
       logInfo('HTTPS: net.ipv4.tcp_migrate_req is 0: a certificate rotation resets connections still in their TCP handshake with the previous listener (set it to 1 for none; docs/deployment.md)');
     }
   }
-  if (metrics !== null) logInfo(`metrics at http://${config.metricsHost}:${metrics.port}/metrics`);
+  if (metrics !== null) logInfo(`metrics at ${config.metricsTls === null ? 'http' : 'https'}://${config.metricsHost}:${metrics.port}/metrics`);
   const loops = config.httpThreads === 1 ? '' : `${config.httpThreads} delivery loops, `;
   const scheme = tls === null ? 'http' : 'https';
   logInfo(`listening on ${scheme}://${config.host}:${listening.port} (${loops}${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
@@ -146,6 +147,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     if (closing !== null) return;
     if (config.tls !== null) rotateCertificate(config.tls, listening, loopThreads);
     control.reloadTls();
+    metrics?.reloadTls();
   };
   const stopWatchingTls = watchTlsFiles(config, reloadTls);
 
@@ -169,9 +171,16 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   return { port: listening.port, adminPort: opened.adminPort, fatal, close, reloadTls };
 }
 
-async function startMetrics(config: ServeConfig, loops: readonly LoopCounters[], server: ServerCounters): Promise<MetricsThread> {
+async function startMetrics(config: ServeConfig, tls: TlsMaterial | null, loops: readonly LoopCounters[], server: ServerCounters): Promise<MetricsThread> {
   try {
-    return await startMetricsThread(config.metricsHost, config.metricsPort, loops, server);
+    return await startMetricsThread({
+      host: config.metricsHost,
+      port: config.metricsPort,
+      loops,
+      server,
+      tls: config.metricsTls === null || tls === null ? null : { files: config.metricsTls, material: tls },
+      log: { level: config.logLevel, format: config.logFormat },
+    });
   } catch {
     throw new StartupError(`cannot listen on the metrics address ${config.metricsHost}:${config.metricsPort} (the port is in use or not permitted; --metrics false turns metrics off)`);
   }

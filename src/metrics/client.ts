@@ -3,16 +3,17 @@
  */
 import { Worker } from 'node:worker_threads';
 import { logError } from '../runtime/log.js';
-import type { LoopCounters, ServerCounters } from './layout.js';
 import type { MetricsCommand, MetricsEvent, MetricsInit } from './protocol.js';
 
 export interface MetricsThread {
   readonly port: number;
+  /** Has the listener read its certificate files again (it logs the outcome itself). */
+  reloadTls(): void;
   close(): Promise<void>;
 }
 
-export function startMetricsThread(host: string, port: number, loops: readonly LoopCounters[], server: ServerCounters): Promise<MetricsThread> {
-  const workerData: MetricsInit = { host, port, loops, server };
+export function startMetricsThread(init: MetricsInit): Promise<MetricsThread> {
+  const workerData: MetricsInit = init;
   const worker = new Worker(new URL('./thread.js', import.meta.url), { workerData });
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   return new Promise((resolve, reject) => {
@@ -28,9 +29,14 @@ export function startMetricsThread(host: string, port: number, loops: readonly L
       }
       // Delivery does not depend on metrics: a metrics thread that fails later is logged, not fatal.
       worker.on('error', (err) => logError(`the metrics thread failed, metrics are no longer served: ${err instanceof Error ? err.message : String(err)}`));
+      let stopping = false;
       resolve({
         port: event.port,
+        reloadTls: () => {
+          if (!stopping) worker.postMessage({ type: 'reload-tls' } satisfies MetricsCommand);
+        },
         close: async () => {
+          stopping = true;
           worker.postMessage({ type: 'stop' } satisfies MetricsCommand);
           await exited;
         },

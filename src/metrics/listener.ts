@@ -1,18 +1,28 @@
 /**
  * The metrics listener (--metrics-host, --metrics-port): GET /metrics in the Prometheus text format,
- * on its own port so it can stay on a private interface while the delivery port is public. It runs
+ * on its own port so it can stay on a private interface while the delivery port is public; over
+ * HTTPS with --metrics-tls-cert and --metrics-tls-key (a scraper on another host). It runs
  * in the metrics thread (src/metrics/thread.ts): a scrape reads the shared arrays, nothing else.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { Registry } from 'prom-client';
+import { nodeSecureContextOptions, type TlsMaterial } from '../runtime/tls.js';
 
 export interface MetricsListener {
   readonly port: number;
+  /** What it serves over HTTPS, or null (plain HTTP). */
+  readonly tls: TlsMaterial | null;
+  /** New connections get `tls` (node:https swaps the secure context; open connections keep theirs). */
+  rotateTls(tls: TlsMaterial): void;
   close(): Promise<void>;
 }
 
-export async function startMetricsListener(registry: Registry, host: string, port: number): Promise<MetricsListener> {
-  const server: Server = createServer((req, res) => void answer(registry, req, res));
+export async function startMetricsListener(registry: Registry, host: string, port: number, tls: TlsMaterial | null): Promise<MetricsListener> {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => void answer(registry, req, res);
+  const https: HttpsServer | null = tls === null ? null : createHttpsServer({ ...nodeSecureContextOptions(tls), ALPNProtocols: ['http/1.1'] }, onRequest);
+  const server: Server = https ?? createServer(onRequest);
+  let serving = tls;
   // A scraper keeps its connection alive between scrapes; the close below must not wait for it.
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -25,6 +35,14 @@ export async function startMetricsListener(registry: Registry, host: string, por
   const address = server.address();
   return {
     port: typeof address === 'object' && address !== null ? address.port : port,
+    get tls() {
+      return serving;
+    },
+    rotateTls(next: TlsMaterial): void {
+      if (https === null) throw new Error('the metrics listener serves plain HTTP; restart with --metrics-tls-cert to serve HTTPS');
+      https.setSecureContext(nodeSecureContextOptions(next));
+      serving = next;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -70,6 +70,8 @@ export interface ServeConfig {
   readonly metricsHost: string;
   /** 0: any free port (printed at start). */
   readonly metricsPort: number;
+  /** HTTPS on the metrics listener when set. */
+  readonly metricsTls: TlsFiles | null;
   /** /readyz answers 503 store_unavailable once the store has been unreachable this long (the node cannot follow its changes). */
   readonly readyStoreOutageMs: number;
   readonly logLevel: LogLevel;
@@ -143,6 +145,10 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'metrics', env: 'RCD_METRICS', fallback: 'true', help: 'serve Prometheus metrics at /metrics on their own listener (true|false)' },
   { flag: 'metrics-host', env: 'RCD_METRICS_HOST', fallback: '127.0.0.1', help: 'metrics listener host' },
   { flag: 'metrics-port', env: 'RCD_METRICS_PORT', fallback: '9464', help: 'metrics listener port (0: any free port)' },
+  { flag: 'metrics-tls-cert', env: 'RCD_METRICS_TLS_CERT', fallback: '', help: 'PEM certificate: /metrics is served over HTTPS (with --metrics-tls-key)' },
+  { flag: 'metrics-tls-key', env: 'RCD_METRICS_TLS_KEY', fallback: '', help: 'PEM private key of --metrics-tls-cert' },
+  { flag: 'metrics-tls-key-passphrase-file', env: 'RCD_METRICS_TLS_KEY_PASSPHRASE_FILE', fallback: '', help: 'file holding the passphrase of an encrypted --metrics-tls-key' },
+  { flag: 'metrics-tls-ca', env: 'RCD_METRICS_TLS_CA', fallback: '', help: 'PEM intermediate certificates sent after --metrics-tls-cert' },
   { flag: 'ready-store-outage', env: 'RCD_READY_STORE_OUTAGE_MS', fallback: '30000', help: 'ms the store may be unreachable before /readyz answers 503 store_unavailable (0..86400000)' },
   { flag: 'log-level', env: 'RCD_LOG_LEVEL', fallback: 'info', help: 'lowest level logged: debug, info, warn or error' },
   { flag: 'access-log', env: 'RCD_ACCESS_LOG', fallback: '0', help: 'share of content requests written to the access log on stdout, 0..1 (0: off; 0.01: 1 in 100; 1: every one)' },
@@ -235,7 +241,7 @@ export function resolveOptions(
   return out;
 }
 
-/** One listener's TLS files from its four options (prefix "tls" or "admin-tls"), or null without a certificate. */
+/** One listener's TLS files from its four options (prefix "tls", "admin-tls" or "metrics-tls"), or null without a certificate. */
 function tlsFiles(prefix: string, get: (k: string) => string): TlsFiles | null {
   const cert = get(`${prefix}-cert`);
   const key = get(`${prefix}-key`);
@@ -331,6 +337,7 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     metricsEnabled: bool('metrics', get('metrics')),
     metricsHost: get('metrics-host'),
     metricsPort: intIn('metrics-port', get('metrics-port'), 0, 65535),
+    metricsTls: tlsFiles('metrics-tls', get),
     readyStoreOutageMs: intIn('ready-store-outage', get('ready-store-outage'), 0, 86_400_000),
     logLevel: oneOf('log-level', get('log-level'), LOG_LEVELS),
     accessLogRate: fractionIn('access-log', get('access-log')),

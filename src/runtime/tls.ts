@@ -10,6 +10,7 @@
  */
 import { createHash, createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
+import type { SecureContextOptions } from 'node:tls';
 import { StartupError, type ServeConfig } from './config.js';
 import { logError, logInfo, logWarning } from './log.js';
 
@@ -55,6 +56,16 @@ export interface TlsMaterial {
   readonly validTo: string;
   /** SHA-256 of the chain, key and passphrase: a reload whose files did not change is a no-op. */
   readonly fingerprint: string;
+}
+
+/**
+ * The options of a node:https listener (admin, metrics) serving `tls`: the same policy as the
+ * delivery listener, TLS 1.2 and 1.3, TLS12_CIPHERS for 1.2.
+ */
+export function nodeSecureContextOptions(tls: TlsMaterial): SecureContextOptions {
+  const options: SecureContextOptions = { cert: tls.chainPem, key: tls.keyPem, minVersion: 'TLSv1.2', ciphers: TLS12_CIPHERS };
+  if (tls.passphrase !== null) options.passphrase = tls.passphrase;
+  return options;
 }
 
 /** A certificate or key that cannot be served; the message is one line for the operator. */
@@ -164,16 +175,22 @@ function oneLine(value: unknown): string {
   return text.replace(/\s*\n\s*/g, ', ').trim();
 }
 
+/** What the main thread serves or hands over at start: the delivery listener's and the metrics listener's material. */
+export interface StartupTls {
+  readonly delivery: TlsMaterial | null;
+  readonly metrics: TlsMaterial | null;
+}
+
 /**
  * Start-up: every configured listener's material, checked before anything starts. A file that
  * cannot be served is a StartupError (one line, exit 1); a certificate outside its validity period
- * is a warning. Returns the delivery listener's material (the admin listener's is loaded again by
- * the control thread that serves it).
+ * is a warning. Returns the delivery and metrics listeners' material (the admin listener's is
+ * loaded again by the control thread that serves it).
  */
-export function loadStartupTls(config: ServeConfig): TlsMaterial | null {
+export function loadStartupTls(config: ServeConfig): StartupTls {
   let delivery: TlsMaterial | null = null;
-  for (const files of [config.tls, config.adminTls]) {
-    if (files === null) continue;
+  let metrics: TlsMaterial | null = null;
+  for (const files of listenerTlsFiles(config)) {
     let material: TlsMaterial;
     try {
       material = loadTlsMaterial(files);
@@ -184,8 +201,16 @@ export function loadStartupTls(config: ServeConfig): TlsMaterial | null {
     const warning = expiryWarning(material, `${files.flagPrefix}-cert ${files.certFile}`);
     if (warning !== null) logWarning(warning);
     if (files === config.tls) delivery = material;
+    if (files === config.metricsTls) metrics = material;
   }
-  return delivery;
+  return { delivery, metrics };
+}
+
+/** The TLS files of every listener that has them: delivery, admin, metrics. */
+function listenerTlsFiles(config: ServeConfig): TlsFiles[] {
+  const out: TlsFiles[] = [];
+  for (const files of [config.tls, config.adminTls, config.metricsTls]) if (files !== null) out.push(files);
+  return out;
 }
 
 /**
@@ -221,8 +246,7 @@ const SETTLE_MS = 1000;
 export function watchTlsFiles(config: ServeConfig, reload: () => void): () => void {
   if (config.tlsWatchMs === 0) return () => undefined;
   const paths = new Set<string>();
-  for (const files of [config.tls, config.adminTls]) {
-    if (files === null) continue;
+  for (const files of listenerTlsFiles(config)) {
     for (const path of [files.certFile, files.keyFile, files.passphraseFile, files.chainFile]) if (path !== null) paths.add(path);
   }
   let timer: NodeJS.Timeout | null = null;

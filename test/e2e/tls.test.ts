@@ -246,7 +246,8 @@ describe('rotation on SIGHUP', () => {
     certs = Array.from({ length: ROTATIONS + 1 }, (_, i) => issueLeaf(pki, `rotation${i}`));
     install(certs[0] as Leaf);
     const adminTls = ['--admin-tls-cert', file('live.pem'), '--admin-tls-key', file('live.key'), '--admin-tls-ca', file('chain.pem')];
-    server = await startServer({ bundle: BUNDLE, admin: true, args: [...tlsArgs('live'), ...adminTls, '--tls-watch-interval', '0'] });
+    const metricsTls = ['--metrics-tls-cert', file('live.pem'), '--metrics-tls-key', file('live.key'), '--metrics-tls-ca', file('chain.pem')];
+    server = await startServer({ bundle: BUNDLE, admin: true, metrics: true, args: [...tlsArgs('live'), ...adminTls, ...metricsTls, '--tls-watch-interval', '0'] });
   });
   afterAll(async () => {
     await server?.dispose();
@@ -298,9 +299,18 @@ describe('rotation on SIGHUP', () => {
     };
     const adminSerial = async (): Promise<string | null> =>
       (await send(server.adminUrl ?? '', '/admin/v1/environments', { method: 'GET', headers: { authorization: 'Bearer test-admin-token' }, ca: pki.rootPem })).serial;
+    // The metrics listener: a scrape over HTTPS verified against the root (the intermediate is sent).
+    const metricsSerial = async (): Promise<string | null> => {
+      const r = await send(server.metricsUrl ?? '', '/metrics', { method: 'GET', ca: pki.rootPem });
+      expect(r.status).toBe(200);
+      expect(r.text).toContain('rcd_http_requests_total');
+      return r.serial;
+    };
     try {
       await until(() => total() >= 50, 'requests before the first rotation');
+      expect(server.metricsUrl).toMatch(/^https:/);
       expect(await adminSerial()).toBe(certs[0]?.serial);
+      expect(await metricsSerial()).toBe(certs[0]?.serial);
       for (let g = 1; g <= ROTATIONS; g++) {
         install(certs[g] as Leaf);
         server.child.kill('SIGHUP');
@@ -309,11 +319,12 @@ describe('rotation on SIGHUP', () => {
         await until(() => total() >= at + 50, `requests after rotation ${g}`);
       }
       expect(await adminSerial()).toBe(certs[ROTATIONS]?.serial);
+      expect(await metricsSerial()).toBe(certs[ROTATIONS]?.serial);
 
       // A certificate with another certificate's key: reported, the current one goes on being served.
       install(certs[0] as Leaf, certs[ROTATIONS]);
       server.child.kill('SIGHUP');
-      await until(() => server.stderr().split('\n').filter((l) => l.includes('TLS reload failed')).length === 2, 'both reload failures');
+      await until(() => server.stderr().split('\n').filter((l) => l.includes('TLS reload failed')).length === 3, 'the three reload failures');
       const failedAt = seen.map((s) => s.length);
       const at = total();
       await until(() => total() >= at + 50, 'requests after the failed reload');
@@ -329,10 +340,12 @@ describe('rotation on SIGHUP', () => {
       }
       expect(new Set(seen.flat())).toEqual(new Set(certs.map((_, i) => i)));
       seen.forEach((mine, c) => expect(mine.slice(failedAt[c]).every((g) => g === ROTATIONS)).toBe(true));
-      // Delivery and admin each report the failure on one line, and the process goes on.
+      // Delivery, admin and metrics each report the failure on one line, and the process goes on.
       expect(server.stdout()).toContain(`TLS reload: new connections get certificate serial ${certs[ROTATIONS]?.serial}`);
+      expect(server.stdout()).toContain(`metrics TLS reload: new connections get certificate serial ${certs[ROTATIONS]?.serial}`);
       expect(server.child.exitCode).toBeNull();
       expect(await adminSerial()).toBe(certs[ROTATIONS]?.serial);
+      expect(await metricsSerial()).toBe(certs[ROTATIONS]?.serial);
     } finally {
       stop = true;
       await Promise.all([...fresh, reused]);
@@ -425,6 +438,8 @@ describe('start-up refusals: one line, exit 1, nothing listening', () => {
     ['a chain file without the issuer', () => ['--tls-cert', file('leaf1.pem'), '--tls-key', file('leaf1.key'), '--tls-ca', join(pki.dir, 'root.pem')], /--tls-ca .*: no certificate in it issued the certificate/],
     ['a certificate without its key', () => ['--tls-cert', file('leaf1.pem')], /--tls-cert and --tls-key go together/],
     ['an admin key that does not match', () => ['--admin', 'true', '--admin-port', '0', '--admin-tls-cert', file('leaf1.pem'), '--admin-tls-key', file('leaf3.key')], /--admin-tls-key .*: the key does not match/],
+    ['a metrics key that does not match', () => ['--metrics-port', '0', '--metrics-tls-cert', file('leaf1.pem'), '--metrics-tls-key', file('leaf3.key')], /--metrics-tls-key .*: the key does not match/],
+    ['a metrics key without its certificate', () => ['--metrics-tls-key', file('leaf1.key')], /--metrics-tls-cert and --metrics-tls-key go together/],
   ];
   for (const [name, args, line] of cases) {
     it(name, async () => {

@@ -145,7 +145,7 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
     });
   });
   const adminMatch = /admin listening on (https?:\/\/[^\s"]+)/.exec(out);
-  const metricsMatch = /metrics at (http:\/\/[^\s"]+)/.exec(out);
+  const metricsMatch = /metrics at (https?:\/\/[^\s"]+)/.exec(out);
 
   const stop = async (): Promise<number | null> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');

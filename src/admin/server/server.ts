@@ -15,12 +15,11 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type ServerOptions as HttpsOptions } from 'node:https';
-import type { SecureContextOptions } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { errorResponse, RcdError, responseForError, type ErrorResponse } from '../../runtime/errors.js';
 import type { Store } from '../../store/types.js';
 import type { Propagation } from '../../control/nodes.js';
-import { TLS12_CIPHERS, type TlsMaterial } from '../../runtime/tls.js';
+import { nodeSecureContextOptions, type TlsMaterial } from '../../runtime/tls.js';
 import { isPlainObject } from '../../shared/json.js';
 import { ADMIN_ROUTES, adminTokenDigest, BOOTSTRAP_TOKEN_NAME, NAMED_TOKEN_PREFIX, type AdminCall, type AdminContext, type AdminHandler, type AdminResult } from './handlers.js';
 import { authorise, type Principal, type RouteScope, type TokenRole } from './access.js';
@@ -113,7 +112,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     });
   };
   let tls = opts.tls ?? null;
-  const https = tls === null ? null : createHttpsServer({ ...secureContextOptions(tls), ALPNProtocols: ['http/1.1'] } satisfies HttpsOptions, onRequest);
+  const https = tls === null ? null : createHttpsServer({ ...nodeSecureContextOptions(tls), ALPNProtocols: ['http/1.1'] } satisfies HttpsOptions, onRequest);
   const server = https ?? createServer(onRequest);
   // Slow clients must not pin sockets forever, but bundle uploads can legitimately take a while.
   server.requestTimeout = 120_000;
@@ -136,7 +135,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     },
     rotateTls(next: TlsMaterial): void {
       if (https === null) throw new Error('the admin listener serves plain HTTP; restart with --admin-tls-cert to serve HTTPS');
-      https.setSecureContext(secureContextOptions(next));
+      https.setSecureContext(nodeSecureContextOptions(next));
       tls = next;
     },
     webhookStats: () => dispatcher.stats(),
@@ -155,13 +154,6 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       return closing;
     },
   };
-}
-
-/** The same policy as the delivery listener: TLS 1.2 and 1.3, TLS12_CIPHERS for 1.2. */
-function secureContextOptions(tls: TlsMaterial): SecureContextOptions {
-  const options: SecureContextOptions = { cert: tls.chainPem, key: tls.keyPem, minVersion: 'TLSv1.2', ciphers: TLS12_CIPHERS };
-  if (tls.passphrase !== null) options.passphrase = tls.passphrase;
-  return options;
 }
 
 async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerResponse): Promise<void> {
