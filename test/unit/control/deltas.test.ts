@@ -14,7 +14,7 @@ import { CatalogBook } from '../../../src/control/catalog.js';
 import { DeliveryFeed } from '../../../src/control/feed.js';
 import { Feeds } from '../../../src/control/feeds.js';
 import { isCatalogChange, type CatalogUpdate, type FeedMessage } from '../../../src/control/protocol.js';
-import { Directory, MappingLibrary, revisionsOf } from '../../../src/delivery/directory.js';
+import { Directory, MappingLibrary, revisionsOf, type CatalogView } from '../../../src/delivery/directory.js';
 import { openRevisionReader, openStore, type RevisionReader, type Store } from '../../../src/store/index.js';
 import { MAPPING, tempDir } from '../store/helpers.js';
 
@@ -329,6 +329,32 @@ describe('routing deltas against a whole rebuild', () => {
       expect(isCatalogChange(split)).toBe(false);
       expect(split.body.length).toBeGreaterThan(held.body.length);
       await agree();
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('gets a whole snapshot when a catalog change does not fit the catalog the loop holds', async () => {
+    const h = await harness();
+    try {
+      const content: Record<string, unknown> = {};
+      for (let i = 0; i < 3000; i++) content[`Item${String(i).padStart(4, '0')}`] = { text: `{"level": ${i}}` };
+      await h.store.importBundle({ environments: { prod: { keys: ['a-key-of-prod-0001'], content } } });
+      await h.feeds.publish(h.store);
+      // The loop's catalog no longer has the pieces the control thread handed out (as after a lost update).
+      const env = h.feed.directory.environments.get('prod') as { catalog: CatalogView };
+      env.catalog = { ...env.catalog, body: env.catalog.body.slice(1) };
+      const before = h.feed.directory;
+      await h.store.putContent('prod', 'Item1500', '{"level": "edited"}', null);
+      await h.feeds.publish(h.store);
+      expect(h.feed.directory).not.toBe(before);
+      expect(describeDirectory(h.feed.directory, ['a-key-of-prod-0001'])).toEqual(describeDirectory(await fresh(h.store, h.reader), ['a-key-of-prod-0001']));
+      // And changes follow again from the snapshot's bodies.
+      const reloaded = h.feed.directory;
+      await h.store.putContent('prod', 'Item1501', '{"level": "edited"}', null);
+      await h.feeds.publish(h.store);
+      expect(h.feed.directory).toBe(reloaded);
+      expect(describeDirectory(h.feed.directory, ['a-key-of-prod-0001'])).toEqual(describeDirectory(await fresh(h.store, h.reader), ['a-key-of-prod-0001']));
     } finally {
       await h.close();
     }
