@@ -194,8 +194,14 @@ export interface PutContentResult {
   readonly changed: boolean;
 }
 
-/** A mapping written (or found identical): its immutable id and rule count. */
-export interface MappingResult {
+/** A content item a write touched: its id as created and its newest revision's hash (webhooks and audit name it so). */
+export interface ContentRef {
+  readonly id: string;
+  readonly hash: string;
+}
+
+/** A mapping written (or found identical): its immutable id and rule count, and the content it belongs to. */
+export interface MappingResult extends ContentRef {
   readonly mappingId: number;
   readonly ruleCount: number;
 }
@@ -307,13 +313,13 @@ export interface Store {
   /** Validates JSONC (invalid_content with line and column); adds a revision unless unchanged. */
   putContent(envId: string, id: string, text: string, minAppVersion: string | null, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult>;
   getContent(envId: string, id: string): Promise<ContentDetail | undefined>;
-  deleteContent(envId: string, id: string, outbox?: OutboxOf<void>): Promise<void>;
+  deleteContent(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef>;
   /** Copies revision `to` as the newest revision. */
   rollback(envId: string, id: string, to: number, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult>;
 
   /** Validates (invalid_mapping with rule index and reason, incl. patches against the content). */
   putMapping(envId: string, id: string, mapping: unknown, outbox?: OutboxOf<MappingResult>): Promise<MappingResult>;
-  deleteMapping(envId: string, id: string, outbox?: OutboxOf<void>): Promise<void>;
+  deleteMapping(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef>;
 
   /** Copies newest revisions (and mappings) of `ids` (all when omitted) from one environment to another. */
   sync(from: string, to: string, ids?: readonly string[], outbox?: OutboxOf<SyncReport>): Promise<SyncReport>;

@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { RcdError } from '../../runtime/errors.js';
 import { isPlainObject } from '../../shared/json.js';
 import { appVersionProblem, contentIdKey, envIdProblem, plainKeyProblem } from '../../store/ids.js';
-import type { ChangeEntry, ImportReport, MappingResult, OutboxOf, PutContentResult, RoutingDelta, Store, SyncReport } from '../../store/types.js';
+import type { ChangeEntry, ContentRef, ImportReport, MappingResult, OutboxOf, PutContentResult, RoutingDelta, Store, SyncReport } from '../../store/types.js';
 import type { Route } from './router.js';
 import { inScope, TOKEN_ROLES, type Principal, type RouteScope, type TokenRole, type TokenScope } from './access.js';
 import { WEBHOOK_EVENTS, type AdminStateStore, type WebhookEvent, type WebhookInfo } from './state.js';
@@ -247,18 +247,11 @@ async function getContent(ctx: AdminContext, call: AdminCall): Promise<AdminResu
 async function deleteContent(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
   const id = param(call, 1);
-  const before = await findContent(ctx.store, env, id);
-  const name = before?.id ?? id;
-  await ctx.store.deleteContent(env, id, await announcing<void>(ctx, call, () => [payload('content.deleted', env, name, before?.hash ?? null, now())]));
-  return changed(200, { id: name, deleted: true }, {
-    live: true, action: 'content.delete', env, target: name, detail: { hash: before?.hash ?? null },
+  // The store names the item (its id as created) and its last hash from inside the write: no listing.
+  const deleted = await ctx.store.deleteContent(env, id, await announcing<ContentRef>(ctx, call, (r) => [payload('content.deleted', env, r.id, r.hash, now())]));
+  return changed(200, { id: deleted.id, deleted: true }, {
+    live: true, action: 'content.delete', env, target: deleted.id, detail: { hash: deleted.hash },
   });
-}
-
-async function findContent(store: Store, env: string, id: string): Promise<{ id: string; hash: string } | undefined> {
-  const key = contentIdKey(id);
-  const all = await store.listContent(env);
-  return all.find((c) => contentIdKey(c.id) === key);
 }
 
 async function rollbackContent(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
@@ -282,11 +275,8 @@ async function putMapping(ctx: AdminContext, call: AdminCall): Promise<AdminResu
   const env = param(call, 0);
   const id = param(call, 1);
   const mapping = parseJsonBody(call);
-  // A mapping write leaves the content's revisions as they are: its name and hash read before hold after.
-  const content = await findContent(ctx.store, env, id);
-  const name = content?.id ?? id;
-  const { mappingId, ruleCount } = await ctx.store.putMapping(env, id, mapping, await announcing<MappingResult>(ctx, call, () =>
-    [payload('mapping.updated', env, name, content?.hash ?? null, now())]));
+  const { id: name, mappingId, ruleCount } = await ctx.store.putMapping(env, id, mapping, await announcing<MappingResult>(ctx, call, (r) =>
+    [payload('mapping.updated', env, r.id, r.hash, now())]));
   return changed(200, { id: name, mappingId, ruleCount }, {
     live: true, action: 'mapping.put', env, target: name, detail: { mappingId, ruleCount },
   });
@@ -295,9 +285,7 @@ async function putMapping(ctx: AdminContext, call: AdminCall): Promise<AdminResu
 async function deleteMapping(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
   const id = param(call, 1);
-  const content = await findContent(ctx.store, env, id);
-  const name = content?.id ?? id;
-  await ctx.store.deleteMapping(env, id, await announcing<void>(ctx, call, () => [payload('mapping.updated', env, name, content?.hash ?? null, now())]));
+  const { id: name } = await ctx.store.deleteMapping(env, id, await announcing<ContentRef>(ctx, call, (r) => [payload('mapping.updated', env, r.id, r.hash, now())]));
   return changed(200, { id: name, mappingDeleted: true }, {
     live: true, action: 'mapping.delete', env, target: name, detail: null,
   });

@@ -39,6 +39,7 @@ import type {
   ImportReport,
   KeyDigest,
   KeyInfo,
+  ContentRef,
   MappingResult,
   NodeRecord,
   OutboxEntry,
@@ -390,10 +391,12 @@ export class PostgresStore implements Store {
     }, outbox);
   }
 
-  deleteContent(envId: string, id: string, outbox?: OutboxOf<void>): Promise<void> {
+  deleteContent(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef> {
     return this.write(async (rows) => {
       const content = await this.requireContent(rows, envId, id);
+      const ref = { id: content.id, hash: (await rows.newestHash(content.content_pk)) ?? '' };
       await rows.tx.unsafe('DELETE FROM contents WHERE content_pk = $1', [content.content_pk]);
+      return ref;
     }, outbox);
   }
 
@@ -420,17 +423,18 @@ export class PostgresStore implements Store {
       const compiled = validateMapping(mapping, JSON.parse(newest.minified));
       const json = JSON.stringify(mapping);
       const current = await rows.getMapping(content.mapping_id);
-      if (current !== undefined && current.json === json) return { mappingId: current.mapping_id, ruleCount: current.rule_count };
+      if (current !== undefined && current.json === json) return { id: content.id, hash: newest.hash, mappingId: current.mapping_id, ruleCount: current.rule_count };
       const mappingId = await rows.insertMapping(content.content_pk, json, compiled.ruleCount, nowIso());
-      return { mappingId, ruleCount: compiled.ruleCount };
+      return { id: content.id, hash: newest.hash, mappingId, ruleCount: compiled.ruleCount };
     }, outbox);
   }
 
-  deleteMapping(envId: string, id: string, outbox?: OutboxOf<void>): Promise<void> {
+  deleteMapping(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef> {
     return this.write(async (rows) => {
       const content = await this.requireContent(rows, envId, id);
       if (content.mapping_id === null) throw new RcdError('not_found', `content ${JSON.stringify(content.id)} has no mapping`);
       await rows.clearMapping(content.content_pk, nowIso());
+      return { id: content.id, hash: (await rows.newestHash(content.content_pk)) ?? '' };
     }, outbox);
   }
 

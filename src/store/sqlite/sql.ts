@@ -61,6 +61,7 @@ export class StoreSql {
   private readonly touchContentStmt: Statement<never>;
   private readonly setMappingStmt: Statement<never>;
   private readonly newestRevisionStmt: Statement<RevisionRow>;
+  private readonly newestHashStmt: Statement<{ hash: string }>;
   private readonly revisionsStmt: Statement<RevisionRow>;
   private readonly newestRevisionsStmt: Statement<RevisionRow>;
   private readonly insertRevisionStmt: Statement<never>;
@@ -86,6 +87,7 @@ export class StoreSql {
     this.newestRevisionStmt = db.prepare(
       'SELECT rev_id, number, text, minified, hash, min_app_version, created_at FROM revisions WHERE content_pk = ? ORDER BY number DESC LIMIT 1',
     );
+    this.newestHashStmt = db.prepare('SELECT hash FROM revisions WHERE content_pk = ? ORDER BY number DESC LIMIT 1');
     this.revisionsStmt = db.prepare(
       'SELECT rev_id, number, text, minified, hash, min_app_version, created_at FROM revisions WHERE content_pk = ? ORDER BY number',
     );
@@ -136,6 +138,11 @@ export class StoreSql {
 
   newestRevision(contentPk: number): RevisionRow | undefined {
     return this.newestRevisionStmt.get(contentPk);
+  }
+
+  /** The newest revision's hash alone (its texts can be megabytes). */
+  newestHash(contentPk: number): string | undefined {
+    return this.newestHashStmt.get(contentPk)?.hash;
   }
 
   revisions(contentPk: number): RevisionRow[] {

@@ -41,6 +41,7 @@ import type {
   EnvironmentInfo,
   ImportReport,
   KeyInfo,
+  ContentRef,
   MappingResult,
   NodeRecord,
   OutboxEntry,
@@ -359,12 +360,14 @@ export class SqliteStore implements Store {
     });
   }
 
-  deleteContent(envId: string, id: string, outbox?: OutboxOf<void>): Promise<void> {
+  deleteContent(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef> {
     return settle(() => {
-      this.write(() => {
+      return this.write(() => {
         const content = this.requireContent(envId, id);
+        const ref = { id: content.id, hash: this.sql.newestHash(content.content_pk) ?? '' };
         // Revisions and mappings go with it (ON DELETE CASCADE); their ids are never reused.
         this.db.prepare('DELETE FROM contents WHERE content_pk = ?').run(content.content_pk);
+        return ref;
       }, outbox);
     });
   }
@@ -399,19 +402,20 @@ export class SqliteStore implements Store {
         const compiled = validateMapping(mapping, JSON.parse(newest.minified));
         const json = JSON.stringify(mapping);
         const current = this.sql.getMapping(content.mapping_id);
-        if (current !== undefined && current.json === json) return { mappingId: current.mapping_id, ruleCount: current.rule_count };
+        if (current !== undefined && current.json === json) return { id: content.id, hash: newest.hash, mappingId: current.mapping_id, ruleCount: current.rule_count };
         const mappingId = this.sql.insertMapping(content.content_pk, json, compiled.ruleCount, nowIso());
-        return { mappingId, ruleCount: compiled.ruleCount };
+        return { id: content.id, hash: newest.hash, mappingId, ruleCount: compiled.ruleCount };
       }, outbox);
     });
   }
 
-  deleteMapping(envId: string, id: string, outbox?: OutboxOf<void>): Promise<void> {
+  deleteMapping(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef> {
     return settle(() => {
-      this.write(() => {
+      return this.write(() => {
         const content = this.requireContent(envId, id);
         if (content.mapping_id === null) throw new RcdError('not_found', `content ${JSON.stringify(content.id)} has no mapping`);
         this.sql.clearMapping(content.content_pk, nowIso());
+        return { id: content.id, hash: this.sql.newestHash(content.content_pk) ?? '' };
       }, outbox);
     });
   }

@@ -265,6 +265,9 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
     it('put stores an immutable row, unchanged mapping keeps its id, delete clears it', async () => {
       const m1 = await store.putMapping('e', 'game', MAPPING);
       expect(m1.ruleCount).toBe(2);
+      // The content it belongs to, named as created with its newest hash, whatever spelling was asked.
+      const hash = (await store.listContent('e'))[0]!.hash;
+      expect([m1.id, m1.hash]).toEqual(['Game', hash]);
       expect(await store.putMapping('e', 'GAME', MAPPING)).toEqual(m1);
       let dir = await store.loadDirectory();
       expect(dir.contents[0]).toMatchObject({ mappingId: m1.mappingId, mappingRuleCount: 2 });
@@ -286,10 +289,11 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
         await reader.close();
       }
 
-      await store.deleteMapping('e', 'Game');
+      expect(await store.deleteMapping('e', 'GAME')).toEqual({ id: 'Game', hash });
       expect((await store.loadDirectory()).contents[0]!.mappingId).toBeNull();
       await rejectsWith(store.deleteMapping('e', 'Game'), 'not_found');
       await rejectsWith(store.putMapping('e', 'Nope', MAPPING), 'content_not_found');
+      expect(await store.deleteContent('e', 'game')).toEqual({ id: 'Game', hash });
     });
 
     it('refuses an invalid mapping and one whose patch does not apply to the content; nothing stored', async () => {
