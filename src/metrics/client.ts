@@ -13,8 +13,7 @@ export interface MetricsThread {
 }
 
 export function startMetricsThread(init: MetricsInit): Promise<MetricsThread> {
-  const workerData: MetricsInit = init;
-  const worker = new Worker(new URL('./thread.js', import.meta.url), { workerData });
+  const worker = new Worker(new URL('./thread.js', import.meta.url), { workerData: init });
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
   return new Promise((resolve, reject) => {
     const onEarlyExit = (): void => reject(new Error('the metrics thread ended before listening'));
