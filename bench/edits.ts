@@ -3,11 +3,13 @@
  *
  * Edits under load: a store of N small items in one environment (written with `rcd import`), two
  * `rcd serve` processes on that one SQLite file (A takes the load, the writes and the import; B is
- * where an edit must become visible), and three phases of wrk on a plain content request of A:
- * without writes; with one admin PUT every MS ms through A while B is polled for each new hash; and
- * with an ~8 MiB bundle POSTed to A's admin import. Process A logs its delivery loop's pauses
- * (RCD_LOOP_DELAY_LOG_MS, src/runtime/loop-delay.ts), which the run reads per phase. Everything it
- * starts is stopped and its temp dir removed on success, failure, Ctrl-C and SIGTERM.
+ * where an edit must become visible), and four phases of wrk on a plain content request of A:
+ * without writes; with one admin PUT every MS ms through A while B is polled for each new hash;
+ * then, with A restarted with its loop-delay log on (RCD_LOOP_DELAY_LOG_MS, src/runtime/loop-delay.ts,
+ * read per phase), the writes again and an ~8 MiB bundle POSTed to A's admin import. The log's GC
+ * profiler can cost time of its own, so latency is judged on the first two phases and pauses on the
+ * last two. Everything it starts is stopped and its temp dir removed on success, failure, Ctrl-C and
+ * SIGTERM.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { statSync, writeFileSync } from 'node:fs';
@@ -519,7 +521,9 @@ async function main(): Promise<number> {
   const store = { bundleBytes: statSync(bundlePath).size, importMs: performance.now() - importStarted };
   const importFile = importBundle(opts.importBytes);
 
-  const a = await startServe('A', dbPath, dir, true);
+  // A runs without the loop-delay log first: its GC profiler's callbacks around every collection can
+  // cost time of their own (bench/README.md), so latency is judged on a server without the instrument.
+  const a = await startServe('A', dbPath, dir, false);
   process.stdout.write(`A ${a.url} (admin ${a.adminUrl}, pid ${a.pid}) started in ${(a.startupMs / 1000).toFixed(2)} s\n`);
   const b = await startServe('B', dbPath, dir, false);
   process.stdout.write(`B ${b.url} (admin ${b.adminUrl}, pid ${b.pid}) started in ${(b.startupMs / 1000).toFixed(2)} s, same store\n`);
@@ -529,25 +533,40 @@ async function main(): Promise<number> {
 
   await runWrk(a.url, script, opts.connections, opts.smoke ? 1 : WARMUP_SEC, track);
   const seconds = opts.durationSec;
-  process.stdout.write(`phase 1/3: ${seconds} s without writes\n`);
+  process.stdout.write(`phase 1/4: ${seconds} s without writes\n`);
   const [quiet] = await loadPhase(a, script, opts.connections, seconds, false, () => Promise.resolve(null));
+  process.stdout.write(`phase 2/4: ${seconds} s with a write every ${opts.writeEveryMs} ms\n`);
+  const [busy, writes] = await loadPhase(a, script, opts.connections, seconds, false, (at) => writer(a, b, opts, at));
+  const processA = processStart(a, settledA);
+
+  // Then A again, on the same store, with the loop-delay log: which pauses writes and an import cause.
+  await sup.stopChild(a.child);
+  const ad = await startServe('A', dbPath, dir, true);
+  process.stdout.write(`A restarted with the loop-delay log (RCD_LOOP_DELAY_LOG_MS=${LOOP_DELAY_LOG_MS}), pid ${ad.pid}\n`);
+  await runWrk(ad.url, script, opts.connections, opts.smoke ? 1 : WARMUP_SEC, track);
+  process.stdout.write(`phase 3/4: ${seconds} s with a write every ${opts.writeEveryMs} ms, loop-delay log on\n`);
+  const [diagnosed, diagnosedWrites] = await loadPhase(ad, script, opts.connections, seconds, false, (at) => writer(ad, b, opts, at));
   // A loop-delay line is given to the phase its interval lies mostly in; without a gap, the last
   // line of one phase would also hold the first half-interval of the next (and its writes).
   await sleep(LOOP_DELAY_LOG_MS);
-  process.stdout.write(`phase 2/3: ${seconds} s with a write every ${opts.writeEveryMs} ms\n`);
-  const [busy, writes] = await loadPhase(a, script, opts.connections, seconds, false, (at) => writer(a, b, opts, at));
-  await sleep(LOOP_DELAY_LOG_MS);
-  process.stdout.write(`phase 3/3: a ${(importFile.text.length / 1048576).toFixed(1)} MiB import ${IMPORT_AFTER_SEC} s into the load, which lasts until it answered (at least ${seconds} s)\n`);
-  const [importLoad, imp] = await loadPhase(a, script, opts.connections, seconds, true, (at) => importDuring(a, importFile, at));
+  process.stdout.write(`phase 4/4: a ${(importFile.text.length / 1048576).toFixed(1)} MiB import ${IMPORT_AFTER_SEC} s into the load, which lasts until it answered (at least ${seconds} s), loop-delay log on\n`);
+  const [importLoad, imp] = await loadPhase(ad, script, opts.connections, seconds, true, (at) => importDuring(ad, importFile, at));
   // The loop-delay line that covers the end of the load arrives up to one interval later.
   await sleep(LOOP_DELAY_LOG_MS);
 
   const { sentAt, answeredAt, ...importFigures } = imp;
-  const problems = [...wrkProblems('without writes', quiet.wrk), ...wrkProblems('with writes', busy.wrk), ...wrkProblems('import', importLoad.wrk)];
-  if (writes.sent === 0) problems.push('no admin write was sent');
-  if (writes.failed > 0) problems.push(`${writes.failed} of ${writes.sent} admin writes did not answer 200`);
+  const problems = [
+    ...wrkProblems('without writes', quiet.wrk),
+    ...wrkProblems('with writes', busy.wrk),
+    ...wrkProblems('with writes, loop-delay log on', diagnosed.wrk),
+    ...wrkProblems('import', importLoad.wrk),
+  ];
+  for (const w of [writes, diagnosedWrites]) {
+    if (w.sent === 0) problems.push('no admin write was sent');
+    if (w.failed > 0) problems.push(`${w.failed} of ${w.sent} admin writes did not answer 200`);
+  }
   if (imp.status !== 200) problems.push(`the import answered ${imp.status}`);
-  if (a.loopDelayLines.length === 0) problems.push('process A logged no loop-delay line (RCD_LOOP_DELAY_LOG_MS)');
+  if (ad.loopDelayLines.length === 0) problems.push('process A logged no loop-delay line (RCD_LOOP_DELAY_LOG_MS)');
   const partial = {
     version: 1 as const,
     kind: 'edits' as const,
@@ -559,19 +578,20 @@ async function main(): Promise<number> {
     loadavgAtEnd: loadavg(),
     options: { items: opts.items, durationSec: opts.durationSec, writeEveryMs: opts.writeEveryMs, connections: opts.connections, smoke: opts.smoke, importBytes: opts.importBytes, visibleWaitMs: opts.visibleWaitMs, loopDelayLogMs: opts.loopDelayLogMs },
     store,
-    processA: processStart(a, settledA),
+    processA,
     processB: processStart(b, null),
     withoutWrites: phaseResult(a, quiet),
     withWrites: { ...phaseResult(a, busy), writes },
+    diagnosedWrites: { ...phaseResult(ad, diagnosed), writes: diagnosedWrites },
     underImport: {
-      ...phaseResult(a, importLoad),
-      import: { ...importFigures, withinLoad: answeredAt <= importLoad.endedAt, loopDelay: loopDelayIn(a.loopDelayLines, sentAt, answeredAt, true) },
+      ...phaseResult(ad, importLoad),
+      import: { ...importFigures, withinLoad: answeredAt <= importLoad.endedAt, loopDelay: loopDelayIn(ad.loopDelayLines, sentAt, answeredAt, true) },
     },
     problems,
   };
   const results: EditsResults = { ...partial, targets: evaluateEditsTargets(partial), ok: problems.length === 0 };
   await sup.stopChild(b.child);
-  await sup.stopChild(a.child);
+  await sup.stopChild(ad.child);
   process.stdout.write('\n' + renderEditsText(results) + '\n');
   const files = writeEditsResults(results, opts.outDir);
   process.stdout.write(`\nresults: ${files.json}\nsummary: ${files.md}\n`);
