@@ -159,7 +159,7 @@ export class CatalogBook {
       if (env !== undefined) {
         const built = bodyOf(env);
         env.sent = built;
-        out.push({ envId, body: built.body, bodyBytes: built.bodyBytes, gzip: built.gzip, gzipBytes: built.gzipBytes, tag: built.tag });
+        out.push(wholeOf(envId, built));
       }
     }
     return out;
@@ -179,11 +179,8 @@ export class CatalogBook {
       const held = env.sent;
       const built = bodyOf(env);
       env.sent = built;
-      if (held === null || held.body.length !== built.body.length || held.gzip.length !== built.gzip.length) {
-        out.push({ envId, body: built.body, bodyBytes: built.bodyBytes, gzip: built.gzip, gzipBytes: built.gzipBytes, tag: built.tag });
-      } else {
-        out.push(changeOf(envId, held, built));
-      }
+      const sameShape = held !== null && held.body.length === built.body.length && held.gzip.length === built.gzip.length;
+      out.push(sameShape ? changeOf(envId, held, built) : wholeOf(envId, built));
     }
     return out;
   }
@@ -218,6 +215,11 @@ export class CatalogBook {
     env.entries.clear();
     env.blocks = [];
   }
+}
+
+/** `built` whole, as the loops receive it. */
+function wholeOf(envId: string, built: BuiltCatalog): CatalogText {
+  return { envId, body: built.body, bodyBytes: built.bodyBytes, gzip: built.gzip, gzipBytes: built.gzipBytes, tag: built.tag };
 }
 
 /** `built` as a change to `held` (as many pieces each): the pieces that are not the same memory. */

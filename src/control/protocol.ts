@@ -105,8 +105,8 @@ export interface CatalogText {
  * pieces at `bodyAt` and `gzipAt` replaced and every other piece kept. An edit changes one block of
  * entries, so it carries one body piece and two gzip pieces (the block's segment and the closing
  * trailer) whatever the environment's size; a whole CatalogText would carry every piece again, and
- * each SharedArrayBuffer received costs the loop an object to make and collect (~400 a write at
- * 50,000 items: ~70 KB of promoted garbage per write on the loop, bench/README.md "Catalog changes").
+ * each SharedArrayBuffer received costs the loop an object to make, promote and collect (~200 a
+ * write at 50,000 items; bench/README.md, "What a write costs a delivery loop").
  * A loop that does not hold a body of these sizes refuses the update (the control thread then
  * sends a whole snapshot).
  */

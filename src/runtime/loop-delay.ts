@@ -9,6 +9,9 @@
  * and how many it applied; `gc` the longest garbage-collection pause of this thread and how many
  * collections paused it. A long loop delay with an equally long `gc` was the collector, one with an
  * equally long `apply` was an edit; the benchmark of edits under load tells them apart this way.
+ * The GC profiler's callbacks around each collection can add time of their own (26 ms in one
+ * collection during an import, bench/README.md): bench:edits reads latency from a server without
+ * this log and pauses from one with it.
  * Unset, nothing is observed and nothing runs (the feed's `recordApply` costs two field writes per
  * update).
  */

@@ -93,13 +93,13 @@ export class PgRows {
     return this.tx.unsafe<RevisionRow[]>(`SELECT ${REVISION_COLUMNS} FROM revisions WHERE content_pk = $1 ORDER BY number`, [contentPk], { prepare: true });
   }
 
-  /** The newest `count` revisions, oldest first. */
   /** The newest revision's hash alone (its texts can be megabytes). */
   async newestHash(contentPk: number): Promise<string | undefined> {
     const rows = await this.tx.unsafe<{ hash: string }[]>('SELECT hash FROM revisions WHERE content_pk = $1 ORDER BY number DESC LIMIT 1', [contentPk], { prepare: true });
     return rows[0]?.hash;
   }
 
+  /** The newest `count` revisions, oldest first. */
   async newestRevisions(contentPk: number, count: number): Promise<RevisionRow[]> {
     const rows = await this.tx.unsafe<RevisionRow[]>(
       `SELECT ${REVISION_COLUMNS} FROM revisions WHERE content_pk = $1 ORDER BY number DESC LIMIT $2`,

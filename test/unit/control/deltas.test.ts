@@ -200,6 +200,19 @@ async function randomWrite(rnd: () => number, store: Store, plainKeys: string[])
   }
 }
 
+/** One environment of 3,000 items (a catalog of many pieces) with one key, published to the loop. */
+async function importLargeEnvironment(h: Harness): Promise<void> {
+  const content: Record<string, unknown> = {};
+  for (let i = 0; i < 3000; i++) content[`Item${String(i).padStart(4, '0')}`] = { text: `{"level": ${i}}` };
+  await h.store.importBundle({ environments: { prod: { keys: ['a-key-of-prod-0001'], content } } });
+  await h.feeds.publish(h.store);
+}
+
+/** The loop's directory (catalog bytes included) equals one built from scratch from the store. */
+async function expectAgreesWithRebuild(h: Harness): Promise<void> {
+  expect(describeDirectory(h.feed.directory, ['a-key-of-prod-0001'])).toEqual(describeDirectory(await fresh(h.store, h.reader), ['a-key-of-prod-0001']));
+}
+
 describe('routing deltas against a whole rebuild', () => {
   for (const seed of [1, 2, 3]) {
     it(`agree after every step of a random write sequence (seed ${seed})`, async () => {
@@ -246,7 +259,7 @@ describe('routing deltas against a whole rebuild', () => {
       await h.store.pruneChanges(1);
       await h.feeds.publish(h.store);
       expect(h.feed.directory).not.toBe(before);
-      expect(describeDirectory(h.feed.directory, ['a-key-of-prod-0001'])).toEqual(describeDirectory(await fresh(h.store, h.reader), ['a-key-of-prod-0001']));
+      await expectAgreesWithRebuild(h);
       // Deltas follow again from the snapshot's sequence.
       const reloaded = h.feed.directory;
       await h.store.deleteContent('prod', 'Shop');
@@ -289,19 +302,13 @@ describe('routing deltas against a whole rebuild', () => {
   it('sends a large catalog as a change of the pieces an edit touched, whole when its pieces are cut anew', async () => {
     const h = await harness();
     try {
-      const content: Record<string, unknown> = {};
-      for (let i = 0; i < 3000; i++) content[`Item${String(i).padStart(4, '0')}`] = { text: `{"level": ${i}}` };
-      await h.store.importBundle({ environments: { prod: { keys: ['a-key-of-prod-0001'], content } } });
-      await h.feeds.publish(h.store);
+      await importLargeEnvironment(h);
       const held = h.feed.directory.environments.get('prod')!.catalog;
       expect(held.body.length).toBeGreaterThan(5);
       const sent: CatalogUpdate[] = [];
       h.loopPort.on('message', (m: FeedMessage) => {
         if (m.type === 'directory' && m.update.kind === 'delta') sent.push(...m.update.catalogs);
       });
-      const agree = async (): Promise<void> => {
-        expect(describeDirectory(h.feed.directory, ['a-key-of-prod-0001'])).toEqual(describeDirectory(await fresh(h.store, h.reader), ['a-key-of-prod-0001']));
-      };
 
       // An edit: one body piece (its block) and two gzip pieces (the block's segment, the trailer).
       await h.store.putContent('prod', 'Item1500', '{"level": "edited"}', null);
@@ -313,14 +320,14 @@ describe('routing deltas against a whole rebuild', () => {
       const now = h.feed.directory.environments.get('prod')!.catalog;
       // The pieces the change did not name are the very views the loop held.
       expect(now.body.filter((p, i) => p !== held.body[i]).length).toBe(1);
-      await agree();
+      await expectAgreesWithRebuild(h);
 
       // A delete and a new id within a block: still a change.
       await h.store.deleteContent('prod', 'Item0007');
       await h.store.putContent('prod', 'Item0007b', '{"level": 0}', null);
       await h.feeds.publish(h.store);
       expect(isCatalogChange(sent.pop()!)).toBe(true);
-      await agree();
+      await expectAgreesWithRebuild(h);
 
       // Enough new ids in one block's range to split it: the body has more pieces, so it goes whole.
       for (let i = 0; i < 600; i++) await h.store.putContent('prod', `Item2000x${String(i).padStart(3, '0')}`, '{"level": 1}', null);
@@ -328,7 +335,7 @@ describe('routing deltas against a whole rebuild', () => {
       const split = sent.pop()!;
       expect(isCatalogChange(split)).toBe(false);
       expect(split.body.length).toBeGreaterThan(held.body.length);
-      await agree();
+      await expectAgreesWithRebuild(h);
     } finally {
       await h.close();
     }
@@ -337,10 +344,7 @@ describe('routing deltas against a whole rebuild', () => {
   it('gets a whole snapshot when a catalog change does not fit the catalog the loop holds', async () => {
     const h = await harness();
     try {
-      const content: Record<string, unknown> = {};
-      for (let i = 0; i < 3000; i++) content[`Item${String(i).padStart(4, '0')}`] = { text: `{"level": ${i}}` };
-      await h.store.importBundle({ environments: { prod: { keys: ['a-key-of-prod-0001'], content } } });
-      await h.feeds.publish(h.store);
+      await importLargeEnvironment(h);
       // The loop's catalog no longer has the pieces the control thread handed out (as after a lost update).
       const env = h.feed.directory.environments.get('prod') as { catalog: CatalogView };
       env.catalog = { ...env.catalog, body: env.catalog.body.slice(1) };
@@ -348,13 +352,13 @@ describe('routing deltas against a whole rebuild', () => {
       await h.store.putContent('prod', 'Item1500', '{"level": "edited"}', null);
       await h.feeds.publish(h.store);
       expect(h.feed.directory).not.toBe(before);
-      expect(describeDirectory(h.feed.directory, ['a-key-of-prod-0001'])).toEqual(describeDirectory(await fresh(h.store, h.reader), ['a-key-of-prod-0001']));
+      await expectAgreesWithRebuild(h);
       // And changes follow again from the snapshot's bodies.
       const reloaded = h.feed.directory;
       await h.store.putContent('prod', 'Item1501', '{"level": "edited"}', null);
       await h.feeds.publish(h.store);
       expect(h.feed.directory).toBe(reloaded);
-      expect(describeDirectory(h.feed.directory, ['a-key-of-prod-0001'])).toEqual(describeDirectory(await fresh(h.store, h.reader), ['a-key-of-prod-0001']));
+      await expectAgreesWithRebuild(h);
     } finally {
       await h.close();
     }
