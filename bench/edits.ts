@@ -561,9 +561,9 @@ async function main(): Promise<number> {
     ...wrkProblems('with writes, loop-delay log on', diagnosed.wrk),
     ...wrkProblems('import', importLoad.wrk),
   ];
-  for (const w of [writes, diagnosedWrites]) {
-    if (w.sent === 0) problems.push('no admin write was sent');
-    if (w.failed > 0) problems.push(`${w.failed} of ${w.sent} admin writes did not answer 200`);
+  for (const [phase, w] of [['with writes', writes], ['with writes, loop-delay log on', diagnosedWrites]] as const) {
+    if (w.sent === 0) problems.push(`${phase}: no admin write was sent`);
+    if (w.failed > 0) problems.push(`${phase}: ${w.failed} of ${w.sent} admin writes did not answer 200`);
   }
   if (imp.status !== 200) problems.push(`the import answered ${imp.status}`);
   if (ad.loopDelayLines.length === 0) problems.push('process A logged no loop-delay line (RCD_LOOP_DELAY_LOG_MS)');
