@@ -15,6 +15,17 @@
  * loops is compared with a ceiling of N loops. A new answer goes to every loop before `ok`. With
  * CERT and KEY every app serves HTTPS (SSLApp with the files as they are and the server's TLS 1.2
  * cipher list), for bench/tls.ts.
+ *
+ * `--floor` (anywhere after N) makes it the floor instead (`npm run bench -- --target floor`): before
+ * answering, every request also pays for the uWS calls and the parsing that any server answering the
+ * delivery API on this uWS build must make whatever its own logic, as rcd makes them (src/delivery/
+ * routes.ts): the ambiguous-framing check over every header (forEach), the header reads (Content-Type,
+ * Content-Length, If-None-Match, Accept-Encoding), the route parameter and the query, and for a POST
+ * the body copied whole, decoded and given to JSON.parse (a body that is not JSON is answered 400);
+ * a 200 is then written the cheapest way uWS allows (one header block, default status line), as rcd
+ * writes it, so the floor is an upper bound for a server and not the ceiling's write path plus work.
+ * Its ratio to the ceiling is therefore the most a server on this stack can reach in that scenario:
+ * a target above it cannot be met by any change to the server's own work.
  */
 import uWS from 'uWebSockets.js';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
@@ -41,20 +52,28 @@ export type CeilingMessage = { type: 'set'; config: CeilingConfig };
 export type CeilingReply = { type: 'listening'; port: number } | { type: 'ok' } | { type: 'error'; message: string };
 
 interface Prepared {
+  status: number;
   statusLine: string;
   body: Buffer;
   headers: readonly (readonly [Buffer, Buffer])[];
   /** 304: headers only, no body and no Content-Length (as the server answers it). */
   empty: boolean;
+  /**
+   * The floor's way to write a 200 (as rcd does, src/delivery/header-block.ts): Content-Type's value
+   * with the other headers appended after CRLFs, one native call, and uWS's default status line.
+   */
+  block: Buffer;
 }
 
 function prepare(a: CeilingAnswer): Prepared {
   // Encoded once: the real server also sends ready bytes, so the ceiling must not pay UTF-8 encoding per request.
   return {
+    status: a.status,
     statusLine: statusLine(a.status),
     body: Buffer.from(a.body, 'utf8'),
     headers: Object.entries(a.headers ?? {}).map(([k, v]) => [Buffer.from(k, 'latin1'), Buffer.from(v, 'latin1')] as const),
     empty: a.status === 304,
+    block: Buffer.from(['application/json', ...Object.entries(a.headers ?? {}).map(([k, v]) => `${k}: ${v}`)].join('\r\n'), 'latin1'),
   };
 }
 
@@ -63,12 +82,67 @@ let validKey: string | null = null;
 let unauthorized: Prepared | null = null;
 const notFound: Prepared = prepare({ status: 404, body: '{"error":{"status":404,"code":"not_found","message":"Not found"}}' });
 
+/** Set by `--floor` (for every loop): requests pay for the work of floorRequest/floorBody first. */
+let floor = false;
+const notJson = prepare({ status: 400, body: '{"error":{"status":400,"code":"invalid_json","message":"the floor could not parse the body"}}' });
+// What rcd reads of every content request (src/delivery/routes.ts), names as bytes as it passes them.
+const FLOOR_HEADERS = ['content-type', 'content-length', 'if-none-match', 'accept-encoding'].map((h) => Buffer.from(h, 'latin1'));
+let framingLengths = 0;
+let framingEncodings = 0;
+/** Read by nothing: keeps the header reads from being optimized away. */
+const floorSink = { bytes: 0 };
+
+function countFraming(name: string): void {
+  if (name === 'content-length') framingLengths++;
+  else if (name === 'transfer-encoding') framingEncodings++;
+}
+
+/** The floor's request-side work before the body: false when the request was refused (connection closed). */
+function floorRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, hasParameter: boolean): boolean {
+  framingLengths = 0;
+  framingEncodings = 0;
+  req.forEach(countFraming);
+  if (framingLengths > 1 || (framingLengths === 1 && framingEncodings > 0)) {
+    res.close();
+    return false;
+  }
+  for (const h of FLOOR_HEADERS) floorSink.bytes += req.getHeader(h).length;
+  if (hasParameter) floorSink.bytes += req.getParameter(0)?.length ?? 0;
+  floorSink.bytes += req.getQuery()?.length ?? 0;
+  return true;
+}
+
+const BODY_DECODER = new TextDecoder('utf-8', { ignoreBOM: true });
+
+/** The floor's body work as rcd does it (src/delivery/request.ts): decoded and parsed; null when it is not JSON. */
+function floorBody(chunks: Buffer[] | null, last: ArrayBuffer): unknown {
+  let text: string;
+  if (chunks === null) text = BODY_DECODER.decode(last);
+  else {
+    chunks.push(Buffer.from(last));
+    text = BODY_DECODER.decode(Buffer.concat(chunks));
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
 function choose(apiKey: string): Prepared {
   if (validKey !== null && unauthorized !== null && apiKey !== validKey) return unauthorized;
   return ok;
 }
 
+const H_CONTENT_TYPE = Buffer.from('content-type', 'latin1');
+
 function send(res: uWS.HttpResponse, answer: Prepared): void {
+  if (floor && answer.status === 200) {
+    // The cheapest answer uWS allows for these bytes: the floor must not charge a server for writes.
+    res.writeHeader(H_CONTENT_TYPE, answer.block);
+    res.end(answer.body);
+    return;
+  }
   res.writeStatus(answer.statusLine);
   if (!answer.empty) res.writeHeader('content-type', 'application/json');
   for (const [name, value] of answer.headers) res.writeHeader(name, value);
@@ -82,6 +156,10 @@ interface BodyState {
 }
 
 function onPost(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
+  if (floor) {
+    onPostFloor(res, req, true);
+    return;
+  }
   const state: BodyState = { aborted: false, answer: choose(req.getHeader('x-api-key')) };
   res.onAborted(() => {
     state.aborted = true;
@@ -92,7 +170,34 @@ function onPost(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
   });
 }
 
+function onPostFloor(res: uWS.HttpResponse, req: uWS.HttpRequest, hasParameter: boolean): void {
+  if (!floorRequest(res, req, hasParameter)) return;
+  const state: BodyState = { aborted: false, answer: choose(req.getHeader('x-api-key')) };
+  let chunks: Buffer[] | null = null;
+  res.onAborted(() => {
+    state.aborted = true;
+  });
+  res.onData((chunk, isLast) => {
+    if (!isLast) {
+      // uWS reuses a chunk's memory once this returns: a piece that is not the last is copied.
+      (chunks ??= []).push(Buffer.from(chunk.slice(0)));
+      return;
+    }
+    if (state.aborted) return;
+    // The key is checked before the body (as rcd does): a refused key's answer stands whatever the body.
+    const parsed = floorBody(chunks, chunk);
+    const answer = parsed === null && state.answer !== unauthorized ? notJson : state.answer;
+    res.cork(() => send(res, answer));
+  });
+}
+
+function onPostCombine(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
+  if (floor) onPostFloor(res, req, false);
+  else onPost(res, req);
+}
+
 function onGet(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
+  if (floor && !floorRequest(res, req, false)) return;
   send(res, choose(req.getHeader('x-api-key')));
 }
 
@@ -110,8 +215,8 @@ function createApp(tls: CeilingTls | null): uWS.TemplatedApp {
   return (tls === null ? uWS.App() : uWS.SSLApp({ cert_file_name: tls.cert, key_file_name: tls.key, ssl_ciphers: TLS12_CIPHERS }))
     .post('/api/v1/config/:id', onPost)
     .post('/api/v1/config/:id/dynamic', onPost)
-    .post('/api/v1/combine', onPost)
-    .post('/api/v1/combine/', onPost)
+    .post('/api/v1/combine', onPostCombine)
+    .post('/api/v1/combine/', onPostCombine)
     .get('/api/v1/env/catalog', onGet)
     .any('/*', onOther);
 }
@@ -134,7 +239,8 @@ type LoopMessage = { type: 'set'; config: CeilingConfig } | { type: 'stop' };
 
 /** A further loop: binds the main loop's port, takes every new answer, closes its sockets on stop. */
 async function loopThread(): Promise<void> {
-  const data = workerData as { port: number; tls: CeilingTls | null };
+  const data = workerData as { port: number; tls: CeilingTls | null; floor: boolean };
+  floor = data.floor;
   const app = createApp(data.tls);
   const socket = await listen(app, data.port);
   parentPort!.on('message', (m: LoopMessage) => {
@@ -156,8 +262,10 @@ async function main(): Promise<void> {
     process.stderr.write('bench/ceiling.js is started by bench/run.js (needs an IPC channel)\n');
     process.exit(2);
   }
-  const loops = Number(process.argv[2] ?? '1');
-  const [cert, key] = process.argv.slice(3);
+  const args = process.argv.slice(2);
+  floor = args.includes('--floor');
+  const [loopArg, cert, key] = args.filter((a) => a !== '--floor');
+  const loops = Number(loopArg ?? '1');
   const tls = cert !== undefined && key !== undefined ? { cert, key } : null;
   const reply = (m: CeilingReply): void => {
     process.send?.(m);
@@ -172,7 +280,7 @@ async function main(): Promise<void> {
   const port = uWS.us_socket_local_port(listenSocket);
   const workers: Worker[] = [];
   for (let i = 1; i < loops; i++) {
-    const w = new Worker(new URL(import.meta.url), { workerData: { port, tls } });
+    const w = new Worker(new URL(import.meta.url), { workerData: { port, tls, floor } });
     const started = await new Promise<unknown>((resolve) => w.once('message', resolve));
     if (started !== 'listening') {
       reply({ type: 'error', message: `ceiling loop ${i} could not listen on 127.0.0.1:${port}` });

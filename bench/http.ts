@@ -6,7 +6,8 @@
  * 2. large-hit (512 KiB wrapped, front-cache hits) with `Accept-Encoding: gzip` against the same
  *    requests uncompressed: req/s and server CPU per request;
  * 3. the 304 path (mapped requests that send the ETag they were given) against a bare-uWS ceiling
- *    answering the same 304 (same headers) after reading the body;
+ *    answering the same 304 (same headers) after reading the body, and the floor (the same 304 after
+ *    the uWS calls and body parse any server needs: bench/ceiling.ts --floor) against that ceiling;
  * 4. N idle change streams (default 10,000; run first, on a fresh server): the server's RSS before
  *    and after, and the time from an admin write being sent until every stream received its event.
  *
@@ -248,16 +249,22 @@ async function main(): Promise<void> {
   for (const e of mapped) tags.push((await exchange(srv.url, e, {})).headers.etag as string);
   const first = await exchange(srv.url, mapped[0]!, { 'if-none-match': tags[0]! });
   if (first.status !== 304) throw new Error(`expected 304, got ${first.status}`);
-  await ceiling.configure({
+  const answer304 = {
     ok: { status: 304, body: '', headers: { etag: tags[0]!, 'cache-control': 'private, no-cache', vary: 'accept-encoding, x-api-key' } },
     validKey: null,
     unauthorized: null,
-  });
+  };
+  await ceiling.configure(answer304);
   const script304 = writeWrkScript(dir, 'mapped-304', withHeaders(mapped, (_e, i) => ({ 'if-none-match': tags[i]! })));
   console.log('3. mapped with If-None-Match (304) against a bare-uWS ceiling answering the same 304, and against the same requests answered 200');
   await alternate(o, () => measure(srv, script304, o), () => measure(ceiling, script304, o), 'rcd 304', 'ceiling 304');
   const script200 = writeWrkScript(dir, 'mapped-200', mapped);
   await alternate(o, () => measure(srv, script304, o), () => measure(srv, script200, o), 'rcd 304', 'rcd 200 (same requests)');
+  // The floor (bench/ceiling.ts --floor) answering the same 304 after the header reads, the framing
+  // check and the body parse every such request needs: the most any server on this uWS build reaches.
+  const floor = await startCeiling(sup, null, 1, true);
+  await floor.configure(answer304);
+  await alternate(o, () => measure(floor, script304, o), () => measure(ceiling, script304, o), 'floor 304', 'ceiling 304');
 
 }
 

@@ -198,12 +198,13 @@ export async function startServer(sup: Supervisor, start: ServerStart): Promise<
 
 /**
  * Forks the bare-uWS ceiling (bench/ceiling.ts) with `loops` apps on one port (as many as the
- * server's delivery loops); `tls` (certificate and key files) makes it serve HTTPS. Resolves once it
- * listens.
+ * server's delivery loops); `tls` (certificate and key files) makes it serve HTTPS; `floor` makes it
+ * the floor (bench/ceiling.ts: the request-side work every server on this stack pays). Resolves once
+ * it listens.
  */
-export async function startCeiling(sup: Supervisor, tls: { cert: string; key: string } | null = null, loops = 1): Promise<Target> {
+export async function startCeiling(sup: Supervisor, tls: { cert: string; key: string } | null = null, loops = 1, floor = false): Promise<Target> {
   const path = fileURLToPath(new URL('./ceiling.js', import.meta.url));
-  const args = [String(loops), ...(tls === null ? [] : [tls.cert, tls.key])];
+  const args = [String(loops), ...(tls === null ? [] : [tls.cert, tls.key]), ...(floor ? ['--floor'] : [])];
   const child = sup.track(fork(path, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
   let onEarlyExit: (code: number | null) => void = () => undefined;
   const port = await new Promise<number>((resolve, reject) => {

@@ -80,6 +80,18 @@ export interface RunOptions {
   readonly smoke: boolean;
 }
 
+/** What stands in the "server" column: rcd, a second ceiling (calibration), or the floor (bench/ceiling.ts). */
+export type BenchTarget = 'server' | 'ceiling' | 'floor';
+
+/** How progress lines name the "server" column's process. */
+export const TARGET_LABEL: Readonly<Record<BenchTarget, string>> = { server: 'server', ceiling: 'ceiling #2', floor: 'floor' };
+
+const TARGET_NOTE: Readonly<Record<BenchTarget, string>> = {
+  server: '',
+  ceiling: ', CALIBRATION RUN (ceiling against ceiling)',
+  floor: ', FLOOR RUN (the "server" figures are the floor\'s: a bare uWS app paying only for the uWS calls and body parse every request needs; a target it FAILs is out of reach for any server on this uWS build)',
+};
+
 export interface BenchResults {
   readonly version: 1;
   readonly date: string;
@@ -87,8 +99,11 @@ export interface BenchResults {
   readonly node: string;
   readonly cpus: { readonly model: string; readonly count: number };
   readonly loadavgAtStart: readonly number[];
-  /** 'server' normally; 'ceiling' for calibration runs (ceiling against ceiling: ratios show the noise floor). */
-  readonly target: 'server' | 'ceiling';
+  /**
+   * 'server' normally; 'ceiling' for calibration runs (ceiling against ceiling: ratios show the noise
+   * floor); 'floor' when the floor stood in for the server (ratios show the most any server can reach).
+   */
+  readonly target: BenchTarget;
   readonly options: RunOptions;
   readonly scenarios: ScenarioResult[];
   readonly ok: boolean;
@@ -218,7 +233,7 @@ export function renderMarkdown(results: BenchResults, chartFiles: readonly Chart
       `${results.options.durationSec} s per run after ${results.options.warmupSec} s warm-up, ${results.options.connections} connections, ` +
       `autocannon workers: ${results.options.workers || 'none'}, server threads: ${results.options.threads.map((t) => t ?? 'default').join(', ')}` +
       `, delivery loops (server and ceiling): ${(results.options.httpThreads ?? [null]).map((t) => t ?? 'default').join(', ')}` +
-      `${results.target === 'ceiling' ? ', CALIBRATION RUN (ceiling against ceiling)' : ''}${results.options.smoke ? ', SMOKE RUN (speed figures meaningless)' : ''}.`,
+      `${TARGET_NOTE[results.target]}${results.options.smoke ? ', SMOKE RUN (speed figures meaningless)' : ''}.`,
   );
   lines.push('');
   for (const c of chartFiles) lines.push(`![${c.title}](${c.file})`, '');

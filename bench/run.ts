@@ -19,7 +19,7 @@ import type { CeilingAnswer, CeilingConfig } from './ceiling.js';
 import { BENCH_KEY, repoRoot, writeBundle } from './fixtures/generate.js';
 import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
 import { RssSampler, clientCpu, isLinuxProcAvailable, memoryStatus, processCpuMicros, resetPeakRss, rssAt } from './measure.js';
-import { fmtInt, renderTable, writeResults, type BenchResults, type RunOptions, type RunStats, type ScenarioResult } from './report.js';
+import { TARGET_LABEL, fmtInt, renderTable, writeResults, type BenchResults, type BenchTarget, type RunOptions, type RunStats, type ScenarioResult } from './report.js';
 import { anyFailed, evaluateTargets, renderVerdicts } from './targets.js';
 import { runWrkPass, wrkAvailable, writeWrkScript } from './wrk.js';
 import { BASE_SEED, SCENARIOS, selectScenarios, setupRequestFor, syntheticResponse, verifyBodyFor, type RequestEntry, type Scenario } from './scenarios.js';
@@ -62,7 +62,7 @@ const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
 interface Options extends RunOptions {
   readonly httpThreads: readonly (number | null)[];
   readonly scenarios: Scenario[];
-  readonly target: 'server' | 'ceiling';
+  readonly target: BenchTarget;
   readonly outDir: string;
   readonly wrk: boolean;
   readonly wrkRounds: number;
@@ -83,6 +83,9 @@ const USAGE = `usage: npm run bench -- [options]
   --workers N          autocannon worker threads (default 0 = autocannon on the main thread)
   --smoke              short runs that assert zero errors and zero unexpected statuses, not speed
   --target ceiling     calibration: a second ceiling stands in for the server (ratios ~1 show the noise floor)
+  --target floor       the floor stands in for the server: a bare uWS app that pays only for the uWS calls
+                       and the body parse every request needs (bench/ceiling.ts); its ratio is the most any
+                       server on this uWS build can reach, so a target above it is out of reach
   --wrk                after each scenario's autocannon runs, measure its latency with wrk too (needs wrk
                        on PATH: apt-get install wrk); bad-requests is left out
   --wrk-rounds N       rounds of the wrk pass, each the ceiling then the server for --duration; the
@@ -131,7 +134,7 @@ function parseOptions(argv: string[]): Options {
   const threads = values.threads === undefined ? [null] : values.threads.split(',').map((t) => positiveNumber('threads', t, 1, 64));
   const http = values['http-threads'];
   const httpThreads = http === undefined ? [null] : http.split(',').map((t) => Math.max(1, Math.floor(positiveNumber('http-threads', t, 1, 64))));
-  if (values.target !== 'server' && values.target !== 'ceiling') throw new UsageError('--target is server or ceiling');
+  if (values.target !== 'server' && values.target !== 'ceiling' && values.target !== 'floor') throw new UsageError('--target is server, ceiling or floor');
   if (values.wrk === true && !wrkAvailable()) throw new UsageError('--wrk needs wrk on PATH (Debian: apt-get install wrk)');
   return {
     scenarios: selectScenarios(values.scenario),
@@ -329,8 +332,8 @@ async function runScenario(
   process.stdout.write(`${key}: probing... `);
   const pr = await probe(s, opts.target === 'server' ? server : null);
   await ceiling.configure(pr.config);
-  if (opts.target === 'ceiling') await server.configure(pr.config);
-  const serverLabel = opts.target === 'ceiling' ? 'ceiling #2' : 'server';
+  if (opts.target !== 'server') await server.configure(pr.config);
+  const serverLabel = TARGET_LABEL[opts.target];
   process.stdout.write(`autocannon ${opts.durationSec}s each: `);
   const c = await measure(ceiling, s, opts, dir);
   process.stdout.write(`ceiling ${fmtInt(c.reqPerSec)} req/s (${fmtUs(c.cpuUsPerReq)} µs CPU/req), `);
@@ -399,9 +402,9 @@ async function main(): Promise<number> {
       const server =
         opts.target === 'server'
           ? await startServer(sup, { root: repoRoot(), store: `sqlite:${join(dir, `bench-${threads ?? 'default'}-${httpThreads ?? 'default'}.db`)}`, bundle, threads, httpThreads, label: 'server' })
-          : await startCeiling(sup, null, loops);
+          : await startCeiling(sup, null, loops, opts.target === 'floor');
       process.stdout.write(
-        `${opts.target === 'server' ? 'server' : 'calibration ceiling'} ${server.url} (pid ${server.pid}, threads ${threads ?? 'default'}, loops ${loops}), ` +
+        `${TARGET_LABEL[opts.target]} ${server.url} (pid ${server.pid}, threads ${threads ?? 'default'}, loops ${loops}), ` +
           `ceiling ${ceiling.url} (pid ${ceiling.pid}, loops ${loops})\n`,
       );
       try {
@@ -444,6 +447,7 @@ async function main(): Promise<number> {
     for (const s of scenarios) for (const p of s.problems) process.stderr.write(`  ${s.key}: ${p}\n`);
   }
   const checks = evaluateTargets(results);
+  if (opts.target === 'floor') process.stdout.write('\nFLOOR RUN: "server" below is the floor; a target it FAILs is out of reach for any server on this uWS build.\n');
   process.stdout.write(`\n${renderVerdicts(checks)}\n`);
   await sup.stopAll();
   if (!results.ok) return 1;
