@@ -18,10 +18,9 @@ import { userMod, userUid } from '../shared/identity.js';
 import { evaluateMapping, type Combination } from '../mapping/index.js';
 import type { JobSink } from '../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
-import { contentIdKey } from '../store/ids.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKeyOf, renderedOf, type Rendered } from './front-cache.js';
-import { checkPlainQuery, parseCombineQuery, wrappedKind } from './query.js';
+import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry } from './query.js';
 import { CC_PRIVATE, CC_SHARED, answerBuffer, lastAnswerBytes, sendContent, sendError, sendNotModified, sendOverloaded, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from './etag.js';
@@ -73,8 +72,8 @@ export class ContentRequest implements JobSink {
   mod = 0;
   /** Front-cache key per slot, so results coming back from the pool are cached under it. */
   keys: string[] | null = null;
-  // Combine only:
-  ids: string[] | null = null;
+  // Combine only: the ids found, in answer order (their keys prepared by the compiled query).
+  entries: CombineEntry[] | null = null;
   rendered: (Rendered | null)[] | null = null;
   missing: string[] | null = null;
   remaining = 0;
@@ -169,7 +168,7 @@ export class ContentRequest implements JobSink {
       answerSingle(this, rendered!);
       return;
     }
-    if (rendered === null) this.missing!.push(this.ids![slot]!);
+    if (rendered === null) this.missing!.push(this.entries![slot]!.id);
     this.rendered![slot] = rendered;
     if (--this.remaining === 0) answerCombine(this);
   }
@@ -288,11 +287,11 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
 }
 
 function startCombine(r: ContentRequest, ctx: UserContext): void {
-  const q = parseCombineQuery(r.query, r.state.config.maxCombineIds);
+  const q = compiledCombineQuery(r.query, r.state.config.maxCombineIds);
   const contents = r.env.contents;
   const cache = r.state.frontCache;
   prepareUser(r, q.kind, ctx);
-  const ids: string[] = [];
+  const found: CombineEntry[] = [];
   const keys: string[] = [];
   const rendered: (Rendered | null)[] = [];
   const missing: string[] = [];
@@ -301,27 +300,29 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
   // What the answer is made of, for its tag: the query's shape (kind, each id as written, the uid
   // when the items carry it) and each item's parts. Each id is length-prefixed: ids may hold any character.
   let tagParts = q.kind === JobKind.Plain ? 'p' : (q.kind === JobKind.Wrapped ? 'w' : 's') + r.uid;
-  for (const id of q.ids) {
-    const content = contents.get(contentIdKey(id));
+  const entries = q.entries;
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]!;
+    const content = contents.get(entry.lookup);
     const rev = content === undefined ? undefined : chooseRevision(content, ctx.vKey);
     if (content === undefined || rev === undefined) {
-      missing.push(id);
-      tagParts += '|' + id.length + ':' + id + '=';
+      missing.push(entry.id);
+      tagParts += entry.tagPrefix;
       continue;
     }
     const combination = combinationOf(r, q.kind, content, ctx);
-    tagParts += '|' + id.length + ':' + id + '=' + itemTag(q.kind, rev.hash, content.mappingId, combination);
+    tagParts += entry.tagPrefix + itemTag(q.kind, rev.hash, content.mappingId, combination);
     const key = frontKeyOf(q.kind, rev.revId, content.mappingId, combination);
     const hit = cache.get(key);
     if (hit === undefined) {
       jobs.push(missJob(q.kind, rev, content, combination));
-      slots.push(ids.length);
+      slots.push(found.length);
     }
-    ids.push(id);
+    found.push(entry);
     keys.push(key);
     rendered.push(hit ?? null);
   }
-  r.ids = ids;
+  r.entries = found;
   r.keys = keys;
   r.rendered = rendered;
   r.missing = missing;
@@ -330,7 +331,7 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
   if (answeredNotModified(r)) return;
   const counters = r.state.counters;
   counters[L_FRONT_MISSES]! += jobs.length;
-  counters[L_FRONT_HITS]! += ids.length - jobs.length;
+  counters[L_FRONT_HITS]! += found.length - jobs.length;
   if (jobs.length === 0) {
     answerCombine(r);
     return;
@@ -460,35 +461,38 @@ function combineWorthGzip(r: ContentRequest): boolean {
   return false;
 }
 
-/** The JSON key of entry `i`: `{"id":` for the first, `,"id":` after. */
-function entryKey(first: boolean, id: string): string {
-  return (first ? '{' : ',') + JSON.stringify(id) + ':';
+
+/** The JSON key of an entry as bytes: `{"id":` for the first written, `,"id":` after. */
+function entryKey(entry: CombineEntry, first: boolean): Buffer {
+  return first ? entry.firstKey : entry.nextKey;
 }
 
 /** `{"id":head+tail,...}` as one buffer: sizes first, then copies into the reply's reused buffer. */
 function combineBytes(r: ContentRequest): Uint8Array {
-  const ids = r.ids!;
+  const entries = r.entries!;
   const rendered = r.rendered!;
   const wrapped = r.kind !== JobKind.Plain;
-  const keys: string[] = [];
   let total = 1;
-  for (let i = 0; i < ids.length; i++) {
+  let first = true;
+  for (let i = 0; i < entries.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    const key = entryKey(keys.length === 0, ids[i]!);
-    keys.push(key);
-    total += Buffer.byteLength(key, 'utf8') + item.head.byteLength + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
+    total += entryKey(entries[i]!, first).byteLength + item.head.byteLength + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
+    first = false;
   }
-  if (keys.length === 0) return EMPTY_OBJECT;
+  if (first) return EMPTY_OBJECT;
   // The reply's reused buffer (sendContent's end() copies it before returning): a 10-id answer is
   // ~16 KB, which Buffer.allocUnsafe takes from no pool, so each answer was a fresh ArrayBuffer.
   const out = answerBuffer(total);
   let pos = 0;
-  let k = 0;
-  for (let i = 0; i < ids.length; i++) {
+  first = true;
+  for (let i = 0; i < entries.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    pos += out.write(keys[k++]!, pos, 'utf8');
+    const key = entryKey(entries[i]!, first);
+    first = false;
+    out.set(key, pos);
+    pos += key.byteLength;
     out.set(item.head, pos);
     pos += item.head.byteLength;
     if (wrapped) pos = writeWrappedTail(out, pos, r.uid, r.mod, item.seg);
@@ -508,22 +512,18 @@ const CLOSE_BRACE = Buffer.from('}');
  * is compressed here. Written into the reply's reused buffer (sendContent copies it before returning).
  */
 function combineGzip(r: ContentRequest): Uint8Array {
-  const ids = r.ids!;
+  const entries = r.entries!;
   const rendered = r.rendered!;
   const wrapped = r.kind !== JobKind.Plain;
-  const keys: string[] = [];
-  const keyLengths: number[] = [];
   let compressed = 0;
   let raw = 1;
   let pieces = 1;
-  for (let i = 0; i < ids.length; i++) {
+  let first = true;
+  for (let i = 0; i < entries.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    const key = entryKey(keys.length === 0, ids[i]!);
-    const keyLength = Buffer.byteLength(key, 'utf8');
-    keys.push(key);
-    keyLengths.push(keyLength);
-    raw += keyLength + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
+    raw += entryKey(entries[i]!, first).byteLength + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
+    first = false;
     if (item.gzPart !== null) compressed += item.gzPart.segment.byteLength;
     else raw += item.head.byteLength;
     pieces += 3;
@@ -531,12 +531,12 @@ function combineGzip(r: ContentRequest): Uint8Array {
   const out = answerBuffer(gzipBound(compressed, raw, pieces));
   const gz = combineGzipBuilder;
   gz.begin(out);
-  let k = 0;
-  for (let i = 0; i < ids.length; i++) {
+  first = true;
+  for (let i = 0; i < entries.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    gz.rawText(keys[k]!, keyLengths[k]!);
-    k++;
+    gz.raw(entryKey(entries[i]!, first));
+    first = false;
     if (item.gzPart !== null) gz.part(item.gzPart);
     else gz.raw(item.head);
     if (wrapped) appendTailToGzip(gz, r.uid, r.mod, item.seg);

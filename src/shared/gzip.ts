@@ -176,15 +176,6 @@ export class GzipBuilder {
     }
   }
 
-  rawText(text: string, byteLength: number): void {
-    if (byteLength > STORED_BLOCK_MAX) {
-      this.raw(Buffer.from(text, 'utf8'));
-      return;
-    }
-    this.out.write(text, this.reserve(byteLength), 'utf8');
-    this.commit(byteLength);
-  }
-
   part(p: CompressedPart): void {
     this.closeRun();
     this.out.set(p.segment, this.pos);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RcdError } from '../../../src/runtime/errors.js';
-import { checkPlainQuery, parseCombineQuery, wrappedKind } from '../../../src/delivery/query.js';
+import { checkPlainQuery, compiledCombineQuery, parseCombineQuery, wrappedKind } from '../../../src/delivery/query.js';
 import { JobKind } from '../../../src/pool/protocol.js';
 
 /** The query string of a combine: c as the JSON text of `ids`, URL-encoded, then `rest`. */
@@ -129,4 +129,29 @@ describe('parseCombineQuery', () => {
     ['responseType=Serialized', combine(['a'], '&dynamic=true&responseType=Serialized')],
     ['responseType empty', combine(['a'], '&dynamic=true&responseType=')],
   ])('%s: invalid_query', (_name, query) => refused(() => parseCombineQuery(query, 100)));
+});
+
+describe('compiledCombineQuery', () => {
+  it('prepares each id once: lookup key, tag part and both JSON keys as UTF-8', () => {
+    const q = compiledCombineQuery(combine(['Straße', 'a"b', 'x'], '&dynamic=true'), 100);
+    expect(q.ids).toEqual(['Straße', 'a"b', 'x']);
+    expect(q.kind).toBe(JobKind.Wrapped);
+    expect(q.entries.map((e) => e.lookup)).toEqual(['strasse', 'a"b', 'x']);
+    expect(q.entries[0]!.tagPrefix).toBe('|6:Straße=');
+    expect(q.entries[1]!.firstKey.toString('utf8')).toBe('{"a\\"b":');
+    expect(q.entries[1]!.nextKey.toString('utf8')).toBe(',"a\\"b":');
+    expect(JSON.parse(q.entries[0]!.firstKey.toString('utf8') + '1}')).toEqual({ Straße: 1 });
+  });
+
+  it('answers a repeated query from its memo, and parses again under another id limit', () => {
+    const query = combine(['m1', 'm2', 'm1']);
+    const first = compiledCombineQuery(query, 100);
+    expect(compiledCombineQuery(query, 100)).toBe(first);
+    // Three ids were sent: under a limit of 2 the same query is refused, memo or not.
+    refused(() => compiledCombineQuery(query, 2));
+  });
+
+  it('keeps no invalid query: each use is refused again', () => {
+    for (let i = 0; i < 2; i++) refused(() => compiledCombineQuery('c=not-json', 100));
+  });
 });

@@ -36,7 +36,7 @@ describe('gzip members', () => {
     expect(member.length).toBeLessThan(body.length * 0.2);
   });
 
-  it('parts, raw bytes and raw text in any order decode to their concatenation', () => {
+  it('parts and raw bytes in any order decode to their concatenation', () => {
     const a = json(3000);
     const b = json(70_000);
     const big = randomBytes(STORED_BLOCK_MAX * 2 + 17);
@@ -44,7 +44,7 @@ describe('gzip members', () => {
     const out = Buffer.alloc(gzipBound(200_000, 300_000, 20));
     const g = new GzipBuilder();
     g.begin(out);
-    g.rawText('{"é":', Buffer.byteLength('{"é":'));
+    g.raw(Buffer.from('{"é":'));
     pieces.push(Buffer.from('{"é":'));
     g.part(compressPart(a));
     pieces.push(a);
