@@ -6,9 +6,13 @@ import { RcdError } from '../runtime/errors.js';
 import { JobKind } from '../pool/protocol.js';
 import { contentIdKey } from '../store/ids.js';
 
+const SERIALIZED_QUERY = 'responseType=serialized';
+
 /** Endpoint 1: responseType=serialized or nothing. Case sensitive by contract. */
 export function wrappedKind(query: string): JobKind {
   if (query === '') return JobKind.Wrapped;
+  // The one query clients send here, spelled as URLSearchParams would read it: no parse (~0.5 µs).
+  if (query === SERIALIZED_QUERY) return JobKind.Serialized;
   const rt = new URLSearchParams(query).get('responseType');
   if (rt === null) return JobKind.Wrapped;
   if (rt === 'serialized') return JobKind.Serialized;
