@@ -32,6 +32,16 @@ export interface LoopDelaySummary {
   readonly gcMaxMs: number | null;
   /** Of the intervals over the limit, those whose longest pause was a GC pause (not an applied update). */
   readonly overLimitByGc: number;
+  /**
+   * How long in all the delivery thread was runnable without a CPU in the window (the kernel's
+   * run-queue time; null when the lines carry no wait field, i.e. off Linux).
+   */
+  readonly waitMs: number | null;
+  /**
+   * Of the intervals over the limit not explained by GC, those whose run-queue wait was at least as
+   * long as the pause: consistent with the loop waiting for a core (the scheduler, not its own work).
+   */
+  readonly overLimitByWait: number;
 }
 
 /** A loop pause measures up to this much more than the GC pause behind it (1 ms sampling, wake-up). */
@@ -129,9 +139,10 @@ export interface EditsResults {
   readonly withoutWrites: PhaseResult;
   readonly withWrites: PhaseResult & { readonly writes: WriteStats };
   /**
-   * Phases 3 and 4, on A restarted with the loop-delay log (its GC profiler can cost time of its
-   * own): which pauses the writes and the import caused.
+   * Phases 3-5, on A restarted with the loop-delay log (its GC profiler can cost time of its own):
+   * the pauses of the load alone, then which pauses the writes and the import caused.
    */
+  readonly diagnosedQuiet: PhaseResult;
   readonly diagnosedWrites: PhaseResult & { readonly writes: WriteStats };
   readonly underImport: PhaseResult & { readonly import: ImportStats };
   readonly targets: readonly TargetCheck[];
@@ -174,7 +185,8 @@ function pauseText(d: LoopDelaySummary): string {
   return d.maxMs === null
     ? 'no loop-delay line'
     : `max pause ${d.maxMs.toFixed(1)} ms; ${d.intervalsOverLimit} of ${d.intervals} intervals with a pause over ${PAUSE_LIMIT_MS} ms` +
-        ` (${d.overLimitByGc} of them GC); longest update applied ${(d.applyMaxMs ?? 0).toFixed(1)} ms (${d.applies} updates); longest GC pause ${(d.gcMaxMs ?? 0).toFixed(1)} ms`;
+        ` (${d.overLimitByGc} of them GC${d.waitMs === null ? '' : `, ${d.overLimitByWait} in an interval whose run-queue wait was at least as long`}); longest update applied ${(d.applyMaxMs ?? 0).toFixed(1)} ms (${d.applies} updates); longest GC pause ${(d.gcMaxMs ?? 0).toFixed(1)} ms` +
+        (d.waitMs === null ? '' : `; the loop waited for a CPU ${d.waitMs.toFixed(0)} ms in all`);
 }
 
 /**
@@ -213,7 +225,7 @@ export function evaluateEditsTargets(r: Omit<EditsResults, 'targets' | 'ok'>): T
     sized(50_000, () => ({
       what: `50,000 items: no delivery pause over ${PAUSE_LIMIT_MS} ms caused by a write`,
       verdict: writePauseVerdict(ld),
-      measured: `with writes, loop-delay log on: ${pauseText(ld)}; ${stallsText(r.diagnosedWrites.machineStalls)}`,
+      measured: `with writes, loop-delay log on: ${pauseText(ld)}; ${stallsText(r.diagnosedWrites.machineStalls)}; without writes, log on: ${pauseText(r.diagnosedQuiet.loopDelay)}`,
     })),
   );
   const admin = r.withWrites.writes.adminMs;
@@ -260,7 +272,10 @@ export function evaluateEditsTargets(r: Omit<EditsResults, 'targets' | 'ok'>): T
   return out;
 }
 
-const PHASE_COLUMNS = ['phase', 's', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non2xx', 'sock err', 'loop max ms', `intervals > ${PAUSE_LIMIT_MS} ms (GC)`, 'apply max ms (updates)', 'GC max ms', 'machine stalls'];
+const PHASE_COLUMNS = [
+  'phase', 's', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non2xx', 'sock err', 'loop max ms',
+  `intervals > ${PAUSE_LIMIT_MS} ms (GC, run queue)`, 'apply max ms (updates)', 'GC max ms', 'run-queue wait ms', 'machine stalls',
+];
 
 function phaseRow(name: string, p: PhaseResult): string[] {
   return [
@@ -273,9 +288,10 @@ function phaseRow(name: string, p: PhaseResult): string[] {
     String(p.wrk.non2xx),
     String(p.wrk.socketErrors),
     p.loopDelay.maxMs === null ? 'n/a' : p.loopDelay.maxMs.toFixed(1),
-    `${p.loopDelay.intervalsOverLimit} / ${p.loopDelay.intervals} (${p.loopDelay.overLimitByGc})`,
+    `${p.loopDelay.intervalsOverLimit} / ${p.loopDelay.intervals} (${p.loopDelay.overLimitByGc}, ${p.loopDelay.waitMs === null ? 'n/a' : p.loopDelay.overLimitByWait})`,
     p.loopDelay.applyMaxMs === null ? 'n/a' : `${p.loopDelay.applyMaxMs.toFixed(1)} (${p.loopDelay.applies})`,
     p.loopDelay.gcMaxMs === null ? 'n/a' : p.loopDelay.gcMaxMs.toFixed(1),
+    p.loopDelay.waitMs === null ? 'n/a' : p.loopDelay.waitMs.toFixed(0),
     `${p.machineStalls.stalls}${p.machineStalls.stalls > 0 ? ` (max ${p.machineStalls.maxStallMs.toFixed(0)})` : ''}`,
   ];
 }
@@ -284,6 +300,7 @@ function phaseRows(r: EditsResults): string[][] {
   return [
     phaseRow('without writes', r.withoutWrites),
     phaseRow('with writes', r.withWrites),
+    phaseRow('no writes, log on', r.diagnosedQuiet),
     phaseRow('writes, log on', r.diagnosedWrites),
     phaseRow(`${(r.underImport.import.bytes / 1048576).toFixed(1)} MiB import, log on`, r.underImport),
   ];
@@ -329,10 +346,11 @@ export function renderEditsMarkdown(r: EditsResults): string {
     `|${PHASE_COLUMNS.map((_, i) => (i === 0 ? '---' : '---:')).join('|')}|`,
     ...phaseRows(r).map((row) => `| ${row.join(' | ')} |`),
     '',
-    `Phases 1-2 run on A without the loop-delay log (latency, writes, visibility); A is then restarted with it for the last two ` +
+    `Phases 1-2 run on A without the loop-delay log (latency, writes, visibility); A is then restarted with it for the last three ` +
       `(pauses: its GC profiler's callbacks can cost time of their own). ` +
       `loop max = the longest pause of process A's delivery event loop (RCD_LOOP_DELAY_LOG_MS=${o.loopDelayLogMs}); ` +
-      `(GC) = intervals whose longest pause was a garbage collection of that length; apply max = the longest routing update the loop applied; ` +
+      `(GC, run queue) = intervals whose longest pause was a garbage collection of that length, and of the others those in which the loop waited for a CPU at least as long as the pause; ` +
+      `apply max = the longest routing update the loop applied; run-queue wait = how long in all the loop's thread was ready to run without a CPU (/proc schedstat); ` +
       `machine stalls = wake-ups of a real-time probe 5 ms or more late (the whole VM did not run).`,
     '',
     ...figureLines(r).map((l) => `- ${l}`),

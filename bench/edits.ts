@@ -3,12 +3,12 @@
  *
  * Edits under load: a store of N small items in one environment (written with `rcd import`), two
  * `rcd serve` processes on that one SQLite file (A takes the load, the writes and the import; B is
- * where an edit must become visible), and four phases of wrk on a plain content request of A:
+ * where an edit must become visible), and five phases of wrk on a plain content request of A:
  * without writes; with one admin PUT every MS ms through A while B is polled for each new hash;
  * then, with A restarted with its loop-delay log on (RCD_LOOP_DELAY_LOG_MS, src/runtime/loop-delay.ts,
- * read per phase), the writes again and an ~8 MiB bundle POSTed to A's admin import. The log's GC
- * profiler can cost time of its own, so latency is judged on the first two phases and pauses on the
- * last two. Everything it starts is stopped and its temp dir removed on success, failure, Ctrl-C and
+ * read per phase), the load without writes (the pauses and run-queue wait of the load alone), the
+ * writes again and an ~8 MiB bundle POSTed to A's admin import. The log's GC profiler can cost time
+ * of its own, so latency is judged on the first two phases and pauses on the last three. Everything it starts is stopped and its temp dir removed on success, failure, Ctrl-C and
  * SIGTERM.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -174,9 +174,11 @@ interface LoopDelayLine {
   readonly applies: number;
   /** The longest garbage-collection pause of the delivery thread in the interval. */
   readonly gcMax: number;
+  /** How long in all the delivery thread was runnable without a CPU in the interval (null: not logged). */
+  readonly wait: number | null;
 }
 
-const LOOP_DELAY_LINE = /^rcd: loop delay p50=([\d.]+)ms p99=([\d.]+)ms max=([\d.]+)ms apply=([\d.]+)ms\/(\d+) gc=([\d.]+)ms\/(\d+)$/;
+const LOOP_DELAY_LINE = /^rcd: loop delay p50=([\d.]+)ms p99=([\d.]+)ms max=([\d.]+)ms apply=([\d.]+)ms\/(\d+) gc=([\d.]+)ms\/(\d+)(?: wait=([\d.]+)ms)?$/;
 
 /** Starts `rcd serve` on the store without importing anything; resolves at "listening on". */
 async function startServe(label: string, dbPath: string, dataDir: string, loopDelay: boolean): Promise<Served> {
@@ -205,7 +207,7 @@ async function startServe(label: string, dbPath: string, dataDir: string, loopDe
     drain(child.stdout as NodeJS.ReadableStream, tail, (line) => {
       const d = LOOP_DELAY_LINE.exec(line);
       if (d !== null) {
-        loopDelayLines.push({ at: performance.now(), p99: Number(d[2]), max: Number(d[3]), applyMax: Number(d[4]), applies: Number(d[5]), gcMax: Number(d[6]) });
+        loopDelayLines.push({ at: performance.now(), p99: Number(d[2]), max: Number(d[3]), applyMax: Number(d[4]), applies: Number(d[5]), gcMax: Number(d[6]), wait: d[8] === undefined ? null : Number(d[8]) });
         return;
       }
       if (!/^rcd: listening on http:/.test(line)) return;
@@ -283,8 +285,11 @@ function loopDelayIn(lines: readonly LoopDelayLine[], from: number, to: number, 
     const coveredFrom = i > 0 ? (lines[i - 1] as LoopDelayLine).at : l.at - LOOP_DELAY_LOG_MS;
     return overlapping ? l.at > from && coveredFrom < to : l.at > from + half && l.at <= to + half;
   });
-  if (inside.length === 0) return { intervals: 0, maxMs: null, worstP99Ms: null, intervalsOverLimit: 0, applyMaxMs: null, applies: 0, gcMaxMs: null, overLimitByGc: 0 };
+  if (inside.length === 0) {
+    return { intervals: 0, maxMs: null, worstP99Ms: null, intervalsOverLimit: 0, applyMaxMs: null, applies: 0, gcMaxMs: null, overLimitByGc: 0, waitMs: null, overLimitByWait: 0 };
+  }
   const over = inside.filter((l) => l.max > PAUSE_LIMIT_MS);
+  const waits = inside.map((l) => l.wait);
   return {
     intervals: inside.length,
     maxMs: Math.max(...inside.map((l) => l.max)),
@@ -294,6 +299,8 @@ function loopDelayIn(lines: readonly LoopDelayLine[], from: number, to: number, 
     applies: inside.reduce((n, l) => n + l.applies, 0),
     gcMaxMs: Math.max(...inside.map((l) => l.gcMax)),
     overLimitByGc: over.filter((l) => pausedByGc(l)).length,
+    waitMs: waits.some((w) => w === null) ? null : waits.reduce<number>((sum, w) => sum + (w ?? 0), 0),
+    overLimitByWait: over.filter((l) => !pausedByGc(l) && l.wait !== null && l.wait >= l.max).length,
   };
 }
 
@@ -533,9 +540,9 @@ async function main(): Promise<number> {
 
   await runWrk(a.url, script, opts.connections, opts.smoke ? 1 : WARMUP_SEC, track);
   const seconds = opts.durationSec;
-  process.stdout.write(`phase 1/4: ${seconds} s without writes\n`);
+  process.stdout.write(`phase 1/5: ${seconds} s without writes\n`);
   const [quiet] = await loadPhase(a, script, opts.connections, seconds, false, () => Promise.resolve(null));
-  process.stdout.write(`phase 2/4: ${seconds} s with a write every ${opts.writeEveryMs} ms\n`);
+  process.stdout.write(`phase 2/5: ${seconds} s with a write every ${opts.writeEveryMs} ms\n`);
   const [busy, writes] = await loadPhase(a, script, opts.connections, seconds, false, (at) => writer(a, b, opts, at));
   const processA = processStart(a, settledA);
 
@@ -544,12 +551,17 @@ async function main(): Promise<number> {
   const ad = await startServe('A', dbPath, dir, true);
   process.stdout.write(`A restarted with the loop-delay log (RCD_LOOP_DELAY_LOG_MS=${LOOP_DELAY_LOG_MS}), pid ${ad.pid}\n`);
   await runWrk(ad.url, script, opts.connections, opts.smoke ? 1 : WARMUP_SEC, track);
-  process.stdout.write(`phase 3/4: ${seconds} s with a write every ${opts.writeEveryMs} ms, loop-delay log on\n`);
+  // The same load without writes first: the pauses and the run-queue wait the load causes by itself,
+  // beside which the writes' are read.
+  process.stdout.write(`phase 3/5: ${seconds} s without writes, loop-delay log on\n`);
+  const [diagnosedQuiet] = await loadPhase(ad, script, opts.connections, seconds, false, () => Promise.resolve(null));
+  await sleep(LOOP_DELAY_LOG_MS);
+  process.stdout.write(`phase 4/5: ${seconds} s with a write every ${opts.writeEveryMs} ms, loop-delay log on\n`);
   const [diagnosed, diagnosedWrites] = await loadPhase(ad, script, opts.connections, seconds, false, (at) => writer(ad, b, opts, at));
   // A loop-delay line is given to the phase its interval lies mostly in; without a gap, the last
   // line of one phase would also hold the first half-interval of the next (and its writes).
   await sleep(LOOP_DELAY_LOG_MS);
-  process.stdout.write(`phase 4/4: a ${(importFile.text.length / 1048576).toFixed(1)} MiB import ${IMPORT_AFTER_SEC} s into the load, which lasts until it answered (at least ${seconds} s), loop-delay log on\n`);
+  process.stdout.write(`phase 5/5: a ${(importFile.text.length / 1048576).toFixed(1)} MiB import ${IMPORT_AFTER_SEC} s into the load, which lasts until it answered (at least ${seconds} s), loop-delay log on\n`);
   const [importLoad, imp] = await loadPhase(ad, script, opts.connections, seconds, true, (at) => importDuring(ad, importFile, at));
   // The loop-delay line that covers the end of the load arrives up to one interval later.
   await sleep(LOOP_DELAY_LOG_MS);
@@ -558,6 +570,7 @@ async function main(): Promise<number> {
   const problems = [
     ...wrkProblems('without writes', quiet.wrk),
     ...wrkProblems('with writes', busy.wrk),
+    ...wrkProblems('without writes, loop-delay log on', diagnosedQuiet.wrk),
     ...wrkProblems('with writes, loop-delay log on', diagnosed.wrk),
     ...wrkProblems('import', importLoad.wrk),
   ];
@@ -582,6 +595,7 @@ async function main(): Promise<number> {
     processB: processStart(b, null),
     withoutWrites: phaseResult(a, quiet),
     withWrites: { ...phaseResult(a, busy), writes },
+    diagnosedQuiet: phaseResult(ad, diagnosedQuiet),
     diagnosedWrites: { ...phaseResult(ad, diagnosed), writes: diagnosedWrites },
     underImport: {
       ...phaseResult(ad, importLoad),

@@ -3,18 +3,22 @@
  * `RCD_LOOP_DELAY_LOG_MS=N` the server samples its loop with `perf_hooks.monitorEventLoopDelay` and
  * logs one line every N ms, then starts the next window afresh:
  *
- *   loop delay p50=…ms p99=…ms max=…ms apply=…ms/N gc=…ms/N
+ *   loop delay p50=…ms p99=…ms max=…ms apply=…ms/N gc=…ms/N wait=…ms
  *
  * `apply` is the longest routing update (a delta slice or a snapshot) the loop applied in the window
  * and how many it applied; `gc` the longest garbage-collection pause of this thread and how many
- * collections paused it. A long loop delay with an equally long `gc` was the collector, one with an
- * equally long `apply` was an edit; the benchmark of edits under load tells them apart this way.
+ * collections paused it; `wait` how long in all the thread was ready to run but had no CPU (the
+ * kernel's run-queue time, /proc/thread-self/schedstat; absent where /proc has no such file). A
+ * long loop delay with an equally long `gc` was the collector, one with an equally long `apply` was
+ * an edit, and one in a window whose `wait` is at least as long is consistent with the scheduler
+ * (more runnable threads than cores); the benchmark of edits under load tells them apart this way.
  * The GC profiler's callbacks around each collection can add time of their own (26 ms in one
  * collection during an import, bench/README.md): bench:edits reads latency from a server without
  * this log and pauses from one with it.
  * Unset, nothing is observed and nothing runs (the feed's `recordApply` costs two field writes per
  * update).
  */
+import { readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { GCProfiler } from 'node:v8';
 import { StartupError } from './config.js';
@@ -71,6 +75,21 @@ function windowText(w: WindowMax): string {
   return text;
 }
 
+const SCHEDSTAT = '/proc/thread-self/schedstat';
+
+/**
+ * Nanoseconds this thread has spent runnable but waiting for a CPU since it started (the second
+ * field of schedstat: run time, run-queue wait, time slices), or -1 where the file cannot be read.
+ */
+function runQueueWaitNs(): number {
+  try {
+    const wait = Number(readFileSync(SCHEDSTAT, 'latin1').split(' ')[1]);
+    return Number.isFinite(wait) ? wait : -1;
+  } catch {
+    return -1;
+  }
+}
+
 /** The log interval named by the variable, or null when it is unset or empty; a bad value stops the start. */
 export function loopDelayInterval(raw: string | undefined): number | null {
   if (raw === undefined || raw.trim() === '') return null;
@@ -94,14 +113,18 @@ export function startLoopDelayLog(intervalMs: number | null): () => void {
   let gc = startedGcProfiler();
   windowText(applied);
   windowText(collected);
+  let waitedNs = runQueueWaitNs();
   const late = (ns: number): string => Math.max(0, ns / 1e6 - RESOLUTION_MS).toFixed(2);
   const timer = setInterval(() => {
     recordGc(gc);
     gc = startedGcProfiler();
+    const nowWaitedNs = waitedNs === -1 ? -1 : runQueueWaitNs();
+    const wait = nowWaitedNs === -1 ? '' : ` wait=${((nowWaitedNs - waitedNs) / 1e6).toFixed(2)}ms`;
+    waitedNs = nowWaitedNs;
     if (histogram.count > 0) {
       logInfo(
         `loop delay p50=${late(histogram.percentile(50))}ms p99=${late(histogram.percentile(99))}ms max=${late(histogram.max)}ms` +
-          ` apply=${windowText(applied)} gc=${windowText(collected)}`,
+          ` apply=${windowText(applied)} gc=${windowText(collected)}${wait}`,
       );
     }
     histogram.reset();

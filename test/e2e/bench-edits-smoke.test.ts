@@ -40,6 +40,10 @@ function expectLoopDelay(d: LoopDelaySummary, what: string): void {
   expect(d.worstP99Ms!, what).toBeLessThanOrEqual(d.maxMs!);
   expect(d.intervalsOverLimit, what).toBeLessThanOrEqual(d.intervals);
   expect(d.overLimitByGc, what).toBeLessThanOrEqual(d.intervalsOverLimit);
+  // Linux: every line carries the loop's run-queue wait, summed over the window.
+  expect(d.waitMs, what).not.toBeNull();
+  expect(d.waitMs!, what).toBeGreaterThanOrEqual(0);
+  expect(d.overLimitByWait, what).toBeLessThanOrEqual(d.intervalsOverLimit - d.overLimitByGc);
   expect(d.applyMaxMs, what).not.toBeNull();
   expect(d.gcMaxMs, what).not.toBeNull();
 }
@@ -91,6 +95,8 @@ describe('npm run bench:edits -- --smoke', () => {
     expectLoad(r.withWrites, 'with writes');
     expect(r.withoutWrites.loopDelay.intervals).toBe(0);
     expect(r.withWrites.loopDelay.intervals).toBe(0);
+    expectPhase(r.diagnosedQuiet, 'without writes, log on');
+    expect(r.diagnosedQuiet.loopDelay.applies).toBe(0);
     expectPhase(r.diagnosedWrites, 'with writes, log on');
     expectPhase(r.underImport, 'import');
 

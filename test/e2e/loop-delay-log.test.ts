@@ -1,12 +1,14 @@
 // RCD_LOOP_DELAY_LOG_MS: the opt-in log of the delivery loop's pauses (README, Configuration), which
 // `npm run bench:edits` reads. Checked on the real server process.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, startServer, tempDir } from '../helpers/server-process.js';
 
-const LINE = /^rcd: loop delay p50=(\d+\.\d\d)ms p99=(\d+\.\d\d)ms max=(\d+\.\d\d)ms apply=(\d+\.\d\d)ms\/(\d+) gc=(\d+\.\d\d)ms\/(\d+)$/gm;
+// The wait field is there where /proc/thread-self/schedstat is (Linux: this suite's platform).
+const LINE = /^rcd: loop delay p50=(\d+\.\d\d)ms p99=(\d+\.\d\d)ms max=(\d+\.\d\d)ms apply=(\d+\.\d\d)ms\/(\d+) gc=(\d+\.\d\d)ms\/(\d+) wait=(\d+\.\d\d)ms$/gm;
 
 async function waitFor(check: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -48,6 +50,14 @@ describe('RCD_LOOP_DELAY_LOG_MS', () => {
       expect(collected, logged.stdout()).toBeDefined();
       expect(Number(collected?.[6])).toBeGreaterThan(0);
       expect(quiet.stdout()).not.toContain('loop delay');
+      // wait: the loop thread's run-queue time. With twice as many busy processes as cores, the loop
+      // (woken every millisecond by the delay sampler) is ready to run while others hold the CPUs.
+      const beforeHogs = [...logged.stdout().matchAll(LINE)].length;
+      const hogs = Array.from({ length: availableParallelism() * 2 }, () => spawn(process.execPath, ['-e', 'const end = Date.now() + 1500; while (Date.now() < end);'], { stdio: 'ignore' }));
+      await Promise.all(hogs.map((h) => new Promise((r) => h.once('exit', r))));
+      await waitFor(() => [...logged.stdout().matchAll(LINE)].length >= beforeHogs + 16, 10_000);
+      const waited = [...logged.stdout().matchAll(LINE)].slice(beforeHogs).reduce((sum, m) => sum + Number(m[8]), 0);
+      expect(waited, logged.stdout()).toBeGreaterThan(1);
     } finally {
       await logged.dispose();
       await quiet.dispose();
