@@ -19,7 +19,8 @@
  * `--floor` (anywhere after N) makes it the floor instead (`npm run bench -- --target floor`): before
  * answering, every request also pays for the uWS calls and the parsing that any server answering the
  * delivery API on this uWS build must make whatever its own logic, as rcd makes them (src/delivery/
- * routes.ts): the ambiguous-framing check over every header (forEach), the header reads (Content-Type,
+ * routes.ts; the framing check and the body's decoding are rcd's own functions, framing.ts and
+ * body.ts): the ambiguous-framing check over every header (forEach), the header reads (Content-Type,
  * Content-Length, If-None-Match, Accept-Encoding), the route parameter and the query, and for a POST
  * the body copied whole, decoded and given to JSON.parse (a body that is not JSON is answered 400);
  * a 200 is then written the cheapest way uWS allows (one header block, default status line), as rcd
@@ -31,6 +32,8 @@ import uWS from 'uWebSockets.js';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { statusLine } from '../src/runtime/errors.js';
 import { TLS12_CIPHERS } from '../src/runtime/tls.js';
+import { bodyText, keptChunk } from '../src/delivery/body.js';
+import { hasAmbiguousFraming } from '../src/delivery/framing.js';
 import { freePort } from './processes.js';
 
 export interface CeilingAnswer {
@@ -67,13 +70,14 @@ interface Prepared {
 
 function prepare(a: CeilingAnswer): Prepared {
   // Encoded once: the real server also sends ready bytes, so the ceiling must not pay UTF-8 encoding per request.
+  const headers = Object.entries(a.headers ?? {});
   return {
     status: a.status,
     statusLine: statusLine(a.status),
     body: Buffer.from(a.body, 'utf8'),
-    headers: Object.entries(a.headers ?? {}).map(([k, v]) => [Buffer.from(k, 'latin1'), Buffer.from(v, 'latin1')] as const),
+    headers: headers.map(([k, v]) => [Buffer.from(k, 'latin1'), Buffer.from(v, 'latin1')] as const),
     empty: a.status === 304,
-    block: Buffer.from(['application/json', ...Object.entries(a.headers ?? {}).map(([k, v]) => `${k}: ${v}`)].join('\r\n'), 'latin1'),
+    block: Buffer.from(['application/json', ...headers.map(([k, v]) => `${k}: ${v}`)].join('\r\n'), 'latin1'),
   };
 }
 
@@ -87,22 +91,12 @@ let floor = false;
 const notJson = prepare({ status: 400, body: '{"error":{"status":400,"code":"invalid_json","message":"the floor could not parse the body"}}' });
 // What rcd reads of every content request (src/delivery/routes.ts), names as bytes as it passes them.
 const FLOOR_HEADERS = ['content-type', 'content-length', 'if-none-match', 'accept-encoding'].map((h) => Buffer.from(h, 'latin1'));
-let framingLengths = 0;
-let framingEncodings = 0;
 /** Read by nothing: keeps the header reads from being optimized away. */
 const floorSink = { bytes: 0 };
 
-function countFraming(name: string): void {
-  if (name === 'content-length') framingLengths++;
-  else if (name === 'transfer-encoding') framingEncodings++;
-}
-
 /** The floor's request-side work before the body: false when the request was refused (connection closed). */
 function floorRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, hasParameter: boolean): boolean {
-  framingLengths = 0;
-  framingEncodings = 0;
-  req.forEach(countFraming);
-  if (framingLengths > 1 || (framingLengths === 1 && framingEncodings > 0)) {
+  if (hasAmbiguousFraming(req)) {
     res.close();
     return false;
   }
@@ -112,18 +106,10 @@ function floorRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, hasParameter:
   return true;
 }
 
-const BODY_DECODER = new TextDecoder('utf-8', { ignoreBOM: true });
-
-/** The floor's body work as rcd does it (src/delivery/request.ts): decoded and parsed; null when it is not JSON. */
-function floorBody(chunks: Buffer[] | null, last: ArrayBuffer): unknown {
-  let text: string;
-  if (chunks === null) text = BODY_DECODER.decode(last);
-  else {
-    chunks.push(Buffer.from(last));
-    text = BODY_DECODER.decode(Buffer.concat(chunks));
-  }
+/** The floor's body work, rcd's own (src/delivery/body.ts) then JSON.parse: null when it is not JSON. */
+function floorBody(kept: Buffer[] | null, last: ArrayBuffer): unknown {
   try {
-    return JSON.parse(text) as unknown;
+    return JSON.parse(bodyText(kept, last)) as unknown;
   } catch {
     return null;
   }
@@ -179,8 +165,7 @@ function onPostFloor(res: uWS.HttpResponse, req: uWS.HttpRequest, hasParameter: 
   });
   res.onData((chunk, isLast) => {
     if (!isLast) {
-      // uWS reuses a chunk's memory once this returns: a piece that is not the last is copied.
-      (chunks ??= []).push(Buffer.from(chunk.slice(0)));
+      (chunks ??= []).push(keptChunk(chunk));
       return;
     }
     if (state.aborted) return;

@@ -8,8 +8,8 @@
  * then, with A restarted with its loop-delay log on (RCD_LOOP_DELAY_LOG_MS, src/runtime/loop-delay.ts,
  * read per phase), the load without writes (the pauses and run-queue wait of the load alone), the
  * writes again and an ~8 MiB bundle POSTed to A's admin import. The log's GC profiler can cost time
- * of its own, so latency is judged on the first two phases and pauses on the last three. Everything it starts is stopped and its temp dir removed on success, failure, Ctrl-C and
- * SIGTERM.
+ * of its own, so latency is judged on the first two phases and pauses on the last three. Everything
+ * it starts is stopped and its temp dir removed on success, failure, Ctrl-C and SIGTERM.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { statSync, writeFileSync } from 'node:fs';

@@ -16,6 +16,7 @@ import { ACCEPT_GZIP, acceptedCodings } from './encoding.js';
 import { Coding, etagValue, matchIfNoneMatch } from './etag.js';
 import { mintStreamToken, verifyStreamToken } from './stream-token.js';
 import { EMPTY_BODY } from './context.js';
+import { hasAmbiguousFraming } from './framing.js';
 import { ContentRequest, Route } from './request.js';
 import type { FrontEndState } from './state.js';
 import { ERROR_STATUS } from '../runtime/errors.js';
@@ -93,36 +94,18 @@ function decodeId(raw: string): string | undefined {
   }
 }
 
-// Counted by countFramingHeader over one request's headers (uWS calls back synchronously).
-let contentLengthCount = 0;
-let transferEncodingCount = 0;
-
-function countFramingHeader(name: string): void {
-  if (name === 'content-length') contentLengthCount++;
-  else if (name === 'transfer-encoding') transferEncodingCount++;
-}
-
 /**
- * RFC 9112 6.3: two Content-Length headers, or Content-Length beside Transfer-Encoding, leave the
- * body's end ambiguous; uWS takes the first and parses the rest as the next request, which a proxy
- * that took the other length would not see (request smuggling). Such a request is refused by closing
- * the connection at once (returns true: the caller stops): uWS keeps parsing the bytes that follow
- * this head in the same read before it sends anything, so a 400 could only go out after the smuggled
- * request was handled; a closed socket stops the parser there. uWS exposes duplicates only through forEach: ~1 µs a request with
- * eight headers, 5-10% of mapped throughput with both servers loaded at once (bench:ab). Every route
- * checks (a GET may carry a body too) unless --reject-ambiguous-framing false: safe only behind a
- * proxy that re-frames requests itself (the recommended nginx refuses such requests).
+ * An ambiguous framing (framing.ts) is refused by closing the connection at once (returns true: the
+ * caller stops): uWS keeps parsing the bytes that follow this head in the same read before it sends
+ * anything, so a 400 could only go out after the smuggled request was handled; a closed socket stops
+ * the parser there. Every route checks (a GET may carry a body too) unless
+ * --reject-ambiguous-framing false: safe only behind a proxy that re-frames requests itself (the
+ * recommended nginx refuses such requests).
  */
 function refusedAmbiguousFraming(state: FrontEndState, res: HttpResponse, req: HttpRequest): boolean {
-  if (!state.config.rejectAmbiguousFraming) return false;
-  contentLengthCount = 0;
-  transferEncodingCount = 0;
-  req.forEach(countFramingHeader);
-  if (contentLengthCount > 1 || (contentLengthCount === 1 && transferEncodingCount > 0)) {
-    res.close();
-    return true;
-  }
-  return false;
+  if (!state.config.rejectAmbiguousFraming || !hasAmbiguousFraming(req)) return false;
+  res.close();
+  return true;
 }
 
 /** Called when a route handler threw: the connection is closed (it may hold part of an answer). */
