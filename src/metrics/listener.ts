@@ -4,9 +4,9 @@
  * HTTPS with --metrics-tls-cert and --metrics-tls-key (a scraper on another host). It runs
  * in the metrics thread (src/metrics/thread.ts): a scrape reads the shared arrays, nothing else.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
+import { createNodeServer, listenNodeServer } from '../runtime/node-server.js';
 import { nodeSecureContextOptions, type TlsMaterial } from '../runtime/tls.js';
 
 export interface MetricsListener {
@@ -20,21 +20,13 @@ export interface MetricsListener {
 
 export async function startMetricsListener(registry: Registry, host: string, port: number, tls: TlsMaterial | null): Promise<MetricsListener> {
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => void answer(registry, req, res);
-  const https: HttpsServer | null = tls === null ? null : createHttpsServer({ ...nodeSecureContextOptions(tls), ALPNProtocols: ['http/1.1'] }, onRequest);
-  const server: Server = https ?? createServer(onRequest);
+  const { server, https } = createNodeServer(tls, onRequest);
   let serving = tls;
   // A scraper keeps its connection alive between scrapes; the close below must not wait for it.
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const address = server.address();
+  const bound = await listenNodeServer(server, host, port);
   return {
-    port: typeof address === 'object' && address !== null ? address.port : port,
+    port: bound,
     get tls() {
       return serving;
     },

@@ -13,12 +13,11 @@
  *   store write, held until now) and sent in the background (webhooks.ts).
  * Writes are serialised so a 2xx always means "the next delivery request sees this write".
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer, type ServerOptions as HttpsOptions } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorResponse, RcdError, responseForError, type ErrorResponse } from '../../runtime/errors.js';
 import type { Store } from '../../store/types.js';
 import type { Propagation } from '../../control/nodes.js';
+import { createNodeServer, listenNodeServer } from '../../runtime/node-server.js';
 import { nodeSecureContextOptions, type TlsMaterial } from '../../runtime/tls.js';
 import { isPlainObject } from '../../shared/json.js';
 import { ADMIN_ROUTES, adminTokenDigest, BOOTSTRAP_TOKEN_NAME, NAMED_TOKEN_PREFIX, type AdminCall, type AdminContext, type AdminHandler, type AdminResult } from './handlers.js';
@@ -112,19 +111,11 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     });
   };
   let tls = opts.tls ?? null;
-  const https = tls === null ? null : createHttpsServer({ ...nodeSecureContextOptions(tls), ALPNProtocols: ['http/1.1'] } satisfies HttpsOptions, onRequest);
-  const server = https ?? createServer(onRequest);
+  const { server, https } = createNodeServer(tls, onRequest);
   // Slow clients must not pin sockets forever, but bundle uploads can legitimately take a while.
   server.requestTimeout = 120_000;
   server.headersTimeout = 30_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const port = (server.address() as AddressInfo).port;
+  const port = await listenNodeServer(server, opts.host, opts.port);
   // What an earlier process left in the outbox is resumed now.
   dispatcher.start();
   let closing: Promise<void> | null = null;
