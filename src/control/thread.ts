@@ -24,6 +24,7 @@ import { configureLog, logError, logInfo } from '../runtime/log.js';
 import { describeStoreUrl, isPostgresUrl, openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
 import { Feeds } from './feeds.js';
+import { ImportPool } from './import-pool.js';
 import { accessWriter } from './access-writer.js';
 import { timeStoreWrites } from '../metrics/store-timing.js';
 import { sampleWebhooks } from '../metrics/webhooks.js';
@@ -74,6 +75,7 @@ const feeds = new Feeds(init.feeds, onKeyUse, logError, init.config.accessLogRat
 
 let nodes: NodeRegistry | null = null;
 let follower: StoreFollower | null = null;
+const imports = new ImportPool(config.importNice, logInfo);
 
 /**
  * Brings every delivery loop to the store's current state, then records it as this node's applied
@@ -134,6 +136,7 @@ async function open(): Promise<void> {
         // Held past the longest a write waits for the fleet, so a writer that dies mid-way still sends them.
         webhooks: { ...config.webhooks, holdMs: config.propagationTimeoutMs + 5000 },
         tls: config.adminTls === null ? null : loadTlsMaterial(config.adminTls),
+        imports,
       });
     } catch (err) {
       throw new Error(`cannot listen on the admin address ${config.adminHost}:${config.adminPort}: ${describe(err)}`);
@@ -260,6 +263,7 @@ async function close(): Promise<void> {
   await nodes?.stop();
   nodes = null;
   await stopAdmin();
+  await imports.close();
   feeds.drain();
   checkStore();
   await recordKeyUse();

@@ -130,6 +130,7 @@ export const STORE_WRITES = [
   'deleteMapping',
   'sync',
   'importBundle',
+  'importPrepared',
   'pruneChanges',
   'heartbeat',
 ] as const;

@@ -15,6 +15,7 @@
  * loop what changed, which the loop applies before the write answers. A whole `loadDirectory()`
  * snapshot is sent only at start and to a loop that fell behind the log's retention.
  */
+import type { PreparedImport } from './bundle/bundle.js';
 
 export interface RevisionMeta {
   /** Global, immutable, never reused: the key worker caches use. */
@@ -326,6 +327,11 @@ export interface Store {
 
   /** Validates the whole bundle first (invalid_bundle listing every problem), then writes in one transaction. Idempotent. */
   importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>): Promise<ImportReport>;
+  /**
+   * importBundle for a bundle prepareImport (bundle.ts) already checked, in another thread: only the
+   * checks that need the store (key owners) remain, then the write.
+   */
+  importPrepared(prepared: PreparedImport, outbox?: OutboxOf<ImportReport>): Promise<ImportReport>;
   /** A bundle of everything except API keys (they are stored as digests and cannot be exported). */
   exportBundle(): Promise<unknown>;
 

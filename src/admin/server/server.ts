@@ -20,7 +20,19 @@ import type { Propagation } from '../../control/nodes.js';
 import { createNodeServer, listenNodeServer } from '../../runtime/node-server.js';
 import { nodeSecureContextOptions, type TlsMaterial } from '../../runtime/tls.js';
 import { isPlainObject } from '../../shared/json.js';
-import { ADMIN_ROUTES, adminTokenDigest, BOOTSTRAP_TOKEN_NAME, NAMED_TOKEN_PREFIX, type AdminCall, type AdminContext, type AdminHandler, type AdminResult } from './handlers.js';
+import {
+  ADMIN_ROUTES,
+  adminTokenDigest,
+  BOOTSTRAP_TOKEN_NAME,
+  INLINE_IMPORTS,
+  NAMED_TOKEN_PREFIX,
+  type AdminCall,
+  type AdminContext,
+  type AdminHandler,
+  type AdminPrepare,
+  type AdminResult,
+  type ImportPreparer,
+} from './handlers.js';
 import { authorise, type Principal, type RouteScope, type TokenRole } from './access.js';
 import { compileRouter, type Router } from './router.js';
 import type { AdminStateStore } from './state.js';
@@ -45,6 +57,8 @@ export interface AdminServerOptions {
   readonly webhooks?: WebhookDispatcherOptions;
   /** HTTPS with this material (checked by src/runtime/tls.ts); plain HTTP when null or absent. */
   readonly tls?: TlsMaterial | null;
+  /** Where an import's body is parsed and checked; in the calling thread when absent. */
+  readonly imports?: ImportPreparer;
 }
 
 export interface AdminServer {
@@ -73,6 +87,7 @@ interface Shared {
 
 interface AdminRouteEntry {
   readonly handler: AdminHandler;
+  readonly prepare: AdminPrepare | null;
   readonly write: boolean;
   readonly role: TokenRole;
   readonly scope: RouteScope;
@@ -91,9 +106,9 @@ function isSqliteBusy(err: unknown): boolean {
 export async function startAdminServer(opts: AdminServerOptions): Promise<AdminServer> {
   const dispatcher = new WebhookDispatcher(opts.store, opts.state, { log: opts.log, ...opts.webhooks });
   const shared: Shared = {
-    ctx: { store: opts.store, state: opts.state, outboxHoldMs: dispatcher.holdMs },
+    ctx: { store: opts.store, state: opts.state, outboxHoldMs: dispatcher.holdMs, imports: opts.imports ?? INLINE_IMPORTS },
     router: compileRouter(
-      ADMIN_ROUTES.map((r) => ({ method: r.method, pattern: r.pattern, handler: { handler: r.handler, write: r.write, role: r.role, scope: r.scope } })),
+      ADMIN_ROUTES.map((r) => ({ method: r.method, pattern: r.pattern, handler: { handler: r.handler, prepare: r.prepare, write: r.write, role: r.role, scope: r.scope } })),
     ),
     matches: tokenMatcher(opts.token),
     bootstrap: { name: BOOTSTRAP_TOKEN_NAME, tokenId: adminTokenId(opts.token), role: 'admin', scope: '*', bootstrap: true },
@@ -169,7 +184,8 @@ async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerRe
       sendJson(res, result.status, result.body, null);
       return;
     }
-    const { result, propagation } = await serialise(shared, () => runWrite(shared, entry.handler, call));
+    const handler = entry.prepare === null ? entry.handler : await entry.prepare(shared.ctx, call);
+    const { result, propagation } = await serialise(shared, () => runWrite(shared, handler, call));
     sendJson(res, result.status, result.body, propagation);
   } catch (err) {
     sendError(shared, res, err);
@@ -335,7 +351,7 @@ function sendError(shared: Shared, res: ServerResponse, failure: unknown): void 
   if (err instanceof RcdError) {
     answer = responseForError(err);
     if (err.code === 'unauthorized') headers['www-authenticate'] = 'Bearer realm="rcd-admin"';
-    if (err.code === 'store_busy') headers['retry-after'] = STORE_BUSY_RETRY_AFTER_S;
+    if (err.code === 'store_busy' || err.code === 'overloaded') headers['retry-after'] = STORE_BUSY_RETRY_AFTER_S;
     if (err.code === 'method_not_allowed') {
       const allow = (err.details as { allow?: string[] } | undefined)?.allow;
       if (allow !== undefined) headers.allow = allow.join(', ');

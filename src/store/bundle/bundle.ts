@@ -69,7 +69,8 @@ export interface BundleProblem {
 export interface PlannedRevision {
   readonly text: string;
   readonly minAppVersion: string | null;
-  readonly compiled: CompiledContent;
+  /** What is stored beside the text; the parsed value stays in the thread that planned it. */
+  readonly compiled: Pick<CompiledContent, 'minified' | 'hash'>;
 }
 
 export interface PlannedContent {
@@ -89,21 +90,70 @@ export interface PlannedEnvironment {
   readonly contents: PlannedContent[];
 }
 
+/** A key the bundle lists whose owner in the store is checked when the plan is written. */
+export interface KeyCheck {
+  readonly digest: string;
+  readonly envId: string;
+  /** JSON Pointer of the key in the bundle. */
+  readonly path: string;
+  /** Where its problem, if any, goes among PreparedImport.problems: the order a one-pass check reports. */
+  readonly at: number;
+}
+
 /**
- * Validates the bundle against the store (key ownership) and writes it. Must run inside a write
- * transaction: it throws invalid_bundle (nothing written) when there is any problem.
+ * A bundle checked for everything that needs no store (shape, ids, keys' form, every text, every
+ * mapping against its content) and planned. Plain data, so it crosses threads: the admin API
+ * prepares an import in a thread of its own (src/control/import-pool.ts).
  */
-export function importBundle(sql: StoreSql, raw: unknown): ImportReport {
-  const plan = planImport(raw, (digest) => sql.keyByDigest(digest)?.env_id);
-  return applyPlan(sql, plan);
+export interface PreparedImport {
+  readonly plan: readonly PlannedEnvironment[];
+  readonly problems: readonly BundleProblem[];
+  readonly keyChecks: readonly KeyCheck[];
+}
+
+/**
+ * Validates a prepared bundle against the store (key ownership) and writes it. Must run inside a
+ * write transaction: it throws invalid_bundle (nothing written) when there is any problem.
+ */
+export function importPrepared(sql: StoreSql, prepared: PreparedImport): ImportReport {
+  return applyPlan(sql, finishImport(prepared, (digest) => sql.keyByDigest(digest)?.env_id));
 }
 
 /**
  * The bundle checked and planned: every problem found (thrown as one invalid_bundle), or what to
- * write. `storedOwner` says which environment a stored key digest belongs to (undefined: not stored);
- * a store that cannot look it up synchronously reads the owners of bundleKeyDigests() first.
+ * write. `storedOwner` says which environment a stored key digest belongs to (undefined: not stored).
  */
 export function planImport(raw: unknown, storedOwner: (digest: string) => string | undefined): readonly PlannedEnvironment[] {
+  return finishImport(prepareImport(raw), storedOwner);
+}
+
+/**
+ * The checks that need the store: a key the bundle lists must not belong to another environment.
+ * Returns the plan, or throws every problem of the bundle as one invalid_bundle, in bundle order.
+ * A store that cannot look owners up synchronously reads those of preparedKeyDigests() first.
+ */
+export function finishImport(prepared: PreparedImport, storedOwner: (digest: string) => string | undefined): readonly PlannedEnvironment[] {
+  const problems: BundleProblem[] = [];
+  let from = 0;
+  for (const check of prepared.keyChecks) {
+    const stored = storedOwner(check.digest);
+    if (stored === undefined || stored === check.envId) continue;
+    problems.push(...prepared.problems.slice(from, check.at));
+    from = check.at;
+    problems.push({ path: check.path, reason: `this key already belongs to environment ${JSON.stringify(stored)}; a key belongs to one environment` });
+  }
+  if (problems.length === 0 && prepared.problems.length === 0) return prepared.plan;
+  problems.push(...prepared.problems.slice(from));
+  throw bundleError(problems);
+}
+
+/** The digests of the keys a prepared bundle lists, for finishImport's owner lookups. */
+export function preparedKeyDigests(prepared: PreparedImport): string[] {
+  return prepared.keyChecks.map((c) => c.digest);
+}
+
+/** Every check of a bundle that needs no store, and its plan (see PreparedImport). */
+export function prepareImport(raw: unknown): PreparedImport {
   const problems: BundleProblem[] = [];
   const parsed = BundleSchema.safeParse(raw);
   if (!parsed.success) {
@@ -117,22 +167,9 @@ export function planImport(raw: unknown, storedOwner: (digest: string) => string
   }
   // The checks below walk the raw input defensively (the shape may be wrong in places) so that one
   // refusal lists every problem, not only the first layer's.
-  const plan = planBundle(storedOwner, raw, problems);
-  if (problems.length > 0) throw bundleError(problems);
-  return plan;
-}
-
-/** The digests of every well-formed key the bundle lists. */
-export function bundleKeyDigests(raw: unknown): string[] {
-  const out: string[] = [];
-  if (!isPlainObject(raw) || !isPlainObject(raw.environments)) return out;
-  for (const env of Object.values(raw.environments)) {
-    if (!isPlainObject(env) || !Array.isArray(env.keys)) continue;
-    for (const key of env.keys as unknown[]) {
-      if (typeof key === 'string' && plainKeyProblem(key) === '') out.push(apiKeyDigest(key));
-    }
-  }
-  return out;
+  const keyChecks: KeyCheck[] = [];
+  const plan = planBundle(raw, problems, keyChecks);
+  return { plan, problems, keyChecks };
 }
 
 function bundleError(problems: BundleProblem[]): RcdError {
@@ -142,7 +179,7 @@ function bundleError(problems: BundleProblem[]): RcdError {
   return new RcdError('invalid_bundle', `invalid bundle, nothing imported (${problems.length} ${noun}): ${shown.join('; ')}${more}`, problems);
 }
 
-function planBundle(storedOwner: (digest: string) => string | undefined, raw: unknown, problems: BundleProblem[]): PlannedEnvironment[] {
+function planBundle(raw: unknown, problems: BundleProblem[], keyChecks: KeyCheck[]): PlannedEnvironment[] {
   const plan: PlannedEnvironment[] = [];
   if (!isPlainObject(raw) || !isPlainObject(raw.environments)) return plan;
   const keyOwner = new Map<string, string>();
@@ -153,7 +190,7 @@ function planBundle(storedOwner: (digest: string) => string | undefined, raw: un
     if (!isPlainObject(env)) continue;
     const planned: PlannedEnvironment = { envId, keyDigests: [], contents: [] };
     plan.push(planned);
-    if (Array.isArray(env.keys)) planKeys(storedOwner, envId, env.keys, envPath, keyOwner, planned, problems);
+    if (Array.isArray(env.keys)) planKeys(envId, env.keys, envPath, keyOwner, planned, problems, keyChecks);
     if (isPlainObject(env.content)) {
       const seen = new Map<string, string>();
       for (const [id, entry] of Object.entries(env.content)) {
@@ -180,13 +217,13 @@ function planBundle(storedOwner: (digest: string) => string | undefined, raw: un
 }
 
 function planKeys(
-  storedOwner: (digest: string) => string | undefined,
   envId: string,
   keys: unknown[],
   envPath: readonly string[],
   keyOwner: Map<string, string>,
   planned: PlannedEnvironment,
   problems: BundleProblem[],
+  keyChecks: KeyCheck[],
 ): void {
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i];
@@ -205,11 +242,9 @@ function planKeys(
       continue;
     }
     keyOwner.set(digest, envId);
-    const stored = storedOwner(digest);
-    if (stored !== undefined && stored !== envId) {
-      problems.push({ path, reason: `this key already belongs to environment ${JSON.stringify(stored)}; a key belongs to one environment` });
-      continue;
-    }
+    // Its owner in the store is checked by finishImport; a key another environment owns fails the
+    // whole import there, so planning it here writes nothing wrong.
+    keyChecks.push({ digest, envId, path, at: problems.length });
     planned.keyDigests.push(digest);
   }
 }
@@ -228,6 +263,7 @@ function planContent(
   }
   let ok = true;
   const revisions: PlannedRevision[] = [];
+  let newestValue: unknown;
   if (has(entry, 'revisions')) {
     if (has(entry, 'minAppVersion')) {
       problems.push({ path: pointer([...path, 'minAppVersion']), reason: 'with "revisions", minAppVersion belongs on each revision' });
@@ -243,23 +279,27 @@ function planContent(
       }
       const r = planRevision(item, [...path, 'revisions', i], problems);
       if (r === null) ok = false;
-      else revisions.push(r);
+      else {
+        revisions.push(r.revision);
+        newestValue = r.value;
+      }
     }
   } else {
     const r = planRevision(entry, path, problems);
     if (r === null) ok = false;
-    else revisions.push(r);
+    else {
+      revisions.push(r.revision);
+      newestValue = r.value;
+    }
   }
   const setsMapping = has(entry, 'mapping');
   let mappingJson: string | null = null;
   let ruleCount = 0;
   if (setsMapping && entry.mapping !== null) {
     // The mapping is checked against the revision that will be newest after the import: the last.
-    const newest = revisions[revisions.length - 1];
-    if (!ok || newest === undefined) return null;
-    const base = newest.compiled.value;
+    if (!ok || revisions.length === 0) return null;
     try {
-      ruleCount = validateMapping(entry.mapping, base).ruleCount;
+      ruleCount = validateMapping(entry.mapping, newestValue).ruleCount;
       mappingJson = JSON.stringify(entry.mapping);
     } catch (err) {
       pushMappingProblems(err, [...path, 'mapping'], problems);
@@ -270,7 +310,11 @@ function planContent(
   return { id, idLower, revisions, setsMapping, mappingJson, ruleCount };
 }
 
-function planRevision(item: Record<string, unknown>, path: readonly (string | number)[], problems: BundleProblem[]): PlannedRevision | null {
+function planRevision(
+  item: Record<string, unknown>,
+  path: readonly (string | number)[],
+  problems: BundleProblem[],
+): { readonly revision: PlannedRevision; readonly value: unknown } | null {
   const before = problems.length;
   if (Number(has(item, 'text')) + Number(has(item, 'json')) !== 1) {
     problems.push({ path: pointer(path), reason: 'a revision needs exactly one of "text" or "json"' });
@@ -308,7 +352,7 @@ function planRevision(item: Record<string, unknown>, path: readonly (string | nu
     return null;
   }
   if (problems.length > before) return null;
-  return { text, minAppVersion, compiled };
+  return { revision: { text, minAppVersion, compiled: { minified: compiled.minified, hash: compiled.hash } }, value: compiled.value };
 }
 
 /**
@@ -360,13 +404,17 @@ function applyPlan(sql: StoreSql, plan: readonly PlannedEnvironment[]): ImportRe
       keysAdded++;
     }
     for (const c of env.contents) {
-      const row = sql.findContent(env.envId, c.idLower) ?? sql.insertContent(env.envId, c.idLower, c.id, at);
-      const stored = sql.newestRevisions(row.content_pk, c.revisions.length);
+      const existing = sql.findContent(env.envId, c.idLower);
+      const row = existing ?? sql.insertContent(env.envId, c.idLower, c.id, at);
+      // A row created here has no revisions to compare, and its insert is already in the change log:
+      // a release's new items skip a read and an update each (a third of a big import's writing).
+      const stored = existing === undefined ? [] : sql.newestRevisions(row.content_pk, c.revisions.length);
       const skip = overlap(stored, c.revisions);
       let number = nextNumber(stored.length > 0 ? stored[stored.length - 1] : undefined);
       for (let i = skip; i < c.revisions.length; i++) {
         const r = c.revisions[i]!;
-        sql.appendRevision(row.content_pk, number, r.text, r.compiled, r.minAppVersion, at);
+        if (existing === undefined) sql.insertRevision(row.content_pk, number, r.text, r.compiled, r.minAppVersion, at);
+        else sql.appendRevision(row.content_pk, number, r.text, r.compiled, r.minAppVersion, at);
         number++;
         revisionsAdded++;
       }

@@ -109,6 +109,23 @@ export class PgRows {
     return [...rows].reverse();
   }
 
+  /** Writes revision `number` without marking the content updated: for a content row created in the same transaction. */
+  async insertRevision(
+    contentPk: number,
+    number: number,
+    text: string,
+    compiled: Pick<CompiledContent, 'minified' | 'hash'>,
+    minAppVersion: string | null,
+    at: string,
+  ): Promise<void> {
+    await this.tx.unsafe(
+      'INSERT INTO revisions (content_pk, number, text, minified, hash, min_app_version, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+      [contentPk, number, text, compiled.minified, compiled.hash, minAppVersion, at],
+      { prepare: true },
+    );
+  }
+
+  /** Appends revision `number` and marks the content updated (which puts it in the change log). */
   async appendRevision(
     contentPk: number,
     number: number,
@@ -117,11 +134,7 @@ export class PgRows {
     minAppVersion: string | null,
     at: string,
   ): Promise<number> {
-    await this.tx.unsafe(
-      'INSERT INTO revisions (content_pk, number, text, minified, hash, min_app_version, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
-      [contentPk, number, text, compiled.minified, compiled.hash, minAppVersion, at],
-      { prepare: true },
-    );
+    await this.insertRevision(contentPk, number, text, compiled, minAppVersion, at);
     await this.tx.unsafe('UPDATE contents SET updated_at = $1 WHERE content_pk = $2', [at, contentPk], { prepare: true });
     return number;
   }

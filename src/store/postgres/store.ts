@@ -16,7 +16,7 @@
 import { compileContent } from '../jsonc.js';
 import { RcdError } from '../../runtime/errors.js';
 import { validateMapping } from '../../mapping/index.js';
-import { bundleKeyDigests, overlap, planImport, exportEntry, setOwn, EXPORT_NOTE, type Bundle, type BundleEntry, type PlannedEnvironment } from '../bundle/bundle.js';
+import { finishImport, overlap, planImport, prepareImport, preparedKeyDigests, exportEntry, setOwn, EXPORT_NOTE, type Bundle, type BundleEntry, type PlannedEnvironment, type PreparedImport } from '../bundle/bundle.js';
 import {
   apiKeyDigest,
   appVersionProblem,
@@ -28,6 +28,7 @@ import {
   plainKeyProblem,
 } from '../ids.js';
 import { nextNumber, nowIso, sameRevision, type ContentRow } from '../sqlite/sql.js';
+import { settle } from '../../shared/settle.js';
 import type {
   ChangeBatch,
   ChangeEntry,
@@ -454,9 +455,13 @@ export class PostgresStore implements Store {
   }
 
   importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>): Promise<ImportReport> {
+    return settle(() => prepareImport(bundle)).then((prepared) => this.importPrepared(prepared, outbox));
+  }
+
+  importPrepared(prepared: PreparedImport, outbox?: OutboxOf<ImportReport>): Promise<ImportReport> {
     return this.write(async (rows) => {
-      const owners = await rows.keyOwners(bundleKeyDigests(bundle));
-      return applyPlan(rows, planImport(bundle, (digest) => owners.get(digest)));
+      const owners = await rows.keyOwners(preparedKeyDigests(prepared));
+      return applyPlan(rows, finishImport(prepared, (digest) => owners.get(digest)));
     }, outbox);
   }
 
@@ -591,13 +596,16 @@ async function applyPlan(rows: PgRows, plan: readonly PlannedEnvironment[]): Pro
       keysAdded++;
     }
     for (const c of env.contents) {
-      const row = (await rows.findContent(env.envId, c.idLower)) ?? (await rows.insertContent(env.envId, c.idLower, c.id, at));
-      const stored = await rows.newestRevisions(row.content_pk, c.revisions.length);
+      const existing = await rows.findContent(env.envId, c.idLower);
+      const row = existing ?? (await rows.insertContent(env.envId, c.idLower, c.id, at));
+      // As bundle.ts applyPlan: a row created here has no revisions to compare and is already in the change log.
+      const stored = existing === undefined ? [] : await rows.newestRevisions(row.content_pk, c.revisions.length);
       const skip = overlap(stored, c.revisions);
       let number = nextNumber(stored.length > 0 ? stored[stored.length - 1] : undefined);
       for (let i = skip; i < c.revisions.length; i++) {
         const r = c.revisions[i]!;
-        await rows.appendRevision(row.content_pk, number, r.text, r.compiled, r.minAppVersion, at);
+        if (existing === undefined) await rows.insertRevision(row.content_pk, number, r.text, r.compiled, r.minAppVersion, at);
+        else await rows.appendRevision(row.content_pk, number, r.text, r.compiled, r.minAppVersion, at);
         number++;
         revisionsAdded++;
       }

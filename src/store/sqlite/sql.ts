@@ -154,6 +154,14 @@ export class StoreSql {
     return this.newestRevisionsStmt.all(contentPk, count).reverse();
   }
 
+  /**
+   * Writes revision `number` without marking the content updated: for a content row created in the
+   * same transaction, whose insert already put it in the change log with this updated_at.
+   */
+  insertRevision(contentPk: number, number: number, text: string, compiled: Pick<CompiledContent, 'minified' | 'hash'>, minAppVersion: string | null, at: string): void {
+    this.insertRevisionStmt.run(contentPk, number, text, compiled.minified, compiled.hash, minAppVersion, at);
+  }
+
   /** Appends revision `number` (see nextNumber) and marks the content updated; returns the number. */
   appendRevision(
     contentPk: number,
@@ -163,7 +171,7 @@ export class StoreSql {
     minAppVersion: string | null,
     at: string,
   ): number {
-    this.insertRevisionStmt.run(contentPk, number, text, compiled.minified, compiled.hash, minAppVersion, at);
+    this.insertRevision(contentPk, number, text, compiled, minAppVersion, at);
     this.touchContentStmt.run(at, contentPk);
     return number;
   }

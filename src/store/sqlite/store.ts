@@ -11,7 +11,7 @@ import { compileContent } from '../jsonc.js';
 import { RcdError } from '../../runtime/errors.js';
 import { settle } from '../../shared/settle.js';
 import { validateMapping } from '../../mapping/index.js';
-import { exportBundle, importBundle } from '../bundle/bundle.js';
+import { exportBundle, importPrepared, prepareImport, type PreparedImport } from '../bundle/bundle.js';
 import type { Database } from './driver.js';
 import { RoutingQueries } from './routing.js';
 import { getContent, listContent, listEnvironments, listKeys } from './listings.js';
@@ -439,7 +439,15 @@ export class SqliteStore implements Store {
 
   importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>): Promise<ImportReport> {
     return settle(() => {
-      return this.write(() => importBundle(this.sql, bundle), outbox);
+      // Prepared before the transaction: the checks that need no store do not hold the write lock.
+      const prepared = prepareImport(bundle);
+      return this.write(() => importPrepared(this.sql, prepared), outbox);
+    });
+  }
+
+  importPrepared(prepared: PreparedImport, outbox?: OutboxOf<ImportReport>): Promise<ImportReport> {
+    return settle(() => {
+      return this.write(() => importPrepared(this.sql, prepared), outbox);
     });
   }
 

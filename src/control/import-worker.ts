@@ -1,0 +1,40 @@
+/**
+ * The import thread (a one-thread Piscina pool of the control thread, src/control/import-pool.ts):
+ * turns an admin import's body into a PreparedImport (bundle.ts: UTF-8, JSON, shape, ids, every text
+ * compiled and hashed, every mapping checked) at a lower CPU priority than delivery.
+ *
+ * Why a thread of its own: on a box whose cores delivery keeps busy, an 8 MiB import's parsing and
+ * checking (~0.5 s of CPU) competed with the delivery loops at the same priority and left them
+ * waiting for a core for tens of ms at a time (bench/README.md, "Edits under load"). On Linux the nice
+ * value is per thread, so lowering this one leaves the control thread, and with it single writes
+ * and their propagation, at the priority of delivery.
+ */
+import { getPriority, setPriority } from 'node:os';
+import { workerData } from 'piscina';
+import { RcdError } from '../runtime/errors.js';
+import { parseJsonBytes } from '../shared/json-body.js';
+import { prepareImport } from '../store/bundle/bundle.js';
+import type { ImportOutcome, ImportTask, ImportWorkerOptions } from './import-protocol.js';
+
+const options = workerData as ImportWorkerOptions;
+lowerPriority(options.niceIncrement);
+
+/** Raising the nice value needs no privilege; where the system refuses, the pool reports the value read back. */
+function lowerPriority(increment: number): void {
+  if (increment <= 0) return;
+  try {
+    setPriority(0, Math.min(19, getPriority(0) + increment));
+  } catch {
+    // Reported through `nice` in every outcome.
+  }
+}
+
+export default function prepare(task: ImportTask): ImportOutcome {
+  const nice = getPriority(0);
+  try {
+    return { ok: true, prepared: prepareImport(parseJsonBytes(task.body)), nice };
+  } catch (err) {
+    if (err instanceof RcdError) return { ok: false, code: err.code, message: err.message, details: err.details, nice };
+    return { ok: false, code: 'internal', message: err instanceof Error ? err.message : String(err), details: undefined, nice };
+  }
+}
