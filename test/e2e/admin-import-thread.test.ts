@@ -6,6 +6,7 @@
  * bundle is being checked does not wait for it.
  */
 import { readdirSync, readFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, startServer, type ServerProcess } from '../helpers/server-process.js';
 import { parseAnswer, type Answer } from '../helpers/answers.js';
@@ -100,6 +101,22 @@ describe('admin imports in the import thread', () => {
     expect(parseAnswer(await notUtf8.text()).error?.code).toBe('invalid_json');
   });
 
+  it('refuses imports beyond the 4 being checked with 503 overloaded and Retry-After, and writes the others', async () => {
+    const body = JSON.stringify({ environments: { many: { content: items('Many', 25_000) } } });
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, () => fetch(`${admin}/admin/v1/import`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body })),
+    );
+    const refused = replies.filter((r) => r.status === 503);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(replies.filter((r) => r.status === 200).length).toBeGreaterThanOrEqual(4);
+    expect(refused.length + replies.filter((r) => r.status === 200).length).toBe(8);
+    for (const r of refused) {
+      expect(r.headers.get('retry-after')).toBe('1');
+      expect(parseAnswer(await r.text()).error?.code).toBe('overloaded');
+    }
+    expect((await adm('POST', 'import', body)).json).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0 });
+  });
+
   it('a single write sent while a big bundle is being checked answers before the import does', async () => {
     // ~6 MiB: hundreds of ms of checking at nice +7 on any machine, against a few ms for one PUT.
     const body = JSON.stringify({ environments: { big: { content: items('Release', 60_000) } } });
@@ -117,5 +134,35 @@ describe('admin imports in the import thread', () => {
     expect(order).toEqual(['put', 'import']);
     const served = await call(srv.url, '/api/v1/config/Banner', { key: KEY, body: '{"u":"player-1"}' });
     expect(served.json).toEqual({ v: 1 });
+  });
+});
+
+describe('stopping during a big import', () => {
+  it('SIGTERM while a bundle is checked in the import thread ends the process cleanly, with nothing half-written', async () => {
+    const own = await startServer({ admin: true });
+    try {
+      const body = JSON.stringify({ environments: { late: { content: items('Late', 60_000) } } });
+      const importing = fetch(`${own.adminUrl}/admin/v1/import`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body }).then(
+        (r) => r.status,
+        () => 0,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const code = await own.stop();
+      expect(code).toBe(0);
+      const status = await importing;
+      // Answered before the stop completed (200), or cut with the admin listener (0): never an abort.
+      expect([0, 200]).toContain(status);
+      expect(own.stderr()).not.toMatch(/Assertion|SIGABRT|core dumped/);
+      // One transaction: every item of the bundle, or none of them.
+      const db = new Database(own.storeUrl.slice('sqlite:'.length), { readonly: true });
+      try {
+        const { n } = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM contents WHERE env_id = 'late'").get() as { n: number };
+        expect(status === 200 ? [60_000] : [0, 60_000]).toContain(n);
+      } finally {
+        db.close();
+      }
+    } finally {
+      await own.dispose();
+    }
   });
 });
