@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { apiKeyDigest, isRevisionSource, openRevisionReader, openStore, openWorkerReader, type Store } from '../../../src/store/index.js';
 import type { RevisionText } from '../../../src/store/types.js';
+import { prepareImport } from '../../../src/store/bundle/bundle.js';
 import { MAPPING, rejectsWith, tempDir } from './helpers.js';
 import { STORE_KINDS, openStoreOfKind } from './kinds.js';
 
@@ -304,6 +305,50 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
         'invalid_mapping',
       );
       expect((await store.loadDirectory()).contents[0]?.mappingId).toBe(m.mappingId);
+    });
+  });
+
+  describe('prepared imports (the admin API\'s path: checked in the import thread, written here)', () => {
+    it('writes new items and appends to stored ones; the change log names each item once; a key owned elsewhere refuses it all', async () => {
+      await store.putEnvironment('e');
+      await store.putContent('e', 'Old', '{"v":1}', null);
+      const head = (await store.changesSince(0, 1000)).headSeq;
+      const bundle = {
+        environments: {
+          e: {
+            content: {
+              Old: { revisions: [{ text: '{"v":1}' }, { text: '{"v":2}' }] },
+              New: { revisions: [{ text: '{"n":1}' }, { text: '{"n":2}', minAppVersion: '2.0.0' }], mapping: MAPPING },
+              Multi: { revisions: [{ text: '{"m":1}' }, { text: '{"m":2}' }, { text: '{"m":3}' }] },
+            },
+          },
+        },
+      };
+      const report = await store.importPrepared(structuredClone(prepareImport(bundle)));
+      expect(report).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 6, mappingsChanged: 1 });
+      expect((await store.getContent('e', 'Old'))?.revisions.map((r) => [r.number, r.text])).toEqual([
+        [1, '{"v":1}'],
+        [2, '{"v":2}'],
+      ]);
+      const created = await store.getContent('e', 'New');
+      expect(created?.revisions.map((r) => [r.number, r.text, r.minAppVersion])).toEqual([
+        [1, '{"n":1}', null],
+        [2, '{"n":2}', '2.0.0'],
+      ]);
+      expect(created?.mapping).toEqual(MAPPING);
+      const touched = (await store.changesSince(head, 1000)).entries.filter((c) => c.kind === 'content').map((c) => c.target);
+      // A new item's revisions do not log it again: one entry however many revisions it brings.
+      expect(touched.filter((t) => t === 'multi').length).toBe(1);
+      expect(touched).toContain('new');
+      expect(touched).toContain('old');
+      expect((await store.importPrepared(prepareImport(bundle))).revisionsAdded).toBe(0);
+
+      await store.createKey('e', 'owned-by-e-0001');
+      const before = await store.loadDirectory();
+      const stolen = { environments: { f: { keys: ['owned-by-e-0001'], content: { X: { text: '{' } } } } };
+      const err = await rejectsWith(store.importPrepared(prepareImport(stolen)), 'invalid_bundle');
+      expect((err.details as { path: string }[]).map((d) => d.path)).toEqual(['/environments/f/keys/0', '/environments/f/content/X/text']);
+      expect(await store.loadDirectory()).toEqual(before);
     });
   });
 
