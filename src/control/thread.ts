@@ -93,14 +93,25 @@ async function publish(): Promise<number> {
   return seq;
 }
 
+/**
+ * The change log is pruned when this many entries were added since the last pruning: the log holds
+ * at most 1% more than --change-log-entries, and a write costs no extra transaction (a delete and an
+ * fsync each) 99 times in 100.
+ */
+const PRUNE_STEP = Math.max(1, Math.floor(config.changeLogEntries / 100));
+let prunedAtSeq = 0;
+
 /** After an admin write: live in this process, then on every live node of the store (bounded). */
 async function publishWrite(): Promise<Propagation> {
   const seq = await publish();
   const propagation = await nodes!.waitFor(seq, config.propagationTimeoutMs);
-  try {
-    await store!.pruneChanges(config.changeLogEntries);
-  } catch (err) {
-    logError(`pruning the change log failed: ${describe(err)}`);
+  if (seq - prunedAtSeq >= PRUNE_STEP) {
+    prunedAtSeq = seq;
+    try {
+      await store!.pruneChanges(config.changeLogEntries);
+    } catch (err) {
+      logError(`pruning the change log failed: ${describe(err)}`);
+    }
   }
   return propagation;
 }
