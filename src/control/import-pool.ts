@@ -5,7 +5,7 @@
  * thread: a thread's start (~40 ms) and the copies would cost more than their checks.
  */
 import { getPriority } from 'node:os';
-import { Piscina } from 'piscina';
+import type { Piscina } from 'piscina';
 import { RcdError } from '../runtime/errors.js';
 import { INLINE_IMPORTS, type ImportPreparer } from '../admin/server/handlers.js';
 import type { PreparedImport } from '../store/bundle/bundle.js';
@@ -24,7 +24,7 @@ const MAX_QUEUED = 4;
 export class ImportPool implements ImportPreparer {
   private readonly niceIncrement: number;
   private readonly log: (line: string) => void;
-  private pool: Piscina | null = null;
+  private pool: Promise<Piscina> | null = null;
   private inFlight = 0;
   /** Settled when no task is running: the pool is destroyed only then (see close). */
   private idle: Promise<void> = Promise.resolve();
@@ -41,20 +41,12 @@ export class ImportPool implements ImportPreparer {
     if (this.inFlight >= MAX_QUEUED) {
       throw new RcdError('overloaded', `${MAX_QUEUED} imports are already being prepared; retry once they are done`);
     }
-    const options: ImportWorkerOptions = { niceIncrement: this.niceIncrement };
-    this.pool ??= new Piscina({
-      filename: new URL('./import-worker.js', import.meta.url).href,
-      minThreads: 0,
-      maxThreads: 1,
-      idleTimeout: IDLE_MS,
-      workerData: options,
-    });
     if (this.inFlight === 0) this.idle = new Promise((resolve) => (this.markIdle = resolve));
     this.inFlight++;
     let outcome: ImportOutcome;
     try {
       const task: ImportTask = { body };
-      outcome = (await this.pool.run(task)) as ImportOutcome;
+      outcome = (await (await this.started()).run(task)) as ImportOutcome;
     } finally {
       if (--this.inFlight === 0) this.markIdle();
     }
@@ -71,7 +63,17 @@ export class ImportPool implements ImportPreparer {
     await this.idle;
     const pool = this.pool;
     this.pool = null;
-    if (pool !== null) await pool.destroy();
+    if (pool !== null) await (await pool).destroy();
+  }
+
+  /** The pool, made once; Piscina is loaded at the first big import, not at start (~16 ms of every start-up otherwise). */
+  private started(): Promise<Piscina> {
+    const options: ImportWorkerOptions = { niceIncrement: this.niceIncrement };
+    this.pool ??= import('piscina').then(
+      ({ Piscina }) =>
+        new Piscina({ filename: new URL('./import-worker.js', import.meta.url).href, minThreads: 0, maxThreads: 1, idleTimeout: IDLE_MS, workerData: options }),
+    );
+    return this.pool;
   }
 
   private reportNice(nice: number): void {
