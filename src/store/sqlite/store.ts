@@ -64,8 +64,7 @@ export class SqliteStore implements Store {
   private routingQueries: RoutingQueries | undefined;
   private readonly files: StoreFiles | null;
   private readonly path: string | null;
-  /** The connection's synchronous level (driver.ts: FULL for a file), and the switch to NORMAL and back. */
-  private readonly syncLevel: number;
+  /** The switch to synchronous NORMAL, and back to the connection's own level (driver.ts: FULL for a file). */
   private readonly relaxSync: Statement<never>;
   private readonly restoreSync: Statement<never>;
 
@@ -78,9 +77,8 @@ export class SqliteStore implements Store {
     this.path = path;
     // After migrate: the WAL connection has created its -wal and -shm files by now.
     this.files = path === null ? null : new StoreFiles([path, `${path}-wal`, `${path}-shm`]);
-    this.syncLevel = Number(db.pragma('synchronous', { simple: true }));
     this.relaxSync = db.prepare('PRAGMA synchronous = NORMAL');
-    this.restoreSync = db.prepare(`PRAGMA synchronous = ${this.syncLevel}`);
+    this.restoreSync = db.prepare(`PRAGMA synchronous = ${Number(db.pragma('synchronous', { simple: true }))}`);
   }
 
   /**
@@ -460,11 +458,8 @@ export class SqliteStore implements Store {
   }
 
   importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>): Promise<ImportReport> {
-    return settle(() => {
-      // Prepared before the transaction: the checks that need no store do not hold the write lock.
-      const prepared = prepareImport(bundle);
-      return this.write(() => importPrepared(this.sql, prepared), outbox);
-    });
+    // Prepared before the transaction: the checks that need no store do not hold the write lock.
+    return settle(() => prepareImport(bundle)).then((prepared) => this.importPrepared(prepared, outbox));
   }
 
   importPrepared(prepared: PreparedImport, outbox?: OutboxOf<ImportReport>): Promise<ImportReport> {
