@@ -107,6 +107,8 @@ export interface ProcessStart {
   readonly rssPeakBytes: number | null;
   /** Seconds waited for RSS to settle (bounded by SETTLE_MAX_SEC). */
   readonly settleSec: number | null;
+  /** The process's start-up line on the CPU priority of bulk edits (absent in results before it was logged). */
+  readonly bulkPriority?: string | null;
 }
 
 export interface EditsOptions {
@@ -316,6 +318,7 @@ function figureLines(r: EditsResults): string[] {
     `start-up A: ${(r.processA.startupMs / 1000).toFixed(2)} s, RSS ${mib(r.processA.rssAfterStartBytes)} after start, ` +
       `${r.processA.rssSettledBytes === null ? 'n/a' : mib(r.processA.rssSettledBytes)} settled (${r.processA.settleSec ?? 0} s), peak ${r.processA.rssPeakBytes === null ? 'n/a' : mib(r.processA.rssPeakBytes)}, ${mib(r.processA.rssEndBytes)} at the end`,
     `start-up B: ${(r.processB.startupMs / 1000).toFixed(2)} s, RSS ${mib(r.processB.rssAfterStartBytes)} after start, ${mib(r.processB.rssEndBytes)} at the end`,
+    `priority (A): ${r.processA.bulkPriority ?? 'not logged'}`,
     `admin writes: ${w.sent} sent of ${w.scheduled} scheduled (one every ${r.options.writeEveryMs} ms, one at a time), ${w.failed} failed; ` +
       `latency median ${ms(adm?.p50 ?? null)}, p99 ${ms(adm?.p99 ?? null)}, max ${ms(adm?.max ?? null)}`,
     `edit-to-visible on B (from the PUT): p50 ${visibleText(w.visibleMs.p50, w)}, p99 ${visibleText(w.visibleMs.p99, w)}, max ${visibleText(w.visibleMs.max, w)}; ` +

@@ -37,7 +37,7 @@ import { BENCH_ENV, BENCH_KEY, buildBundle, prng, repoRoot, smallItemDoc, type F
 import { isLinuxProcAvailable, memoryStatus } from './measure.js';
 import { Supervisor, drain, freePort } from './processes.js';
 import type { RequestEntry } from './scenarios.js';
-import { runStallProbe, runWrk, wrkAvailable, writeWrkScript, type StallStats, type WrkStats } from './wrk.js';
+import { runWrk, startStallProbe, wrkAvailable, writeWrkScript, type StallStats, type WrkStats } from './wrk.js';
 
 const USAGE = `usage: npm run bench:edits -- [options]
   --items N          content items in the store (default 50000; --smoke: 500; max 1000000)
@@ -163,6 +163,8 @@ interface Served {
   readonly rssAfterStartBytes: number;
   /** Lines of this process's stdout seen so far, with the time they arrived (performance.now()). */
   readonly loopDelayLines: LoopDelayLine[];
+  /** What the process said at start about the CPU priority of bulk edits (src/runtime/priority.ts). */
+  readonly bulkPriority: string | null;
 }
 
 interface LoopDelayLine {
@@ -193,6 +195,7 @@ async function startServe(label: string, dbPath: string, dataDir: string, loopDe
   const child = sup.track(spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] }));
   const tail: string[] = [];
   const loopDelayLines: LoopDelayLine[] = [];
+  let bulkPriority: string | null = null;
   return new Promise<Served>((resolve, reject) => {
     const timer = setTimeout(() => fail(new Error(`process ${label} did not print "listening on" within 300 s`)), 300_000);
     const fail = (err: Error): void => {
@@ -210,6 +213,7 @@ async function startServe(label: string, dbPath: string, dataDir: string, loopDe
         loopDelayLines.push({ at: performance.now(), p99: Number(d[2]), max: Number(d[3]), applyMax: Number(d[4]), applies: Number(d[5]), gcMax: Number(d[6]), wait: d[8] === undefined ? null : Number(d[8]) });
         return;
       }
+      if (line.startsWith('rcd: bulk edits ')) bulkPriority = line.slice('rcd: '.length);
       if (!/^rcd: listening on http:/.test(line)) return;
       const startupMs = performance.now() - spawned;
       clearTimeout(timer);
@@ -226,6 +230,7 @@ async function startServe(label: string, dbPath: string, dataDir: string, loopDe
         startupMs,
         rssAfterStartBytes: memoryStatus(child.pid as number).rss,
         loopDelayLines,
+        bulkPriority,
       });
     });
   });
@@ -244,6 +249,7 @@ function processStart(s: Served, settled: Settled | null): ProcessStart {
     rssEndBytes: memoryStatus(s.pid).rss,
     rssSettledBytes: settled?.rssBytes ?? null,
     rssPeakBytes: settled?.peakBytes ?? null,
+    bulkPriority: s.bulkPriority,
     settleSec: settled?.seconds ?? null,
   };
 }
@@ -321,15 +327,6 @@ interface LoadRun {
 }
 
 /** The stall probe in one-second runs for as long as `running` says: a phase's end need not be known at its start. */
-async function probeWhile(running: () => boolean): Promise<StallStats> {
-  let acc: StallStats = { realtime: true, stalls: 0, maxStallMs: 0, stalledMs: 0 };
-  while (running() && !sup.stopping) {
-    const s = await runStallProbe(1, track);
-    acc = { realtime: s.realtime, stalls: acc.stalls + s.stalls, maxStallMs: Math.max(acc.maxStallMs, s.maxStallMs), stalledMs: acc.stalledMs + s.stalledMs };
-  }
-  return acc;
-}
-
 /**
  * wrk on A's plain request, the stall probe beside it, `during` alongside. The load runs `seconds`;
  * with `untilDuring`, it goes on until `during` finished and 1.5 loop-delay intervals more (wrk is
@@ -338,13 +335,14 @@ async function probeWhile(running: () => boolean): Promise<StallStats> {
 async function loadPhase<T>(a: Served, script: string, connections: number, seconds: number, untilDuring: boolean, during: (startedAt: number) => Promise<T>): Promise<[LoadRun, T]> {
   const startedAt = performance.now();
   let wrkChild: ChildProcess | null = null;
-  let loadEnded = false;
   const keep = (c: ChildProcess): void => {
     wrkChild = c;
     track(c);
   };
-  const wrk = runWrk(a.url, script, connections, untilDuring ? MAX_LOAD_SEC : seconds, keep, WRK_TIMEOUT_SEC).finally(() => (loadEnded = true));
-  const probe = probeWhile(() => !loadEnded);
+  // One probe for the whole load, stopped with it: started once a second instead, each start of node
+  // at real-time priority took a core for tens of ms and made delivery pauses of up to ~60 ms of its own.
+  const probe = startStallProbe(MAX_LOAD_SEC, track);
+  const wrk = runWrk(a.url, script, connections, untilDuring ? MAX_LOAD_SEC : seconds, keep, WRK_TIMEOUT_SEC).finally(() => probe.stop());
   const extra = during(startedAt);
   if (untilDuring) {
     await extra.catch(() => undefined);
@@ -353,7 +351,7 @@ async function loadPhase<T>(a: Served, script: string, connections: number, seco
   }
   const w = await wrk;
   const endedAt = performance.now();
-  return [{ wrk: w, stalls: await probe, startedAt, endedAt }, await extra];
+  return [{ wrk: w, stalls: await probe.result, startedAt, endedAt }, await extra];
 }
 
 function phaseResult(a: Served, run: LoadRun): PhaseResult {

@@ -198,13 +198,41 @@ const PROBE = fileURLToPath(new URL('./stall-probe.js', import.meta.url));
 
 /** Starts bench/stall-probe.ts for `durationSec`; resolves with what it saw. */
 export function runStallProbe(durationSec: number, track: (c: ChildProcess) => void): Promise<StallStats> {
+  return startStallProbe(durationSec, track).result;
+}
+
+/**
+ * A stall probe running for at most `durationSec`; `stop()` ends it early with what it saw so far.
+ * Its figures are taken from its output whatever way it ended: a SIGINT that lands while node is
+ * already exiting ends it by the signal, after it printed them.
+ */
+export function startStallProbe(durationSec: number, track: (c: ChildProcess) => void): { readonly result: Promise<StallStats>; stop(): void } {
   const realtime = canRunRealtime();
   const probeArgs = [PROBE, String(durationSec), String(STALL_MS)];
+  // chrt execs node: the child is the probe itself, and SIGINT reaches it.
   const [cmd, args] = realtime ? ['chrt', ['-f', '1', process.execPath, ...probeArgs]] : [process.execPath, probeArgs];
-  return runToEnd('stall probe', cmd, args, track, (out) => {
-    const seen = JSON.parse(out) as Omit<StallStats, 'realtime'>;
-    return { realtime, stalls: seen.stalls, maxStallMs: seen.maxStallMs, stalledMs: seen.stalledMs };
+  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  track(child);
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const result = new Promise<StallStats>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code, signal) => {
+      try {
+        const seen = JSON.parse(out) as Omit<StallStats, 'realtime'>;
+        resolve({ realtime, stalls: seen.stalls, maxStallMs: seen.maxStallMs, stalledMs: seen.stalledMs });
+      } catch {
+        reject(new Error(`stall probe ended (code ${code}, signal ${signal}) without its figures:\n${out}`));
+      }
+    });
   });
+  return {
+    result,
+    stop: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+    },
+  };
 }
 
 async function probedRun(url: string, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void): Promise<[WrkStats, StallStats]> {

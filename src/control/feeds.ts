@@ -9,7 +9,8 @@
  * again, which puts every side back on one state.
  */
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
-import type { RoutingDelta, Store } from '../store/types.js';
+import { BULK_ENTRIES, SAME_PRIORITY, type BulkRunner } from '../runtime/priority.js';
+import type { ChangeEntry, RoutingDelta, Store } from '../store/types.js';
 import { CatalogBook } from './catalog.js';
 import { deltaUpdates, SLICE_BUDGET_US } from './delta.js';
 import type { AccessRecord, DirectoryUpdate, FeedMessage, FeedReply, MappingText } from './protocol.js';
@@ -35,6 +36,8 @@ export interface FeedsOptions {
   readonly sliceBudgetUs?: number;
   /** Receives the loops' sampled access-log records (--access-log); dropped when absent. */
   readonly onAccess?: (records: readonly AccessRecord[]) => void;
+  /** Runs a big batch, or a reload once delivery runs, at a lower priority (default: as it is). */
+  readonly bulk?: BulkRunner;
 }
 
 /** The control thread's end of every delivery loop's feed. */
@@ -48,10 +51,13 @@ export class Feeds {
   /** The catalog entries the loops hold; null until a snapshot was applied (or after a failure). */
   private book: CatalogBook | null = null;
   private applied = 0;
+  /** The first snapshot was applied: the loops serve. */
+  private serving = false;
   private chain: Promise<void> = Promise.resolve();
 
   private readonly changeBatch: number;
   private readonly sliceBudgetUs: number;
+  private readonly bulk: BulkRunner;
 
   constructor(
     ports: readonly MessagePort[],
@@ -65,6 +71,7 @@ export class Feeds {
     this.changeBatch = opts.changeBatch ?? CHANGE_BATCH;
     this.onAccess = opts.onAccess;
     this.sliceBudgetUs = opts.sliceBudgetUs ?? SLICE_BUDGET_US;
+    this.bulk = opts.bulk ?? SAME_PRIORITY;
     for (const port of ports) port.on('message', (m: FeedReply) => this.onReply(m));
   }
 
@@ -94,27 +101,43 @@ export class Feeds {
       }
       const lastEntry = batch.entries[batch.entries.length - 1];
       if (lastEntry === undefined) return;
-      // A failed read leaves every side as it was: the next publish reads the same entries again.
-      const delta = await store.loadDelta(batch.entries, this.applied, lastEntry.seq);
-      const texts = await store.readMappings(newMappingIds(delta, this.book));
-      const reader = { readMapping: (id: number) => texts.get(id) };
-      try {
-        // One slice at a time: a loop's port hands it every queued message in one turn, so the
-        // next slice goes out only once every loop applied the previous one and served requests.
-        for (const update of deltaUpdates(delta, this.book, reader, this.sliceBudgetUs)) await this.sendUpdate(update);
-        this.applied = delta.toSeq;
-      } catch (err) {
-        // The loops (or the catalog book) may now hold part of the delta: a whole snapshot puts
-        // every side back on one state, and the write is live once it is applied.
-        this.log(`a routing delta could not be applied (${(err as Error).message}): reloading the whole directory`);
-        this.book = null;
-        return this.publishSnapshot(store);
-      }
+      const applied = batch.entries.length >= BULK_ENTRIES
+        ? await this.bulk.run(() => this.publishBatch(store, batch.entries, lastEntry.seq))
+        : await this.publishBatch(store, batch.entries, lastEntry.seq);
+      if (!applied) return this.publishSnapshot(store);
       if (lastEntry.seq >= batch.headSeq) return;
     }
   }
 
-  private async publishSnapshot(store: Store): Promise<void> {
+  /** Sends one batch of the change log as a delta; false when a whole snapshot must follow. */
+  private async publishBatch(store: Store, entries: readonly ChangeEntry[], lastSeq: number): Promise<boolean> {
+    // A failed read leaves every side as it was: the next publish reads the same entries again.
+    const book = this.book!;
+    const delta = await store.loadDelta(entries, this.applied, lastSeq);
+    const texts = await store.readMappings(newMappingIds(delta, book));
+    const reader = { readMapping: (id: number) => texts.get(id) };
+    try {
+      // One slice at a time: a loop's port hands it every queued message in one turn, so the
+      // next slice goes out only once every loop applied the previous one and served requests.
+      for (const update of deltaUpdates(delta, book, reader, this.sliceBudgetUs)) await this.sendUpdate(update);
+      this.applied = delta.toSeq;
+      return true;
+    } catch (err) {
+      // The loops (or the catalog book) may now hold part of the delta: a whole snapshot puts
+      // every side back on one state, and the write is live once it is applied.
+      this.log(`a routing delta could not be applied (${(err as Error).message}): reloading the whole directory`);
+      this.book = null;
+      return false;
+    }
+  }
+
+  /** The whole directory; once delivery runs, a reload (a reader behind the log) is bulk work. */
+  private publishSnapshot(store: Store): Promise<void> {
+    if (!this.serving) return this.sendSnapshot(store);
+    return this.bulk.run(() => this.sendSnapshot(store));
+  }
+
+  private async sendSnapshot(store: Store): Promise<void> {
     this.book = null;
     const snapshot = await store.loadDirectory();
     const book = new CatalogBook(snapshot);
@@ -126,6 +149,7 @@ export class Feeds {
     await this.sendUpdate({ kind: 'snapshot', snapshot: routedSnapshot(snapshot), mappings, catalogs: book.allBodies() });
     this.book = book;
     this.applied = snapshot.seq;
+    this.serving = true;
   }
 
   /** Sends one update to every loop; resolves once all applied it. */

@@ -22,7 +22,7 @@ const IDLE_MS = 60_000;
 const MAX_QUEUED = 4;
 
 export class ImportPool implements ImportPreparer {
-  private readonly niceIncrement: number;
+  private readonly options: ImportWorkerOptions;
   private readonly log: (line: string) => void;
   private pool: Promise<Piscina> | null = null;
   private inFlight = 0;
@@ -31,8 +31,8 @@ export class ImportPool implements ImportPreparer {
   private markIdle: () => void = () => undefined;
   private reportedNice = false;
 
-  constructor(niceIncrement: number, log: (line: string) => void) {
-    this.niceIncrement = niceIncrement;
+  constructor(options: ImportWorkerOptions, log: (line: string) => void) {
+    this.options = options;
     this.log = log;
   }
 
@@ -68,7 +68,7 @@ export class ImportPool implements ImportPreparer {
 
   /** The pool, made once; Piscina is loaded at the first big import, not at start (~16 ms of every start-up otherwise). */
   private started(): Promise<Piscina> {
-    const options: ImportWorkerOptions = { niceIncrement: this.niceIncrement };
+    const options = this.options;
     this.pool ??= import('piscina').then(
       ({ Piscina }) =>
         new Piscina({ filename: new URL('./import-worker.js', import.meta.url).href, minThreads: 0, maxThreads: 1, idleTimeout: IDLE_MS, workerData: options }),
@@ -79,7 +79,7 @@ export class ImportPool implements ImportPreparer {
   private reportNice(nice: number): void {
     if (this.reportedNice) return;
     this.reportedNice = true;
-    if (this.niceIncrement > 0 && nice <= getPriority(0)) {
+    if (this.options.niceIncrement > 0 && nice <= getPriority(0)) {
       this.log(`the import thread could not lower its CPU priority (nice ${nice}); imports compete with delivery for the cores`);
     } else {
       this.log(`admin imports are parsed and checked in a thread of their own at nice ${nice}`);

@@ -5,29 +5,25 @@
  *
  * Why a thread of its own: on a box whose cores delivery keeps busy, an 8 MiB import's parsing and
  * checking (~0.5 s of CPU) competed with the delivery loops at the same priority and left them
- * waiting for a core for tens of ms at a time (bench/README.md, "Edits under load"). On Linux the nice
- * value is per thread, so lowering this one leaves the control thread, and with it single writes
- * and their propagation, at the priority of delivery.
+ * waiting for a core for tens of ms at a time (bench/README.md, "Edits under load"). The nice value
+ * is per thread (src/runtime/priority.ts), so lowering this one leaves the control thread, and with
+ * it single writes and their propagation, at the priority of delivery.
  */
-import { getPriority, setPriority } from 'node:os';
+import { getPriority } from 'node:os';
 import { workerData } from 'piscina';
 import { RcdError } from '../runtime/errors.js';
+import { holdYoungGeneration } from '../runtime/heap.js';
+import { lowerThreadPriority } from '../runtime/priority.js';
 import { parseJsonBytes } from '../shared/json-body.js';
 import { prepareImport } from '../store/bundle/bundle.js';
 import type { ImportOutcome, ImportTask, ImportWorkerOptions } from './import-protocol.js';
 
 const options = workerData as ImportWorkerOptions;
-lowerPriority(options.niceIncrement);
-
-/** Raising the nice value needs no privilege; where the system refuses, the pool reports the value read back. */
-function lowerPriority(increment: number): void {
-  if (increment <= 0) return;
-  try {
-    setPriority(0, Math.min(19, getPriority(0) + increment));
-  } catch {
-    // Reported through `nice` in every outcome.
-  }
-}
+// Starting this thread put V8's process-wide growth factor back to its default, delivery loops
+// included (a loop's scavenges then grew to 4-10 ms during an import): set it again.
+if (options.holdYoungGeneration) holdYoungGeneration();
+// Where the system refuses (or off Linux), the pool reports the nice value read back in every outcome.
+lowerThreadPriority(options.niceIncrement);
 
 export default function prepare(task: ImportTask): ImportOutcome {
   const nice = getPriority(0);

@@ -25,6 +25,7 @@ import { describeStoreUrl, isPostgresUrl, openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
 import { Feeds } from './feeds.js';
 import { ImportPool } from './import-pool.js';
+import { BulkPriority } from '../runtime/priority.js';
 import { accessWriter } from './access-writer.js';
 import { timeStoreWrites } from '../metrics/store-timing.js';
 import { sampleWebhooks } from '../metrics/webhooks.js';
@@ -71,11 +72,17 @@ let storeReason: string | null = null;
 const usedKeys = new Set<string>();
 let usedAt = '';
 
-const feeds = new Feeds(init.feeds, onKeyUse, logError, init.config.accessLogRate > 0 ? { onAccess: accessWriter(init.config.logFormat) } : {});
+// Imports, syncs and big change batches yield the cores to delivery where the thread may take its
+// priority back afterwards (src/runtime/priority.ts); single writes and their propagation never wait.
+const bulk = new BulkPriority(config.bulkNice, logError);
+const feeds = new Feeds(init.feeds, onKeyUse, logError, {
+  bulk,
+  ...(init.config.accessLogRate > 0 ? { onAccess: accessWriter(init.config.logFormat) } : {}),
+});
 
 let nodes: NodeRegistry | null = null;
 let follower: StoreFollower | null = null;
-const imports = new ImportPool(config.importNice, logInfo);
+const imports = new ImportPool({ niceIncrement: config.importNice, holdYoungGeneration: init.holdYoungGeneration }, logInfo);
 
 /**
  * Brings every delivery loop to the store's current state, then records it as this node's applied
@@ -148,6 +155,7 @@ async function open(): Promise<void> {
         webhooks: { ...config.webhooks, holdMs: config.propagationTimeoutMs + 5000 },
         tls: config.adminTls === null ? null : loadTlsMaterial(config.adminTls),
         imports,
+        bulk,
       });
     } catch (err) {
       throw new Error(`cannot listen on the admin address ${config.adminHost}:${config.adminPort}: ${describe(err)}`);
@@ -163,6 +171,7 @@ async function open(): Promise<void> {
   });
   await follower.start();
   checkTimer = setInterval(checkStore, STORE_CHECK_MS);
+  logInfo(bulk.describe(config.bulkNice));
   post({ type: 'opened', readerUrl: store.readerUrl, adminPort });
 }
 

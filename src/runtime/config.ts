@@ -21,6 +21,8 @@ export interface ServeConfig {
   readonly changeLogEntries: number;
   /** Added to the nice value of the thread that parses and checks admin imports (src/control/import-pool.ts). */
   readonly importNice: number;
+  /** Added to the control thread's nice value while it writes or publishes a bulk edit (src/runtime/priority.ts). */
+  readonly bulkNice: number;
   readonly importFile: string | null;
   readonly host: string;
   readonly port: number;
@@ -111,6 +113,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'store-busy-timeout', env: 'RCD_STORE_BUSY_TIMEOUT_MS', fallback: '1000', help: 'ms a store write waits for a lock held elsewhere before 503 store_busy (0..60000)' },
   { flag: 'import', env: 'RCD_IMPORT', fallback: '', help: 'bundle file imported at start (idempotent)' },
   { flag: 'import-nice', env: 'RCD_IMPORT_NICE', fallback: '10', help: 'how much lower than delivery the CPU priority of the thread that parses and checks admin imports is (a nice increment, 0..19; 0: the same)' },
+  { flag: 'bulk-nice', env: 'RCD_BULK_NICE', fallback: '10', help: 'how much lower than delivery the control thread\'s CPU priority is while it writes or publishes a bulk edit: an import, a sync, a change batch of 1000+ entries (a nice increment, 0..19; 0: the same). Linux, with CAP_SYS_NICE or RLIMIT_NICE 20; otherwise 0' },
   { flag: 'host', env: 'RCD_HOST', fallback: '0.0.0.0', help: 'delivery API host' },
   { flag: 'port', env: 'RCD_PORT', fallback: '8080', help: 'delivery API port (0: any free port)' },
   { flag: 'threads', env: 'RCD_THREADS', fallback: String(defaultThreads()), help: 'render pool worker threads, split among the delivery loops (1..64, at least --http-threads)' },
@@ -307,6 +310,7 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     changeLogEntries: intIn('change-log-entries', get('change-log-entries'), 1000, 100_000_000),
     importFile: get('import') === '' ? null : get('import'),
     importNice: intIn('import-nice', get('import-nice'), 0, 19),
+    bulkNice: intIn('bulk-nice', get('bulk-nice'), 0, 19),
     host: get('host'),
     port: intIn('port', get('port'), 0, 65535),
     threads,

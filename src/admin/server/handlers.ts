@@ -17,6 +17,7 @@ import { WEBHOOK_EVENTS, type AdminStateStore, type WebhookEvent, type WebhookIn
 import { outboxEntries, STANDARD_SECRET_PREFIX, webhookSigner, type WebhookPayload } from './webhooks.js';
 import { previewContent } from './preview.js';
 import { planSync } from './sync-plan.js';
+import type { BulkRunner } from '../../runtime/priority.js';
 
 export interface AdminContext {
   readonly store: Store;
@@ -24,6 +25,8 @@ export interface AdminContext {
   /** How long a write's webhook deliveries are held if the server never releases them (OutboxOf.holdMs). */
   readonly outboxHoldMs: number;
   readonly imports: ImportPreparer;
+  /** Where an import's or a sync's write runs: at a lower CPU priority than delivery where it may. */
+  readonly bulk: BulkRunner;
 }
 
 /**
@@ -332,10 +335,12 @@ async function syncEnvironment(ctx: AdminContext, call: AdminCall): Promise<Admi
     throw new RcdError('forbidden_scope', `token "${call.principal.name}" may not act on environment "${body.to}"`);
   }
   if (body.dryRun === true) return read(await planSync(ctx.store, from, body.to, ids));
-  const report = await ctx.store.sync(from, body.to, ids, await announcing<SyncReport>(ctx, call, (r) => {
+  const announce = await announcing<SyncReport>(ctx, call, (r) => {
     const at = now();
     return r.items.filter((i) => i.action !== 'unchanged').map((i) => payload('environment.synced', r.to, i.id, i.hash, at));
-  }));
+  });
+  const to = body.to;
+  const report = await ctx.bulk.run(() => ctx.store.sync(from, to, ids, announce));
   const moved = report.items.filter((i) => i.action !== 'unchanged');
   if (moved.length === 0) return read(report);
   return changed(200, report, {
@@ -362,7 +367,8 @@ async function importPrepared(ctx: AdminContext, call: AdminCall, prepared: Prep
     : undefined;
   const before = named === undefined ? [] : (await ctx.store.loadDelta(named, 0, 0)).contents;
   // The state after is read inside the import's transaction, so the events are what it changed.
-  const report = await ctx.store.importPrepared(prepared, await announcing<ImportReport>(ctx, call, (_r, after) => diffEvents(before, after, now()), named));
+  const announce = await announcing<ImportReport>(ctx, call, (_r, after) => diffEvents(before, after, now()), named);
+  const report = await ctx.bulk.run(() => ctx.store.importPrepared(prepared, announce));
   const nothing = report.environmentsCreated === 0 && report.keysAdded === 0 && report.revisionsAdded === 0 && report.mappingsChanged === 0;
   if (nothing) return read(report);
   return changed(200, report, {

@@ -40,6 +40,7 @@ import { adminTokenId, normaliseToken, tokenMatcher } from '../token.js';
 import { isOpenApiPath, serveOpenApi } from './openapi-routes.js';
 import { serveConsole } from '../console/assets.js';
 import { WebhookDispatcher, type WebhookDispatcherOptions, type WebhookStats } from './webhooks.js';
+import { SAME_PRIORITY, type BulkRunner } from '../../runtime/priority.js';
 
 export const DEFAULT_ADMIN_MAX_BODY = 10 * 1024 * 1024;
 
@@ -59,6 +60,8 @@ export interface AdminServerOptions {
   readonly tls?: TlsMaterial | null;
   /** Where an import's body is parsed and checked; in the calling thread when absent. */
   readonly imports?: ImportPreparer;
+  /** How an import's or sync's write runs; at the caller's priority when absent. */
+  readonly bulk?: BulkRunner;
 }
 
 export interface AdminServer {
@@ -106,7 +109,7 @@ function isSqliteBusy(err: unknown): boolean {
 export async function startAdminServer(opts: AdminServerOptions): Promise<AdminServer> {
   const dispatcher = new WebhookDispatcher(opts.store, opts.state, { log: opts.log, ...opts.webhooks });
   const shared: Shared = {
-    ctx: { store: opts.store, state: opts.state, outboxHoldMs: dispatcher.holdMs, imports: opts.imports ?? INLINE_IMPORTS },
+    ctx: { store: opts.store, state: opts.state, outboxHoldMs: dispatcher.holdMs, imports: opts.imports ?? INLINE_IMPORTS, bulk: opts.bulk ?? SAME_PRIORITY },
     router: compileRouter(
       ADMIN_ROUTES.map((r) => ({ method: r.method, pattern: r.pattern, handler: { handler: r.handler, prepare: r.prepare, write: r.write, role: r.role, scope: r.scope } })),
     ),

@@ -9,7 +9,8 @@ import { ROOT } from '../../helpers/server-process.js';
 // with a steady trickle of survivors, the shape of a server under load, and reports whether the
 // young generation was held and its size before and after. Modes: "default" (control), "hold",
 // "hold+worker" (a worker thread starts after the hold), "hold+worker-holds" (that worker holds
-// again when it loads, as src/worker/entry.ts does).
+// again when it loads, as src/worker/entry.ts does), "hold+import-thread" / "-unheld" (the control
+// thread's import thread started by a big body, told to hold again or not).
 const CHURN = `
 import v8 from 'node:v8';
 import { Worker } from 'node:worker_threads';
@@ -26,6 +27,15 @@ if (mode.startsWith('hold+worker')) {
   worker = new Worker(code, { eval: true, execArgv: [] });
   await new Promise((resolve) => worker.once('message', resolve));
 }
+let pool = null;
+if (mode.startsWith('hold+import-thread')) {
+  // The control thread's import thread (src/control/import-pool.ts), started by a body over 64 KiB.
+  const { ImportPool } = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'src', 'control', 'import-pool.js')).href)});
+  pool = new ImportPool({ niceIncrement: 0, holdYoungGeneration: mode === 'hold+import-thread' }, () => undefined);
+  const content = {};
+  for (let i = 0; i < 2000; i++) content['Item' + i] = { json: { index: i, name: 'item-' + i } };
+  await pool.prepare(Buffer.from(JSON.stringify({ environments: { e: { content } } })));
+}
 const youngBytes = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
 const before = youngBytes();
 const ring = new Array(20000);
@@ -36,6 +46,7 @@ for (let i = 0; i < 3000000; i++) {
   sink += o.c.length;
 }
 if (worker !== null) await worker.terminate();
+if (pool !== null) await pool.close();
 process.stdout.write(JSON.stringify({ held, before, after: youngBytes(), sink: sink > 0 }));
 `;
 
@@ -45,7 +56,9 @@ interface Churn {
   after: number;
 }
 
-function churn(mode: 'default' | 'hold' | 'hold+worker' | 'hold+worker-holds', nodeOptions = ''): Churn {
+type Mode = 'default' | 'hold' | 'hold+worker' | 'hold+worker-holds' | 'hold+import-thread' | 'hold+import-thread-unheld';
+
+function churn(mode: Mode, nodeOptions = ''): Churn {
   const run = spawnSync(process.execPath, ['--input-type=module', '-e', CHURN, mode], {
     env: { ...process.env, NODE_OPTIONS: nodeOptions },
     encoding: 'utf8',
@@ -72,6 +85,15 @@ describe('young generation sizing (rcd serve)', () => {
     expect(undone.held).toBe(true);
     expect(undone.after).toBeGreaterThanOrEqual(8 * undone.before);
     const kept = churn('hold+worker-holds');
+    expect(kept.after).toBeLessThanOrEqual(2 * kept.before);
+    expect(kept.after).toBeLessThanOrEqual(4 * MiB);
+  });
+
+  it('is held again by the import thread, which starts long after the others', () => {
+    const undone = churn('hold+import-thread-unheld');
+    expect(undone.after).toBeGreaterThanOrEqual(8 * undone.before);
+    const kept = churn('hold+import-thread');
+    expect(kept.held).toBe(true);
     expect(kept.after).toBeLessThanOrEqual(2 * kept.before);
     expect(kept.after).toBeLessThanOrEqual(4 * MiB);
   });
