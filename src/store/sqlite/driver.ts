@@ -25,6 +25,8 @@ export interface Statement<Row> {
   run(...params: unknown[]): RunResult;
   get(...params: unknown[]): Row | undefined;
   all(...params: unknown[]): Row[];
+  /** Row by row: a row not kept is garbage at once, where all() keeps every row alive until it returns. */
+  iterate(...params: unknown[]): IterableIterator<Row>;
 }
 
 export interface TransactionFunction<T> {

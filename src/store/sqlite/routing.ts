@@ -71,7 +71,7 @@ export class RoutingQueries {
     const environments = this.environments.all().map((r) => r.env_id);
     const keys: KeyDigest[] = this.keys.all().map((r) => ({ digest: r.digest, keyId: r.key_id, envId: r.env_id }));
     const revs = new Map<number, RevisionMeta[]>();
-    for (const r of this.revisions.all()) {
+    for (const r of this.revisions.iterate()) {
       let list = revs.get(r.content_pk);
       if (list === undefined) {
         list = [];
@@ -79,7 +79,8 @@ export class RoutingQueries {
       }
       list.push(revisionMeta(r));
     }
-    const contents = this.contents.all().map((c) => contentMeta(c, revs.get(c.content_pk) ?? []));
+    const contents: ContentMeta[] = [];
+    for (const c of this.contents.iterate()) contents.push(contentMeta(c, revs.get(c.content_pk) ?? []));
     return { seq, environments, keys, contents };
   }
 
