@@ -6,8 +6,9 @@
  * key included, ends with the process. The key only reads demo content.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { makeDirectories } from './directories.js';
 
 export const DEMO_ENV = 'demo';
 export const DEMO_CONTENT_ID = 'PlayerSettings';
@@ -68,7 +69,7 @@ export function newDemoKey(): string {
 
 /** Keeps the key beside the admin token so later starts can say where it is; returns the file. */
 export function writeDemoKey(dataDir: string, key: string): string {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  makeDirectories(dataDir, 0o700);
   const path = demoKeyPath(dataDir);
   writeFileSync(path, key + '\n', { mode: 0o600 });
   chmodSync(path, 0o600);

@@ -2,8 +2,9 @@
  * Small secret files in the data directory (admin token, webhook key): read with their mode
  * tightened, created once with mode 0600 (the directory 0700 when rcd creates it), never replaced.
  */
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { makeDirectories } from './directories.js';
 
 /**
  * The file's text, or undefined when it does not exist. A copy restored from a backup may have lost
@@ -26,7 +27,7 @@ export function readSecretFile(path: string): string | undefined {
  * moment ago, and replacing it would lose what that process handed out ('wx').
  */
 export function createSecretFile(path: string, text: string): boolean {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  makeDirectories(dirname(path), 0o700);
   try {
     writeFileSync(path, text, { mode: 0o600, flag: 'wx' });
     return true;

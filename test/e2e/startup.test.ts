@@ -1,11 +1,11 @@
 /**
  * Start-up faults a newcomer hits: a listener that cannot start stops the whole process before
- * anything is seeded or reported as listening (one clear line, exit 1, store untouched), and a
- * memory store never writes key files.
+ * anything is seeded or reported as listening (one clear line, exit 1, store untouched), so does a
+ * store whose folder cannot be made, and a memory store never writes key files.
  */
 import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -84,6 +84,33 @@ describe('a listener that cannot start stops the whole process', () => {
     const taken = await holdPort();
     const run = await serveUntilExit(['--store', `sqlite:${join(dir, 'rcd.db')}`, '--port', String(taken), '--admin', 'false', '--seed-demo', 'true'], dir);
     expectCleanRefusal(run, dir);
+  });
+});
+
+describe('a store whose folder cannot be made', () => {
+  it('exits 1 with one line naming the path, also where the folder would be under /proc', async () => {
+    const dir = ownDir();
+    // /proc: Node 20's recursive mkdir loops forever there (src/runtime/directories.ts).
+    const procfs = await serveUntilExit(['--store', 'sqlite:/proc/rcd-no-such-dir/data/rcd.db', '--port', '0', '--admin', 'false', '--seed-demo', 'false'], dir);
+    expect(procfs.code, procfs.stderr).toBe(1);
+    expect(procfs.stderr).toMatch(/^rcd: error: .*\/proc\/rcd-no-such-dir/m);
+    expect(procfs.stderr).not.toMatch(/\n\s+at /);
+    expect(procfs.stdout).not.toContain('listening on');
+    // A regular file where a folder should be.
+    writeFileSync(join(dir, 'not-a-dir'), 'x');
+    const file = await serveUntilExit(['--store', `sqlite:${join(dir, 'not-a-dir', 'sub', 'rcd.db')}`, '--port', '0', '--admin', 'false', '--seed-demo', 'false'], dir);
+    expect(file.code, file.stderr).toBe(1);
+    expect(file.stderr).toMatch(/^rcd: error: .*not-a-dir/m);
+  });
+
+  it('makes the missing folders of a store path, private to the owner', async () => {
+    const dir = ownDir();
+    const nested = join(dir, 'a', 'b', 'c');
+    const srv = await startServer({ store: `sqlite:${join(nested, 'rcd.db')}`, dir });
+    cleanup.push(() => srv.dispose());
+    expect(statSync(nested).isDirectory()).toBe(true);
+    expect(statSync(join(dir, 'a')).mode & 0o777).toBe(0o700);
+    expect(statSync(nested).mode & 0o777).toBe(0o700);
   });
 });
 

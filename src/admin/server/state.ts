@@ -13,7 +13,6 @@
  * rather than left in free space, and the WAL is truncated afterwards.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { RcdError } from '../../runtime/errors.js';
@@ -24,6 +23,7 @@ import { DEFAULT_PG_CONNECT_TIMEOUT_MS, isPostgresUrl } from '../../store/postgr
 import { ephemeralSealKey, loadSealKey, openSealed, sealSecret } from './sealed.js';
 import { PostgresAdminState } from './state-postgres.js';
 import { auditFromRow, tokenFromRow, webhookInfoFromRow, type AuditRow, type TokenRow } from './state-rows.js';
+import { makeDirectories } from '../../runtime/directories.js';
 
 export const WEBHOOK_EVENTS = ['content.updated', 'content.deleted', 'mapping.updated', 'environment.synced'] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
@@ -391,7 +391,7 @@ export function openAdminState(storeUrl: string, opts: AdminStateOptions = {}): 
   if (storeUrl.startsWith('sqlite:')) {
     const path = storeUrl.slice('sqlite:'.length);
     if (path === '') throw new RcdError('invalid_request', 'store URL "sqlite:" needs a file path');
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    makeDirectories(dirname(path), 0o700);
     makeStoreFilesPrivate(path);
     const { key } = loadSealKey(opts.dataDir ?? dirname(resolve(path)));
     return new SqliteAdminState(path, key, log, busyTimeoutMs);

@@ -11,10 +11,11 @@
  * switches on when SQLITE_USE_URI=1 is in the environment the first time a connection is opened in
  * the process; `enableUriFilenames()` sets it and every open verifies the result.
  */
-import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, openSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { RcdError } from '../../runtime/errors.js';
+import { makeDirectories } from '../../runtime/directories.js';
 
 export interface RunResult {
   readonly changes: number;
@@ -69,7 +70,7 @@ export function openWriter(loc: DbLocation, busyTimeoutMs: number): Database {
   enableUriFilenames();
   let db: Database;
   if (loc.kind === 'file') {
-    mkdirSync(dirname(loc.path), { recursive: true, mode: 0o700 });
+    makeDirectories(dirname(loc.path), 0o700);
     makeStoreFilesPrivate(loc.path);
     db = new BetterSqlite3(loc.path);
     db.pragma('journal_mode = WAL');
