@@ -331,6 +331,11 @@ export class RcdClient {
     if (this.retryTimer !== null) clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
+      // The wait is over whatever Date.now() says: timers count from the event loop's time of the
+      // turn that set them, which lags Date.now() by whatever that turn had already run, so this one
+      // can fire before retryAt. Checked against retryAt, the retry answered "backoff" and was never
+      // scheduled again (the client then waited for the application's next refresh).
+      this.retryAt = 0;
       void this.refresh();
     }, delay);
     // A Node process is not kept alive by a pending retry alone (a browser timer has no unref).
