@@ -147,9 +147,10 @@ export function medianOfRuns(runs: readonly WrkStats[]): WrkStats {
 
 /**
  * Runs a child to its end with stdout and stderr collected; resolves with `parse(output)` when it
- * exits 0. `track` registers the child for cleanup on Ctrl-C or failure.
+ * exits 0 (with `anyExit`, however it ended: a child stopped by a signal may have printed what it
+ * has). `track` registers the child for cleanup on Ctrl-C or failure.
  */
-function runToEnd<T>(label: string, cmd: string, args: readonly string[], track: (c: ChildProcess) => void, parse: (out: string) => T): Promise<T> {
+function runToEnd<T>(label: string, cmd: string, args: readonly string[], track: (c: ChildProcess) => void, parse: (out: string) => T, anyExit = false): Promise<T> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     track(child);
@@ -157,12 +158,15 @@ function runToEnd<T>(label: string, cmd: string, args: readonly string[], track:
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.once('error', reject);
-    child.once('exit', (code) => {
+    child.once('exit', (code, signal) => {
+      if (code !== 0 && !anyExit) {
+        reject(new Error(`${label} exited with ${code}:\n${out}`));
+        return;
+      }
       try {
-        if (code !== 0) throw new Error(`${label} exited with ${code}:\n${out}`);
         resolve(parse(out));
       } catch (err) {
-        reject(err instanceof Error ? err : new Error(String(err)));
+        reject(new Error(`${label} ended (code ${code}, signal ${signal}) without a readable report (${(err as Error).message}):\n${out}`));
       }
     });
   });
@@ -211,26 +215,19 @@ export function startStallProbe(durationSec: number, track: (c: ChildProcess) =>
   const probeArgs = [PROBE, String(durationSec), String(STALL_MS)];
   // chrt execs node: the child is the probe itself, and SIGINT reaches it.
   const [cmd, args] = realtime ? ['chrt', ['-f', '1', process.execPath, ...probeArgs]] : [process.execPath, probeArgs];
-  const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  track(child);
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
-  const result = new Promise<StallStats>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('exit', (code, signal) => {
-      try {
-        const seen = JSON.parse(out) as Omit<StallStats, 'realtime'>;
-        resolve({ realtime, stalls: seen.stalls, maxStallMs: seen.maxStallMs, stalledMs: seen.stalledMs });
-      } catch {
-        reject(new Error(`stall probe ended (code ${code}, signal ${signal}) without its figures:\n${out}`));
-      }
-    });
-  });
+  let child: ChildProcess | undefined;
+  const keep = (c: ChildProcess): void => {
+    child = c;
+    track(c);
+  };
+  const result = runToEnd('stall probe', cmd, args, keep, (out) => {
+    const seen = JSON.parse(out) as Omit<StallStats, 'realtime'>;
+    return { realtime, stalls: seen.stalls, maxStallMs: seen.maxStallMs, stalledMs: seen.stalledMs };
+  }, true);
   return {
     result,
     stop: () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+      if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
     },
   };
 }

@@ -22,7 +22,7 @@ const options = workerData as ImportWorkerOptions;
 // Starting this thread put V8's process-wide growth factor back to its default, delivery loops
 // included (a loop's scavenges then grew to 4-10 ms during an import): set it again.
 if (options.holdYoungGeneration) holdYoungGeneration();
-// Where the system refuses (or off Linux), the pool reports the nice value read back in every outcome.
+// Where the system refuses (or off Linux), every outcome's `nice` says so to the pool.
 lowerThreadPriority(options.niceIncrement);
 
 export default function prepare(task: ImportTask): ImportOutcome {

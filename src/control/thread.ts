@@ -171,7 +171,7 @@ async function open(): Promise<void> {
   });
   await follower.start();
   checkTimer = setInterval(checkStore, STORE_CHECK_MS);
-  logInfo(bulk.describe(config.bulkNice));
+  logInfo(bulk.description);
   post({ type: 'opened', readerUrl: store.readerUrl, adminPort });
 }
 

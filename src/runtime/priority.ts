@@ -17,18 +17,16 @@ const CAP_SYS_NICE = 23n;
 export const PER_THREAD_PRIORITY = process.platform === 'linux';
 
 /**
- * Raises the calling thread's nice value by `increment` (capped at 19); needs no privilege.
- * Returns the nice value read back (unchanged where the system refused, or off Linux).
+ * Raises the calling thread's nice value by `increment` (capped at 19); needs no privilege. Where
+ * the system refuses (or off Linux) nothing changes: getPriority(0) says what took.
  */
-export function lowerThreadPriority(increment: number): number {
-  if (PER_THREAD_PRIORITY && increment > 0) {
-    try {
-      setPriority(0, Math.min(19, getPriority(0) + increment));
-    } catch {
-      // The value read back says what took.
-    }
+export function lowerThreadPriority(increment: number): void {
+  if (!PER_THREAD_PRIORITY || increment <= 0) return;
+  try {
+    setPriority(0, Math.min(19, getPriority(0) + increment));
+  } catch {
+    // Left as it was; see above.
   }
-  return getPriority(0);
 }
 
 /**
@@ -82,24 +80,22 @@ export const SAME_PRIORITY: BulkRunner = { run: (work) => work() };
  */
 export class BulkPriority implements BulkRunner {
   /** The nice value added during bulk work; 0 when it cannot be (or is not to be) lowered. */
-  readonly increment: number;
+  private readonly increment: number;
   private readonly base: number;
+  /** What the log says at start: whether bulk work yields to delivery, and what it would take. */
+  readonly description: string;
   private depth = 0;
   private broken = false;
   private readonly log: (line: string) => void;
 
-  constructor(increment: number, log: (line: string) => void) {
+  constructor(requested: number, log: (line: string) => void) {
     this.base = getPriority(0);
-    this.increment = increment > 0 && mayRestorePriority(this.base) ? Math.min(increment, 19 - this.base) : 0;
+    this.increment = requested > 0 && mayRestorePriority(this.base) ? Math.min(requested, 19 - this.base) : 0;
     this.log = log;
-  }
-
-  /** What the log says at start: whether bulk work yields to delivery, and what it would take. */
-  describe(requested: number): string {
-    if (requested === 0) return 'bulk edits run at the priority of delivery (--bulk-nice 0)';
-    if (this.increment > 0) return `bulk edits (imports, syncs, change batches of ${BULK_ENTRIES} or more) run at nice ${this.base + this.increment} in the control thread`;
-    if (!PER_THREAD_PRIORITY) return 'bulk edits run at the priority of delivery (per-thread priorities need Linux)';
-    return 'bulk edits run at the priority of delivery: going back to it after one needs CAP_SYS_NICE or an RLIMIT_NICE of 20 (docs/operations.md)';
+    if (requested === 0) this.description = 'bulk edits run at the priority of delivery (--bulk-nice 0)';
+    else if (this.increment > 0) this.description = `bulk edits (imports, syncs, change batches of ${BULK_ENTRIES} or more) run at nice ${this.base + this.increment} in the control thread`;
+    else if (!PER_THREAD_PRIORITY) this.description = 'bulk edits run at the priority of delivery (per-thread priorities need Linux)';
+    else this.description = 'bulk edits run at the priority of delivery: going back to it after one needs CAP_SYS_NICE or an RLIMIT_NICE of 20 (docs/operations.md)';
   }
 
   async run<T>(work: () => Promise<T>): Promise<T> {
@@ -123,5 +119,5 @@ export class BulkPriority implements BulkRunner {
   }
 }
 
-/** A change-log batch (or an import's plan) of this many entries is bulk work. */
+/** A change-log batch of this many entries is bulk work (an import's or a sync's write always is). */
 export const BULK_ENTRIES = 1000;

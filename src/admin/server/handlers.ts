@@ -365,10 +365,11 @@ async function importPrepared(ctx: AdminContext, call: AdminCall, prepared: Prep
   const named = (await ctx.state.listWebhookInfo()).some((h) => h.events.includes('content.updated') || h.events.includes('mapping.updated'))
     ? namedContents(prepared)
     : undefined;
-  const before = named === undefined ? [] : (await ctx.store.loadDelta(named, 0, 0)).contents;
-  // The state after is read inside the import's transaction, so the events are what it changed.
-  const announce = await announcing<ImportReport>(ctx, call, (_r, after) => diffEvents(before, after, now()), named);
-  const report = await ctx.bulk.run(() => ctx.store.importPrepared(prepared, announce));
+  const report = await ctx.bulk.run(async () => {
+    const before = named === undefined ? [] : (await ctx.store.loadDelta(named, 0, 0)).contents;
+    // The state after is read inside the import's transaction, so the events are what it changed.
+    return ctx.store.importPrepared(prepared, await announcing<ImportReport>(ctx, call, (_r, after) => diffEvents(before, after, now()), named));
+  });
   const nothing = report.environmentsCreated === 0 && report.keysAdded === 0 && report.revisionsAdded === 0 && report.mappingsChanged === 0;
   if (nothing) return read(report);
   return changed(200, report, {
