@@ -109,6 +109,8 @@ export interface ProcessStart {
   readonly settleSec: number | null;
   /** The process's start-up line on the CPU priority of bulk edits (absent in results before it was logged). */
   readonly bulkPriority?: string | null;
+  /** ... and on its delivery loops' (absent in results before it was logged). */
+  readonly deliveryPriority?: string | null;
 }
 
 export interface EditsOptions {
@@ -318,7 +320,7 @@ function figureLines(r: EditsResults): string[] {
     `start-up A: ${(r.processA.startupMs / 1000).toFixed(2)} s, RSS ${mib(r.processA.rssAfterStartBytes)} after start, ` +
       `${r.processA.rssSettledBytes === null ? 'n/a' : mib(r.processA.rssSettledBytes)} settled (${r.processA.settleSec ?? 0} s), peak ${r.processA.rssPeakBytes === null ? 'n/a' : mib(r.processA.rssPeakBytes)}, ${mib(r.processA.rssEndBytes)} at the end`,
     `start-up B: ${(r.processB.startupMs / 1000).toFixed(2)} s, RSS ${mib(r.processB.rssAfterStartBytes)} after start, ${mib(r.processB.rssEndBytes)} at the end`,
-    `priority (A): ${r.processA.bulkPriority ?? 'not logged'}`,
+    `priority (A): ${r.processA.deliveryPriority ?? 'delivery: not logged'}; ${r.processA.bulkPriority ?? 'bulk edits: not logged'}`,
     `admin writes: ${w.sent} sent of ${w.scheduled} scheduled (one every ${r.options.writeEveryMs} ms, one at a time), ${w.failed} failed; ` +
       `latency median ${ms(adm?.p50 ?? null)}, p99 ${ms(adm?.p99 ?? null)}, max ${ms(adm?.max ?? null)}`,
     `edit-to-visible on B (from the PUT): p50 ${visibleText(w.visibleMs.p50, w)}, p99 ${visibleText(w.visibleMs.p99, w)}, max ${visibleText(w.visibleMs.max, w)}; ` +

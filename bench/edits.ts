@@ -165,6 +165,8 @@ interface Served {
   readonly loopDelayLines: LoopDelayLine[];
   /** What the process said at start about the CPU priority of bulk edits (src/runtime/priority.ts). */
   readonly bulkPriority: string | null;
+  /** ... and of its delivery loops. */
+  readonly deliveryPriority: string | null;
 }
 
 interface LoopDelayLine {
@@ -196,6 +198,7 @@ async function startServe(label: string, dbPath: string, dataDir: string, loopDe
   const tail: string[] = [];
   const loopDelayLines: LoopDelayLine[] = [];
   let bulkPriority: string | null = null;
+  let deliveryPriority: string | null = null;
   return new Promise<Served>((resolve, reject) => {
     const timer = setTimeout(() => fail(new Error(`process ${label} did not print "listening on" within 300 s`)), 300_000);
     const fail = (err: Error): void => {
@@ -214,6 +217,7 @@ async function startServe(label: string, dbPath: string, dataDir: string, loopDe
         return;
       }
       if (line.startsWith('rcd: bulk edits ')) bulkPriority = line.slice('rcd: '.length);
+      if (line.startsWith('rcd: delivery loops ')) deliveryPriority = line.slice('rcd: '.length);
       if (!/^rcd: listening on http:/.test(line)) return;
       const startupMs = performance.now() - spawned;
       clearTimeout(timer);
@@ -231,6 +235,7 @@ async function startServe(label: string, dbPath: string, dataDir: string, loopDe
         rssAfterStartBytes: memoryStatus(child.pid as number).rss,
         loopDelayLines,
         bulkPriority,
+        deliveryPriority,
       });
     });
   });
@@ -250,6 +255,7 @@ function processStart(s: Served, settled: Settled | null): ProcessStart {
     rssSettledBytes: settled?.rssBytes ?? null,
     rssPeakBytes: settled?.peakBytes ?? null,
     bulkPriority: s.bulkPriority,
+    deliveryPriority: s.deliveryPriority,
     settleSec: settled?.seconds ?? null,
   };
 }

@@ -6,6 +6,7 @@
  * Start-up binds every listener before anything is written: a port in use stops the process before
  * the store is seeded or "listening on" is printed, with everything released.
  */
+import { getPriority } from 'node:os';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { StartupError, type ServeConfig } from './runtime/config.js';
 import { ControlThread } from './control/client.js';
@@ -20,6 +21,7 @@ import { DeliveryLoop } from './delivery/loop.js';
 import { LoopThreads } from './delivery/loop-threads.js';
 import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles, type TlsFiles, type TlsMaterial } from './runtime/tls.js';
 import { humanLog, logError, logInfo } from './runtime/log.js';
+import { deliveryPriority } from './runtime/priority.js';
 import { describeStoreUrl } from './store/index.js';
 import { Phase, S_PHASE, newLoopCounters, newServerCounters, type LoopCounters, type ServerCounters } from './metrics/layout.js';
 import { startMetricsThread, type MetricsThread } from './metrics/client.js';
@@ -44,6 +46,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     logError('the native uWebSockets.js addon did not load; running on its slow JavaScript fallback');
   }
   const loopDelayLogMs = loopDelayInterval(process.env.RCD_LOOP_DELAY_LOG_MS);
+  const delivery = deliveryPriority(config.deliveryNice, getPriority(0));
   // Before anything starts: a certificate that cannot be served stops the start with one line.
   const startupTls = loadStartupTls(config);
   const tls = startupTls.delivery;
@@ -94,6 +97,8 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     const claimed = config.httpThreads > 1;
     const port = claimed ? await claimLoopsPort(config.host, config.port) : config.port;
     if (metricsStarting !== null) metrics = await metricsStarting;
+    // Here, after the control and metrics threads exist: threads inherit the nice value of the
+    // thread that starts them, and only the loops and their pools are to run above the rest.
     const main = DeliveryLoop.start({
       index: 0,
       config,
@@ -103,10 +108,11 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
       port,
       claimed,
       tls,
+      nice: delivery.nice,
       counters: loopCounters[0]!,
       server: serverCounters,
     });
-    const others = loopThreads.start(opened.readerUrl, port, tls);
+    const others = loopThreads.start(opened.readerUrl, port, tls, delivery.nice);
     try {
       loop = await main;
     } finally {
@@ -131,6 +137,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
       logInfo('HTTPS: net.ipv4.tcp_migrate_req is 0: a certificate rotation resets connections still in their TCP handshake with the previous listener (set it to 1 for none; docs/deployment.md)');
     }
   }
+  logInfo(delivery.description);
   if (metrics !== null) logInfo(`metrics at ${config.metricsTls === null ? 'http' : 'https'}://${config.metricsHost}:${metrics.port}/metrics`);
   const loops = config.httpThreads === 1 ? '' : `${config.httpThreads} delivery loops, `;
   const scheme = tls === null ? 'http' : 'https';

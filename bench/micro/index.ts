@@ -8,6 +8,7 @@
  * - ids (./ids.ts): the content-id key (ASCII fast path, Unicode path);
  * - metrics (./metrics.ts): the shared-array counters of a request against prom-client's own metrics;
  * - directory (./directory.ts): heap bytes per item of the routing directory and a full GC with it alive;
+ * - sharded-map (./sharded-map.ts): the content table's lookup and its longest insert while growing, against a Map;
  * - here: body parse + validation (the hand-written check in src/delivery/context.ts vs its zod schema) and
  *   the uid hash (xxhash-addon vs the pure-JS XXH32 in src/shared/xxh32.ts that src/shared/identity.ts uses, checked
  *   for identical output before anything is timed).
@@ -24,6 +25,7 @@ import { runAllocMicro } from './alloc.js';
 import { runIdKeyMicro } from './ids.js';
 import { runMetricsMicro } from './metrics.js';
 import { formatDirectoryTable, runDirectoryMicro } from './directory.js';
+import { formatShardedMapResult, runShardedMapMicro } from './sharded-map.js';
 import { XXH32_VECTORS, xxh32String } from '../../src/shared/xxh32.js';
 import { MIN_MS, WARMUP_MS, formatTable, measure, type Row } from './measure.js';
 
@@ -94,6 +96,7 @@ function main(): void {
   process.stdout.write(`Node ${process.versions.node}; each row: ${WARMUP_MS} ms warm-up, >= ${MIN_MS} ms measured.\n\n`);
   for (const [title, run] of groups) process.stdout.write(formatTable(title, run()) + '\n');
   process.stdout.write(formatDirectoryTable(runDirectoryMicro()) + '\n');
+  process.stdout.write(formatShardedMapResult(runShardedMapMicro()) + '\n');
 }
 
 main();

@@ -12,8 +12,12 @@
  * ~1.1 ms). Receiving a slice (the structured clone's deserialization, in the same turn as the
  * apply) costs about as much again: 1.1-1.9 ms for 1,000 routed items (src/control/routed.ts; the
  * store's full rows took 1.4-3.8 ms). The model charges an item 4 µs for both, and 0.5 µs a mapping
- * byte, so a 4 ms budget keeps a slice at about 2-3.5 ms here: 1,000 content items without new
- * mappings, fewer with them. One item is never cut: a mapping whose compilation alone exceeds the budget is a slice of
+ * byte: a 2 ms budget is 500 content items without new mappings, fewer with them. Under delivery load
+ * a slice also brings the loop its garbage (scavenges in the same turn): with the loop above the
+ * rest of the process (--delivery-nice), the pauses left during an 8 MiB import were slices of 8-11
+ * ms of the loop's own CPU at a 4 ms budget, 3-7 seconds over 10 ms in three runs, against 0-1
+ * (that one the VM's) at 2 ms, the import answering no later (bench/README.md, "What each pause is
+ * made of"). One item is never cut: a mapping whose compilation alone exceeds the budget is a slice of
  * its own (a mapping of the maximum 1,000 rules, src/mapping/rules/compile.ts, compiles in ~30 ms:
  * compiled mappings hold functions and RE2 programs, which cannot cross threads).
  */
@@ -23,7 +27,7 @@ import type { DeltaUpdate, MappingText, RoutedDelta } from './protocol.js';
 import { routedChange } from './routed.js';
 
 /** What one slice may cost a delivery loop, by the model below. */
-export const SLICE_BUDGET_US = 4000;
+export const SLICE_BUDGET_US = 2000;
 /** Applying one environment, key or content entry. */
 export const ITEM_COST_US = 4;
 /** Compiling a mapping the loop does not hold: per byte of its JSON text. */

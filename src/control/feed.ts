@@ -40,8 +40,12 @@ export class DeliveryFeed {
   private readonly texts = new UpdateTexts();
   private readonly mappings: MappingLibrary;
   private state: FrontEndState | null = null;
-  /** Content ids changed per environment by the delta being applied (null: everything), until its last slice. */
-  private readonly pending = new Map<string, Set<string> | null>();
+  /**
+   * Content ids changed per environment by the delta being applied (null: everything), until its
+   * last slice. A list, not a Set: a delta names each content once, and a Set of an import's 33,000
+   * ids grew by whole-table copies on the delivery loop.
+   */
+  private readonly pending = new Map<string, string[] | null>();
   /** The change events of the update just applied, written once it is acknowledged. */
   private notice: { readonly changes: readonly EnvChange[]; readonly snapshot: boolean } | null = null;
 
@@ -113,7 +117,7 @@ export class DeliveryFeed {
         this.directory.applyDelta(update.delta, catalogBodies(update.catalogs, this.directory), update.last);
         if (update.last) {
           const changes: EnvChange[] = [];
-          for (const [envId, ids] of this.pending) changes.push({ envId, changed: ids === null ? null : [...ids] });
+          for (const [envId, ids] of this.pending) changes.push({ envId, changed: ids });
           this.pending.clear();
           this.notify(changes, false);
         }
@@ -131,10 +135,10 @@ export class DeliveryFeed {
     const delta = update.delta;
     for (const e of delta.environments) this.pending.set(e.envId, null);
     for (const c of delta.contents) {
-      if (!this.pending.has(c.envId)) this.pending.set(c.envId, new Set());
+      if (!this.pending.has(c.envId)) this.pending.set(c.envId, []);
       const ids = this.pending.get(c.envId);
       if (ids === null || ids === undefined) continue;
-      ids.add(c.meta?.id ?? this.directory.environments.get(c.envId)?.contents.get(c.idLower)?.id ?? c.idLower);
+      ids.push(c.meta?.id ?? this.directory.environments.get(c.envId)?.contents.get(c.idLower)?.id ?? c.idLower);
     }
     if (this.state === null) return;
     for (const k of delta.keys) if (k.key === null) this.state.events.closeKey(k.keyId);

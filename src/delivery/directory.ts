@@ -15,6 +15,7 @@ import type { RoutedContent, RoutedDelta, RoutedSnapshot } from '../control/prot
 import type { KeyDigest, RevisionReader } from '../store/types.js';
 import { NO_VERSION_KEY, versionKeyOf } from '../shared/app-version.js';
 import { catalogTag } from '../shared/catalog-tag.js';
+import { ShardedMap, integerShard, stringShard } from './sharded-map.js';
 
 export interface RevisionView {
   readonly revId: number;
@@ -47,7 +48,8 @@ export interface ContentView extends RevisionView {
  */
 export class MappingLibrary {
   private readonly reader: RevisionReader;
-  private compiled = new Map<number, CompiledMapping | null>();
+  /** Sharded: one mapping per content is possible, and this table lives on the delivery loop. */
+  private readonly compiled = new ShardedMap<number, CompiledMapping | null>(integerShard);
   private readonly onError: (mappingId: number, err: unknown) => void;
 
   constructor(reader: RevisionReader, onError: (mappingId: number, err: unknown) => void) {
@@ -109,7 +111,8 @@ export interface KeyView {
 
 /** An environment as the Directory holds it: the same object is updated by deltas. */
 interface EnvState extends EnvView {
-  readonly contents: Map<string, ContentView>;
+  /** Sharded (src/delivery/sharded-map.ts): growing it never copies the whole table in one slice. */
+  readonly contents: ShardedMap<string, ContentView>;
   catalog: CatalogView;
   /** Ids of its keys, so that deleting the environment drops them without a scan. */
   readonly keyIds: Set<string>;
@@ -142,7 +145,7 @@ export class Directory {
   private readonly envs = new Map<string, EnvState>();
   readonly environments: ReadonlyMap<string, EnvView> = this.envs;
   /** Mapping id → number of contents referencing it; ids that reach 0 are forgotten at the end of an update. */
-  private readonly mappingRefs = new Map<number, number>();
+  private readonly mappingRefs = new ShardedMap<number, number>(integerShard);
   /** Ids whose count reached 0 during the current update. */
   private readonly unreferenced = new Set<number>();
   private readonly mappings: MappingLibrary;
@@ -231,7 +234,7 @@ export class Directory {
     const catalog = catalogs.get(envId) ?? EMPTY_CATALOG;
     const env: EnvState = {
       id: envId,
-      contents: new Map(),
+      contents: new ShardedMap(stringShard),
       catalog,
       keyIds: new Set(),
     };

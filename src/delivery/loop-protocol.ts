@@ -25,10 +25,11 @@ export interface LoopInit {
 
 export type LoopCommand =
   /**
-   * Start the pool share and bind `port` (claimed by the main thread) with SO_REUSEPORT, serving
-   * HTTPS with `tls` when it is not null; answered by `listening` or `failed`.
+   * Set the thread's nice value to `nice` (null: leave it), start the pool share and bind `port`
+   * (claimed by the main thread) with SO_REUSEPORT, serving HTTPS with `tls` when it is not null;
+   * answered by `listening` or `failed`.
    */
-  | { readonly type: 'start'; readonly readerUrl: string; readonly port: number; readonly tls: TlsMaterial | null }
+  | { readonly type: 'start'; readonly readerUrl: string; readonly port: number; readonly tls: TlsMaterial | null; readonly nice: number | null }
   /** Serve `material` to new connections (certificate rotation); answered by `tls-rotated` with the same id. */
   | { readonly type: 'rotate-tls'; readonly id: number; readonly material: TlsMaterial }
   /** Answers carry Connection: close and /healthz says 503 from now on; not answered. */

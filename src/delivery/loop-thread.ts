@@ -36,9 +36,9 @@ function crashed(err: unknown): void {
 process.on('uncaughtException', crashed);
 process.on('unhandledRejection', crashed);
 
-async function start(readerUrl: string, port: number, tls: TlsMaterial | null): Promise<void> {
+async function start(readerUrl: string, port: number, tls: TlsMaterial | null, nice: number | null): Promise<void> {
   try {
-    loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, readerUrl, holdYoungGeneration: init.holdYoungGeneration, port, claimed: true, tls, counters: init.counters, server: init.server });
+    loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, readerUrl, holdYoungGeneration: init.holdYoungGeneration, port, claimed: true, tls, nice, counters: init.counters, server: init.server });
   } catch (err) {
     post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
     return;
@@ -69,7 +69,7 @@ async function stop(): Promise<void> {
 lifecycle.on('message', (cmd: LoopCommand) => {
   switch (cmd.type) {
     case 'start':
-      void start(cmd.readerUrl, cmd.port, cmd.tls);
+      void start(cmd.readerUrl, cmd.port, cmd.tls, cmd.nice);
       return;
     case 'rotate-tls':
       void rotateTls(cmd.id, cmd.material);

@@ -68,9 +68,9 @@ export class LoopThreads {
     });
   }
 
-  /** Starts every loop thread's pool share and binds `port` (SO_REUSEPORT); rejects with the first failure. */
-  async start(readerUrl: string, port: number, tls: TlsMaterial | null): Promise<void> {
-    const started = this.loops.map((loop) => this.request(loop, { type: 'start', readerUrl, port, tls }, 'listening'));
+  /** Sets every loop thread's nice value (null: leaves it), starts its pool share and binds `port` (SO_REUSEPORT); rejects with the first failure. */
+  async start(readerUrl: string, port: number, tls: TlsMaterial | null, nice: number | null): Promise<void> {
+    const started = this.loops.map((loop) => this.request(loop, { type: 'start', readerUrl, port, tls, nice }, 'listening'));
     await Promise.all(started);
   }
 

@@ -5,10 +5,12 @@
  * worker thread. Start: pool share, app, listen. Stop: stop accepting, drain, close connections,
  * then the pool share.
  */
+import { getPriority } from 'node:os';
 import type { Piscina } from 'piscina';
 import type { DeliveryFeed } from '../control/feed.js';
 import { StartupError, type ServeConfig } from '../runtime/config.js';
 import { logError, rateLimitedErrorLogger } from '../runtime/log.js';
+import { setThreadNice } from '../runtime/priority.js';
 import type { TlsMaterial } from '../runtime/tls.js';
 import { Batcher } from '../pool/batcher.js';
 import { poolShare, startPool } from '../pool/pool.js';
@@ -50,6 +52,8 @@ export interface LoopOptions {
   readonly claimed: boolean;
   /** The certificate to serve (HTTPS), or null for plain HTTP. */
   readonly tls: TlsMaterial | null;
+  /** The nice value the loop's thread takes before its pool starts (the pool's threads inherit it), or null (src/runtime/priority.ts). */
+  readonly nice: number | null;
   /** This loop's shared counters (created by the main thread, read by the metrics listener). */
   readonly counters: LoopCounters;
   readonly server: ServerCounters;
@@ -86,6 +90,7 @@ export class DeliveryLoop {
     const { config, index } = opts;
     const loops = config.httpThreads;
     const threads = poolShare(config.threads, loops, index);
+    if (!setThreadNice(opts.nice)) logError(`delivery loop ${index} could not set its nice value to ${String(opts.nice)}; it runs at ${getPriority(0)}`);
     const pool = await startPool(threads, {
       storeUrl: opts.readerUrl,
       cacheBytes: config.cacheBytes,

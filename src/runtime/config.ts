@@ -23,6 +23,8 @@ export interface ServeConfig {
   readonly importNice: number;
   /** Added to the control thread's nice value while it writes or publishes a bulk edit (src/runtime/priority.ts). */
   readonly bulkNice: number;
+  /** Taken from the nice value of the delivery loops and their worker pools (src/runtime/priority.ts). */
+  readonly deliveryNice: number;
   readonly importFile: string | null;
   readonly host: string;
   readonly port: number;
@@ -112,8 +114,9 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'change-log-entries', env: 'RCD_CHANGE_LOG_ENTRIES', fallback: '100000', help: 'change-log entries kept; a node further behind reloads a snapshot (1000..100000000)' },
   { flag: 'store-busy-timeout', env: 'RCD_STORE_BUSY_TIMEOUT_MS', fallback: '1000', help: 'ms a store write waits for a lock held elsewhere before 503 store_busy (0..60000)' },
   { flag: 'import', env: 'RCD_IMPORT', fallback: '', help: 'bundle file imported at start (idempotent)' },
-  { flag: 'import-nice', env: 'RCD_IMPORT_NICE', fallback: '10', help: 'how much lower than delivery the CPU priority of the thread that parses and checks admin imports is (a nice increment, 0..19; 0: the same)' },
-  { flag: 'bulk-nice', env: 'RCD_BULK_NICE', fallback: '10', help: 'how much lower than delivery the control thread\'s CPU priority is while it writes or publishes a bulk edit: an import, a sync, a change batch of 1000+ entries (a nice increment, 0..19; 0: the same). Linux, with CAP_SYS_NICE or RLIMIT_NICE 20; otherwise 0' },
+  { flag: 'import-nice', env: 'RCD_IMPORT_NICE', fallback: '10', help: 'how much lower than the process\'s the CPU priority of the thread that parses and checks admin imports is (a nice increment, 0..19; 0: the same)' },
+  { flag: 'bulk-nice', env: 'RCD_BULK_NICE', fallback: '10', help: 'how much lower than the process\'s the control thread\'s CPU priority is while it writes or publishes a bulk edit: an import, a sync, a change batch of 1000+ entries (a nice increment, 0..19; 0: the same). Linux, with CAP_SYS_NICE or an RLIMIT_NICE of 20; otherwise 0' },
+  { flag: 'delivery-nice', env: 'RCD_DELIVERY_NICE', fallback: '10', help: 'how much higher than the rest of the process the CPU priority of the delivery loops and their worker pools is (a nice decrement, 0..39; 0: the same). Linux, with CAP_SYS_NICE or an RLIMIT_NICE of 20 + it; otherwise 0' },
   { flag: 'host', env: 'RCD_HOST', fallback: '0.0.0.0', help: 'delivery API host' },
   { flag: 'port', env: 'RCD_PORT', fallback: '8080', help: 'delivery API port (0: any free port)' },
   { flag: 'threads', env: 'RCD_THREADS', fallback: String(defaultThreads()), help: 'render pool worker threads, split among the delivery loops (1..64, at least --http-threads)' },
@@ -311,6 +314,7 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     importFile: get('import') === '' ? null : get('import'),
     importNice: intIn('import-nice', get('import-nice'), 0, 19),
     bulkNice: intIn('bulk-nice', get('bulk-nice'), 0, 19),
+    deliveryNice: intIn('delivery-nice', get('delivery-nice'), 0, 39),
     host: get('host'),
     port: intIn('port', get('port'), 0, 65535),
     threads,

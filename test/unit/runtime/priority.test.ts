@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { hasSysNice, initialUserNamespace, niceLimit } from '../../../src/runtime/priority.js';
+import { deliveryPriority, hasSysNice, initialUserNamespace, mayLowerNiceTo, niceLimit } from '../../../src/runtime/priority.js';
 
 // Texts in the shapes Linux writes them (/proc/PID/status, uid_map, limits), so the right to take a
 // thread's priority back is read without changing one.
@@ -26,5 +26,21 @@ describe('reading the right to go back to a higher priority', () => {
     expect(niceLimit(limits('20', '20'))).toBe(20);
     expect(niceLimit(limits('unlimited', 'unlimited'))).toBe(Infinity);
     expect(niceLimit('Limit   Soft Limit\n')).toBe(0);
+  });
+});
+
+describe('the priority delivery runs at', () => {
+  it('stays with the process at --delivery-nice 0, and is never set below nice -20', () => {
+    expect(deliveryPriority(0, 0)).toEqual({ nice: null, description: 'delivery loops run at the priority of the rest of the process (--delivery-nice 0)' });
+    const far = deliveryPriority(39, 0);
+    // Either raised to the floor or refused for want of the right, never past -20.
+    if (far.nice !== null) expect(far.nice).toBe(-20);
+    else expect(far.description).toContain('nice -20 needs CAP_SYS_NICE or an RLIMIT_NICE of 40');
+  });
+
+  it('names the nice value when the process may take it, and what it would need when not', () => {
+    const p = deliveryPriority(5, 3);
+    if (mayLowerNiceTo(-2)) expect(p).toEqual({ nice: -2, description: 'delivery loops and their worker pools run at nice -2, the rest of the process at 3' });
+    else expect(p).toEqual({ nice: null, description: 'delivery loops run at the priority of the rest of the process: nice -2 needs CAP_SYS_NICE or an RLIMIT_NICE of 22 (docs/operations.md)' });
   });
 });

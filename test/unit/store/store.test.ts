@@ -93,6 +93,34 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
     });
   });
 
+  describe('directory', () => {
+    it('describes every content item as the content API does: revisions, app versions, mapping rule count, dates', async () => {
+      await store.putEnvironment('e');
+      await store.putEnvironment('f');
+      await store.putContent('e', 'Alpha', '{"a":1}', null);
+      await store.putContent('e', 'Alpha', '{"a":2}', '2.0.0');
+      await store.putContent('e', 'beta', '{"b":1}', '1.5.0');
+      await store.putMapping('e', 'beta', { rules: [{ segment: 's', patch: { b: 2 } }, { segment: 't', patch: { b: 3 } }] });
+      await store.putContent('f', 'Gamma', '[1]', null);
+      const dir = await store.loadDirectory();
+      expect(dir.contents.map((c) => [c.envId, c.id, c.idLower])).toEqual([
+        ['e', 'Alpha', 'alpha'],
+        ['e', 'beta', 'beta'],
+        ['f', 'Gamma', 'gamma'],
+      ]);
+      for (const c of dir.contents) {
+        const detail = (await store.getContent(c.envId, c.id))!;
+        expect(c.revisions).toEqual(detail.revisions.map((r) => ({ revId: r.revId, number: r.number, hash: r.hash, minAppVersion: r.minAppVersion, createdAt: r.createdAt })));
+        expect([c.createdAt, c.updatedAt]).toEqual([detail.createdAt, detail.updatedAt]);
+        const rules = (detail.mapping as { rules?: unknown[] } | null)?.rules?.length ?? 0;
+        expect(c.mappingRuleCount).toBe(rules);
+        expect(c.mappingId === null).toBe(detail.mapping === null);
+      }
+      expect(dir.contents[0]!.revisions.map((r) => r.minAppVersion)).toEqual([null, '2.0.0']);
+      expect(dir.contents[1]!.mappingRuleCount).toBe(2);
+    });
+  });
+
   describe('keys', () => {
     beforeEach(async () => {
       await store.putEnvironment('a');
