@@ -38,10 +38,18 @@ export interface LoopDelaySummary {
    */
   readonly waitMs: number | null;
   /**
-   * Of the intervals over the limit not explained by GC, those whose run-queue wait was at least as
-   * long as the pause: consistent with the loop waiting for a core (the scheduler, not its own work).
+   * Of the intervals over the limit not explained by GC, those in which the loop waited for a core:
+   * by the longest pause's split when the lines carry one (most of it queued), otherwise when the
+   * interval's run-queue wait was at least as long as the pause.
    */
   readonly overLimitByWait: number;
+  /**
+   * Of the intervals over the limit not explained by GC, by the longest pause's split (null: the
+   * lines carry none): most of it neither running nor runnable (the VM not run by the host, or a
+   * blocking call), and most of it running the loop's own work. Absent in results from before the split was logged.
+   */
+  readonly overLimitOffCpu?: number | null;
+  readonly overLimitOwnWork?: number | null;
 }
 
 /** A loop pause measures up to this much more than the GC pause behind it (1 ms sampling, wake-up). */
@@ -189,7 +197,7 @@ function pauseText(d: LoopDelaySummary): string {
   return d.maxMs === null
     ? 'no loop-delay line'
     : `max pause ${d.maxMs.toFixed(1)} ms; ${d.intervalsOverLimit} of ${d.intervals} intervals with a pause over ${PAUSE_LIMIT_MS} ms` +
-        ` (${d.overLimitByGc} of them GC${d.waitMs === null ? '' : `, ${d.overLimitByWait} in an interval whose run-queue wait was at least as long`}); longest update applied ${(d.applyMaxMs ?? 0).toFixed(1)} ms (${d.applies} updates); longest GC pause ${(d.gcMaxMs ?? 0).toFixed(1)} ms` +
+        ` (${d.overLimitByGc} of them GC${d.waitMs === null ? '' : `, ${d.overLimitByWait} waiting for a core`}${(d.overLimitOffCpu ?? null) === null ? '' : `, ${d.overLimitOffCpu} off-CPU, ${d.overLimitOwnWork ?? 0} the loop's own work`}); longest update applied ${(d.applyMaxMs ?? 0).toFixed(1)} ms (${d.applies} updates); longest GC pause ${(d.gcMaxMs ?? 0).toFixed(1)} ms` +
         (d.waitMs === null ? '' : `; the loop waited for a CPU ${d.waitMs.toFixed(0)} ms in all`);
 }
 
@@ -278,7 +286,7 @@ export function evaluateEditsTargets(r: Omit<EditsResults, 'targets' | 'ok'>): T
 
 const PHASE_COLUMNS = [
   'phase', 's', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non2xx', 'sock err', 'loop max ms',
-  `intervals > ${PAUSE_LIMIT_MS} ms (GC, run queue)`, 'apply max ms (updates)', 'GC max ms', 'run-queue wait ms', 'machine stalls',
+  `intervals > ${PAUSE_LIMIT_MS} ms (GC, queued, off-CPU, own work)`, 'apply max ms (updates)', 'GC max ms', 'run-queue wait ms', 'machine stalls',
 ];
 
 function phaseRow(name: string, p: PhaseResult): string[] {
@@ -292,7 +300,7 @@ function phaseRow(name: string, p: PhaseResult): string[] {
     String(p.wrk.non2xx),
     String(p.wrk.socketErrors),
     p.loopDelay.maxMs === null ? 'n/a' : p.loopDelay.maxMs.toFixed(1),
-    `${p.loopDelay.intervalsOverLimit} / ${p.loopDelay.intervals} (${p.loopDelay.overLimitByGc}, ${p.loopDelay.waitMs === null ? 'n/a' : p.loopDelay.overLimitByWait})`,
+    `${p.loopDelay.intervalsOverLimit} / ${p.loopDelay.intervals} (${p.loopDelay.overLimitByGc}, ${p.loopDelay.waitMs === null ? 'n/a' : p.loopDelay.overLimitByWait}, ${p.loopDelay.overLimitOffCpu ?? 'n/a'}, ${p.loopDelay.overLimitOwnWork ?? 'n/a'})`,
     p.loopDelay.applyMaxMs === null ? 'n/a' : `${p.loopDelay.applyMaxMs.toFixed(1)} (${p.loopDelay.applies})`,
     p.loopDelay.gcMaxMs === null ? 'n/a' : p.loopDelay.gcMaxMs.toFixed(1),
     p.loopDelay.waitMs === null ? 'n/a' : p.loopDelay.waitMs.toFixed(0),
@@ -354,7 +362,7 @@ export function renderEditsMarkdown(r: EditsResults): string {
     `Phases 1-2 run on A without the loop-delay log (latency, writes, visibility); A is then restarted with it for the last three ` +
       `(pauses: its GC profiler's callbacks can cost time of their own). ` +
       `loop max = the longest pause of process A's delivery event loop (RCD_LOOP_DELAY_LOG_MS=${o.loopDelayLogMs}); ` +
-      `(GC, run queue) = intervals whose longest pause was a garbage collection of that length, and of the others those in which the loop waited for a CPU at least as long as the pause; ` +
+      `(GC, queued, off-CPU, own work) = intervals whose longest pause was a garbage collection of that length, and of the others, by the longest pause's split (src/runtime/loop-delay.ts), those spent mostly waiting for a CPU, mostly neither running nor runnable (the VM not run, or a blocking call), and mostly running the loop's own work; ` +
       `apply max = the longest routing update the loop applied; run-queue wait = how long in all the loop's thread was ready to run without a CPU (/proc schedstat); ` +
       `machine stalls = wake-ups of a real-time probe 5 ms or more late (the whole VM did not run).`,
     '',

@@ -180,9 +180,12 @@ interface LoopDelayLine {
   readonly gcMax: number;
   /** How long in all the delivery thread was runnable without a CPU in the interval (null: not logged). */
   readonly wait: number | null;
+  /** The interval's longest gap of the log's 1 ms timer, split by what the thread did (null: not logged). */
+  readonly split: { readonly longest: number; readonly ran: number; readonly queued: number; readonly off: number } | null;
 }
 
-const LOOP_DELAY_LINE = /^rcd: loop delay p50=([\d.]+)ms p99=([\d.]+)ms max=([\d.]+)ms apply=([\d.]+)ms\/(\d+) gc=([\d.]+)ms\/(\d+)(?: wait=([\d.]+)ms)?$/;
+const LOOP_DELAY_LINE =
+  /^rcd: loop delay p50=([\d.]+)ms p99=([\d.]+)ms max=([\d.]+)ms apply=([\d.]+)ms\/(\d+) gc=([\d.]+)ms\/(\d+)(?: wait=([\d.]+)ms)?(?: longest=([\d.]+)ms ran=([\d.]+)ms queued=([\d.]+)ms off=(-?[\d.]+)ms)?$/;
 
 /** Starts `rcd serve` on the store without importing anything; resolves at "listening on". */
 async function startServe(label: string, dbPath: string, dataDir: string, loopDelay: boolean): Promise<Served> {
@@ -213,7 +216,8 @@ async function startServe(label: string, dbPath: string, dataDir: string, loopDe
     drain(child.stdout as NodeJS.ReadableStream, tail, (line) => {
       const d = LOOP_DELAY_LINE.exec(line);
       if (d !== null) {
-        loopDelayLines.push({ at: performance.now(), p99: Number(d[2]), max: Number(d[3]), applyMax: Number(d[4]), applies: Number(d[5]), gcMax: Number(d[6]), wait: d[8] === undefined ? null : Number(d[8]) });
+        const split = d[9] === undefined ? null : { longest: Number(d[9]), ran: Number(d[10]), queued: Number(d[11]), off: Number(d[12]) };
+        loopDelayLines.push({ at: performance.now(), p99: Number(d[2]), max: Number(d[3]), applyMax: Number(d[4]), applies: Number(d[5]), gcMax: Number(d[6]), wait: d[8] === undefined ? null : Number(d[8]), split });
         return;
       }
       if (line.startsWith('rcd: bulk edits ')) bulkPriority = line.slice('rcd: '.length);
@@ -298,9 +302,11 @@ function loopDelayIn(lines: readonly LoopDelayLine[], from: number, to: number, 
     return overlapping ? l.at > from && coveredFrom < to : l.at > from + half && l.at <= to + half;
   });
   if (inside.length === 0) {
-    return { intervals: 0, maxMs: null, worstP99Ms: null, intervalsOverLimit: 0, applyMaxMs: null, applies: 0, gcMaxMs: null, overLimitByGc: 0, waitMs: null, overLimitByWait: 0 };
+    return { intervals: 0, maxMs: null, worstP99Ms: null, intervalsOverLimit: 0, applyMaxMs: null, applies: 0, gcMaxMs: null, overLimitByGc: 0, waitMs: null, overLimitByWait: 0, overLimitOffCpu: null, overLimitOwnWork: null };
   }
   const over = inside.filter((l) => l.max > PAUSE_LIMIT_MS);
+  const unexplained = over.filter((l) => !pausedByGc(l));
+  const split = inside.every((l) => l.split !== null);
   const waits = inside.map((l) => l.wait);
   return {
     intervals: inside.length,
@@ -312,8 +318,24 @@ function loopDelayIn(lines: readonly LoopDelayLine[], from: number, to: number, 
     gcMaxMs: Math.max(...inside.map((l) => l.gcMax)),
     overLimitByGc: over.filter((l) => pausedByGc(l)).length,
     waitMs: waits.some((w) => w === null) ? null : waits.reduce<number>((sum, w) => sum + (w ?? 0), 0),
-    overLimitByWait: over.filter((l) => !pausedByGc(l) && l.wait !== null && l.wait >= l.max).length,
+    overLimitByWait: unexplained.filter((l) => (split ? pauseKind(l) === 'queued' : l.wait !== null && l.wait >= l.max)).length,
+    overLimitOffCpu: split ? unexplained.filter((l) => pauseKind(l) === 'off').length : null,
+    overLimitOwnWork: split ? unexplained.filter((l) => pauseKind(l) === 'own').length : null,
   };
+}
+
+/**
+ * What the interval's longest pause was mostly made of, by its split: the larger of running,
+ * queued and off-CPU. The split is the log's own timer's longest gap, which is the same pause as the
+ * histogram's max when both are within the GC slack of each other; otherwise the larger of the
+ * two parts it cannot see is unknown, and the pause counts as the loop's own work.
+ */
+function pauseKind(l: LoopDelayLine): 'queued' | 'off' | 'own' {
+  const s = l.split;
+  if (s === null || s.longest < l.max - GC_ATTRIBUTION_SLACK_MS) return 'own';
+  if (s.queued >= s.ran && s.queued >= s.off) return 'queued';
+  if (s.off >= s.ran) return 'off';
+  return 'own';
 }
 
 /**

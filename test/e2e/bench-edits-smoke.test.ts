@@ -43,7 +43,9 @@ function expectLoopDelay(d: LoopDelaySummary, what: string): void {
   // Linux: every line carries the loop's run-queue wait, summed over the window.
   expect(d.waitMs, what).not.toBeNull();
   expect(d.waitMs!, what).toBeGreaterThanOrEqual(0);
-  expect(d.overLimitByWait, what).toBeLessThanOrEqual(d.intervalsOverLimit - d.overLimitByGc);
+  // ... and the longest pause's split, so each unexplained interval is of exactly one kind.
+  expect(d.overLimitOffCpu, what).not.toBeNull();
+  expect(d.overLimitByWait + d.overLimitOffCpu! + d.overLimitOwnWork!, what).toBe(d.intervalsOverLimit - d.overLimitByGc);
   expect(d.applyMaxMs, what).not.toBeNull();
   expect(d.gcMaxMs, what).not.toBeNull();
 }

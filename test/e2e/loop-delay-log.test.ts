@@ -7,8 +7,10 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, startServer, tempDir } from '../helpers/server-process.js';
 
-// The wait field is there where /proc/thread-self/schedstat is (Linux: this suite's platform).
-const LINE = /^rcd: loop delay p50=(\d+\.\d\d)ms p99=(\d+\.\d\d)ms max=(\d+\.\d\d)ms apply=(\d+\.\d\d)ms\/(\d+) gc=(\d+\.\d\d)ms\/(\d+) wait=(\d+\.\d\d)ms$/gm;
+// The wait field and the longest gap's split are there where /proc/thread-self/schedstat is (Linux:
+// this suite's platform).
+const LINE =
+  /^rcd: loop delay p50=(\d+\.\d\d)ms p99=(\d+\.\d\d)ms max=(\d+\.\d\d)ms apply=(\d+\.\d\d)ms\/(\d+) gc=(\d+\.\d\d)ms\/(\d+) wait=(\d+\.\d\d)ms longest=(\d+\.\d\d)ms ran=(\d+\.\d\d)ms queued=(\d+\.\d\d)ms off=(-?\d+\.\d\d)ms$/gm;
 
 async function waitFor(check: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -17,7 +19,8 @@ async function waitFor(check: () => boolean, timeoutMs: number): Promise<void> {
 
 describe('RCD_LOOP_DELAY_LOG_MS', () => {
   it('logs the delivery loop pauses once per interval when set, and nothing when unset', async () => {
-    const logged = await startServer({ admin: true, env: { RCD_LOOP_DELAY_LOG_MS: '100' } });
+    // The loop at the process's priority, so that the busy processes below can keep it waiting.
+    const logged = await startServer({ admin: true, args: ['--delivery-nice', '0'], env: { RCD_LOOP_DELAY_LOG_MS: '100' } });
     const quiet = await startServer({ env: { RCD_LOOP_DELAY_LOG_MS: '' } });
     try {
       await waitFor(() => [...logged.stdout().matchAll(LINE)].length >= 3, 10_000);
@@ -29,6 +32,12 @@ describe('RCD_LOOP_DELAY_LOG_MS', () => {
         expect(p99).toBeGreaterThanOrEqual(p50);
         expect(max).toBeGreaterThanOrEqual(p99);
         expect(gcCount === 0 ? gcMax === 0 : gcMax > 0).toBe(true);
+        // The longest gap of the log's own 1 ms timer: at least its period, split into parts that add up.
+        const [longest, ran, queued, off] = [Number(m[9]), Number(m[10]), Number(m[11]), Number(m[12])];
+        expect(longest).toBeGreaterThanOrEqual(0.9);
+        expect(ran).toBeGreaterThanOrEqual(0);
+        expect(queued).toBeGreaterThanOrEqual(0);
+        expect(Math.abs(ran + queued + off - longest)).toBeLessThan(0.02);
       }
       // The server still answers while it logs.
       expect((await fetch(`${logged.url}/healthz`)).status).toBe(200);
@@ -58,6 +67,9 @@ describe('RCD_LOOP_DELAY_LOG_MS', () => {
       await waitFor(() => [...logged.stdout().matchAll(LINE)].length >= beforeHogs + 16, 10_000);
       const waited = [...logged.stdout().matchAll(LINE)].slice(beforeHogs).reduce((sum, m) => sum + Number(m[8]), 0);
       expect(waited, logged.stdout()).toBeGreaterThan(1);
+      // ... and the longest gaps of those windows were spent mostly waiting, not running the loop's work.
+      const hogged = [...logged.stdout().matchAll(LINE)].slice(beforeHogs).filter((m) => Number(m[9]) >= 5);
+      expect(hogged.some((m) => Number(m[11]) > Number(m[10])), logged.stdout()).toBe(true);
     } finally {
       await logged.dispose();
       await quiet.dispose();
