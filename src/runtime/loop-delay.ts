@@ -24,7 +24,7 @@
  * Unset, nothing is observed and nothing runs (the feed's `recordApply` costs two field writes per
  * update).
  */
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { GCProfiler } from 'node:v8';
 import { StartupError } from './config.js';
@@ -81,31 +81,22 @@ function windowText(w: WindowMax): string {
   return text;
 }
 
+/** This thread's scheduler figures: run time, run-queue wait, time slices (ns, ns, count). */
 const SCHEDSTAT = '/proc/thread-self/schedstat';
 
 /**
- * Nanoseconds this thread has spent runnable but waiting for a CPU since it started (the second
- * field of schedstat: run time, run-queue wait, time slices), or -1 where the file cannot be read.
+ * What this thread did in a window, from schedstat read into one buffer with pread every 1 ms tick
+ * (~3 µs; nothing allocated): how long it waited for a CPU in all, and the longest gap between two
+ * ticks with its split. The one reader of the file for both.
  */
-function runQueueWaitNs(): number {
-  try {
-    const wait = Number(readFileSync(SCHEDSTAT, 'latin1').split(' ')[1]);
-    return Number.isFinite(wait) ? wait : -1;
-  } catch {
-    return -1;
-  }
-}
-
-/**
- * The longest gap between two 1 ms ticks in the window, and what the thread did during it. Reads
- * schedstat into one buffer with pread each tick (~3 µs; nothing allocated), not readFileSync.
- */
-class GapSplitter {
+class SchedStatSampler {
   private readonly fd: number;
   private readonly buf = Buffer.alloc(96);
   private lastAt = 0;
   private lastRun = 0;
   private lastWait = 0;
+  /** lastWait when the window began. */
+  private windowWait = 0;
   private gap = 0;
   private ran = 0;
   private queued = 0;
@@ -114,23 +105,30 @@ class GapSplitter {
   private constructor(fd: number) {
     this.fd = fd;
     this.read();
+    this.windowWait = this.lastWait;
     this.lastAt = performance.now();
     this.timer = setInterval(() => this.tick(), RESOLUTION_MS);
     this.timer.unref();
   }
 
   /** Null where schedstat cannot be read. */
-  static start(): GapSplitter | null {
+  static start(): SchedStatSampler | null {
     try {
-      return new GapSplitter(openSync(SCHEDSTAT, 'r'));
+      return new SchedStatSampler(openSync(SCHEDSTAT, 'r'));
     } catch {
       return null;
     }
   }
 
-  /** ` longest=…ms ran=…ms queued=…ms off=…ms` of the window, which starts afresh. */
+  /**
+   * ` wait=…ms longest=…ms ran=…ms queued=…ms off=…ms` of the window, which starts afresh. The wait
+   * is counted up to the last tick (at most 1 ms before), so that windows neither overlap nor leave
+   * a gap.
+   */
   take(): string {
-    const text = ` longest=${this.gap.toFixed(2)}ms ran=${this.ran.toFixed(2)}ms queued=${this.queued.toFixed(2)}ms off=${(this.gap - this.ran - this.queued).toFixed(2)}ms`;
+    const wait = (this.lastWait - this.windowWait) / 1e6;
+    this.windowWait = this.lastWait;
+    const text = ` wait=${wait.toFixed(2)}ms longest=${this.gap.toFixed(2)}ms ran=${this.ran.toFixed(2)}ms queued=${this.queued.toFixed(2)}ms off=${(this.gap - this.ran - this.queued).toFixed(2)}ms`;
     this.gap = 0;
     this.ran = 0;
     this.queued = 0;
@@ -191,20 +189,16 @@ export function startLoopDelayLog(intervalMs: number | null): () => void {
   let gc = startedGcProfiler();
   windowText(applied);
   windowText(collected);
-  let waitedNs = runQueueWaitNs();
-  const splitter = GapSplitter.start();
+  const sampler = SchedStatSampler.start();
   const late = (ns: number): string => Math.max(0, ns / 1e6 - RESOLUTION_MS).toFixed(2);
   const timer = setInterval(() => {
     recordGc(gc);
     gc = startedGcProfiler();
-    const nowWaitedNs = waitedNs === -1 ? -1 : runQueueWaitNs();
-    const wait = nowWaitedNs === -1 ? '' : ` wait=${((nowWaitedNs - waitedNs) / 1e6).toFixed(2)}ms`;
-    waitedNs = nowWaitedNs;
-    const split = splitter === null ? '' : splitter.take();
+    const schedText = sampler === null ? '' : sampler.take();
     if (histogram.count > 0) {
       logInfo(
         `loop delay p50=${late(histogram.percentile(50))}ms p99=${late(histogram.percentile(99))}ms max=${late(histogram.max)}ms` +
-          ` apply=${windowText(applied)} gc=${windowText(collected)}${wait}${split}`,
+          ` apply=${windowText(applied)} gc=${windowText(collected)}${schedText}`,
       );
     }
     histogram.reset();
@@ -212,7 +206,7 @@ export function startLoopDelayLog(intervalMs: number | null): () => void {
   timer.unref();
   return () => {
     clearInterval(timer);
-    splitter?.stop();
+    sampler?.stop();
     gc.stop();
     histogram.disable();
   };
