@@ -6,8 +6,9 @@
  *
  * Rows: the directory as built now (each item its own newest revision; older revisions only when
  * there are some), and the former layout rebuilt beside it for comparison (an array, grown by push,
- * and a revision object per item). Same ids and hash strings in both; the strings are counted in
- * neither (they come with the update and are shared).
+ * and a revision object per item). Both read the same packed update (src/control/routed.ts), so
+ * both count the id and hash strings they read out of it (ids under 13 characters are copies, longer
+ * strings views of the update's text).
  *
  * Run: `node --expose-gc dist/bench/micro/directory.js [items]` (after `npm run build`); part of
  * `npm run bench:micro`. Without --expose-gc it refuses: the figures need full collections.
@@ -15,6 +16,7 @@
 import { pathToFileURL } from 'node:url';
 import v8 from 'node:v8';
 import type { RoutedContent, RoutedSnapshot } from '../../src/control/protocol.js';
+import { PackedContentReader, packContents } from '../../src/control/routed.js';
 import { Directory, MappingLibrary } from '../../src/delivery/directory.js';
 import type { RevisionReader } from '../../src/store/types.js';
 
@@ -36,7 +38,7 @@ const NO_TEXTS: RevisionReader = {
 };
 
 /** `items` contents of one environment; one in ten has three revisions (two with minAppVersion). */
-function snapshotOf(items: number): RoutedSnapshot {
+function contentsOf(items: number): RoutedContent[] {
   const contents: RoutedContent[] = [];
   let revId = 1;
   for (let i = 0; i < items; i++) {
@@ -52,18 +54,16 @@ function snapshotOf(items: number): RoutedSnapshot {
         : [{ revId: revId++, hash, minAppVersion: null }];
     contents.push({ envId: 'bench', id, idLower: id.toLowerCase(), revisions, mappingId: null });
   }
-  return { seq: 1, environments: ['bench'], keys: [], contents };
+  return contents;
 }
 
 /** The former layout: what each item held before it became its own newest revision. */
 function formerLayout(snapshot: RoutedSnapshot): Map<string, unknown> {
   const out = new Map<string, unknown>();
-  for (const c of snapshot.contents) {
+  const c = new PackedContentReader(snapshot.contents);
+  while (c.next()) {
     const revisions: { revId: number; hash: string; minVersion: string }[] = [];
-    for (let i = c.revisions.length - 1; i >= 0; i--) {
-      const r = c.revisions[i]!;
-      revisions.push({ revId: r.revId, hash: r.hash, minVersion: r.minAppVersion ?? '' });
-    }
+    for (let i = c.revisionCount - 1; i >= 0; i--) revisions.push({ revId: c.revId(i), hash: c.hash(i), minVersion: c.minAppVersion(i) ?? '' });
     out.set(c.idLower, { id: c.id, revisions, mappingId: 0, mapping: null, mappingBroken: false });
   }
   return out;
@@ -98,14 +98,14 @@ function measureHeap(name: string, items: number, snapshot: RoutedSnapshot, base
   const after = heapUsed(gc);
   const fullGcMs = gcMedianMs(gc);
   // Keeps the structure alive through the collections above (and the snapshot's strings with it).
-  if (held === null || snapshot.contents.length !== items) throw new Error('nothing was built');
+  if (held === null || snapshot.contents.count !== items) throw new Error('nothing was built');
   held = null;
   return { name, items, bytesPerItem: Math.round((after - before) / items), fullGcMs, baselineGcMs };
 }
 
 export function runDirectoryMicro(items = 100_000): DirectoryHeapRow[] {
   const gc = fullGc();
-  const snapshot = snapshotOf(items);
+  const snapshot: RoutedSnapshot = { seq: 1, environments: ['bench'], keys: [], contents: packContents(contentsOf(items)) };
   heapUsed(gc);
   const baseline = gcMedianMs(gc);
   return [

@@ -9,10 +9,11 @@
  * costs 0.8-3.3 µs (its revision views, the map update, the mapping reference count; the spread is
  * the machine's load), a key or an environment entry less; compiling a mapping the loop has not
  * seen costs 14-37 µs per 100 bytes of its JSON text (a 2-rule mapping ~30-60 µs, a 40-rule one
- * ~1.1 ms). Receiving a slice (the structured clone's deserialization, in the same turn as the
- * apply) costs about as much again: 1.1-1.9 ms for 1,000 routed items (src/control/routed.ts; the
- * store's full rows took 1.4-3.8 ms). The model charges an item 4 µs for both, and 0.5 µs a mapping
- * byte: a 2 ms budget is 500 content items without new mappings, fewer with them. Under delivery load
+ * ~1.1 ms). Receiving a slice costs little beside it now that contents cross as columns
+ * (src/control/routed.ts): 0.06 ms for 1,000 items, where an object per item took 1.1-2.8 ms; the
+ * 500 items of a slice received and applied on a 50,000-item environment took a median 1.5-1.8 µs
+ * an item. The model charges an item 4 µs, and 0.5 µs a mapping byte: a 2 ms budget is 500 content
+ * items without new mappings, fewer with them (the item cost keeps room for a loaded machine). Under delivery load
  * a slice also brings the loop its garbage (scavenges in the same turn): with the loop above the
  * rest of the process (--delivery-nice), the pauses left during an 8 MiB import were slices of 8-11
  * ms of the loop's own CPU at a 4 ms budget, 3-7 seconds over 10 ms in three runs, against 0-1
@@ -23,8 +24,8 @@
  */
 import type { RevisionReader, RoutingDelta } from '../store/types.js';
 import type { CatalogBook } from './catalog.js';
-import type { DeltaUpdate, MappingText, RoutedDelta } from './protocol.js';
-import { routedChange } from './routed.js';
+import type { DeltaUpdate, MappingText } from './protocol.js';
+import { packChanges } from './routed.js';
 
 /** What one slice may cost a delivery loop, by the model below. */
 export const SLICE_BUDGET_US = 2000;
@@ -35,7 +36,7 @@ export const MAPPING_BYTE_COST_US = 0.5;
 
 type EnvEntry = RoutingDelta['environments'][number];
 type KeyEntry = RoutingDelta['keys'][number];
-type ContentEntry = RoutedDelta['contents'][number];
+type ContentEntry = RoutingDelta['contents'][number];
 
 interface Slice {
   environments: EnvEntry[];
@@ -88,7 +89,7 @@ export function deltaUpdates(
       if (json !== undefined) text = { id: mappingId, json };
     }
     add(ITEM_COST_US + (text === null ? 0 : text.json.length * MAPPING_BYTE_COST_US));
-    cur.contents.push(routedChange(c));
+    cur.contents.push(c);
     if (text !== null) cur.mappings.push(text);
   }
   slices.push(cur);
@@ -99,7 +100,7 @@ export function deltaUpdates(
     const last = i === slices.length - 1;
     return {
       kind: 'delta',
-      delta: { fromSeq: delta.fromSeq, toSeq: delta.toSeq, environments: s.environments, keys: s.keys, contents: s.contents },
+      delta: { fromSeq: delta.fromSeq, toSeq: delta.toSeq, environments: s.environments, keys: s.keys, contents: packChanges(s.contents) },
       mappings: s.mappings,
       catalogs: last ? catalogs : [],
       last,

@@ -12,8 +12,9 @@ import { logError } from '../runtime/log.js';
 import type { RevisionReader } from '../store/types.js';
 import { isCatalogChange, type AccessRecord, type CatalogChange, type CatalogUpdate, type DeltaUpdate, type DirectoryUpdate, type FeedMessage, type FeedReply } from './protocol.js';
 import type { EnvChange } from '../delivery/events.js';
+import { NO_CONTENTS } from './routed.js';
 
-const EMPTY = { seq: 0, environments: [], keys: [], contents: [] };
+const EMPTY = { seq: 0, environments: [], keys: [], contents: NO_CONTENTS };
 
 /** The mapping texts of the update being built, as the MappingLibrary's reader. */
 class UpdateTexts implements RevisionReader {
@@ -114,7 +115,7 @@ export class DeliveryFeed {
         this.notify(everyEnvironment(before, this.directory.environments), true);
       } else {
         this.collectChanges(update);
-        this.directory.applyDelta(update.delta, catalogBodies(update.catalogs, this.directory), update.last);
+        this.directory.applyDelta(update.delta, catalogBodies(update.catalogs, this.directory), update.last, this.pending);
         if (update.last) {
           const changes: EnvChange[] = [];
           for (const [envId, ids] of this.pending) changes.push({ envId, changed: ids });
@@ -128,18 +129,12 @@ export class DeliveryFeed {
   }
 
   /**
-   * Notes what a delta slice changes, before it is applied (a deleted content's id is read from the
-   * view it replaces), and ends the event streams of keys it revokes.
+   * Notes the environments a delta slice changes whole (the Directory notes each content it
+   * changes while applying the slice) and ends the event streams of keys it revokes.
    */
   private collectChanges(update: DeltaUpdate): void {
     const delta = update.delta;
     for (const e of delta.environments) this.pending.set(e.envId, null);
-    for (const c of delta.contents) {
-      if (!this.pending.has(c.envId)) this.pending.set(c.envId, []);
-      const ids = this.pending.get(c.envId);
-      if (ids === null || ids === undefined) continue;
-      ids.push(c.meta?.id ?? this.directory.environments.get(c.envId)?.contents.get(c.idLower)?.id ?? c.idLower);
-    }
     if (this.state === null) return;
     for (const k of delta.keys) if (k.key === null) this.state.events.closeKey(k.keyId);
   }

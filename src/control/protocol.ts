@@ -37,9 +37,7 @@ export interface ControlInit {
 
 /**
  * What a loop's Directory reads of a revision and of a content item: only these fields of the
- * store's rows cross to the loops (src/control/routed.ts makes them). Every field a loop does not
- * read would cost it deserialization time inside an update and garbage afterwards: at 1,000 items a
- * slice, receiving the store's full rows took about as long as applying them.
+ * store's rows cross to the loops, and as columns (PackedContents), not as an object per item.
  */
 export interface RoutedRevision {
   readonly revId: number;
@@ -56,21 +54,44 @@ export interface RoutedContent {
   readonly mappingId: number | null;
 }
 
+/**
+ * Content entries as they cross to a loop: a few typed arrays and one string, whatever the count
+ * (src/control/routed.ts packs them and reads them back). The structured clone of an object per item
+ * cost each side ~5 µs an item, 0.5 s to post and 0.5 s to receive a 100,000-item snapshot, and its
+ * garbage came with every delta slice; these columns are a memory copy. An entry with no revisions is
+ * a content that is gone (a delta's delete; a snapshot never holds one).
+ */
+export interface PackedContents {
+  readonly count: number;
+  /** The environment ids the entries name; `env` indexes it. */
+  readonly envIds: readonly string[];
+  readonly env: Uint32Array;
+  /** Per entry: how many revisions (0: the content is gone), and the mapping id (-1: none). */
+  readonly revisionCounts: Uint32Array;
+  readonly mappingIds: Float64Array;
+  /** Per revision, entry after entry, oldest first within one: the revision id. */
+  readonly revIds: Float64Array;
+  /** Every string, concatenated: per entry its id and idLower, then per revision its hash and minAppVersion. */
+  readonly text: string;
+  /** The length of each of those strings, in order; -1 for a minAppVersion that is null. */
+  readonly lengths: Int32Array;
+}
+
 /** The whole routing state as a loop builds its Directory from it. */
 export interface RoutedSnapshot {
   readonly seq: number;
   readonly environments: readonly string[];
   readonly keys: readonly KeyDigest[];
-  readonly contents: readonly RoutedContent[];
+  readonly contents: PackedContents;
 }
 
-/** A change-log delta as a loop applies it (Store's RoutingDelta with routed contents). */
+/** A change-log delta as a loop applies it (Store's RoutingDelta with packed contents). */
 export interface RoutedDelta {
   readonly fromSeq: number;
   readonly toSeq: number;
   readonly environments: RoutingDelta['environments'];
   readonly keys: RoutingDelta['keys'];
-  readonly contents: readonly { readonly envId: string; readonly idLower: string; readonly meta: RoutedContent | null }[];
+  readonly contents: PackedContents;
 }
 
 /** One stored mapping's JSON text; mapping ids are immutable, so a loop may cache what it compiled. */

@@ -1,28 +1,172 @@
 /**
- * The store's routing rows cut down to what a delivery loop's Directory reads
- * (src/control/protocol.ts, RoutedContent): built in the control thread before an update is posted,
- * so the loops neither deserialize nor collect the fields only the control thread uses (creation
- * times, revision numbers, rule counts).
+ * The store's routing rows as they cross to a delivery loop (src/control/protocol.ts,
+ * PackedContents): the control thread packs the fields a loop's Directory reads into columns before
+ * an update is posted, and the loop reads them back entry by entry with a PackedContentReader, which
+ * makes no object per entry (the strings it hands out are the only allocations).
+ *
+ * The strings a reader hands out are slices of the one received `text`: V8 keeps a slice of 13
+ * characters or more as a view of it, so the text of a snapshot lives as long as any id or hash read
+ * from it (at most the snapshot's own size, ~70 bytes an item; it goes with the next snapshot).
  */
-import type { ContentMeta, DirectorySnapshot, RoutingDelta } from '../store/types.js';
-import type { RoutedContent, RoutedRevision, RoutedSnapshot } from './protocol.js';
+import type { DirectorySnapshot } from '../store/types.js';
+import type { PackedContents, RoutedContent, RoutedSnapshot } from './protocol.js';
 
-export function routedContent(c: ContentMeta): RoutedContent {
-  const revisions = new Array<RoutedRevision>(c.revisions.length);
-  for (let i = 0; i < c.revisions.length; i++) {
-    const r = c.revisions[i]!;
-    revisions[i] = { revId: r.revId, hash: r.hash, minAppVersion: r.minAppVersion };
+/** One entry to pack: the content's current state, or null when it is gone (a delta's delete). */
+export interface PackEntry {
+  readonly envId: string;
+  readonly idLower: string;
+  readonly meta: RoutedContent | null;
+}
+
+/** Packs `entries` in order. */
+function pack(entries: readonly PackEntry[]): PackedContents {
+  const count = entries.length;
+  let revisions = 0;
+  for (let i = 0; i < count; i++) revisions += entries[i]!.meta?.revisions.length ?? 0;
+  const envIndex = new Map<string, number>();
+  const envIds: string[] = [];
+  const env = new Uint32Array(count);
+  const revisionCounts = new Uint32Array(count);
+  const mappingIds = new Float64Array(count);
+  const revIds = new Float64Array(revisions);
+  const lengths = new Int32Array(2 * count + 2 * revisions);
+  const parts = new Array<string>(2 * count + 2 * revisions);
+  let r = 0;
+  let s = 0;
+  for (let i = 0; i < count; i++) {
+    const e = entries[i]!;
+    let at = envIndex.get(e.envId);
+    if (at === undefined) {
+      at = envIds.length;
+      envIds.push(e.envId);
+      envIndex.set(e.envId, at);
+    }
+    env[i] = at;
+    const meta = e.meta;
+    parts[s] = meta?.id ?? '';
+    lengths[s++] = meta?.id.length ?? 0;
+    parts[s] = e.idLower;
+    lengths[s++] = e.idLower.length;
+    if (meta === null) {
+      mappingIds[i] = -1;
+      continue;
+    }
+    revisionCounts[i] = meta.revisions.length;
+    mappingIds[i] = meta.mappingId ?? -1;
+    for (const rev of meta.revisions) {
+      revIds[r++] = rev.revId;
+      parts[s] = rev.hash;
+      lengths[s++] = rev.hash.length;
+      parts[s] = rev.minAppVersion ?? '';
+      lengths[s++] = rev.minAppVersion === null ? -1 : rev.minAppVersion.length;
+    }
   }
-  return { envId: c.envId, id: c.id, idLower: c.idLower, revisions, mappingId: c.mappingId };
+  return { count, envIds, env, revisionCounts, mappingIds, revIds, text: parts.join(''), lengths };
+}
+
+/** Every content of a snapshot (the store's rows carry more fields; only the routed ones are packed). */
+export function packContents(contents: readonly RoutedContent[]): PackedContents {
+  const entries = new Array<PackEntry>(contents.length);
+  for (let i = 0; i < contents.length; i++) {
+    const c = contents[i]!;
+    entries[i] = { envId: c.envId, idLower: c.idLower, meta: c };
+  }
+  return pack(entries);
+}
+
+/** A delta's content changes, in order (meta null: deleted). */
+export function packChanges(changes: readonly PackEntry[]): PackedContents {
+  return pack(changes);
 }
 
 export function routedSnapshot(s: DirectorySnapshot): RoutedSnapshot {
-  const contents = new Array<RoutedContent>(s.contents.length);
-  for (let i = 0; i < s.contents.length; i++) contents[i] = routedContent(s.contents[i]!);
-  return { seq: s.seq, environments: s.environments, keys: s.keys, contents };
+  return { seq: s.seq, environments: s.environments, keys: s.keys, contents: packContents(s.contents) };
 }
 
-/** One routed entry of a delta's contents. */
-export function routedChange(c: RoutingDelta['contents'][number]): { readonly envId: string; readonly idLower: string; readonly meta: RoutedContent | null } {
-  return { envId: c.envId, idLower: c.idLower, meta: c.meta === null ? null : routedContent(c.meta) };
+/** A routed delta with no content changes (environments and keys only). */
+export const NO_CONTENTS: PackedContents = pack([]);
+
+/**
+ * Reads PackedContents entry by entry: `next()` moves to the following entry and fills the fields;
+ * revision `i` (0 = oldest) of the current entry is read with revId/hash/minAppVersion. One reader
+ * per update; its fields are overwritten by each `next()`.
+ */
+export class PackedContentReader {
+  envId = '';
+  /** '' for a content that is gone. */
+  id = '';
+  idLower = '';
+  /** 0: the content is gone. */
+  revisionCount = 0;
+  mappingId: number | null = null;
+  private readonly packed: PackedContents;
+  private entry = -1;
+  /** Index in revIds of the current entry's first revision. */
+  private firstRev = 0;
+  /** Index in lengths of the next string, and its offset in text. */
+  private str = 0;
+  private at = 0;
+  private readonly hashes: string[] = [];
+  private readonly minVersions: (string | null)[] = [];
+
+  constructor(packed: PackedContents) {
+    this.packed = packed;
+  }
+
+  next(): boolean {
+    const p = this.packed;
+    this.firstRev += this.revisionCount;
+    const i = ++this.entry;
+    if (i >= p.count) return false;
+    this.envId = p.envIds[p.env[i]!]!;
+    this.id = this.take();
+    this.idLower = this.take();
+    const revisions = p.revisionCounts[i]!;
+    this.revisionCount = revisions;
+    const mappingId = p.mappingIds[i]!;
+    this.mappingId = mappingId < 0 ? null : mappingId;
+    for (let k = 0; k < revisions; k++) {
+      this.hashes[k] = this.take();
+      this.minVersions[k] = this.takeNullable();
+    }
+    return true;
+  }
+
+  revId(i: number): number {
+    return this.packed.revIds[this.firstRev + i]!;
+  }
+
+  hash(i: number): string {
+    return this.hashes[i]!;
+  }
+
+  minAppVersion(i: number): string | null {
+    return this.minVersions[i]!;
+  }
+
+  private take(): string {
+    const length = this.packed.lengths[this.str++]!;
+    const start = this.at;
+    this.at = start + length;
+    return this.packed.text.slice(start, this.at);
+  }
+
+  private takeNullable(): string | null {
+    const length = this.packed.lengths[this.str]!;
+    if (length >= 0) return this.take();
+    this.str++;
+    return null;
+  }
+}
+
+/** The entries as objects (tests and diagnostics; the loops read with a PackedContentReader). */
+export function unpackContents(packed: PackedContents): PackEntry[] {
+  const out: PackEntry[] = [];
+  const r = new PackedContentReader(packed);
+  while (r.next()) {
+    const revisions = [];
+    for (let i = 0; i < r.revisionCount; i++) revisions.push({ revId: r.revId(i), hash: r.hash(i), minAppVersion: r.minAppVersion(i) });
+    out.push({ envId: r.envId, idLower: r.idLower, meta: r.revisionCount === 0 ? null : { envId: r.envId, id: r.id, idLower: r.idLower, revisions, mappingId: r.mappingId } });
+  }
+  return out;
 }

@@ -11,7 +11,8 @@
  */
 import { compileStoredMapping, type CompiledMapping } from '../mapping/index.js';
 import { apiKeyDigest } from '../store/ids.js';
-import type { RoutedContent, RoutedDelta, RoutedSnapshot } from '../control/protocol.js';
+import type { RoutedDelta, RoutedSnapshot } from '../control/protocol.js';
+import { PackedContentReader } from '../control/routed.js';
 import type { KeyDigest, RevisionReader } from '../store/types.js';
 import { NO_VERSION_KEY, versionKeyOf } from '../shared/app-version.js';
 import { catalogTag } from '../shared/catalog-tag.js';
@@ -157,7 +158,8 @@ export class Directory {
     this.mappings = mappings;
     this.seq = snapshot.seq;
     for (const envId of snapshot.environments) this.createEnv(envId, catalogs);
-    for (const c of snapshot.contents) {
+    const c = new PackedContentReader(snapshot.contents);
+    while (c.next()) {
       const env = this.envs.get(c.envId) ?? this.createEnv(c.envId, catalogs);
       this.putContent(env, c);
     }
@@ -172,8 +174,10 @@ export class Directory {
    * empty), then keys, then contents, then the catalog bodies. `last` marks the final slice of an
    * update: the sequence number moves and mappings no longer referenced are forgotten only then,
    * so a mapping held before the update stays compiled while its slices arrive.
+   * `changed` collects the display id of each content the slice changes, by environment (an
+   * environment mapped to null changed whole and collects none).
    */
-  applyDelta(delta: RoutedDelta, catalogs: CatalogBodies, last: boolean): void {
+  applyDelta(delta: RoutedDelta, catalogs: CatalogBodies, last: boolean, changed: Map<string, string[] | null>): void {
     if (delta.fromSeq !== this.seq) {
       throw new Error(`delta ${delta.fromSeq}..${delta.toSeq} does not follow the applied sequence ${this.seq}`);
     }
@@ -192,13 +196,15 @@ export class Directory {
       }
       if (k.key !== null) this.putKey(k.key);
     }
-    for (const c of delta.contents) {
+    const c = new PackedContentReader(delta.contents);
+    while (c.next()) {
       const env = this.envs.get(c.envId);
       if (env === undefined) continue;
       const old = env.contents.get(c.idLower);
+      noteChanged(changed, c.envId, c.revisionCount > 0 ? c.id : (old?.id ?? c.idLower));
       if (old !== undefined && old.mappingId !== 0) this.unref(old.mappingId);
-      if (c.meta === null) env.contents.delete(c.idLower);
-      else this.putContent(env, c.meta);
+      // putContent of an entry without revisions (a deleted content) removes it.
+      this.putContent(env, c);
     }
     for (const [envId, catalog] of catalogs) {
       const env = this.envs.get(envId);
@@ -264,37 +270,37 @@ export class Directory {
     env.keyIds.add(k.keyId);
   }
 
-  private putContent(env: EnvState, c: RoutedContent): void {
-    const count = c.revisions.length;
-    const newest = c.revisions[count - 1];
-    if (newest === undefined) {
-      // The store never routes a content without a revision; were one to come, it cannot be served.
+  /** The reader's current entry into `env`; an entry without revisions (gone) is removed. */
+  private putContent(env: EnvState, c: PackedContentReader): void {
+    const count = c.revisionCount;
+    if (count === 0) {
       env.contents.delete(c.idLower);
       return;
     }
+    const newest = count - 1;
     let older: RevisionView[] | null = null;
     if (count > 1) {
       // Sized up front: an array grown by push starts with room for 17.
       older = new Array<RevisionView>(count - 1);
       for (let i = count - 2, at = 0; i >= 0; i--, at++) {
-        const r = c.revisions[i]!;
-        older[at] = { revId: r.revId, hash: r.hash, minVersion: minVersionKey(r.minAppVersion) };
+        older[at] = { revId: c.revId(i), hash: c.hash(i), minVersion: minVersionKey(c.minAppVersion(i)) };
       }
     }
+    const mappingId = c.mappingId;
     let mapping: CompiledMapping | null = null;
-    if (c.mappingId !== null) {
-      mapping = this.mappings.get(c.mappingId);
-      this.mappingRefs.set(c.mappingId, (this.mappingRefs.get(c.mappingId) ?? 0) + 1);
+    if (mappingId !== null) {
+      mapping = this.mappings.get(mappingId);
+      this.mappingRefs.set(mappingId, (this.mappingRefs.get(mappingId) ?? 0) + 1);
     }
     env.contents.set(c.idLower, {
-      revId: newest.revId,
-      hash: newest.hash,
-      minVersion: minVersionKey(newest.minAppVersion),
+      revId: c.revId(newest),
+      hash: c.hash(newest),
+      minVersion: minVersionKey(c.minAppVersion(newest)),
       id: c.id,
       older,
-      mappingId: c.mappingId ?? 0,
+      mappingId: mappingId ?? 0,
       mapping,
-      mappingBroken: c.mappingId !== null && mapping === null,
+      mappingBroken: mappingId !== null && mapping === null,
     });
   }
 
@@ -325,6 +331,14 @@ export function chooseRevision(content: ContentView, v: string): RevisionView | 
 export function revisionsOf(content: ContentView): RevisionView[] {
   const newest: RevisionView = { revId: content.revId, hash: content.hash, minVersion: content.minVersion };
   return content.older === null ? [newest] : [newest, ...content.older];
+}
+
+/** Adds `id` to the changes noted for `envId` (none when the environment changed whole). */
+function noteChanged(changed: Map<string, string[] | null>, envId: string, id: string): void {
+  const ids = changed.get(envId);
+  if (ids === null) return;
+  if (ids === undefined) changed.set(envId, [id]);
+  else ids.push(id);
 }
 
 function minVersionKey(minAppVersion: string | null): string {

@@ -13,6 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CatalogBook } from '../../../src/control/catalog.js';
 import { DeliveryFeed } from '../../../src/control/feed.js';
 import { Feeds } from '../../../src/control/feeds.js';
+import { routedSnapshot } from '../../../src/control/routed.js';
 import { isCatalogChange, type CatalogUpdate, type FeedMessage } from '../../../src/control/protocol.js';
 import { Directory, MappingLibrary, revisionsOf, type CatalogView } from '../../../src/delivery/directory.js';
 import { openRevisionReader, openStore, type RevisionReader, type Store } from '../../../src/store/index.js';
@@ -81,7 +82,7 @@ async function harness(opts: { changeBatch?: number; sliceBudgetUs?: number } = 
 async function fresh(store: Store, reader: RevisionReader): Promise<Directory> {
   const snapshot = await store.loadDirectory();
   const bodies = new Map(new CatalogBook(snapshot).allBodies().map((c) => [c.envId, c]));
-  return new Directory(snapshot, new MappingLibrary(reader, () => undefined), bodies);
+  return new Directory(routedSnapshot(snapshot), new MappingLibrary(reader, () => undefined), bodies);
 }
 
 function describeDirectory(d: Directory, plainKeys: readonly string[]): unknown {
@@ -373,7 +374,7 @@ describe('routing deltas against a whole rebuild', () => {
       const seen: { contents: number; catalogs: number; last: boolean }[] = [];
       h.loopPort.on('message', (m: FeedMessage) => {
         if (m.type === 'directory' && m.update.kind === 'delta') {
-          seen.push({ contents: m.update.delta.contents.length, catalogs: m.update.catalogs.length, last: m.update.last });
+          seen.push({ contents: m.update.delta.contents.count, catalogs: m.update.catalogs.length, last: m.update.last });
         }
       });
       await h.feeds.publish(h.store);

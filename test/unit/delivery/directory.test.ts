@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CatalogBook } from '../../../src/control/catalog.js';
+import type { RoutedDelta } from '../../../src/control/protocol.js';
+import { packChanges, routedSnapshot } from '../../../src/control/routed.js';
 import { Directory, MappingLibrary, chooseRevision, revisionsOf } from '../../../src/delivery/directory.js';
 import type { RevisionReader } from '../../../src/store/types.js';
 import { versionKeyOf as parseVersion } from '../../../src/shared/app-version.js';
@@ -31,7 +33,7 @@ const library = (errors: number[] = []): MappingLibrary => new MappingLibrary(re
 
 /** A Directory with the catalog bodies the control thread would send with the snapshot. */
 function build(snapshot: DirectorySnapshot, lib: MappingLibrary): Directory {
-  return new Directory(snapshot, lib, new Map(new CatalogBook(snapshot).allBodies().map((c) => [c.envId, c])));
+  return new Directory(routedSnapshot(snapshot), lib, new Map(new CatalogBook(snapshot).allBodies().map((c) => [c.envId, c])));
 }
 
 describe('Directory', () => {
@@ -101,14 +103,15 @@ describe('Directory', () => {
 
 describe('Directory.applyDelta', () => {
   const game = SNAPSHOT.contents[0]!;
-  const delta = (fromSeq: number, toSeq: number, part: Partial<RoutingDelta>): RoutingDelta => ({
-    fromSeq, toSeq, environments: [], keys: [], contents: [], ...part,
-  });
+  const routed = (fromSeq: number, toSeq: number, part: Partial<RoutingDelta>): RoutedDelta => {
+    const d: RoutingDelta = { fromSeq, toSeq, environments: [], keys: [], contents: [], ...part };
+    return { ...d, contents: packChanges(d.contents) };
+  };
 
   it('replaces a content\'s view whole: a request holding the old view keeps what it had', () => {
     const d = build(SNAPSHOT, library());
     const held = d.environments.get('prod')!.contents.get('game')!;
-    d.applyDelta(delta(0, 1, { contents: [{ envId: 'prod', idLower: 'game', meta: { ...game, revisions: [...game.revisions, rev(5, null)] } }] }), new Map(), true);
+    d.applyDelta(routed(0, 1, { contents: [{ envId: 'prod', idLower: 'game', meta: { ...game, revisions: [...game.revisions, rev(5, null)] } }] }), new Map(), true, new Map());
     expect(revisionsOf(held).map((r) => r.revId)).toEqual([3, 2, 1]);
     expect(revisionsOf(d.environments.get('prod')!.contents.get('game')!).map((r) => r.revId)).toEqual([5, 3, 2, 1]);
     // The compiled mapping is the same object: its id did not change, nothing was compiled again.
@@ -119,7 +122,7 @@ describe('Directory.applyDelta', () => {
   it('drops a deleted environment with its keys; a request holding its view keeps it whole', () => {
     const d = build(SNAPSHOT, library());
     const held = d.lookupKey('k1')!.env;
-    d.applyDelta(delta(0, 3, { environments: [{ envId: 'prod', exists: false }] }), new Map(), true);
+    d.applyDelta(routed(0, 3, { environments: [{ envId: 'prod', exists: false }] }), new Map(), true, new Map());
     expect(d.lookupKey('k1')).toBeUndefined();
     expect(d.environments.has('prod')).toBe(false);
     expect(held.contents.size).toBe(2);
@@ -127,7 +130,7 @@ describe('Directory.applyDelta', () => {
 
   it('refuses a delta that does not start at the applied sequence, changing nothing', () => {
     const d = build(SNAPSHOT, library());
-    expect(() => d.applyDelta(delta(1, 2, { environments: [{ envId: 'prod', exists: false }] }), new Map(), true)).toThrow();
+    expect(() => d.applyDelta(routed(1, 2, { environments: [{ envId: 'prod', exists: false }] }), new Map(), true, new Map())).toThrow();
     expect(d.lookupKey('k1')?.env.id).toBe('prod');
     expect(d.seq).toBe(0);
   });
@@ -139,14 +142,38 @@ describe('Directory.applyDelta', () => {
     expect(reads).toBe(1);
     const plain = { ...game, mappingId: null, mappingRuleCount: 0 };
     // Slice 1 drops the last reference, slice 2 takes it again: no second read or compilation.
-    d.applyDelta(delta(0, 2, { contents: [{ envId: 'prod', idLower: 'game', meta: plain }] }), new Map(), false);
-    d.applyDelta(delta(0, 2, { contents: [{ envId: 'prod', idLower: 'game', meta: game }] }), new Map(), true);
+    d.applyDelta(routed(0, 2, { contents: [{ envId: 'prod', idLower: 'game', meta: plain }] }), new Map(), false, new Map());
+    d.applyDelta(routed(0, 2, { contents: [{ envId: 'prod', idLower: 'game', meta: game }] }), new Map(), true, new Map());
     expect(reads).toBe(1);
     expect(d.environments.get('prod')!.contents.get('game')!.mapping?.ruleCount).toBe(2);
     // Unreferenced at the end of an update: forgotten, so the next reference reads it again.
-    d.applyDelta(delta(2, 3, { contents: [{ envId: 'prod', idLower: 'game', meta: plain }] }), new Map(), true);
-    d.applyDelta(delta(3, 4, { contents: [{ envId: 'prod', idLower: 'game', meta: game }] }), new Map(), true);
+    d.applyDelta(routed(2, 3, { contents: [{ envId: 'prod', idLower: 'game', meta: plain }] }), new Map(), true, new Map());
+    d.applyDelta(routed(3, 4, { contents: [{ envId: 'prod', idLower: 'game', meta: game }] }), new Map(), true, new Map());
     expect(reads).toBe(2);
+  });
+
+  it('notes the display id of each content a slice changes, a deleted one\'s from the view it replaces', () => {
+    const d = build(SNAPSHOT, library());
+    const changed = new Map<string, string[] | null>();
+    d.applyDelta(
+      routed(0, 1, {
+        contents: [
+          { envId: 'prod', idLower: 'game', meta: null },
+          { envId: 'prod', idLower: 'new', meta: { ...game, id: 'New', idLower: 'new' } },
+          { envId: 'gone', idLower: 'x', meta: { ...game, envId: 'gone', id: 'X', idLower: 'x' } },
+        ],
+      }),
+      new Map(),
+      true,
+      changed,
+    );
+    expect([...changed]).toEqual([['prod', ['Game', 'New']]]);
+    expect(d.environments.get('prod')!.contents.has('game')).toBe(false);
+    expect(d.environments.get('prod')!.contents.get('new')!.id).toBe('New');
+    // An environment noted as changed whole collects no ids.
+    const whole = new Map<string, string[] | null>([['prod', null]]);
+    d.applyDelta(routed(1, 2, { contents: [{ envId: 'prod', idLower: 'new', meta: null }] }), new Map(), true, whole);
+    expect([...whole]).toEqual([['prod', null]]);
   });
 
   it('swaps in the catalog body the update carries, for that environment only', () => {
@@ -154,7 +181,7 @@ describe('Directory.applyDelta', () => {
     const empty = d.environments.get('empty')!.catalog;
     const body = Buffer.from('{"catalog":{"new":{"h":"x","d":false}}}');
     const catalog = { body: [body], bodyBytes: body.byteLength, gzip: null, gzipBytes: 0, tag: 'kx' };
-    d.applyDelta(delta(0, 1, {}), new Map([['prod', catalog]]), true);
+    d.applyDelta(routed(0, 1, {}), new Map([['prod', catalog]]), true, new Map());
     expect(d.environments.get('prod')!.catalog).toBe(catalog);
     expect(d.environments.get('empty')!.catalog).toBe(empty);
   });

@@ -8,6 +8,7 @@ import { Coding, etagValue, matchIfNoneMatch } from '../../../src/delivery/etag.
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR, acceptedCodings } from '../../../src/delivery/encoding.js';
 import { mintStreamToken, verifyStreamToken } from '../../../src/delivery/stream-token.js';
 import { Directory, MappingLibrary } from '../../../src/delivery/directory.js';
+import { NO_CONTENTS } from '../../../src/control/routed.js';
 
 describe('If-None-Match', () => {
   const tag = 'wabc.3.0.-1;.77';
@@ -51,7 +52,7 @@ describe('Accept-Encoding', () => {
 describe('stream tokens', () => {
   const digest = createHash('sha256').update('plain-key-1').digest('hex');
   const dir = new Directory(
-    { seq: 0, environments: ['prod'], keys: [{ digest, keyId: 'key_1', envId: 'prod' }], contents: [] },
+    { seq: 0, environments: ['prod'], keys: [{ digest, keyId: 'key_1', envId: 'prod' }], contents: NO_CONTENTS },
     new MappingLibrary({ readRevision: () => undefined, readMapping: () => undefined, close: () => undefined }, () => undefined),
     new Map(),
   );
