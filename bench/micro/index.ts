@@ -16,7 +16,8 @@
  * Inputs are the benchmark scenarios' own request bodies (thousands of distinct u, p and v), so the
  * numbers describe the traffic the load benchmark sends.
  */
-import { userContextSchema, parseUserContext } from '../../src/delivery/context.js';
+import { parseUserContext } from '../../src/delivery/context.js';
+import { userContextSchema } from '../../src/openapi/schemas.js';
 import xxhash from 'xxhash-addon';
 import { BASE_SEED, scenarioByName } from '../scenarios.js';
 import { runJsonMicro } from './json.js';

@@ -2,22 +2,17 @@
  * The user context (request body of content requests): u, p, v.
  *
  * Two definitions of one contract:
- * - `userContextSchema` (zod) is the readable statement, used by tests and documentation;
+ * - `userContextSchema` (zod, in src/openapi/schemas.ts) is the readable statement, used by tests
+ *   and the OpenAPI documents; it lives there so that no delivery thread loads zod (~100 ms of
+ *   module loading at every start);
  * - `parseUserContext` is the hand-written hot-path check. bench/micro shows it several times
  *   faster than the zod parse on typical bodies; a unit test checks both agree on every case.
  *
  * HOT PATH: called once per content request. Change with care: keep it allocation-light and
  * keep the result object's fields in one order.
  */
-import { z } from 'zod';
 import { RcdError } from '../runtime/errors.js';
-import { APP_VERSION_PATTERN, NO_VERSION_KEY, parseAppVersion, versionKey } from '../shared/app-version.js';
-
-export const userContextSchema = z.object({
-  u: z.string().optional(),
-  p: z.record(z.string(), z.unknown()).optional(),
-  v: z.string().regex(APP_VERSION_PATTERN).optional(),
-});
+import { NO_VERSION_KEY, parseAppVersion, versionKey } from '../shared/app-version.js';
 
 export interface UserContext {
   u: string;

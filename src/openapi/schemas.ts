@@ -1,15 +1,15 @@
 /**
  * The zod schemas of what the delivery and admin APIs take and answer: the one source the OpenAPI
  * documents (documents.ts) are generated from, and the test oracle of the answers. Where the server
- * validates input itself (the user context on the hot path, bundles in the store), the schema it
- * already keeps is reused here, not restated.
+ * validates input itself (bundles in the store), the schema it already keeps is reused here, not
+ * restated; the user context's schema is stated here, beside the hot path's own check.
  *
  * Answers are strict objects (a member the document does not name fails the contract test); the
  * documents are generated in zod's input mode, so request bodies keep their own rule (the user
  * context is a plain object schema: unknown members are ignored, as the server does).
  */
 import { z } from 'zod';
-import { userContextSchema } from '../delivery/context.js';
+import { APP_VERSION_PATTERN } from '../shared/app-version.js';
 import { WEBHOOK_EVENTS } from '../admin/server/state.js';
 import { TOKEN_ROLES } from '../admin/server/access.js';
 import { ERROR_STATUS, type ErrorCode } from '../runtime/errors.js';
@@ -42,6 +42,16 @@ export const ErrorEnvelope = named(
 );
 
 // ---- delivery ----
+
+/**
+ * The user context as a schema: the readable statement of what src/delivery/context.ts
+ * (parseUserContext, the hot path's own check) accepts; a unit test checks both agree.
+ */
+export const userContextSchema = z.object({
+  u: z.string().optional(),
+  p: z.record(z.string(), z.unknown()).optional(),
+  v: z.string().regex(APP_VERSION_PATTERN).optional(),
+});
 
 export const UserContext = named('UserContext', userContextSchema, 'The request body of content requests');
 

@@ -15,8 +15,9 @@
  * No secret is ever passed to these functions: keys, the admin token, passphrases and passwords are
  * named by where they live (a file, a key id, a URL without its password), never by their value.
  */
+import { createRequire } from 'node:module';
 import { pino, type Level, type Logger } from 'pino';
-import { build as pinoPretty } from 'pino-pretty';
+import type { PrettyOptions } from 'pino-pretty';
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -37,6 +38,15 @@ const PRETTY_PREFIX: Record<string, string> = { debug: 'rcd: debug: ', info: 'rc
 function prettyMessage(record: Record<string, unknown>, messageKey: string): string {
   const message = record[messageKey];
   return (PRETTY_PREFIX[String(record.level)] ?? 'rcd: ') + (typeof message === 'string' ? message : '');
+}
+
+/**
+ * pino-pretty, loaded on first use: JSON logging (the default off a terminal, as under systemd) does
+ * not pay its ~50 ms of module loading in every thread that logs.
+ */
+function pinoPretty(options: PrettyOptions): NodeJS.WritableStream {
+  const require = createRequire(import.meta.url);
+  return (require('pino-pretty') as typeof import('pino-pretty')).build(options);
 }
 
 function prettyStream(fd: 1 | 2): NodeJS.WritableStream {

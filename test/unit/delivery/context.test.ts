@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RcdError } from '../../../src/runtime/errors.js';
-import { parseUserContext, userContextSchema } from '../../../src/delivery/context.js';
+import { parseUserContext } from '../../../src/delivery/context.js';
+import { userContextSchema } from '../../../src/openapi/schemas.js';
 import { isJsonContentType } from '../../../src/delivery/routes.js';
 
 const CASES: [string, boolean][] = [
