@@ -8,7 +8,7 @@ import { RcdError } from '../runtime/errors.js';
 import { logError } from '../runtime/log.js';
 import type { ControlCommand, ControlEvent, ControlFailure, ControlInit, DemoNotice } from './protocol.js';
 
-type Reply = Exclude<ControlEvent, { type: 'failed' }>;
+type Reply = Exclude<ControlEvent, { type: 'failed' } | { type: 'store-open' }>;
 
 interface Waiter {
   readonly type: Reply['type'];
@@ -23,6 +23,9 @@ export class ControlThread {
   private closing = false;
   private exited = false;
   private readonly exit: Promise<void>;
+  /** The reader URL once the store is open; rejected when the opening fails or the thread ends first. */
+  private readonly storeOpen: Promise<string>;
+  private settleStoreOpen: { readonly resolve: (readerUrl: string) => void; readonly reject: (err: Error) => void } | null = null;
 
   /**
    * @param feeds the control thread's ends of the delivery loops' feeds (transferred)
@@ -30,6 +33,9 @@ export class ControlThread {
    */
   constructor(init: Omit<ControlInit, 'feeds'>, feeds: readonly MessagePort[], onFatal: (reason: string) => void) {
     this.onFatal = onFatal;
+    this.storeOpen = new Promise((resolve, reject) => (this.settleStoreOpen = { resolve, reject }));
+    // Awaited only by a start that gets that far; a failure is also reported through opened().
+    this.storeOpen.catch(() => undefined);
     const workerData: ControlInit = { ...init, feeds };
     this.worker = new Worker(new URL('./thread.js', import.meta.url), { workerData, transferList: [...feeds] });
     this.worker.on('message', (event: ControlEvent) => this.onEvent(event));
@@ -43,9 +49,17 @@ export class ControlThread {
     });
   }
 
+  /**
+   * Resolves with the store's reader URL as soon as the store is open, while the control thread
+   * still loads the directory (opened() is the end of the opening; call it first).
+   */
+  storeOpened(): Promise<string> {
+    return this.storeOpen;
+  }
+
   /** Resolves once the store is open, every loop has the first directory and the admin listener is up. */
-  opened(): Promise<{ readerUrl: string; adminPort: number | null }> {
-    return this.expect('opened', null) as Promise<{ readerUrl: string; adminPort: number | null }>;
+  opened(): Promise<{ adminPort: number | null }> {
+    return this.expect('opened', null) as Promise<{ adminPort: number | null }>;
   }
 
   /** Imports --import and seeds the demo; resolves once every loop sees the result. */
@@ -89,6 +103,12 @@ export class ControlThread {
   }
 
   private onEvent(event: ControlEvent): void {
+    if (event.type === 'store-open') {
+      this.settleStoreOpen?.resolve(event.readerUrl);
+      this.settleStoreOpen = null;
+      return;
+    }
+    if (event.type === 'failed') this.rejectStoreOpen(errorOf(event.failure));
     const waiter = this.waiter;
     this.waiter = null;
     if (waiter === null) {
@@ -100,7 +120,13 @@ export class ControlThread {
     else waiter.reject(new Error(`the control thread answered ${event.type} to ${waiter.type}`));
   }
 
+  private rejectStoreOpen(err: Error): void {
+    this.settleStoreOpen?.reject(err);
+    this.settleStoreOpen = null;
+  }
+
   private fail(reason: string): void {
+    this.rejectStoreOpen(new StartupError(reason));
     const waiter = this.waiter;
     this.waiter = null;
     if (waiter !== null) waiter.reject(new StartupError(reason));

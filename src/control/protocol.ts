@@ -256,8 +256,13 @@ export interface ControlFailure {
 }
 
 export type ControlEvent =
+  /**
+   * The store is open (before its directory is loaded): the delivery loops may start their pools,
+   * whose workers open `readerUrl` read-only. Sent once, during the opening, not as an answer.
+   */
+  | { readonly type: 'store-open'; readonly readerUrl: string }
   /** Store open, first directory applied by every feed, admin listener up (port null when disabled). */
-  | { readonly type: 'opened'; readonly readerUrl: string; readonly adminPort: number | null }
+  | { readonly type: 'opened'; readonly adminPort: number | null }
   | { readonly type: 'seeded'; readonly demo: DemoNotice | null }
   | { readonly type: 'admin-stopped' }
   | { readonly type: 'closed' }

@@ -137,6 +137,7 @@ async function open(): Promise<void> {
   const token = config.adminEnabled ? resolveAdminToken(config.dataDir) : null;
   if (token !== null && (config.storeUrl.startsWith('sqlite:') || isPostgresUrl(config.storeUrl))) loadSealKey(config.dataDir);
   store = timeStoreWrites(await openStoreRetrying(), init.counters);
+  post({ type: 'store-open', readerUrl: store.readerUrl });
   await publish();
   let adminPort: number | null = null;
   if (token !== null) {
@@ -172,7 +173,7 @@ async function open(): Promise<void> {
   await follower.start();
   checkTimer = setInterval(checkStore, STORE_CHECK_MS);
   logInfo(bulk.description);
-  post({ type: 'opened', readerUrl: store.readerUrl, adminPort });
+  post({ type: 'opened', adminPort });
 }
 
 /**

@@ -25,21 +25,26 @@ export interface LoopInit {
 
 export type LoopCommand =
   /**
-   * Set the thread's nice value to `nice` (null: leave it), start the pool share and bind `port`
-   * (claimed by the main thread) with SO_REUSEPORT, serving HTTPS with `tls` when it is not null;
-   * answered by `listening` or `failed`.
+   * As soon as the store is open: set the thread's nice value to `nice` (null: leave it) and start
+   * the pool share, whose workers open `readerUrl`; answered by `pool-started` or `failed`.
    */
-  | { readonly type: 'start'; readonly readerUrl: string; readonly port: number; readonly tls: TlsMaterial | null; readonly nice: number | null }
+  | { readonly type: 'start-pool'; readonly readerUrl: string; readonly nice: number | null }
+  /**
+   * Once every feed holds the first directory: bind `port` (claimed by the main thread) with
+   * SO_REUSEPORT, serving HTTPS with `tls` when it is not null; answered by `listening` or `failed`.
+   */
+  | { readonly type: 'start'; readonly port: number; readonly tls: TlsMaterial | null }
   /** Serve `material` to new connections (certificate rotation); answered by `tls-rotated` with the same id. */
   | { readonly type: 'rotate-tls'; readonly id: number; readonly material: TlsMaterial }
   /** Answers carry Connection: close and /healthz says 503 from now on; not answered. */
   | { readonly type: 'shutting-down' }
-  /** Stop accepting, drain, close connections, stop the pool share; answered by `stopped`, then the thread ends. */
+  /** Stop accepting, drain, close connections, stop the pool share (whichever of these started); answered by `stopped`, then the thread ends. */
   | { readonly type: 'stop' }
   /** The main thread failed: close the sockets at once (no drain) and end the thread. */
   | { readonly type: 'abandon' };
 
 export type LoopEvent =
+  | { readonly type: 'pool-started' }
   | { readonly type: 'listening' }
   | { readonly type: 'failed'; readonly message: string }
   | { readonly type: 'stopped' }

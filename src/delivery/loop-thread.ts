@@ -1,13 +1,15 @@
 /**
  * A delivery loop in a worker thread (loops 1..httpThreads-1; src/delivery/loop.ts is the loop
  * itself). Its feed applies routing updates as soon as the thread starts, because the control thread
- * waits for every loop to apply the first snapshot before the pool and the listeners start.
+ * waits for every loop to apply the first snapshot before the listeners start; the pool share
+ * starts before that, as soon as the store is open.
  *
  * An uncaught failure is reported to the main thread, the loop's sockets are closed (a worker thread
  * that ends with uWS sockets open aborts the whole process), and the thread ends with code 1: the
  * main thread then stops the server and the process exits non-zero, never serving on fewer loops.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import type { Piscina } from 'piscina';
 import { DeliveryFeed } from '../control/feed.js';
 import { holdYoungGeneration } from '../runtime/heap.js';
 import { configureLog } from '../runtime/log.js';
@@ -27,6 +29,8 @@ function post(event: LoopEvent): void {
 
 const feed = new DeliveryFeed(init.feed);
 let loop: DeliveryLoop | null = null;
+/** The pool share between its start and the loop's (then the loop owns it). */
+let pool: Piscina | null = null;
 
 function crashed(err: unknown): void {
   post({ type: 'crashed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
@@ -36,9 +40,26 @@ function crashed(err: unknown): void {
 process.on('uncaughtException', crashed);
 process.on('unhandledRejection', crashed);
 
-async function start(readerUrl: string, port: number, tls: TlsMaterial | null, nice: number | null): Promise<void> {
+async function startLoopPool(readerUrl: string, nice: number | null): Promise<void> {
   try {
-    loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, readerUrl, holdYoungGeneration: init.holdYoungGeneration, port, claimed: true, tls, nice, counters: init.counters, server: init.server });
+    pool = await DeliveryLoop.startPool({ index: init.index, config: init.config, readerUrl, holdYoungGeneration: init.holdYoungGeneration, nice });
+  } catch (err) {
+    post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
+    return;
+  }
+  post({ type: 'pool-started' });
+}
+
+async function start(port: number, tls: TlsMaterial | null): Promise<void> {
+  const started = pool;
+  if (started === null) {
+    post({ type: 'failed', message: 'the loop has no pool to serve with' });
+    return;
+  }
+  try {
+    // The loop owns the pool from here on (start destroys it when it fails).
+    pool = null;
+    loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, port, claimed: true, tls, counters: init.counters, server: init.server }, started);
   } catch (err) {
     post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
     return;
@@ -60,6 +81,7 @@ async function rotateTls(id: number, material: TlsMaterial): Promise<void> {
 
 async function stop(): Promise<void> {
   if (loop !== null) await loop.stop();
+  else await pool?.destroy();
   post({ type: 'stopped' });
   // Nothing left to keep the thread alive: it ends once its ports close.
   feed.close();
@@ -68,8 +90,11 @@ async function stop(): Promise<void> {
 
 lifecycle.on('message', (cmd: LoopCommand) => {
   switch (cmd.type) {
+    case 'start-pool':
+      void startLoopPool(cmd.readerUrl, cmd.nice);
+      return;
     case 'start':
-      void start(cmd.readerUrl, cmd.port, cmd.tls, cmd.nice);
+      void start(cmd.port, cmd.tls);
       return;
     case 'rotate-tls':
       void rotateTls(cmd.id, cmd.material);

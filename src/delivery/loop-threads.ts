@@ -68,10 +68,14 @@ export class LoopThreads {
     });
   }
 
-  /** Sets every loop thread's nice value (null: leaves it), starts its pool share and binds `port` (SO_REUSEPORT); rejects with the first failure. */
-  async start(readerUrl: string, port: number, tls: TlsMaterial | null, nice: number | null): Promise<void> {
-    const started = this.loops.map((loop) => this.request(loop, { type: 'start', readerUrl, port, tls, nice }, 'listening'));
-    await Promise.all(started);
+  /** Sets every loop thread's nice value (null: leaves it) and starts its pool share; rejects with the first failure. */
+  async startPools(readerUrl: string, nice: number | null): Promise<void> {
+    await Promise.all(this.loops.map((loop) => this.request(loop, { type: 'start-pool', readerUrl, nice }, 'pool-started')));
+  }
+
+  /** Every loop thread binds `port` (SO_REUSEPORT) and serves; rejects with the first failure. */
+  async start(port: number, tls: TlsMaterial | null): Promise<void> {
+    await Promise.all(this.loops.map((loop) => this.request(loop, { type: 'start', port, tls }, 'listening')));
   }
 
   /** Every loop thread serves `material` to new connections; resolves with each one's answer. */
@@ -120,7 +124,7 @@ export class LoopThreads {
     await Promise.all(this.loops.map((loop) => loop.exit));
   }
 
-  private request(loop: LoopWorker, command: LoopCommand, answer: 'listening' | 'stopped'): Promise<void> {
+  private request(loop: LoopWorker, command: LoopCommand, answer: 'pool-started' | 'listening' | 'stopped'): Promise<void> {
     if (loop.exited) return Promise.reject(new StartupError(`delivery loop ${loop.index} has ended`));
     return new Promise((resolve, reject) => {
       loop.waiter = (event) => {

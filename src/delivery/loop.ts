@@ -2,18 +2,18 @@
  * One delivery event loop: its uWS app, its front cache, its share of the render pool, and the
  * routing directory its feed keeps (src/control/feed.ts). The main thread runs loop 0 (with one loop,
  * the whole front end as it always was); src/delivery/loop-thread.ts runs each further loop in a
- * worker thread. Start: pool share, app, listen. Stop: stop accepting, drain, close connections,
- * then the pool share.
+ * worker thread. Start: pool share (as soon as the store is open), then app and listen (once the
+ * feed holds the first directory). Stop: stop accepting, drain, close connections, then the pool share.
  */
 import { getPriority } from 'node:os';
 import type { Piscina } from 'piscina';
 import type { DeliveryFeed } from '../control/feed.js';
 import { StartupError, type ServeConfig } from '../runtime/config.js';
 import { logError, rateLimitedErrorLogger } from '../runtime/log.js';
-import { setThreadNice } from '../runtime/priority.js';
+import { LOWEST_NICE, setThreadNice } from '../runtime/priority.js';
 import type { TlsMaterial } from '../runtime/tls.js';
 import { Batcher } from '../pool/batcher.js';
-import { poolShare, startPool } from '../pool/pool.js';
+import { createPool, loaded, poolShare } from '../pool/pool.js';
 import { createApp } from './app.js';
 import { DeliveryListener } from './listener.js';
 import { EventStreams } from './events.js';
@@ -38,22 +38,29 @@ const KEY_USE_REPORT_MS = 30_000;
  */
 const GAUGE_SAMPLE_MS = 1000;
 
-export interface LoopOptions {
+/** The first half of a loop's start: its pool share, begun as soon as the store is open. */
+export interface LoopPoolOptions {
   /** 0 for the main thread's loop. */
   readonly index: number;
   readonly config: ServeConfig;
-  readonly feed: DeliveryFeed;
   /** The store URL the pool's workers open read-only. */
   readonly readerUrl: string;
   readonly holdYoungGeneration: boolean;
+  /** The nice value the loop's thread and its pool's threads take once the pool started, or null (src/runtime/priority.ts). */
+  readonly nice: number | null;
+}
+
+/** The second half: the loop's state and listener, once its feed holds the first directory. */
+export interface LoopOptions {
+  readonly index: number;
+  readonly config: ServeConfig;
+  readonly feed: DeliveryFeed;
   /** The port to bind; with several loops, bound by all of them with SO_REUSEPORT. */
   readonly port: number;
   /** True when the main thread claimed the port for every loop (src/delivery/listener.ts, claimPort): bind it shared. */
   readonly claimed: boolean;
   /** The certificate to serve (HTTPS), or null for plain HTTP. */
   readonly tls: TlsMaterial | null;
-  /** The nice value the loop's thread takes before its pool starts (the pool's threads inherit it), or null (src/runtime/priority.ts). */
-  readonly nice: number | null;
   /** This loop's shared counters (created by the main thread, read by the metrics listener). */
   readonly counters: LoopCounters;
   readonly server: ServerCounters;
@@ -85,18 +92,34 @@ export class DeliveryLoop {
     this.accessTimer?.unref();
   }
 
-  /** Starts the pool share and listens; on failure everything it started is released. */
-  static async start(opts: LoopOptions): Promise<DeliveryLoop> {
+  /**
+   * Starts the loop's pool share and sets this thread's nice value; resolves once every worker
+   * loaded its module. Needs only the store's reader URL: it runs while the control thread still
+   * loads the directory (~0.3 s of a start off its critical path). The workers load at the lowest
+   * priority, so that they take only CPU the control thread leaves (at the loop's priority they took
+   * it from that load: the start came out no sooner), and each takes the loop's priority once loaded
+   * (src/worker/entry.ts). Only where the loop's priority is set at all, so where it may be taken back.
+   */
+  static startPool(opts: LoopPoolOptions): Promise<Piscina> {
     const { config, index } = opts;
-    const loops = config.httpThreads;
-    const threads = poolShare(config.threads, loops, index);
-    if (!setThreadNice(opts.nice)) logError(`delivery loop ${index} could not set its nice value to ${String(opts.nice)}; it runs at ${getPriority(0)}`);
-    const pool = await startPool(threads, {
+    const threads = poolShare(config.threads, config.httpThreads, index);
+    if (opts.nice !== null) setThreadNice(LOWEST_NICE);
+    const pool = createPool(threads, {
       storeUrl: opts.readerUrl,
       cacheBytes: config.cacheBytes,
       holdYoungGeneration: opts.holdYoungGeneration,
       compressMinBytes: config.compressMinBytes,
+      nice: opts.nice,
     });
+    if (!setThreadNice(opts.nice)) logError(`delivery loop ${index} could not set its nice value to ${String(opts.nice)}; it runs at ${getPriority(0)}`);
+    return loaded(pool, threads);
+  }
+
+  /** Builds the loop around its started pool and listens; on failure the pool is destroyed too. */
+  static async start(opts: LoopOptions, pool: Piscina): Promise<DeliveryLoop> {
+    const { config, index } = opts;
+    const loops = config.httpThreads;
+    const threads = poolShare(config.threads, loops, index);
     const state: FrontEndState = {
       directory: opts.feed.directory,
       // The pending-job bound is shared out like the pool; a combine still needs room for all its ids.

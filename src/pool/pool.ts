@@ -7,14 +7,22 @@
 import { Piscina } from 'piscina';
 import type { Batch, WorkerOptions } from './protocol.js';
 
-export async function startPool(threads: number, options: WorkerOptions): Promise<Piscina> {
-  const pool = new Piscina({
+/**
+ * Creates the pool's `threads` workers at once (they start now, inheriting the calling thread's nice
+ * value); `loaded()` then waits until each loaded its module.
+ */
+export function createPool(threads: number, options: WorkerOptions): Piscina {
+  return new Piscina({
     filename: new URL('../worker/entry.js', import.meta.url).href,
     minThreads: threads,
     maxThreads: threads,
     idleTimeout: Number.MAX_SAFE_INTEGER,
     workerData: options,
   });
+}
+
+/** Resolves once every worker of `pool` loaded its module; on failure the pool is destroyed. */
+export async function loaded(pool: Piscina, threads: number): Promise<Piscina> {
   try {
     await loadEveryWorker(pool, threads);
   } catch (err) {

@@ -72,4 +72,9 @@ export interface WorkerOptions {
   holdYoungGeneration: boolean;
   /** Heads at least this long are compressed when rendered (--compress-min-bytes). */
   compressMinBytes: number;
+  /**
+   * The nice value the worker takes once its modules are loaded (its delivery loop's), or null to
+   * keep the one it started with (src/runtime/priority.ts).
+   */
+  nice: number | null;
 }

@@ -18,6 +18,9 @@ const CAP_SYS_NICE = 23n;
 /** Whether a thread of this process may set its own nice value. */
 export const PER_THREAD_PRIORITY = process.platform === 'linux';
 
+/** The lowest priority a thread can take. */
+export const LOWEST_NICE = 19;
+
 /**
  * Raises the calling thread's nice value by `increment` (capped at 19); needs no privilege. Where
  * the system refuses (or off Linux) nothing changes: getPriority(0) says what took.
@@ -25,7 +28,7 @@ export const PER_THREAD_PRIORITY = process.platform === 'linux';
 export function lowerThreadPriority(increment: number): void {
   if (!PER_THREAD_PRIORITY || increment <= 0) return;
   try {
-    setPriority(0, Math.min(19, getPriority(0) + increment));
+    setPriority(0, Math.min(LOWEST_NICE, getPriority(0) + increment));
   } catch {
     // Left as it was; see above.
   }

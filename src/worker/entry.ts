@@ -10,6 +10,7 @@
  */
 import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
 import { holdYoungGeneration } from '../runtime/heap.js';
+import { setThreadNice } from '../runtime/priority.js';
 import type { Batch, BatchResult, JobResult, WorkerOptions } from '../pool/protocol.js';
 import { isRevisionSource, openWorkerReader } from '../store/index.js';
 import { createCache } from './content-cache.js';
@@ -19,6 +20,9 @@ import { resolveJob, type WorkerState } from './resolve.js';
 const options = workerData as WorkerOptions;
 // This thread's start put V8's process-wide growth factor back to its default; set it again.
 if (options.holdYoungGeneration) holdYoungGeneration();
+// Modules loaded at the priority the thread started with (the lowest, src/delivery/loop.ts: loading
+// does not take the cores from the control thread loading the directory); from here on, the loop's.
+if (!setThreadNice(options.nice)) process.emitWarning(`rcd worker: could not set its nice value to ${String(options.nice)}`);
 
 const opened = openWorkerReader(options.storeUrl);
 const source = isRevisionSource(opened) ? opened : null;
