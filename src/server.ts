@@ -23,7 +23,7 @@ import { LoopThreads } from './delivery/loop-threads.js';
 import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles, type TlsFiles, type TlsMaterial } from './runtime/tls.js';
 import { humanLog, logError, logInfo } from './runtime/log.js';
 import { deliveryPriority } from './runtime/priority.js';
-import { describeStoreUrl } from './store/index.js';
+import { describeStoreUrl } from './store/url.js';
 import { Phase, S_PHASE, newLoopCounters, newServerCounters, type LoopCounters, type ServerCounters } from './metrics/layout.js';
 import { startMetricsThread, type MetricsThread } from './metrics/client.js';
 

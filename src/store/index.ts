@@ -17,14 +17,15 @@ import { RcdError } from '../runtime/errors.js';
 import { settle } from '../shared/settle.js';
 import { DEFAULT_BUSY_TIMEOUT_MS, enableUriFilenames, openReader, openWriter, type Database, type DbLocation } from './sqlite/driver.js';
 import { SqliteStore } from './sqlite/store.js';
-import { connect, DEFAULT_PG_CONNECT_TIMEOUT_MS, DEFAULT_PG_POOL_SIZE, describePgError, isPostgresUrl, isUnreachable, redactPostgresUrl } from './postgres/connection.js';
+import { connect, DEFAULT_PG_CONNECT_TIMEOUT_MS, DEFAULT_PG_POOL_SIZE, describePgError, isUnreachable } from './postgres/connection.js';
+import { isPostgresUrl, redactPostgresUrl } from './url.js';
 import { PostgresRevisionSource } from './postgres/reader.js';
 import { migrate as migratePostgres } from './postgres/schema.js';
 import { PostgresStore } from './postgres/store.js';
 import type { RevisionReader, RevisionSource, RevisionText, Store } from './types.js';
 
 export type { Store, RevisionReader, RevisionSource } from './types.js';
-export { isPostgresUrl } from './postgres/connection.js';
+export { describeStoreUrl, isPostgresUrl } from './url.js';
 export { apiKeyDigest, contentIdKey } from './ids.js';
 
 // Before any connection of this process exists (see driver.ts: memdb needs URI filenames).
@@ -35,11 +36,6 @@ export interface OpenStoreOptions {
   readonly busyTimeoutMs?: number;
   /** PostgreSQL: connections of the store's pool (default DEFAULT_PG_POOL_SIZE). */
   readonly poolSize?: number;
-}
-
-/** The store URL as logs and messages show it: a PostgreSQL password never appears. */
-export function describeStoreUrl(url: string): string {
-  return isPostgresUrl(url) ? redactPostgresUrl(url) : url;
 }
 
 const MEMORY_NAME = /^[A-Za-z0-9_-]{1,100}$/;

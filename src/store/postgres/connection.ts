@@ -10,6 +10,7 @@
  */
 import postgres from 'postgres';
 import { RcdError } from '../../runtime/errors.js';
+import { redactPostgresUrl } from '../url.js';
 
 export type Sql = postgres.Sql;
 export type Tx = postgres.TransactionSql;
@@ -24,21 +25,6 @@ export interface PgOptions {
 export const DEFAULT_PG_POOL_SIZE = 4;
 /** A write during an outage must answer 503 within about a second, not after the driver's 30 s. */
 export const DEFAULT_PG_CONNECT_TIMEOUT_MS = 1000;
-
-export function isPostgresUrl(url: string): boolean {
-  return url.startsWith('postgres://') || url.startsWith('postgresql://');
-}
-
-/** The URL with its password replaced, for logs and messages. */
-export function redactPostgresUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== '') u.password = '***';
-    return u.toString();
-  } catch {
-    return 'postgres://(unparsable URL)';
-  }
-}
 
 /** Parses and checks the URL; throws invalid_request for a malformed one. */
 export function checkPostgresUrl(url: string): void {
