@@ -23,7 +23,7 @@ import { LoopThreads } from './delivery/loop-threads.js';
 import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles, type TlsFiles, type TlsMaterial } from './runtime/tls.js';
 import { humanLog, logError, logInfo } from './runtime/log.js';
 import { deliveryPriority } from './runtime/priority.js';
-import { describeStoreUrl } from './store/url.js';
+import { describeStoreUrl, enableUriFilenames } from './store/url.js';
 import { Phase, S_PHASE, newLoopCounters, newServerCounters, type LoopCounters, type ServerCounters } from './metrics/layout.js';
 import { startMetricsThread, type MetricsThread } from './metrics/client.js';
 
@@ -54,6 +54,9 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   // First: the directory and the pool allocate enough to grow the young generation.
   const holdYoung = !operatorSizedYoungGeneration(process.execArgv, process.env.NODE_OPTIONS);
   if (holdYoung) holdYoungGeneration();
+  // Here, in the main thread: the control thread and the workers open the store (a memory: store
+  // needs it set in the process's real environment, which their process.env is a copy of).
+  enableUriFilenames();
 
   let reportFatal: (reason: string) => void = () => undefined;
   const fatal = new Promise<string>((resolve) => (reportFatal = resolve));

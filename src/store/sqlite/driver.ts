@@ -9,13 +9,14 @@
  * is SQLite's `memdb` VFS with a name starting with `/`: one in-memory database shared by every
  * connection of the process, worker threads included. It needs URI filenames, which better-sqlite3
  * switches on when SQLITE_USE_URI=1 is in the environment the first time a connection is opened in
- * the process; `enableUriFilenames()` sets it and every open verifies the result.
+ * the process; `enableUriFilenames()` (src/store/url.ts) sets it and every open verifies the result.
  */
 import { chmodSync, closeSync, openSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { RcdError } from '../../runtime/errors.js';
 import { makeDirectories } from '../../runtime/directories.js';
+import { enableUriFilenames } from '../url.js';
 
 export interface RunResult {
   readonly changes: number;
@@ -60,12 +61,6 @@ const BetterSqlite3 = require('better-sqlite3') as DatabaseConstructor;
 export type DbLocation = { readonly kind: 'file'; readonly path: string } | { readonly kind: 'memory'; readonly name: string };
 
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
-
-export function enableUriFilenames(): void {
-  // Read once per process by better-sqlite3, at its first connection. Absolute file paths never
-  // start with "file:", so turning URIs on does not change how sqlite:PATH stores are opened.
-  process.env.SQLITE_USE_URI = '1';
-}
 
 export function memdbFilename(name: string): string {
   return `file:/rcd-mem-${name}?vfs=memdb`;
