@@ -11,14 +11,13 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import { StartupError, type ServeConfig } from './runtime/config.js';
 import { ControlThread } from './control/client.js';
-import { DeliveryFeed } from './control/feed.js';
+import type { DeliveryFeed } from './control/feed.js';
 import type { DemoNotice } from './control/protocol.js';
 import { DEMO_CONTENT_ID } from './runtime/demo.js';
 import { holdYoungGeneration, operatorSizedYoungGeneration } from './runtime/heap.js';
 import { loopDelayInterval, startLoopDelayLog } from './runtime/loop-delay.js';
-import { isNativeUws } from './delivery/app.js';
 import { claimPort, rotationMigratesHandshakes } from './delivery/listener.js';
-import { DeliveryLoop } from './delivery/loop.js';
+import type { DeliveryLoop } from './delivery/loop.js';
 import { LoopThreads } from './delivery/loop-threads.js';
 import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles, type TlsFiles, type TlsMaterial } from './runtime/tls.js';
 import { humanLog, logError, logInfo } from './runtime/log.js';
@@ -42,10 +41,16 @@ export interface RunningServer {
 /** How long a crash of the main thread's loop waits for the loop threads to close their sockets. */
 const ABANDON_MS = 2000;
 
+/**
+ * The delivery loop's own modules (its app and routes, the directory, the mapping compiler: ~0.1-0.15
+ * s of loading) are imported once the control thread has started, which loads its own meanwhile:
+ * the two loads overlap instead of adding up. Everything above them in this file is light.
+ */
+function loadDeliveryModules(): Promise<[typeof import('./control/feed.js'), typeof import('./delivery/loop.js'), typeof import('./delivery/app.js')]> {
+  return Promise.all([import('./control/feed.js'), import('./delivery/loop.js'), import('./delivery/app.js')]);
+}
+
 export async function startServer(config: ServeConfig): Promise<RunningServer> {
-  if (!isNativeUws()) {
-    logError('the native uWebSockets.js addon did not load; running on its slow JavaScript fallback');
-  }
   const loopDelayLogMs = loopDelayInterval(process.env.RCD_LOOP_DELAY_LOG_MS);
   const delivery = deliveryPriority(config.deliveryNice, getPriority(0));
   // Before anything starts: a certificate that cannot be served stops the start with one line.
@@ -67,7 +72,10 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   // One feed per delivery loop: the control thread sends every loop the same updates and answers
   // an admin write once all of them applied it.
   const channels = Array.from({ length: config.httpThreads }, () => new MessageChannel());
-  const feed = new DeliveryFeed(channels[0]!.port1);
+  // Loop 0's end: its DeliveryFeed takes it once the delivery modules are loaded (the control
+  // thread's first update waits in the port until then).
+  const feedPort = channels[0]!.port1;
+  let feed: DeliveryFeed | null = null;
   const threadFeeds: MessagePort[] = channels.slice(1).map((c) => c.port1);
   // Shared counters, created once: each loop and the control thread write theirs, the metrics listener reads them all.
   const loopCounters = Array.from({ length: config.httpThreads }, () => newLoopCounters());
@@ -86,7 +94,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     await metrics?.close();
     await Promise.all([loop?.stop() ?? pool?.destroy(), loopThreads.stop()]);
     await control.close();
-    feed.close();
+    feedPort.close();
   };
 
   let demo: DemoNotice | null;
@@ -100,12 +108,15 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   const opening = control.opened();
   opening.catch(() => undefined);
   try {
+    const [{ DeliveryFeed: Feed }, { DeliveryLoop: Loop }, { isNativeUws }] = await loadDeliveryModules();
+    if (!isNativeUws()) logError('the native uWebSockets.js addon did not load; running on its slow JavaScript fallback');
+    feed = new Feed(feedPort);
     // The pools start as soon as the store is open, while the control thread loads the directory
     // (~0.3 s of module loading in the workers off the start's critical path). Here, after the
     // control and metrics threads exist: threads inherit the nice value of the thread that starts
     // them, and only the loops and their pools are to run above the rest.
     const readerUrl = await control.storeOpened();
-    const main = DeliveryLoop.startPool({ index: 0, config, readerUrl, holdYoungGeneration: holdYoung, nice: delivery.nice });
+    const main = Loop.startPool({ index: 0, config, readerUrl, holdYoungGeneration: holdYoung, nice: delivery.nice });
     const others = loopThreads.startPools(readerUrl, delivery.nice);
     try {
       pool = await main;
@@ -121,7 +132,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     const port = claimed ? await claimLoopsPort(config.host, config.port) : config.port;
     if (metricsStarting !== null) metrics = await metricsStarting;
     // The loop owns the pool from here on (its start destroys it when it fails).
-    const mainLoop = DeliveryLoop.start({ index: 0, config, feed, port, claimed, tls, counters: loopCounters[0]!, server: serverCounters }, pool);
+    const mainLoop = Loop.start({ index: 0, config, feed, port, claimed, tls, counters: loopCounters[0]!, server: serverCounters }, pool);
     pool = null;
     const othersListening = loopThreads.start(port, tls);
     try {
@@ -189,7 +200,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
       stopLoopDelayLog();
       await metrics?.close();
       await control.close();
-      feed.close();
+      feedPort.close();
     })();
     return closing;
   };
