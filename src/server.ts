@@ -11,7 +11,6 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
 import { StartupError, type ServeConfig } from './runtime/config.js';
 import { ControlThread } from './control/client.js';
-import type { DeliveryFeed } from './control/feed.js';
 import type { DemoNotice } from './control/protocol.js';
 import { DEMO_CONTENT_ID } from './runtime/demo.js';
 import { holdYoungGeneration, operatorSizedYoungGeneration } from './runtime/heap.js';
@@ -75,7 +74,6 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   // Loop 0's end: its DeliveryFeed takes it once the delivery modules are loaded (the control
   // thread's first update waits in the port until then).
   const feedPort = channels[0]!.port1;
-  let feed: DeliveryFeed | null = null;
   const threadFeeds: MessagePort[] = channels.slice(1).map((c) => c.port1);
   // Shared counters, created once: each loop and the control thread write theirs, the metrics listener reads them all.
   const loopCounters = Array.from({ length: config.httpThreads }, () => newLoopCounters());
@@ -110,7 +108,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   try {
     const [{ DeliveryFeed: Feed }, { DeliveryLoop: Loop }, { isNativeUws }] = await loadDeliveryModules();
     if (!isNativeUws()) logError('the native uWebSockets.js addon did not load; running on its slow JavaScript fallback');
-    feed = new Feed(feedPort);
+    const feed = new Feed(feedPort);
     // The pools start as soon as the store is open, while the control thread loads the directory
     // (~0.3 s of module loading in the workers off the start's critical path). Here, after the
     // control and metrics threads exist: threads inherit the nice value of the thread that starts

@@ -18,8 +18,8 @@ export interface PackEntry {
   readonly meta: RoutedContent | null;
 }
 
-/** Packs `entries` in order. */
-function pack(entries: readonly PackEntry[]): PackedContents {
+/** Packs `entries` in order: a delta's content changes (meta null: deleted), or a snapshot's contents. */
+export function packChanges(entries: readonly PackEntry[]): PackedContents {
   const count = entries.length;
   let revisions = 0;
   for (let i = 0; i < count; i++) revisions += entries[i]!.meta?.revisions.length ?? 0;
@@ -71,12 +71,7 @@ export function packContents(contents: readonly RoutedContent[]): PackedContents
     const c = contents[i]!;
     entries[i] = { envId: c.envId, idLower: c.idLower, meta: c };
   }
-  return pack(entries);
-}
-
-/** A delta's content changes, in order (meta null: deleted). */
-export function packChanges(changes: readonly PackEntry[]): PackedContents {
-  return pack(changes);
+  return packChanges(entries);
 }
 
 export function routedSnapshot(s: DirectorySnapshot): RoutedSnapshot {
@@ -84,7 +79,7 @@ export function routedSnapshot(s: DirectorySnapshot): RoutedSnapshot {
 }
 
 /** A routed delta with no content changes (environments and keys only). */
-export const NO_CONTENTS: PackedContents = pack([]);
+export const NO_CONTENTS: PackedContents = packChanges([]);
 
 /**
  * Reads PackedContents entry by entry: `next()` moves to the following entry and fills the fields;
@@ -157,16 +152,4 @@ export class PackedContentReader {
     this.str++;
     return null;
   }
-}
-
-/** The entries as objects (tests and diagnostics; the loops read with a PackedContentReader). */
-export function unpackContents(packed: PackedContents): PackEntry[] {
-  const out: PackEntry[] = [];
-  const r = new PackedContentReader(packed);
-  while (r.next()) {
-    const revisions = [];
-    for (let i = 0; i < r.revisionCount; i++) revisions.push({ revId: r.revId(i), hash: r.hash(i), minAppVersion: r.minAppVersion(i) });
-    out.push({ envId: r.envId, idLower: r.idLower, meta: r.revisionCount === 0 ? null : { envId: r.envId, id: r.id, idLower: r.idLower, revisions, mappingId: r.mappingId } });
-  }
-  return out;
 }

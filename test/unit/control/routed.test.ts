@@ -1,7 +1,7 @@
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import type { PackedContents } from '../../../src/control/protocol.js';
-import { packChanges, packContents, unpackContents, type PackEntry } from '../../../src/control/routed.js';
+import { PackedContentReader, packChanges, packContents, type PackEntry } from '../../../src/control/routed.js';
 
 const rev = (revId: number, hash: string, minAppVersion: string | null): { revId: number; hash: string; minAppVersion: string | null } => ({ revId, hash, minAppVersion });
 
@@ -12,6 +12,18 @@ const ENTRIES: PackEntry[] = [
   { envId: 'qa', idLower: 'straße 😀', meta: { envId: 'qa', id: 'STRAẞE 😀', idLower: 'straße 😀', revisions: [rev(2, 'c', '')], mappingId: null } },
   { envId: 'prod', idLower: 'x'.repeat(256), meta: { envId: 'prod', id: 'X'.repeat(256), idLower: 'x'.repeat(256), revisions: [rev(3, '', null), rev(4, 'd', null), rev(5, 'e', '2.0.0')], mappingId: 0 } },
 ];
+
+/** Every entry as an object, read through the loops' reader. */
+function unpackContents(packed: PackedContents): PackEntry[] {
+  const out: PackEntry[] = [];
+  const r = new PackedContentReader(packed);
+  while (r.next()) {
+    const revisions = [];
+    for (let i = 0; i < r.revisionCount; i++) revisions.push({ revId: r.revId(i), hash: r.hash(i), minAppVersion: r.minAppVersion(i) });
+    out.push({ envId: r.envId, idLower: r.idLower, meta: r.revisionCount === 0 ? null : { envId: r.envId, id: r.id, idLower: r.idLower, revisions, mappingId: r.mappingId } });
+  }
+  return out;
+}
 
 /** The message as a loop receives it: through a real MessagePort (a structured clone). */
 function received(packed: PackedContents): PackedContents {
