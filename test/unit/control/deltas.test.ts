@@ -201,6 +201,11 @@ async function randomWrite(rnd: () => number, store: Store, plainKeys: string[])
   }
 }
 
+/** Every piece of `view` (body and gzip) is in an ArrayBuffer of the loop's, none in a SharedArrayBuffer. */
+function ownsAll(view: CatalogView): boolean {
+  return [...view.body, ...(view.gzip ?? [])].every((p) => !(p.buffer instanceof SharedArrayBuffer));
+}
+
 /** One environment of 3,000 items (a catalog of many pieces) with one key, published to the loop. */
 async function importLargeEnvironment(h: Harness): Promise<void> {
   const content: Record<string, unknown> = {};
@@ -306,6 +311,8 @@ describe('routing deltas against a whole rebuild', () => {
       await importLargeEnvironment(h);
       const held = h.feed.directory.environments.get('prod')!.catalog;
       expect(held.body.length).toBeGreaterThan(5);
+      // The loop holds copies in memory of its own, not the control thread's shared buffers.
+      expect(ownsAll(held)).toBe(true);
       const sent: CatalogUpdate[] = [];
       h.loopPort.on('message', (m: FeedMessage) => {
         if (m.type === 'directory' && m.update.kind === 'delta') sent.push(...m.update.catalogs);
@@ -321,6 +328,7 @@ describe('routing deltas against a whole rebuild', () => {
       const now = h.feed.directory.environments.get('prod')!.catalog;
       // The pieces the change did not name are the very views the loop held.
       expect(now.body.filter((p, i) => p !== held.body[i]).length).toBe(1);
+      expect(ownsAll(now)).toBe(true);
       await expectAgreesWithRebuild(h);
 
       // A delete and a new id within a block: still a change.
