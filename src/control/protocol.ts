@@ -58,8 +58,8 @@ export interface RoutedContent {
  * Content entries as they cross to a loop: a few typed arrays and one string, whatever the count
  * (src/control/routed.ts packs them and reads them back). The structured clone of an object per item
  * cost 94 ms to post and 215 ms to receive a 100,000-item snapshot's contents (~0.5 s each within a
- * loaded start-up), and its garbage came with every delta slice; these columns are a memory copy. An entry with no revisions is
- * a content that is gone (a delta's delete; a snapshot never holds one).
+ * loaded start-up), and its garbage came with every delta slice; these columns are a memory copy.
+ * An entry with no revisions is a content that is gone (a delta's delete; a snapshot never holds one).
  */
 export interface PackedContents {
   readonly count: number;
