@@ -17,8 +17,6 @@
  * and collecting the SharedArrayBuffers left behind, which also grew both processes to ~1 GB RSS
  * under a write every 100 ms). A small body (under JOIN_BELOW_BYTES) is still joined into one
  * buffer: it is served with one write, and copying it costs next to nothing.
- * Each delivery loop copies the pieces it receives into memory of its own (src/control/feed.ts,
- * `owned`, says why: shared backing stores are not counted as the loop's memory and were kept).
  *
  * It also counts which mapping ids the contents reference: a delta needs to carry the text of a
  * mapping id only when no content referenced it before (the loops hold every referenced mapping

@@ -166,8 +166,8 @@ function everyEnvironment(before: ReadonlyMap<string, unknown>, after: ReadonlyM
 }
 
 /**
- * The bodies by environment: a whole body as received, a change applied to the body `held` holds
- * for its environment with the changed pieces copied into this loop's memory (`owned` says why).
+ * The bodies by environment (their pieces are the received views: no copy); a change is applied to
+ * the body `held` holds for its environment.
  */
 function catalogBodies(list: readonly CatalogUpdate[], held: Directory | null): CatalogBodies {
   const out = new Map<string, CatalogView>();
@@ -189,9 +189,9 @@ function changedCatalog(view: CatalogView, change: CatalogChange): CatalogView {
     throw new Error(`the catalog change for environment ${JSON.stringify(change.envId)} does not fit the catalog held`);
   }
   return {
-    body: replacedPieces(view.body, change.bodyAt, owned(change.body)),
+    body: replacedPieces(view.body, change.bodyAt, change.body),
     bodyBytes: change.bodyBytes,
-    gzip: replacedPieces(view.gzip, change.gzipAt, owned(change.gzip)),
+    gzip: replacedPieces(view.gzip, change.gzipAt, change.gzip),
     gzipBytes: change.gzipBytes,
     tag: change.tag,
   };
@@ -204,23 +204,5 @@ function replacedPieces(held: readonly Uint8Array[], at: readonly number[], piec
     if (!(index >= 0 && index < out.length) || pieces[i] === undefined) throw new Error('a catalog change names a piece the catalog does not have');
     out[index] = pieces[i]!;
   }
-  return out;
-}
-
-/**
- * Copies of the pieces a catalog change brings, in this loop's own memory. The control thread hands
- * pieces out as SharedArrayBuffers, and V8 does not count a backing store shared from another thread
- * toward this isolate's external memory: under delivery load (a scavenge every few ms) the piece
- * each edit replaced was promoted to the old generation and kept, with its backing store, until a
- * full collection that nothing prompted. Process A of bench:edits grew from 228 to 982 MB RSS over
- * 900 writes in 90 s of wrk load and its loop's GC pauses from 1-2 to 8-12 ms; with copies it held
- * 254-280 MB over 892 writes. A copy is an edit's changed block (~40 KB), and the received view dies
- * young. A whole body (a snapshot, a new environment, blocks cut anew) is kept as received: copying
- * an 83,000-item body (654 pieces, 6.5 MB with its gzip member) took a median 1.8 ms and up to
- * 10.7 ms, on top of a slice's 2 ms budget, and what its views can keep is one body's worth, once.
- */
-function owned(pieces: readonly Uint8Array[]): Uint8Array[] {
-  const out = new Array<Uint8Array>(pieces.length);
-  for (let i = 0; i < pieces.length; i++) out[i] = Buffer.from(pieces[i]!);
   return out;
 }

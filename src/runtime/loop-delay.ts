@@ -18,15 +18,17 @@
  * thread slept in a system call). The kernel brings a running thread's figures up to date at
  * scheduler events, so each part is good to ~2 ms and `off` can read slightly negative. Both `wait`
  * and the split need /proc/thread-self/schedstat (Linux) and are absent without it.
- * The GC profiler's callbacks around each collection can add time of their own (26 ms in one
- * collection during an import, bench/README.md): bench:edits reads latency from a server without
- * this log and pauses from one with it.
+ * The collections are counted by @datadog/native-metrics (a prebuilt addon, loaded only when this log
+ * is on): per thread, a fixed-size record of each window's pauses that its `stats()` hands over and
+ * resets, so nothing grows with the number of collections or of windows. Where it does not load,
+ * the line says `gc=n/a`. bench:edits still reads latency from a server without this log and pauses
+ * from one with it (the log's 1 ms timer is work of its own).
  * Unset, nothing is observed and nothing runs (the feed's `recordApply` costs two field writes per
  * update).
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { GCProfiler } from 'node:v8';
+import { createRequire } from 'node:module';
 import { StartupError } from './config.js';
 import { logInfo } from './log.js';
 
@@ -51,27 +53,39 @@ export function recordApply(ms: number): void {
   applied.count++;
 }
 
+/** The part of @datadog/native-metrics this log reads; `stats()` also resets the window. */
+interface NativeMetrics {
+  start(): void;
+  stop(): void;
+  stats(): { readonly gc: { readonly all?: { readonly max: number; readonly count: number } } };
+}
+
 /**
- * The collections of the window `profiler` covered, into `collected`. V8's GC profiler records each
- * collection natively and hands them over once, when stopped; a `gc` PerformanceObserver instead
- * makes a JS entry per collection, and at ~60 scavenges a second under load those entries survived
- * long enough to be promoted: the loop's old generation grew ~0.6 MB/s and the diagnostic itself
- * caused a mark-compact every ~13 s (one of them a 10 ms pause) that the loop had none of without it.
+ * The addon counting this thread's collections, started; null where it does not load. Not node:v8's
+ * GCProfiler: on Node 20 a stopped profiler keeps its callbacks (it writes a JSON record of every
+ * later collection) until its wrapper is collected, which only a mark-compact does. A loop under
+ * load scavenges ~60 times a second and may never mark-compact, so a profiler a window grew the
+ * process without bound, faster with every window: measured, 213 MB to 1.36 GB in 120 s of wrk on
+ * a plain request, and collections that took longer the more profilers each one fed (up to 96 ms).
+ * A `gc` PerformanceObserver is no better: its JS entry per collection survived long enough to be
+ * promoted (the old generation grew ~0.6 MB/s, a mark-compact every ~13 s the loop had none of).
  */
-function recordGc(profiler: GCProfiler): void {
-  const stats = profiler.stop()?.statistics ?? [];
-  for (const s of stats) {
-    const ms = s.cost / 1000;
-    if (ms > collected.maxMs) collected.maxMs = ms;
-    collected.count++;
+function startedGcCounter(): NativeMetrics | null {
+  try {
+    const metrics = createRequire(import.meta.url)('@datadog/native-metrics') as NativeMetrics;
+    metrics.start();
+    return metrics;
+  } catch {
+    return null;
   }
 }
 
-/** A GC profiler recording from now on (one per window: stop() ends it). */
-function startedGcProfiler(): GCProfiler {
-  const profiler = new GCProfiler();
-  profiler.start();
-  return profiler;
+/** The collections since the last call, into `collected` (its `max` is in ns). */
+function recordGc(metrics: NativeMetrics): void {
+  const all = metrics.stats().gc.all;
+  if (all === undefined || all.count === 0) return;
+  collected.maxMs = Math.max(collected.maxMs, all.max / 1e6);
+  collected.count += all.count;
 }
 
 function windowText(w: WindowMax): string {
@@ -186,19 +200,18 @@ export function startLoopDelayLog(intervalMs: number | null): () => void {
   if (intervalMs === null) return () => undefined;
   const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   histogram.enable();
-  let gc = startedGcProfiler();
+  const gc = startedGcCounter();
   windowText(applied);
   windowText(collected);
   const sampler = SchedStatSampler.start();
   const late = (ns: number): string => Math.max(0, ns / 1e6 - RESOLUTION_MS).toFixed(2);
   const timer = setInterval(() => {
-    recordGc(gc);
-    gc = startedGcProfiler();
+    if (gc !== null) recordGc(gc);
     const schedText = sampler === null ? '' : sampler.take();
     if (histogram.count > 0) {
       logInfo(
         `loop delay p50=${late(histogram.percentile(50))}ms p99=${late(histogram.percentile(99))}ms max=${late(histogram.max)}ms` +
-          ` apply=${windowText(applied)} gc=${windowText(collected)}${schedText}`,
+          ` apply=${windowText(applied)} gc=${gc === null ? 'n/a' : windowText(collected)}${schedText}`,
       );
     }
     histogram.reset();
@@ -207,7 +220,7 @@ export function startLoopDelayLog(intervalMs: number | null): () => void {
   return () => {
     clearInterval(timer);
     sampler?.stop();
-    gc.stop();
+    gc?.stop();
     histogram.disable();
   };
 }

@@ -50,7 +50,7 @@ describe('RCD_LOOP_DELAY_LOG_MS', () => {
       const withApply = after.find((m) => Number(m[5]) >= 1);
       expect(withApply, logged.stdout()).toBeDefined();
       expect(Number(withApply?.[4])).toBeGreaterThan(0);
-      // Collections of the loop's heap are counted (V8's GC profiler, one window at a time): requests
+      // Collections of the loop's heap are counted (@datadog/native-metrics, reset each window): requests
       // allocate, and 5,000 of them fill the young generation more than once.
       const beforeLoad = [...logged.stdout().matchAll(LINE)].length;
       for (let i = 0; i < 100; i++) await Promise.all(Array.from({ length: 50 }, async () => (await fetch(`${logged.url}/healthz`)).arrayBuffer()));

@@ -321,10 +321,6 @@ describe('routing deltas against a whole rebuild', () => {
       const now = h.feed.directory.environments.get('prod')!.catalog;
       // The pieces the change did not name are the very views the loop held.
       expect(now.body.filter((p, i) => p !== held.body[i]).length).toBe(1);
-      // The changed pieces are copies in the loop's own memory, not the control thread's shared buffers.
-      const changed = [...now.body.filter((p, i) => p !== held.body[i]), ...now.gzip!.filter((p, i) => p !== held.gzip![i])];
-      expect(changed.length).toBe(3);
-      expect(changed.every((p) => !(p.buffer instanceof SharedArrayBuffer))).toBe(true);
       await expectAgreesWithRebuild(h);
 
       // A delete and a new id within a block: still a change.
