@@ -427,9 +427,9 @@ async function waitVisible(b: Served, id: string, hash: string, sentAt: number, 
  * anyway: a write slower than the interval delays the next rather than piling them up); each one a
  * new text of another item. Each answered write starts a poll of B for its hash. After a slow write
  * the writes it held up go one after another, each when the one before answered, until the schedule
- * is met again: never two at once, and every scheduled write is sent within the phase (making up one
- * interval only, one 316 ms write still left the phase at 199 of the 200 edits the visibility
- * target counts).
+ * is met again: never two at once, and a phase is short of writes only if they are held up past its
+ * end (making up one interval only, one 316 ms write left a phase at 199 of the 200 edits the
+ * visibility target counts).
  */
 async function writer(a: Served, b: Served, opts: Options, startedAt: number): Promise<WriteStats> {
   const end = startedAt + opts.durationSec * 1000;

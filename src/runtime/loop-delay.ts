@@ -21,8 +21,9 @@
  * The collections are counted by @datadog/native-metrics (a prebuilt addon, loaded only when this log
  * is on): per thread, a fixed-size record of each window's pauses that its `stats()` hands over and
  * resets, so nothing grows with the number of collections or of windows. Where it does not load,
- * the line says `gc=n/a`. bench:edits still reads latency from a server without this log and pauses
- * from one with it (the log's 1 ms timer is work of its own).
+ * the line says `gc=n/a`. The addon also times every turn of the loop and reads the heap's space
+ * statistics on each `stats()`; with the log's own 1 ms timer that is work the log adds, so
+ * bench:edits still reads latency from a server without this log and pauses from one with it.
  * Unset, nothing is observed and nothing runs (the feed's `recordApply` costs two field writes per
  * update).
  */
