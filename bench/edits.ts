@@ -7,8 +7,10 @@
  * without writes; with one admin PUT every MS ms through A while B is polled for each new hash;
  * then, with A restarted with its loop-delay log on (RCD_LOOP_DELAY_LOG_MS, src/runtime/loop-delay.ts,
  * read per phase), the load without writes (the pauses and run-queue wait of the load alone), the
- * writes again and an ~8 MiB bundle POSTed to A's admin import. The log's GC profiler can cost time
- * of its own, so latency is judged on the first two phases and pauses on the last three. Everything
+ * writes again and an ~8 MiB bundle POSTed to A's admin import. The log's own work (a collection
+ * counter, a 1 ms timer) can cost time, so latency is judged on the first two phases and pauses on
+ * the last three; stall probes pinned one to each CPU run beside every phase, so a pause of A's loop
+ * can be laid beside a CPU the host did not run at that moment (bench/stall-probe.ts). Everything
  * it starts is stopped and its temp dir removed on success, failure, Ctrl-C and SIGTERM.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -23,12 +25,9 @@ import {
   percentiles,
   renderEditsText,
   writeEditsResults,
-  GC_ATTRIBUTION_SLACK_MS,
-  PAUSE_LIMIT_MS,
   type EditsOptions,
   type EditsResults,
   type ImportStats,
-  type LoopDelaySummary,
   type PhaseResult,
   type ProcessStart,
   type WriteStats,
@@ -37,6 +36,7 @@ import { BENCH_ENV, BENCH_KEY, buildBundle, prng, repoRoot, smallItemDoc, type F
 import { isLinuxProcAvailable, memoryStatus } from './measure.js';
 import { Supervisor, drain, freePort } from './processes.js';
 import type { RequestEntry } from './scenarios.js';
+import { loopDelayIn, parseLoopDelayLine, type LoopDelayLine } from './loop-pauses.js';
 import { runWrk, startStallProbe, wrkAvailable, writeWrkScript, type StallStats, type WrkStats } from './wrk.js';
 
 const USAGE = `usage: npm run bench:edits -- [options]
@@ -169,24 +169,6 @@ interface Served {
   readonly deliveryPriority: string | null;
 }
 
-interface LoopDelayLine {
-  readonly at: number;
-  readonly p99: number;
-  readonly max: number;
-  /** The longest routing update the loop applied in the interval, and how many it applied. */
-  readonly applyMax: number;
-  readonly applies: number;
-  /** The longest garbage-collection pause of the delivery thread in the interval. */
-  readonly gcMax: number;
-  /** How long in all the delivery thread was runnable without a CPU in the interval (null: not logged). */
-  readonly wait: number | null;
-  /** The interval's longest gap of the log's 1 ms timer, split by what the thread did (null: not logged). */
-  readonly split: { readonly longest: number; readonly ran: number; readonly queued: number; readonly off: number } | null;
-}
-
-const LOOP_DELAY_LINE =
-  /^rcd: loop delay p50=([\d.]+)ms p99=([\d.]+)ms max=([\d.]+)ms apply=([\d.]+)ms\/(\d+) gc=([\d.]+)ms\/(\d+)(?: wait=([\d.]+)ms)?(?: longest=([\d.]+)ms ran=([\d.]+)ms queued=([\d.]+)ms off=(-?[\d.]+)ms)?$/;
-
 /** Starts `rcd serve` on the store without importing anything; resolves at "listening on". */
 async function startServe(label: string, dbPath: string, dataDir: string, loopDelay: boolean): Promise<Served> {
   const root = repoRoot();
@@ -214,10 +196,9 @@ async function startServe(label: string, dbPath: string, dataDir: string, loopDe
     child.once('exit', onEarlyExit);
     drain(child.stderr as NodeJS.ReadableStream, tail);
     drain(child.stdout as NodeJS.ReadableStream, tail, (line) => {
-      const d = LOOP_DELAY_LINE.exec(line);
+      const d = parseLoopDelayLine(line, performance.now());
       if (d !== null) {
-        const split = d[9] === undefined ? null : { longest: Number(d[9]), ran: Number(d[10]), queued: Number(d[11]), off: Number(d[12]) };
-        loopDelayLines.push({ at: performance.now(), p99: Number(d[2]), max: Number(d[3]), applyMax: Number(d[4]), applies: Number(d[5]), gcMax: Number(d[6]), wait: d[8] === undefined ? null : Number(d[8]), split });
+        loopDelayLines.push(d);
         return;
       }
       if (line.startsWith('rcd: bulk edits ')) bulkPriority = line.slice('rcd: '.length);
@@ -290,63 +271,6 @@ async function settleRss(pid: number, maxSec: number): Promise<Settled> {
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const track = (c: ChildProcess): void => void sup.track(c);
 
-/**
- * The loop-delay lines of a window. A line covers the time since the line before it (longer than the
- * interval when the loop was blocked). For a phase: the lines whose interval lies mostly inside
- * [from, to]; with `overlapping`, every line whose interval overlaps [from, to] at all.
- */
-function loopDelayIn(lines: readonly LoopDelayLine[], from: number, to: number, overlapping = false): LoopDelaySummary {
-  const half = LOOP_DELAY_LOG_MS / 2;
-  const inside = lines.filter((l, i) => {
-    const coveredFrom = i > 0 ? (lines[i - 1] as LoopDelayLine).at : l.at - LOOP_DELAY_LOG_MS;
-    return overlapping ? l.at > from && coveredFrom < to : l.at > from + half && l.at <= to + half;
-  });
-  if (inside.length === 0) {
-    return { intervals: 0, maxMs: null, worstP99Ms: null, intervalsOverLimit: 0, applyMaxMs: null, applies: 0, gcMaxMs: null, overLimitByGc: 0, waitMs: null, overLimitByWait: 0, overLimitOffCpu: null, overLimitOwnWork: null };
-  }
-  const over = inside.filter((l) => l.max > PAUSE_LIMIT_MS);
-  const unexplained = over.filter((l) => !pausedByGc(l));
-  const split = inside.every((l) => l.split !== null);
-  const waits = inside.map((l) => l.wait);
-  return {
-    intervals: inside.length,
-    maxMs: Math.max(...inside.map((l) => l.max)),
-    worstP99Ms: Math.max(...inside.map((l) => l.p99)),
-    intervalsOverLimit: over.length,
-    applyMaxMs: Math.max(...inside.map((l) => l.applyMax)),
-    applies: inside.reduce((n, l) => n + l.applies, 0),
-    gcMaxMs: Math.max(...inside.map((l) => l.gcMax)),
-    overLimitByGc: over.filter((l) => pausedByGc(l)).length,
-    waitMs: waits.some((w) => w === null) ? null : waits.reduce<number>((sum, w) => sum + (w ?? 0), 0),
-    overLimitByWait: unexplained.filter((l) => (split ? pauseKind(l) === 'queued' : l.wait !== null && l.wait >= l.max)).length,
-    overLimitOffCpu: split ? unexplained.filter((l) => pauseKind(l) === 'off').length : null,
-    overLimitOwnWork: split ? unexplained.filter((l) => pauseKind(l) === 'own').length : null,
-  };
-}
-
-/**
- * What the interval's longest pause was mostly made of, by its split: the larger of running,
- * queued and off-CPU. The split is the log's own timer's longest gap, which is the same pause as the
- * histogram's max when both are within the GC slack of each other; otherwise the larger of the
- * two parts it cannot see is unknown, and the pause counts as the loop's own work.
- */
-function pauseKind(l: LoopDelayLine): 'queued' | 'off' | 'own' {
-  const s = l.split;
-  if (s === null || s.longest < l.max - GC_ATTRIBUTION_SLACK_MS) return 'own';
-  if (s.queued >= s.ran && s.queued >= s.off) return 'queued';
-  if (s.off >= s.ran) return 'off';
-  return 'own';
-}
-
-/**
- * True when the interval's longest pause is the collector's: a GC pause over the limit, at least as
- * long as any update applied in the interval, and close to the pause the loop measured. The loop
- * delay is sampled every millisecond, so a pause measures up to ~1 ms more than its cause.
- */
-function pausedByGc(l: LoopDelayLine): boolean {
-  return l.gcMax > PAUSE_LIMIT_MS && l.gcMax >= l.applyMax && l.gcMax >= l.max - GC_ATTRIBUTION_SLACK_MS;
-}
-
 interface LoadRun {
   readonly wrk: WrkStats;
   readonly stalls: StallStats;
@@ -383,7 +307,7 @@ async function loadPhase<T>(a: Served, script: string, connections: number, seco
 }
 
 function phaseResult(a: Served, run: LoadRun): PhaseResult {
-  return { durationSec: Math.round((run.endedAt - run.startedAt) / 100) / 10, wrk: run.wrk, loopDelay: loopDelayIn(a.loopDelayLines, run.startedAt, run.endedAt), machineStalls: run.stalls };
+  return { durationSec: Math.round((run.endedAt - run.startedAt) / 100) / 10, wrk: run.wrk, loopDelay: loopDelayIn(a.loopDelayLines, LOOP_DELAY_LOG_MS, run.stalls, run.startedAt, run.endedAt), machineStalls: run.stalls };
 }
 
 interface WriteRecord {
@@ -558,8 +482,8 @@ async function main(): Promise<number> {
   const store = { bundleBytes: statSync(bundlePath).size, importMs: performance.now() - importStarted };
   const importFile = importBundle(opts.importBytes);
 
-  // A runs without the loop-delay log first: its GC profiler's callbacks around every collection can
-  // cost time of their own (bench/README.md), so latency is judged on a server without the instrument.
+  // A runs without the loop-delay log first: its collection counter and 1 ms timer are work of their
+  // own (src/runtime/loop-delay.ts), so latency is judged on a server without the instrument.
   const a = await startServe('A', dbPath, dir, false);
   process.stdout.write(`A ${a.url} (admin ${a.adminUrl}, pid ${a.pid}) started in ${(a.startupMs / 1000).toFixed(2)} s\n`);
   const b = await startServe('B', dbPath, dir, false);
@@ -629,7 +553,7 @@ async function main(): Promise<number> {
     diagnosedWrites: { ...phaseResult(ad, diagnosed), writes: diagnosedWrites },
     underImport: {
       ...phaseResult(ad, importLoad),
-      import: { ...importFigures, withinLoad: answeredAt <= importLoad.endedAt, loopDelay: loopDelayIn(ad.loopDelayLines, sentAt, answeredAt, true) },
+      import: { ...importFigures, withinLoad: answeredAt <= importLoad.endedAt, loopDelay: loopDelayIn(ad.loopDelayLines, LOOP_DELAY_LOG_MS, importLoad.stalls, sentAt, answeredAt, true) },
     },
     problems,
   };

@@ -13,12 +13,22 @@
  * process in the guest can delay it, and a late wake-up means the guest itself was not running. At
  * normal priority (no permission) it also counts ordinary CPU contention, and says so.
  *
+ * One probe sees the stalls of the CPU it happens to run on. A guest's CPUs are threads of the host,
+ * each stopped and started on its own: a delivery loop woken onto a CPU the host is not running waits
+ * as long as that CPU does, while a probe on the other CPU wakes on time. bench/wrk.ts therefore runs
+ * one probe pinned to each CPU where it can, and each stall is reported with the moment it ended,
+ * so that a pause of the loop can be laid beside the stalls of the same moment (bench/edits.ts).
+ *
  * Usage: `node stall-probe.js SECONDS THRESHOLD_MS` (SIGINT ends it early). Prints one JSON line: stalls (wake-ups late by
- * THRESHOLD_MS or more), maxStallMs, stalledMs (their sum). bench/wrk.ts reads it (StallStats).
+ * THRESHOLD_MS or more), maxStallMs, stalledMs (their sum) and events: [endedAt, lateMs] of each
+ * stall (endedAt in ms since the epoch, performance.timeOrigin's clock; the first MAX_EVENTS only).
+ * bench/wrk.ts reads it (StallStats).
  */
 
 /** Wake-ups checked between two turns of the event loop: a turn lets a SIGINT in. */
 const SLICE_MS = 100;
+/** Stalls listed with their time; beyond this many only the counts go on (a few a minute is usual). */
+const MAX_EVENTS = 10_000;
 
 let stopped = false;
 // SIGINT ends the probe early with what it saw so far: a caller whose load lasts "until something
@@ -26,13 +36,21 @@ let stopped = false;
 // priority took a core from the measured server for tens of ms).
 process.once('SIGINT', () => (stopped = true));
 
-async function probe(durationMs: number, thresholdMs: number): Promise<{ stalls: number; maxStallMs: number; stalledMs: number }> {
+interface Seen {
+  stalls: number;
+  maxStallMs: number;
+  stalledMs: number;
+  events: [endedAt: number, lateMs: number][];
+}
+
+async function probe(durationMs: number, thresholdMs: number): Promise<Seen> {
   const cell = new Int32Array(new SharedArrayBuffer(4));
   let prev = performance.now();
   const end = prev + durationMs;
   let stalls = 0;
   let maxStallMs = 0;
   let stalledMs = 0;
+  const events: Seen['events'] = [];
   while (prev < end && !stopped) {
     const sliceEnd = Math.min(end, prev + SLICE_MS);
     while (prev < sliceEnd) {
@@ -43,13 +61,14 @@ async function probe(durationMs: number, thresholdMs: number): Promise<{ stalls:
         stalls++;
         stalledMs += late;
         if (late > maxStallMs) maxStallMs = late;
+        if (events.length < MAX_EVENTS) events.push([Math.round((performance.timeOrigin + now) * 10) / 10, Math.round(late * 10) / 10]);
       }
       prev = now;
     }
     // The turn's own time falls into the next wake-up's lateness, so nothing goes unseen.
     await new Promise((resolve) => setImmediate(resolve));
   }
-  return { stalls, maxStallMs, stalledMs };
+  return { stalls, maxStallMs, stalledMs, events };
 }
 
 const seconds = Number(process.argv[2]);

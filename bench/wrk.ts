@@ -9,6 +9,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RequestEntry } from './scenarios.js';
@@ -21,15 +22,27 @@ export interface WrkStats {
   readonly socketErrors: number;
 }
 
-/** What bench/stall-probe.ts saw during one wrk run. */
+/** One stall: when it ended (ms since the epoch) and how late the probe woke (ms), and on which CPU. */
+export interface StallEvent {
+  readonly endedAt: number;
+  readonly lateMs: number;
+  /** The CPU the probe was pinned to; null for an unpinned probe. */
+  readonly cpu: number | null;
+}
+
+/** What bench/stall-probe.ts saw during one wrk run (its probes' figures together). */
 export interface StallStats {
   /** True when the probe ran with real-time priority: a late wake-up was the machine, not CPU load. */
   readonly realtime: boolean;
-  /** Wake-ups late by STALL_MS or more. */
+  /** True when one probe ran pinned to each CPU: a stall of any one CPU is seen. */
+  readonly perCpu: boolean;
+  /** Wake-ups late by STALL_MS or more, on any CPU. */
   readonly stalls: number;
   readonly maxStallMs: number;
   /** Time lost in those stalls, summed. */
   readonly stalledMs: number;
+  /** The stalls, in the order they ended. */
+  readonly events: readonly StallEvent[];
 }
 
 export interface WrkRound {
@@ -198,6 +211,20 @@ function canRunRealtime(): boolean {
   return realtimeAllowed;
 }
 
+let pinnable: boolean | null = null;
+
+/** Whether `taskset -c 0` works here (util-linux, and CPU 0 in this process's affinity). */
+function canPin(): boolean {
+  if (pinnable === null) {
+    const r = spawnSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' });
+    pinnable = r.error === undefined && r.status === 0;
+  }
+  return pinnable;
+}
+
+/** Probes pinned one per CPU up to this many CPUs; a larger machine gets one unpinned probe. */
+const MAX_PINNED_PROBES = 8;
+
 const PROBE = fileURLToPath(new URL('./stall-probe.js', import.meta.url));
 
 /** Starts bench/stall-probe.ts for `durationSec`; resolves with what it saw. */
@@ -205,29 +232,49 @@ export function runStallProbe(durationSec: number, track: (c: ChildProcess) => v
   return startStallProbe(durationSec, track).result;
 }
 
+interface ProbeOutput {
+  readonly stalls: number;
+  readonly maxStallMs: number;
+  readonly stalledMs: number;
+  readonly events: readonly (readonly [number, number])[];
+}
+
 /**
- * A stall probe running for at most `durationSec`; `stop()` ends it early with what it saw so far.
- * Its figures are taken from its output whatever way it ended: a SIGINT that lands while node is
- * already exiting ends it by the signal, after it printed them.
+ * Stall probes running for at most `durationSec`, one pinned to each CPU where `taskset` works (a
+ * guest's CPUs stall one at a time: bench/stall-probe.ts); `stop()` ends them early with what they
+ * saw so far. Their figures are taken from their output whatever way they ended: a SIGINT that lands
+ * while node is already exiting ends one by the signal, after it printed them.
  */
 export function startStallProbe(durationSec: number, track: (c: ChildProcess) => void): { readonly result: Promise<StallStats>; stop(): void } {
   const realtime = canRunRealtime();
+  const cpuCount = cpus().length;
+  const pinned = cpuCount <= MAX_PINNED_PROBES && canPin();
   const probeArgs = [PROBE, String(durationSec), String(STALL_MS)];
-  // chrt execs node: the child is the probe itself, and SIGINT reaches it.
-  const [cmd, args] = realtime ? ['chrt', ['-f', '1', process.execPath, ...probeArgs]] : [process.execPath, probeArgs];
-  let child: ChildProcess | undefined;
+  const children: ChildProcess[] = [];
   const keep = (c: ChildProcess): void => {
-    child = c;
+    children.push(c);
     track(c);
   };
-  const result = runToEnd('stall probe', cmd, args, keep, (out) => {
-    const seen = JSON.parse(out) as Omit<StallStats, 'realtime'>;
-    return { realtime, stalls: seen.stalls, maxStallMs: seen.maxStallMs, stalledMs: seen.stalledMs };
-  }, true);
+  const runs = (pinned ? Array.from({ length: cpuCount }, (_, i) => i) : [null]).map((cpu) => {
+    // chrt and taskset exec what follows: the child is the probe itself, and SIGINT reaches it.
+    const command = [...(realtime ? ['chrt', '-f', '1'] : []), ...(cpu === null ? [] : ['taskset', '-c', String(cpu)]), process.execPath, ...probeArgs];
+    return runToEnd('stall probe', command[0]!, command.slice(1), keep, (out) => ({ cpu, seen: JSON.parse(out) as ProbeOutput }), true);
+  });
+  const result = Promise.all(runs).then((all): StallStats => {
+    const events = all.flatMap(({ cpu, seen }) => seen.events.map(([endedAt, lateMs]) => ({ endedAt, lateMs, cpu }))).sort((a, b) => a.endedAt - b.endedAt);
+    return {
+      realtime,
+      perCpu: pinned,
+      stalls: all.reduce((n, r) => n + r.seen.stalls, 0),
+      maxStallMs: Math.max(0, ...all.map((r) => r.seen.maxStallMs)),
+      stalledMs: all.reduce((n, r) => n + r.seen.stalledMs, 0),
+      events,
+    };
+  });
   return {
     result,
     stop: () => {
-      if (child !== undefined && child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+      for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
     },
   };
 }

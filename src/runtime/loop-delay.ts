@@ -3,7 +3,7 @@
  * `RCD_LOOP_DELAY_LOG_MS=N` the server samples its loop with `perf_hooks.monitorEventLoopDelay` and
  * logs one line every N ms, then starts the next window afresh:
  *
- *   loop delay p50=…ms p99=…ms max=…ms apply=…ms/N gc=…ms/N wait=…ms longest=…ms ran=…ms queued=…ms off=…ms
+ *   loop delay p50=…ms p99=…ms max=…ms apply=…ms/N gc=…ms/N wait=…ms longest=…ms ran=…ms queued=…ms off=…ms at=…
  *
  * `apply` is the longest routing update (a delta slice or a snapshot) the loop applied in the window
  * and how many it applied; `gc` the longest garbage-collection pause of this thread and how many
@@ -15,7 +15,9 @@
  * `longest` is the window's longest gap between two ticks of a 1 ms timer of this log's own, split
  * by the thread's schedstat read at both ends: `ran` (its own work: JavaScript, GC, an update),
  * `queued` (runnable without a CPU) and `off` (neither: the machine did not run the VM, or the
- * thread slept in a system call). The kernel brings a running thread's figures up to date at
+ * thread slept in a system call), and `at` when that gap ended (ms since the epoch, to 0.1 ms: the
+ * clock of `performance.timeOrigin`), so that the pause can be laid beside what else happened then
+ * (bench:edits sets it beside the moments a probe pinned to each CPU saw that CPU not run). The kernel brings a running thread's figures up to date at
  * scheduler events, so each part is good to ~2 ms and `off` can read slightly negative. Both `wait`
  * and the split need /proc/thread-self/schedstat (Linux) and are absent without it.
  * The collections are counted by @datadog/native-metrics (a prebuilt addon, loaded only when this log
@@ -113,6 +115,8 @@ class SchedStatSampler {
   /** lastWait when the window began. */
   private windowWait = 0;
   private gap = 0;
+  /** performance.now() at the end of the window's longest gap. */
+  private gapEnd = 0;
   private ran = 0;
   private queued = 0;
   private readonly timer: NodeJS.Timeout;
@@ -136,14 +140,14 @@ class SchedStatSampler {
   }
 
   /**
-   * ` wait=…ms longest=…ms ran=…ms queued=…ms off=…ms` of the window, which starts afresh. The wait
+   * ` wait=…ms longest=…ms ran=…ms queued=…ms off=…ms at=…` of the window, which starts afresh. The wait
    * is counted up to the last tick (at most 1 ms before), so that windows neither overlap nor leave
    * a gap.
    */
   take(): string {
     const wait = (this.lastWait - this.windowWait) / 1e6;
     this.windowWait = this.lastWait;
-    const text = ` wait=${wait.toFixed(2)}ms longest=${this.gap.toFixed(2)}ms ran=${this.ran.toFixed(2)}ms queued=${this.queued.toFixed(2)}ms off=${(this.gap - this.ran - this.queued).toFixed(2)}ms`;
+    const text = ` wait=${wait.toFixed(2)}ms longest=${this.gap.toFixed(2)}ms ran=${this.ran.toFixed(2)}ms queued=${this.queued.toFixed(2)}ms off=${(this.gap - this.ran - this.queued).toFixed(2)}ms at=${(performance.timeOrigin + this.gapEnd).toFixed(1)}`;
     this.gap = 0;
     this.ran = 0;
     this.queued = 0;
@@ -164,6 +168,7 @@ class SchedStatSampler {
     this.lastAt = at;
     if (gap <= this.gap) return;
     this.gap = gap;
+    this.gapEnd = at;
     this.ran = (this.lastRun - run) / 1e6;
     this.queued = (this.lastWait - wait) / 1e6;
   }

@@ -45,7 +45,7 @@ function expectLoopDelay(d: LoopDelaySummary, what: string): void {
   expect(d.waitMs!, what).toBeGreaterThanOrEqual(0);
   // ... and the longest pause's split, so each unexplained interval is of exactly one kind.
   expect(d.overLimitOffCpu, what).not.toBeNull();
-  expect(d.overLimitByWait + d.overLimitOffCpu! + d.overLimitOwnWork!, what).toBe(d.intervalsOverLimit - d.overLimitByGc);
+  expect(d.overLimitByWait + d.overLimitOffCpu! + d.overLimitOwnWork!, what).toBe(d.intervalsOverLimit - d.overLimitByGc - (d.overLimitByHost ?? 0));
   expect(d.applyMaxMs, what).not.toBeNull();
   expect(d.gcMaxMs, what).not.toBeNull();
 }
@@ -57,6 +57,10 @@ function expectLoad(p: PhaseResult, what: string): void {
   expect(p.wrk.latencyMs.p99, what).toBeGreaterThanOrEqual(p.wrk.latencyMs.p50);
   expect(p.wrk.latencyMs.max, what).toBeGreaterThanOrEqual(p.wrk.latencyMs.p99);
   expect(p.machineStalls.stalls, what).toBeGreaterThanOrEqual(0);
+  // Linux with util-linux: one probe pinned to each CPU, every stall listed with its CPU.
+  expect(p.machineStalls.perCpu, what).toBe(true);
+  expect(p.machineStalls.events, what).toHaveLength(p.machineStalls.stalls);
+  for (const e of p.machineStalls.events) expect(e.cpu, what).not.toBeNull();
 }
 
 function expectPhase(p: PhaseResult, what: string): void {

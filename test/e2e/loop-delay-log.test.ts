@@ -10,7 +10,7 @@ import { BIN, startServer, tempDir } from '../helpers/server-process.js';
 // The wait field and the longest gap's split are there where /proc/thread-self/schedstat is (Linux:
 // this suite's platform).
 const LINE =
-  /^rcd: loop delay p50=(\d+\.\d\d)ms p99=(\d+\.\d\d)ms max=(\d+\.\d\d)ms apply=(\d+\.\d\d)ms\/(\d+) gc=(\d+\.\d\d)ms\/(\d+) wait=(\d+\.\d\d)ms longest=(\d+\.\d\d)ms ran=(\d+\.\d\d)ms queued=(\d+\.\d\d)ms off=(-?\d+\.\d\d)ms$/gm;
+  /^rcd: loop delay p50=(\d+\.\d\d)ms p99=(\d+\.\d\d)ms max=(\d+\.\d\d)ms apply=(\d+\.\d\d)ms\/(\d+) gc=(\d+\.\d\d)ms\/(\d+) wait=(\d+\.\d\d)ms longest=(\d+\.\d\d)ms ran=(\d+\.\d\d)ms queued=(\d+\.\d\d)ms off=(-?\d+\.\d\d)ms at=(\d+\.\d)$/gm;
 
 async function waitFor(check: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -19,6 +19,7 @@ async function waitFor(check: () => boolean, timeoutMs: number): Promise<void> {
 
 describe('RCD_LOOP_DELAY_LOG_MS', () => {
   it('logs the delivery loop pauses once per interval when set, and nothing when unset', async () => {
+    const startedAt = Date.now();
     // The loop at the process's priority, so that the busy processes below can keep it waiting.
     const logged = await startServer({ admin: true, args: ['--delivery-nice', '0'], env: { RCD_LOOP_DELAY_LOG_MS: '100' } });
     const quiet = await startServer({ env: { RCD_LOOP_DELAY_LOG_MS: '' } });
@@ -38,6 +39,10 @@ describe('RCD_LOOP_DELAY_LOG_MS', () => {
         expect(ran).toBeGreaterThanOrEqual(0);
         expect(queued).toBeGreaterThanOrEqual(0);
         expect(Math.abs(ran + queued + off - longest)).toBeLessThan(0.02);
+        // When that gap ended, on the wall clock the bench's stall probes use: within the run so far.
+        const at = Number(m[13]);
+        expect(at).toBeGreaterThan(startedAt);
+        expect(at).toBeLessThanOrEqual(Date.now() + 1);
       }
       // The server still answers while it logs.
       expect((await fetch(`${logged.url}/healthz`)).status).toBe(200);

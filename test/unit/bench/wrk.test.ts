@@ -1,6 +1,6 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -87,15 +87,43 @@ describe('bench --wrk: the machine-stall probe', () => {
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     await new Promise((r) => setTimeout(r, 500));
     // SIGSTOP freezes the probe the way a host freezes a guest: its clock runs on, it does not.
+    const stoppedAt = Date.now();
     child.kill('SIGSTOP');
     await new Promise((r) => setTimeout(r, 120));
     child.kill('SIGCONT');
     const code = await new Promise<number | null>((r) => child.once('exit', r));
     expect(code).toBe(0);
-    const seen = JSON.parse(out) as { stalls: number; maxStallMs: number; stalledMs: number };
+    const seen = JSON.parse(out) as { stalls: number; maxStallMs: number; stalledMs: number; events: [number, number][] };
     expect(seen.stalls).toBeGreaterThanOrEqual(1);
     expect(seen.maxStallMs).toBeGreaterThanOrEqual(100);
     expect(seen.stalledMs).toBeGreaterThanOrEqual(seen.maxStallMs);
+    // Each stall with the moment it ended (wall clock, ms): the stop is one of them.
+    expect(seen.events).toHaveLength(seen.stalls);
+    const stop = seen.events.find(([, late]) => late >= 100);
+    expect(stop).toBeDefined();
+    expect(stop![0]).toBeGreaterThanOrEqual(stoppedAt + 100);
+    expect(stop![0]).toBeLessThanOrEqual(Date.now());
+  });
+
+  it('runs one probe pinned to each CPU, so a stop of one CPU is seen and named', async () => {
+    // The built module: it starts the probe that sits beside it in dist/.
+    const { startStallProbe } = (await import(join(dirname(PROBE), 'wrk.js'))) as typeof import('../../../bench/wrk.js');
+    const children: ChildProcess[] = [];
+    const probe = startStallProbe(2, (c) => children.push(c));
+    await new Promise((r) => setTimeout(r, 700));
+    // The first probe is CPU 0's: stopping it is what the host stopping that CPU looks like to it.
+    const stoppedAt = Date.now();
+    children[0]!.kill('SIGSTOP');
+    await new Promise((r) => setTimeout(r, 150));
+    children[0]!.kill('SIGCONT');
+    const seen = await probe.result;
+    expect(seen.perCpu).toBe(true);
+    expect(children).toHaveLength(cpus().length);
+    const stop = seen.events.find((e) => e.lateMs >= 100);
+    expect(stop?.cpu).toBe(0);
+    expect(stop!.endedAt).toBeGreaterThanOrEqual(stoppedAt + 100);
+    expect(seen.maxStallMs).toBeGreaterThanOrEqual(100);
+    expect(seen.stalls).toBe(seen.events.length);
   });
 
   it('refuses a missing or silly duration with exit code 2', () => {

@@ -1,0 +1,114 @@
+/**
+ * What paused the delivery loop of a server run with RCD_LOOP_DELAY_LOG_MS (src/runtime/loop-delay.ts):
+ * its log lines read back, and each interval whose longest pause was over the limit put down to one
+ * cause: a garbage collection, a CPU the host did not run (a stall probe pinned to that CPU saw it,
+ * bench/stall-probe.ts), the loop waiting for a core the guest gave to another thread, the loop off
+ * every CPU (a blocking call, or the VM not run where no probe could tell), or the loop's own work.
+ * bench:edits judges "no pause caused by a write" on these.
+ */
+import { GC_ATTRIBUTION_SLACK_MS, HOST_ATTRIBUTION_SLACK_MS, PAUSE_LIMIT_MS, type LoopDelaySummary } from './edits-report.js';
+import type { StallEvent, StallStats } from './wrk.js';
+
+export interface LoopDelayLine {
+  /** performance.now() of the bench when the line was read (the end of the interval it covers). */
+  readonly at: number;
+  readonly p99: number;
+  readonly max: number;
+  /** The longest routing update the loop applied in the interval, and how many it applied. */
+  readonly applyMax: number;
+  readonly applies: number;
+  /** The longest garbage-collection pause of the delivery thread in the interval. */
+  readonly gcMax: number;
+  /** How long in all the delivery thread was runnable without a CPU in the interval (null: not logged). */
+  readonly wait: number | null;
+  /** The interval's longest gap of the log's 1 ms timer, split by what the thread did (null: not logged). */
+  readonly split: { readonly longest: number; readonly ran: number; readonly queued: number; readonly off: number; readonly endedAt: number | null } | null;
+}
+
+/** `gc=n/a` where the collection counter does not load (then no pause is put down to GC); `at=` on newer servers. */
+const LOOP_DELAY_LINE =
+  /^rcd: loop delay p50=([\d.]+)ms p99=([\d.]+)ms max=([\d.]+)ms apply=([\d.]+)ms\/(\d+) gc=(?:([\d.]+)ms\/(\d+)|n\/a)(?: wait=([\d.]+)ms)?(?: longest=([\d.]+)ms ran=([\d.]+)ms queued=([\d.]+)ms off=(-?[\d.]+)ms(?: at=([\d.]+))?)?$/;
+
+/** One loop-delay line read at `at` (the bench's performance.now()); null for any other line. */
+export function parseLoopDelayLine(line: string, at: number): LoopDelayLine | null {
+  const d = LOOP_DELAY_LINE.exec(line);
+  if (d === null) return null;
+  const split = d[9] === undefined ? null : { longest: Number(d[9]), ran: Number(d[10]), queued: Number(d[11]), off: Number(d[12]), endedAt: d[13] === undefined ? null : Number(d[13]) };
+  return { at, p99: Number(d[2]), max: Number(d[3]), applyMax: Number(d[4]), applies: Number(d[5]), gcMax: d[6] === undefined ? 0 : Number(d[6]), wait: d[8] === undefined ? null : Number(d[8]), split };
+}
+
+/**
+ * The loop-delay lines of a window, summed up. A line covers the time since the line before it (longer than the
+ * interval when the loop was blocked). For a phase: the lines whose interval lies mostly inside
+ * [from, to]; with `overlapping`, every line whose interval overlaps [from, to] at all.
+ */
+export function loopDelayIn(lines: readonly LoopDelayLine[], intervalMs: number, stalls: StallStats, from: number, to: number, overlapping = false): LoopDelaySummary {
+  const half = intervalMs / 2;
+  const inside = lines.filter((l, i) => {
+    const coveredFrom = i > 0 ? (lines[i - 1] as LoopDelayLine).at : l.at - intervalMs;
+    return overlapping ? l.at > from && coveredFrom < to : l.at > from + half && l.at <= to + half;
+  });
+  if (inside.length === 0) {
+    return { intervals: 0, maxMs: null, worstP99Ms: null, intervalsOverLimit: 0, applyMaxMs: null, applies: 0, gcMaxMs: null, overLimitByGc: 0, waitMs: null, overLimitByHost: null, overLimitByWait: 0, overLimitOffCpu: null, overLimitOwnWork: null };
+  }
+  const over = inside.filter((l) => l.max > PAUSE_LIMIT_MS);
+  const split = inside.every((l) => l.split !== null);
+  // Only probes at real-time priority, one on each CPU, see every CPU the host did not run (and
+  // nothing in the guest delaying them); the pause's moment is needed to lay it beside them.
+  const seesHost = split && stalls.realtime && stalls.perCpu && inside.every((l) => l.split?.endedAt !== null);
+  const byHost = (l: LoopDelayLine): boolean => seesHost && pauseKind(l) !== 'own' && stalledHost(l, stalls.events);
+  const unexplained = over.filter((l) => !pausedByGc(l) && !byHost(l));
+  const waits = inside.map((l) => l.wait);
+  return {
+    intervals: inside.length,
+    maxMs: Math.max(...inside.map((l) => l.max)),
+    worstP99Ms: Math.max(...inside.map((l) => l.p99)),
+    intervalsOverLimit: over.length,
+    applyMaxMs: Math.max(...inside.map((l) => l.applyMax)),
+    applies: inside.reduce((n, l) => n + l.applies, 0),
+    gcMaxMs: Math.max(...inside.map((l) => l.gcMax)),
+    overLimitByGc: over.filter((l) => pausedByGc(l)).length,
+    overLimitByHost: seesHost ? over.filter((l) => !pausedByGc(l) && byHost(l)).length : null,
+    waitMs: waits.some((w) => w === null) ? null : waits.reduce<number>((sum, w) => sum + (w ?? 0), 0),
+    overLimitByWait: unexplained.filter((l) => (split ? pauseKind(l) === 'queued' : l.wait !== null && l.wait >= l.max)).length,
+    overLimitOffCpu: split ? unexplained.filter((l) => pauseKind(l) === 'off').length : null,
+    overLimitOwnWork: split ? unexplained.filter((l) => pauseKind(l) === 'own').length : null,
+  };
+}
+
+/**
+ * What the interval's longest pause was mostly made of, by its split: the larger of running,
+ * queued and off-CPU. The split is the log's own timer's longest gap, which is the same pause as the
+ * histogram's max when both are within the GC slack of each other; otherwise the larger of the
+ * two parts it cannot see is unknown, and the pause counts as the loop's own work.
+ */
+function pauseKind(l: LoopDelayLine): 'queued' | 'off' | 'own' {
+  const s = l.split;
+  if (s === null || s.longest < l.max - GC_ATTRIBUTION_SLACK_MS) return 'own';
+  if (s.queued >= s.ran && s.queued >= s.off) return 'queued';
+  if (s.off >= s.ran) return 'off';
+  return 'own';
+}
+
+/**
+ * True when a CPU stalled for the interval's longest pause: a stall probe pinned to some CPU woke
+ * late over a span that covers all of the pause but HOST_ATTRIBUTION_SLACK_MS. The loop was then
+ * runnable on a CPU the host was not running (a guest cannot run a woken thread elsewhere while the
+ * CPU it was queued on sits stopped: the wake-up waits in that CPU's queue), or it was the CPU the
+ * loop ran on. A probe at real-time priority is late only when its CPU did not run at all.
+ */
+export function stalledHost(l: LoopDelayLine, events: readonly StallEvent[]): boolean {
+  const s = l.split;
+  if (s === null || s.endedAt === null) return false;
+  const [pauseFrom, pauseTo] = [s.endedAt - s.longest, s.endedAt];
+  return events.some((e) => Math.min(pauseTo, e.endedAt) - Math.max(pauseFrom, e.endedAt - e.lateMs) >= s.longest - HOST_ATTRIBUTION_SLACK_MS);
+}
+
+/**
+ * True when the interval's longest pause is the collector's: a GC pause over the limit, at least as
+ * long as any update applied in the interval, and close to the pause the loop measured. The loop
+ * delay is sampled every millisecond, so a pause measures up to ~1 ms more than its cause.
+ */
+function pausedByGc(l: LoopDelayLine): boolean {
+  return l.gcMax > PAUSE_LIMIT_MS && l.gcMax >= l.applyMax && l.gcMax >= l.max - GC_ATTRIBUTION_SLACK_MS;
+}

@@ -1,0 +1,72 @@
+// bench:edits' reading of the loop-delay log (bench/loop-pauses.ts): which cause each pause over the
+// limit is put down to decides the "no pause caused by a write" verdict, so a pause the host caused
+// must be told apart from one the guest's threads caused only when a pinned probe saw that CPU stop.
+import { describe, expect, it } from 'vitest';
+import { loopDelayIn, parseLoopDelayLine, type LoopDelayLine } from '../../../bench/loop-pauses.js';
+import type { StallStats } from '../../../bench/wrk.js';
+
+const T = 1_795_000_000_000;
+
+/** A line read at bench time `at` whose longest pause (all of `max`) ended at wall time `endedAt`. */
+function line(at: number, max: number, split: { ran: number; queued: number; off: number }, endedAt: number): LoopDelayLine {
+  const text =
+    `rcd: loop delay p50=0.05ms p99=0.40ms max=${max.toFixed(2)}ms apply=0.20ms/3 gc=1.10ms/7 wait=40.00ms ` +
+    `longest=${(split.ran + split.queued + split.off).toFixed(2)}ms ran=${split.ran.toFixed(2)}ms queued=${split.queued.toFixed(2)}ms off=${split.off.toFixed(2)}ms at=${endedAt.toFixed(1)}`;
+  const parsed = parseLoopDelayLine(text, at);
+  expect(parsed, text).not.toBeNull();
+  return parsed!;
+}
+
+function probes(events: [endedAt: number, lateMs: number, cpu: number][], realtime = true, perCpu = true): StallStats {
+  return {
+    realtime,
+    perCpu,
+    stalls: events.length,
+    maxStallMs: Math.max(0, ...events.map((e) => e[1])),
+    stalledMs: events.reduce((n, e) => n + e[1], 0),
+    events: events.map(([endedAt, lateMs, cpu]) => ({ endedAt, lateMs, cpu })),
+  };
+}
+
+describe('bench:edits: what paused the delivery loop', () => {
+  it('reads every field of a line, the pause moment and gc=n/a included, and older lines without them', () => {
+    const full = parseLoopDelayLine('rcd: loop delay p50=0.05ms p99=0.40ms max=24.20ms apply=0.60ms/12 gc=4.30ms/9 wait=12.50ms longest=24.90ms ran=0.40ms queued=24.10ms off=0.40ms at=1795000000123.4', 5);
+    expect(full).toEqual({ at: 5, p99: 0.4, max: 24.2, applyMax: 0.6, applies: 12, gcMax: 4.3, wait: 12.5, split: { longest: 24.9, ran: 0.4, queued: 24.1, off: 0.4, endedAt: 1795000000123.4 } });
+    const noGc = parseLoopDelayLine('rcd: loop delay p50=0.05ms p99=0.40ms max=2.00ms apply=0.00ms/0 gc=n/a wait=1.00ms longest=2.50ms ran=1.00ms queued=1.00ms off=0.50ms at=1795000000001.0', 1);
+    expect(noGc?.gcMax).toBe(0);
+    expect(noGc?.split?.endedAt).toBe(1795000000001);
+    const older = parseLoopDelayLine('rcd: loop delay p50=0.05ms p99=0.40ms max=2.00ms apply=0.00ms/0 gc=0.50ms/1 wait=1.00ms longest=2.50ms ran=1.00ms queued=1.00ms off=0.50ms', 1);
+    expect(older?.split?.endedAt).toBeNull();
+    expect(parseLoopDelayLine('rcd: listening on http://127.0.0.1:1', 1)).toBeNull();
+  });
+
+  it('puts a queued pause down to the host when a CPU stalled over it, and to the guest otherwise', () => {
+    // A 24 ms pause, nearly all of it queued, ending at T; 20 quiet intervals around it.
+    const lines = Array.from({ length: 20 }, (_, i) => (i === 10 ? line(11_000, 24.2, { ran: 0.4, queued: 24.1, off: 0.4 }, T) : line(1000 * (i + 1), 3, { ran: 1, queued: 1.5, off: 0.5 }, T - 5000 + i)));
+    // The probe pinned to CPU 1 woke 23 ms late, just as the loop ran again: the host stopped that CPU.
+    const covered = loopDelayIn(lines, 1000, probes([[T - 0.3, 23, 1]]), 0, 21_000);
+    expect(covered.intervalsOverLimit).toBe(1);
+    expect(covered.overLimitByHost).toBe(1);
+    expect(covered.overLimitByWait).toBe(0);
+    // A stall elsewhere in time, or one far shorter than the pause, explains nothing: the loop waited
+    // behind another thread of the guest.
+    for (const events of [[[T - 2000, 30, 0]], [[T - 1, 6, 0]]] as [number, number, number][][]) {
+      const guest = loopDelayIn(lines, 1000, probes(events), 0, 21_000);
+      expect(guest.overLimitByHost).toBe(0);
+      expect(guest.overLimitByWait).toBe(1);
+    }
+    // Probes that are not real-time (the guest can delay them too) or not one per CPU cannot tell.
+    for (const stalls of [probes([[T - 0.3, 23, 1]], false, true), probes([[T - 0.3, 23, 1]], true, false)]) {
+      const blind = loopDelayIn(lines, 1000, stalls, 0, 21_000);
+      expect(blind.overLimitByHost).toBeNull();
+      expect(blind.overLimitByWait).toBe(1);
+    }
+  });
+
+  it('never excuses a pause the loop spent running its own work', () => {
+    const lines = [line(1000, 3, { ran: 1, queued: 1, off: 1 }, T - 1000), line(2000, 15, { ran: 14, queued: 0.5, off: 0.5 }, T)];
+    const d = loopDelayIn(lines, 1000, probes([[T, 15, 0]]), 0, 2500);
+    expect(d.overLimitByHost).toBe(0);
+    expect(d.overLimitOwnWork).toBe(1);
+  });
+});
