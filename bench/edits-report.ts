@@ -57,6 +57,29 @@ export interface LoopDelaySummary {
    */
   readonly overLimitOffCpu?: number | null;
   readonly overLimitOwnWork?: number | null;
+  /**
+   * Each interval over the limit as the log gave it, with the cause it was put down to, so a reader
+   * can check the attribution (absent in results from before they were kept).
+   */
+  readonly overLimit?: readonly PauseRecord[];
+}
+
+/** One interval over the limit: its longest pause and the figures its cause was judged on. */
+export interface PauseRecord {
+  readonly cause: 'gc' | 'host' | 'queued' | 'off' | 'own';
+  readonly maxMs: number;
+  readonly gcMaxMs: number;
+  readonly applyMaxMs: number;
+  /** The log's longest gap and its split (null where the lines carry none). */
+  readonly longestMs: number | null;
+  readonly ranMs: number | null;
+  readonly queuedMs: number | null;
+  readonly offMs: number | null;
+  /** When that gap ended, ms since the epoch (null where the line does not say). */
+  readonly endedAt: number | null;
+  /** The longest CPU stall a probe saw end within a second of it, ms, and on which CPU. */
+  readonly nearestStallMs: number | null;
+  readonly nearestStallCpu: number | null;
 }
 
 /** A loop pause measures up to this much more than the GC pause behind it (1 ms sampling, wake-up). */

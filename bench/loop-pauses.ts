@@ -6,7 +6,7 @@
  * every CPU (a blocking call, or the VM not run where no probe could tell), or the loop's own work.
  * bench:edits judges "no pause caused by a write" on these.
  */
-import { GC_ATTRIBUTION_SLACK_MS, HOST_ATTRIBUTION_SLACK_MS, PAUSE_LIMIT_MS, type LoopDelaySummary } from './edits-report.js';
+import { GC_ATTRIBUTION_SLACK_MS, HOST_ATTRIBUTION_SLACK_MS, PAUSE_LIMIT_MS, type LoopDelaySummary, type PauseRecord } from './edits-report.js';
 import type { StallEvent, StallStats } from './wrk.js';
 
 export interface LoopDelayLine {
@@ -49,7 +49,7 @@ export function loopDelayIn(lines: readonly LoopDelayLine[], intervalMs: number,
     return overlapping ? l.at > from && coveredFrom < to : l.at > from + half && l.at <= to + half;
   });
   if (inside.length === 0) {
-    return { intervals: 0, maxMs: null, worstP99Ms: null, intervalsOverLimit: 0, applyMaxMs: null, applies: 0, gcMaxMs: null, overLimitByGc: 0, waitMs: null, overLimitByHost: null, overLimitByWait: 0, overLimitOffCpu: null, overLimitOwnWork: null };
+    return { intervals: 0, maxMs: null, worstP99Ms: null, intervalsOverLimit: 0, applyMaxMs: null, applies: 0, gcMaxMs: null, overLimitByGc: 0, waitMs: null, overLimitByHost: null, overLimitByWait: 0, overLimitOffCpu: null, overLimitOwnWork: null, overLimit: [] };
   }
   const over = inside.filter((l) => l.max > PAUSE_LIMIT_MS);
   const split = inside.every((l) => l.split !== null);
@@ -73,6 +73,29 @@ export function loopDelayIn(lines: readonly LoopDelayLine[], intervalMs: number,
     overLimitByWait: unexplained.filter((l) => (split ? pauseKind(l) === 'queued' : l.wait !== null && l.wait >= l.max)).length,
     overLimitOffCpu: split ? unexplained.filter((l) => pauseKind(l) === 'off').length : null,
     overLimitOwnWork: split ? unexplained.filter((l) => pauseKind(l) === 'own').length : null,
+    overLimit: over.map((l) => pauseRecord(l, pausedByGc(l) ? 'gc' : byHost(l) ? 'host' : split ? pauseKind(l) : l.wait !== null && l.wait >= l.max ? 'queued' : 'own', stalls.events)),
+  };
+}
+
+function pauseRecord(l: LoopDelayLine, cause: PauseRecord['cause'], events: readonly StallEvent[]): PauseRecord {
+  const s = l.split;
+  const endedAt = s?.endedAt ?? null;
+  let near: StallEvent | null = null;
+  if (endedAt !== null) {
+    for (const e of events) if (Math.abs(e.endedAt - endedAt) <= 1000 && (near === null || e.lateMs > near.lateMs)) near = e;
+  }
+  return {
+    cause,
+    maxMs: l.max,
+    gcMaxMs: l.gcMax,
+    applyMaxMs: l.applyMax,
+    longestMs: s?.longest ?? null,
+    ranMs: s?.ran ?? null,
+    queuedMs: s?.queued ?? null,
+    offMs: s?.off ?? null,
+    endedAt,
+    nearestStallMs: near?.lateMs ?? null,
+    nearestStallCpu: near?.cpu ?? null,
   };
 }
 

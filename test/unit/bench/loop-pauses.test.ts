@@ -48,12 +48,17 @@ describe('bench:edits: what paused the delivery loop', () => {
     expect(covered.intervalsOverLimit).toBe(1);
     expect(covered.overLimitByHost).toBe(1);
     expect(covered.overLimitByWait).toBe(0);
+    // The interval is kept with the cause it was given and the stall beside it, for a reader to check.
+    expect(covered.overLimit).toEqual([
+      { cause: 'host', maxMs: 24.2, gcMaxMs: 1.1, applyMaxMs: 0.2, longestMs: 24.9, ranMs: 0.4, queuedMs: 24.1, offMs: 0.4, endedAt: T, nearestStallMs: 23, nearestStallCpu: 1 },
+    ]);
     // A stall elsewhere in time, or one far shorter than the pause, explains nothing: the loop waited
     // behind another thread of the guest.
     for (const events of [[[T - 2000, 30, 0]], [[T - 1, 6, 0]]] as [number, number, number][][]) {
       const guest = loopDelayIn(lines, 1000, probes(events), 0, 21_000);
       expect(guest.overLimitByHost).toBe(0);
       expect(guest.overLimitByWait).toBe(1);
+      expect(guest.overLimit?.map((p) => p.cause)).toEqual(['queued']);
     }
     // Probes that are not real-time (the guest can delay them too) or not one per CPU cannot tell.
     for (const stalls of [probes([[T - 0.3, 23, 1]], false, true), probes([[T - 0.3, 23, 1]], true, false)]) {
