@@ -19,7 +19,8 @@
  * one probe pinned to each CPU where it can, and each stall is reported with the moment it ended,
  * so that a pause of the loop can be laid beside the stalls of the same moment (bench/edits.ts).
  *
- * Usage: `node stall-probe.js SECONDS THRESHOLD_MS` (SIGINT ends it early). Prints one JSON line: stalls (wake-ups late by
+ * Usage: `node stall-probe.js SECONDS THRESHOLD_MS [--await-go]` (SIGINT ends it early; with --await-go
+ * it prints `ready` and starts on SIGUSR2). Prints one JSON line: stalls (wake-ups late by
  * THRESHOLD_MS or more), maxStallMs, stalledMs (their sum) and events: [endedAt, lateMs] of each
  * stall (endedAt in ms since the epoch, performance.timeOrigin's clock; the first MAX_EVENTS only).
  * bench/wrk.ts reads it (StallStats).
@@ -73,8 +74,20 @@ async function probe(durationMs: number, thresholdMs: number): Promise<Seen> {
 
 const seconds = Number(process.argv[2]);
 const thresholdMs = Number(process.argv[3]);
-if (!(seconds > 0 && seconds <= 3600) || !(thresholdMs > 0)) {
-  process.stderr.write('usage: node stall-probe.js SECONDS THRESHOLD_MS (0 < SECONDS <= 3600; SIGINT ends it early)\n');
+const awaitGo = process.argv[4] === '--await-go';
+if (!(seconds > 0 && seconds <= 3600) || !(thresholdMs > 0) || (process.argv[4] !== undefined && !awaitGo)) {
+  process.stderr.write('usage: node stall-probe.js SECONDS THRESHOLD_MS [--await-go] (0 < SECONDS <= 3600; SIGINT ends it early)\n');
   process.exit(2);
+}
+if (awaitGo) {
+  // Started at normal priority, the caller raises this thread to real time (and pins it) once Node
+  // is up, then sends SIGUSR2: Node's start-up run at real-time priority held a CPU from everything
+  // else for 50-140 ms (measured as delivery pauses of that length when two probes started at once).
+  const go = new Promise((resolve) => process.once('SIGUSR2', resolve));
+  // A signal listener does not keep Node running; this timer does until the signal comes.
+  const alive = setInterval(() => undefined, 60_000);
+  process.stdout.write('ready\n');
+  await Promise.race([go, new Promise((resolve) => process.once('SIGINT', resolve))]);
+  clearInterval(alive);
 }
 process.stdout.write(JSON.stringify(await probe(seconds * 1000, thresholdMs)) + '\n');

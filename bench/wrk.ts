@@ -249,16 +249,15 @@ export function startStallProbe(durationSec: number, track: (c: ChildProcess) =>
   const realtime = canRunRealtime();
   const cpuCount = cpus().length;
   const pinned = cpuCount <= MAX_PINNED_PROBES && canPin();
-  const probeArgs = [PROBE, String(durationSec), String(STALL_MS)];
+  const probeArgs = [PROBE, String(durationSec), String(STALL_MS), '--await-go'];
   const children: ChildProcess[] = [];
-  const keep = (c: ChildProcess): void => {
-    children.push(c);
-    track(c);
-  };
   const runs = (pinned ? Array.from({ length: cpuCount }, (_, i) => i) : [null]).map((cpu) => {
-    // chrt and taskset exec what follows: the child is the probe itself, and SIGINT reaches it.
-    const command = [...(realtime ? ['chrt', '-f', '1'] : []), ...(cpu === null ? [] : ['taskset', '-c', String(cpu)]), process.execPath, ...probeArgs];
-    return runToEnd('stall probe', command[0]!, command.slice(1), keep, (out) => ({ cpu, seen: JSON.parse(out) as ProbeOutput }), true);
+    const keep = (c: ChildProcess): void => {
+      children.push(c);
+      track(c);
+      c.stdout?.once('data', () => raise(c, cpu, realtime));
+    };
+    return runToEnd('stall probe', process.execPath, probeArgs, keep, (out) => ({ cpu, seen: JSON.parse(lastLine(out)) as ProbeOutput }), true);
   });
   const result = Promise.all(runs).then((all): StallStats => {
     const events = all.flatMap(({ cpu, seen }) => seen.events.map(([endedAt, lateMs]) => ({ endedAt, lateMs, cpu }))).sort((a, b) => a.endedAt - b.endedAt);
@@ -277,6 +276,23 @@ export function startStallProbe(durationSec: number, track: (c: ChildProcess) =>
       for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
     },
   };
+}
+
+/**
+ * Once the probe's Node is up (its first output, `ready`): its probing thread, which is the main
+ * thread, pinned to `cpu` and raised to real time (`taskset -p`, `chrt -p` act on that thread only;
+ * Node's helper threads stay where they were), then told to start.
+ */
+function raise(child: ChildProcess, cpu: number | null, realtime: boolean): void {
+  const pid = String(child.pid);
+  if (cpu !== null) spawnSync('taskset', ['-p', '-c', String(cpu), pid], { stdio: 'ignore' });
+  if (realtime) spawnSync('chrt', ['-f', '-p', '1', pid], { stdio: 'ignore' });
+  child.kill('SIGUSR2');
+}
+
+function lastLine(out: string): string {
+  const lines = out.trim().split('\n');
+  return lines[lines.length - 1] ?? '';
 }
 
 async function probedRun(url: string, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void): Promise<[WrkStats, StallStats]> {

@@ -111,6 +111,8 @@ describe('bench --wrk: the machine-stall probe', () => {
     const children: ChildProcess[] = [];
     const probe = startStallProbe(2, (c) => children.push(c));
     await new Promise((r) => setTimeout(r, 700));
+    // Each probe's thread was pinned once its Node was up (not before: see bench/stall-probe.ts).
+    children.forEach((c, cpu) => expect(readFileSync(`/proc/${c.pid}/status`, 'utf8')).toMatch(new RegExp(`^Cpus_allowed_list:\\s+${cpu}$`, 'm')));
     // The first probe is CPU 0's: stopping it is what the host stopping that CPU looks like to it.
     const stoppedAt = Date.now();
     children[0]!.kill('SIGSTOP');
