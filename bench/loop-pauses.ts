@@ -56,8 +56,8 @@ export function loopDelayIn(lines: readonly LoopDelayLine[], intervalMs: number,
   // Only probes at real-time priority, one on each CPU, see every CPU the host did not run (and
   // nothing in the guest delaying them); the pause's moment is needed to lay it beside them.
   const seesHost = split && stalls.realtime && stalls.perCpu && inside.every((l) => l.split?.endedAt !== null);
-  const byHost = (l: LoopDelayLine): boolean => seesHost && pauseKind(l) !== 'own' && stalledHost(l, stalls.events);
-  const unexplained = over.filter((l) => !pausedByGc(l) && !byHost(l));
+  const records = over.map((l) => pauseRecord(l, causeOf(l, split, seesHost, stalls.events), stalls.events));
+  const counted = (cause: PauseRecord['cause']): number => records.filter((r) => r.cause === cause).length;
   const waits = inside.map((l) => l.wait);
   return {
     intervals: inside.length,
@@ -67,14 +67,27 @@ export function loopDelayIn(lines: readonly LoopDelayLine[], intervalMs: number,
     applyMaxMs: Math.max(...inside.map((l) => l.applyMax)),
     applies: inside.reduce((n, l) => n + l.applies, 0),
     gcMaxMs: Math.max(...inside.map((l) => l.gcMax)),
-    overLimitByGc: over.filter((l) => pausedByGc(l)).length,
-    overLimitByHost: seesHost ? over.filter((l) => !pausedByGc(l) && byHost(l)).length : null,
+    overLimitByGc: counted('gc'),
+    overLimitByHost: seesHost ? counted('host') : null,
     waitMs: waits.some((w) => w === null) ? null : waits.reduce<number>((sum, w) => sum + (w ?? 0), 0),
-    overLimitByWait: unexplained.filter((l) => (split ? pauseKind(l) === 'queued' : l.wait !== null && l.wait >= l.max)).length,
-    overLimitOffCpu: split ? unexplained.filter((l) => pauseKind(l) === 'off').length : null,
-    overLimitOwnWork: split ? unexplained.filter((l) => pauseKind(l) === 'own').length : null,
-    overLimit: over.map((l) => pauseRecord(l, pausedByGc(l) ? 'gc' : byHost(l) ? 'host' : split ? pauseKind(l) : l.wait !== null && l.wait >= l.max ? 'queued' : 'own', stalls.events)),
+    overLimitByWait: counted('queued'),
+    overLimitOffCpu: split ? counted('off') : null,
+    overLimitOwnWork: split ? counted('own') : null,
+    overLimit: records,
   };
+}
+
+/**
+ * The one cause an interval over the limit is put down to, in this order: the collector, a CPU the
+ * host stopped (only where the probes can see it), then by the longest pause's split; lines without
+ * a split count as waiting for a core when the interval's run-queue wait was as long as the pause.
+ */
+function causeOf(l: LoopDelayLine, split: boolean, seesHost: boolean, events: readonly StallEvent[]): PauseRecord['cause'] {
+  if (pausedByGc(l)) return 'gc';
+  if (!split) return l.wait !== null && l.wait >= l.max ? 'queued' : 'own';
+  const kind = pauseKind(l);
+  if (seesHost && kind !== 'own' && stalledHost(l, events)) return 'host';
+  return kind;
 }
 
 function pauseRecord(l: LoopDelayLine, cause: PauseRecord['cause'], events: readonly StallEvent[]): PauseRecord {
@@ -120,7 +133,7 @@ function pauseKind(l: LoopDelayLine): 'queued' | 'off' | 'own' {
  * CPU it was queued on sits stopped: the wake-up waits in that CPU's queue), or it was the CPU the
  * loop ran on. A probe at real-time priority is late only when its CPU did not run at all.
  */
-export function stalledHost(l: LoopDelayLine, events: readonly StallEvent[]): boolean {
+function stalledHost(l: LoopDelayLine, events: readonly StallEvent[]): boolean {
   const s = l.split;
   if (s === null || s.endedAt === null) return false;
   const [pauseFrom, pauseTo] = [s.endedAt - s.longest, s.endedAt];

@@ -200,26 +200,28 @@ function wholeSeconds(durationSec: number): number {
   return Math.max(1, Math.round(durationSec));
 }
 
-let realtimeAllowed: boolean | null = null;
+const worksHere = new Map<string, boolean>();
+
+/** Whether `command args…` runs and exits 0 here; asked once per process. */
+function succeeds(command: string, args: readonly string[]): boolean {
+  const key = [command, ...args].join(' ');
+  let works = worksHere.get(key);
+  if (works === undefined) {
+    const r = spawnSync(command, args, { stdio: 'ignore' });
+    works = r.error === undefined && r.status === 0;
+    worksHere.set(key, works);
+  }
+  return works;
+}
 
 /** Whether `chrt -f 1` works here (util-linux installed and the permission to use SCHED_FIFO). */
 function canRunRealtime(): boolean {
-  if (realtimeAllowed === null) {
-    const r = spawnSync('chrt', ['-f', '1', 'true'], { stdio: 'ignore' });
-    realtimeAllowed = r.error === undefined && r.status === 0;
-  }
-  return realtimeAllowed;
+  return succeeds('chrt', ['-f', '1', 'true']);
 }
-
-let pinnable: boolean | null = null;
 
 /** Whether `taskset -c 0` works here (util-linux, and CPU 0 in this process's affinity). */
 function canPin(): boolean {
-  if (pinnable === null) {
-    const r = spawnSync('taskset', ['-c', '0', 'true'], { stdio: 'ignore' });
-    pinnable = r.error === undefined && r.status === 0;
-  }
-  return pinnable;
+  return succeeds('taskset', ['-c', '0', 'true']);
 }
 
 /** Probes pinned one per CPU up to this many CPUs; a larger machine gets one unpinned probe. */

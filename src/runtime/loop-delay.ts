@@ -17,8 +17,9 @@
  * `queued` (runnable without a CPU) and `off` (neither: the machine did not run the VM, or the
  * thread slept in a system call), and `at` when that gap ended (ms since the epoch, to 0.1 ms: the
  * clock of `performance.timeOrigin`), so that the pause can be laid beside what else happened then
- * (bench:edits sets it beside the moments a probe pinned to each CPU saw that CPU not run). The kernel brings a running thread's figures up to date at
- * scheduler events, so each part is good to ~2 ms and `off` can read slightly negative. Both `wait`
+ * (bench:edits sets it beside the moments a probe pinned to each CPU saw that CPU not run). The
+ * kernel brings a running thread's figures up to date at scheduler events, so each part is good to
+ * ~2 ms and `off` can read slightly negative. Both `wait`
  * and the split need /proc/thread-self/schedstat (Linux) and are absent without it.
  * The collections are counted by @datadog/native-metrics (a prebuilt addon, loaded only when this log
  * is on): per thread, a fixed-size record of each window's pauses that its `stats()` hands over and
