@@ -1,10 +1,12 @@
 /**
- * `npm run bench:edits -- [--items N] [--duration S] [--write-every MS] [--connections N] [--smoke]`
+ * `npm run bench:edits -- [--items N] [--duration S] [--rounds R] [--write-every MS] [--connections N] [--smoke]`
  *
  * Edits under load: a store of N small items in one environment (written with `rcd import`), two
  * `rcd serve` processes on that one SQLite file (A takes the load, the writes and the import; B is
  * where an edit must become visible), and five phases of wrk on a plain content request of A:
- * without writes; with one admin PUT every MS ms through A while B is polled for each new hash;
+ * without writes; with one admin PUT every MS ms through A while B is polled for each new hash
+ * (these two alternate in R rounds of S/R seconds each, and their figures are the median over the
+ * rounds, so that a slow stretch of a shared host falls on both instead of deciding the ratio);
  * then, with A restarted with its loop-delay log on (RCD_LOOP_DELAY_LOG_MS, src/runtime/loop-delay.ts,
  * read per phase), the load without writes (the pauses and run-queue wait of the load alone), the
  * writes again and an ~8 MiB bundle POSTed to A's admin import. The log's own work (a collection
@@ -28,6 +30,7 @@ import {
   type EditsOptions,
   type EditsResults,
   type ImportStats,
+  type LatencyPhase,
   type PhaseResult,
   type ProcessStart,
   type WriteStats,
@@ -37,11 +40,13 @@ import { isLinuxProcAvailable, memoryStatus } from './measure.js';
 import { Supervisor, drain, freePort } from './processes.js';
 import type { RequestEntry } from './scenarios.js';
 import { loopDelayIn, parseLoopDelayLine, type LoopDelayLine } from './loop-pauses.js';
-import { runWrk, startStallProbe, wrkAvailable, writeWrkScript, type StallStats, type WrkStats } from './wrk.js';
+import { medianOfRuns, mergeStallStats, runWrk, startStallProbe, wrkAvailable, writeWrkScript, type StallStats, type WrkStats } from './wrk.js';
 
 const USAGE = `usage: npm run bench:edits -- [options]
   --items N          content items in the store (default 50000; --smoke: 500; max 1000000)
   --duration S       seconds of each load phase (default 20, enough for 200 writes at 100 ms; --smoke: 2; max 600)
+  --rounds R         phases 1-2 alternate in R rounds of S/R s each way, figures the median over rounds
+                     (default 5; --smoke: 2; 1..20; S/R is rounded down and at least 1 s)
   --write-every MS   one admin write every MS ms during the write phase (default 100; 10..60000)
   --connections N    wrk connections on the plain request (default 10; max 1000)
   --smoke            ~500 items, 2 s phases, a 1 MiB import: checks that every figure is produced, not speed
@@ -92,6 +97,7 @@ function parseOptions(argv: string[]): Options {
     options: {
       items: { type: 'string' },
       duration: { type: 'string' },
+      rounds: { type: 'string' },
       'write-every': { type: 'string' },
       connections: { type: 'string' },
       smoke: { type: 'boolean', default: false },
@@ -109,6 +115,7 @@ function parseOptions(argv: string[]): Options {
   return {
     items,
     durationSec: intOption('duration', values.duration, smoke ? 2 : 20, 1, 600),
+    rounds: intOption('rounds', values.rounds, smoke ? 2 : 5, 1, 20),
     writeEveryMs: intOption('write-every', values['write-every'], 100, 10, 60_000),
     connections: intOption('connections', values.connections, 10, 1, 1000),
     smoke,
@@ -346,18 +353,24 @@ async function waitVisible(b: Served, id: string, hash: string, sentAt: number, 
   }
 }
 
+/** The writes of one load run: how many its schedule asked for and what became of each. */
+interface WriteBatch {
+  readonly scheduled: number;
+  readonly records: readonly WriteRecord[];
+}
+
 /**
- * One admin PUT every `everyMs` for `seconds`, one at a time (admin writes queue in the server
- * anyway: a write slower than the interval delays the next rather than piling them up); each one a
- * new text of another item. Each answered write starts a poll of B for its hash. After a slow write
- * the writes it held up go one after another, each when the one before answered, until the schedule
- * is met again: never two at once, and a phase is short of writes only if they are held up past its
- * end (making up one interval only, one 316 ms write left a phase at 199 of the 200 edits the
- * visibility target counts).
+ * One admin PUT every `opts.writeEveryMs` for `seconds`, one at a time (admin writes queue in the
+ * server anyway: a write slower than the interval delays the next rather than piling them up); each
+ * one a new text of another item, numbered from `firstEdit`. Each answered write starts a poll of B
+ * for its hash. After a slow write the writes it held up go one after another, each when the one
+ * before answered, until the schedule is met again: never two at once, and a run is short of writes
+ * only if they are held up past its end (making up one interval only, one 316 ms write left a phase
+ * at 199 of the 200 edits the visibility target counts).
  */
-async function writer(a: Served, b: Served, opts: Options, startedAt: number): Promise<WriteStats> {
-  const end = startedAt + opts.durationSec * 1000;
-  const scheduled = Math.floor((opts.durationSec * 1000) / opts.writeEveryMs);
+async function writer(a: Served, b: Served, opts: Options, seconds: number, firstEdit: number, startedAt: number): Promise<WriteBatch> {
+  const end = startedAt + seconds * 1000;
+  const scheduled = Math.floor((seconds * 1000) / opts.writeEveryMs);
   const records: WriteRecord[] = [];
   const polls: Promise<void>[] = [];
   let next = startedAt;
@@ -366,8 +379,9 @@ async function writer(a: Served, b: Served, opts: Options, startedAt: number): P
     const wait = next - performance.now();
     if (wait > 0) await sleep(wait);
     if (performance.now() >= end) break;
-    const id = itemId(LOAD_ITEMS + (i % (opts.items - LOAD_ITEMS)));
-    const text = `// edit ${i}\n{"schema":1,"name":"${id}","edit":${i},"at":${Date.now()}}\n`;
+    const edit = firstEdit + i;
+    const id = itemId(LOAD_ITEMS + (edit % (opts.items - LOAD_ITEMS)));
+    const text = `// edit ${edit}\n{"schema":1,"name":"${id}","edit":${edit},"at":${Date.now()}}\n`;
     const sentAt = performance.now();
     let status = 0;
     let hash: string | null = null;
@@ -385,24 +399,79 @@ async function writer(a: Served, b: Served, opts: Options, startedAt: number): P
     next += opts.writeEveryMs;
   }
   await Promise.all(polls);
+  return { scheduled, records };
+}
+
+/** The figures of the writes of one or more load runs, taken together. */
+function writeStats(batches: readonly WriteBatch[], visibleWaitMs: number): WriteStats {
+  const records = batches.flatMap((w) => w.records);
   const answered = records.filter((r) => r.status === 200);
   const visible = answered.filter((r) => r.visibleMs !== null);
   // Not visible sorts after every visible write: a percentile landing there is "not visible" (null).
   const sorted = answered.map((r) => r.visibleMs ?? Number.POSITIVE_INFINITY).sort((x, y) => x - y);
   const finite = (n: number): number | null => (Number.isFinite(n) ? n : null);
   return {
-    scheduled,
+    scheduled: batches.reduce((n, w) => n + w.scheduled, 0),
     sent: records.length,
     failed: records.length - answered.length,
     adminMs: percentiles(answered.map((r) => r.adminMs)),
     visible: visible.length,
     notVisible: answered.length - visible.length,
     visibleAtAnswer: visible.filter((r) => r.visibleAtAnswer).length,
-    visibleWaitMs: opts.visibleWaitMs,
+    visibleWaitMs,
     visibleMs:
       sorted.length === 0
         ? { p50: null, p99: null, max: null }
         : { p50: finite(percentileOf(sorted, 50)), p99: finite(percentileOf(sorted, 99)), max: finite(sorted[sorted.length - 1] as number) },
+  };
+}
+
+/** What the alternated rounds of phases 1-2 measured: each condition's load runs, in order, and the writes. */
+interface Rounds {
+  readonly quiet: LoadRun[];
+  readonly busy: LoadRun[];
+  readonly writes: WriteBatch[];
+}
+
+/**
+ * Phases 1-2: `opts.rounds` rounds of `seconds` without writes and `seconds` with, the order
+ * alternating (without first in odd rounds, with first in even ones) so that neither condition is
+ * always the earlier one. On this shared 2-core VM the host stops a CPU for 5-25 ms in bursts that
+ * come and go over tens of seconds (58 such stalls in one 20 s phase, 8 in the next); with one run of
+ * each, a burst in one of them alone decided the p99 ratio.
+ */
+async function latencyRounds(a: Served, b: Served, script: string, opts: Options, seconds: number): Promise<Rounds> {
+  const out: Rounds = { quiet: [], busy: [], writes: [] };
+  for (let round = 1; round <= opts.rounds && !sup.stopping; round++) {
+    for (const withWrites of round % 2 === 1 ? [false, true] : [true, false]) {
+      process.stdout.write(`  round ${round}/${opts.rounds}: ${seconds} s ${withWrites ? `with a write every ${opts.writeEveryMs} ms` : 'without writes'}\n`);
+      if (withWrites) {
+        const firstEdit = out.writes.reduce((n, w) => n + w.scheduled, 0);
+        const [run, batch] = await loadPhase(a, script, opts.connections, seconds, false, (at) => writer(a, b, opts, seconds, firstEdit, at));
+        out.busy.push(run);
+        out.writes.push(batch);
+      } else {
+        const [run] = await loadPhase(a, script, opts.connections, seconds, false, () => Promise.resolve(null));
+        out.quiet.push(run);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * One condition of the rounds as one phase: wrk's figures are the median over its runs (as in the
+ * main benchmark's wrk pass), each run's kept in `rounds`; the stalls are the runs' together. A runs
+ * without the loop-delay log here, so there are no pauses to read.
+ */
+function roundsResult(runs: readonly LoadRun[]): LatencyPhase {
+  const stalls = mergeStallStats(runs.map((r) => r.stalls));
+  return {
+    durationSec: Math.round(runs.reduce((s, r) => s + (r.endedAt - r.startedAt), 0) / 100) / 10,
+    wrk: medianOfRuns(runs.map((r) => r.wrk)),
+    loopDelay: loopDelayIn([], LOOP_DELAY_LOG_MS, stalls, 0, 0),
+    machineStalls: stalls,
+    rounds: runs.map((r) => r.wrk),
   };
 }
 
@@ -494,10 +563,9 @@ async function main(): Promise<number> {
 
   await runWrk(a.url, script, opts.connections, opts.smoke ? 1 : WARMUP_SEC, track);
   const seconds = opts.durationSec;
-  process.stdout.write(`phase 1/5: ${seconds} s without writes\n`);
-  const [quiet] = await loadPhase(a, script, opts.connections, seconds, false, () => Promise.resolve(null));
-  process.stdout.write(`phase 2/5: ${seconds} s with a write every ${opts.writeEveryMs} ms\n`);
-  const [busy, writes] = await loadPhase(a, script, opts.connections, seconds, false, (at) => writer(a, b, opts, at));
+  const roundSec = Math.max(1, Math.floor(seconds / opts.rounds));
+  process.stdout.write(`phases 1-2: ${opts.rounds} round(s) of ${roundSec} s without writes and ${roundSec} s with, alternating\n`);
+  const rounds = await latencyRounds(a, b, script, opts, roundSec);
   const processA = processStart(a, settledA);
 
   // Then A again, on the same store, with the loop-delay log: which pauses writes and an import cause.
@@ -511,7 +579,8 @@ async function main(): Promise<number> {
   const [diagnosedQuiet] = await loadPhase(ad, script, opts.connections, seconds, false, () => Promise.resolve(null));
   await sleep(LOOP_DELAY_LOG_MS);
   process.stdout.write(`phase 4/5: ${seconds} s with a write every ${opts.writeEveryMs} ms, loop-delay log on\n`);
-  const [diagnosed, diagnosedWrites] = await loadPhase(ad, script, opts.connections, seconds, false, (at) => writer(ad, b, opts, at));
+  const [diagnosed, diagnosedBatch] = await loadPhase(ad, script, opts.connections, seconds, false, (at) => writer(ad, b, opts, seconds, 0, at));
+  const diagnosedWrites = writeStats([diagnosedBatch], opts.visibleWaitMs);
   // A loop-delay line is given to the phase its interval lies mostly in; without a gap, the last
   // line of one phase would also hold the first half-interval of the next (and its writes).
   await sleep(LOOP_DELAY_LOG_MS);
@@ -521,9 +590,12 @@ async function main(): Promise<number> {
   await sleep(LOOP_DELAY_LOG_MS);
 
   const { sentAt, answeredAt, ...importFigures } = imp;
+  const withoutWrites = roundsResult(rounds.quiet);
+  const withWrites = { ...roundsResult(rounds.busy), writes: writeStats(rounds.writes, opts.visibleWaitMs) };
+  const writes = withWrites.writes;
   const problems = [
-    ...wrkProblems('without writes', quiet.wrk),
-    ...wrkProblems('with writes', busy.wrk),
+    ...rounds.quiet.flatMap((r, i) => wrkProblems(`without writes, round ${i + 1}`, r.wrk)),
+    ...rounds.busy.flatMap((r, i) => wrkProblems(`with writes, round ${i + 1}`, r.wrk)),
     ...wrkProblems('without writes, loop-delay log on', diagnosedQuiet.wrk),
     ...wrkProblems('with writes, loop-delay log on', diagnosed.wrk),
     ...wrkProblems('import', importLoad.wrk),
@@ -543,12 +615,12 @@ async function main(): Promise<number> {
     cpus: { model: cpus()[0]?.model ?? 'unknown', count: cpus().length },
     loadavgAtStart: loadAtStart,
     loadavgAtEnd: loadavg(),
-    options: { items: opts.items, durationSec: opts.durationSec, writeEveryMs: opts.writeEveryMs, connections: opts.connections, smoke: opts.smoke, importBytes: opts.importBytes, visibleWaitMs: opts.visibleWaitMs, loopDelayLogMs: opts.loopDelayLogMs },
+    options: { items: opts.items, durationSec: opts.durationSec, rounds: opts.rounds, writeEveryMs: opts.writeEveryMs, connections: opts.connections, smoke: opts.smoke, importBytes: opts.importBytes, visibleWaitMs: opts.visibleWaitMs, loopDelayLogMs: opts.loopDelayLogMs },
     store,
     processA,
     processB: processStart(b, null),
-    withoutWrites: phaseResult(a, quiet),
-    withWrites: { ...phaseResult(a, busy), writes },
+    withoutWrites,
+    withWrites,
     diagnosedQuiet: phaseResult(ad, diagnosedQuiet),
     diagnosedWrites: { ...phaseResult(ad, diagnosed), writes: diagnosedWrites },
     underImport: {

@@ -234,6 +234,18 @@ export function runStallProbe(durationSec: number, track: (c: ChildProcess) => v
   return startStallProbe(durationSec, track).result;
 }
 
+/** The stalls of several probe runs taken together (one figure for runs of the same condition). */
+export function mergeStallStats(runs: readonly StallStats[]): StallStats {
+  return {
+    realtime: runs.every((r) => r.realtime),
+    perCpu: runs.every((r) => r.perCpu),
+    stalls: runs.reduce((n, r) => n + r.stalls, 0),
+    maxStallMs: Math.max(0, ...runs.map((r) => r.maxStallMs)),
+    stalledMs: runs.reduce((n, r) => n + r.stalledMs, 0),
+    events: runs.flatMap((r) => r.events).sort((a, b) => a.endedAt - b.endedAt),
+  };
+}
+
 interface ProbeOutput {
   readonly stalls: number;
   readonly maxStallMs: number;

@@ -85,7 +85,7 @@ describe('npm run bench:edits -- --smoke', () => {
     expect(r.kind).toBe('edits');
     expect(r.ok).toBe(true);
     expect(r.problems).toEqual([]);
-    expect(r.options).toMatchObject({ items: 500, durationSec: 2, writeEveryMs: 100, connections: 10, smoke: true });
+    expect(r.options).toMatchObject({ items: 500, durationSec: 2, rounds: 2, writeEveryMs: 100, connections: 10, smoke: true });
     for (const p of [r.processA, r.processB]) {
       expect(p.startupMs).toBeGreaterThan(0);
       expect(p.rssAfterStartBytes).toBeGreaterThan(0);
@@ -99,6 +99,12 @@ describe('npm run bench:edits -- --smoke', () => {
     // Latency phases run without the loop-delay log; the pause phases with it.
     expectLoad(r.withoutWrites, 'without writes');
     expectLoad(r.withWrites, 'with writes');
+    // Phases 1-2 alternate in rounds (1 s each way in smoke mode); each phase's figures are the median of its rounds'.
+    expect(r.withoutWrites.rounds).toHaveLength(2);
+    expect(r.withWrites.rounds).toHaveLength(2);
+    const p99s = r.withWrites.rounds.map((w) => w.latencyMs.p99);
+    expect(r.withWrites.wrk.latencyMs.p99).toBeCloseTo((p99s[0]! + p99s[1]!) / 2, 6);
+    expect(r.withWrites.wrk.non2xx).toBe(r.withWrites.rounds.reduce((n, w) => n + w.non2xx, 0));
     expect(r.withoutWrites.loopDelay.intervals).toBe(0);
     expect(r.withWrites.loopDelay.intervals).toBe(0);
     expectPhase(r.diagnosedQuiet, 'without writes, log on');
@@ -107,6 +113,8 @@ describe('npm run bench:edits -- --smoke', () => {
     expectPhase(r.underImport, 'import');
 
     const w = r.withWrites.writes;
+    // The writes of both rounds together: 1 s at one every 100 ms, twice.
+    expect(w.scheduled).toBe(20);
     expect(w.sent).toBeGreaterThan(0);
     expect(w.sent).toBeLessThanOrEqual(w.scheduled);
     expect(w.failed).toBe(0);
@@ -139,7 +147,7 @@ describe('npm run bench:edits -- --smoke', () => {
     expect(r.targets).toHaveLength(7);
     for (const t of r.targets) expect(['pass', 'FAIL', 'n/a']).toContain(t.verdict);
     for (const t of r.targets.filter((x) => /^(50|100),000 items/.test(x.what))) expect(t.verdict, t.what).toBe('n/a');
-    expect(output).toMatch(/^without writes +[\d.]+ +[\d,]+ /m);
+    expect(output).toMatch(/^without writes \(median of 2\) +[\d.]+ +[\d,]+ /m);
     expect(output).toMatch(/^edit-to-visible on B/m);
     expect(output).toContain('targets:');
   }, 300_000);
@@ -148,6 +156,9 @@ describe('npm run bench:edits -- --smoke', () => {
     const bad = await runEdits(['--write-every', '0'], 30_000);
     expect(bad.code).toBe(2);
     expect(bad.output).toContain('--write-every');
+    const noRounds = await runEdits(['--rounds', '0'], 30_000);
+    expect(noRounds.code).toBe(2);
+    expect(noRounds.output).toContain('--rounds');
     const unknown = await runEdits(['--no-such-option'], 30_000);
     expect(unknown.code).toBe(2);
   });
