@@ -22,18 +22,26 @@ export interface LoopDelayLine {
   /** How long in all the delivery thread was runnable without a CPU in the interval (null: not logged). */
   readonly wait: number | null;
   /** The interval's longest gap of the log's 1 ms timer, split by what the thread did (null: not logged). */
-  readonly split: { readonly longest: number; readonly ran: number; readonly queued: number; readonly off: number; readonly endedAt: number | null } | null;
+  readonly split: {
+    readonly longest: number;
+    readonly ran: number;
+    readonly queued: number;
+    readonly off: number;
+    readonly endedAt: number | null;
+    /** The CPU the loop was on when the gap ended (null: an older server's line). */
+    readonly cpu: number | null;
+  } | null;
 }
 
-/** `gc=n/a` where the collection counter does not load (then no pause is put down to GC); `at=` on newer servers. */
+/** `gc=n/a` where the collection counter does not load (then no pause is put down to GC); `at=` and `cpu=` on newer servers. */
 const LOOP_DELAY_LINE =
-  /^rcd: loop delay p50=([\d.]+)ms p99=([\d.]+)ms max=([\d.]+)ms apply=([\d.]+)ms\/(\d+) gc=(?:([\d.]+)ms\/(\d+)|n\/a)(?: wait=([\d.]+)ms)?(?: longest=([\d.]+)ms ran=([\d.]+)ms queued=([\d.]+)ms off=(-?[\d.]+)ms(?: at=([\d.]+))?)?$/;
+  /^rcd: loop delay p50=([\d.]+)ms p99=([\d.]+)ms max=([\d.]+)ms apply=([\d.]+)ms\/(\d+) gc=(?:([\d.]+)ms\/(\d+)|n\/a)(?: wait=([\d.]+)ms)?(?: longest=([\d.]+)ms ran=([\d.]+)ms queued=([\d.]+)ms off=(-?[\d.]+)ms(?: at=([\d.]+))?(?: cpu=(\d+))?)?$/;
 
 /** One loop-delay line read at `at` (the bench's performance.now()); null for any other line. */
 export function parseLoopDelayLine(line: string, at: number): LoopDelayLine | null {
   const d = LOOP_DELAY_LINE.exec(line);
   if (d === null) return null;
-  const split = d[9] === undefined ? null : { longest: Number(d[9]), ran: Number(d[10]), queued: Number(d[11]), off: Number(d[12]), endedAt: d[13] === undefined ? null : Number(d[13]) };
+  const split = d[9] === undefined ? null : { longest: Number(d[9]), ran: Number(d[10]), queued: Number(d[11]), off: Number(d[12]), endedAt: d[13] === undefined ? null : Number(d[13]), cpu: d[14] === undefined ? null : Number(d[14]) };
   return { at, p99: Number(d[2]), max: Number(d[3]), applyMax: Number(d[4]), applies: Number(d[5]), gcMax: d[6] === undefined ? 0 : Number(d[6]), wait: d[8] === undefined ? null : Number(d[8]), split };
 }
 
@@ -86,7 +94,10 @@ function causeOf(l: LoopDelayLine, split: boolean, seesHost: boolean, events: re
   if (pausedByGc(l)) return 'gc';
   if (!split) return l.wait !== null && l.wait >= l.max ? 'queued' : 'own';
   const kind = pauseKind(l);
-  if (seesHost && kind !== 'own' && stalledHost(l, events)) return 'host';
+  // Only where the split is the pause the histogram measured (pauseKind's own condition for queued
+  // and off). The loop ran through it by the kernel's count: only a stall of its own CPU explains
+  // that (a host pause not reported as steal counts as run time); queued or off, one of any CPU does.
+  if (seesHost && splitIsTheMax(l) && stalledHost(l, kind === 'own' ? (l.split?.cpu ?? NO_CPU) : null, events)) return 'host';
   return kind;
 }
 
@@ -120,25 +131,34 @@ function pauseRecord(l: LoopDelayLine, cause: PauseRecord['cause'], events: read
  */
 function pauseKind(l: LoopDelayLine): 'queued' | 'off' | 'own' {
   const s = l.split;
-  if (s === null || s.longest < l.max - GC_ATTRIBUTION_SLACK_MS) return 'own';
+  if (s === null || !splitIsTheMax(l)) return 'own';
   if (s.queued >= s.ran && s.queued >= s.off) return 'queued';
   if (s.off >= s.ran) return 'off';
   return 'own';
 }
 
+/** True when the split's gap is the interval's longest pause (within the sampling slack). */
+function splitIsTheMax(l: LoopDelayLine): boolean {
+  return l.split !== null && l.split.longest >= l.max - GC_ATTRIBUTION_SLACK_MS;
+}
+
 /**
- * True when a CPU stalled for the interval's longest pause: a stall probe pinned to some CPU woke
+ * True when a CPU (`onCpu`, or any) stalled for the interval's longest pause: a stall probe pinned to that CPU woke
  * late over a span that covers all of the pause but HOST_ATTRIBUTION_SLACK_MS. The loop was then
  * runnable on a CPU the host was not running (a guest cannot run a woken thread elsewhere while the
  * CPU it was queued on sits stopped: the wake-up waits in that CPU's queue), or it was the CPU the
- * loop ran on. A probe at real-time priority is late only when its CPU did not run at all.
+ * loop ran on (then `onCpu` names it: a stall elsewhere does not stop a running loop). A probe at
+ * real-time priority is late only when its CPU did not run at all.
  */
-function stalledHost(l: LoopDelayLine, events: readonly StallEvent[]): boolean {
+function stalledHost(l: LoopDelayLine, onCpu: number | null, events: readonly StallEvent[]): boolean {
   const s = l.split;
   if (s === null || s.endedAt === null) return false;
   const [pauseFrom, pauseTo] = [s.endedAt - s.longest, s.endedAt];
-  return events.some((e) => Math.min(pauseTo, e.endedAt) - Math.max(pauseFrom, e.endedAt - e.lateMs) >= s.longest - HOST_ATTRIBUTION_SLACK_MS);
+  return events.some((e) => (onCpu === null || e.cpu === onCpu) && Math.min(pauseTo, e.endedAt) - Math.max(pauseFrom, e.endedAt - e.lateMs) >= s.longest - HOST_ATTRIBUTION_SLACK_MS);
 }
+
+/** Matches no probe's CPU: a running loop whose CPU the line does not name is never put down to the host. */
+const NO_CPU = -1;
 
 /**
  * True when the interval's longest pause is the collector's: a GC pause over the limit, at least as

@@ -3,7 +3,7 @@
  * `RCD_LOOP_DELAY_LOG_MS=N` the server samples its loop with `perf_hooks.monitorEventLoopDelay` and
  * logs one line every N ms, then starts the next window afresh:
  *
- *   loop delay p50=…ms p99=…ms max=…ms apply=…ms/N gc=…ms/N wait=…ms longest=…ms ran=…ms queued=…ms off=…ms at=…
+ *   loop delay p50=…ms p99=…ms max=…ms apply=…ms/N gc=…ms/N wait=…ms longest=…ms ran=…ms queued=…ms off=…ms at=… cpu=…
  *
  * `apply` is the longest routing update (a delta slice or a snapshot) the loop applied in the window
  * and how many it applied; `gc` the longest garbage-collection pause of this thread and how many
@@ -17,7 +17,10 @@
  * `queued` (runnable without a CPU) and `off` (neither: the machine did not run the VM, or the
  * thread slept in a system call), and `at` when that gap ended (ms since the epoch, to 0.1 ms: the
  * clock of `performance.timeOrigin`), so that the pause can be laid beside what else happened then
- * (bench:edits sets it beside the moments a probe pinned to each CPU saw that CPU not run). The
+ * (bench:edits sets it beside the moments a probe pinned to each CPU saw that CPU not run), and
+ * `cpu` the CPU the thread was on when that gap ended. A pause of the host that the hypervisor does
+ * not report as steal (on the 2-core Firecracker VM, both CPUs stopped together for ~10 ms) counts
+ * as `ran`: only a stall of the loop's own CPU tells such a pause from the loop's own work. The
  * kernel brings a running thread's figures up to date at scheduler events, so each part is good to
  * ~2 ms and `off` can read slightly negative. Both `wait`
  * and the split need /proc/thread-self/schedstat (Linux) and are absent without it.
@@ -101,6 +104,10 @@ function windowText(w: WindowMax): string {
 
 /** This thread's scheduler figures: run time, run-queue wait, time slices (ns, ns, count). */
 const SCHEDSTAT = '/proc/thread-self/schedstat';
+/** This thread's status line; its 39th field is the CPU it last ran on. */
+const STAT = '/proc/thread-self/stat';
+/** Fields after the `(comm)` one up to the CPU's: state is field 3, processor field 39. */
+const CPU_FIELD_AFTER_COMM = 37;
 
 /**
  * What this thread did in a window, from schedstat read into one buffer with pread every 1 ms tick
@@ -109,7 +116,10 @@ const SCHEDSTAT = '/proc/thread-self/schedstat';
  */
 class SchedStatSampler {
   private readonly fd: number;
+  /** /proc/thread-self/stat, read only when a tick ends a new longest gap (a few times a window); -1: not readable. */
+  private readonly statFd: number;
   private readonly buf = Buffer.alloc(96);
+  private readonly statBuf = Buffer.alloc(1024);
   private lastAt = 0;
   private lastRun = 0;
   private lastWait = 0;
@@ -120,10 +130,13 @@ class SchedStatSampler {
   private gapEnd = 0;
   private ran = 0;
   private queued = 0;
+  /** The CPU the thread ran on at the end of the window's longest gap; -1: unknown. */
+  private gapCpu = -1;
   private readonly timer: NodeJS.Timeout;
 
   private constructor(fd: number) {
     this.fd = fd;
+    this.statFd = openOrMinusOne(STAT);
     this.read();
     this.windowWait = this.lastWait;
     this.lastAt = performance.now();
@@ -141,14 +154,14 @@ class SchedStatSampler {
   }
 
   /**
-   * ` wait=…ms longest=…ms ran=…ms queued=…ms off=…ms at=…` of the window, which starts afresh. The wait
-   * is counted up to the last tick (at most 1 ms before), so that windows neither overlap nor leave
-   * a gap.
+   * ` wait=…ms longest=…ms ran=…ms queued=…ms off=…ms at=… cpu=…` of the window, which starts afresh.
+   * The wait is counted up to the last tick (at most 1 ms before), so that windows neither overlap
+   * nor leave a gap. `cpu` is left out where the thread's stat cannot be read.
    */
   take(): string {
     const wait = (this.lastWait - this.windowWait) / 1e6;
     this.windowWait = this.lastWait;
-    const text = ` wait=${wait.toFixed(2)}ms longest=${this.gap.toFixed(2)}ms ran=${this.ran.toFixed(2)}ms queued=${this.queued.toFixed(2)}ms off=${(this.gap - this.ran - this.queued).toFixed(2)}ms at=${(performance.timeOrigin + this.gapEnd).toFixed(1)}`;
+    const text = ` wait=${wait.toFixed(2)}ms longest=${this.gap.toFixed(2)}ms ran=${this.ran.toFixed(2)}ms queued=${this.queued.toFixed(2)}ms off=${(this.gap - this.ran - this.queued).toFixed(2)}ms at=${(performance.timeOrigin + this.gapEnd).toFixed(1)}${this.gapCpu >= 0 ? ` cpu=${this.gapCpu}` : ''}`;
     this.gap = 0;
     this.ran = 0;
     this.queued = 0;
@@ -158,6 +171,7 @@ class SchedStatSampler {
   stop(): void {
     clearInterval(this.timer);
     closeSync(this.fd);
+    if (this.statFd >= 0) closeSync(this.statFd);
   }
 
   private tick(): void {
@@ -172,6 +186,28 @@ class SchedStatSampler {
     this.gapEnd = at;
     this.ran = (this.lastRun - run) / 1e6;
     this.queued = (this.lastWait - wait) / 1e6;
+    this.gapCpu = this.readCpu();
+  }
+
+  /**
+   * The CPU this thread is on now, right after the gap: the one it ran on through it when it ran
+   * (the one whose stall a host pause of a running loop shows on). -1 when it cannot be read.
+   */
+  private readCpu(): number {
+    if (this.statFd < 0) return -1;
+    let n: number;
+    try {
+      n = readSync(this.statFd, this.statBuf, 0, this.statBuf.length, 0);
+    } catch {
+      return -1;
+    }
+    let i = this.statBuf.lastIndexOf(41, n - 1); // ')' ends the command name, which may hold spaces
+    if (i < 0) return -1;
+    for (let spaces = 0; i < n && spaces < CPU_FIELD_AFTER_COMM; i++) if (this.statBuf[i] === 32) spaces++;
+    let cpu = 0;
+    let digits = 0;
+    for (; i < n && this.statBuf[i]! >= 48 && this.statBuf[i]! <= 57; i++, digits++) cpu = cpu * 10 + this.statBuf[i]! - 48;
+    return digits > 0 ? cpu : -1;
   }
 
   /** The first two fields of schedstat (run ns, wait ns), digits parsed in place. */
@@ -184,6 +220,14 @@ class SchedStatSampler {
     for (i++; i < n && this.buf[i] !== 32; i++) wait = wait * 10 + this.buf[i]! - 48;
     this.lastRun = run;
     this.lastWait = wait;
+  }
+}
+
+function openOrMinusOne(path: string): number {
+  try {
+    return openSync(path, 'r');
+  } catch {
+    return -1;
   }
 }
 

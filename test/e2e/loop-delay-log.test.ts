@@ -1,7 +1,7 @@
 // RCD_LOOP_DELAY_LOG_MS: the opt-in log of the delivery loop's pauses (README, Configuration), which
 // `npm run bench:edits` reads. Checked on the real server process.
 import { spawn, spawnSync } from 'node:child_process';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, cpus } from 'node:os';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -10,7 +10,7 @@ import { BIN, startServer, tempDir } from '../helpers/server-process.js';
 // The wait field and the longest gap's split are there where /proc/thread-self/schedstat is (Linux:
 // this suite's platform).
 const LINE =
-  /^rcd: loop delay p50=(\d+\.\d\d)ms p99=(\d+\.\d\d)ms max=(\d+\.\d\d)ms apply=(\d+\.\d\d)ms\/(\d+) gc=(\d+\.\d\d)ms\/(\d+) wait=(\d+\.\d\d)ms longest=(\d+\.\d\d)ms ran=(\d+\.\d\d)ms queued=(\d+\.\d\d)ms off=(-?\d+\.\d\d)ms at=(\d+\.\d)$/gm;
+  /^rcd: loop delay p50=(\d+\.\d\d)ms p99=(\d+\.\d\d)ms max=(\d+\.\d\d)ms apply=(\d+\.\d\d)ms\/(\d+) gc=(\d+\.\d\d)ms\/(\d+) wait=(\d+\.\d\d)ms longest=(\d+\.\d\d)ms ran=(\d+\.\d\d)ms queued=(\d+\.\d\d)ms off=(-?\d+\.\d\d)ms at=(\d+\.\d) cpu=(\d+)$/gm;
 
 async function waitFor(check: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -43,6 +43,8 @@ describe('RCD_LOOP_DELAY_LOG_MS', () => {
         const at = Number(m[13]);
         expect(at).toBeGreaterThan(startedAt);
         expect(at).toBeLessThanOrEqual(Date.now() + 1);
+        // The CPU the loop was on when that gap ended: one of this machine's.
+        expect(Number(m[14])).toBeLessThan(cpus().length);
       }
       // The server still answers while it logs.
       expect((await fetch(`${logged.url}/healthz`)).status).toBe(200);
