@@ -348,3 +348,14 @@ const RETRY_ONE = bytes('1');
 export function sendOverloaded(res: HttpResponse, closeConnection: boolean, origin: Uint8Array | null): void {
   send(res, OVERLOADED.statusLine, OVERLOADED.body, H_RETRY_AFTER, RETRY_ONE, closeConnection, origin);
 }
+
+/**
+ * 503 `starting` with Retry-After, in place of an unknown key or content while the server has not
+ * finished starting: the listener is up before `--import` and the demo seed are in (the store is
+ * written only once the port is held), and until they are, "no such key" or "no such content" may
+ * be wrong. Those are answers a client does not retry; this one it does.
+ */
+const STARTING = errorResponse('starting', 'the server is starting: its keys and content may not all be loaded yet; retry shortly');
+export function sendStarting(res: HttpResponse, closeConnection: boolean, origin: Uint8Array | null): void {
+  send(res, STARTING.statusLine, STARTING.body, H_RETRY_AFTER, RETRY_ONE, closeConnection, origin);
+}

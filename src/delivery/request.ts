@@ -12,7 +12,7 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import { chooseRevision, type ContentView, type EnvView, type RevisionView } from './directory.js';
 import { ERROR_STATUS, RcdError, errorResponse, responseForError, type ErrorCode } from '../runtime/errors.js';
-import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, countRequest, observeLatency } from '../metrics/layout.js';
+import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE, countRequest, observeLatency } from '../metrics/layout.js';
 import { recordAccess } from './access-log.js';
 import { userMod, userUid } from '../shared/identity.js';
 import { evaluateMapping, type Combination } from '../mapping/index.js';
@@ -22,7 +22,7 @@ import { bodyText, keptChunk } from './body.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKeyOf, renderedOf, type Rendered } from './front-cache.js';
 import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry } from './query.js';
-import { CC_PRIVATE, CC_SHARED, answerBuffer, lastAnswerBytes, sendContent, sendError, sendNotModified, sendOverloaded, sendWrapped } from './reply.js';
+import { CC_PRIVATE, CC_SHARED, answerBuffer, lastAnswerBytes, sendContent, sendError, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from './etag.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
@@ -232,8 +232,14 @@ function handleBody(r: ContentRequest, text: string): void {
       return;
     }
     if (!r.done) {
-      sendError(r.res, responseForError(err), r.state.shuttingDown, r.origin);
-      r.status = err.status;
+      // Content the starting server may not have loaded yet (src/delivery/reply.ts, sendStarting).
+      if (err.code === 'content_not_found' && r.state.server[S_PHASE] === Phase.Starting) {
+        sendStarting(r.res, r.state.shuttingDown, r.origin);
+        r.status = ERROR_STATUS.starting;
+      } else {
+        sendError(r.res, responseForError(err), r.state.shuttingDown, r.origin);
+        r.status = err.status;
+      }
       r.outcome = Outcome.None;
       r.finish();
     }

@@ -10,7 +10,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { errorResponse } from '../runtime/errors.js';
 import type { KeyView } from './directory.js';
 import { contentIdKey } from '../store/ids.js';
-import { CC_SHARED, H_CONTENT_TYPE, JSON_TYPE, STATUS_OK, joinPieces, send, sendContent, sendError, sendNotModified, sendPreflight } from './reply.js';
+import { CC_SHARED, H_CONTENT_TYPE, JSON_TYPE, STATUS_OK, joinPieces, send, sendContent, sendError, sendNotModified, sendPreflight, sendStarting } from './reply.js';
 import { corsOriginOf } from './http-policy.js';
 import { ACCEPT_GZIP, acceptedCodings } from './encoding.js';
 import { Coding, etagValue, matchIfNoneMatch } from './etag.js';
@@ -62,6 +62,17 @@ export function isJsonContentType(value: string): boolean {
   return type === JSON_TYPE;
 }
 
+/** 401 for a key the directory does not hold; 503 `starting` while the keys may still be loading. */
+function refuseUnknownKey(state: FrontEndState, res: HttpResponse, origin: Uint8Array | null, route: MetricRoute): void {
+  if (state.server[S_PHASE] === Phase.Starting) {
+    sendStarting(res, state.shuttingDown, origin);
+    countRequest(state.counters, route, 503, Outcome.None);
+    return;
+  }
+  sendError(res, INVALID_KEY, state.shuttingDown, origin);
+  countRequest(state.counters, route, 401, Outcome.None);
+}
+
 /** Key then Content-Type; answers and returns undefined when either fails. */
 function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, origin: Uint8Array | null, route: MetricRoute): KeyView | undefined {
   const key = req.getHeader(H_API_KEY);
@@ -72,8 +83,7 @@ function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, or
   }
   const view = state.directory.lookupKey(key);
   if (view === undefined) {
-    sendError(res, INVALID_KEY, state.shuttingDown, origin);
-    countRequest(state.counters, route, 401, Outcome.None);
+    refuseUnknownKey(state, res, origin, route);
     return undefined;
   }
   if (!isJsonContentType(req.getHeader(H_CONTENT_TYPE))) {
@@ -213,8 +223,7 @@ export function handleEvents(state: FrontEndState, res: HttpResponse, req: HttpR
   if (key !== '') {
     view = state.directory.lookupKey(key);
     if (view === undefined) {
-      sendError(res, INVALID_KEY, state.shuttingDown, origin);
-      countRequest(state.counters, MetricRoute.Events, 401, Outcome.None);
+      refuseUnknownKey(state, res, origin, MetricRoute.Events);
       return;
     }
   } else {

@@ -4,18 +4,25 @@
  * request is still in flight, and 503 store_unavailable once a real PostgreSQL has been stopped for
  * longer than --ready-store-outage (then 200 again when it returns). /healthz stays liveness.
  */
+import { spawnSync } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { call, errorCode, startServer, type ServerProcess } from '../helpers/server-process.js';
+import { BIN, call, errorCode, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 import { freePort } from '../helpers/free-port.js';
 
 const KEY = 'key-ready-1';
+const KEY_LATE = 'key-ready-late';
 const running: ServerProcess[] = [];
 let pg: RunningPostgres | null = null;
 
+const dirs: string[] = [];
+
 afterAll(async () => {
   for (const s of running.splice(0).reverse()) await s.dispose();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   await pg?.destroy();
 });
 
@@ -94,6 +101,48 @@ describe('readiness', () => {
     expect(seen.filter((x) => x !== 'ready' && x !== 'starting')).toEqual([]);
     expect(await ready(s.url)).toEqual({ status: 200, code: undefined });
     expect((await call(s.url, '/api/v1/config/item7', { key: KEY })).json).toEqual({ n: 7, pad: 'x'.repeat(40) });
+  }, 90_000);
+
+  it('answers a key or content the import has not brought in yet with a retryable 503 starting, never 401 or 404', async () => {
+    const port = await freePort();
+    const content: Record<string, unknown> = {};
+    for (let i = 0; i < 20_000; i++) content[`item${i}`] = { json: { n: i, pad: 'x'.repeat(40) } };
+    // The store already holds the key and one item: a request for another item finds the key.
+    const dir = tempDir();
+    dirs.push(dir);
+    const seedFile = join(dir, 'seed.json');
+    writeFileSync(seedFile, JSON.stringify({ environments: { prod: { keys: [KEY], content: { early: { json: { e: 1 } } } } } }));
+    const seeded = spawnSync(process.execPath, [BIN, 'import', seedFile, '--store', `sqlite:${join(dir, 'rcd.db')}`], { encoding: 'utf8' });
+    expect(seeded.status, seeded.stderr).toBe(0);
+    const starting = startServer({ dir, bundle: { environments: { prod: { keys: [KEY_LATE], content } } }, args: ['--port', String(port)] });
+    const seen = new Set<string>();
+    let retryAfter: string | null = null;
+    let srv: ServerProcess | null = null;
+    void starting.then((s) => (srv = s));
+    const deadline = Date.now() + 60_000;
+    const base = `http://127.0.0.1:${port}`;
+    while (srv === null && Date.now() < deadline) {
+      for (const [key, id] of [[KEY_LATE, 'early'], [KEY, 'item7'], [KEY, 'early']] as const) {
+        try {
+          const r = await call(base, `/api/v1/config/${id}`, { key });
+          const what = r.status === 200 ? 'ok' : `${r.status} ${errorCode(r)}`;
+          seen.add(what);
+          if (r.status === 503) retryAfter = r.headers.get('retry-after');
+        } catch {
+          // Not bound yet.
+        }
+      }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    const s = await starting;
+    running.push(s);
+    // The import's key and content answered "starting" (retry), the stored item was served all along.
+    expect([...seen].sort()).toEqual(['503 starting', 'ok']);
+    expect(retryAfter).toBe('1');
+    expect((await call(s.url, '/api/v1/config/item7', { key: KEY_LATE })).json).toEqual({ n: 7, pad: 'x'.repeat(40) });
+    // Once started, an unknown key or content is a plain 401 / 404 again.
+    expect(errorCode(await call(s.url, '/api/v1/config/item7', { key: 'key-never-made' }))).toBe('invalid_api_key');
+    expect(errorCode(await call(s.url, '/api/v1/config/nothing', { key: KEY }))).toBe('content_not_found');
   }, 90_000);
 
   it('503 draining from SIGTERM while a request is still in flight; the request is still answered', async () => {
