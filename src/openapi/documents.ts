@@ -77,7 +77,8 @@ const queryParam = (name: string, schema: Json, description: string, required = 
 
 const ETAG = { ETag: { schema: { type: 'string' }, description: 'strong tag; send it back in If-None-Match' } };
 const IF_NONE_MATCH: Json = { name: 'If-None-Match', in: 'header', required: false, schema: { type: 'string' }, description: 'a tag of a previous answer: 304 when it is still current' };
-const KEY_ERRORS: readonly ErrorCode[] = ['missing_api_key', 'invalid_api_key'];
+/** `starting`: an unknown key (or content) while the server is still starting (docs/api.md, errors). */
+const KEY_ERRORS: readonly ErrorCode[] = ['missing_api_key', 'invalid_api_key', 'starting'];
 const BODY_ERRORS: readonly ErrorCode[] = [...KEY_ERRORS, 'unsupported_content_type', 'invalid_json', 'invalid_body', 'payload_too_large'];
 const CONTENT_ID = pathParam('contentId', 'content id (caseless under the id rule, docs/api.md)');
 const NOT_MODIFIED: [string, null, Json] = ['Not Modified: the If-None-Match tag names the current answer', null, ETAG];

@@ -34,8 +34,11 @@ const BUNDLE = {
   },
 };
 
-/** Documented codes no request can provoke on a healthy server; failures.test.ts and store-faults.test.ts cover them. */
-const UNPROVOKED = new Set(['internal', 'store_busy', 'store_unavailable']);
+/**
+ * Documented codes no request can provoke on a healthy server that has started; failures.test.ts and
+ * store-faults.test.ts cover the first three, readiness.test.ts `starting`.
+ */
+const UNPROVOKED = new Set(['internal', 'store_busy', 'store_unavailable', 'starting']);
 
 type Doc = { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }>; 'x-error-codes'?: string[] }> }>> };
 
