@@ -24,8 +24,7 @@
  */
 import type { ContentMeta, DirectorySnapshot, RoutingDelta } from '../store/types.js';
 import type { CatalogChange, CatalogText, CatalogUpdate } from './protocol.js';
-import { crc32 } from 'node:zlib';
-import { constants } from 'node:zlib';
+import { constants, crc32 } from 'node:zlib';
 import { GZIP_HEADER, GzipBuilder, compressPart, crc32Combine, crc32Shift, gzipBound, gzipEnd, storedBlock, type CompressedPart } from '../shared/gzip.js';
 import { catalogTag, catalogTagOfPieces } from '../shared/catalog-tag.js';
 
