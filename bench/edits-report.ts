@@ -77,6 +77,8 @@ export interface PauseRecord {
   readonly offMs: number | null;
   /** When that gap ended, ms since the epoch (null where the line does not say). */
   readonly endedAt: number | null;
+  /** Requests the loop answered within that gap: many for one long poll turn, 0-1 for one long task. */
+  readonly answered: number | null;
   /** The longest CPU stall a probe saw end within a second of it, ms, and on which CPU. */
   readonly nearestStallMs: number | null;
   readonly nearestStallCpu: number | null;

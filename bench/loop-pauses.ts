@@ -30,18 +30,20 @@ export interface LoopDelayLine {
     readonly endedAt: number | null;
     /** The CPU the loop was on when the gap ended (null: an older server's line). */
     readonly cpu: number | null;
+    /** Requests the loop answered within the gap (null: an older server's line). */
+    readonly answered: number | null;
   } | null;
 }
 
-/** `gc=n/a` where the collection counter does not load (then no pause is put down to GC); `at=` and `cpu=` on newer servers. */
+/** `gc=n/a` where the collection counter does not load (then no pause is put down to GC); `at=`, `cpu=`, `answered=` on newer servers. */
 const LOOP_DELAY_LINE =
-  /^rcd: loop delay p50=([\d.]+)ms p99=([\d.]+)ms max=([\d.]+)ms apply=([\d.]+)ms\/(\d+) gc=(?:([\d.]+)ms\/(\d+)|n\/a)(?: wait=([\d.]+)ms)?(?: longest=([\d.]+)ms ran=([\d.]+)ms queued=([\d.]+)ms off=(-?[\d.]+)ms(?: at=([\d.]+))?(?: cpu=(\d+))?)?$/;
+  /^rcd: loop delay p50=([\d.]+)ms p99=([\d.]+)ms max=([\d.]+)ms apply=([\d.]+)ms\/(\d+) gc=(?:([\d.]+)ms\/(\d+)|n\/a)(?: wait=([\d.]+)ms)?(?: longest=([\d.]+)ms ran=([\d.]+)ms queued=([\d.]+)ms off=(-?[\d.]+)ms(?: at=([\d.]+))?(?: cpu=(\d+))?(?: answered=(\d+))?)?$/;
 
 /** One loop-delay line read at `at` (the bench's performance.now()); null for any other line. */
 export function parseLoopDelayLine(line: string, at: number): LoopDelayLine | null {
   const d = LOOP_DELAY_LINE.exec(line);
   if (d === null) return null;
-  const split = d[9] === undefined ? null : { longest: Number(d[9]), ran: Number(d[10]), queued: Number(d[11]), off: Number(d[12]), endedAt: d[13] === undefined ? null : Number(d[13]), cpu: d[14] === undefined ? null : Number(d[14]) };
+  const split = d[9] === undefined ? null : { longest: Number(d[9]), ran: Number(d[10]), queued: Number(d[11]), off: Number(d[12]), endedAt: d[13] === undefined ? null : Number(d[13]), cpu: d[14] === undefined ? null : Number(d[14]), answered: d[15] === undefined ? null : Number(d[15]) };
   return { at, p99: Number(d[2]), max: Number(d[3]), applyMax: Number(d[4]), applies: Number(d[5]), gcMax: d[6] === undefined ? 0 : Number(d[6]), wait: d[8] === undefined ? null : Number(d[8]), split };
 }
 
@@ -118,6 +120,7 @@ function pauseRecord(l: LoopDelayLine, cause: PauseRecord['cause'], events: read
     queuedMs: s?.queued ?? null,
     offMs: s?.off ?? null,
     endedAt,
+    answered: s?.answered ?? null,
     nearestStallMs: near?.lateMs ?? null,
     nearestStallCpu: near?.cpu ?? null,
   };

@@ -22,7 +22,7 @@ import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles, typ
 import { humanLog, logError, logInfo } from './runtime/log.js';
 import { deliveryPriority } from './runtime/priority.js';
 import { describeStoreUrl, enableUriFilenames } from './store/url.js';
-import { Phase, S_PHASE, newLoopCounters, newServerCounters, type LoopCounters, type ServerCounters } from './metrics/layout.js';
+import { Phase, S_PHASE, newLoopCounters, newServerCounters, requestsAnswered, type LoopCounters, type ServerCounters } from './metrics/layout.js';
 import { startMetricsThread, type MetricsThread } from './metrics/client.js';
 
 export interface RunningServer {
@@ -165,7 +165,8 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   logInfo(`listening on ${scheme}://${config.host}:${listening.port} (${loops}${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
   if (opened.adminPort !== null) logInfo(`admin listening on ${config.adminTls === null ? 'http' : 'https'}://${config.adminHost}:${opened.adminPort}`);
 
-  const stopLoopDelayLog = startLoopDelayLog(loopDelayLogMs);
+  const mainCounters = loopCounters[0]!;
+  const stopLoopDelayLog = startLoopDelayLog(loopDelayLogMs, () => requestsAnswered(mainCounters));
   // With loop threads, Node's default end of an uncaught error here (print it, exit) would abort the
   // process (SIGABRT and an assertion dump) as their uWS sockets are still open: close them first.
   if (config.httpThreads > 1) {

@@ -96,6 +96,13 @@ export function countRequest(c: LoopCounters, route: MetricRoute, status: number
   c[requestSlot(route, statusClassOf(status), outcome)]! += 1;
 }
 
+/** Every request this loop has answered so far (all routes, status classes and outcomes). */
+export function requestsAnswered(c: LoopCounters): number {
+  let n = 0;
+  for (let i = L_REQUESTS; i < L_LATENCY; i++) n += c[i]!;
+  return n;
+}
+
 /** One observation of `ms` into the histogram at `base` (bounds in ms). A linear scan: 14 bounds. */
 function observe(c: Float64Array, base: number, boundsMs: readonly number[], ms: number): void {
   let i = 0;

@@ -3,7 +3,7 @@
  * `RCD_LOOP_DELAY_LOG_MS=N` the server samples its loop with `perf_hooks.monitorEventLoopDelay` and
  * logs one line every N ms, then starts the next window afresh:
  *
- *   loop delay p50=…ms p99=…ms max=…ms apply=…ms/N gc=…ms/N wait=…ms longest=…ms ran=…ms queued=…ms off=…ms at=… cpu=…
+ *   loop delay p50=…ms p99=…ms max=…ms apply=…ms/N gc=…ms/N wait=…ms longest=…ms ran=…ms queued=…ms off=…ms at=… cpu=… answered=…
  *
  * `apply` is the longest routing update (a delta slice or a snapshot) the loop applied in the window
  * and how many it applied; `gc` the longest garbage-collection pause of this thread and how many
@@ -18,7 +18,8 @@
  * thread slept in a system call), and `at` when that gap ended (ms since the epoch, to 0.1 ms: the
  * clock of `performance.timeOrigin`), so that the pause can be laid beside what else happened then
  * (bench:edits sets it beside the moments a probe pinned to each CPU saw that CPU not run), and
- * `cpu` the CPU the thread was on when that gap ended. A pause of the host that the hypervisor does
+ * `cpu` the CPU the thread was on when that gap ended, `answered` how many requests the loop answered
+ * within it (one long task answers none or one; a long turn of libuv's poll phase answers many). A pause of the host that the hypervisor does
  * not report as steal (on the 2-core Firecracker VM, both CPUs stopped together for ~10 ms) counts
  * as `ran`: only a stall of the loop's own CPU tells such a pause from the loop's own work. The
  * kernel brings a running thread's figures up to date at scheduler events, so each part is good to
@@ -132,10 +133,16 @@ class SchedStatSampler {
   private queued = 0;
   /** The CPU the thread ran on at the end of the window's longest gap; -1: unknown. */
   private gapCpu = -1;
+  /** Requests the loop answered in the window's longest gap, and the count at the last tick. */
+  private gapAnswered = 0;
+  private lastAnswered: number;
+  private readonly answered: () => number;
   private readonly timer: NodeJS.Timeout;
 
-  private constructor(fd: number) {
+  private constructor(fd: number, answered: () => number) {
     this.fd = fd;
+    this.answered = answered;
+    this.lastAnswered = answered();
     this.statFd = openOrMinusOne(STAT);
     this.read();
     this.windowWait = this.lastWait;
@@ -145,23 +152,23 @@ class SchedStatSampler {
   }
 
   /** Null where schedstat cannot be read. */
-  static start(): SchedStatSampler | null {
+  static start(answered: () => number): SchedStatSampler | null {
     try {
-      return new SchedStatSampler(openSync(SCHEDSTAT, 'r'));
+      return new SchedStatSampler(openSync(SCHEDSTAT, 'r'), answered);
     } catch {
       return null;
     }
   }
 
   /**
-   * ` wait=…ms longest=…ms ran=…ms queued=…ms off=…ms at=… cpu=…` of the window, which starts afresh.
+   * ` wait=…ms longest=…ms ran=…ms queued=…ms off=…ms at=… cpu=… answered=…` of the window, which starts afresh.
    * The wait is counted up to the last tick (at most 1 ms before), so that windows neither overlap
    * nor leave a gap. `cpu` is left out where the thread's stat cannot be read.
    */
   take(): string {
     const wait = (this.lastWait - this.windowWait) / 1e6;
     this.windowWait = this.lastWait;
-    const text = ` wait=${wait.toFixed(2)}ms longest=${this.gap.toFixed(2)}ms ran=${this.ran.toFixed(2)}ms queued=${this.queued.toFixed(2)}ms off=${(this.gap - this.ran - this.queued).toFixed(2)}ms at=${(performance.timeOrigin + this.gapEnd).toFixed(1)}${this.gapCpu >= 0 ? ` cpu=${this.gapCpu}` : ''}`;
+    const text = ` wait=${wait.toFixed(2)}ms longest=${this.gap.toFixed(2)}ms ran=${this.ran.toFixed(2)}ms queued=${this.queued.toFixed(2)}ms off=${(this.gap - this.ran - this.queued).toFixed(2)}ms at=${(performance.timeOrigin + this.gapEnd).toFixed(1)}${this.gapCpu >= 0 ? ` cpu=${this.gapCpu}` : ''} answered=${this.gapAnswered}`;
     this.gap = 0;
     this.ran = 0;
     this.queued = 0;
@@ -181,7 +188,11 @@ class SchedStatSampler {
     this.read();
     const gap = at - this.lastAt;
     this.lastAt = at;
+    const answered = this.answered();
+    const answeredInGap = answered - this.lastAnswered;
+    this.lastAnswered = answered;
     if (gap <= this.gap) return;
+    this.gapAnswered = answeredInGap;
     this.gap = gap;
     this.gapEnd = at;
     this.ran = (this.lastRun - run) / 1e6;
@@ -247,14 +258,14 @@ export function loopDelayInterval(raw: string | undefined): number | null {
  * records the time between two wake-ups of a timer that asks for one every RESOLUTION_MS: the figures
  * logged are that time minus the period asked for, i.e. how late the loop came back.
  */
-export function startLoopDelayLog(intervalMs: number | null): () => void {
+export function startLoopDelayLog(intervalMs: number | null, answered: () => number): () => void {
   if (intervalMs === null) return () => undefined;
   const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   histogram.enable();
   const gc = startedGcCounter();
   windowText(applied);
   windowText(collected);
-  const sampler = SchedStatSampler.start();
+  const sampler = SchedStatSampler.start(answered);
   const late = (ns: number): string => Math.max(0, ns / 1e6 - RESOLUTION_MS).toFixed(2);
   const timer = setInterval(() => {
     if (gc !== null) recordGc(gc);

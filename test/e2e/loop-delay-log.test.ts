@@ -10,7 +10,7 @@ import { BIN, startServer, tempDir } from '../helpers/server-process.js';
 // The wait field and the longest gap's split are there where /proc/thread-self/schedstat is (Linux:
 // this suite's platform).
 const LINE =
-  /^rcd: loop delay p50=(\d+\.\d\d)ms p99=(\d+\.\d\d)ms max=(\d+\.\d\d)ms apply=(\d+\.\d\d)ms\/(\d+) gc=(\d+\.\d\d)ms\/(\d+) wait=(\d+\.\d\d)ms longest=(\d+\.\d\d)ms ran=(\d+\.\d\d)ms queued=(\d+\.\d\d)ms off=(-?\d+\.\d\d)ms at=(\d+\.\d) cpu=(\d+)$/gm;
+  /^rcd: loop delay p50=(\d+\.\d\d)ms p99=(\d+\.\d\d)ms max=(\d+\.\d\d)ms apply=(\d+\.\d\d)ms\/(\d+) gc=(\d+\.\d\d)ms\/(\d+) wait=(\d+\.\d\d)ms longest=(\d+\.\d\d)ms ran=(\d+\.\d\d)ms queued=(\d+\.\d\d)ms off=(-?\d+\.\d\d)ms at=(\d+\.\d) cpu=(\d+) answered=(\d+)$/gm;
 
 async function waitFor(check: () => boolean, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -65,6 +65,8 @@ describe('RCD_LOOP_DELAY_LOG_MS', () => {
       const collected = [...logged.stdout().matchAll(LINE)].slice(beforeLoad).find((m) => Number(m[7]) >= 1);
       expect(collected, logged.stdout()).toBeDefined();
       expect(Number(collected?.[6])).toBeGreaterThan(0);
+      // The longest gap of a window under that load holds requests the loop answered in it (`answered`).
+      expect([...logged.stdout().matchAll(LINE)].slice(beforeLoad).some((m) => Number(m[15]) > 0), logged.stdout()).toBe(true);
       expect(quiet.stdout()).not.toContain('loop delay');
       // wait: the loop thread's run-queue time. With twice as many busy processes as cores, the loop
       // (woken every millisecond by the delay sampler) is ready to run while others hold the CPUs.

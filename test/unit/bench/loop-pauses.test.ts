@@ -31,12 +31,13 @@ function probes(events: [endedAt: number, lateMs: number, cpu: number][], realti
 
 describe('bench:edits: what paused the delivery loop', () => {
   it('reads every field of a line, the pause moment and gc=n/a included, and older lines without them', () => {
-    const full = parseLoopDelayLine('rcd: loop delay p50=0.05ms p99=0.40ms max=24.20ms apply=0.60ms/12 gc=4.30ms/9 wait=12.50ms longest=24.90ms ran=0.40ms queued=24.10ms off=0.40ms at=1795000000123.4 cpu=1', 5);
-    expect(full).toEqual({ at: 5, p99: 0.4, max: 24.2, applyMax: 0.6, applies: 12, gcMax: 4.3, wait: 12.5, split: { longest: 24.9, ran: 0.4, queued: 24.1, off: 0.4, endedAt: 1795000000123.4, cpu: 1 } });
+    const full = parseLoopDelayLine('rcd: loop delay p50=0.05ms p99=0.40ms max=24.20ms apply=0.60ms/12 gc=4.30ms/9 wait=12.50ms longest=24.90ms ran=0.40ms queued=24.10ms off=0.40ms at=1795000000123.4 cpu=1 answered=37', 5);
+    expect(full).toEqual({ at: 5, p99: 0.4, max: 24.2, applyMax: 0.6, applies: 12, gcMax: 4.3, wait: 12.5, split: { longest: 24.9, ran: 0.4, queued: 24.1, off: 0.4, endedAt: 1795000000123.4, cpu: 1, answered: 37 } });
     const noGc = parseLoopDelayLine('rcd: loop delay p50=0.05ms p99=0.40ms max=2.00ms apply=0.00ms/0 gc=n/a wait=1.00ms longest=2.50ms ran=1.00ms queued=1.00ms off=0.50ms at=1795000000001.0', 1);
     expect(noGc?.gcMax).toBe(0);
     expect(noGc?.split?.endedAt).toBe(1795000000001);
     expect(noGc?.split?.cpu).toBeNull();
+    expect(noGc?.split?.answered).toBeNull();
     const older = parseLoopDelayLine('rcd: loop delay p50=0.05ms p99=0.40ms max=2.00ms apply=0.00ms/0 gc=0.50ms/1 wait=1.00ms longest=2.50ms ran=1.00ms queued=1.00ms off=0.50ms', 1);
     expect(older?.split?.endedAt).toBeNull();
     expect(parseLoopDelayLine('rcd: listening on http://127.0.0.1:1', 1)).toBeNull();
@@ -52,7 +53,7 @@ describe('bench:edits: what paused the delivery loop', () => {
     expect(covered.overLimitByWait).toBe(0);
     // The interval is kept with the cause it was given and the stall beside it, for a reader to check.
     expect(covered.overLimit).toEqual([
-      { cause: 'host', maxMs: 24.2, gcMaxMs: 1.1, applyMaxMs: 0.2, longestMs: 24.9, ranMs: 0.4, queuedMs: 24.1, offMs: 0.4, endedAt: T, nearestStallMs: 23, nearestStallCpu: 1 },
+      { cause: 'host', maxMs: 24.2, gcMaxMs: 1.1, applyMaxMs: 0.2, longestMs: 24.9, ranMs: 0.4, queuedMs: 24.1, offMs: 0.4, endedAt: T, answered: null, nearestStallMs: 23, nearestStallCpu: 1 },
     ]);
     // A stall elsewhere in time, or one far shorter than the pause, explains nothing: the loop waited
     // behind another thread of the guest.
