@@ -136,13 +136,14 @@ class SchedStatSampler {
   /** Requests the loop answered in the window's longest gap, and the count at the last tick. */
   private gapAnswered = 0;
   private lastAnswered: number;
-  private readonly answered: () => number;
+  /** Null: the caller has no request count (the field is left out of the line). */
+  private readonly answered: (() => number) | null;
   private readonly timer: NodeJS.Timeout;
 
-  private constructor(fd: number, answered: () => number) {
+  private constructor(fd: number, answered: (() => number) | null) {
     this.fd = fd;
     this.answered = answered;
-    this.lastAnswered = answered();
+    this.lastAnswered = answered?.() ?? 0;
     this.statFd = openOrMinusOne(STAT);
     this.read();
     this.windowWait = this.lastWait;
@@ -152,7 +153,7 @@ class SchedStatSampler {
   }
 
   /** Null where schedstat cannot be read. */
-  static start(answered: () => number): SchedStatSampler | null {
+  static start(answered: (() => number) | null): SchedStatSampler | null {
     try {
       return new SchedStatSampler(openSync(SCHEDSTAT, 'r'), answered);
     } catch {
@@ -168,7 +169,7 @@ class SchedStatSampler {
   take(): string {
     const wait = (this.lastWait - this.windowWait) / 1e6;
     this.windowWait = this.lastWait;
-    const text = ` wait=${wait.toFixed(2)}ms longest=${this.gap.toFixed(2)}ms ran=${this.ran.toFixed(2)}ms queued=${this.queued.toFixed(2)}ms off=${(this.gap - this.ran - this.queued).toFixed(2)}ms at=${(performance.timeOrigin + this.gapEnd).toFixed(1)}${this.gapCpu >= 0 ? ` cpu=${this.gapCpu}` : ''} answered=${this.gapAnswered}`;
+    const text = ` wait=${wait.toFixed(2)}ms longest=${this.gap.toFixed(2)}ms ran=${this.ran.toFixed(2)}ms queued=${this.queued.toFixed(2)}ms off=${(this.gap - this.ran - this.queued).toFixed(2)}ms at=${(performance.timeOrigin + this.gapEnd).toFixed(1)}${this.gapCpu >= 0 ? ` cpu=${this.gapCpu}` : ''}${this.answered === null ? '' : ` answered=${this.gapAnswered}`}`;
     this.gap = 0;
     this.ran = 0;
     this.queued = 0;
@@ -188,7 +189,7 @@ class SchedStatSampler {
     this.read();
     const gap = at - this.lastAt;
     this.lastAt = at;
-    const answered = this.answered();
+    const answered = this.answered?.() ?? 0;
     const answeredInGap = answered - this.lastAnswered;
     this.lastAnswered = answered;
     if (gap <= this.gap) return;
@@ -258,7 +259,8 @@ export function loopDelayInterval(raw: string | undefined): number | null {
  * records the time between two wake-ups of a timer that asks for one every RESOLUTION_MS: the figures
  * logged are that time minus the period asked for, i.e. how late the loop came back.
  */
-export function startLoopDelayLog(intervalMs: number | null, answered: () => number): () => void {
+/** `answered`: the delivery loop's count of requests answered so far (null: none to read; the line then has no `answered`). */
+export function startLoopDelayLog(intervalMs: number | null, answered: (() => number) | null = null): () => void {
   if (intervalMs === null) return () => undefined;
   const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
   histogram.enable();
