@@ -17,13 +17,13 @@
  * `queued` (runnable without a CPU) and `off` (neither: the machine did not run the VM, or the
  * thread slept in a system call), and `at` when that gap ended (ms since the epoch, to 0.1 ms: the
  * clock of `performance.timeOrigin`), so that the pause can be laid beside what else happened then
- * (bench:edits sets it beside the moments a probe pinned to each CPU saw that CPU not run), and
- * `cpu` the CPU the thread was on when that gap ended, `answered` how many requests the loop answered
- * within it (one long task answers none or one; a long turn of libuv's poll phase answers many). A pause of the host that the hypervisor does
- * not report as steal (on the 2-core Firecracker VM, both CPUs stopped together for ~10 ms) counts
- * as `ran`: only a stall of the loop's own CPU tells such a pause from the loop's own work. The
- * kernel brings a running thread's figures up to date at scheduler events, so each part is good to
- * ~2 ms and `off` can read slightly negative. Both `wait`
+ * (bench:edits sets it beside the moments a probe pinned to each CPU saw that CPU not run), `cpu`
+ * the CPU the thread was on when that gap ended, and `answered` how many requests the loop answered
+ * within it (one long task answers none or one; a long turn of libuv's poll phase answers many). A
+ * pause of the host that the hypervisor does not report as steal (on the 2-core Firecracker VM,
+ * both CPUs stopped together for ~10 ms) counts as `ran`: only a stall of the loop's own CPU tells
+ * such a pause from the loop's own work. The kernel brings a running thread's figures up to date at
+ * scheduler events, so each part is good to ~2 ms and `off` can read slightly negative. Both `wait`
  * and the split need /proc/thread-self/schedstat (Linux) and are absent without it.
  * The collections are counted by @datadog/native-metrics (a prebuilt addon, loaded only when this log
  * is on): per thread, a fixed-size record of each window's pauses that its `stats()` hands over and
@@ -162,9 +162,10 @@ class SchedStatSampler {
   }
 
   /**
-   * ` wait=…ms longest=…ms ran=…ms queued=…ms off=…ms at=… cpu=… answered=…` of the window, which starts afresh.
-   * The wait is counted up to the last tick (at most 1 ms before), so that windows neither overlap
-   * nor leave a gap. `cpu` is left out where the thread's stat cannot be read.
+   * ` wait=…ms longest=…ms ran=…ms queued=…ms off=…ms at=… cpu=… answered=…` of the window, which
+   * starts afresh. The wait is counted up to the last tick (at most 1 ms before), so that windows
+   * neither overlap nor leave a gap. `cpu` is left out where the thread's stat cannot be read,
+   * `answered` where the caller gave no request count.
    */
   take(): string {
     const wait = (this.lastWait - this.windowWait) / 1e6;

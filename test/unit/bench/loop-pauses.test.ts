@@ -3,7 +3,7 @@
 // must be told apart from one the guest's threads caused only when a pinned probe saw that CPU stop.
 import { describe, expect, it } from 'vitest';
 import { loopDelayIn, parseLoopDelayLine, type LoopDelayLine } from '../../../bench/loop-pauses.js';
-import type { StallStats } from '../../../bench/wrk.js';
+import { stallStats } from '../../helpers/stall-stats.js';
 
 const T = 1_795_000_000_000;
 
@@ -16,17 +16,6 @@ function line(at: number, max: number, split: { ran: number; queued: number; off
   const parsed = parseLoopDelayLine(text, at);
   expect(parsed, text).not.toBeNull();
   return parsed!;
-}
-
-function probes(events: [endedAt: number, lateMs: number, cpu: number][], realtime = true, perCpu = true): StallStats {
-  return {
-    realtime,
-    perCpu,
-    stalls: events.length,
-    maxStallMs: Math.max(0, ...events.map((e) => e[1])),
-    stalledMs: events.reduce((n, e) => n + e[1], 0),
-    events: events.map(([endedAt, lateMs, cpu]) => ({ endedAt, lateMs, cpu })),
-  };
 }
 
 describe('bench:edits: what paused the delivery loop', () => {
@@ -47,7 +36,7 @@ describe('bench:edits: what paused the delivery loop', () => {
     // A 24 ms pause, nearly all of it queued, ending at T; 20 quiet intervals around it.
     const lines = Array.from({ length: 20 }, (_, i) => (i === 10 ? line(11_000, 24.2, { ran: 0.4, queued: 24.1, off: 0.4 }, T) : line(1000 * (i + 1), 3, { ran: 1, queued: 1.5, off: 0.5 }, T - 5000 + i)));
     // The probe pinned to CPU 1 woke 23 ms late, just as the loop ran again: the host stopped that CPU.
-    const covered = loopDelayIn(lines, 1000, probes([[T - 0.3, 23, 1]]), 0, 21_000);
+    const covered = loopDelayIn(lines, 1000, stallStats([[T - 0.3, 23, 1]]), 0, 21_000);
     expect(covered.intervalsOverLimit).toBe(1);
     expect(covered.overLimitByHost).toBe(1);
     expect(covered.overLimitByWait).toBe(0);
@@ -58,13 +47,13 @@ describe('bench:edits: what paused the delivery loop', () => {
     // A stall elsewhere in time, or one far shorter than the pause, explains nothing: the loop waited
     // behind another thread of the guest.
     for (const events of [[[T - 2000, 30, 0]], [[T - 1, 6, 0]]] as [number, number, number][][]) {
-      const guest = loopDelayIn(lines, 1000, probes(events), 0, 21_000);
+      const guest = loopDelayIn(lines, 1000, stallStats(events), 0, 21_000);
       expect(guest.overLimitByHost).toBe(0);
       expect(guest.overLimitByWait).toBe(1);
       expect(guest.overLimit?.map((p) => p.cause)).toEqual(['queued']);
     }
     // Probes that are not real-time (the guest can delay them too) or not one per CPU cannot tell.
-    for (const stalls of [probes([[T - 0.3, 23, 1]], false, true), probes([[T - 0.3, 23, 1]], true, false)]) {
+    for (const stalls of [stallStats([[T - 0.3, 23, 1]], false, true), stallStats([[T - 0.3, 23, 1]], true, false)]) {
       const blind = loopDelayIn(lines, 1000, stalls, 0, 21_000);
       expect(blind.overLimitByHost).toBeNull();
       expect(blind.overLimitByWait).toBe(1);
@@ -75,17 +64,17 @@ describe('bench:edits: what paused the delivery loop', () => {
     // The kernel counted 14 ms of running; CPU 0's probe was 13 ms late over the same span. A host
     // pause the hypervisor does not report as steal reads so (seen: both CPUs stopped together).
     const onCpu = (cpu: number | null, max = 15): LoopDelayLine[] => [line(1000, 3, { ran: 1, queued: 1, off: 1 }, T - 1000, 0), line(2000, max, { ran: 14, queued: 0.5, off: 0.5 }, T, cpu)];
-    const stopped = loopDelayIn(onCpu(0), 1000, probes([[T - 0.5, 13, 0]]), 0, 2500);
+    const stopped = loopDelayIn(onCpu(0), 1000, stallStats([[T - 0.5, 13, 0]]), 0, 2500);
     expect(stopped.overLimitByHost).toBe(1);
     expect(stopped.overLimitOwnWork).toBe(0);
     // The loop was on CPU 1, which ran: the stall of CPU 0 did not stop it, the loop's own work did.
-    const elsewhere = loopDelayIn(onCpu(1), 1000, probes([[T - 0.5, 13, 0]]), 0, 2500);
+    const elsewhere = loopDelayIn(onCpu(1), 1000, stallStats([[T - 0.5, 13, 0]]), 0, 2500);
     expect(elsewhere.overLimitByHost).toBe(0);
     expect(elsewhere.overLimitOwnWork).toBe(1);
     // An older server's line does not name the CPU: a running loop is never excused then.
-    expect(loopDelayIn(onCpu(null), 1000, probes([[T - 0.5, 13, 0]]), 0, 2500).overLimitOwnWork).toBe(1);
+    expect(loopDelayIn(onCpu(null), 1000, stallStats([[T - 0.5, 13, 0]]), 0, 2500).overLimitOwnWork).toBe(1);
     // Nor when the split is another gap than the histogram's longest pause (40 ms against 15).
-    const other = loopDelayIn(onCpu(0, 40), 1000, probes([[T - 0.5, 13, 0]]), 0, 2500);
+    const other = loopDelayIn(onCpu(0, 40), 1000, stallStats([[T - 0.5, 13, 0]]), 0, 2500);
     expect(other.overLimitByHost).toBe(0);
     expect(other.overLimitOwnWork).toBe(1);
   });

@@ -4,7 +4,8 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { medianOfRuns, mergeStallStats, parseWrkOutput, writeWrkScript, type StallStats, type WrkStats } from '../../../bench/wrk.js';
+import { medianOfRuns, mergeStallStats, parseWrkOutput, writeWrkScript, type WrkStats } from '../../../bench/wrk.js';
+import { stallStats } from '../../helpers/stall-stats.js';
 
 const PROBE = join(dirname(fileURLToPath(import.meta.url)), '../../../dist/bench/stall-probe.js');
 
@@ -81,21 +82,12 @@ describe('bench --wrk: reading wrk', () => {
 });
 
 describe('bench:edits: the stalls of the rounds of one condition', () => {
-  const stalls = (events: [number, number, number][], perCpu = true): StallStats => ({
-    realtime: true,
-    perCpu,
-    stalls: events.length,
-    maxStallMs: Math.max(0, ...events.map((e) => e[1])),
-    stalledMs: events.reduce((n, e) => n + e[1], 0),
-    events: events.map(([endedAt, lateMs, cpu]) => ({ endedAt, lateMs, cpu })),
-  });
-
   it('adds the counts, keeps the longest and every event in time order, and sees the host only if every round did', () => {
-    const merged = mergeStallStats([stalls([[500, 6, 0], [900, 12, 1]]), stalls([[100, 7, 1]])]);
+    const merged = mergeStallStats([stallStats([[500, 6, 0], [900, 12, 1]]), stallStats([[100, 7, 1]])]);
     expect(merged).toMatchObject({ realtime: true, perCpu: true, stalls: 3, maxStallMs: 12, stalledMs: 25 });
     expect(merged.events.map((e) => e.endedAt)).toEqual([100, 500, 900]);
-    expect(mergeStallStats([stalls([]), stalls([], false)]).perCpu).toBe(false);
-    expect(mergeStallStats([stalls([])])).toMatchObject({ stalls: 0, maxStallMs: 0, events: [] });
+    expect(mergeStallStats([stallStats([]), stallStats([], true, false)]).perCpu).toBe(false);
+    expect(mergeStallStats([stallStats([])])).toMatchObject({ stalls: 0, maxStallMs: 0, events: [] });
   });
 });
 
