@@ -1,12 +1,12 @@
 /**
  * What paused the delivery loop of a server run with RCD_LOOP_DELAY_LOG_MS (src/runtime/loop-delay.ts):
  * its log lines read back, and each interval whose longest pause was over the limit put down to one
- * cause: a garbage collection, a CPU the host did not run (a stall probe pinned to that CPU saw it,
- * bench/stall-probe.ts), the loop waiting for a core the guest gave to another thread, the loop off
- * every CPU (a blocking call, or the VM not run where no probe could tell), or the loop's own work.
- * bench:edits judges "no pause caused by a write" on these.
+ * cause: a garbage collection, a CPU the host did not run (stall probes pinned one to each CPU saw it
+ * stopped for all of the pause but the limit, bench/stall-probe.ts), the loop waiting for a core the
+ * guest gave to another thread, the loop off every CPU (a blocking call, or the VM not run where no
+ * probe could tell), or the loop's own work. bench:edits judges "no pause caused by a write" on these.
  */
-import { GC_ATTRIBUTION_SLACK_MS, HOST_ATTRIBUTION_SLACK_MS, PAUSE_LIMIT_MS, type LoopDelaySummary, type PauseRecord } from './edits-report.js';
+import { GC_ATTRIBUTION_SLACK_MS, PAUSE_LIMIT_MS, type LoopDelaySummary, type PauseRecord } from './edits-report.js';
 import type { StallEvent, StallStats } from './wrk.js';
 
 export interface LoopDelayLine {
@@ -66,7 +66,10 @@ export function loopDelayIn(lines: readonly LoopDelayLine[], intervalMs: number,
   // Only probes at real-time priority, one on each CPU, see every CPU the host did not run (and
   // nothing in the guest delaying them); the pause's moment is needed to lay it beside them.
   const seesHost = split && stalls.realtime && stalls.perCpu && inside.every((l) => l.split?.endedAt !== null);
-  const records = over.map((l) => pauseRecord(l, causeOf(l, split, seesHost, stalls.events), stalls.events));
+  // Every late wake-up where the probes listed them, else their stalls only: a host taking a CPU in
+  // 1-4 ms slices is seen only in the former.
+  const lates = stalls.lates ?? stalls.events;
+  const records = over.map((l) => pauseRecord(l, causeOf(l, split, seesHost, lates), lates, stalls.events));
   const counted = (cause: PauseRecord['cause']): number => records.filter((r) => r.cause === cause).length;
   const waits = inside.map((l) => l.wait);
   return {
@@ -92,18 +95,18 @@ export function loopDelayIn(lines: readonly LoopDelayLine[], intervalMs: number,
  * host stopped (only where the probes can see it), then by the longest pause's split; lines without
  * a split count as waiting for a core when the interval's run-queue wait was as long as the pause.
  */
-function causeOf(l: LoopDelayLine, split: boolean, seesHost: boolean, events: readonly StallEvent[]): PauseRecord['cause'] {
+function causeOf(l: LoopDelayLine, split: boolean, seesHost: boolean, lates: readonly StallEvent[]): PauseRecord['cause'] {
   if (pausedByGc(l)) return 'gc';
   if (!split) return l.wait !== null && l.wait >= l.max ? 'queued' : 'own';
   const kind = pauseKind(l);
   // Only where the split is the pause the histogram measured (pauseKind's own condition for queued
-  // and off). The loop ran through it by the kernel's count: only a stall of its own CPU explains
-  // that (a host pause not reported as steal counts as run time); queued or off, one of any CPU does.
-  if (seesHost && splitIsTheMax(l) && stalledHost(l, kind === 'own' ? (l.split?.cpu ?? NO_CPU) : null, events)) return 'host';
+  // and off). The loop ran through it by the kernel's count: only stops of its own CPU explain that
+  // (a host pause not reported as steal counts as run time); queued or off, those of any CPU do.
+  if (seesHost && splitIsTheMax(l) && guestShareMs(l, hostMsIn(l, kind === 'own' ? (l.split?.cpu ?? NO_CPU) : null, lates)) <= PAUSE_LIMIT_MS) return 'host';
   return kind;
 }
 
-function pauseRecord(l: LoopDelayLine, cause: PauseRecord['cause'], events: readonly StallEvent[]): PauseRecord {
+function pauseRecord(l: LoopDelayLine, cause: PauseRecord['cause'], lates: readonly StallEvent[], events: readonly StallEvent[]): PauseRecord {
   const s = l.split;
   const endedAt = s?.endedAt ?? null;
   let near: StallEvent | null = null;
@@ -121,9 +124,15 @@ function pauseRecord(l: LoopDelayLine, cause: PauseRecord['cause'], events: read
     offMs: s?.off ?? null,
     endedAt,
     answered: s?.answered ?? null,
+    hostMs: endedAt === null ? null : round1(hostMsIn(l, s?.cpu ?? NO_CPU, lates)),
+    hostAnyCpuMs: endedAt === null ? null : round1(hostMsIn(l, null, lates)),
     nearestStallMs: near?.lateMs ?? null,
     nearestStallCpu: near?.cpu ?? null,
   };
+}
+
+function round1(n: number): number {
+  return Math.round(n * 10) / 10;
 }
 
 /**
@@ -146,18 +155,34 @@ function splitIsTheMax(l: LoopDelayLine): boolean {
 }
 
 /**
- * True when a CPU (`onCpu`, or any) stalled for the interval's longest pause: a stall probe pinned to that CPU woke
- * late over a span that covers all of the pause but HOST_ATTRIBUTION_SLACK_MS. The loop was then
- * runnable on a CPU the host was not running (a guest cannot run a woken thread elsewhere while the
- * CPU it was queued on sits stopped: the wake-up waits in that CPU's queue), or it was the CPU the
- * loop ran on (then `onCpu` names it: a stall elsewhere does not stop a running loop). A probe at
- * real-time priority is late only when its CPU did not run at all.
+ * How long the host did not run a CPU within the interval's longest gap, by the late wake-ups of the
+ * probe pinned to it: those of `onCpu`, or of whichever CPU lost the most (`null`). A probe at
+ * real-time priority is late only when its CPU did not run at all. A loop queued on a CPU the host
+ * is not running waits as long as that CPU does (a guest does not move a woken thread off it), and a
+ * running loop stops with its own CPU only (then `onCpu` names it: a stall elsewhere does not stop it).
  */
-function stalledHost(l: LoopDelayLine, onCpu: number | null, events: readonly StallEvent[]): boolean {
+function hostMsIn(l: LoopDelayLine, onCpu: number | null, lates: readonly StallEvent[]): number {
   const s = l.split;
-  if (s === null || s.endedAt === null) return false;
-  const [pauseFrom, pauseTo] = [s.endedAt - s.longest, s.endedAt];
-  return events.some((e) => (onCpu === null || e.cpu === onCpu) && Math.min(pauseTo, e.endedAt) - Math.max(pauseFrom, e.endedAt - e.lateMs) >= s.longest - HOST_ATTRIBUTION_SLACK_MS);
+  if (s === null || s.endedAt === null) return 0;
+  const [from, to] = [s.endedAt - s.longest, s.endedAt];
+  const byCpu = new Map<number | null, number>();
+  for (const e of lates) {
+    if (onCpu !== null && e.cpu !== onCpu) continue;
+    const overlap = Math.min(to, e.endedAt) - Math.max(from, e.endedAt - e.lateMs);
+    if (overlap > 0) byCpu.set(e.cpu, (byCpu.get(e.cpu) ?? 0) + overlap);
+  }
+  return Math.max(0, ...byCpu.values());
+}
+
+/**
+ * The most of the interval's longest pause anything in the guest can have taken (a write among it):
+ * the pause less the time the host did not run the CPU. Of the histogram's pause and the log's gap,
+ * the longer, so that host time counted in the gap but outside the pause is not taken off it. At or
+ * under the limit, the guest, a write included, did not make a pause over it: without the host's
+ * stops it would have been that long at most.
+ */
+function guestShareMs(l: LoopDelayLine, hostMs: number): number {
+  return Math.max(l.max, l.split?.longest ?? 0) - hostMs;
 }
 
 /** Matches no probe's CPU: a running loop whose CPU the line does not name is never put down to the host. */

@@ -43,6 +43,12 @@ export interface StallStats {
   readonly stalledMs: number;
   /** The stalls, in the order they ended. */
   readonly events: readonly StallEvent[];
+  /**
+   * Where asked for (startStallProbe's `latesFromMs`): every wake-up late by that much or more, the
+   * stalls among them, in the order they ended. Short stops of a CPU pass under the stall threshold
+   * one at a time; bench/loop-pauses.ts adds them up over a pause of the delivery loop.
+   */
+  readonly lates?: readonly StallEvent[];
 }
 
 export interface WrkRound {
@@ -243,6 +249,7 @@ export function mergeStallStats(runs: readonly StallStats[]): StallStats {
     maxStallMs: Math.max(0, ...runs.map((r) => r.maxStallMs)),
     stalledMs: runs.reduce((n, r) => n + r.stalledMs, 0),
     events: runs.flatMap((r) => r.events).sort((a, b) => a.endedAt - b.endedAt),
+    ...(runs.length > 0 && runs.every((r) => r.lates !== undefined) ? { lates: runs.flatMap((r) => r.lates ?? []).sort((a, b) => a.endedAt - b.endedAt) } : {}),
   };
 }
 
@@ -251,19 +258,21 @@ interface ProbeOutput {
   readonly maxStallMs: number;
   readonly stalledMs: number;
   readonly events: readonly (readonly [number, number])[];
+  readonly lates?: readonly (readonly [number, number])[];
 }
 
 /**
  * Stall probes running for at most `durationSec`, one pinned to each CPU where `taskset` works (a
  * guest's CPUs stall one at a time: bench/stall-probe.ts); `stop()` ends them early with what they
  * saw so far. Their figures are taken from their output whatever way they ended: a SIGINT that lands
- * while node is already exiting ends one by the signal, after it printed them.
+ * while node is already exiting ends one by the signal, after it printed them. With `latesFromMs`,
+ * the result also lists every wake-up late by that much (`lates`).
  */
-export function startStallProbe(durationSec: number, track: (c: ChildProcess) => void): { readonly result: Promise<StallStats>; stop(): void } {
+export function startStallProbe(durationSec: number, track: (c: ChildProcess) => void, latesFromMs: number | null = null): { readonly result: Promise<StallStats>; stop(): void } {
   const realtime = canRunRealtime();
   const cpuCount = cpus().length;
   const pinned = cpuCount <= MAX_PINNED_PROBES && canPin();
-  const probeArgs = [PROBE, String(durationSec), String(STALL_MS), '--await-go'];
+  const probeArgs = [PROBE, String(durationSec), String(STALL_MS), '--await-go', ...(latesFromMs === null ? [] : ['--lates-from', String(latesFromMs)])];
   const children: ChildProcess[] = [];
   const runs = (pinned ? Array.from({ length: cpuCount }, (_, i) => i) : [null]).map((cpu) => {
     const keep = (c: ChildProcess): void => {
@@ -274,14 +283,16 @@ export function startStallProbe(durationSec: number, track: (c: ChildProcess) =>
     return runToEnd('stall probe', process.execPath, probeArgs, keep, (out) => ({ cpu, seen: JSON.parse(lastLine(out)) as ProbeOutput }), true);
   });
   const result = Promise.all(runs).then((all): StallStats => {
-    const events = all.flatMap(({ cpu, seen }) => seen.events.map(([endedAt, lateMs]) => ({ endedAt, lateMs, cpu }))).sort((a, b) => a.endedAt - b.endedAt);
+    const listed = (pick: (seen: ProbeOutput) => readonly (readonly [number, number])[]): StallEvent[] =>
+      all.flatMap(({ cpu, seen }) => pick(seen).map(([endedAt, lateMs]) => ({ endedAt, lateMs, cpu }))).sort((a, b) => a.endedAt - b.endedAt);
     return {
       realtime,
       perCpu: pinned,
       stalls: all.reduce((n, r) => n + r.seen.stalls, 0),
       maxStallMs: Math.max(0, ...all.map((r) => r.seen.maxStallMs)),
       stalledMs: all.reduce((n, r) => n + r.seen.stalledMs, 0),
-      events,
+      events: listed((seen) => seen.events),
+      ...(latesFromMs === null ? {} : { lates: listed((seen) => seen.lates ?? []) }),
     };
   });
   return {

@@ -61,6 +61,11 @@ function expectLoad(p: PhaseResult, what: string): void {
   expect(p.machineStalls.perCpu, what).toBe(true);
   expect(p.machineStalls.events, what).toHaveLength(p.machineStalls.stalls);
   for (const e of p.machineStalls.events) expect(e.cpu, what).not.toBeNull();
+  // And every wake-up late by 1 ms or more (short stops of a CPU add up over a pause), the stalls among them.
+  const lates = p.machineStalls.lates ?? [];
+  expect(p.machineStalls.lates, what).toBeDefined();
+  expect(lates.length, what).toBeGreaterThanOrEqual(p.machineStalls.stalls);
+  for (const e of lates) expect(e.lateMs, what).toBeGreaterThanOrEqual(1);
 }
 
 function expectPhase(p: PhaseResult, what: string): void {

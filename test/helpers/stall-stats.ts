@@ -1,8 +1,14 @@
 import type { StallStats } from '../../bench/wrk.js';
 
-/** What the stall probes would report for these stalls (bench/wrk.ts, StallStats): counts and events from one list. */
-export function stallStats(events: [endedAt: number, lateMs: number, cpu: number][], realtime = true, perCpu = true): StallStats {
+type Late = [endedAt: number, lateMs: number, cpu: number];
+
+/**
+ * What the stall probes would report for these stalls (bench/wrk.ts, StallStats): counts and events
+ * from one list; with `lates`, every late wake-up as well (the probes' --lates-from list).
+ */
+export function stallStats(events: Late[], realtime = true, perCpu = true, lates?: Late[]): StallStats {
   return {
+    ...(lates === undefined ? {} : { lates: lates.map(([endedAt, lateMs, cpu]) => ({ endedAt, lateMs, cpu })) }),
     realtime,
     perCpu,
     stalls: events.length,

@@ -42,7 +42,7 @@ describe('bench:edits: what paused the delivery loop', () => {
     expect(covered.overLimitByWait).toBe(0);
     // The interval is kept with the cause it was given and the stall beside it, for a reader to check.
     expect(covered.overLimit).toEqual([
-      { cause: 'host', maxMs: 24.2, gcMaxMs: 1.1, applyMaxMs: 0.2, longestMs: 24.9, ranMs: 0.4, queuedMs: 24.1, offMs: 0.4, endedAt: T, answered: null, nearestStallMs: 23, nearestStallCpu: 1 },
+      { cause: 'host', maxMs: 24.2, gcMaxMs: 1.1, applyMaxMs: 0.2, longestMs: 24.9, ranMs: 0.4, queuedMs: 24.1, offMs: 0.4, endedAt: T, answered: null, hostMs: 0, hostAnyCpuMs: 23, nearestStallMs: 23, nearestStallCpu: 1 },
     ]);
     // A stall elsewhere in time, or one far shorter than the pause, explains nothing: the loop waited
     // behind another thread of the guest.
@@ -77,5 +77,23 @@ describe('bench:edits: what paused the delivery loop', () => {
     const other = loopDelayIn(onCpu(0, 40), 1000, stallStats([[T - 0.5, 13, 0]]), 0, 2500);
     expect(other.overLimitByHost).toBe(0);
     expect(other.overLimitOwnWork).toBe(1);
+  });
+
+  it('adds up short stops of the CPU over a pause: what is left of it is what the guest can have taken', () => {
+    // 14.8 ms, 11.3 of it "running" on CPU 1; no stall of 5 ms or more, but CPU 1's probe woke late by
+    // 2.5 ms twice within the pause (a host taking the CPU in slices): the guest took 9.8 ms at most.
+    const lines = [line(1000, 3, { ran: 1, queued: 1, off: 1 }, T - 1000, 1), line(2000, 14.8, { ran: 11.3, queued: 3, off: 0.5 }, T, 1)];
+    const sliced = loopDelayIn(lines, 1000, stallStats([], true, true, [[T - 2, 2.5, 1], [T - 7, 2.5, 1], [T - 3000, 40, 1]]), 0, 2500);
+    expect(sliced.overLimitByHost).toBe(1);
+    expect(sliced.overLimit?.map((p) => [p.cause, p.hostMs, p.hostAnyCpuMs])).toEqual([['host', 5, 5]]);
+    // One such stop leaves 12.3 ms to the guest; the same stops on the other CPU did not stop a running loop.
+    for (const lates of [[[T - 2, 2.5, 1]], [[T - 2, 2.5, 0], [T - 7, 2.5, 0]]] as [number, number, number][][]) {
+      const own = loopDelayIn(lines, 1000, stallStats([], true, true, lates), 0, 2500);
+      expect(own.overLimitByHost).toBe(0);
+      expect(own.overLimitOwnWork).toBe(1);
+    }
+    // Without the probes' list of late wake-ups (older results), their stalls alone are added up.
+    expect(loopDelayIn(lines, 1000, stallStats([[T - 1, 5, 1]]), 0, 2500).overLimitByHost).toBe(1);
+    expect(loopDelayIn(lines, 1000, stallStats([[T - 1, 4.5, 1]]), 0, 2500).overLimitByHost).toBe(0);
   });
 });

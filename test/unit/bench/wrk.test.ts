@@ -139,8 +139,30 @@ describe('bench --wrk: the machine-stall probe', () => {
     expect(seen.stalls).toBe(seen.events.length);
   });
 
+  it('with --lates-from, also lists every wake-up late by that much, each stall among them', async () => {
+    const child = spawn(process.execPath, [PROBE, '1.2', '50', '--lates-from', '2'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    await new Promise((r) => setTimeout(r, 400));
+    // Three stops too short for the 50 ms stall threshold: a host taking the CPU in slices.
+    for (let i = 0; i < 3; i++) {
+      child.kill('SIGSTOP');
+      await new Promise((r) => setTimeout(r, 20));
+      child.kill('SIGCONT');
+      await new Promise((r) => setTimeout(r, 60));
+    }
+    expect(await new Promise<number | null>((r) => child.once('exit', r))).toBe(0);
+    const seen = JSON.parse(out) as { stalls: number; events: [number, number][]; lates: [number, number][] };
+    expect(seen.lates.filter(([, late]) => late >= 15).length).toBeGreaterThanOrEqual(3);
+    expect(seen.lates.every(([, late]) => late >= 2)).toBe(true);
+    for (const e of seen.events) expect(seen.lates).toContainEqual(e);
+    // Without the flag the output has no such list (the wrk pass does not ask for it).
+    const plain = spawnSync(process.execPath, [PROBE, '0.2', '5'], { encoding: 'utf8' });
+    expect(JSON.parse(plain.stdout)).not.toHaveProperty('lates');
+  });
+
   it('refuses a missing or silly duration with exit code 2', () => {
-    for (const args of [[], ['0', '5'], ['1', 'x']]) {
+    for (const args of [[], ['0', '5'], ['1', 'x'], ['1', '5', '--lates-from'], ['1', '5', '--lates-from', '0'], ['1', '5', '--late']]) {
       const r = spawnSync(process.execPath, [PROBE, ...args], { encoding: 'utf8' });
       expect(r.status).toBe(2);
       expect(r.stderr).toContain('usage');
