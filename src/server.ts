@@ -13,7 +13,7 @@ import { StartupError, type ServeConfig } from './runtime/config.js';
 import { ControlThread } from './control/client.js';
 import type { DemoNotice } from './control/protocol.js';
 import { DEMO_CONTENT_ID } from './runtime/demo.js';
-import { holdYoungGeneration, operatorSizedYoungGeneration } from './runtime/heap.js';
+import { gcThreadsDescription, holdYoungGeneration, operatorSizedYoungGeneration } from './runtime/heap.js';
 import { loopDelayInterval, startLoopDelayLog } from './runtime/loop-delay.js';
 import { claimPort, rotationMigratesHandshakes } from './delivery/listener.js';
 import type { DeliveryLoop } from './delivery/loop.js';
@@ -159,6 +159,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     }
   }
   logInfo(delivery.description);
+  logInfo(gcThreadsDescription(process.execArgv));
   if (metrics !== null) logInfo(`metrics at ${config.metricsTls === null ? 'http' : 'https'}://${config.metricsHost}:${metrics.port}/metrics`);
   const loops = config.httpThreads === 1 ? '' : `${config.httpThreads} delivery loops, `;
   const scheme = tls === null ? 'http' : 'https';

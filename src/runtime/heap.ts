@@ -1,5 +1,5 @@
 /**
- * V8 heap sizing for `rcd serve`.
+ * V8 heap sizing for `rcd serve`, and which threads do its collections.
  *
  * Why: under steady load the main thread allocates a few hundred bytes per request, almost all of it
  * dead by the next scavenge. V8 still doubles its young generation each time the bytes that survived
@@ -40,4 +40,22 @@ export function operatorSizedYoungGeneration(execArgv: readonly string[], nodeOp
 /** Stops the young generation from growing beyond its current size (this isolate and the others). */
 export function holdYoungGeneration(): void {
   v8.setFlagsFromString('--semi-space-growth-factor=1');
+}
+
+/**
+ * What the start-up log says about V8's collector threads. V8 shares the work of a collection that
+ * stops a thread (scavenges, a full collection's marking, compaction and pointer updating) with one
+ * pool of helper threads for the whole process, at its base priority: below the delivery loops
+ * (src/runtime/priority.ts). A loop stopped for a collection then waits until those helpers get a
+ * core, behind everything else at the base priority. Measured while 8 MiB imports were applied
+ * under wrk (bench/README.md, "Collections on the delivery loop"): collection pauses of the loop of
+ * 12-110 ms, 9.5-105 ms of each off-CPU, i.e. waiting. `node --single-threaded-gc` has each thread
+ * collect its own heap at its own priority; it must be given to node itself (V8 fails a check when
+ * its marking flags change in a running process, and NODE_OPTIONS refuses them), so `npm start`,
+ * bin/rcd.js's first line and the systemd unit pass it. Same req/s (bench:ab, 10 rounds: median
+ * 1.011x, CPU per request 0.982x).
+ */
+export function gcThreadsDescription(execArgv: readonly string[]): string {
+  if (execArgv.some((arg) => /^--single[-_]threaded(?:[-_]gc)?$/.test(arg))) return 'garbage collection: each thread collects its own heap (node --single-threaded-gc)';
+  return "garbage collection: V8's helper threads share each collection at the process's priority, which can hold a delivery loop up (start node with --single-threaded-gc: docs/operations.md, \"CPU priority\")";
 }

@@ -49,7 +49,7 @@ describe('deploy/systemd/rcd.service', () => {
     // verify checks that ExecStart's program exists; the unit names /usr/bin/node and /opt/rcd, so a
     // copy names the node running the tests and this checkout, everything else unchanged.
     const copy = unit
-      .replace(/^ExecStart=.*$/m, `ExecStart=${process.execPath} ${BIN} serve`)
+      .replace(/^ExecStart=\S+\/node((?: --[\w-]+)*) \S+\/bin\/rcd\.js serve$/m, `ExecStart=${process.execPath}$1 ${BIN} serve`)
       .replace(/^EnvironmentFile=.*$/m, `EnvironmentFile=${ENV_FILE}`);
     expect(copy).not.toBe(unit);
     expect(existsSync(SYSTEMD_ANALYZE), `${SYSTEMD_ANALYZE} is missing: apt-get install systemd (.ci/run does)`).toBe(true);
@@ -84,9 +84,13 @@ describe('deploy/systemd/rcd.service', () => {
     expect(drainMs).toBeGreaterThan(0);
     expect(stopSec * 1000).toBeGreaterThan(drainMs);
     // The unit's paths are the production ones; the store and data directory move to a temp dir.
-    // ExecStart is node + bin/rcd.js + serve: the helper runs exactly that with its test flags.
-    expect(setting('ExecStart')).toMatch(/^\S+\/node \S+\/bin\/rcd\.js serve$/);
-    const server = await startServer({ dir, seedDemo: true, env: { ...env, RCD_DATA_DIR: dir } });
+    // ExecStart is node + its flags + bin/rcd.js + serve: the helper runs exactly that with its test flags.
+    const exec = /^\S+\/node((?: --[\w-]+)*) \S+\/bin\/rcd\.js serve$/.exec(setting('ExecStart') ?? '');
+    expect(exec).not.toBeNull();
+    const nodeFlags = exec![1]!.split(' ').filter((f) => f !== '');
+    expect(nodeFlags).toContain('--single-threaded-gc');
+    const server = await startServer({ dir, seedDemo: true, env: { ...env, RCD_DATA_DIR: dir }, command: [process.execPath, ...nodeFlags, BIN] });
+    expect(server.stdout()).toContain('garbage collection: each thread collects its own heap');
     const key = readFileSync(join(dir, 'demo-api-key'), 'utf8').trim();
     // A POST whose body never finishes: the drain waits for it until --shutdown-timeout cuts it.
     const { port } = new URL(server.url);
