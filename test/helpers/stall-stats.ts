@@ -1,4 +1,4 @@
-import type { StallStats } from '../../bench/wrk.js';
+import type { StallEvent, StallStats } from '../../bench/wrk.js';
 
 type Late = [endedAt: number, lateMs: number, cpu: number];
 
@@ -8,12 +8,16 @@ type Late = [endedAt: number, lateMs: number, cpu: number];
  */
 export function stallStats(events: Late[], realtime = true, perCpu = true, lates?: Late[]): StallStats {
   return {
-    ...(lates === undefined ? {} : { lates: lates.map(([endedAt, lateMs, cpu]) => ({ endedAt, lateMs, cpu })) }),
+    ...(lates === undefined ? {} : { lates: listed(lates) }),
     realtime,
     perCpu,
     stalls: events.length,
     maxStallMs: Math.max(0, ...events.map((e) => e[1])),
     stalledMs: events.reduce((n, e) => n + e[1], 0),
-    events: events.map(([endedAt, lateMs, cpu]) => ({ endedAt, lateMs, cpu })),
+    events: listed(events),
   };
+}
+
+function listed(lates: Late[]): StallEvent[] {
+  return lates.map(([endedAt, lateMs, cpu]) => ({ endedAt, lateMs, cpu }));
 }
