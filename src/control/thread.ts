@@ -29,6 +29,7 @@ import { BulkPriority } from '../runtime/priority.js';
 import { accessWriter } from './access-writer.js';
 import { timeStoreWrites } from '../metrics/store-timing.js';
 import { sampleWebhooks } from '../metrics/webhooks.js';
+import { scheduleMetrics } from '../metrics/schedules.js';
 import { S_APPLIED_SEQ, S_STORE_DOWN_SINCE, observePublish } from '../metrics/layout.js';
 import { StoreFollower } from './follower.js';
 import { NodeRegistry, type Propagation } from './nodes.js';
@@ -157,6 +158,10 @@ async function open(): Promise<void> {
         tls: config.adminTls === null ? null : loadTlsMaterial(config.adminTls),
         imports,
         bulk,
+        schedules: {
+          limits: { maxAheadMs: config.scheduleMaxDays * 86_400_000, maxOpen: config.scheduleMaxPending },
+          metrics: scheduleMetrics(init.counters),
+        },
       });
     } catch (err) {
       throw new Error(`cannot listen on the admin address ${config.adminHost}:${config.adminPort}: ${describe(err)}`);

@@ -140,6 +140,7 @@ export const STORE_WRITES = [
   'importPrepared',
   'pruneChanges',
   'heartbeat',
+  'writeStep',
 ] as const;
 export type StoreWrite = (typeof STORE_WRITES)[number];
 const SLOW_SLOTS = histogramSlots(SLOW_BOUNDS_S);
@@ -161,7 +162,12 @@ export const S_WEBHOOK_DROPPED = 6;
 export const S_STORE_WRITE = 7;
 export const S_STORE_ERRORS = S_STORE_WRITE + STORE_WRITES.length * SLOW_SLOTS;
 export const S_PUBLISH = S_STORE_ERRORS + STORE_WRITES.length;
-const SERVER_SLOTS = S_PUBLISH + SLOW_SLOTS;
+/** Scheduled changes: not settled (whole store, sampled by the node holding the applier's lease), applied and failed here, lateness. */
+export const S_SCHEDULE_OPEN = S_PUBLISH + SLOW_SLOTS;
+export const S_SCHEDULE_APPLIED = S_SCHEDULE_OPEN + 1;
+export const S_SCHEDULE_FAILED = S_SCHEDULE_APPLIED + 1;
+export const S_SCHEDULE_LATENESS = S_SCHEDULE_FAILED + 1;
+const SERVER_SLOTS = S_SCHEDULE_LATENESS + SLOW_SLOTS;
 
 export type ServerCounters = Float64Array;
 
@@ -176,4 +182,8 @@ export function observeStoreWrite(c: ServerCounters, op: number, ms: number, fai
 
 export function observePublish(c: ServerCounters, ms: number): void {
   observe(c, S_PUBLISH, SLOW_BOUNDS_MS, ms);
+}
+
+export function observeScheduleLateness(c: ServerCounters, ms: number): void {
+  observe(c, S_SCHEDULE_LATENESS, SLOW_BOUNDS_MS, Math.max(0, ms));
 }

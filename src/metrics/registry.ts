@@ -23,6 +23,10 @@ import {
   ROUTE_NAMES,
   S_APPLIED_SEQ,
   S_PUBLISH,
+  S_SCHEDULE_APPLIED,
+  S_SCHEDULE_FAILED,
+  S_SCHEDULE_LATENESS,
+  S_SCHEDULE_OPEN,
   S_STORE_DOWN_SINCE,
   S_STORE_ERRORS,
   S_STORE_WRITE,
@@ -164,6 +168,18 @@ export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCo
   add('rcd_webhook_failures_total', 'Webhook deliveries this process dead-lettered (retries exhausted, or refused for good).', 'counter', () => [{ labels: {}, value: server[S_WEBHOOK_FAILED]! }]);
   add('rcd_webhook_delivered_total', 'Webhook deliveries a receiver accepted.', 'counter', () => [{ labels: {}, value: server[S_WEBHOOK_DELIVERED]! }]);
   add('rcd_webhook_dropped_total', 'Webhook deliveries dropped because their webhook was deleted.', 'counter', () => [{ labels: {}, value: server[S_WEBHOOK_DROPPED]! }]);
+  add('rcd_schedule_pending', 'Scheduled changes not applied yet (pending or paused) in the whole store; kept by the node that holds the applier\'s lease (0 on the others).', 'gauge', () => [
+    { labels: {}, value: server[S_SCHEDULE_OPEN]! },
+  ]);
+  add('rcd_schedule_applied_total', 'Scheduled changes this node applied.', 'counter', () => [{ labels: {}, value: server[S_SCHEDULE_APPLIED]! }]);
+  add('rcd_schedule_failed_total', 'Scheduled changes this node found invalid at their time and marked failed (nothing of them written).', 'counter', () => [
+    { labels: {}, value: server[S_SCHEDULE_FAILED]! },
+  ]);
+  add('rcd_schedule_lateness_seconds', 'From a scheduled change\'s due time (the store\'s clock) to every live node serving it, per change this node applied.', 'histogram', () => {
+    const out: Sample[] = [];
+    histogramSamples('rcd_schedule_lateness_seconds', server, S_SCHEDULE_LATENESS, SLOW_BOUNDS_S, {}, out);
+    return out;
+  });
   return registry;
 }
 

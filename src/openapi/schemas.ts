@@ -208,7 +208,7 @@ export const Preview = named(
     revision: z.number().int(),
     hash: HASH,
     seg: z.array(Segment),
-    rules: z.array(z.strictObject({ index: z.number().int(), segment: z.string(), applied: z.boolean(), variant: z.string().nullable() })),
+    rules: z.array(z.strictObject({ index: z.number().int(), segment: z.string(), applied: z.boolean(), variant: z.string().nullable(), disabled: z.boolean() })),
   }),
   'What the delivery API answers this user context right now (docs/admin.md, "Preview")',
 );

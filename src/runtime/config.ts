@@ -54,6 +54,9 @@ export interface ServeConfig {
   readonly adminTls: TlsFiles | null;
   /** Webhook delivery from the store's outbox (src/admin/server/webhooks.ts). */
   readonly webhooks: WebhookLimits;
+  /** Scheduled changes (src/store/schedule/): how far ahead, and how many not settled yet in the whole store. */
+  readonly scheduleMaxDays: number;
+  readonly scheduleMaxPending: number;
   /** How often the certificate files are checked for a change (which reloads them as SIGHUP does); 0: only on SIGHUP. */
   readonly tlsWatchMs: number;
   /**
@@ -145,6 +148,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'webhook-timeout', env: 'RCD_WEBHOOK_TIMEOUT_MS', fallback: '10000', help: 'time limit of one webhook attempt, ms (100..120000)' },
   { flag: 'webhook-concurrency', env: 'RCD_WEBHOOK_CONCURRENCY', fallback: '4', help: 'webhook attempts running at once per process (1..64)' },
   { flag: 'webhook-dead-letters', env: 'RCD_WEBHOOK_DEAD_LETTERS', fallback: '1000', help: 'dead-lettered webhook deliveries kept; the oldest beyond go (1..1000000)' },
+  { flag: 'schedule-max-days', env: 'RCD_SCHEDULE_MAX_DAYS', fallback: '366', help: 'how many days ahead a change may be scheduled (1..3660)' },
+  { flag: 'schedule-max-pending', env: 'RCD_SCHEDULE_MAX_PENDING', fallback: '100000', help: 'scheduled changes not yet applied, in the whole store, before scheduling is refused with too_many_schedules (1..10000000)' },
   { flag: 'tls-watch-interval', env: 'RCD_TLS_WATCH_INTERVAL_MS', fallback: '60000', help: 'ms between checks of the certificate files for a change, which reloads them as SIGHUP does (0: SIGHUP only; 0..86400000)' },
   { flag: 'cors-origins', env: 'RCD_CORS_ORIGINS', fallback: '', help: 'origins browsers may call the delivery API from: comma-separated (https://game.example.com) or * (default: none, CORS off)' },
   { flag: 'compress-min-bytes', env: 'RCD_COMPRESS_MIN_BYTES', fallback: '1024', help: 'answers at least this long are sent gzip/br when the client accepts it (0..16777216)' },
@@ -339,6 +344,8 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
       concurrency: intIn('webhook-concurrency', get('webhook-concurrency'), 1, 64),
       deadLetters: intIn('webhook-dead-letters', get('webhook-dead-letters'), 1, 1_000_000),
     }),
+    scheduleMaxDays: intIn('schedule-max-days', get('schedule-max-days'), 1, 3660),
+    scheduleMaxPending: intIn('schedule-max-pending', get('schedule-max-pending'), 1, 10_000_000),
     tlsWatchMs: intIn('tls-watch-interval', get('tls-watch-interval'), 0, 86_400_000),
     corsOrigins: corsOrigins(get('cors-origins')),
     compressMinBytes: intIn('compress-min-bytes', get('compress-min-bytes'), 0, 16 * 1024 * 1024),

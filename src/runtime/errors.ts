@@ -31,6 +31,12 @@ export const ERROR_STATUS = {
   conflict: 409,
   // Only when a store is opened: its upgrade would make distinct content ids one (src/store/sqlite/schema.ts).
   content_id_conflict: 409,
+  /** A change pinned to a base revision found the item at another revision (or gone): nothing was written. */
+  base_revision_changed: 409,
+  /** A rule edit (rollout step, kill of one rule) found another rule, or no such variant, at the index it names. */
+  target_changed: 409,
+  /** The store already holds --schedule-max-pending scheduled changes that are not settled. */
+  too_many_schedules: 409,
   overloaded: 503,
   /** This delivery loop already holds --max-streams open event streams; Retry-After says when to try again. */
   too_many_streams: 503,

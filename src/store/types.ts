@@ -16,6 +16,8 @@
  * snapshot is sent only at start and to a loop that fell behind the log's retention.
  */
 import type { PreparedImport } from './bundle/bundle.js';
+import type { Step } from './ops/rows.js';
+import type { ScheduleRow } from './schedule/rows.js';
 
 export interface RevisionMeta {
   /** Global, immutable, never reused: the key worker caches use. */
@@ -300,8 +302,11 @@ export interface Store {
   listEnvironments(): Promise<EnvironmentInfo[]>;
   /** Creates the environment when missing; true when it was created. */
   putEnvironment(envId: string): Promise<boolean>;
-  /** RcdError conflict while it holds content, unless force; not_found when missing. */
-  deleteEnvironment(envId: string, force: boolean, outbox?: OutboxOf<void>): Promise<void>;
+  /**
+   * RcdError conflict while it holds content, unless force; not_found when missing. The scheduled
+   * changes of the environment (or into it) that were not applied yet are cancelled with it; returns them.
+   */
+  deleteEnvironment(envId: string, force: boolean, outbox?: OutboxOf<readonly ScheduleRow[]>): Promise<readonly ScheduleRow[]>;
 
   /** Creates a key (random when plainKey is omitted); the plain key is returned only here. */
   createKey(envId: string, plainKey?: string): Promise<{ id: string; key: string }>;
@@ -355,6 +360,16 @@ export interface Store {
   listDeadLetters(limit: number): Promise<OutboxEntry[]>;
   /** Entries still to deliver, and dead letters kept. */
   outboxCounts(): Promise<{ pending: number; dead: number }>;
+
+  /**
+   * Runs a step (src/store/ops/rows.ts: scheduled changes, rollouts, the kill switch, leases) in one
+   * write transaction under the store's write lock, then adds the outbox entries it reports, as every
+   * write does. `volatile`: a write a power cut may lose without harm (a lease renewal), committed
+   * without waiting for the disk where the store can.
+   */
+  writeStep<T>(step: () => Step<T>, outbox?: OutboxOf<T>, volatile?: boolean): Promise<T>;
+  /** Runs a step that only reads, in one read transaction (one consistent state). */
+  readStep<T>(step: () => Step<T>): Promise<T>;
 
   close(): Promise<void>;
 }

@@ -1,150 +1,49 @@
 /**
  * The admin operations: validate the request, call the Store (or the admin state), and describe
- * the change so the server can make it live, audit it and announce it in one place. Handlers never
- * touch HTTP objects; they take decoded params, the query and the raw body.
+ * the change so the server can make it live, audit it and announce it in one place (admin-call.ts
+ * says what a handler takes and gives). The route table, ADMIN_ROUTES, is here; the scheduled
+ * changes' routes are in schedule-handlers.ts.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { RcdError } from '../../runtime/errors.js';
-import { decodeUtf8, parseJsonBytes } from '../../shared/json-body.js';
+import { decodeUtf8 } from '../../shared/json-body.js';
 import { isPlainObject } from '../../shared/json.js';
-import { settle } from '../../shared/settle.js';
-import { prepareImport, type PreparedImport } from '../../store/bundle/bundle.js';
+import type { PreparedImport } from '../../store/bundle/bundle.js';
 import { appVersionProblem, envIdProblem, plainKeyProblem } from '../../store/ids.js';
-import type { ChangeEntry, ContentRef, ImportReport, MappingResult, OutboxOf, PutContentResult, RoutingDelta, Store, SyncReport } from '../../store/types.js';
-import type { Route } from './router.js';
-import { inScope, TOKEN_ROLES, type Principal, type RouteScope, type TokenRole, type TokenScope } from './access.js';
-import { WEBHOOK_EVENTS, type AdminStateStore, type WebhookEvent, type WebhookInfo } from './state.js';
-import { outboxEntries, STANDARD_SECRET_PREFIX, webhookSigner, type WebhookPayload } from './webhooks.js';
+import type { ChangeEntry, ContentRef, ImportReport, MappingResult, PutContentResult, RoutingDelta, Store, SyncReport } from '../../store/types.js';
+import { inScope, TOKEN_ROLES, type TokenRole, type TokenScope } from './access.js';
+import { WEBHOOK_EVENTS, type WebhookEvent, type WebhookInfo } from './state.js';
+import { STANDARD_SECRET_PREFIX, webhookSigner, type WebhookPayload } from './webhooks.js';
 import { previewContent } from './preview.js';
 import { planSync } from './sync-plan.js';
-import type { BulkRunner } from '../../runtime/priority.js';
+import { parseInstant } from '../../shared/instant.js';
+import { cancelOfToken, contentAt } from '../../store/schedule/lifecycle.js';
+import type { ScheduleRow } from '../../store/schedule/rows.js';
+import { cancelledEvents } from './schedule-view.js';
+import { SCHEDULE_ROUTES } from './schedule-handlers.js';
+import {
+  announcing,
+  changed,
+  now,
+  param,
+  parseJsonBody,
+  positiveInt,
+  read,
+  route,
+  type AdminCall,
+  type AdminContext,
+  type AdminHandler,
+  type AdminResult,
+  type AdminRoute,
+} from './admin-call.js';
 
-export interface AdminContext {
-  readonly store: Store;
-  readonly state: AdminStateStore;
-  /** How long a write's webhook deliveries are held if the server never releases them (OutboxOf.holdMs). */
-  readonly outboxHoldMs: number;
-  readonly imports: ImportPreparer;
-  /** Where an import's or a sync's write runs: at a lower CPU priority than delivery where it may. */
-  readonly bulk: BulkRunner;
-}
-
-/**
- * Turns an import's body into a PreparedImport (or throws its RcdError: invalid_json,
- * invalid_bundle, ...). The control thread hands big bodies to a thread of lower priority
- * (src/control/import-pool.ts); INLINE_IMPORTS does it in the calling thread.
- */
-export interface ImportPreparer {
-  prepare(body: Uint8Array): Promise<PreparedImport>;
-}
-
-export const INLINE_IMPORTS: ImportPreparer = {
-  prepare: (body) => settle(() => prepareImport(parseJsonBytes(body))),
-};
-
-export interface AdminCall {
-  readonly params: readonly string[];
-  readonly query: URLSearchParams;
-  readonly body: Buffer;
-  /** Who calls, already authorised for the route (access.ts). */
-  readonly principal: Principal;
-  /** What the audit log records as the actor of this call. */
-  readonly actor: string;
-  /** Ids of the webhook deliveries the write added to the outbox: released once the change is live. */
-  readonly announced: string[];
-}
-
-export interface AdminChange {
-  /** True when routing data changed: the server runs onChange() before answering. */
-  readonly live: boolean;
-  readonly action: string;
-  readonly env: string | null;
-  readonly target: string | null;
-  readonly detail: unknown;
-}
-
-export interface AdminResult {
-  readonly status: number;
-  readonly body: unknown;
-  /** null when nothing changed (reads, and writes that found the state already as asked). */
-  readonly change: AdminChange | null;
-}
-
-export type AdminHandler = (ctx: AdminContext, call: AdminCall) => Promise<AdminResult>;
-
-/** A write's work that needs no store, done before it joins the write queue; returns the handler that writes. */
-export type AdminPrepare = (ctx: AdminContext, call: AdminCall) => Promise<AdminHandler>;
-
-export interface AdminRoute extends Route<AdminHandler> {
-  /** Writes run one at a time so "the next request sees it" holds even for concurrent writers. */
-  readonly write: boolean;
-  /**
-   * When set, the server awaits it outside the write queue and runs the handler it returns in the
-   * queue: an 8 MiB bundle's parsing and checking must not hold up the single writes behind it.
-   * `handler` is the two in one.
-   */
-  readonly prepare: AdminPrepare | null;
-  /** The least role that may call it. */
-  readonly role: TokenRole;
-  readonly scope: RouteScope;
-}
+export { INLINE_IMPORTS, type AdminCall, type AdminContext, type AdminHandler, type AdminPrepare, type AdminResult, type AdminRoute, type ImportPreparer } from './admin-call.js';
 
 const MAX_AUDIT_LIMIT = 1000;
 const MAX_SECRET_LENGTH = 512;
 
-function read(body: unknown, status = 200): AdminResult {
-  return { status, body, change: null };
-}
-
-function changed(status: number, body: unknown, change: AdminChange): AdminResult {
-  return { status, body, change };
-}
-
-function param(call: AdminCall, index: number): string {
-  return call.params[index] as string;
-}
-
-function parseJsonBody(call: AdminCall): unknown {
-  return parseJsonBytes(call.body);
-}
-
-function positiveInt(query: URLSearchParams, name: string, fallback: number | undefined): number | undefined {
-  const raw = query.get(name);
-  if (raw === null) return fallback;
-  if (!/^[1-9]\d{0,9}$/.test(raw)) throw new RcdError('invalid_query', `${name} must be a positive integer`);
-  return Number(raw);
-}
-
-function now(): string {
-  return new Date().toISOString();
-}
-
 function payload(event: WebhookEvent, env: string, id: string | null, hash: string | null, at: string): WebhookPayload {
   return { event, env, id, hash, at };
-}
-
-/**
- * What a write adds to the webhook outbox, in its own transaction: one entry per payload and hook
- * subscribed to its event (the hooks as registered before the write; writes are serialised). The
- * ids are kept on the call so the server releases them once the change is live.
- */
-async function announcing<R>(
-  ctx: AdminContext,
-  call: AdminCall,
-  payloads: (result: R, after: RoutingDelta['contents']) => readonly WebhookPayload[],
-  contents?: readonly ChangeEntry[],
-): Promise<OutboxOf<R>> {
-  const hooks = await ctx.state.listWebhookInfo();
-  return {
-    contents,
-    holdMs: ctx.outboxHoldMs,
-    build(result, after) {
-      if (hooks.length === 0) return [];
-      const entries = outboxEntries(hooks, payloads(result, after));
-      for (const e of entries) call.announced.push(e.id);
-      return entries;
-    },
-  };
 }
 
 // ---- environments ---------------------------------------------------------------------------
@@ -172,12 +71,13 @@ async function deleteEnvironment(ctx: AdminContext, call: AdminCall): Promise<Ad
   const force = forceRaw === 'true';
   // Read first so the deletion can be announced per content item; the store re-checks atomically.
   const before = await listContentOrEmpty(ctx.store, env);
-  await ctx.store.deleteEnvironment(env, force, await announcing<void>(ctx, call, () => {
+  const cancelled = await ctx.store.deleteEnvironment(env, force, await announcing<readonly ScheduleRow[]>(ctx, call, (rows) => {
     const at = now();
-    return before.map((c) => payload('content.deleted', env, c.id, c.hash, at));
+    return [...before.map((c) => payload('content.deleted', env, c.id, c.hash, at)), ...cancelledEvents(rows, at)];
   }));
   return changed(200, { id: env, deleted: true, contentDeleted: before.length }, {
-    live: true, action: 'environment.delete', env, target: null, detail: { force, contentDeleted: before.length },
+    live: true, action: 'environment.delete', env, target: null,
+    detail: { force, contentDeleted: before.length, schedulesCancelled: cancelled.map((r) => r.schedule_id) },
   });
 }
 
@@ -306,12 +206,24 @@ async function deleteMapping(ctx: AdminContext, call: AdminCall): Promise<AdminR
   });
 }
 
+/**
+ * The answer one user context gets, now, or (`?at=`) as it will be at that time: the pending
+ * scheduled changes of the item due by then applied in a transaction that is rolled back.
+ */
 async function previewMapping(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
   const id = param(call, 1);
   const body = parseJsonBody(call);
-  const detail = await ctx.store.getContent(env, id);
-  if (detail === undefined) throw new RcdError('content_not_found', `no content "${id}" in environment "${env}"`);
+  const atText = call.query.get('at');
+  let detail;
+  if (atText === null) {
+    detail = await ctx.store.getContent(env, id);
+  } else {
+    const atMs = parseInstant(atText);
+    if (atMs === null) throw new RcdError('invalid_query', 'at must be an RFC 3339 time with an offset, e.g. 2026-10-31T00:00:00Z');
+    detail = await ctx.store.writeStep(() => contentAt(env, id, atMs));
+  }
+  if (detail === undefined) throw new RcdError('content_not_found', `no content "${id}" in environment "${env}"${atText === null ? '' : ` at ${atText}`}`);
   return read(previewContent(detail, body));
 }
 
@@ -565,26 +477,23 @@ async function listTokens(ctx: AdminContext): Promise<AdminResult> {
   return read({ tokens: await ctx.state.listTokens() });
 }
 
+/**
+ * What the token scheduled is cancelled first (a scheduled change is applied with its creator's
+ * rights, which a revocation withdraws), then the token revoked: should the second fail, the
+ * token still works but nothing it scheduled applies behind anyone's back.
+ */
 async function revokeToken(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
-  const info = await ctx.state.revokeToken(param(call, 0));
+  const name = param(call, 0);
+  const live = (await ctx.state.listTokens()).find((t) => t.name === name && t.revokedAt === null);
+  if (live === undefined) throw new RcdError('not_found', `no live admin token named "${name}"`);
+  const cancelled = await ctx.store.writeStep(() => cancelOfToken(live.id), await announcing<readonly ScheduleRow[]>(ctx, call, (rows) => cancelledEvents(rows, now())));
+  const info = await ctx.state.revokeToken(name);
   return changed(200, { id: info.id, name: info.name, revoked: true }, {
-    live: false, action: 'token.revoke', env: null, target: info.name, detail: { id: info.id },
+    live: false, action: 'token.revoke', env: null, target: info.name, detail: { id: info.id, schedulesCancelled: cancelled.map((r) => r.schedule_id) },
   });
 }
 
 // ---- the table ------------------------------------------------------------------------------
-
-function route(
-  method: string,
-  pattern: string,
-  handler: AdminHandler,
-  write: boolean,
-  role: TokenRole,
-  scope: RouteScope,
-  prepare: AdminPrepare | null = null,
-): AdminRoute {
-  return { method, pattern, handler, write, role, scope, prepare };
-}
 
 const ENV = 'environments/:env';
 const CONTENT = `${ENV}/content/:id`;
@@ -615,4 +524,5 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   route('POST', 'tokens', createToken, true, 'admin', 'all'),
   route('GET', 'tokens', listTokens, false, 'admin', 'all'),
   route('DELETE', 'tokens/:name', revokeToken, true, 'admin', 'all'),
+  ...SCHEDULE_ROUTES,
 ];

@@ -24,6 +24,8 @@ export interface PreviewRule {
   readonly applied: boolean;
   /** The variant's name when the rule is an A/B test that picked one for this user's mod, else null. */
   readonly variant: string | null;
+  /** `"disabled": true` in the mapping (the kill switch): applied to nobody. */
+  readonly disabled: boolean;
 }
 
 export interface Preview {
@@ -106,10 +108,10 @@ function describeRules(raw: unknown, key: string, applied: Uint8Array | null): P
     if (applied === null || applied[k] === 1) chosen.set(index, Number(part.slice(dot + 1)));
     k++;
   }
-  const list = (raw as { rules: { segment: string; variants?: { name: string }[] }[] }).rules;
+  const list = (raw as { rules: { segment: string; disabled?: boolean; variants?: { name: string }[] }[] }).rules;
   return list.map((rule, index) => {
     const choice = chosen.get(index);
     const variant = choice === undefined || choice < 0 ? null : (rule.variants?.[choice]?.name ?? null);
-    return { index, segment: rule.segment, applied: choice !== undefined, variant };
+    return { index, segment: rule.segment, applied: choice !== undefined, variant, disabled: rule.disabled === true };
   });
 }

@@ -30,7 +30,6 @@ import {
   type AdminContext,
   type AdminHandler,
   type AdminPrepare,
-  type AdminResult,
   type ImportPreparer,
 } from './handlers.js';
 import { authorise, type Principal, type RouteScope, type TokenRole } from './access.js';
@@ -41,6 +40,7 @@ import { isOpenApiPath, serveOpenApi } from './openapi-routes.js';
 import { serveConsole } from '../console/assets.js';
 import { WebhookDispatcher, type WebhookDispatcherOptions, type WebhookStats } from './webhooks.js';
 import { SAME_PRIORITY, type BulkRunner } from '../../runtime/priority.js';
+import { DEFAULT_SCHEDULER_OPTIONS, Scheduler, type SchedulerOptions, type WriteOutcome } from './scheduler.js';
 
 export const DEFAULT_ADMIN_MAX_BODY = 10 * 1024 * 1024;
 
@@ -62,6 +62,8 @@ export interface AdminServerOptions {
   readonly imports?: ImportPreparer;
   /** How an import's or sync's write runs; at the caller's priority when absent. */
   readonly bulk?: BulkRunner;
+  /** Scheduled changes: their bounds, this node's id (the applier's lease), the metrics. */
+  readonly schedules?: SchedulerOptions;
 }
 
 export interface AdminServer {
@@ -74,6 +76,12 @@ export interface AdminServer {
   webhookStats(): WebhookStats;
 }
 
+/** Write queue lanes: urgent writes (the kill switch, scheduled changes due) go before queued ones. */
+const enum Lane {
+  Normal = 0,
+  Urgent = 1,
+}
+
 interface Shared {
   readonly ctx: AdminContext;
   readonly router: Router<AdminRouteEntry>;
@@ -84,17 +92,51 @@ interface Shared {
   readonly log: (line: string) => void;
   readonly state: AdminStateStore;
   readonly dispatcher: WebhookDispatcher;
-  /** Tail of the write queue. */
-  writeTail: Promise<unknown>;
+  readonly writes: WriteQueue;
 }
 
 interface AdminRouteEntry {
   readonly handler: AdminHandler;
   readonly prepare: AdminPrepare | null;
   readonly write: boolean;
+  readonly urgent: boolean;
   readonly role: TokenRole;
   readonly scope: RouteScope;
 }
+
+/**
+ * Writes run one at a time (a 2xx means the next delivery request sees it, and the audit order is
+ * the order of the changes). An urgent write (the kill switch, scheduled changes that fell due)
+ * waits only for the write running now, not for the ones queued behind it: an 8 MiB import queued
+ * before a kill must not delay the kill.
+ */
+class WriteQueue {
+  private readonly queued: [(() => void)[], (() => void)[]] = [[], []];
+  private running = false;
+
+  run<T>(fn: () => Promise<T>, lane: Lane): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queued[lane].push(() => {
+        fn().then(resolve, reject).finally(() => {
+          this.running = false;
+          this.next();
+        });
+      });
+      this.next();
+    });
+  }
+
+  private next(): void {
+    if (this.running) return;
+    const task = this.queued[Lane.Urgent].shift() ?? this.queued[Lane.Normal].shift();
+    if (task === undefined) return;
+    this.running = true;
+    task();
+  }
+}
+
+/** Who applies scheduled changes: the change itself is audited in its creator's name. */
+const SCHEDULER: Principal = { name: 'scheduler', tokenId: 'scheduler', role: 'admin', scope: '*', bootstrap: false };
 
 const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
 const ACTOR_RE = /^[A-Za-z0-9_.@:-]{1,64}$/;
@@ -108,10 +150,23 @@ function isSqliteBusy(err: unknown): boolean {
 
 export async function startAdminServer(opts: AdminServerOptions): Promise<AdminServer> {
   const dispatcher = new WebhookDispatcher(opts.store, opts.state, { log: opts.log, ...opts.webhooks });
+  const scheduleOptions = opts.schedules ?? DEFAULT_SCHEDULER_OPTIONS;
+  let scheduler: Scheduler | null = null;
   const shared: Shared = {
-    ctx: { store: opts.store, state: opts.state, outboxHoldMs: dispatcher.holdMs, imports: opts.imports ?? INLINE_IMPORTS, bulk: opts.bulk ?? SAME_PRIORITY },
+    ctx: {
+      store: opts.store,
+      state: opts.state,
+      outboxHoldMs: dispatcher.holdMs,
+      imports: opts.imports ?? INLINE_IMPORTS,
+      bulk: opts.bulk ?? SAME_PRIORITY,
+      schedules: { limits: scheduleOptions.limits, kick: () => scheduler?.kick() },
+    },
     router: compileRouter(
-      ADMIN_ROUTES.map((r) => ({ method: r.method, pattern: r.pattern, handler: { handler: r.handler, prepare: r.prepare, write: r.write, role: r.role, scope: r.scope } })),
+      ADMIN_ROUTES.map((r) => ({
+        method: r.method,
+        pattern: r.pattern,
+        handler: { handler: r.handler, prepare: r.prepare, write: r.write, urgent: r.urgent, role: r.role, scope: r.scope },
+      })),
     ),
     matches: tokenMatcher(opts.token),
     bootstrap: { name: BOOTSTRAP_TOKEN_NAME, tokenId: adminTokenId(opts.token), role: 'admin', scope: '*', bootstrap: true },
@@ -120,8 +175,9 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     log: opts.log,
     state: opts.state,
     dispatcher,
-    writeTail: Promise.resolve(),
+    writes: new WriteQueue(),
   };
+  scheduler = new Scheduler(opts.store, scheduleOptions, opts.log, (handler) => runSystemWrite(shared, handler));
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     handleRequest(shared, req, res).catch((err: unknown) => {
       opts.log(`admin: failed to answer ${req.method} ${req.url}: ${(err as Error).message}`);
@@ -134,8 +190,9 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   server.requestTimeout = 120_000;
   server.headersTimeout = 30_000;
   const port = await listenNodeServer(server, opts.host, opts.port);
-  // What an earlier process left in the outbox is resumed now.
+  // What an earlier process left in the outbox is resumed now, and changes that fell due meanwhile applied.
   dispatcher.start();
+  scheduler.start();
   let closing: Promise<void> | null = null;
   return {
     port,
@@ -151,6 +208,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     close(): Promise<void> {
       if (closing === null) {
         closing = (async () => {
+          // First: its lease released, another node of the store applies what falls due from now on.
+          await scheduler?.close();
           const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
           server.closeIdleConnections();
           // In-flight admin calls get a moment to finish; then the remaining sockets are cut.
@@ -188,7 +247,7 @@ async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerRe
       return;
     }
     const handler = entry.prepare === null ? entry.handler : await entry.prepare(shared.ctx, call);
-    const { result, propagation } = await serialise(shared, () => runWrite(shared, handler, call));
+    const { result, propagation } = await shared.writes.run(() => runWrite(shared, handler, call), entry.urgent ? Lane.Urgent : Lane.Normal);
     sendJson(res, result.status, result.body, propagation);
   } catch (err) {
     sendError(shared, res, err);
@@ -236,17 +295,13 @@ function actorOf(req: IncomingMessage, principal: Principal): string {
   return `token:${principal.tokenId}`;
 }
 
-function serialise<T>(shared: Shared, fn: () => Promise<T>): Promise<T> {
-  const run = shared.writeTail.then(fn, fn);
-  shared.writeTail = run.catch(() => undefined);
-  return run;
+/** A write the server makes itself (scheduled changes that fell due), through the same path as an admin call's. */
+function runSystemWrite(shared: Shared, handler: AdminHandler): Promise<WriteOutcome> {
+  const call: AdminCall = { params: [], query: new URLSearchParams(), body: Buffer.alloc(0), principal: SCHEDULER, actor: SCHEDULER.name, announced: [] };
+  return shared.writes.run(() => runWrite(shared, handler, call), Lane.Urgent);
 }
 
-async function runWrite(
-  shared: Shared,
-  handler: AdminHandler,
-  call: AdminCall,
-): Promise<{ result: AdminResult; propagation: Propagation | null }> {
+async function runWrite(shared: Shared, handler: AdminHandler, call: AdminCall): Promise<WriteOutcome> {
   // Store writes check the store's files themselves; this covers the admin state's writes (webhooks,
   // audit) too, which share the database file through their own connection.
   requireDurableStore(shared.ctx.store);
@@ -259,20 +314,14 @@ async function runWrite(
   }
   requireDurableStore(shared.ctx.store);
   const propagation = change.live ? await shared.onChange() : null;
+  const entries = result.audits ?? [{ actor: call.actor, tokenId: call.principal.tokenId, action: change.action, env: change.env, target: change.target, detail: change.detail }];
   try {
-    await shared.state.appendAudit({
-      actor: call.actor,
-      tokenId: call.principal.tokenId,
-      action: change.action,
-      env: change.env,
-      target: change.target,
-      detail: change.detail,
-    });
+    await shared.state.appendAudits(entries);
   } catch (err) {
     // The change is committed and live; refusing the answer now would invite a duplicate retry.
     shared.log(`admin: audit entry for ${change.action} not written: ${(err as Error).message}`);
   }
-  shared.log(`admin: ${call.actor} ${change.action}${change.env === null ? '' : ' env=' + change.env}${change.target === null ? '' : ' target=' + change.target}`);
+  for (const e of entries) shared.log(`admin: ${e.actor} ${e.action}${e.env === null ? '' : ' env=' + e.env}${e.target === null ? '' : ' target=' + e.target}`);
   await releaseDeliveries(shared, call.announced);
   return { result, propagation };
 }

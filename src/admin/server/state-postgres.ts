@@ -76,6 +76,26 @@ export class PostgresAdminState implements AdminStateStore {
     });
   }
 
+  async appendAudits(entries: readonly NewAuditEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    const at = new Date().toISOString();
+    await this.call(() =>
+      this.sql.unsafe(
+        `INSERT INTO admin_audit (at, actor, token_id, action, env, target, detail)
+         SELECT $1, a, t, c, e, g, d FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) WITH ORDINALITY AS u(a, t, c, e, g, d, n) ORDER BY n`,
+        [
+          at,
+          entries.map((e) => e.actor),
+          entries.map((e) => e.tokenId),
+          entries.map((e) => e.action),
+          entries.map((e) => e.env),
+          entries.map((e) => e.target),
+          entries.map((e) => JSON.stringify(e.detail ?? null)),
+        ] as never[],
+      ),
+    );
+  }
+
   listAudit(limit: number, before?: number): Promise<AuditEntry[]> {
     return this.call(async () => {
       const rows =

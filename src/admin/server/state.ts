@@ -26,7 +26,16 @@ import { PostgresAdminState } from './state-postgres.js';
 import { auditFromRow, tokenFromRow, webhookInfoFromRow, type AuditRow, type TokenRow } from './state-rows.js';
 import { makeDirectories } from '../../runtime/directories.js';
 
-export const WEBHOOK_EVENTS = ['content.updated', 'content.deleted', 'mapping.updated', 'environment.synced'] as const;
+export const WEBHOOK_EVENTS = [
+  'content.updated',
+  'content.deleted',
+  'mapping.updated',
+  'environment.synced',
+  'schedule.created',
+  'schedule.applied',
+  'schedule.failed',
+  'schedule.cancelled',
+] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];
 
 export interface AuditEntry {
@@ -93,6 +102,8 @@ export interface AdminStateStore {
   /** The live token with this digest, read from the store on every call so a revocation holds on every node at once. */
   findToken(digest: string): Promise<AdminTokenInfo | undefined>;
   appendAudit(entry: NewAuditEntry): Promise<AuditEntry>;
+  /** Several entries in one transaction, in order (a batch of scheduled changes applied together). */
+  appendAudits(entries: readonly NewAuditEntry[]): Promise<void>;
   /** Newest first; at most `limit`; only ids below `before` when given. */
   listAudit(limit: number, before?: number): Promise<AuditEntry[]>;
   addWebhook(url: string, events: readonly WebhookEvent[], secret: string): Promise<WebhookRegistration>;
@@ -291,6 +302,15 @@ class SqliteAdminState implements AdminStateStore {
         target: entry.target,
         detail: JSON.parse(detail) as unknown,
       };
+    });
+  }
+
+  appendAudits(entries: readonly NewAuditEntry[]): Promise<void> {
+    return settle(() => {
+      const at = new Date().toISOString();
+      this.db.transaction(() => {
+        for (const e of entries) this.insertAudit.run(at, e.actor, e.tokenId, e.action, e.env, e.target, JSON.stringify(e.detail ?? null));
+      })();
     });
   }
 

@@ -25,9 +25,24 @@ import type { AdminStateStore, WebhookEvent, WebhookInfo, WebhookRegistration } 
 export interface WebhookPayload {
   readonly event: WebhookEvent;
   readonly env: string;
+  /** The content id; for the schedule.* events, the schedule's id. */
   readonly id: string | null;
   readonly hash: string | null;
   readonly at: string;
+  /** The schedule.* events: the scheduled change as it stands (docs/schedule.md, "Webhooks"). */
+  readonly schedule?: ScheduleEventBody;
+}
+
+export interface ScheduleEventBody {
+  readonly id: string;
+  /** When it was due (ISO-8601). */
+  readonly at: string;
+  readonly status: string;
+  /** The content ids it names. */
+  readonly items: readonly string[];
+  readonly rollout: string | null;
+  readonly lateMs: number | null;
+  readonly error: { readonly code: string; readonly message: string } | null;
 }
 
 /** The bounds of delivery (config.ts: the --webhook-* flags). */
@@ -96,7 +111,8 @@ function isRetryableStatus(status: number): boolean {
 
 /** The body sent for a payload: fixed member order, so the bytes signed are the bytes stored. */
 function payloadBody(p: WebhookPayload): string {
-  return JSON.stringify({ event: p.event, env: p.env, id: p.id, hash: p.hash, at: p.at });
+  if (p.schedule === undefined) return JSON.stringify({ event: p.event, env: p.env, id: p.id, hash: p.hash, at: p.at });
+  return JSON.stringify({ event: p.event, env: p.env, id: p.id, hash: p.hash, at: p.at, schedule: p.schedule });
 }
 
 /** One outbox entry per payload and hook subscribed to its event. */

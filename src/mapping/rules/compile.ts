@@ -1,6 +1,6 @@
 /**
  * Mapping JSON → a compiled, validated mapping (the format of docs/api.md, "Dynamic mappings"):
- * `{"rules":[{"segment","when"?,"appVersion"?,"info"?,"patch"|"variants"}]}`.
+ * `{"rules":[{"segment","when"?,"appVersion"?,"info"?,"disabled"?,"patch","mod"?|"variants"}]}`.
  *
  * Compiled once per immutable mapping id (delivery thread and worker LRU) and reused for every request:
  * conditions are compiled predicates (condition/compile.ts), app-version ranges are parsed by semver and
@@ -39,18 +39,31 @@ export interface CompiledRule {
   /** The patch rule's seg JSON (`"v":null`), or "" for an A/B test. */
   readonly segJson: string;
   readonly variants: readonly CompiledVariant[];
-  /** For an A/B test: variant index per mod (0..999), -1 where no range covers it; else null. */
+  /**
+   * What the user's mod (0..999) picks, or null when every mod gets the patch: the variant's index
+   * (an A/B test), PATCH_CHOICE (a patch rule's `mod` range covers it) or NO_CHOICE (nothing: outside
+   * every range, or the rule is disabled). A disabled rule or a gated patch rule costs the request
+   * the same table read as an A/B test, and keeps its position, so combination keys and the preview's
+   * rule numbers stay the stored rule indexes.
+   */
   readonly variantOfMod: Int16Array | null;
+  /** `"disabled": true`: kept in the mapping (the kill switch sets it), applied to nobody. */
+  readonly disabled: boolean;
 }
+
+/** variantOfMod entries that are not a variant index. */
+export const PATCH_CHOICE = -1;
+export const NO_CHOICE = -2;
 
 export interface CompiledMapping {
   readonly rules: readonly CompiledRule[];
+  /** Rules that can apply (not disabled): the catalog's `d` is ruleCount > 0. */
   readonly ruleCount: number;
   /** Combination interning; bounded (see interning.ts). */
   readonly combinations: CombinationIndex;
 }
 
-const RULE_KEYS = new Set(['segment', 'when', 'appVersion', 'patch', 'variants', 'info']);
+const RULE_KEYS = new Set(['segment', 'when', 'appVersion', 'patch', 'variants', 'info', 'disabled', 'mod']);
 const VARIANT_KEYS = new Set(['name', 'mod', 'patch', 'info']);
 export const MAX_RULES = 1000;
 
@@ -91,7 +104,7 @@ export function checkMapping(raw: unknown, content?: unknown): MappingCheck {
   if (problems.length > 0) return { mapping: null, problems };
   const mapping: CompiledMapping = {
     rules,
-    ruleCount: rules.length,
+    ruleCount: rules.filter((r) => !r.disabled).length,
     combinations: new CombinationIndex(),
   };
   return { mapping, problems };
@@ -135,6 +148,10 @@ function compileRule(raw: unknown, index: number, problems: MappingProblem[]): C
   if (info !== undefined && typeof info !== 'string') {
     problems.push({ rule: index, path: `${path}.info`, reason: 'info must be a string' });
   }
+  const disabled = raw.disabled;
+  if (disabled !== undefined && typeof disabled !== 'boolean') {
+    problems.push({ rule: index, path: `${path}.disabled`, reason: 'disabled must be true or false' });
+  }
   const predicate = compileCondition(raw.when, `${path}.when`, index, problems);
   const versions = compileRange(raw.appVersion, `${path}.appVersion`, index, problems);
 
@@ -142,19 +159,26 @@ function compileRule(raw: unknown, index: number, problems: MappingProblem[]): C
   const hasVariants = Object.hasOwn(raw, 'variants');
   let patch: CompiledPatch | null = null;
   let variants: CompiledVariant[] = [];
-  let variantOfMod: Int16Array | null = null;
+  let gate: [number, number] | null = null;
   if (hasPatch === hasVariants) {
     problems.push({ rule: index, path, reason: hasPatch ? 'has both patch and variants (use one)' : 'needs either patch or variants' });
   } else if (hasPatch) {
     patch = compilePatch(raw.patch, `${path}.patch`, index, problems);
+    if (Object.hasOwn(raw, 'mod')) gate = modRange(raw.mod, `${path}.mod`, index, problems);
   } else {
+    if (Object.hasOwn(raw, 'mod')) {
+      problems.push({ rule: index, path: `${path}.mod`, reason: 'an A/B test gives each variant its own mod range; mod on the rule is for a patch rule' });
+    }
     const segName = typeof segment === 'string' ? segment : '';
     const ruleInfo = typeof info === 'string' ? info : undefined;
     variants = compileVariants(raw.variants, `${path}.variants`, index, segName, ruleInfo, problems);
-    variantOfMod = problems.length === before ? modTable(variants) : null;
   }
   if (problems.length !== before) return null;
   const seg = segment as string;
+  let variantOfMod: Int16Array | null = null;
+  if (disabled === true) variantOfMod = new Int16Array(MOD_COUNT).fill(NO_CHOICE);
+  else if (patch === null) variantOfMod = modTable(variants);
+  else if (gate !== null) variantOfMod = new Int16Array(MOD_COUNT).fill(NO_CHOICE).fill(PATCH_CHOICE, gate[0], gate[1] + 1);
   return {
     index,
     segment: seg,
@@ -164,6 +188,7 @@ function compileRule(raw: unknown, index: number, problems: MappingProblem[]): C
     segJson: patch === null ? '' : segEntryJson(seg, null, info as string | undefined),
     variants,
     variantOfMod,
+    disabled: disabled === true,
   };
 }
 
@@ -218,24 +243,12 @@ function compileVariants(
     if (info !== undefined && typeof info !== 'string') {
       problems.push({ rule, path: `${vpath}.info`, reason: 'info must be a string' });
     }
-    const mod = v.mod;
-    const validMod =
-      Array.isArray(mod) &&
-      mod.length === 2 &&
-      Number.isInteger(mod[0]) &&
-      Number.isInteger(mod[1]) &&
-      (mod[0] as number) >= 0 &&
-      (mod[1] as number) <= MOD_COUNT - 1 &&
-      (mod[0] as number) <= (mod[1] as number);
-    if (!validMod) {
-      problems.push({ rule, path: `${vpath}.mod`, reason: 'mod must be [from, to]: integers with 0 <= from <= to <= 999' });
-    }
+    const range = modRange(v.mod, `${vpath}.mod`, rule, problems);
     if (!Object.hasOwn(v, 'patch')) {
       problems.push({ rule, path: vpath, reason: 'a variant needs a patch' });
     }
     const patch = Object.hasOwn(v, 'patch') ? compilePatch(v.patch, `${vpath}.patch`, rule, problems) : null;
-    if (problems.length !== before || patch === null) continue;
-    const range = mod as [number, number];
+    if (problems.length !== before || patch === null || range === null) continue;
     out.push({
       name: name as string,
       lo: range[0],
@@ -264,8 +277,23 @@ function checkOverlaps(variants: CompiledVariant[], raw: unknown[], path: string
   }
 }
 
+/** A `mod` range: `[from, to]`, inclusive, within 0..999; null (and a problem) otherwise. */
+function modRange(mod: unknown, path: string, rule: number, problems: MappingProblem[]): [number, number] | null {
+  const valid =
+    Array.isArray(mod) &&
+    mod.length === 2 &&
+    Number.isInteger(mod[0]) &&
+    Number.isInteger(mod[1]) &&
+    (mod[0] as number) >= 0 &&
+    (mod[1] as number) <= MOD_COUNT - 1 &&
+    (mod[0] as number) <= (mod[1] as number);
+  if (valid) return [mod[0] as number, mod[1] as number];
+  problems.push({ rule, path, reason: 'mod must be [from, to]: integers with 0 <= from <= to <= 999' });
+  return null;
+}
+
 function modTable(variants: readonly CompiledVariant[]): Int16Array {
-  const table = new Int16Array(MOD_COUNT).fill(-1);
+  const table = new Int16Array(MOD_COUNT).fill(NO_CHOICE);
   variants.forEach((variant, i) => table.fill(i, variant.lo, variant.hi + 1));
   return table;
 }
@@ -280,6 +308,8 @@ function segEntryJson(segment: string, variant: string | null, info: string | un
 function checkAgainstContent(rules: readonly CompiledRule[], content: unknown, problems: MappingProblem[]): void {
   const failure: string[] = [''];
   for (const rule of rules) {
+    // A disabled rule delivers nothing: the content may move on without it (the kill switch).
+    if (rule.disabled) continue;
     if (rule.patch !== null) {
       if (applyPatchToValue(content, rule.patch, failure) === PATCH_FAILED) {
         problems.push({ rule: rule.index, path: `rules[${rule.index}].patch`, reason: `does not apply to the current content: ${failure[0]}` });

@@ -6,7 +6,7 @@
  * condition. The result is an interned Combination; the render cache is keyed by (revision id,
  * mapping id, combination key), so a repeat combination costs this evaluation plus one cache lookup.
  */
-import { MAX_RULES, type CompiledMapping, type CompiledRule } from './compile.js';
+import { MAX_RULES, NO_CHOICE, PATCH_CHOICE, type CompiledMapping, type CompiledRule } from './compile.js';
 import { EMPTY_COMBINATION, EMPTY_SELECTION, newCombination, type Combination, type Selection } from './combination.js';
 import { NO_VERSION_KEY } from '../../shared/app-version.js';
 import { pathEdge, pathKey } from './interning.js';
@@ -28,7 +28,7 @@ export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unkn
   let length = 0;
   for (let i = 0; i < rules.length; i++) {
     const choice = ruleChoice(rules[i]!, p, vKey, mod);
-    if (choice !== -2) path[length++] = pathEdge(i, choice);
+    if (choice !== NO_CHOICE) path[length++] = pathEdge(i, choice);
   }
   if (length === 0) return EMPTY_COMBINATION;
   const found = mapping.combinations.byPath(path, length);
@@ -51,15 +51,15 @@ export function combinationForKey(mapping: CompiledMapping, key: string): Combin
   return built;
 }
 
-/** -2: the rule does not apply; -1: its patch applies; k >= 0: variant k applies. */
+/** NO_CHOICE: the rule does not apply; PATCH_CHOICE: its patch applies; k >= 0: variant k applies. */
 function ruleChoice(rule: CompiledRule, p: Record<string, unknown>, vKey: string, mod: number): number {
-  let choice = -1;
+  let choice = PATCH_CHOICE;
   if (rule.variantOfMod !== null) {
     choice = rule.variantOfMod[mod]!; // mod is 0..MOD_COUNT-1, the table's length
-    if (choice < 0) return -2;
+    if (choice === NO_CHOICE) return NO_CHOICE;
   }
-  if (rule.versions !== null && (vKey === NO_VERSION_KEY || !versionInRange(rule.versions, vKey))) return -2;
-  if (rule.predicate !== null && !rule.predicate(p)) return -2;
+  if (rule.versions !== null && (vKey === NO_VERSION_KEY || !versionInRange(rule.versions, vKey))) return NO_CHOICE;
+  if (rule.predicate !== null && !rule.predicate(p)) return NO_CHOICE;
   return choice;
 }
 

@@ -179,6 +179,61 @@ const MIGRATIONS: readonly string[] = [
   CREATE INDEX webhook_outbox_due ON webhook_outbox (next_attempt_ms) WHERE dead_at IS NULL;
   CREATE INDEX webhook_outbox_dead ON webhook_outbox (dead_at) WHERE dead_at IS NOT NULL;
   `,
+  // Scheduled changes, their items, rollouts and the applier's lease (the SQLite schema says why).
+  `
+  CREATE TABLE schedules (
+    schedule_id   text PRIMARY KEY,
+    env_id        text NOT NULL,
+    due_ms        bigint NOT NULL,
+    ops           text NOT NULL,
+    note          text NOT NULL,
+    status        text NOT NULL,
+    rollout_id    text,
+    step          integer,
+    created_at    text NOT NULL,
+    created_by    text NOT NULL,
+    token_id      text NOT NULL,
+    settled_at    text,
+    late_ms       bigint,
+    error_code    text,
+    error_message text,
+    result        text
+  );
+  CREATE INDEX schedules_due ON schedules (due_ms, schedule_id) WHERE status = 'pending';
+  CREATE INDEX schedules_env ON schedules (env_id, due_ms);
+  CREATE INDEX schedules_rollout ON schedules (rollout_id) WHERE rollout_id IS NOT NULL;
+  CREATE INDEX schedules_token ON schedules (token_id) WHERE status IN ('pending', 'paused');
+  CREATE TABLE schedule_items (
+    schedule_id text NOT NULL,
+    env_id      text NOT NULL,
+    id_lower    text NOT NULL,
+    PRIMARY KEY (schedule_id, env_id, id_lower)
+  );
+  CREATE INDEX schedule_items_item ON schedule_items (env_id, id_lower);
+  CREATE TABLE rollouts (
+    rollout_id text PRIMARY KEY,
+    env_id     text NOT NULL,
+    id_lower   text NOT NULL,
+    content_id text NOT NULL,
+    rule       integer NOT NULL,
+    segment    text NOT NULL,
+    variant    text,
+    start      integer NOT NULL,
+    before     text NOT NULL,
+    steps      text NOT NULL,
+    status     text NOT NULL,
+    note       text NOT NULL,
+    created_at text NOT NULL,
+    created_by text NOT NULL,
+    token_id   text NOT NULL
+  );
+  CREATE INDEX rollouts_env ON rollouts (env_id, rollout_id);
+  CREATE TABLE leases (
+    name     text PRIMARY KEY,
+    holder   text NOT NULL,
+    until_ms bigint NOT NULL
+  );
+  `,
 ];
 
 export const PG_SCHEMA_VERSION = MIGRATIONS.length;

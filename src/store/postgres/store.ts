@@ -13,21 +13,22 @@
  * store is available again and every commit watcher is woken, so each node reads the change log
  * from the sequence it applied and catches up.
  */
-import { compileContent } from '../jsonc.js';
 import { RcdError } from '../../runtime/errors.js';
-import { validateMapping } from '../../mapping/index.js';
 import { finishImport, overlap, planImport, prepareImport, preparedKeyDigests, exportEntry, setOwn, EXPORT_NOTE, type Bundle, type BundleEntry, type PlannedEnvironment, type PreparedImport } from '../bundle/bundle.js';
 import {
   apiKeyDigest,
-  appVersionProblem,
   contentIdKey,
-  contentIdProblem,
   envIdProblem,
   generateKey,
   generateKeyId,
   plainKeyProblem,
 } from '../ids.js';
-import { nextNumber, nowIso, sameRevision, type ContentRow } from '../sqlite/sql.js';
+import { nextNumber, nowIso } from '../sqlite/sql.js';
+import { runRowsAsync, type Step } from '../ops/rows.js';
+import * as content from '../ops/content.js';
+import { cancelOfEnvironment } from '../schedule/lifecycle.js';
+import type { ScheduleRow } from '../schedule/rows.js';
+import { checkContentWrite, checkRevisionNumber, checkSyncIds } from '../write-checks.js';
 import { settle } from '../../shared/settle.js';
 import type {
   ChangeBatch,
@@ -130,6 +131,14 @@ export class PostgresStore implements Store {
     );
   }
 
+  writeStep<T>(step: () => Step<T>, outbox?: OutboxOf<T>): Promise<T> {
+    return this.write((rows) => runRowsAsync(rows, step()), outbox);
+  }
+
+  readStep<T>(step: () => Step<T>): Promise<T> {
+    return this.read((tx) => runRowsAsync(new PgRows(tx), step()));
+  }
+
   private read<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     return this.call(() => this.sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', fn) as Promise<T>);
   }
@@ -173,15 +182,6 @@ export class PostgresStore implements Store {
 
   private async requireEnv(rows: PgRows, envId: string): Promise<void> {
     if ((await rows.getEnv(envId)) === undefined) throw new RcdError('not_found', `environment ${JSON.stringify(envId)} does not exist`);
-  }
-
-  private async requireContent(rows: PgRows, envId: string, id: string): Promise<ContentRow> {
-    await this.requireEnv(rows, envId);
-    const row = typeof id === 'string' ? await rows.findContent(envId, contentIdKey(id)) : undefined;
-    if (row === undefined) {
-      throw new RcdError('content_not_found', `content ${JSON.stringify(id)} does not exist in environment ${JSON.stringify(envId)}`);
-    }
-    return row;
   }
 
   loadDirectory(): Promise<DirectorySnapshot> {
@@ -315,7 +315,7 @@ export class PostgresStore implements Store {
     });
   }
 
-  deleteEnvironment(envId: string, force: boolean, outbox?: OutboxOf<void>): Promise<void> {
+  deleteEnvironment(envId: string, force: boolean, outbox?: OutboxOf<readonly ScheduleRow[]>): Promise<readonly ScheduleRow[]> {
     return this.write(async (rows) => {
       await this.requireEnv(rows, envId);
       const n = (await rows.tx.unsafe<{ n: number }[]>('SELECT count(*)::int AS n FROM contents WHERE env_id = $1', [envId]))[0]?.n ?? 0;
@@ -323,6 +323,7 @@ export class PostgresStore implements Store {
         throw new RcdError('conflict', `environment ${JSON.stringify(envId)} holds ${n} content item(s); delete them first or force`);
       }
       await rows.tx.unsafe('DELETE FROM environments WHERE env_id = $1', [envId]);
+      return runRowsAsync(rows, cancelOfEnvironment(envId));
     }, outbox);
   }
 
@@ -370,88 +371,30 @@ export class PostgresStore implements Store {
   }
 
   async putContent(envId: string, id: string, text: string, minAppVersion: string | null, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult> {
-    const idProblem = contentIdProblem(id);
-    if (idProblem !== '') throw new RcdError('invalid_request', idProblem);
-    if (minAppVersion !== null) {
-      const vProblem = appVersionProblem(minAppVersion);
-      if (vProblem !== '') throw new RcdError('invalid_request', vProblem);
-    }
-    if (typeof text !== 'string') throw new RcdError('invalid_request', 'content text must be a string');
-    const compiled = compileContent(text);
-    return this.write(async (rows) => {
-      await this.requireEnv(rows, envId);
-      const at = nowIso();
-      const key = contentIdKey(id);
-      const content = (await rows.findContent(envId, key)) ?? (await rows.insertContent(envId, key, id, at));
-      const newest = await rows.newestRevision(content.content_pk);
-      if (newest !== undefined && sameRevision(newest, text, minAppVersion)) {
-        return { id: content.id, hash: newest.hash, revision: newest.number, changed: false };
-      }
-      const number = await rows.appendRevision(content.content_pk, nextNumber(newest), text, compiled, minAppVersion, at);
-      return { id: content.id, hash: compiled.hash, revision: number, changed: true };
-    }, outbox);
+    const compiled = checkContentWrite(id, text, minAppVersion);
+    return this.writeStep(() => content.putContent(envId, id, text, compiled, minAppVersion), outbox);
   }
 
   deleteContent(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef> {
-    return this.write(async (rows) => {
-      const content = await this.requireContent(rows, envId, id);
-      const ref = { id: content.id, hash: (await rows.newestHash(content.content_pk)) ?? '' };
-      await rows.tx.unsafe('DELETE FROM contents WHERE content_pk = $1', [content.content_pk]);
-      return ref;
-    }, outbox);
+    return this.writeStep(() => content.deleteContent(envId, id), outbox);
   }
 
   async rollback(envId: string, id: string, to: number, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult> {
-    if (!Number.isSafeInteger(to) || to < 1) throw new RcdError('invalid_request', 'the revision to roll back to must be a positive integer');
-    return this.write(async (rows) => {
-      const content = await this.requireContent(rows, envId, id);
-      const target = to > 2_147_483_647 ? undefined : await rows.revision(content.content_pk, to);
-      if (target === undefined) throw new RcdError('not_found', `revision ${to} of ${JSON.stringify(content.id)} does not exist`);
-      const newest = await rows.newestRevision(content.content_pk);
-      if (newest !== undefined && sameRevision(newest, target.text, target.min_app_version)) {
-        return { id: content.id, hash: newest.hash, revision: newest.number, changed: false };
-      }
-      const number = await rows.appendRevision(content.content_pk, nextNumber(newest), target.text, target, target.min_app_version, nowIso());
-      return { id: content.id, hash: target.hash, revision: number, changed: true };
-    }, outbox);
+    checkRevisionNumber(to);
+    return this.writeStep(() => content.rollback(envId, id, to), outbox);
   }
 
   putMapping(envId: string, id: string, mapping: unknown, outbox?: OutboxOf<MappingResult>): Promise<MappingResult> {
-    return this.write(async (rows) => {
-      const content = await this.requireContent(rows, envId, id);
-      const newest = await rows.newestRevision(content.content_pk);
-      if (newest === undefined) throw new RcdError('internal', `content ${JSON.stringify(content.id)} has no revision`);
-      const compiled = validateMapping(mapping, JSON.parse(newest.minified));
-      const json = JSON.stringify(mapping);
-      const current = await rows.getMapping(content.mapping_id);
-      if (current !== undefined && current.json === json) return { id: content.id, hash: newest.hash, mappingId: current.mapping_id, ruleCount: current.rule_count };
-      const mappingId = await rows.insertMapping(content.content_pk, json, compiled.ruleCount, nowIso());
-      return { id: content.id, hash: newest.hash, mappingId, ruleCount: compiled.ruleCount };
-    }, outbox);
+    return this.writeStep(() => content.putMapping(envId, id, mapping), outbox);
   }
 
   deleteMapping(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef> {
-    return this.write(async (rows) => {
-      const content = await this.requireContent(rows, envId, id);
-      if (content.mapping_id === null) throw new RcdError('not_found', `content ${JSON.stringify(content.id)} has no mapping`);
-      await rows.clearMapping(content.content_pk, nowIso());
-      return { id: content.id, hash: (await rows.newestHash(content.content_pk)) ?? '' };
-    }, outbox);
+    return this.writeStep(() => content.deleteMapping(envId, id), outbox);
   }
 
   async sync(from: string, to: string, ids?: readonly string[], outbox?: OutboxOf<SyncReport>): Promise<SyncReport> {
-    if (from === to) throw new RcdError('invalid_request', 'sync needs two different environments');
-    if (ids !== undefined) {
-      if (!Array.isArray(ids)) throw new RcdError('invalid_request', 'ids must be an array of content ids');
-      for (const id of ids) {
-        if (typeof id !== 'string' || id.length === 0) throw new RcdError('invalid_request', 'ids must be non-empty strings');
-      }
-    }
-    return this.write(async (rows) => {
-      await this.requireEnv(rows, from);
-      await this.requireEnv(rows, to);
-      return syncEnvironments(rows, from, to, ids);
-    }, outbox);
+    checkSyncIds(ids);
+    return this.writeStep(() => content.sync(from, to, ids), outbox);
   }
 
   importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>): Promise<ImportReport> {
@@ -523,59 +466,6 @@ export class PostgresStore implements Store {
     this.wakers.clear();
     await this.sql.end({ timeout: 1 });
   }
-}
-
-/** Sync (promote) inside the write transaction: the same steps as the SQLite store's sync.ts. */
-async function syncEnvironments(rows: PgRows, from: string, to: string, ids: readonly string[] | undefined): Promise<SyncReport> {
-  let sources: ContentRow[];
-  if (ids === undefined) {
-    sources = await rows.contentsOf(from);
-  } else {
-    sources = [];
-    const seen = new Set<string>();
-    const missing: string[] = [];
-    for (const id of ids) {
-      const key = contentIdKey(id);
-      if (seen.has(key)) continue;
-      seen.add(key);
-      const row = await rows.findContent(from, key);
-      if (row === undefined) missing.push(id);
-      else sources.push(row);
-    }
-    if (missing.length > 0) {
-      throw new RcdError('content_not_found', `not in environment ${JSON.stringify(from)}: ${missing.map((m) => JSON.stringify(m)).join(', ')}`, { missing });
-    }
-  }
-  const at = nowIso();
-  const items: SyncReport['items'][number][] = [];
-  for (const src of sources) {
-    const srcRev = await rows.newestRevision(src.content_pk);
-    if (srcRev === undefined) throw new RcdError('internal', `content ${JSON.stringify(src.id)} has no revision`);
-    const srcMapping = await rows.getMapping(src.mapping_id);
-    let target = await rows.findContent(to, src.id_lower);
-    let action: 'created' | 'updated' | 'unchanged' = 'unchanged';
-    if (target === undefined) {
-      target = await rows.insertContent(to, src.id_lower, src.id, at);
-      action = 'created';
-    }
-    const newest = await rows.newestRevision(target.content_pk);
-    if (newest === undefined || !sameRevision(newest, srcRev.text, srcRev.min_app_version)) {
-      await rows.appendRevision(target.content_pk, nextNumber(newest), srcRev.text, srcRev, srcRev.min_app_version, at);
-      if (action === 'unchanged') action = 'updated';
-    }
-    const targetMapping = await rows.getMapping(target.mapping_id);
-    if (srcMapping === undefined) {
-      if (targetMapping !== undefined) {
-        await rows.clearMapping(target.content_pk, at);
-        if (action === 'unchanged') action = 'updated';
-      }
-    } else if (targetMapping === undefined || targetMapping.json !== srcMapping.json) {
-      await rows.insertMapping(target.content_pk, srcMapping.json, srcMapping.rule_count, at);
-      if (action === 'unchanged') action = 'updated';
-    }
-    items.push({ id: target.id, action, hash: srcRev.hash });
-  }
-  return { from, to, items };
 }
 
 /** Writes a checked bundle plan: the same steps as the SQLite store's (bundle.ts applyPlan). */

@@ -125,6 +125,64 @@ const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX webhook_outbox_due ON webhook_outbox(next_attempt_ms) WHERE dead_at IS NULL;
   CREATE INDEX webhook_outbox_dead ON webhook_outbox(dead_at) WHERE dead_at IS NOT NULL;
   `,
+  // Scheduled changes (src/store/schedule/): a change set with the time it takes effect, applied in
+  // the transaction that flips its status (exactly once); the items it touches, for the item filter
+  // and for the pending changes a rehearsal replays; rollouts (their steps are schedules); and the
+  // applier's lease (one node of the store runs it).
+  `
+  CREATE TABLE schedules (
+    schedule_id   TEXT PRIMARY KEY,
+    env_id        TEXT NOT NULL,
+    due_ms        INTEGER NOT NULL,
+    ops           TEXT NOT NULL,
+    note          TEXT NOT NULL,
+    status        TEXT NOT NULL,       -- pending | paused | applied | failed | cancelled
+    rollout_id    TEXT,
+    step          INTEGER,
+    created_at    TEXT NOT NULL,
+    created_by    TEXT NOT NULL,
+    token_id      TEXT NOT NULL,
+    settled_at    TEXT,
+    late_ms       INTEGER,
+    error_code    TEXT,
+    error_message TEXT,
+    result        TEXT
+  );
+  CREATE INDEX schedules_due ON schedules(due_ms, schedule_id) WHERE status = 'pending';
+  CREATE INDEX schedules_env ON schedules(env_id, due_ms);
+  CREATE INDEX schedules_rollout ON schedules(rollout_id) WHERE rollout_id IS NOT NULL;
+  CREATE INDEX schedules_token ON schedules(token_id) WHERE status IN ('pending', 'paused');
+  CREATE TABLE schedule_items (
+    schedule_id TEXT NOT NULL,
+    env_id      TEXT NOT NULL,
+    id_lower    TEXT NOT NULL,         -- a content key, or '' for every item (a sync without ids)
+    PRIMARY KEY (schedule_id, env_id, id_lower)
+  );
+  CREATE INDEX schedule_items_item ON schedule_items(env_id, id_lower);
+  CREATE TABLE rollouts (
+    rollout_id TEXT PRIMARY KEY,
+    env_id     TEXT NOT NULL,
+    id_lower   TEXT NOT NULL,
+    content_id TEXT NOT NULL,
+    rule       INTEGER NOT NULL,
+    segment    TEXT NOT NULL,
+    variant    TEXT,
+    start      INTEGER NOT NULL,
+    before     TEXT NOT NULL,
+    steps      TEXT NOT NULL,
+    status     TEXT NOT NULL,          -- active | paused | rolled_back | cancelled
+    note       TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    created_by TEXT NOT NULL,
+    token_id   TEXT NOT NULL
+  );
+  CREATE INDEX rollouts_env ON rollouts(env_id, rollout_id);
+  CREATE TABLE leases (
+    name     TEXT PRIMARY KEY,
+    holder   TEXT NOT NULL,
+    until_ms INTEGER NOT NULL
+  );
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;

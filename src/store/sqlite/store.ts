@@ -7,30 +7,30 @@
  * first and writes after, so a refused write (or a crash) leaves the previous state whole, and a
  * second process writing the same file waits (busy_timeout) instead of interleaving.
  */
-import { compileContent } from '../jsonc.js';
 import { RcdError } from '../../runtime/errors.js';
 import { settle } from '../../shared/settle.js';
-import { validateMapping } from '../../mapping/index.js';
 import { exportBundle, importPrepared, prepareImport, type PreparedImport } from '../bundle/bundle.js';
 import type { Database, Statement } from './driver.js';
 import { RoutingQueries } from './routing.js';
 import { getContent, listContent, listEnvironments, listKeys } from './listings.js';
-import { syncEnvironments } from './sync.js';
+import { SqliteRows } from './rows.js';
+import { runRows, type Step } from '../ops/rows.js';
+import * as content from '../ops/content.js';
+import { cancelOfEnvironment } from '../schedule/lifecycle.js';
+import type { ScheduleRow } from '../schedule/rows.js';
 import {
   apiKeyDigest,
-  appVersionProblem,
-  contentIdKey,
-  contentIdProblem,
   envIdProblem,
   generateKey,
   generateKeyId,
   plainKeyProblem,
 } from '../ids.js';
 import { StoreFiles } from './files.js';
+import { checkContentWrite, checkRevisionNumber, checkSyncIds } from '../write-checks.js';
 import { watchWal } from './wal-watch.js';
 import { migrate } from './schema.js';
 import { anyDue, claimOutbox, insertOutbox, listDeadLetters, outboxCounts, releaseOutbox, settleOutbox } from './outbox.js';
-import { nextNumber, nowIso, sameRevision, StoreSql, type ContentRow, type RevisionRow } from './sql.js';
+import { nowIso } from './sql.js';
 import type {
   ChangeBatch,
   ChangeEntry,
@@ -59,7 +59,7 @@ export const COMMIT_POLL_MS = 25;
 export class SqliteStore implements Store {
   readonly readerUrl: string;
   private readonly db: Database;
-  private readonly sql: StoreSql;
+  private readonly sql: SqliteRows;
   private closed = false;
   private routingQueries: RoutingQueries | undefined;
   private readonly files: StoreFiles | null;
@@ -72,7 +72,7 @@ export class SqliteStore implements Store {
   constructor(db: Database, readerUrl: string, path: string | null = null) {
     migrate(db);
     this.db = db;
-    this.sql = new StoreSql(db);
+    this.sql = new SqliteRows(db);
     this.readerUrl = readerUrl;
     this.path = path;
     // After migrate: the WAL connection has created its -wal and -shm files by now.
@@ -129,6 +129,18 @@ export class SqliteStore implements Store {
     }
   }
 
+  /** A step (src/store/ops/rows.ts) in one write transaction; `volatile` as writeVolatile (a lease renewal). */
+  writeStep<T>(step: () => Step<T>, outbox?: OutboxOf<T>, volatile = false): Promise<T> {
+    return settle(() => {
+      const run = (): T => runRows(this.sql, step());
+      return volatile ? this.writeVolatile(run) : this.write(run, outbox);
+    });
+  }
+
+  readStep<T>(step: () => Step<T>): Promise<T> {
+    return settle(() => this.read(() => runRows(this.sql, step())));
+  }
+
   private requireOwnFiles(): void {
     const problem = this.files?.problem() ?? null;
     if (problem !== null) throw unavailable(problem);
@@ -140,15 +152,6 @@ export class SqliteStore implements Store {
 
   private requireEnv(envId: string): void {
     if (this.sql.getEnv(envId) === undefined) throw new RcdError('not_found', `environment ${JSON.stringify(envId)} does not exist`);
-  }
-
-  private requireContent(envId: string, id: string): ContentRow {
-    this.requireEnv(envId);
-    const row = typeof id === 'string' ? this.sql.findContent(envId, contentIdKey(id)) : undefined;
-    if (row === undefined) {
-      throw new RcdError('content_not_found', `content ${JSON.stringify(id)} does not exist in environment ${JSON.stringify(envId)}`);
-    }
-    return row;
   }
 
   loadDirectory(): Promise<DirectorySnapshot> {
@@ -289,9 +292,9 @@ export class SqliteStore implements Store {
     });
   }
 
-  deleteEnvironment(envId: string, force: boolean, outbox?: OutboxOf<void>): Promise<void> {
+  deleteEnvironment(envId: string, force: boolean, outbox?: OutboxOf<readonly ScheduleRow[]>): Promise<readonly ScheduleRow[]> {
     return settle(() => {
-      this.write(() => {
+      return this.write(() => {
         this.requireEnv(envId);
         const n = this.db.prepare<{ n: number }>('SELECT count(*) AS n FROM contents WHERE env_id = ?').get(envId);
         if (n !== undefined && n.n > 0 && !force) {
@@ -299,6 +302,7 @@ export class SqliteStore implements Store {
         }
         // Keys, content, revisions and mappings go with it (ON DELETE CASCADE).
         this.db.prepare('DELETE FROM environments WHERE env_id = ?').run(envId);
+        return runRows(this.sql, cancelOfEnvironment(envId));
       }, outbox);
     });
   }
@@ -355,105 +359,34 @@ export class SqliteStore implements Store {
 
   putContent(envId: string, id: string, text: string, minAppVersion: string | null, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult> {
     return settle(() => {
-      const idProblem = contentIdProblem(id);
-      if (idProblem !== '') throw new RcdError('invalid_request', idProblem);
-      if (minAppVersion !== null) {
-        const vProblem = appVersionProblem(minAppVersion);
-        if (vProblem !== '') throw new RcdError('invalid_request', vProblem);
-      }
-      if (typeof text !== 'string') throw new RcdError('invalid_request', 'content text must be a string');
-      // Compiled before the transaction: the CPU work does not hold the write lock, and an invalid
-      // text is refused before anything is touched.
-      const compiled = compileContent(text);
-      return this.write(() => {
-        this.requireEnv(envId);
-        const at = nowIso();
-        const key = contentIdKey(id);
-        const content = this.sql.findContent(envId, key) ?? this.sql.insertContent(envId, key, id, at);
-        const newest = this.sql.newestRevision(content.content_pk);
-        if (newest !== undefined && sameRevision(newest, text, minAppVersion)) {
-          return { id: content.id, hash: newest.hash, revision: newest.number, changed: false };
-        }
-        const number = this.sql.appendRevision(content.content_pk, nextNumber(newest), text, compiled, minAppVersion, at);
-        return { id: content.id, hash: compiled.hash, revision: number, changed: true };
-      }, outbox);
+      const compiled = checkContentWrite(id, text, minAppVersion);
+      return this.write(() => runRows(this.sql, content.putContent(envId, id, text, compiled, minAppVersion)), outbox);
     });
   }
 
   deleteContent(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef> {
-    return settle(() => {
-      return this.write(() => {
-        const content = this.requireContent(envId, id);
-        const ref = { id: content.id, hash: this.sql.newestHash(content.content_pk) ?? '' };
-        // Revisions and mappings go with it (ON DELETE CASCADE); their ids are never reused.
-        this.db.prepare('DELETE FROM contents WHERE content_pk = ?').run(content.content_pk);
-        return ref;
-      }, outbox);
-    });
+    return this.writeStep(() => content.deleteContent(envId, id), outbox);
   }
 
   rollback(envId: string, id: string, to: number, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult> {
     return settle(() => {
-      if (!Number.isSafeInteger(to) || to < 1) throw new RcdError('invalid_request', 'the revision to roll back to must be a positive integer');
-      return this.write(() => {
-        const content = this.requireContent(envId, id);
-        const target = this.db
-          .prepare<RevisionRow>(
-            'SELECT rev_id, number, text, minified, hash, min_app_version, created_at FROM revisions WHERE content_pk = ? AND number = ?',
-          )
-          .get(content.content_pk, to);
-        if (target === undefined) throw new RcdError('not_found', `revision ${to} of ${JSON.stringify(content.id)} does not exist`);
-        const newest = this.sql.newestRevision(content.content_pk);
-        if (newest !== undefined && sameRevision(newest, target.text, target.min_app_version)) {
-          return { id: content.id, hash: newest.hash, revision: newest.number, changed: false };
-        }
-        const number = this.sql.appendRevision(content.content_pk, nextNumber(newest), target.text, target, target.min_app_version, nowIso());
-        return { id: content.id, hash: target.hash, revision: number, changed: true };
-      }, outbox);
+      checkRevisionNumber(to);
+      return this.write(() => runRows(this.sql, content.rollback(envId, id, to)), outbox);
     });
   }
 
   putMapping(envId: string, id: string, mapping: unknown, outbox?: OutboxOf<MappingResult>): Promise<MappingResult> {
-    return settle(() => {
-      return this.write(() => {
-        const content = this.requireContent(envId, id);
-        const newest = this.sql.newestRevision(content.content_pk);
-        if (newest === undefined) throw new RcdError('internal', `content ${JSON.stringify(content.id)} has no revision`);
-        const compiled = validateMapping(mapping, JSON.parse(newest.minified));
-        const json = JSON.stringify(mapping);
-        const current = this.sql.getMapping(content.mapping_id);
-        if (current !== undefined && current.json === json) return { id: content.id, hash: newest.hash, mappingId: current.mapping_id, ruleCount: current.rule_count };
-        const mappingId = this.sql.insertMapping(content.content_pk, json, compiled.ruleCount, nowIso());
-        return { id: content.id, hash: newest.hash, mappingId, ruleCount: compiled.ruleCount };
-      }, outbox);
-    });
+    return this.writeStep(() => content.putMapping(envId, id, mapping), outbox);
   }
 
   deleteMapping(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef> {
-    return settle(() => {
-      return this.write(() => {
-        const content = this.requireContent(envId, id);
-        if (content.mapping_id === null) throw new RcdError('not_found', `content ${JSON.stringify(content.id)} has no mapping`);
-        this.sql.clearMapping(content.content_pk, nowIso());
-        return { id: content.id, hash: this.sql.newestHash(content.content_pk) ?? '' };
-      }, outbox);
-    });
+    return this.writeStep(() => content.deleteMapping(envId, id), outbox);
   }
 
   sync(from: string, to: string, ids?: readonly string[], outbox?: OutboxOf<SyncReport>): Promise<SyncReport> {
     return settle(() => {
-      if (from === to) throw new RcdError('invalid_request', 'sync needs two different environments');
-      if (ids !== undefined) {
-        if (!Array.isArray(ids)) throw new RcdError('invalid_request', 'ids must be an array of content ids');
-        for (const id of ids) {
-          if (typeof id !== 'string' || id.length === 0) throw new RcdError('invalid_request', 'ids must be non-empty strings');
-        }
-      }
-      return this.write(() => {
-        this.requireEnv(from);
-        this.requireEnv(to);
-        return syncEnvironments(this.sql, from, to, ids);
-      }, outbox);
+      checkSyncIds(ids);
+      return this.write(() => runRows(this.sql, content.sync(from, to, ids)), outbox);
     });
   }
 

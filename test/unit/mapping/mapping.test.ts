@@ -81,6 +81,36 @@ describe('rules', () => {
     expect(deliver(mapping, {}, '', 200).seg).toEqual([]);
   });
 
+  it('a disabled rule applies to nobody and keeps its place: later rules and their variants are unchanged', () => {
+    const mapping = {
+      rules: [
+        { segment: 'killed', disabled: true, patch: { shop: { discount: 99 } } },
+        AB.rules[0],
+      ],
+    };
+    for (const mod of [0, 499, 500, 999]) {
+      const r = deliver(mapping, {}, '', mod);
+      expect((r.data as { shop: { discount: number } }).shop.discount).toBe(0);
+      expect(r.seg).toEqual(deliver(AB, {}, '', mod).seg);
+    }
+    // A disabled A/B test as well; `disabled: false` is the same as absent.
+    expect(deliver({ rules: [{ ...AB.rules[0], disabled: true }] }, {}, '', 0).seg).toEqual([]);
+    expect(deliver({ rules: [{ ...AB.rules[0], disabled: false }] }, {}, '', 0).seg).toEqual([{ n: 'banner-test', v: 'A', i: 'rule info' }]);
+    expect(compileMapping(mapping).ruleCount).toBe(1);
+  });
+
+  it('a patch rule with a mod range applies to the users whose mod is in it (a staged rollout)', () => {
+    const mapping = { rules: [{ segment: 'new-curve', mod: [0, 49], patch: { ads: { enabled: false } } }] };
+    expect(deliver(mapping, {}, '', 0).seg).toEqual([{ n: 'new-curve', v: null }]);
+    expect(deliver(mapping, {}, '', 49).seg).toEqual([{ n: 'new-curve', v: null }]);
+    expect(deliver(mapping, {}, '', 50).seg).toEqual([]);
+    expect(deliver(mapping, {}, '', 999).seg).toEqual([]);
+    // The range gates the rule; its condition still has to match.
+    const gated = { rules: [{ segment: 'de', mod: [0, 999], when: { country: 'DE' }, patch: { ads: { enabled: false } } }] };
+    expect(deliver(gated, { country: 'FR' }, '', 3).seg).toEqual([]);
+    expect(deliver(gated, { country: 'DE' }, '', 3).seg).toEqual([{ n: 'de', v: null }]);
+  });
+
   it('appVersion ranges: boundaries, and a request without v does not match', () => {
     const mapping = { rules: [{ segment: 'v1', appVersion: '>=1.2.0 <2.0.0', patch: { ads: { enabled: false } } }] };
     expect(deliver(mapping, {}, '1.2.0', 0).seg).toEqual([{ n: 'v1', v: null }]);
@@ -189,6 +219,9 @@ describe('validation', () => {
     ['overlapping ranges', { rules: [{ segment: 's', variants: [{ name: 'A', mod: [0, 500], patch: {} }, { name: 'B', mod: [500, 999], patch: {} }] }] }, 0, 'overlaps'],
     ['duplicate variant names', { rules: [{ segment: 's', variants: [{ name: 'A', mod: [0, 1], patch: {} }, { name: 'A', mod: [2, 3], patch: {} }] }] }, 0, 'duplicate variant name'],
     ['variant without patch', { rules: [{ segment: 's', variants: [{ name: 'A', mod: [0, 1] }] }] }, 0, 'a variant needs a patch'],
+    ['disabled not a boolean', { rules: [{ segment: 's', patch: {}, disabled: 'yes' }] }, 0, 'disabled must be true or false'],
+    ['mod on a patch rule out of range', { rules: [{ segment: 's', patch: {}, mod: [0, 1000] }] }, 0, 'mod must be [from, to]'],
+    ['mod on an A/B test rule', { rules: [{ segment: 's', mod: [0, 9], variants: [{ name: 'A', mod: [0, 1], patch: {} }] }] }, 0, 'mod on the rule is for a patch rule'],
     ['__proto__ in a patch', JSON.parse('{"rules":[{"segment":"s","patch":{"__proto__":{"admin":true}}}]}'), 0, 'not allowed'],
     ['constructor in a condition', { rules: [{ segment: 's', when: { 'constructor.prototype.admin': true }, patch: {} }] }, 0, 'not allowed'],
   ])('%s', (_name, mapping, rule, reason) => {
@@ -209,6 +242,12 @@ describe('validation', () => {
     const list = problems(mapping, JSON.parse(CONTENT));
     expect(list).toEqual([{ rule: 1, path: 'rules[1].variants[0].patch', reason: 'does not apply to the current content: operation 0 (remove /nope) path does not exist' }]);
     expect(validateMapping(mapping.rules.slice(0, 1).length === 1 ? { rules: [mapping.rules[0]] } : mapping, JSON.parse(CONTENT)).ruleCount).toBe(1);
+  });
+
+  it('a disabled rule\'s patches need not apply to the content (the content may move on after a kill)', () => {
+    const mapping = { rules: [{ segment: 'gone', disabled: true, patch: [{ op: 'remove', path: '/nope' }] }] };
+    expect(validateMapping(mapping, JSON.parse(CONTENT)).ruleCount).toBe(0);
+    expect(problems({ rules: [{ segment: 'live', patch: [{ op: 'remove', path: '/nope' }] }] }, JSON.parse(CONTENT))).toHaveLength(1);
   });
 
   it('the error message names the first problem and counts the others', () => {

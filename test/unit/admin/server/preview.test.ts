@@ -62,8 +62,23 @@ describe('previewContent', () => {
     expect(p.mod).toBe(userMod(userUid(u)));
     expect(p.answer).toEqual({ data: { price: 0, theme: 'dark' }, hash: p.hash, meta: { uid: p.uid, mod: p.mod, seg: [{ n: 'vip', v: null }, { n: 'theme', v: 'dark' }] } });
     expect(p.rules).toEqual([
-      { index: 0, segment: 'vip', applied: true, variant: null },
-      { index: 1, segment: 'theme', applied: true, variant: 'dark' },
+      { index: 0, segment: 'vip', applied: true, variant: null, disabled: false },
+      { index: 1, segment: 'theme', applied: true, variant: 'dark', disabled: false },
+    ]);
+  });
+
+  it('lists a disabled rule as disabled and not applied, and the rules after it by their own index', async () => {
+    await store.putMapping('dev', 'Shop', {
+      rules: [
+        { segment: 'vip', when: { vip: true }, disabled: true, patch: { price: 0 } },
+        { segment: 'theme', variants: [{ name: 'dark', mod: [0, 499], patch: [{ op: 'replace', path: '/theme', value: 'dark' }] }] },
+      ],
+    });
+    const p = previewContent(await detail('dev', 'Shop'), { u: userIn(0, 499), p: { vip: true }, v: '2.0.0' });
+    expect(p.seg).toEqual([{ n: 'theme', v: 'dark' }]);
+    expect(p.rules).toEqual([
+      { index: 0, segment: 'vip', applied: false, variant: null, disabled: true },
+      { index: 1, segment: 'theme', applied: true, variant: 'dark', disabled: false },
     ]);
   });
 

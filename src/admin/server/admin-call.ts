@@ -1,0 +1,168 @@
+/**
+ * What every admin operation is made of: the context and the call a handler gets, the result it
+ * gives back (an answer, and the change the server makes live, audits and announces), the route
+ * table's rows, and the helpers handlers share. Handlers never touch HTTP objects; they take
+ * decoded params, the query and the raw body.
+ */
+import { RcdError } from '../../runtime/errors.js';
+import { parseJsonBytes } from '../../shared/json-body.js';
+import { settle } from '../../shared/settle.js';
+import { prepareImport, type PreparedImport } from '../../store/bundle/bundle.js';
+import type { ChangeEntry, OutboxOf, RoutingDelta, Store } from '../../store/types.js';
+import type { ScheduleLimits } from '../../store/schedule/lifecycle.js';
+import type { BulkRunner } from '../../runtime/priority.js';
+import type { Route } from './router.js';
+import type { Principal, RouteScope, TokenRole } from './access.js';
+import type { AdminStateStore, NewAuditEntry } from './state.js';
+import { outboxEntries, type WebhookPayload } from './webhooks.js';
+
+export interface AdminContext {
+  readonly store: Store;
+  readonly state: AdminStateStore;
+  /** How long a write's webhook deliveries are held if the server never releases them (OutboxOf.holdMs). */
+  readonly outboxHoldMs: number;
+  readonly imports: ImportPreparer;
+  /** Where an import's or a sync's write runs: at a lower CPU priority than delivery where it may. */
+  readonly bulk: BulkRunner;
+  readonly schedules: ScheduleContext;
+}
+
+export interface ScheduleContext {
+  readonly limits: ScheduleLimits;
+  /** A change was scheduled or moved here: the applier looks at the next due time now, not at its next poll. */
+  kick(): void;
+}
+
+/**
+ * Turns an import's body into a PreparedImport (or throws its RcdError: invalid_json,
+ * invalid_bundle, ...). The control thread hands big bodies to a thread of lower priority
+ * (src/control/import-pool.ts); INLINE_IMPORTS does it in the calling thread.
+ */
+export interface ImportPreparer {
+  prepare(body: Uint8Array): Promise<PreparedImport>;
+}
+
+export const INLINE_IMPORTS: ImportPreparer = {
+  prepare: (body) => settle(() => prepareImport(parseJsonBytes(body))),
+};
+
+export interface AdminCall {
+  readonly params: readonly string[];
+  readonly query: URLSearchParams;
+  readonly body: Buffer;
+  /** Who calls, already authorised for the route (access.ts). */
+  readonly principal: Principal;
+  /** What the audit log records as the actor of this call. */
+  readonly actor: string;
+  /** Ids of the webhook deliveries the write added to the outbox: released once the change is live. */
+  readonly announced: string[];
+}
+
+export interface AdminChange {
+  /** True when routing data changed: the server runs onChange() before answering. */
+  readonly live: boolean;
+  readonly action: string;
+  readonly env: string | null;
+  readonly target: string | null;
+  readonly detail: unknown;
+}
+
+export interface AdminResult {
+  readonly status: number;
+  readonly body: unknown;
+  /** null when nothing changed (reads, and writes that found the state already as asked). */
+  readonly change: AdminChange | null;
+  /**
+   * The audit entries, when not the one `change` describes in the caller's name: scheduled changes
+   * applied are audited per op in the name of the token that scheduled each.
+   */
+  readonly audits?: readonly NewAuditEntry[];
+}
+
+export type AdminHandler = (ctx: AdminContext, call: AdminCall) => Promise<AdminResult>;
+
+/** A write's work that needs no store, done before it joins the write queue; returns the handler that writes. */
+export type AdminPrepare = (ctx: AdminContext, call: AdminCall) => Promise<AdminHandler>;
+
+export interface AdminRoute extends Route<AdminHandler> {
+  /** Writes run one at a time so "the next request sees it" holds even for concurrent writers. */
+  readonly write: boolean;
+  /**
+   * When set, the server awaits it outside the write queue and runs the handler it returns in the
+   * queue: an 8 MiB bundle's parsing and checking must not hold up the single writes behind it.
+   * `handler` is the two in one.
+   */
+  readonly prepare: AdminPrepare | null;
+  /** Runs before writes queued earlier (after the one running): the kill switch. */
+  readonly urgent: boolean;
+  /** The least role that may call it. */
+  readonly role: TokenRole;
+  readonly scope: RouteScope;
+}
+
+
+export function read(body: unknown, status = 200): AdminResult {
+  return { status, body, change: null };
+}
+
+export function changed(status: number, body: unknown, change: AdminChange): AdminResult {
+  return { status, body, change };
+}
+
+export function param(call: AdminCall, index: number): string {
+  return call.params[index] as string;
+}
+
+export function parseJsonBody(call: AdminCall): unknown {
+  return parseJsonBytes(call.body);
+}
+
+export function positiveInt(query: URLSearchParams, name: string, fallback: number | undefined): number | undefined {
+  const raw = query.get(name);
+  if (raw === null) return fallback;
+  if (!/^[1-9]\d{0,9}$/.test(raw)) throw new RcdError('invalid_query', `${name} must be a positive integer`);
+  return Number(raw);
+}
+
+export function now(): string {
+  return new Date().toISOString();
+}
+
+
+/**
+ * What a write adds to the webhook outbox, in its own transaction: one entry per payload and hook
+ * subscribed to its event (the hooks as registered before the write; writes are serialised). The
+ * ids are kept on the call so the server releases them once the change is live.
+ */
+export async function announcing<R>(
+  ctx: AdminContext,
+  call: AdminCall,
+  payloads: (result: R, after: RoutingDelta['contents']) => readonly WebhookPayload[],
+  contents?: readonly ChangeEntry[],
+): Promise<OutboxOf<R>> {
+  const hooks = await ctx.state.listWebhookInfo();
+  return {
+    contents,
+    holdMs: ctx.outboxHoldMs,
+    build(result, after) {
+      if (hooks.length === 0) return [];
+      const entries = outboxEntries(hooks, payloads(result, after));
+      for (const e of entries) call.announced.push(e.id);
+      return entries;
+    },
+  };
+}
+
+export function route(
+  method: string,
+  pattern: string,
+  handler: AdminHandler,
+  write: boolean,
+  role: TokenRole,
+  scope: RouteScope,
+  prepare: AdminPrepare | null = null,
+  urgent = false,
+): AdminRoute {
+  return { method, pattern, handler, write, role, scope, prepare, urgent };
+}
+

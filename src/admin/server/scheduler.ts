@@ -1,0 +1,194 @@
+/**
+ * The applier of scheduled changes. Every node of a store that runs the admin listener runs one;
+ * one of them at a time holds the store's `scheduler` lease (renewed every second, LEASE_TTL_MS
+ * long: a node that dies is taken over within a few seconds) and applies what falls due, through
+ * the admin write path (one write queue, the urgent lane): the store transaction, every node's
+ * delivery loops applying it, the audit log, the webhooks. The lease only keeps the other nodes
+ * from trying in vain; exactly once does not depend on it (src/store/schedule/lifecycle.ts).
+ *
+ * Whose clock decides: the store's (the database server's for PostgreSQL; the one machine's for
+ * SQLite). The holder reads it with every lease renewal and keeps its offset from its own clock, so
+ * it wakes at the due time by the store's clock, and the transaction that applies a change checks
+ * that time again with the store's own clock: a node with a skewed clock can wake early or late,
+ * but never applies early.
+ */
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import type { Propagation } from '../../control/nodes.js';
+import { call, type Step } from '../../store/ops/rows.js';
+import type { Settled, ScheduleLimits } from '../../store/schedule/lifecycle.js';
+import type { LeaseHolder } from '../../store/schedule/rows.js';
+import type { Store } from '../../store/types.js';
+import { RcdError } from '../../runtime/errors.js';
+import type { AdminHandler, AdminResult } from './admin-call.js';
+import { applyDueChanges } from './schedule-handlers.js';
+
+/** A lease outlives its holder's death by this much at most. */
+export const LEASE_TTL_MS = 3000;
+/** How often the lease is renewed (or, by the other nodes, tried). */
+const LEASE_RENEW_MS = 1000;
+/** The longest the holder sleeps between two looks at the next due time (changes scheduled on other nodes). */
+const POLL_MS = 250;
+const LEASE = 'scheduler';
+
+export interface ScheduleMetrics {
+  /** A change applied, `lateMs` after its due time until every live node served it. */
+  applied(lateMs: number): void;
+  failed(): void;
+  /** Scheduled changes not settled yet (pending or paused), in the whole store. */
+  open(count: number): void;
+}
+
+export interface SchedulerOptions {
+  readonly limits: ScheduleLimits;
+  readonly metrics?: ScheduleMetrics;
+}
+
+export const DEFAULT_SCHEDULE_LIMITS: ScheduleLimits = { maxAheadMs: 366 * 86_400_000, maxOpen: 100_000 };
+export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = { limits: DEFAULT_SCHEDULE_LIMITS };
+
+export interface WriteOutcome {
+  readonly result: AdminResult;
+  readonly propagation: Propagation | null;
+}
+
+function* renewLease(holder: string): Step<LeaseHolder> {
+  const now = yield* call('storeNowMs');
+  return yield* call('takeLease', LEASE, holder, now, now + LEASE_TTL_MS);
+}
+
+function* releaseLease(holder: string): Step<void> {
+  yield* call('releaseLease', LEASE, holder);
+}
+
+function* nextDue(): Step<{ dueMs: number | null; open: number }> {
+  return { dueMs: yield* call('nextDueMs'), open: yield* call('countOpen') };
+}
+
+export class Scheduler {
+  private readonly holder = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  private readonly store: Store;
+  private readonly options: SchedulerOptions;
+  private readonly log: (line: string) => void;
+  private readonly write: (handler: AdminHandler) => Promise<WriteOutcome>;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private closed = false;
+  private leader = false;
+  private nextLeaseAt = 0;
+  /** The store's clock minus this process's. */
+  private offsetMs = 0;
+  private lastProblem = '';
+
+  constructor(store: Store, options: SchedulerOptions, log: (line: string) => void, write: (handler: AdminHandler) => Promise<WriteOutcome>) {
+    this.store = store;
+    this.options = options;
+    this.log = log;
+    this.write = write;
+  }
+
+  start(): void {
+    this.wake(0);
+  }
+
+  /** A change was scheduled or moved on this node: look at the next due time now. */
+  kick(): void {
+    if (this.running !== null) this.again = true;
+    else this.wake(0);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    await this.running;
+    if (!this.leader) return;
+    this.leader = false;
+    try {
+      await this.store.writeStep(() => releaseLease(this.holder));
+    } catch {
+      // It runs out on its own within LEASE_TTL_MS.
+    }
+  }
+
+  private wake(delayMs: number): void {
+    if (this.closed) return;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.running = this.cycle().finally(() => {
+        this.running = null;
+      });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  private async cycle(): Promise<void> {
+    let delay = POLL_MS;
+    try {
+      if (Date.now() >= this.nextLeaseAt) await this.renew();
+      if (this.leader) delay = await this.applyWhenDue();
+      else delay = Math.max(0, this.nextLeaseAt - Date.now());
+      this.lastProblem = '';
+    } catch (err) {
+      const problem = err instanceof RcdError ? `${err.code}: ${err.message}` : (err as Error).message;
+      // Once per kind of trouble (a database outage fails every cycle): the retries go on quietly.
+      if (problem !== this.lastProblem) this.log(`scheduled changes: ${problem}; retrying`);
+      this.lastProblem = problem;
+    }
+    if (this.again) {
+      this.again = false;
+      delay = 0;
+    }
+    this.wake(delay);
+  }
+
+  private async renew(): Promise<void> {
+    const t0 = Date.now();
+    const lease = await this.store.writeStep(() => renewLease(this.holder), undefined, true);
+    const t1 = Date.now();
+    this.offsetMs = lease.nowMs - (t0 + t1) / 2;
+    this.nextLeaseAt = t1 + LEASE_RENEW_MS;
+    const leader = lease.holder === this.holder;
+    if (leader !== this.leader) this.log(leader ? 'scheduled changes: this node applies them (it holds the lease)' : 'scheduled changes: another node holds the lease');
+    if (!leader) this.options.metrics?.open(0);
+    this.leader = leader;
+  }
+
+  /** Applies what is due; returns how long to sleep before the next look. */
+  private async applyWhenDue(): Promise<number> {
+    for (;;) {
+      const { dueMs, open } = await this.store.readStep(nextDue);
+      this.options.metrics?.open(open);
+      if (dueMs === null) return POLL_MS;
+      // +1: wake just after it by the store's clock (the offset's estimate is good to a round trip).
+      const wait = dueMs - (Date.now() + this.offsetMs) + 1;
+      if (wait > 0) return Math.min(POLL_MS, wait);
+      let settled: Settled[] = [];
+      const outcome = await this.write(async (ctx, c) => {
+        const applied = await applyDueChanges(ctx, c);
+        settled = applied.settled;
+        return applied.result;
+      });
+      this.observe(settled, outcome.propagation);
+      if (settled.length === 0) return POLL_MS;
+      if (Date.now() >= this.nextLeaseAt) return 0;
+    }
+  }
+
+  private observe(settled: readonly Settled[], propagation: Propagation | null): void {
+    const visible = Date.now() + this.offsetMs;
+    for (const s of settled) {
+      if (s.error !== null) {
+        this.options.metrics?.failed();
+        this.log(`scheduled change ${s.row.schedule_id} failed (${s.error.code}): ${s.error.message}`);
+        continue;
+      }
+      this.options.metrics?.applied(visible - s.row.due_ms);
+    }
+    if (propagation !== null && propagation.missed.length > 0) {
+      this.log(`scheduled changes applied; not yet live on ${propagation.missed.length} node(s): ${propagation.missed.join(', ')}`);
+    }
+  }
+}

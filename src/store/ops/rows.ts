@@ -1,0 +1,157 @@
+/**
+ * One definition of a write's steps for both stores. SQLite runs a transaction synchronously
+ * (better-sqlite3: the transaction function may not await), PostgreSQL awaits every statement; the
+ * steps themselves are the same. So a step is written once, as a generator that yields the row
+ * calls it needs (`yield* row('findContent', env, key)`) and gets each call's result back; the
+ * SQLite store drives it with its synchronous rows (runRows), the PostgreSQL store with its
+ * asynchronous ones (runRowsAsync). Scheduled changes, the kill switch and rollouts are written this
+ * way, and so are the single writes they share their semantics with (ops/content.ts), so a change a
+ * schedule applies is exactly the write a person would have sent.
+ *
+ * A row call that throws is thrown back into the generator at its `yield`, so a step may catch a
+ * failure of its own part (a savepoint rolled back) and go on.
+ */
+import type { CompiledContent } from '../jsonc.js';
+import type { ContentRow, EnvRow, MappingRow, RevisionRow } from '../sqlite/sql.js';
+import type { LeaseHolder, RolloutRow, ScheduleQuery, ScheduleRow } from '../schedule/rows.js';
+
+/** The row operations a step may yield, as the SQLite store runs them (PostgreSQL's return promises). */
+export interface Rows {
+  getEnv(envId: string): EnvRow | undefined;
+  findContent(envId: string, idLower: string): ContentRow | undefined;
+  /** Every content row of the environment, ordered by id_lower. */
+  contentsOf(envId: string): ContentRow[];
+  insertContent(envId: string, idLower: string, id: string, at: string): ContentRow;
+  /** Deletes the item with its revisions and mappings (cascade). */
+  deleteContent(contentPk: number): void;
+  newestRevision(contentPk: number): RevisionRow | undefined;
+  revision(contentPk: number, number: number): RevisionRow | undefined;
+  /** Every revision, oldest first. */
+  revisions(contentPk: number): RevisionRow[];
+  newestHash(contentPk: number): string | undefined;
+  appendRevision(
+    contentPk: number,
+    number: number,
+    text: string,
+    compiled: Pick<CompiledContent, 'minified' | 'hash'>,
+    minAppVersion: string | null,
+    at: string,
+  ): number;
+  getMapping(mappingId: number | null): MappingRow | undefined;
+  insertMapping(contentPk: number, json: string, ruleCount: number, at: string): number;
+  clearMapping(contentPk: number, at: string): void;
+
+  /** The store's clock (Unix ms): the database server's for PostgreSQL, so every node reads one clock. */
+  storeNowMs(): number;
+  insertSchedule(row: ScheduleRow, items: readonly ScheduleItem[]): void;
+  getSchedule(scheduleId: string): ScheduleRow | undefined;
+  listSchedules(query: ScheduleQuery): ScheduleRow[];
+  /** Pending schedules due by `nowMs`, oldest due first (then by id), at most `limit`. */
+  dueSchedules(nowMs: number, limit: number): ScheduleRow[];
+  /**
+   * Pending schedules of `envId` due before `beforeMs` (or at it with an id below `beforeId`) that
+   * touch one of `keys` (content keys, or ALL_ITEMS), in the order they will apply.
+   */
+  pendingTouching(envId: string, keys: readonly string[], beforeMs: number, beforeId: string): ScheduleRow[];
+  /**
+   * Pending and paused schedules that name the item (a sync of every item does not count), or, with
+   * ALL_ITEMS, every one of the environment or writing into it.
+   */
+  openTouching(envId: string, idLower: string): ScheduleRow[];
+  /** Open (pending or paused) schedules created with this token. */
+  openOfToken(tokenId: string): ScheduleRow[];
+  /** Sets the row's outcome if its status is still one of `from`; returns how many rows changed (0 or 1). */
+  settleSchedule(scheduleId: string, from: readonly ScheduleRow['status'][], outcome: ScheduleOutcomeRow): number;
+  /** Moves a pending or paused schedule; returns how many rows changed. */
+  moveSchedule(scheduleId: string, dueMs: number): number;
+  /** Changes status `from` to `to`; returns how many rows changed. */
+  setScheduleStatus(scheduleId: string, from: ScheduleRow['status'], to: ScheduleRow['status']): number;
+  countOpen(): number;
+  /** The earliest due time of a pending schedule (Unix ms), or null when none is pending. */
+  nextDueMs(): number | null;
+  insertRollout(row: RolloutRow): void;
+  getRollout(rolloutId: string): RolloutRow | undefined;
+  listRollouts(envId: string | null, limit: number): RolloutRow[];
+  setRolloutStatus(rolloutId: string, status: RolloutRow['status']): void;
+  /** Takes or renews the named lease for `holder` until `untilMs` when it is free, expired or held by `holder`; returns the holder after. */
+  takeLease(name: string, holder: string, nowMs: number, untilMs: number): LeaseHolder;
+  releaseLease(name: string, holder: string): void;
+
+  savepoint(name: string): void;
+  rollbackTo(name: string): void;
+  releaseSavepoint(name: string): void;
+}
+
+export interface ScheduleItem {
+  readonly envId: string;
+  /** A content key, or ALL_ITEMS: a sync without ids touches every item of its environments. */
+  readonly idLower: string;
+}
+
+/** The item key of "every item of the environment" (no content key is empty). */
+export const ALL_ITEMS = '';
+
+export interface ScheduleOutcomeRow {
+  readonly status: ScheduleRow['status'];
+  readonly settledAt: string;
+  readonly lateMs: number | null;
+  readonly errorCode: string | null;
+  readonly errorMessage: string | null;
+  readonly result: string | null;
+}
+
+/** PostgreSQL's rows: the same calls, each a round trip. */
+export type AsyncRows = { [K in keyof Rows]: (...args: Parameters<Rows[K]>) => Promise<ReturnType<Rows[K]>> };
+
+export interface RowCall {
+  readonly method: keyof Rows;
+  readonly args: readonly unknown[];
+}
+
+/** A step: yields row calls, receives their results, returns T. */
+export type Step<T> = Generator<RowCall, T, unknown>;
+
+/** One row call inside a step: `const row = yield* call('findContent', env, key)`. */
+export function* call<K extends keyof Rows>(method: K, ...args: Parameters<Rows[K]>): Step<ReturnType<Rows[K]>> {
+  return (yield { method, args }) as ReturnType<Rows[K]>;
+}
+
+type AnyRowFn = (this: unknown, ...args: unknown[]) => unknown;
+
+/** Runs a step on synchronous rows (inside the caller's SQLite transaction). */
+export function runRows<T>(rows: Rows, step: Step<T>): T {
+  let input: unknown;
+  let error: unknown;
+  let failed = false;
+  for (;;) {
+    const next = failed ? step.throw(error) : step.next(input);
+    if (next.done === true) return next.value;
+    const fn = (rows as unknown as Record<keyof Rows, AnyRowFn>)[next.value.method];
+    try {
+      input = fn.apply(rows, [...next.value.args]);
+      failed = false;
+    } catch (err) {
+      error = err;
+      failed = true;
+    }
+  }
+}
+
+/** Runs a step on asynchronous rows (inside the caller's PostgreSQL transaction). */
+export async function runRowsAsync<T>(rows: AsyncRows, step: Step<T>): Promise<T> {
+  let input: unknown;
+  let error: unknown;
+  let failed = false;
+  for (;;) {
+    const next = failed ? step.throw(error) : step.next(input);
+    if (next.done === true) return next.value;
+    const fn = (rows as unknown as Record<keyof Rows, (this: unknown, ...args: unknown[]) => Promise<unknown>>)[next.value.method];
+    try {
+      input = await fn.apply(rows, [...next.value.args]);
+      failed = false;
+    } catch (err) {
+      error = err;
+      failed = true;
+    }
+  }
+}

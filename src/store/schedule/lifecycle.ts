@@ -1,0 +1,259 @@
+/**
+ * A scheduled change's life in the store, as steps (ops/rows.ts) both stores run in one
+ * transaction under their write lock: scheduled (after a rehearsal), moved, cancelled, applied or
+ * failed. Exactly once comes from here, not from which node runs the applier: a change is applied
+ * in the same transaction that flips its status from pending, so two appliers (a lease taken over
+ * while the old holder was still finishing, two processes on one SQLite file) serialise on the
+ * write lock and the second finds nothing pending. Never early: the applier takes only changes due
+ * by the store's own clock (the database server's for PostgreSQL), read inside that transaction.
+ */
+import { randomBytes } from 'node:crypto';
+import { RcdError } from '../../runtime/errors.js';
+import { isoOf } from '../../shared/instant.js';
+import { contentIdKey } from '../ids.js';
+import { contentDetail } from '../rows.js';
+import type { ContentDetail } from '../types.js';
+import { editRules, type RuleEditResult } from '../ops/rules.js';
+import { ALL_ITEMS, call, type ScheduleItem, type Step } from '../ops/rows.js';
+import { applyOps, itemsOf, type ChangeOp, type OpResult } from './changes.js';
+import { OPEN_STATUSES, type ScheduleRow } from './rows.js';
+
+export interface ScheduleLimits {
+  /** How far ahead a change may be scheduled (ms). */
+  readonly maxAheadMs: number;
+  /** Schedules pending or paused in the whole store. */
+  readonly maxOpen: number;
+}
+
+export interface NewSchedule {
+  readonly envId: string;
+  readonly dueMs: number;
+  readonly ops: readonly ChangeOp[];
+  readonly note: string;
+  readonly createdBy: string;
+  readonly tokenId: string;
+  readonly rollout?: { readonly id: string; readonly step: number };
+}
+
+/** What the applier did with one due change. */
+export interface Settled {
+  readonly row: ScheduleRow;
+  /** Empty when it failed. */
+  readonly results: readonly OpResult[];
+  readonly error: { readonly code: string; readonly message: string } | null;
+}
+
+/**
+ * A new schedule id: `sch_`, the creation time (ms, 12 hex digits) and 8 random hex digits, so ids
+ * sort in creation order, which breaks ties between changes due at the same moment.
+ */
+export function newScheduleId(nowMs: number): string {
+  return `sch_${nowMs.toString(16).padStart(12, '0')}${randomBytes(4).toString('hex')}`;
+}
+
+export function checkDue(dueMs: number, nowMs: number, limits: ScheduleLimits): void {
+  if (dueMs <= nowMs) {
+    throw new RcdError('invalid_body', `at must be in the future (the store's clock reads ${isoOf(nowMs)}); to change something now, send the write itself`);
+  }
+  if (dueMs - nowMs > limits.maxAheadMs) {
+    throw new RcdError('invalid_body', `at is more than ${Math.round(limits.maxAheadMs / 86_400_000)} days ahead (--schedule-max-days)`);
+  }
+}
+
+/** Records a change after a rehearsal: refused now (invalid_*, content_not_found, ...) means refused. */
+export function* createSchedule(s: NewSchedule, limits: ScheduleLimits): Step<ScheduleRow> {
+  const now = yield* call('storeNowMs');
+  checkDue(s.dueMs, now, limits);
+  const open = yield* call('countOpen');
+  if (open >= limits.maxOpen) {
+    throw new RcdError('too_many_schedules', `the store holds ${open} scheduled changes not yet applied (--schedule-max-pending ${limits.maxOpen})`);
+  }
+  const id = newScheduleId(now);
+  const items = itemsOf(s.envId, s.ops);
+  yield* rehearse(s.envId, s.ops, items, s.dueMs, id);
+  const row: ScheduleRow = {
+    schedule_id: id,
+    env_id: s.envId,
+    due_ms: s.dueMs,
+    ops: JSON.stringify(s.ops),
+    note: s.note,
+    status: 'pending',
+    rollout_id: s.rollout?.id ?? null,
+    step: s.rollout?.step ?? null,
+    created_at: isoOf(now),
+    created_by: s.createdBy,
+    token_id: s.tokenId,
+    settled_at: null,
+    late_ms: null,
+    error_code: null,
+    error_message: null,
+    result: null,
+  };
+  yield* call('insertSchedule', row, items);
+  return row;
+}
+
+/**
+ * Applies the ops as they would apply at `dueMs` (after the pending changes of the same items due
+ * before it) and rolls everything back: a refusal throws, so nothing is scheduled that would be
+ * refused at its time as things stand now.
+ */
+function* rehearse(envId: string, ops: readonly ChangeOp[], items: readonly ScheduleItem[], dueMs: number, scheduleId: string): Step<OpResult[]> {
+  yield* call('savepoint', 'rehearsal');
+  try {
+    yield* replayBefore(envId, items, dueMs, scheduleId);
+    return yield* applyOps(envId, ops);
+  } finally {
+    yield* call('rollbackTo', 'rehearsal');
+    yield* call('releaseSavepoint', 'rehearsal');
+  }
+}
+
+/** The pending changes of these items that apply before (dueMs, id), each in its own savepoint: one that would fail is skipped, as it will be. */
+function* replayBefore(envId: string, items: readonly ScheduleItem[], dueMs: number, beforeId: string): Step<void> {
+  const keys = items.filter((i) => i.envId === envId).map((i) => i.idLower);
+  for (const earlier of yield* call('pendingTouching', envId, keys, dueMs, beforeId)) {
+    yield* call('savepoint', 'replay');
+    try {
+      yield* applyOps(earlier.env_id, JSON.parse(earlier.ops) as ChangeOp[]);
+    } catch (err) {
+      if (!isRefusal(err)) throw err;
+      yield* call('rollbackTo', 'replay');
+    }
+    yield* call('releaseSavepoint', 'replay');
+  }
+}
+
+/** A write's own refusal (4xx): the change is wrong for the state it meets. Anything else is the store's failure. */
+export function isRefusal(err: unknown): err is RcdError {
+  return err instanceof RcdError && err.status < 500;
+}
+
+/** The content item as it will be at `atMs` (pending changes of it due by then applied), nothing kept. */
+export function* contentAt(envId: string, id: string, atMs: number): Step<ContentDetail | undefined> {
+  yield* call('savepoint', 'preview');
+  try {
+    // Every change due at atMs counts: '\u{10ffff}' sorts after every schedule id.
+    yield* replayBefore(envId, [{ envId, idLower: contentIdKey(id) }], atMs, '\u{10ffff}');
+    const content = yield* call('findContent', envId, contentIdKey(id));
+    if (content === undefined) return undefined;
+    const revisions = yield* call('revisions', content.content_pk);
+    const mapping = yield* call('getMapping', content.mapping_id);
+    return contentDetail(content, revisions, mapping?.json);
+  } finally {
+    yield* call('rollbackTo', 'preview');
+    yield* call('releaseSavepoint', 'preview');
+  }
+}
+
+/**
+ * Applies every pending change due by the store's clock, oldest first, at most `limit`: each in its
+ * own savepoint, so one that is refused now (its base revision moved, its content deleted) is marked
+ * failed with its reason and leaves nothing behind, while the others apply. A failure of the store
+ * itself rolls the whole batch back for the next attempt.
+ */
+export function* applyDue(limit: number): Step<Settled[]> {
+  const now = yield* call('storeNowMs');
+  const out: Settled[] = [];
+  for (const row of yield* call('dueSchedules', now, limit)) {
+    const late = now - row.due_ms;
+    yield* call('savepoint', 'due');
+    let results: OpResult[] | null = null;
+    let failure: RcdError | null = null;
+    try {
+      results = yield* applyOps(row.env_id, JSON.parse(row.ops) as ChangeOp[]);
+    } catch (err) {
+      if (!isRefusal(err)) throw err;
+      failure = err;
+      yield* call('rollbackTo', 'due');
+    }
+    yield* call('releaseSavepoint', 'due');
+    const outcome = {
+      status: failure === null ? ('applied' as const) : ('failed' as const),
+      settledAt: isoOf(now),
+      lateMs: late,
+      errorCode: failure?.code ?? null,
+      errorMessage: failure?.message ?? null,
+      result: results === null ? null : JSON.stringify(results),
+    };
+    yield* call('settleSchedule', row.schedule_id, ['pending'], outcome);
+    out.push({
+      row: { ...row, status: outcome.status, settled_at: outcome.settledAt, late_ms: late, error_code: outcome.errorCode, error_message: outcome.errorMessage, result: outcome.result },
+      results: results ?? [],
+      error: failure === null ? null : { code: failure.code, message: failure.message },
+    });
+  }
+  return out;
+}
+
+export function* requireSchedule(envId: string, scheduleId: string): Step<ScheduleRow> {
+  const row = yield* call('getSchedule', scheduleId);
+  if (row === undefined || row.env_id !== envId) throw new RcdError('not_found', `no scheduled change ${JSON.stringify(scheduleId)} in environment ${JSON.stringify(envId)}`);
+  return row;
+}
+
+function requireOpen(row: ScheduleRow): void {
+  if (!OPEN_STATUSES.includes(row.status)) {
+    throw new RcdError('conflict', `scheduled change ${row.schedule_id} is ${row.status}; only a pending or paused change can be changed`, { status: row.status });
+  }
+}
+
+/** Cancels open schedules (rows as read); returns them as cancelled. */
+function* cancelRows(rows: readonly ScheduleRow[], reason: string): Step<ScheduleRow[]> {
+  const now = yield* call('storeNowMs');
+  const out: ScheduleRow[] = [];
+  for (const row of rows) {
+    const outcome = { status: 'cancelled' as const, settledAt: isoOf(now), lateMs: null, errorCode: null, errorMessage: null, result: JSON.stringify(reason) };
+    if ((yield* call('settleSchedule', row.schedule_id, OPEN_STATUSES, outcome)) === 0) continue;
+    out.push({ ...row, status: 'cancelled', settled_at: outcome.settledAt, result: outcome.result });
+  }
+  return out;
+}
+
+export function* cancelSchedule(envId: string, scheduleId: string, reason: string): Step<ScheduleRow> {
+  const row = yield* requireSchedule(envId, scheduleId);
+  requireOpen(row);
+  const [cancelled] = yield* cancelRows([row], reason);
+  return cancelled as ScheduleRow;
+}
+
+/** Moves an open change to `dueMs`, rehearsed at its new place. */
+export function* moveSchedule(envId: string, scheduleId: string, dueMs: number, limits: ScheduleLimits): Step<ScheduleRow> {
+  const row = yield* requireSchedule(envId, scheduleId);
+  requireOpen(row);
+  checkDue(dueMs, yield* call('storeNowMs'), limits);
+  const ops = JSON.parse(row.ops) as ChangeOp[];
+  yield* rehearse(envId, ops, itemsOf(envId, ops), dueMs, scheduleId);
+  yield* call('moveSchedule', scheduleId, dueMs);
+  return { ...row, due_ms: dueMs };
+}
+
+/** Revoking a token cancels what it scheduled (a change is applied with its creator's rights). */
+export function* cancelOfToken(tokenId: string): Step<ScheduleRow[]> {
+  return yield* cancelRows(yield* call('openOfToken', tokenId), 'token revoked');
+}
+
+/** Deleting an environment cancels what was scheduled in it or into it. */
+export function* cancelOfEnvironment(envId: string): Step<ScheduleRow[]> {
+  return yield* cancelRows(yield* call('openTouching', envId, ALL_ITEMS), 'environment deleted');
+}
+
+export interface KillResult {
+  readonly mapping: RuleEditResult;
+  /** The item's scheduled changes (rollout steps included) cancelled by the kill. */
+  readonly cancelled: readonly ScheduleRow[];
+}
+
+/**
+ * The kill switch: one rule (or every rule) of the item's mapping disabled, and every open
+ * scheduled change of the item cancelled (its rollouts with them), in one transaction.
+ */
+export function* kill(envId: string, id: string, rule: number | null, segment: string | null): Step<KillResult> {
+  const mapping = yield* editRules(envId, id, { rule, segment, variant: null, disabled: true });
+  const key = contentIdKey(id);
+  const cancelled = yield* cancelRows(yield* call('openTouching', envId, key), 'kill switch');
+  for (const r of yield* call('listRollouts', envId, 1_000_000)) {
+    if (r.id_lower === key && (r.status === 'active' || r.status === 'paused')) yield* call('setRolloutStatus', r.rollout_id, 'cancelled');
+  }
+  return { mapping, cancelled };
+}
