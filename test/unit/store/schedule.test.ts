@@ -1,0 +1,254 @@
+/**
+ * Scheduled changes, rollouts and the kill switch as the store keeps them: one contract, every store
+ * (a SQLite file, in-memory SQLite, a real PostgreSQL database). Due times are a few hundred ms
+ * ahead on the real clock.
+ */
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../../../src/store/index.js';
+import { call, type Step } from '../../../src/store/ops/rows.js';
+import type { ChangeOp } from '../../../src/store/schedule/changes.js';
+import {
+  applyDue,
+  cancelOfToken,
+  cancelSchedule,
+  contentAt,
+  createSchedule,
+  kill,
+  moveSchedule,
+  type NewSchedule,
+  type ScheduleLimits,
+} from '../../../src/store/schedule/lifecycle.js';
+import { advanceRollout, createRollout, pauseRollout, readRollout, rollBackRollout } from '../../../src/store/schedule/rollouts.js';
+import type { ScheduleRow } from '../../../src/store/schedule/rows.js';
+import { MAPPING, rejectsWith, tempDir } from './helpers.js';
+import { STORE_KINDS, openStoreOfKind } from './kinds.js';
+
+const LIMITS: ScheduleLimits = { maxAheadMs: 86_400_000, maxOpen: 50 };
+const BASE = '{"level":1,"color":"green"}';
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+function* rowsOf(envId: string): Step<ScheduleRow[]> {
+  return yield* call('listSchedules', { envIds: [envId], idLower: null, statuses: null, fromMs: null, toMs: null, rolloutId: null, limit: 1000 });
+}
+
+function put(id: string, json: unknown): ChangeOp {
+  return { op: 'content.put', id, text: JSON.stringify(json), minAppVersion: null };
+}
+
+describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
+  let store: Store;
+  let cleanup: () => Promise<void> | void = () => undefined;
+
+  beforeEach(async () => {
+    ({ store, cleanup } = await openStoreOfKind(kind));
+    await store.putEnvironment('live');
+    await store.putEnvironment('qa');
+    await store.putContent('live', 'Shop', BASE, null);
+  });
+
+  afterEach(async () => {
+    await store.close();
+    await cleanup();
+  });
+
+  function schedule(ops: ChangeOp[], inMs = 300, extra: Partial<NewSchedule> = {}): Promise<ScheduleRow> {
+    return store.writeStep(() => createSchedule({ envId: 'live', dueMs: Date.now() + inMs, ops, note: '', createdBy: 'cli', tokenId: 'tok_a', ...extra }, LIMITS));
+  }
+
+  async function newest(env: string, id: string): Promise<unknown> {
+    const d = await store.getContent(env, id);
+    return d === undefined ? undefined : JSON.parse(d.revisions[d.revisions.length - 1]!.text) as unknown;
+  }
+
+  it('applies a change at its time, not before, exactly once', async () => {
+    const row = await schedule([put('Shop', { level: 2 })], 400);
+    expect(row.status).toBe('pending');
+    expect(await store.writeStep(() => applyDue(10))).toEqual([]);
+    expect(await newest('live', 'Shop')).toEqual({ level: 1, color: 'green' });
+    await sleep(450);
+    const settled = await store.writeStep(() => applyDue(10));
+    expect(settled.map((s) => [s.row.schedule_id, s.row.status, s.error])).toEqual([[row.schedule_id, 'applied', null]]);
+    expect(settled[0]!.row.late_ms).toBeGreaterThanOrEqual(0);
+    expect(settled[0]!.results).toEqual([expect.objectContaining({ op: 'content.put', id: 'Shop', changed: true, revision: 2 })]);
+    expect(await newest('live', 'Shop')).toEqual({ level: 2 });
+    expect(await store.writeStep(() => applyDue(10))).toEqual([]);
+    expect((await store.getContent('live', 'Shop'))!.revisions).toHaveLength(2);
+  });
+
+  it('refuses at scheduling what the write would refuse now, and keeps nothing', async () => {
+    await rejectsWith(schedule([{ op: 'mapping.put', id: 'Shop', mapping: { rules: [{ segment: 's', patch: [{ op: 'remove', path: '/nope' }] }] } }]), 'invalid_mapping');
+    await rejectsWith(schedule([{ op: 'mapping.delete', id: 'Nope' }]), 'content_not_found');
+    await rejectsWith(schedule([{ op: 'content.rollback', id: 'Shop', to: 7 }]), 'not_found');
+    await rejectsWith(schedule([{ op: 'content.put', id: 'Shop', text: '{}', minAppVersion: null, baseRevision: 3 }]), 'base_revision_changed');
+    await rejectsWith(schedule([{ op: 'sync', to: 'nowhere' }]), 'not_found');
+    await rejectsWith(schedule([put('Shop', { level: 2 })], -10), 'invalid_body');
+    await rejectsWith(schedule([put('Shop', { level: 2 })], LIMITS.maxAheadMs + 60_000), 'invalid_body');
+    expect(await store.readStep(() => rowsOf('live'))).toEqual([]);
+    // The rehearsal rolled back: the content is as it was.
+    expect((await store.getContent('live', 'Shop'))!.revisions).toHaveLength(1);
+    expect(await store.getContent('live', 'Nope')).toBeUndefined();
+  });
+
+  it('rehearses a change after the pending changes of its items: one may build on another', async () => {
+    await schedule([put('Event', { on: true })], 300);
+    const mapping = { rules: [{ segment: 'eu', when: { region: 'eu' }, patch: { on: false } }] };
+    const later = await schedule([{ op: 'mapping.put', id: 'Event', mapping, baseRevision: 1 }], 600);
+    expect(later.status).toBe('pending');
+    await sleep(650);
+    const settled = await store.writeStep(() => applyDue(10));
+    expect(settled.map((s) => s.row.status)).toEqual(['applied', 'applied']);
+    expect((await store.getContent('live', 'Event'))!.mapping).toEqual(mapping);
+  });
+
+  it('a change that became invalid by its time fails with its reason, writing nothing; the others apply', async () => {
+    const colorPatch = { rules: [{ segment: 's', patch: [{ op: 'replace', path: '/color', value: 'x' }] }] };
+    const doomed = await schedule([put('Banner', { a: 1 }), { op: 'mapping.put', id: 'Shop', mapping: colorPatch }], 300);
+    const pinned = await schedule([{ op: 'content.put', id: 'Shop', text: '{"level":7}', minAppVersion: null, baseRevision: 1 }], 300);
+    const fine = await schedule([put('Other', { a: 1 })], 300);
+    // Someone edits the item meanwhile: the patch no longer applies, the pinned base moved.
+    await store.putContent('live', 'Shop', '{"level":1}', null);
+    await sleep(350);
+    const settled = await store.writeStep(() => applyDue(10));
+    const byId = new Map(settled.map((s) => [s.row.schedule_id, s]));
+    expect(byId.get(doomed.schedule_id)?.row.status).toBe('failed');
+    expect(byId.get(doomed.schedule_id)?.error?.code).toBe('invalid_mapping');
+    expect(byId.get(pinned.schedule_id)?.row.status).toBe('failed');
+    expect(byId.get(pinned.schedule_id)?.error?.code).toBe('base_revision_changed');
+    expect(byId.get(fine.schedule_id)?.row.status).toBe('applied');
+    // Nothing of the failed changes: the first op of the doomed one was rolled back with it.
+    expect(await store.getContent('live', 'Banner')).toBeUndefined();
+    const shop = await store.getContent('live', 'Shop');
+    expect(shop!.revisions.map((r) => JSON.parse(r.text) as unknown)).toEqual([{ level: 1, color: 'green' }, { level: 1 }]);
+    expect(shop!.mapping).toBeNull();
+    expect(await newest('live', 'Other')).toEqual({ a: 1 });
+  });
+
+  it('shows an item as it will be at a time, storing nothing', async () => {
+    await schedule([put('Shop', { level: 2 })], 5_000);
+    await schedule([put('Shop', { level: 3 })], 10_000);
+    const at = (ms: number): Promise<unknown> =>
+      store.writeStep(() => contentAt('live', 'Shop', Date.now() + ms)).then((d) => JSON.parse(d!.revisions[d!.revisions.length - 1]!.text) as unknown);
+    expect(await at(1_000)).toEqual({ level: 1, color: 'green' });
+    expect(await at(6_000)).toEqual({ level: 2 });
+    expect(await at(60_000)).toEqual({ level: 3 });
+    expect((await store.getContent('live', 'Shop'))!.revisions).toHaveLength(1);
+    expect(await store.writeStep(() => contentAt('live', 'Later', Date.now() + 60_000))).toBeUndefined();
+  });
+
+  it('moves and cancels only open changes; a cancelled one never applies', async () => {
+    const a = await schedule([put('Shop', { level: 2 })], 300);
+    const moved = await store.writeStep(() => moveSchedule('live', a.schedule_id, Date.now() + 60_000, LIMITS));
+    expect(moved.due_ms).toBeGreaterThan(Date.now() + 50_000);
+    const cancelled = await store.writeStep(() => cancelSchedule('live', a.schedule_id, 'changed my mind'));
+    expect(cancelled.status).toBe('cancelled');
+    await rejectsWith(store.writeStep(() => cancelSchedule('live', a.schedule_id, 'again')), 'conflict');
+    await rejectsWith(store.writeStep(() => cancelSchedule('qa', a.schedule_id, 'other env')), 'not_found');
+    await sleep(350);
+    expect(await store.writeStep(() => applyDue(10))).toEqual([]);
+  });
+
+  it('bounds how many changes wait: too_many_schedules past the limit', async () => {
+    const limits = { ...LIMITS, maxOpen: 2 };
+    const make = (): Promise<ScheduleRow> =>
+      store.writeStep(() => createSchedule({ envId: 'live', dueMs: Date.now() + 60_000, ops: [put('Shop', {})], note: '', createdBy: 'cli', tokenId: 't' }, limits));
+    await make();
+    await make();
+    await rejectsWith(make(), 'too_many_schedules');
+  });
+
+  it('cancels what a token scheduled when it is revoked, and what an environment deletion leaves', async () => {
+    const mine = await schedule([put('Shop', { level: 2 })], 60_000, { tokenId: 'tok_gone' });
+    const other = await schedule([put('Shop', { level: 3 })], 60_000, { tokenId: 'tok_stays' });
+    const cancelled = await store.writeStep(() => cancelOfToken('tok_gone'));
+    expect(cancelled.map((r) => r.schedule_id)).toEqual([mine.schedule_id]);
+    const gone = await store.deleteEnvironment('live', true);
+    expect(gone.map((r) => r.schedule_id)).toEqual([other.schedule_id]);
+  });
+
+  it('the kill switch disables a rule and cancels the item\'s pending changes in one write', async () => {
+    await store.putMapping('live', 'Shop', MAPPING);
+    const pending = await schedule([put('Shop', { level: 9 })], 60_000);
+    const result = await store.writeStep(() => kill('live', 'Shop', 1, 'exp1'));
+    expect(result.cancelled.map((r) => r.schedule_id)).toEqual([pending.schedule_id]);
+    expect(result.mapping.ruleCount).toBe(1);
+    const mapping = (await store.getContent('live', 'Shop'))!.mapping as { rules: { disabled?: boolean }[] };
+    expect(mapping.rules.map((r) => r.disabled === true)).toEqual([false, true]);
+    await rejectsWith(store.writeStep(() => kill('live', 'Shop', 0, 'not-vip')), 'target_changed');
+    const all = await store.writeStep(() => kill('live', 'Shop', null, null));
+    expect(all.mapping.ruleCount).toBe(0);
+    await rejectsWith(store.writeStep(() => kill('live', 'Nope', null, null)), 'content_not_found');
+  });
+
+  it('a rollout widens the range from a fixed start; pause holds it; rollback restores the rule', async () => {
+    await store.putMapping('live', 'Shop', { rules: [{ segment: 'new-curve', disabled: true, patch: { level: 2 } }] });
+    const now = Date.now();
+    const created = await store.writeStep(() =>
+      createRollout(
+        { envId: 'live', id: 'Shop', rule: 0, variant: null, start: null, steps: [{ percent: 5, dueMs: now + 300 }, { percent: 25, dueMs: now + 60_000 }, { percent: 100, dueMs: now + 120_000 }], note: '', createdBy: 'cli', tokenId: 't' },
+        LIMITS,
+      ),
+    );
+    expect(JSON.parse(created.rollout.steps)).toEqual([
+      expect.objectContaining({ percent: 5, mod: [0, 49] }),
+      expect.objectContaining({ percent: 25, mod: [0, 249] }),
+      expect.objectContaining({ percent: 100, mod: [0, 999] }),
+    ]);
+    await sleep(350);
+    expect((await store.writeStep(() => applyDue(10))).map((s) => s.row.status)).toEqual(['applied']);
+    expect((await store.getContent('live', 'Shop'))!.mapping).toEqual({ rules: [{ segment: 'new-curve', patch: { level: 2 }, mod: [0, 49] }] });
+    const id = created.rollout.rollout_id;
+    await store.writeStep(() => pauseRollout('live', id, true));
+    await rejectsWith(store.writeStep(() => advanceRollout('live', id)), 'conflict');
+    await store.writeStep(() => pauseRollout('live', id, false));
+    await store.writeStep(() => advanceRollout('live', id));
+    expect((await store.writeStep(() => applyDue(10))).map((s) => s.row.status)).toEqual(['applied']);
+    expect(((await store.getContent('live', 'Shop'))!.mapping as { rules: { mod: number[] }[] }).rules[0]!.mod).toEqual([0, 249]);
+    const back = await store.writeStep(() => rollBackRollout('live', id));
+    expect(back.cancelled).toHaveLength(1);
+    expect((await store.getContent('live', 'Shop'))!.mapping).toEqual({ rules: [{ segment: 'new-curve', patch: { level: 2 }, disabled: true }] });
+    const view = await store.readStep(() => readRollout('live', id));
+    expect(view.rollout.status).toBe('rolled_back');
+    expect(view.steps.map((s) => s.status)).toEqual(['applied', 'applied', 'cancelled']);
+  });
+
+  it('refuses a rollout whose ranges would not grow from its start or pass mod 999', async () => {
+    await store.putMapping('live', 'Shop', MAPPING);
+    const plan = (steps: { percent: number; dueMs: number }[], rule = 0, variant: string | null = null, start: number | null = null): Promise<unknown> =>
+      store.writeStep(() => createRollout({ envId: 'live', id: 'Shop', rule, variant, start, steps, note: '', createdBy: 'cli', tokenId: 't' }, LIMITS));
+    const t = Date.now() + 60_000;
+    await rejectsWith(plan([{ percent: 25, dueMs: t }, { percent: 5, dueMs: t + 1 }]), 'invalid_body');
+    await rejectsWith(plan([{ percent: 100, dueMs: t }], 0, null, 10), 'invalid_body');
+    await rejectsWith(plan([{ percent: 0.05, dueMs: t }]), 'invalid_body');
+    await rejectsWith(plan([{ percent: 5, dueMs: t }], 1), 'invalid_body');
+    // Variant B's range may not grow over A's: the rehearsal refuses the overlap.
+    await rejectsWith(plan([{ percent: 60, dueMs: t }], 1, 'B', 400), 'invalid_mapping');
+    expect(await store.readStep(() => rowsOf('live'))).toEqual([]);
+  });
+});
+
+describe('two appliers on one SQLite file', () => {
+  it('apply a due change once', async () => {
+    const t = tempDir();
+    const url = `sqlite:${join(t.dir, 'rcd.db')}`;
+    const a = await openStore(url);
+    const b = await openStore(url);
+    try {
+      await a.putEnvironment('live');
+      const row = await a.writeStep(() =>
+        createSchedule({ envId: 'live', dueMs: Date.now() + 200, ops: [put('X', { n: 1 })], note: '', createdBy: 'cli', tokenId: 't' }, LIMITS),
+      );
+      await sleep(250);
+      const [ra, rb] = await Promise.all([a.writeStep(() => applyDue(10)), b.writeStep(() => applyDue(10))]);
+      expect([...ra, ...rb].map((s) => s.row.schedule_id)).toEqual([row.schedule_id]);
+      expect((await a.getContent('live', 'X'))!.revisions).toHaveLength(1);
+    } finally {
+      await a.close();
+      await b.close();
+      t.cleanup();
+    }
+  });
+});
