@@ -39,7 +39,7 @@ async function fleet(n: number, store: string, args: string[] = []): Promise<Ser
   return nodes;
 }
 
-async function until(what: string, cond: () => Promise<boolean>, ms: number): Promise<void> {
+async function until(what: string, cond: () => boolean | Promise<boolean>, ms: number): Promise<void> {
   const end = Date.now() + ms;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
@@ -80,7 +80,7 @@ function stream(node: ServerProcess, key: string): { events: { at: number; chang
   const ac = new AbortController();
   void (async () => {
     const res = await fetch(`${node.url}/api/v1/env/events`, { headers: { 'x-api-key': key }, signal: ac.signal });
-    const reader = res.body!.getReader();
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const decoder = new TextDecoder();
     let buffer = '';
     for (;;) {
@@ -145,7 +145,7 @@ describe('scheduled changes on a fleet of nodes on one PostgreSQL database', () 
     expect(early).toEqual([]);
     for (const [i, at] of seenAt) expect(at - due, `node ${i}`).toBeLessThan(1000);
     // The change stream said nothing before the time, then named the item on every node.
-    await until('the stream events', async () => streams.every((s) => s.events.some((e) => e.changed.includes('Shop'))), 5000);
+    await until('the stream events', () => streams.every((s) => s.events.some((e) => e.changed.includes('Shop'))), 5000);
     for (const s of streams) {
       expect(s.events.every((e) => e.at >= due)).toBe(true);
       s.close();

@@ -38,7 +38,7 @@ async function ok<T = unknown>(srv: ServerProcess, method: string, path: string,
   return r.json;
 }
 
-async function until(what: string, cond: () => Promise<boolean>, ms: number): Promise<void> {
+async function until(what: string, cond: () => boolean | Promise<boolean>, ms: number): Promise<void> {
   const end = Date.now() + ms;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
@@ -162,7 +162,7 @@ describe('a change that became invalid by its time', () => {
     expect((await adm(srv, 'GET', 'environments/live/content/Extra')).status).toBe(404);
     expect((await ok<{ mapping: unknown }>(srv, 'GET', 'environments/live/content/Game')).mapping).toBeNull();
     expect((await call(srv.url, '/api/v1/config/Extra', { key })).status).toBe(404);
-    await until('the webhook', async () => events.some((e) => e.event === 'schedule.failed'), 10_000);
+    await until('the webhook', () => events.some((e) => e.event === 'schedule.failed'), 10_000);
     expect(events.map((e) => e.event)).toEqual(['schedule.created', 'schedule.failed']);
     expect(events[1]!.schedule).toMatchObject({ id: sch.id, status: 'failed', error: { code: 'invalid_mapping' } });
     const metrics = await (await fetch(srv.metricsUrl!)).text();
