@@ -163,7 +163,14 @@ export const SyncReport = named(
 export const Bundle = named('Bundle', BundleSchema, 'A bundle (docs/api.md, "Bundles")');
 export const ImportReport = named(
   'ImportReport',
-  written({ environmentsCreated: z.number().int(), keysAdded: z.number().int(), revisionsAdded: z.number().int(), mappingsChanged: z.number().int() }),
+  written({
+    environmentsCreated: z.number().int(),
+    keysAdded: z.number().int(),
+    revisionsAdded: z.number().int(),
+    mappingsChanged: z.number().int(),
+    schedulesAdded: z.number().int(),
+    rolloutsAdded: z.number().int(),
+  }),
 );
 
 const WebhookEvent = z.enum(WEBHOOK_EVENTS);

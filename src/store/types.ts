@@ -18,6 +18,7 @@
 import type { PreparedImport } from './bundle/bundle.js';
 import type { Step } from './ops/rows.js';
 import type { ScheduleRow } from './schedule/rows.js';
+import type { ImportScheduler } from './schedule/bundle.js';
 
 export interface RevisionMeta {
   /** Global, immutable, never reused: the key worker caches use. */
@@ -216,11 +217,18 @@ export interface SyncReport {
   readonly items: readonly { readonly id: string; readonly action: 'created' | 'updated' | 'unchanged'; readonly hash: string }[];
 }
 
-export interface ImportReport {
+/** What an import wrote of the environments themselves. */
+export interface ContentImportReport {
   readonly environmentsCreated: number;
   readonly keysAdded: number;
   readonly revisionsAdded: number;
   readonly mappingsChanged: number;
+}
+
+export interface ImportReport extends ContentImportReport {
+  /** Scheduled changes and rollouts the bundle brought that were not already there (docs/schedule.md, "Bundles"). */
+  readonly schedulesAdded: number;
+  readonly rolloutsAdded: number;
 }
 
 /**
@@ -331,12 +339,12 @@ export interface Store {
   sync(from: string, to: string, ids?: readonly string[], outbox?: OutboxOf<SyncReport>): Promise<SyncReport>;
 
   /** Validates the whole bundle first (invalid_bundle listing every problem), then writes in one transaction. Idempotent. */
-  importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>): Promise<ImportReport>;
+  importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>, by?: ImportScheduler): Promise<ImportReport>;
   /**
    * importBundle for a bundle prepareImport (bundle.ts) already checked, in another thread: only the
    * checks that need the store (key owners) remain, then the write.
    */
-  importPrepared(prepared: PreparedImport, outbox?: OutboxOf<ImportReport>): Promise<ImportReport>;
+  importPrepared(prepared: PreparedImport, outbox?: OutboxOf<ImportReport>, by?: ImportScheduler): Promise<ImportReport>;
   /** A bundle of everything except API keys (they are stored as digests and cannot be exported). */
   exportBundle(): Promise<unknown>;
 

@@ -220,9 +220,9 @@ describe('admin API against the server process', () => {
     };
     const first = await adm('POST', 'import', bundle);
     expect(first.status).toBe(200);
-    expect(first.json).toEqual({ environmentsCreated: 1, keysAdded: 1, revisionsAdded: 1, mappingsChanged: 0, propagation: { seq: expect.any(Number) as unknown, nodes: 1, applied: 1, missed: [] } });
+    expect(first.json).toEqual({ environmentsCreated: 1, keysAdded: 1, revisionsAdded: 1, mappingsChanged: 0, schedulesAdded: 0, rolloutsAdded: 0, propagation: { seq: expect.any(Number) as unknown, nodes: 1, applied: 1, missed: [] } });
     expect((await get('imported-key-0123456789abcdef', 'welcome')).json).toEqual({ msg: 'hi' });
-    expect((await adm('POST', 'import', bundle)).json).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0 });
+    expect((await adm('POST', 'import', bundle)).json).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0, schedulesAdded: 0, rolloutsAdded: 0 });
 
     const broken = await adm('POST', 'import', { environments: { imported: { content: { Welcome: { text: '{"msg":' } } } } });
     expect(broken.status).toBe(400);

@@ -147,7 +147,7 @@ describe('rcd CLI against a running server', () => {
     const file = join(srv.dir, 'bundle.json');
     writeFileSync(file, JSON.stringify(bundle));
     const imported = await rcd(['import', file, '--json']);
-    expect(JSON.parse(imported.stdout)).toEqual({ environmentsCreated: 1, keysAdded: 1, revisionsAdded: 1, mappingsChanged: 0, propagation: { seq: expect.any(Number) as unknown, nodes: 1, applied: 1, missed: [] } });
+    expect(JSON.parse(imported.stdout)).toEqual({ environmentsCreated: 1, keysAdded: 1, revisionsAdded: 1, mappingsChanged: 0, schedulesAdded: 0, rolloutsAdded: 0, propagation: { seq: expect.any(Number) as unknown, nodes: 1, applied: 1, missed: [] } });
     expect((await call(srv.url, '/api/v1/config/hello', { key: 'fresh-key-0123456789abcdef' })).json).toEqual({ hi: 1 });
   });
 

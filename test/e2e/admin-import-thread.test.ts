@@ -58,7 +58,7 @@ describe('admin imports in the import thread', () => {
     expect(served.status).toBe(200);
     expect(served.json).toEqual({ index: 1999, name: 'Item-1999', enabled: false });
     // The same bundle again: idempotent through the thread too.
-    expect((await adm('POST', 'import', body)).json).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0 });
+    expect((await adm('POST', 'import', body)).json).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0, schedulesAdded: 0, rolloutsAdded: 0 });
 
     const pid = srv.child.pid as number;
     // The process's own nice value: the test's, which the server inherits (its delivery loops run above it).
@@ -109,7 +109,7 @@ describe('admin imports in the import thread', () => {
       expect(r.headers.get('retry-after')).toBe('1');
       expect(parseAnswer(await r.text()).error?.code).toBe('overloaded');
     }
-    expect((await adm('POST', 'import', body)).json).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0 });
+    expect((await adm('POST', 'import', body)).json).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0, schedulesAdded: 0, rolloutsAdded: 0 });
   });
 
   it('a single write sent while a big bundle is being checked answers before the import does', async () => {

@@ -83,9 +83,9 @@ describe('rcd migrate / import / export with a PostgreSQL store', () => {
     writeFileSync(file, JSON.stringify({ environments: { live: { keys: ['live-key-00000001'], content: { A: { json: { a: 1 } } } } } }));
     const first = rcd('import', file, '--store', db.url);
     expect(first.status).toBe(0);
-    expect(JSON.parse(first.stdout)).toEqual({ environmentsCreated: 1, keysAdded: 1, revisionsAdded: 1, mappingsChanged: 0 });
+    expect(JSON.parse(first.stdout)).toEqual({ environmentsCreated: 1, keysAdded: 1, revisionsAdded: 1, mappingsChanged: 0, schedulesAdded: 0, rolloutsAdded: 0 });
     const second = rcd('import', file, '--store', db.url);
-    expect(JSON.parse(second.stdout)).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0 });
+    expect(JSON.parse(second.stdout)).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0, schedulesAdded: 0, rolloutsAdded: 0 });
     const bad = rcd('migrate', '--from', `sqlite:${join(dir, 'x.db')}`, '--to', `sqlite:${join(dir, 'y.db')}`);
     expect(bad.status).toBe(1);
     expect(bad.stderr).toContain('invalid_request');

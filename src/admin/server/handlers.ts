@@ -280,9 +280,14 @@ async function importPrepared(ctx: AdminContext, call: AdminCall, prepared: Prep
   const report = await ctx.bulk.run(async () => {
     const before = named === undefined ? [] : (await ctx.store.loadDelta(named, 0, 0)).contents;
     // The state after is read inside the import's transaction, so the events are what it changed.
-    return ctx.store.importPrepared(prepared, await announcing<ImportReport>(ctx, call, (_r, after) => diffEvents(before, after, now()), named));
+    return ctx.store.importPrepared(
+      prepared,
+      await announcing<ImportReport>(ctx, call, (_r, after) => diffEvents(before, after, now()), named),
+      { createdBy: call.actor, tokenId: call.principal.tokenId, limits: ctx.schedules.limits },
+    );
   });
-  const nothing = report.environmentsCreated === 0 && report.keysAdded === 0 && report.revisionsAdded === 0 && report.mappingsChanged === 0;
+  if (report.schedulesAdded + report.rolloutsAdded > 0) ctx.schedules.kick();
+  const nothing = Object.values(report).every((n) => n === 0);
   if (nothing) return read(report);
   return changed(200, report, {
     live: true, action: 'bundle.import', env: null, target: null, detail: report,

@@ -27,7 +27,8 @@ import { validateMapping } from '../../mapping/index.js';
 import { isPlainObject } from '../../shared/json.js';
 import { apiKeyDigest, appVersionProblem, contentIdKey, contentIdProblem, envIdProblem, generateKeyId, plainKeyProblem } from '../ids.js';
 import { nextNumber, nowIso, sameRevision, type RevisionRow, type StoreSql } from '../sqlite/sql.js';
-import type { ImportReport } from '../types.js';
+import type { ContentImportReport } from '../types.js';
+import { planSchedules, RolloutEntrySchema, ScheduleEntrySchema, type SchedulePlan } from '../schedule/bundle.js';
 
 export const EXPORT_NOTE =
   'API keys are not exported: the store keeps only SHA-256 digests of keys, never the keys themselves. ' +
@@ -56,6 +57,9 @@ const EnvironmentSchema = z.strictObject({
 export const BundleSchema = z.strictObject({
   note: z.string().optional(),
   environments: z.record(z.string(), EnvironmentSchema),
+  /** Scheduled changes and rollouts not applied yet (src/store/schedule/bundle.ts). */
+  schedules: z.array(ScheduleEntrySchema).optional(),
+  rollouts: z.array(RolloutEntrySchema).optional(),
 });
 
 export type Bundle = z.infer<typeof BundleSchema>;
@@ -109,13 +113,15 @@ export interface PreparedImport {
   readonly plan: readonly PlannedEnvironment[];
   readonly problems: readonly BundleProblem[];
   readonly keyChecks: readonly KeyCheck[];
+  /** Scheduled changes and rollouts to record once the content is written. */
+  readonly schedules: SchedulePlan;
 }
 
 /**
  * Validates a prepared bundle against the store (key ownership) and writes it. Must run inside a
  * write transaction: it throws invalid_bundle (nothing written) when there is any problem.
  */
-export function importPrepared(sql: StoreSql, prepared: PreparedImport): ImportReport {
+export function importPrepared(sql: StoreSql, prepared: PreparedImport): ContentImportReport {
   return applyPlan(sql, finishImport(prepared, (digest) => sql.keyByDigest(digest)?.env_id));
 }
 
@@ -169,7 +175,8 @@ export function prepareImport(raw: unknown): PreparedImport {
   // refusal lists every problem, not only the first layer's.
   const keyChecks: KeyCheck[] = [];
   const plan = planBundle(raw, problems, keyChecks);
-  return { plan, problems, keyChecks };
+  const schedules = isPlainObject(raw) ? planSchedules(raw, problems) : { schedules: [], rollouts: [] };
+  return { plan, problems, keyChecks, schedules };
 }
 
 function bundleError(problems: BundleProblem[]): RcdError {
@@ -387,7 +394,7 @@ function parseDottedPath(p: string): (string | number)[] {
   return out;
 }
 
-function applyPlan(sql: StoreSql, plan: readonly PlannedEnvironment[]): ImportReport {
+function applyPlan(sql: StoreSql, plan: readonly PlannedEnvironment[]): ContentImportReport {
   let environmentsCreated = 0;
   let keysAdded = 0;
   let revisionsAdded = 0;

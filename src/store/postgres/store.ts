@@ -14,7 +14,7 @@
  * from the sequence it applied and catches up.
  */
 import { RcdError } from '../../runtime/errors.js';
-import { finishImport, overlap, planImport, prepareImport, preparedKeyDigests, exportEntry, setOwn, EXPORT_NOTE, type Bundle, type BundleEntry, type PlannedEnvironment, type PreparedImport } from '../bundle/bundle.js';
+import { finishImport, overlap, prepareImport, preparedKeyDigests, exportEntry, setOwn, EXPORT_NOTE, type Bundle, type BundleEntry, type PlannedEnvironment, type PreparedImport } from '../bundle/bundle.js';
 import {
   apiKeyDigest,
   contentIdKey,
@@ -27,6 +27,7 @@ import { nextNumber, nowIso } from '../sqlite/sql.js';
 import { runRowsAsync, type Step } from '../ops/rows.js';
 import * as content from '../ops/content.js';
 import { cancelOfEnvironment } from '../schedule/lifecycle.js';
+import { exportSchedules, importSchedules, STORE_IMPORT, withSchedules, type ImportScheduler } from '../schedule/bundle.js';
 import type { ScheduleRow } from '../schedule/rows.js';
 import { checkContentWrite, checkRevisionNumber, checkSyncIds } from '../write-checks.js';
 import { settle } from '../../shared/settle.js';
@@ -38,6 +39,7 @@ import type {
   ContentSummary,
   DirectorySnapshot,
   EnvironmentInfo,
+  ContentImportReport,
   ImportReport,
   KeyDigest,
   KeyInfo,
@@ -397,14 +399,15 @@ export class PostgresStore implements Store {
     return this.writeStep(() => content.sync(from, to, ids), outbox);
   }
 
-  importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>): Promise<ImportReport> {
-    return settle(() => prepareImport(bundle)).then((prepared) => this.importPrepared(prepared, outbox));
+  importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>, by: ImportScheduler = STORE_IMPORT): Promise<ImportReport> {
+    return settle(() => prepareImport(bundle)).then((prepared) => this.importPrepared(prepared, outbox, by));
   }
 
-  importPrepared(prepared: PreparedImport, outbox?: OutboxOf<ImportReport>): Promise<ImportReport> {
+  importPrepared(prepared: PreparedImport, outbox?: OutboxOf<ImportReport>, by: ImportScheduler = STORE_IMPORT): Promise<ImportReport> {
     return this.write(async (rows) => {
       const owners = await rows.keyOwners(preparedKeyDigests(prepared));
-      return applyPlan(rows, finishImport(prepared, (digest) => owners.get(digest)));
+      const content = await applyPlan(rows, finishImport(prepared, (digest) => owners.get(digest)));
+      return { ...content, ...(await runRowsAsync(rows, importSchedules(prepared.schedules, by))) };
     }, outbox);
   }
 
@@ -416,10 +419,11 @@ export class PostgresStore implements Store {
     return this.write(async (rows) => {
       const n = (await rows.tx.unsafe<{ n: number }[]>('SELECT count(*)::int AS n FROM environments'))[0]?.n ?? 0;
       if (n > 0) throw new RcdError('conflict', `the target store already holds ${n} environment(s): rcd migrate copies into an empty store only`);
-      const report = await applyPlan(rows, planImport(bundle, () => undefined));
+      const prepared = prepareImport(bundle);
+      const report = await applyPlan(rows, finishImport(prepared, () => undefined));
       const at = nowIso();
       for (const k of keys) await rows.insertKey(k.keyId, k.envId, k.digest, at);
-      return { ...report, keysAdded: keys.length };
+      return { ...report, keysAdded: keys.length, ...(await runRowsAsync(rows, importSchedules(prepared.schedules, STORE_IMPORT))) };
     });
   }
 
@@ -434,7 +438,7 @@ export class PostgresStore implements Store {
         }
         setOwn(environments, envId, { keys: [], content });
       }
-      return { note: EXPORT_NOTE, environments };
+      return withSchedules({ note: EXPORT_NOTE, environments }, await runRowsAsync(rows, exportSchedules()));
     });
   }
 
@@ -469,7 +473,7 @@ export class PostgresStore implements Store {
 }
 
 /** Writes a checked bundle plan: the same steps as the SQLite store's (bundle.ts applyPlan). */
-async function applyPlan(rows: PgRows, plan: readonly PlannedEnvironment[]): Promise<ImportReport> {
+async function applyPlan(rows: PgRows, plan: readonly PlannedEnvironment[]): Promise<ContentImportReport> {
   let environmentsCreated = 0;
   let keysAdded = 0;
   let revisionsAdded = 0;

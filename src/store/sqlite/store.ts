@@ -17,6 +17,7 @@ import { SqliteRows } from './rows.js';
 import { runRows, type Step } from '../ops/rows.js';
 import * as content from '../ops/content.js';
 import { cancelOfEnvironment } from '../schedule/lifecycle.js';
+import { exportSchedules, importSchedules, STORE_IMPORT, withSchedules, type ImportScheduler } from '../schedule/bundle.js';
 import type { ScheduleRow } from '../schedule/rows.js';
 import {
   apiKeyDigest,
@@ -390,20 +391,20 @@ export class SqliteStore implements Store {
     });
   }
 
-  importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>): Promise<ImportReport> {
+  importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>, by: ImportScheduler = STORE_IMPORT): Promise<ImportReport> {
     // Prepared before the transaction: the checks that need no store do not hold the write lock.
-    return settle(() => prepareImport(bundle)).then((prepared) => this.importPrepared(prepared, outbox));
+    return settle(() => prepareImport(bundle)).then((prepared) => this.importPrepared(prepared, outbox, by));
   }
 
-  importPrepared(prepared: PreparedImport, outbox?: OutboxOf<ImportReport>): Promise<ImportReport> {
+  importPrepared(prepared: PreparedImport, outbox?: OutboxOf<ImportReport>, by: ImportScheduler = STORE_IMPORT): Promise<ImportReport> {
     return settle(() => {
-      return this.write(() => importPrepared(this.sql, prepared), outbox);
+      return this.write(() => ({ ...importPrepared(this.sql, prepared), ...runRows(this.sql, importSchedules(prepared.schedules, by)) }), outbox);
     });
   }
 
   exportBundle(): Promise<unknown> {
     return settle(() => {
-      return this.read(() => exportBundle(this.sql));
+      return this.read(() => withSchedules(exportBundle(this.sql), runRows(this.sql, exportSchedules())));
     });
   }
 

@@ -230,6 +230,57 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
   });
 });
 
+describe.each(STORE_KINDS)('scheduled changes in bundles (%s)', (kind) => {
+  let store: Store;
+  let cleanup: () => Promise<void> | void = () => undefined;
+  beforeEach(async () => {
+    ({ store, cleanup } = await openStoreOfKind(kind));
+  });
+  afterEach(async () => {
+    await store.close();
+    await cleanup();
+  });
+
+  it('export carries the open changes and rollouts; an import brings them back once, checked', async () => {
+    const at = (ms: number): string => new Date(Date.now() + ms).toISOString();
+    const bundle = {
+      environments: { live: { content: { Shop: { json: { level: 1 }, mapping: { rules: [{ segment: 'new', disabled: true, patch: { level: 2 } }] } } } } },
+      schedules: [{ env: 'live', at: at(60_000), ops: [{ op: 'content.put', id: 'Event', json: { on: true } }], note: 'event on' }],
+      rollouts: [{ env: 'live', id: 'Shop', rule: 0, steps: [{ percent: 10, at: at(60_000) }, { percent: 100, at: at(120_000) }] }],
+    };
+    expect(await store.importBundle(bundle)).toMatchObject({ environmentsCreated: 1, schedulesAdded: 1, rolloutsAdded: 1 });
+    expect(await store.importBundle(bundle)).toMatchObject({ environmentsCreated: 0, schedulesAdded: 0, rolloutsAdded: 0 });
+    const open = await store.readStep(() => rowsOf('live'));
+    expect(open.map((r) => [r.created_by, r.rollout_id === null])).toEqual([['import', true], ['import', false], ['import', false]]);
+    const exported = (await store.exportBundle()) as typeof bundle;
+    expect(exported.schedules).toEqual([{ env: 'live', at: new Date(Date.parse(bundle.schedules[0]!.at)).toISOString(), ops: [{ op: 'content.put', id: 'Event', text: '{\n  "on": true\n}', minAppVersion: null }], note: 'event on' }]);
+    expect(exported.rollouts).toEqual([{ env: 'live', id: 'Shop', rule: 0, variant: null, start: 0, steps: bundle.rollouts[0]!.steps.map((st) => ({ percent: st.percent, at: new Date(Date.parse(st.at)).toISOString() })) }]);
+    // Into another store, the export is the same plan again.
+    const other = await openStore('memory:');
+    try {
+      expect(await other.importBundle(exported)).toMatchObject({ schedulesAdded: 1, rolloutsAdded: 1 });
+      expect(await other.exportBundle()).toEqual(exported);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('refuses a bundle whose change would be refused, naming it, and writes nothing of the bundle', async () => {
+    const bundle = {
+      environments: { live: { content: { Shop: { json: { level: 1 } } } } },
+      schedules: [
+        { env: 'live', at: new Date(Date.now() + 60_000).toISOString(), ops: [{ op: 'mapping.delete', id: 'Shop' }] },
+        { env: 'live', at: 'tomorrow', ops: [{ op: 'content.delete', id: 'Shop' }] },
+      ],
+    };
+    const err = await rejectsWith(store.importBundle(bundle), 'invalid_bundle');
+    expect(err.details).toEqual([{ path: '/schedules/1/at', reason: expect.stringContaining('RFC 3339') as unknown }]);
+    const refused = await rejectsWith(store.importBundle({ ...bundle, schedules: [bundle.schedules[0]] }), 'invalid_bundle');
+    expect(refused.details).toEqual([{ path: '/schedules/0', reason: expect.stringContaining('not_found') as unknown }]);
+    expect(await store.listEnvironments()).toEqual([]);
+  });
+});
+
 describe('two appliers on one SQLite file', () => {
   it('apply a due change once', async () => {
     const t = tempDir();

@@ -353,7 +353,7 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
         },
       };
       const report = await store.importPrepared(structuredClone(prepareImport(bundle)));
-      expect(report).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 6, mappingsChanged: 1 });
+      expect(report).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 6, mappingsChanged: 1, schedulesAdded: 0, rolloutsAdded: 0 });
       expect((await store.getContent('e', 'Old'))?.revisions.map((r) => [r.number, r.text])).toEqual([
         [1, '{"v":1}'],
         [2, '{"v":2}'],

@@ -44,7 +44,7 @@ describe('bundles', () => {
 
   it('imports environments, keys, content and mappings', async () => {
     const report = await store.importBundle(sampleBundle());
-    expect(report).toEqual({ environmentsCreated: 3, keysAdded: 3, revisionsAdded: 5, mappingsChanged: 1 });
+    expect(report).toEqual({ environmentsCreated: 3, keysAdded: 3, revisionsAdded: 5, mappingsChanged: 1, schedulesAdded: 0, rolloutsAdded: 0 });
     const dir = await store.loadDirectory();
     expect(dir.environments).toEqual(['dev', 'empty', 'prod']);
     expect(dir.keys.map((k) => [k.envId, k.digest]).sort()).toEqual(
@@ -68,7 +68,7 @@ describe('bundles', () => {
 
   it('a prepared bundle is plain data: written after a structured clone (the thread boundary) as the bundle itself is', async () => {
     const report = await store.importPrepared(structuredClone(prepareImport(sampleBundle())));
-    expect(report).toEqual({ environmentsCreated: 3, keysAdded: 3, revisionsAdded: 5, mappingsChanged: 1 });
+    expect(report).toEqual({ environmentsCreated: 3, keysAdded: 3, revisionsAdded: 5, mappingsChanged: 1, schedulesAdded: 0, rolloutsAdded: 0 });
     const direct = await openStore('memory:');
     try {
       await direct.importBundle(sampleBundle());
@@ -84,7 +84,7 @@ describe('bundles', () => {
   it('importing the same bundle again changes nothing', async () => {
     await store.importBundle(sampleBundle());
     const before = await snapshot(store);
-    expect(await store.importBundle(sampleBundle())).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0 });
+    expect(await store.importBundle(sampleBundle())).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0, schedulesAdded: 0, rolloutsAdded: 0 });
     expect(await snapshot(store)).toEqual(before);
   });
 
@@ -231,7 +231,7 @@ describe('bundles', () => {
 
     // Into the same store: nothing changes.
     const json = JSON.parse(JSON.stringify(exported)) as unknown;
-    expect(await store.importBundle(json)).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0 });
+    expect(await store.importBundle(json)).toEqual({ environmentsCreated: 0, keysAdded: 0, revisionsAdded: 0, mappingsChanged: 0, schedulesAdded: 0, rolloutsAdded: 0 });
 
     // Into an empty store: the same export, the same hashes.
     const copy = await openStore('memory:');
