@@ -14,12 +14,13 @@
  * pool as a wrk script. Every answer must be 2xx; the run fails otherwise.
  * Needs wrk on PATH (Debian: apt-get install wrk) and Linux /proc for CPU accounting.
  */
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
-import { repoRoot, writeBundle } from './fixtures/generate.js';
-import { isLinuxProcAvailable, processCpuMicros } from './measure.js';
+import { BENCH_ENV, buildBundle, repoRoot, writeBundle } from './fixtures/generate.js';
+import { isLinuxProcAvailable, memoryStatus, processCpuMicros } from './measure.js';
 import { Supervisor, startServer, type Target } from './processes.js';
 import { median, medianOfRuns, runWrk, wrkAvailable, writeWrkScript, type WrkStats } from './wrk.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../test/helpers/postgres.js';
@@ -42,6 +43,11 @@ const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
   --pg URL             a PostgreSQL server whose user may create databases, for --store postgres
   --node-flags=FLAGS   options of node for this checkout's server only, space-separated (e.g.
                        --node-flags=--single-threaded-gc): a node or V8 flag against the same code
+  --pending-schedules N  this checkout's store also holds N scheduled changes not due yet (content
+                       puts of N items of the scenario's environment, due over the next 300 days,
+                       imported into its SQLite store before it starts); both servers then run their admin listener and the
+                       applier of scheduled changes, so only the pending changes differ. Prints each
+                       server's RSS and store size at the end (docs/schedule.md, "Limits")
   --alternate          load the servers one after the other in each round (baseline, then this)
                        instead of at once: for comparing loop counts, where each server must have
                        the whole machine (two servers loaded at once split the cores between them)`;
@@ -62,6 +68,7 @@ interface AbOptions {
   readonly nodeFlags: readonly string[];
   readonly store: 'sqlite' | 'postgres';
   readonly pgUrl: string | null;
+  readonly pendingSchedules: number;
 }
 
 function intOption(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
@@ -88,6 +95,7 @@ function parseOptions(argv: string[]): AbOptions {
       'node-flags': { type: 'string', default: '' },
       store: { type: 'string', default: 'sqlite' },
       pg: { type: 'string' },
+      'pending-schedules': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -133,6 +141,7 @@ function parseOptions(argv: string[]): AbOptions {
     nodeFlags,
     store: values.store,
     pgUrl: values.pg ?? null,
+    pendingSchedules: intOption('pending-schedules', values['pending-schedules'], 0, 0, 1_000_000),
   };
 }
 
@@ -218,6 +227,7 @@ async function main(): Promise<number> {
   const dir = sup.tempDir('rcd-ab-');
   const bundle = join(dir, 'bundle.json');
   writeBundle(bundle);
+  if (opts.pendingSchedules > 0 && opts.store === 'postgres') throw new UsageError('--pending-schedules goes with the SQLite store');
   const script = writeWrkScript(dir, opts.scenario.name, opts.scenario.pool(BASE_SEED));
   let embedded: RunningPostgres | null = null;
   let currentStore = `sqlite:${join(dir, 'this.db')}`;
@@ -226,6 +236,9 @@ async function main(): Promise<number> {
     currentStore = (await createDatabase(opts.pgUrl ?? embedded!.url)).url;
   }
   try {
+    // Written into this checkout's store before it starts (as a calendar filled over weeks would be),
+    // so its RSS is the steady state's, not an import's.
+    if (opts.pendingSchedules > 0) importOffline(writeBundleWithSchedules(join(dir, 'bundle-scheduled.json'), opts.pendingSchedules), currentStore);
     return await compare(opts, bundle, script, currentStore);
   } finally {
     await sup.stopAll();
@@ -235,9 +248,12 @@ async function main(): Promise<number> {
 
 async function compare(opts: AbOptions, bundle: string, script: string, currentStore: string): Promise<number> {
   const dir = dirname(bundle);
+  // With pending changes, both run the admin listener and the applier (its poll and lease are the same work on both).
+  const args = opts.pendingSchedules === 0 ? [] : ['--admin', 'true', '--admin-port', '0', '--admin-host', '127.0.0.1'];
+  const baseStore = `sqlite:${join(dir, 'base.db')}`;
   const [base, current] = await Promise.all([
-    startServer(sup, { root: opts.baseline, store: `sqlite:${join(dir, 'base.db')}`, bundle, threads: opts.threads, httpThreads: opts.baselineHttpThreads, label: 'baseline' }),
-    startServer(sup, { root: repoRoot(), store: currentStore, bundle, threads: opts.threads, httpThreads: opts.httpThreads, label: 'server', nodeArgs: opts.nodeFlags }),
+    startServer(sup, { root: opts.baseline, store: baseStore, bundle, threads: opts.threads, httpThreads: opts.baselineHttpThreads, label: 'baseline', args }),
+    startServer(sup, { root: repoRoot(), store: currentStore, bundle, threads: opts.threads, httpThreads: opts.httpThreads, label: 'server', nodeArgs: opts.nodeFlags, args }),
   ]);
   process.stdout.write(
     `${opts.scenario.name}: baseline ${opts.baseline} (pid ${base.pid}) and this checkout ${repoRoot()} (pid ${current.pid}), ` +
@@ -254,7 +270,45 @@ async function compare(opts: AbOptions, bundle: string, script: string, currentS
     process.stdout.write(roundLine(i, r) + '\n');
   }
   if (rounds.length > 0) process.stdout.write('\n' + summarize(rounds) + '\n');
+  if (opts.pendingSchedules > 0) process.stdout.write(footprint(opts.pendingSchedules, base, current, baseStore, currentStore) + '\n');
   return 0;
+}
+
+/** What the pending changes cost: each server's RSS now, and its SQLite store's size (file and WAL). */
+function footprint(n: number, base: Target, current: Target, baseStore: string, currentStore: string): string {
+  const rss = [memoryStatus(base.pid).rss, memoryStatus(current.pid).rss] as const;
+  const size = (store: string): number => {
+    const file = store.replace(/^sqlite:/, '');
+    return [file, `${file}-wal`].reduce((sum, f) => sum + (existsSync(f) ? statSync(f).size : 0), 0);
+  };
+  const lines = [`RSS after the rounds: base ${(rss[0] / 1048576).toFixed(1)} MiB, this ${(rss[1] / 1048576).toFixed(1)} MiB (difference per pending change ${((rss[1] - rss[0]) / n).toFixed(0)} bytes)`];
+  if (currentStore.startsWith('sqlite:')) {
+    const bytes = [size(baseStore), size(currentStore)] as const;
+    lines.push(`store size: base ${(bytes[0] / 1048576).toFixed(1)} MiB, this ${(bytes[1] / 1048576).toFixed(1)} MiB (${((bytes[1] - bytes[0]) / n).toFixed(0)} bytes per pending change)`);
+  }
+  return lines.join('\n');
+}
+
+function importOffline(bundle: string, store: string): void {
+  execFileSync(process.execPath, [join(repoRoot(), 'bin', 'rcd.js'), 'import', bundle, '--store', store], { stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+/**
+ * The bench bundle plus `n` scheduled changes not due yet: one content put each, on n items of the
+ * bench environment that the scenarios never ask for, due over the next 300 days.
+ */
+function writeBundleWithSchedules(path: string, n: number): string {
+  const bundle = buildBundle() as Record<string, unknown>;
+  const now = Date.now();
+  const span = 300 * 86_400_000;
+  bundle.schedules = Array.from({ length: n }, (_, i) => ({
+    env: BENCH_ENV,
+    at: new Date(now + 86_400_000 + Math.floor((i * span) / n)).toISOString(),
+    ops: [{ op: 'content.put', id: `Planned${i}`, json: { release: i, items: [1, 2, 3], note: 'a calendar entry' } }],
+    note: `release ${i}`,
+  }));
+  writeFileSync(path, JSON.stringify(bundle));
+  return path;
 }
 
 main().then(

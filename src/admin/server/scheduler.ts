@@ -61,8 +61,12 @@ function* releaseLease(holder: string): Step<void> {
   yield* call('releaseLease', LEASE, holder);
 }
 
-function* nextDue(): Step<{ dueMs: number | null; open: number }> {
-  return { dueMs: yield* call('nextDueMs'), open: yield* call('countOpen') };
+function* nextDue(): Step<number | null> {
+  return yield* call('nextDueMs');
+}
+
+function* countOpen(): Step<number> {
+  return yield* call('countOpen');
 }
 
 export class Scheduler {
@@ -152,25 +156,29 @@ export class Scheduler {
     this.nextLeaseAt = t1 + LEASE_RENEW_MS;
     const leader = lease.holder === this.holder;
     if (leader !== this.leader) this.log(leader ? 'scheduled changes: this node applies them (it holds the lease)' : 'scheduled changes: another node holds the lease');
-    if (!leader) this.options.metrics?.open(0);
     this.leader = leader;
+    // Once a second, by the holder only: a count over every open change is the one scan here.
+    if (this.options.metrics !== undefined) this.options.metrics.open(leader ? await this.store.readStep(countOpen) : 0);
   }
 
   /** Applies what is due; returns how long to sleep before the next look. */
   private async applyWhenDue(): Promise<number> {
     for (;;) {
-      const { dueMs, open } = await this.store.readStep(nextDue);
-      this.options.metrics?.open(open);
+      const dueMs = await this.store.readStep(nextDue);
       if (dueMs === null) return POLL_MS;
       // +1: wake just after it by the store's clock (the offset's estimate is good to a round trip).
       const wait = dueMs - (Date.now() + this.offsetMs) + 1;
       if (wait > 0) return Math.min(POLL_MS, wait);
       let settled: Settled[] = [];
+      let writtenMs = 0;
+      const t0 = performance.now();
       const outcome = await this.write(async (ctx, c) => {
         const applied = await applyDueChanges(ctx, c);
         settled = applied.settled;
+        writtenMs = performance.now() - t0;
         return applied.result;
       });
+      this.log(`scheduled changes: ${settled.length} settled (written in ${writtenMs.toFixed(0)} ms, live and audited after ${(performance.now() - t0).toFixed(0)} ms)`);
       this.observe(settled, outcome.propagation);
       if (settled.length === 0) return POLL_MS;
       if (Date.now() >= this.nextLeaseAt) return 0;

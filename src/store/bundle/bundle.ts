@@ -29,6 +29,7 @@ import { apiKeyDigest, appVersionProblem, contentIdKey, contentIdProblem, envIdP
 import { nextNumber, nowIso, sameRevision, type RevisionRow, type StoreSql } from '../sqlite/sql.js';
 import type { ContentImportReport } from '../types.js';
 import { planSchedules, RolloutEntrySchema, ScheduleEntrySchema, type SchedulePlan } from '../schedule/bundle.js';
+import { bundleError, type BundleProblem } from './problems.js';
 
 export const EXPORT_NOTE =
   'API keys are not exported: the store keeps only SHA-256 digests of keys, never the keys themselves. ' +
@@ -64,11 +65,7 @@ export const BundleSchema = z.strictObject({
 
 export type Bundle = z.infer<typeof BundleSchema>;
 
-export interface BundleProblem {
-  /** JSON Pointer (RFC 6901) of the offending value in the bundle; "" is the whole file. */
-  readonly path: string;
-  readonly reason: string;
-}
+export type { BundleProblem } from './problems.js';
 
 export interface PlannedRevision {
   readonly text: string;
@@ -177,13 +174,6 @@ export function prepareImport(raw: unknown): PreparedImport {
   const plan = planBundle(raw, problems, keyChecks);
   const schedules = isPlainObject(raw) ? planSchedules(raw, problems) : { schedules: [], rollouts: [] };
   return { plan, problems, keyChecks, schedules };
-}
-
-function bundleError(problems: BundleProblem[]): RcdError {
-  const shown = problems.slice(0, 20).map((p) => `${p.path === '' ? '(root)' : p.path}: ${p.reason}`);
-  const more = problems.length > shown.length ? `; and ${problems.length - shown.length} more (see details)` : '';
-  const noun = problems.length === 1 ? 'problem' : 'problems';
-  return new RcdError('invalid_bundle', `invalid bundle, nothing imported (${problems.length} ${noun}): ${shown.join('; ')}${more}`, problems);
 }
 
 function planBundle(raw: unknown, problems: BundleProblem[], keyChecks: KeyCheck[]): PlannedEnvironment[] {

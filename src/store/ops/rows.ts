@@ -62,6 +62,8 @@ export interface Rows {
   openOfToken(tokenId: string): ScheduleRow[];
   /** Sets the row's outcome if its status is still one of `from`; returns how many rows changed (0 or 1). */
   settleSchedule(scheduleId: string, from: readonly ScheduleRow['status'][], outcome: ScheduleOutcomeRow): number;
+  /** Marks these pending schedules applied (one statement where the store can); returns how many rows changed. */
+  settleApplied(applied: readonly AppliedRow[], settledAt: string): number;
   /** Moves a pending or paused schedule; returns how many rows changed. */
   moveSchedule(scheduleId: string, dueMs: number): number;
   /** Changes status `from` to `to`; returns how many rows changed. */
@@ -100,6 +102,13 @@ export interface ScheduleOutcomeRow {
   readonly result: string | null;
 }
 
+export interface AppliedRow {
+  readonly scheduleId: string;
+  readonly lateMs: number;
+  /** What each op did, JSON. */
+  readonly result: string;
+}
+
 /** PostgreSQL's rows: the same calls, each a round trip. */
 export type AsyncRows = { [K in keyof Rows]: (...args: Parameters<Rows[K]>) => Promise<ReturnType<Rows[K]>> };
 
@@ -108,15 +117,35 @@ export interface RowCall {
   readonly args: readonly unknown[];
 }
 
-/** A step: yields row calls, receives their results, returns T. */
-export type Step<T> = Generator<RowCall, T, unknown>;
+/** Steps that touch disjoint rows: a driver may interleave their row calls (PostgreSQL pipelines them). */
+export interface ParallelCall {
+  readonly parallel: readonly Step<unknown>[];
+}
+
+/** A step: yields row calls (or parallel steps), receives their results, returns T. */
+export type Step<T> = Generator<RowCall | ParallelCall, T, unknown>;
 
 /** One row call inside a step: `const row = yield* call('findContent', env, key)`. */
 export function* call<K extends keyof Rows>(method: K, ...args: Parameters<Rows[K]>): Step<ReturnType<Rows[K]>> {
   return (yield { method, args }) as ReturnType<Rows[K]>;
 }
 
+/**
+ * Runs steps that touch disjoint rows, each to its end even when another fails (so nothing of them
+ * is still running when the caller handles the failure), and returns their results in order, or
+ * throws the first failure. PostgreSQL interleaves their row calls on the transaction's connection,
+ * so N steps of k calls cost about k round trips instead of N x k; SQLite runs them one by one.
+ */
+export function* parallel<T>(steps: readonly Step<T>[]): Step<T[]> {
+  return (yield { parallel: steps }) as T[];
+}
+
 type AnyRowFn = (this: unknown, ...args: unknown[]) => unknown;
+type AsyncRowFn = (this: unknown, ...args: unknown[]) => Promise<unknown>;
+
+function isParallel(c: RowCall | ParallelCall): c is ParallelCall {
+  return 'parallel' in c;
+}
 
 /** Runs a step on synchronous rows (inside the caller's SQLite transaction). */
 export function runRows<T>(rows: Rows, step: Step<T>): T {
@@ -126,9 +155,9 @@ export function runRows<T>(rows: Rows, step: Step<T>): T {
   for (;;) {
     const next = failed ? step.throw(error) : step.next(input);
     if (next.done === true) return next.value;
-    const fn = (rows as unknown as Record<keyof Rows, AnyRowFn>)[next.value.method];
+    const c = next.value;
     try {
-      input = fn.apply(rows, [...next.value.args]);
+      input = isParallel(c) ? settleAll(c.parallel.map((s) => outcome(() => runRows(rows, s)))) : (rows as unknown as Record<keyof Rows, AnyRowFn>)[c.method].apply(rows, [...c.args]);
       failed = false;
     } catch (err) {
       error = err;
@@ -145,13 +174,40 @@ export async function runRowsAsync<T>(rows: AsyncRows, step: Step<T>): Promise<T
   for (;;) {
     const next = failed ? step.throw(error) : step.next(input);
     if (next.done === true) return next.value;
-    const fn = (rows as unknown as Record<keyof Rows, (this: unknown, ...args: unknown[]) => Promise<unknown>>)[next.value.method];
+    const c = next.value;
     try {
-      input = await fn.apply(rows, [...next.value.args]);
+      input = isParallel(c)
+        ? settleAll(await Promise.all(c.parallel.map((s) => runRowsAsync(rows, s).then(ok, failure))))
+        : await (rows as unknown as Record<keyof Rows, AsyncRowFn>)[c.method].apply(rows, [...c.args]);
       failed = false;
     } catch (err) {
       error = err;
       failed = true;
     }
   }
+}
+
+type Outcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
+
+function ok(value: unknown): Outcome {
+  return { ok: true, value };
+}
+
+function failure(error: unknown): Outcome {
+  return { ok: false, error };
+}
+
+function outcome(fn: () => unknown): Outcome {
+  try {
+    return ok(fn());
+  } catch (err) {
+    return failure(err);
+  }
+}
+
+/** The values of every outcome, or the first failure thrown. */
+function settleAll(outcomes: readonly Outcome[]): unknown[] {
+  const failed = outcomes.find((o) => !o.ok);
+  if (failed !== undefined && !failed.ok) throw failed.error;
+  return outcomes.map((o) => (o.ok ? o.value : undefined));
 }

@@ -5,7 +5,7 @@
  */
 import type { CompiledContent } from '../jsonc.js';
 import type { ContentRow, EnvRow, KeyRow, MappingRow, RevisionRow } from '../sqlite/sql.js';
-import type { AsyncRows, ScheduleItem, ScheduleOutcomeRow } from '../ops/rows.js';
+import type { AppliedRow, AsyncRows, ScheduleItem, ScheduleOutcomeRow } from '../ops/rows.js';
 import type { LeaseHolder, RolloutRow, ScheduleQuery, ScheduleRow, ScheduleStatus } from '../schedule/rows.js';
 import type { Tx } from './connection.js';
 
@@ -275,6 +275,17 @@ export class PgRows implements AsyncRows {
       `UPDATE schedules SET status = $1, settled_at = $2, late_ms = $3, error_code = $4, error_message = $5, result = $6
         WHERE schedule_id = $7 AND status = ANY($8::text[])`,
       [o.status, o.settledAt, o.lateMs, o.errorCode, o.errorMessage, o.result, scheduleId, from as string[]],
+    );
+    return rows.count;
+  }
+
+  async settleApplied(applied: readonly AppliedRow[], settledAt: string): Promise<number> {
+    if (applied.length === 0) return 0;
+    const rows = await this.tx.unsafe(
+      `UPDATE schedules s SET status = 'applied', settled_at = $1, late_ms = u.late, error_code = NULL, error_message = NULL, result = u.result
+         FROM unnest($2::text[], $3::bigint[], $4::text[]) AS u(id, late, result)
+        WHERE s.schedule_id = u.id AND s.status = 'pending'`,
+      [settledAt, applied.map((a) => a.scheduleId), applied.map((a) => a.lateMs), applied.map((a) => a.result)] as never[],
     );
     return rows.count;
   }

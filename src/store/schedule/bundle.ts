@@ -18,7 +18,8 @@ import { isoOf, parseInstant } from '../../shared/instant.js';
 import { contentIdKey, envIdProblem } from '../ids.js';
 import { call, type Step } from '../ops/rows.js';
 import { parseOps, type ChangeOp } from './changes.js';
-import { createSchedule, isRefusal, type ScheduleLimits } from './lifecycle.js';
+import { createSchedule, isRefusal, requireRoomFor, type ScheduleLimits } from './lifecycle.js';
+import { bundleError } from '../bundle/problems.js';
 import { createRollout, type StoredStep } from './rollouts.js';
 import { OPEN_STATUSES } from './rows.js';
 
@@ -136,15 +137,17 @@ export function* importSchedules(plan: SchedulePlan, by: ImportScheduler): Step<
   const problems: { path: string; reason: string }[] = [];
   let schedulesAdded = 0;
   let rolloutsAdded = 0;
-  const now = yield* call('storeNowMs');
-  // Past times are brought to just after now (in their order): they apply at the applier's next look, late.
-  const due = (ms: number, order = 0): number => Math.max(ms, now + 1 + order);
+  const steps = plan.schedules.length + plan.rollouts.reduce((n, r) => n + r.steps.length, 0);
+  if (steps === 0) return { schedulesAdded, rolloutsAdded };
+  // The bound once for the whole bundle; a time already past is kept: the change applies at once, late.
+  yield* requireRoomFor(steps, by.limits);
+  const mode = { allowPast: true, openChecked: true };
   for (const s of plan.schedules) {
     const open = yield* call('listSchedules', { envIds: [s.envId], idLower: null, statuses: OPEN_STATUSES, fromMs: s.dueMs, toMs: s.dueMs + 1, rolloutId: null, limit: 1000 });
     const ops = JSON.stringify(s.ops);
     if (open.some((o) => o.ops === ops && o.rollout_id === null)) continue;
     try {
-      yield* createSchedule({ envId: s.envId, dueMs: due(s.dueMs), ops: s.ops, note: s.note, createdBy: by.createdBy, tokenId: by.tokenId }, by.limits);
+      yield* createSchedule({ envId: s.envId, dueMs: s.dueMs, ops: s.ops, note: s.note, createdBy: by.createdBy, tokenId: by.tokenId }, by.limits, mode);
       schedulesAdded++;
     } catch (err) {
       if (!isRefusal(err)) throw err;
@@ -157,8 +160,9 @@ export function* importSchedules(plan: SchedulePlan, by: ImportScheduler): Step<
     if (existing.some((x) => x.id_lower === key && x.rule === r.rule && x.variant === r.variant && (x.status === 'active' || x.status === 'paused'))) continue;
     try {
       yield* createRollout(
-        { envId: r.envId, id: r.id, rule: r.rule, variant: r.variant, start: r.start, steps: r.steps.map((s, j) => ({ percent: s.percent, dueMs: due(s.dueMs, j) })), note: r.note, createdBy: by.createdBy, tokenId: by.tokenId },
+        { envId: r.envId, id: r.id, rule: r.rule, variant: r.variant, start: r.start, steps: r.steps, note: r.note, createdBy: by.createdBy, tokenId: by.tokenId },
         by.limits,
+        mode,
       );
       rolloutsAdded++;
     } catch (err) {
@@ -166,9 +170,7 @@ export function* importSchedules(plan: SchedulePlan, by: ImportScheduler): Step<
       problems.push({ path: r.path, reason: `${err.code}: ${err.message}` });
     }
   }
-  if (problems.length > 0) {
-    throw new RcdError('invalid_bundle', `invalid bundle, nothing imported: ${problems.map((p) => `${p.path}: ${p.reason}`).join('; ')}`, problems);
-  }
+  if (problems.length > 0) throw bundleError(problems);
   return { schedulesAdded, rolloutsAdded };
 }
 

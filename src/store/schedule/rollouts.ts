@@ -16,7 +16,7 @@ import { requireContent } from '../ops/content.js';
 import { editRules, ruleState, type RuleEditResult, type RuleState } from '../ops/rules.js';
 import { call, type Step } from '../ops/rows.js';
 import type { ChangeOp } from './changes.js';
-import { createSchedule, type ScheduleLimits } from './lifecycle.js';
+import { createSchedule, type ScheduleLimits, type ScheduleMode } from './lifecycle.js';
 import { OPEN_STATUSES, type RolloutRow, type ScheduleRow } from './rows.js';
 
 /** Steps of one rollout: a few in practice; each is a scheduled change. */
@@ -62,7 +62,7 @@ function newRolloutId(nowMs: number): string {
   return `ro_${nowMs.toString(16).padStart(12, '0')}${randomBytes(4).toString('hex')}`;
 }
 
-export function* createRollout(r: NewRollout, limits: ScheduleLimits): Step<{ rollout: RolloutRow; steps: ScheduleRow[] }> {
+export function* createRollout(r: NewRollout, limits: ScheduleLimits, mode?: ScheduleMode): Step<{ rollout: RolloutRow; steps: ScheduleRow[] }> {
   if (r.steps.length === 0 || r.steps.length > MAX_ROLLOUT_STEPS) throw new RcdError('invalid_body', `steps must list 1 to ${MAX_ROLLOUT_STEPS} steps`);
   const content = yield* requireContent(r.envId, r.id);
   const mapping = yield* call('getMapping', content.mapping_id);
@@ -107,6 +107,7 @@ export function* createRollout(r: NewRollout, limits: ScheduleLimits): Step<{ ro
         rollout: { id: rolloutId, step: i },
       },
       limits,
+      mode,
     );
     schedules.push(row);
     stored.push({ percent: step.percent, dueMs: step.dueMs, scheduleId: row.schedule_id, mod });

@@ -5,7 +5,7 @@
  */
 import type { Database, Statement } from './driver.js';
 import { StoreSql, type ContentRow, type RevisionRow } from './sql.js';
-import type { Rows, ScheduleItem, ScheduleOutcomeRow } from '../ops/rows.js';
+import type { AppliedRow, Rows, ScheduleItem, ScheduleOutcomeRow } from '../ops/rows.js';
 import type { LeaseHolder, RolloutRow, ScheduleQuery, ScheduleRow, ScheduleStatus } from '../schedule/rows.js';
 
 const SCHEDULE_COLUMNS =
@@ -168,6 +168,14 @@ export class SqliteRows extends StoreSql implements Rows {
 
   settleSchedule(scheduleId: string, from: readonly ScheduleStatus[], o: ScheduleOutcomeRow): number {
     return this.settleStmt.run({ id: scheduleId, from: JSON.stringify(from), ...o }).changes;
+  }
+
+  settleApplied(applied: readonly AppliedRow[], settledAt: string): number {
+    let n = 0;
+    for (const a of applied) {
+      n += this.settleStmt.run({ id: a.scheduleId, from: '["pending"]', status: 'applied', settledAt, lateMs: a.lateMs, errorCode: null, errorMessage: null, result: a.result }).changes;
+    }
+    return n;
   }
 
   moveSchedule(scheduleId: string, dueMs: number): number {
