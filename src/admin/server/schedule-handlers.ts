@@ -25,7 +25,11 @@ import { inScope, type Principal } from './access.js';
 import { announcing, changed, now, param, parseJsonBody, positiveInt, read, route, type AdminCall, type AdminContext, type AdminResult, type AdminRoute } from './admin-call.js';
 import { cancelledEvents, resultEvents, rolloutView, scheduleEvent, scheduleView, settledAudit, settledEvents } from './schedule-view.js';
 
-/** Changes applied in one transaction: 1,000 changes due in one second take two. */
+/**
+ * Changes applied in one transaction, and made live together. Below BULK_ENTRIES (1,000 change-log
+ * entries, src/runtime/priority.ts) for changes of one item each: a batch of changes that fell due is
+ * published at the control thread's own priority on every node, not at --bulk-nice with imports.
+ */
 export const APPLY_BATCH = 500;
 const MAX_LIST = 1000;
 const DEFAULT_LIST = 100;
@@ -165,13 +169,14 @@ async function cancelScheduleRoute(ctx: AdminContext, call: AdminCall): Promise<
 }
 
 /**
- * Applies every change due now, in batches of APPLY_BATCH, each batch one transaction; the server
- * makes them live (one propagation for all) and audits them per op in their creators' names.
- * The applier runs it when changes fall due; a rollout's advance runs it at once.
+ * Applies the changes due now, in batches of APPLY_BATCH, each batch one transaction, at most
+ * `maxBatches` of them; the server makes them live (one propagation for all) and audits them per op
+ * in their creators' names. The applier runs one batch per write (the next right after it is live);
+ * a rollout's advance runs them all at once.
  */
-export async function applyDueChanges(ctx: AdminContext, call: AdminCall): Promise<{ result: AdminResult; settled: Settled[] }> {
+export async function applyDueChanges(ctx: AdminContext, call: AdminCall, maxBatches = Infinity): Promise<{ result: AdminResult; settled: Settled[] }> {
   const settled: Settled[] = [];
-  for (;;) {
+  for (let n = 0; n < maxBatches; n++) {
     const batch = await ctx.store.writeStep(() => applyDue(APPLY_BATCH), await announcing<Settled[]>(ctx, call, (r) => settledEvents(r, now())));
     settled.push(...batch);
     if (batch.length < APPLY_BATCH) break;

@@ -75,12 +75,14 @@ export class Scheduler {
   private readonly options: SchedulerOptions;
   private readonly log: (line: string) => void;
   private readonly write: (handler: AdminHandler) => Promise<WriteOutcome>;
+  /** The lease is renewed on a timer of its own: a long apply must not let it run out. */
+  private leaseTimer: NodeJS.Timeout | null = null;
+  private renewing: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
   private closed = false;
   private leader = false;
-  private nextLeaseAt = 0;
   /** The store's clock minus this process's. */
   private offsetMs = 0;
   private lastProblem = '';
@@ -93,19 +95,24 @@ export class Scheduler {
   }
 
   start(): void {
-    this.wake(0);
+    this.leaseTimer = setInterval(() => this.renewSoon(), LEASE_RENEW_MS);
+    this.leaseTimer.unref();
+    this.renewSoon();
   }
 
   /** A change was scheduled or moved on this node: look at the next due time now. */
   kick(): void {
     if (this.running !== null) this.again = true;
-    else this.wake(0);
+    else if (this.leader) this.wake(0);
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.leaseTimer !== null) clearInterval(this.leaseTimer);
     if (this.timer !== null) clearTimeout(this.timer);
+    this.leaseTimer = null;
     this.timer = null;
+    await this.renewing;
     await this.running;
     if (!this.leader) return;
     this.leader = false;
@@ -114,6 +121,22 @@ export class Scheduler {
     } catch {
       // It runs out on its own within LEASE_TTL_MS.
     }
+  }
+
+  private renewSoon(): void {
+    if (this.closed || this.renewing !== null) return;
+    this.renewing = this.renew()
+      .catch((err: unknown) => this.problem(err))
+      .finally(() => {
+        this.renewing = null;
+      });
+  }
+
+  private problem(err: unknown): void {
+    const problem = err instanceof RcdError ? `${err.code}: ${err.message}` : (err as Error).message;
+    // Once per kind of trouble (a database outage fails every attempt): the retries go on quietly.
+    if (problem !== this.lastProblem) this.log(`scheduled changes: ${problem}; retrying`);
+    this.lastProblem = problem;
   }
 
   private wake(delayMs: number): void {
@@ -128,24 +151,21 @@ export class Scheduler {
     this.timer.unref();
   }
 
+  /** While this node holds the lease: apply what is due, then sleep until the next due time (or POLL_MS). */
   private async cycle(): Promise<void> {
+    if (!this.leader) return;
     let delay = POLL_MS;
     try {
-      if (Date.now() >= this.nextLeaseAt) await this.renew();
-      if (this.leader) delay = await this.applyWhenDue();
-      else delay = Math.max(0, this.nextLeaseAt - Date.now());
+      delay = await this.applyWhenDue();
       this.lastProblem = '';
     } catch (err) {
-      const problem = err instanceof RcdError ? `${err.code}: ${err.message}` : (err as Error).message;
-      // Once per kind of trouble (a database outage fails every cycle): the retries go on quietly.
-      if (problem !== this.lastProblem) this.log(`scheduled changes: ${problem}; retrying`);
-      this.lastProblem = problem;
+      this.problem(err);
     }
     if (this.again) {
       this.again = false;
       delay = 0;
     }
-    this.wake(delay);
+    if (this.leader) this.wake(delay);
   }
 
   private async renew(): Promise<void> {
@@ -153,17 +173,18 @@ export class Scheduler {
     const lease = await this.store.writeStep(() => renewLease(this.holder), undefined, true);
     const t1 = Date.now();
     this.offsetMs = lease.nowMs - (t0 + t1) / 2;
-    this.nextLeaseAt = t1 + LEASE_RENEW_MS;
     const leader = lease.holder === this.holder;
     if (leader !== this.leader) this.log(leader ? 'scheduled changes: this node applies them (it holds the lease)' : 'scheduled changes: another node holds the lease');
+    const gained = leader && !this.leader;
     this.leader = leader;
+    if (gained && this.running === null) this.wake(0);
     // Once a second, by the holder only: a count over every open change is the one scan here.
     if (this.options.metrics !== undefined) this.options.metrics.open(leader ? await this.store.readStep(countOpen) : 0);
   }
 
   /** Applies what is due; returns how long to sleep before the next look. */
   private async applyWhenDue(): Promise<number> {
-    for (;;) {
+    while (this.leader && !this.closed) {
       const dueMs = await this.store.readStep(nextDue);
       if (dueMs === null) return POLL_MS;
       // +1: wake just after it by the store's clock (the offset's estimate is good to a round trip).
@@ -173,16 +194,18 @@ export class Scheduler {
       let writtenMs = 0;
       const t0 = performance.now();
       const outcome = await this.write(async (ctx, c) => {
-        const applied = await applyDueChanges(ctx, c);
+        const applied = await applyDueChanges(ctx, c, 1);
         settled = applied.settled;
         writtenMs = performance.now() - t0;
         return applied.result;
       });
-      this.log(`scheduled changes: ${settled.length} settled (written in ${writtenMs.toFixed(0)} ms, live and audited after ${(performance.now() - t0).toFixed(0)} ms)`);
+      if (settled.length > 0) {
+        this.log(`scheduled changes: ${settled.length} settled (written in ${writtenMs.toFixed(0)} ms, live and audited after ${(performance.now() - t0).toFixed(0)} ms)`);
+      }
       this.observe(settled, outcome.propagation);
       if (settled.length === 0) return POLL_MS;
-      if (Date.now() >= this.nextLeaseAt) return 0;
     }
+    return POLL_MS;
   }
 
   private observe(settled: readonly Settled[], propagation: Propagation | null): void {

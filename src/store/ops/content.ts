@@ -10,7 +10,7 @@ import { contentIdKey } from '../ids.js';
 import { nextNumber, nowIso, sameRevision, type ContentRow } from '../sqlite/sql.js';
 import type { CompiledContent } from '../jsonc.js';
 import type { ContentRef, MappingResult, PutContentResult, SyncReport } from '../types.js';
-import { call, type Step } from './rows.js';
+import { call, type NewRevision, type Step } from './rows.js';
 
 type SyncItem = SyncReport['items'][number];
 
@@ -39,6 +39,42 @@ export function* putContent(envId: string, id: string, text: string, compiled: C
   }
   const number = yield* call('appendRevision', content.content_pk, nextNumber(newest), text, compiled, minAppVersion, at);
   return { id: content.id, hash: compiled.hash, revision: number, changed: true };
+}
+
+export interface ContentPut {
+  readonly id: string;
+  readonly text: string;
+  readonly compiled: CompiledContent;
+  readonly minAppVersion: string | null;
+}
+
+/**
+ * putContent for many distinct items of one environment in a few statements (the items and their
+ * newest revisions read together, the new items and revisions written together): the results of one
+ * putContent each, in order. What scheduled changes due together mostly are.
+ */
+export function* putContents(envId: string, puts: readonly ContentPut[]): Step<PutContentResult[]> {
+  yield* requireEnv(envId);
+  const at = nowIso();
+  const keys = puts.map((p) => contentIdKey(p.id));
+  const heads = yield* call('contentHeads', envId, keys);
+  const missing = puts.flatMap((p, i) => (heads[i]!.content === undefined ? [{ idLower: keys[i]!, id: p.id }] : []));
+  const created = new Map((yield* call('insertContents', envId, missing, at)).map((c) => [c.id_lower, c]));
+  const results: PutContentResult[] = [];
+  const revisions: NewRevision[] = [];
+  puts.forEach((p, i) => {
+    const head = heads[i]!;
+    const content = (head.content ?? created.get(keys[i]!))!;
+    if (head.newest !== undefined && sameRevision(head.newest, p.text, p.minAppVersion)) {
+      results.push({ id: content.id, hash: head.newest.hash, revision: head.newest.number, changed: false });
+      return;
+    }
+    const number = nextNumber(head.newest);
+    revisions.push({ contentPk: content.content_pk, number, text: p.text, compiled: p.compiled, minAppVersion: p.minAppVersion, touch: head.content !== undefined });
+    results.push({ id: content.id, hash: p.compiled.hash, revision: number, changed: true });
+  });
+  yield* call('insertRevisions', revisions, at);
+  return results;
 }
 
 export function* deleteContent(envId: string, id: string): Step<ContentRef> {

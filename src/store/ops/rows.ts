@@ -37,6 +37,15 @@ export interface Rows {
     minAppVersion: string | null,
     at: string,
   ): number;
+  /** For each key (in order): the item of `envId` and its newest revision, when they exist. */
+  contentHeads(envId: string, keys: readonly string[]): ContentHead[];
+  /** Creates these items (none exists yet); returns their rows in order. */
+  insertContents(envId: string, items: readonly { readonly idLower: string; readonly id: string }[], at: string): ContentRow[];
+  /**
+   * Writes these revisions; an item whose row already existed (`touch`) is marked updated as
+   * appendRevision does, one created in the same transaction is not (insertRevision).
+   */
+  insertRevisions(revisions: readonly NewRevision[], at: string): void;
   getMapping(mappingId: number | null): MappingRow | undefined;
   insertMapping(contentPk: number, json: string, ruleCount: number, at: string): number;
   clearMapping(contentPk: number, at: string): void;
@@ -82,6 +91,21 @@ export interface Rows {
   savepoint(name: string): void;
   rollbackTo(name: string): void;
   releaseSavepoint(name: string): void;
+}
+
+export interface ContentHead {
+  readonly content: ContentRow | undefined;
+  readonly newest: RevisionRow | undefined;
+}
+
+export interface NewRevision {
+  readonly contentPk: number;
+  readonly number: number;
+  readonly text: string;
+  readonly compiled: Pick<CompiledContent, 'minified' | 'hash'>;
+  readonly minAppVersion: string | null;
+  /** The item existed before this transaction: mark it updated (which logs the change). */
+  readonly touch: boolean;
 }
 
 export interface ScheduleItem {

@@ -5,7 +5,7 @@
  */
 import type { CompiledContent } from '../jsonc.js';
 import type { ContentRow, EnvRow, KeyRow, MappingRow, RevisionRow } from '../sqlite/sql.js';
-import type { AppliedRow, AsyncRows, ScheduleItem, ScheduleOutcomeRow } from '../ops/rows.js';
+import type { AppliedRow, AsyncRows, ContentHead, NewRevision, ScheduleItem, ScheduleOutcomeRow } from '../ops/rows.js';
 import type { LeaseHolder, RolloutRow, ScheduleQuery, ScheduleRow, ScheduleStatus } from '../schedule/rows.js';
 import type { Tx } from './connection.js';
 
@@ -78,6 +78,57 @@ export class PgRows implements AsyncRows {
       { prepare: true },
     );
     return { content_pk: rows[0]!.content_pk, env_id: envId, id_lower: idLower, id, mapping_id: null, created_at: at, updated_at: at };
+  }
+
+  async contentHeads(envId: string, keys: readonly string[]): Promise<ContentHead[]> {
+    if (keys.length === 0) return [];
+    const rows = await this.tx.unsafe<(ContentRow & { k: string; rev_id: number | null; number: number | null; text: string | null; minified: string | null; hash: string | null; min_app_version: string | null; rev_created_at: string | null })[]>(
+      `SELECT u.k, c.content_pk, c.env_id, c.id_lower, c.id, c.mapping_id, c.created_at, c.updated_at,
+              r.rev_id, r.number, r.text, r.minified, r.hash, r.min_app_version, r.created_at AS rev_created_at
+         FROM unnest($2::text[]) WITH ORDINALITY AS u(k, n)
+         LEFT JOIN contents c ON c.env_id = $1 AND c.id_lower = u.k
+         LEFT JOIN LATERAL (SELECT ${REVISION_COLUMNS} FROM revisions x WHERE x.content_pk = c.content_pk ORDER BY x.number DESC LIMIT 1) r ON true
+        ORDER BY u.n`,
+      [envId, keys as string[]],
+    );
+    return rows.map((r) => ({
+      content: r.content_pk === null ? undefined : { content_pk: r.content_pk, env_id: r.env_id, id_lower: r.id_lower, id: r.id, mapping_id: r.mapping_id, created_at: r.created_at, updated_at: r.updated_at },
+      newest:
+        r.rev_id === null
+          ? undefined
+          : { rev_id: r.rev_id, number: r.number!, text: r.text!, minified: r.minified!, hash: r.hash!, min_app_version: r.min_app_version, created_at: r.rev_created_at! },
+    }));
+  }
+
+  async insertContents(envId: string, items: readonly { readonly idLower: string; readonly id: string }[], at: string): Promise<ContentRow[]> {
+    if (items.length === 0) return [];
+    const rows = await this.tx.unsafe<{ content_pk: number; id_lower: string }[]>(
+      `INSERT INTO contents (env_id, id_lower, id, mapping_id, created_at, updated_at)
+       SELECT $1, k, i, NULL, $4, $4 FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS u(k, i, n) ORDER BY n
+       RETURNING content_pk, id_lower`,
+      [envId, items.map((i) => i.idLower), items.map((i) => i.id), at],
+    );
+    const pk = new Map(rows.map((r) => [r.id_lower, r.content_pk]));
+    return items.map((i) => ({ content_pk: pk.get(i.idLower)!, env_id: envId, id_lower: i.idLower, id: i.id, mapping_id: null, created_at: at, updated_at: at }));
+  }
+
+  async insertRevisions(revisions: readonly NewRevision[], at: string): Promise<void> {
+    if (revisions.length === 0) return;
+    await this.tx.unsafe(
+      `INSERT INTO revisions (content_pk, number, text, minified, hash, min_app_version, created_at)
+       SELECT p, n, t, m, h, v, $7 FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::text[], $6::text[]) AS u(p, n, t, m, h, v)`,
+      [
+        revisions.map((r) => r.contentPk),
+        revisions.map((r) => r.number),
+        revisions.map((r) => r.text),
+        revisions.map((r) => r.compiled.minified),
+        revisions.map((r) => r.compiled.hash),
+        revisions.map((r) => r.minAppVersion),
+        at,
+      ] as never[],
+    );
+    const touched = revisions.filter((r) => r.touch).map((r) => r.contentPk);
+    if (touched.length > 0) await this.tx.unsafe('UPDATE contents SET updated_at = $1 WHERE content_pk = ANY($2::bigint[])', [at, touched]);
   }
 
   async deleteContent(contentPk: number): Promise<void> {

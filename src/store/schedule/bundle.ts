@@ -18,7 +18,7 @@ import { isoOf, parseInstant } from '../../shared/instant.js';
 import { contentIdKey, envIdProblem } from '../ids.js';
 import { call, type Step } from '../ops/rows.js';
 import { parseOps, type ChangeOp } from './changes.js';
-import { createSchedule, isRefusal, requireRoomFor, type ScheduleLimits } from './lifecycle.js';
+import { createSchedules, isRefusal, requireRoomFor, type ScheduleLimits } from './lifecycle.js';
 import { bundleError } from '../bundle/problems.js';
 import { createRollout, type StoredStep } from './rollouts.js';
 import { OPEN_STATUSES } from './rows.js';
@@ -142,18 +142,19 @@ export function* importSchedules(plan: SchedulePlan, by: ImportScheduler): Step<
   // The bound once for the whole bundle; a time already past is kept: the change applies at once, late.
   yield* requireRoomFor(steps, by.limits);
   const mode = { allowPast: true, openChecked: true };
+  const fresh: PlannedSchedule[] = [];
   for (const s of plan.schedules) {
     const open = yield* call('listSchedules', { envIds: [s.envId], idLower: null, statuses: OPEN_STATUSES, fromMs: s.dueMs, toMs: s.dueMs + 1, rolloutId: null, limit: 1000 });
     const ops = JSON.stringify(s.ops);
-    if (open.some((o) => o.ops === ops && o.rollout_id === null)) continue;
-    try {
-      yield* createSchedule({ envId: s.envId, dueMs: s.dueMs, ops: s.ops, note: s.note, createdBy: by.createdBy, tokenId: by.tokenId }, by.limits, mode);
-      schedulesAdded++;
-    } catch (err) {
-      if (!isRefusal(err)) throw err;
-      problems.push({ path: s.path, reason: `${err.code}: ${err.message}` });
-    }
+    if (!open.some((o) => o.ops === ops && o.rollout_id === null)) fresh.push(s);
   }
+  const made = yield* createSchedules(
+    fresh.map((s) => ({ envId: s.envId, dueMs: s.dueMs, ops: s.ops, note: s.note, createdBy: by.createdBy, tokenId: by.tokenId })),
+    by.limits,
+    mode,
+  );
+  schedulesAdded = made.rows.length;
+  for (const r of made.refused) problems.push({ path: fresh[r.index]!.path, reason: `${r.error.code}: ${r.error.message}` });
   for (const r of plan.rollouts) {
     const existing = yield* call('listRollouts', r.envId, 10_000);
     const key = contentIdKey(r.id);

@@ -15,6 +15,7 @@ import { contentDetail } from '../rows.js';
 import type { ContentDetail } from '../types.js';
 import { editRules, type RuleEditResult } from '../ops/rules.js';
 import { ALL_ITEMS, call, parallel, type ScheduleItem, type Step } from '../ops/rows.js';
+import { applyAll, type ChangeSet } from './batch.js';
 import { applyOps, itemsOf, type ChangeOp, type OpResult } from './changes.js';
 import { OPEN_STATUSES, type ScheduleRow } from './rows.js';
 
@@ -85,7 +86,85 @@ export function* createSchedule(s: NewSchedule, limits: ScheduleLimits, mode: Sc
   const id = newScheduleId(now);
   const items = itemsOf(s.envId, s.ops);
   yield* rehearse(s.envId, s.ops, items, s.dueMs, id);
-  const row: ScheduleRow = {
+  const row = newRow(s, id, now);
+  yield* call('insertSchedule', row, items);
+  return row;
+}
+
+/**
+ * Records many changes (a bundle's), each checked as createSchedule checks one. First all rehearsed
+ * together: the pending changes of their items due before the last of them and the new ones, in
+ * time order, in one batch (applyAll), rolled back; when that goes through, the rows are written (in
+ * parallel). Otherwise each on its own, so that every refused one is named. A bundle of 1,000
+ * changes on PostgreSQL: one savepoint instead of 1,000 (past 64 subtransactions in one transaction,
+ * PostgreSQL's visibility checks slow down for the rest of it).
+ */
+export function* createSchedules(list: readonly NewSchedule[], limits: ScheduleLimits, mode: ScheduleMode): Step<{ rows: ScheduleRow[]; refused: { index: number; error: RcdError }[] }> {
+  const now = yield* call('storeNowMs');
+  const refused: { index: number; error: RcdError }[] = [];
+  const ids = list.map(() => newScheduleId(now)).sort();
+  const rows: ScheduleRow[] = [];
+  list.forEach((s, index) => {
+    try {
+      if (!mode.allowPast || s.dueMs > now) checkDue(s.dueMs, now, limits);
+      rows.push(newRow(s, ids[index]!, now));
+    } catch (err) {
+      if (!isRefusal(err)) throw err;
+      refused.push({ index, error: err });
+    }
+  });
+  if (refused.length > 0) return { rows: [], refused };
+  if (!(yield* rehearsedTogether(rows))) {
+    const one: ScheduleRow[] = [];
+    for (const [index, s] of list.entries()) {
+      try {
+        one.push(yield* createSchedule(s, limits, mode));
+      } catch (err) {
+        if (!isRefusal(err)) throw err;
+        refused.push({ index, error: err });
+      }
+    }
+    return { rows: refused.length > 0 ? [] : one, refused };
+  }
+  yield* parallel(rows.map((row) => insertRow(row)));
+  return { rows, refused };
+}
+
+function* insertRow(row: ScheduleRow): Step<void> {
+  yield* call('insertSchedule', row, itemsOf(row.env_id, JSON.parse(row.ops) as ChangeOp[]));
+}
+
+/** New changes with the pending ones of their items due before the last of them, applied in time order and rolled back: true when none was refused. */
+function* rehearsedTogether(rows: readonly ScheduleRow[]): Step<boolean> {
+  const lastDue = Math.max(...rows.map((r) => r.due_ms));
+  const keysByEnv = new Map<string, Set<string>>();
+  for (const r of rows) {
+    for (const i of itemsOf(r.env_id, JSON.parse(r.ops) as ChangeOp[])) {
+      if (i.envId !== r.env_id) continue;
+      const keys = keysByEnv.get(i.envId) ?? new Set<string>();
+      keys.add(i.idLower);
+      keysByEnv.set(i.envId, keys);
+    }
+  }
+  const pending = new Map<string, ScheduleRow>();
+  for (const [envId, keys] of keysByEnv) {
+    for (const p of yield* call('pendingTouching', envId, [...keys], lastDue + 1, '')) pending.set(p.schedule_id, p);
+  }
+  const all = [...pending.values(), ...rows].sort((a, b) => a.due_ms - b.due_ms || (a.schedule_id < b.schedule_id ? -1 : a.schedule_id > b.schedule_id ? 1 : 0));
+  yield* call('savepoint', 'rehearsal_all');
+  let ok = true;
+  try {
+    yield* applyAll(all.map(changeSetOf));
+  } catch {
+    ok = false;
+  }
+  yield* call('rollbackTo', 'rehearsal_all');
+  yield* call('releaseSavepoint', 'rehearsal_all');
+  return ok;
+}
+
+function newRow(s: NewSchedule, id: string, now: number): ScheduleRow {
+  return {
     schedule_id: id,
     env_id: s.envId,
     due_ms: s.dueMs,
@@ -103,8 +182,6 @@ export function* createSchedule(s: NewSchedule, limits: ScheduleLimits, mode: Sc
     error_message: null,
     result: null,
   };
-  yield* call('insertSchedule', row, items);
-  return row;
 }
 
 /**
@@ -123,10 +200,20 @@ function* rehearse(envId: string, ops: readonly ChangeOp[], items: readonly Sche
   }
 }
 
-/** The pending changes of these items that apply before (dueMs, id), each in its own savepoint: one that would fail is skipped, as it will be. */
+/** The pending changes of these items that apply before (dueMs, id), applied as they will be. */
 function* replayBefore(envId: string, items: readonly ScheduleItem[], dueMs: number, beforeId: string): Step<void> {
   const keys = items.filter((i) => i.envId === envId).map((i) => i.idLower);
-  for (const earlier of yield* call('pendingTouching', envId, keys, dueMs, beforeId)) {
+  yield* replay(yield* call('pendingTouching', envId, keys, dueMs, beforeId));
+}
+
+/**
+ * Applies pending changes in order, as they will apply: all together (applyAll), or, when one of
+ * them would be refused, one by one, each in its own savepoint, the refused ones skipped.
+ */
+function* replay(rows: readonly ScheduleRow[]): Step<void> {
+  if (rows.length === 0) return;
+  if (yield* together('replay_all', () => applyAll(rows.map(changeSetOf)))) return;
+  for (const earlier of rows) {
     yield* call('savepoint', 'replay');
     try {
       yield* applyOps(earlier.env_id, JSON.parse(earlier.ops) as ChangeOp[]);
@@ -136,6 +223,28 @@ function* replayBefore(envId: string, items: readonly ScheduleItem[], dueMs: num
     }
     yield* call('releaseSavepoint', 'replay');
   }
+}
+
+/**
+ * Runs `step` in a savepoint: true when it went through (kept), false when anything failed (undone:
+ * a refusal, or a statement error, which aborts a PostgreSQL transaction up to the savepoint). A
+ * store that is gone fails the rollback too, and that propagates.
+ */
+function* together(name: string, step: () => Step<unknown>): Step<boolean> {
+  yield* call('savepoint', name);
+  try {
+    yield* step();
+  } catch {
+    yield* call('rollbackTo', name);
+    yield* call('releaseSavepoint', name);
+    return false;
+  }
+  yield* call('releaseSavepoint', name);
+  return true;
+}
+
+export function changeSetOf(row: ScheduleRow): ChangeSet {
+  return { envId: row.env_id, ops: JSON.parse(row.ops) as ChangeOp[] };
 }
 
 /** A write's own refusal (4xx): the change is wrong for the state it meets. Anything else is the store's failure. */
@@ -175,25 +284,15 @@ export function* applyDue(limit: number): Step<Settled[]> {
 }
 
 /**
- * The common case, every change applies: changes that touch no item in common run in parallel
- * (parallel(): PostgreSQL pipelines their statements, one round trip for a wave instead of one per
- * statement), in waves that keep the order of changes sharing an item; no savepoint per change, and
- * their statuses set in one statement. 1,000 content puts due at once on a 3-node fleet: measured in
- * bench/README.md, "Scheduled changes". Null when any change was refused (everything undone).
+ * The common case, every change applies: all in one batch (applyAll), their statuses set in one
+ * statement. Null when any change was refused (everything of the batch undone).
  */
 function* applyTogether(due: readonly ScheduleRow[], now: number): Step<Settled[] | null> {
-  const results: OpResult[][] = [];
-  yield* call('savepoint', 'together');
-  try {
-    for (const wave of waves(due)) results.push(...(yield* parallel(wave.map((row) => applyOps(row.env_id, JSON.parse(row.ops) as ChangeOp[])))));
-  } catch {
-    // Refused, or a statement failed (which aborts a PostgreSQL transaction up to the savepoint):
-    // one by one says which. A store that is gone fails the rollback too, and that propagates.
-    yield* call('rollbackTo', 'together');
-    yield* call('releaseSavepoint', 'together');
-    return null;
-  }
-  yield* call('releaseSavepoint', 'together');
+  let results: OpResult[][] = [];
+  const ok = yield* together('together', function* () {
+    results = yield* applyAll(due.map(changeSetOf));
+  });
+  if (!ok) return null;
   const settledAt = isoOf(now);
   const applied = due.map((row, i) => ({ scheduleId: row.schedule_id, lateMs: now - row.due_ms, result: JSON.stringify(results[i]) }));
   yield* call('settleApplied', applied, settledAt);
@@ -202,31 +301,6 @@ function* applyTogether(due: readonly ScheduleRow[], now: number): Step<Settled[
     results: results[i]!,
     error: null,
   }));
-}
-
-/** Groups changes (in due order) into waves whose changes touch no item in common; a change that shares one with the current wave starts the next. */
-function waves(due: readonly ScheduleRow[]): ScheduleRow[][] {
-  const out: ScheduleRow[][] = [];
-  let wave: ScheduleRow[] = [];
-  let touched = new Set<string>();
-  let wholeEnvs = new Set<string>();
-  for (const row of due) {
-    const items = itemsOf(row.env_id, JSON.parse(row.ops) as ChangeOp[]);
-    const conflict = items.some((i) => wholeEnvs.has(i.envId) || (i.idLower === ALL_ITEMS ? [...touched].some((k) => k.startsWith(i.envId + '\0')) : touched.has(i.envId + '\0' + i.idLower)));
-    if (conflict) {
-      out.push(wave);
-      wave = [];
-      touched = new Set();
-      wholeEnvs = new Set();
-    }
-    wave.push(row);
-    for (const i of items) {
-      if (i.idLower === ALL_ITEMS) wholeEnvs.add(i.envId);
-      touched.add(i.envId + '\0' + i.idLower);
-    }
-  }
-  if (wave.length > 0) out.push(wave);
-  return out;
 }
 
 /** Each change in a savepoint of its own: a refused one is rolled back alone and marked failed. */

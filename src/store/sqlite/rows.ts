@@ -5,7 +5,7 @@
  */
 import type { Database, Statement } from './driver.js';
 import { StoreSql, type ContentRow, type RevisionRow } from './sql.js';
-import type { AppliedRow, Rows, ScheduleItem, ScheduleOutcomeRow } from '../ops/rows.js';
+import type { AppliedRow, ContentHead, NewRevision, Rows, ScheduleItem, ScheduleOutcomeRow } from '../ops/rows.js';
 import type { LeaseHolder, RolloutRow, ScheduleQuery, ScheduleRow, ScheduleStatus } from '../schedule/rows.js';
 
 const SCHEDULE_COLUMNS =
@@ -90,6 +90,24 @@ export class SqliteRows extends StoreSql implements Rows {
     );
     this.leaseStmt = db.prepare('SELECT holder, until_ms FROM leases WHERE name = ?');
     this.releaseLeaseStmt = db.prepare('DELETE FROM leases WHERE name = ? AND holder = ?');
+  }
+
+  contentHeads(envId: string, keys: readonly string[]): ContentHead[] {
+    return keys.map((key) => {
+      const content = this.findContent(envId, key);
+      return { content, newest: content === undefined ? undefined : this.newestRevision(content.content_pk) };
+    });
+  }
+
+  insertContents(envId: string, items: readonly { readonly idLower: string; readonly id: string }[], at: string): ContentRow[] {
+    return items.map((i) => this.insertContent(envId, i.idLower, i.id, at));
+  }
+
+  insertRevisions(revisions: readonly NewRevision[], at: string): void {
+    for (const r of revisions) {
+      if (r.touch) this.appendRevision(r.contentPk, r.number, r.text, r.compiled, r.minAppVersion, at);
+      else this.insertRevision(r.contentPk, r.number, r.text, r.compiled, r.minAppVersion, at);
+    }
   }
 
   contentsOf(envId: string): ContentRow[] {
