@@ -164,7 +164,8 @@ describe('@openfeature/web-sdk with @openfeature/ofrep-web-provider in Chromium'
     expect((await inPage('details', 'bad-context', 'Settings', {})).errorCode).toBeUndefined();
 
     // Without a targeting key the A/B flag alone is TARGETING_KEY_MISSING.
-    const { targetingKey: _unused, ...untargeted } = CONTEXT;
+    const untargeted: Record<string, unknown> = { ...CONTEXT };
+    delete untargeted.targetingKey;
     expect(await inPage('init', 'untargeted', OPTIONS({ baseUrl: srv.url, changeDetection: 'none' }), untargeted)).toMatchObject({ status: 'READY' });
     expect(await inPage('details', 'untargeted', 'Shop', { d: 3 })).toMatchObject({ value: { d: 3 }, reason: 'ERROR', errorCode: 'TARGETING_KEY_MISSING' });
     expect((await inPage('details', 'untargeted', 'Settings', {})).errorCode).toBeUndefined();

@@ -1,3 +1,4 @@
+/* global window, fetch */
 // The OpenFeature web SDK with the OFREP web provider, as a page uses them: bundled by esbuild for a
 // page of test/e2e/openfeature-web.test.ts (no CDN), driven from the test through window.of. Each
 // provider gets its own domain and a fetch that records the status of every exchange, and each
