@@ -5,8 +5,9 @@
  *
  * An environment's catalog object is replaced whenever an id is added, removed or respelled
  * (src/delivery/directory.ts applies it in the same synchronous update), so a plan is kept per
- * catalog object; the item count guards the moments between the slices of a large write, when the
- * contents already changed and the catalog follows with the last slice.
+ * environment with the catalog object it was built under; the item count guards the moments between
+ * the slices of a large write, when the contents already changed and the catalog follows with the
+ * last slice.
  */
 import { RcdError } from '../../runtime/errors.js';
 import type { CatalogView, EnvView } from '../directory.js';
@@ -22,11 +23,13 @@ export interface BulkEntry {
 }
 
 export interface BulkPlan {
+  /** The catalog object and item count it was built under. */
+  readonly catalog: CatalogView;
   readonly size: number;
   readonly entries: readonly BulkEntry[];
 }
 
-const plans = new WeakMap<CatalogView, BulkPlan>();
+const plans = new WeakMap<EnvView, BulkPlan>();
 
 /**
  * The plan of `env`; throws `ofrep_bulk_too_large` when it holds more than `maxItems` (checked before
@@ -41,13 +44,13 @@ export function bulkPlanOf(env: EnvView, maxItems: number): BulkPlan {
         'evaluate flags one by one (POST /ofrep/v1/evaluate/flags/{key}), or read the catalog (GET /api/v1/env/catalog) and combine the items you need (POST /api/v1/combine)',
     );
   }
-  const known = plans.get(env.catalog);
-  if (known !== undefined && known.size === size) return known;
+  const known = plans.get(env);
+  if (known !== undefined && known.catalog === env.catalog && known.size === size) return known;
   const entries: BulkEntry[] = [];
   for (const [lookup, content] of env.contents) entries.push({ lookup, id: content.id, tagPrefix: '|' + content.id.length + ':' + content.id + '=' });
   entries.sort(byLookup);
-  const plan: BulkPlan = { size, entries };
-  plans.set(env.catalog, plan);
+  const plan: BulkPlan = { catalog: env.catalog, size, entries };
+  plans.set(env, plan);
   return plan;
 }
 
