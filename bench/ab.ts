@@ -20,9 +20,9 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { BENCH_ENV, buildBundle, repoRoot, writeBundle } from './fixtures/generate.js';
-import { isLinuxProcAvailable, memoryStatus, processCpuMicros } from './measure.js';
+import { isLinuxProcAvailable, memoryStatus } from './measure.js';
 import { Supervisor, startServer, type Target } from './processes.js';
-import { median, medianOfRuns, runWrk, wrkAvailable, writeWrkScript, type WrkStats } from './wrk.js';
+import { loadWithCpu, median, medianOfRuns, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../test/helpers/postgres.js';
 
 const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
@@ -146,11 +146,7 @@ function parseOptions(argv: string[]): AbOptions {
 }
 
 /** One round's figures for one server. */
-interface Side {
-  readonly wrk: WrkStats;
-  /** Server CPU (all threads) per request, µs. */
-  readonly cpuUsPerReq: number;
-}
+type Side = WrkLoad;
 
 interface Round {
   readonly base: Side;
@@ -159,12 +155,8 @@ interface Round {
 
 const sup = new Supervisor();
 
-async function loadOne(target: Target, script: string, opts: AbOptions, seconds: number): Promise<Side> {
-  const cpu0 = processCpuMicros(target.pid);
-  const wrk = await runWrk(target.url, script, opts.connections, seconds, (c) => sup.track(c));
-  const cpu = processCpuMicros(target.pid) - cpu0;
-  const requests = wrk.reqPerSec * seconds;
-  return { wrk, cpuUsPerReq: requests > 0 ? cpu / requests : 0 };
+function loadOne(target: Target, script: string, opts: AbOptions, seconds: number): Promise<Side> {
+  return loadWithCpu(target, script, opts.connections, seconds, (c) => sup.track(c));
 }
 
 /** Both servers loaded at once: the point of the rig (or, with --alternate, one right after the other). */

@@ -203,6 +203,8 @@ function createApp(tls: CeilingTls | null): uWS.TemplatedApp {
     .post('/api/v1/combine', onPostCombine)
     .post('/api/v1/combine/', onPostCombine)
     .get('/api/v1/env/catalog', onGet)
+    .post('/ofrep/v1/evaluate/flags', onPostCombine)
+    .post('/ofrep/v1/evaluate/flags/*', onPostCombine)
     .any('/*', onOther);
 }
 

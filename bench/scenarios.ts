@@ -22,6 +22,7 @@ import {
   FLAG_RULES,
   LARGE_ID,
   MAPPED_ID,
+  OFREP_KEY,
   SMALL_ID,
   WRONG_KEY,
   compareVersions,
@@ -77,6 +78,7 @@ const EU: ReadonlySet<string> = new Set(['DE', 'FR', 'ES', 'IT', 'NL', 'PL']);
 
 const JSON_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json', 'x-api-key': BENCH_KEY };
 const CATALOG_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json', 'x-api-key': CATALOG_KEY };
+const OFREP_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json', 'x-api-key': OFREP_KEY };
 
 /** Thousands of distinct user ids; ~5% non-ASCII so the UTF-8 path of the uid hash is exercised too. */
 function userIds(seed: number): string[] {
@@ -405,6 +407,86 @@ function largeScenario(miss: boolean): Scenario {
   };
 }
 
+/** An OFREP evaluation request of the same user context (docs/openfeature.md, "Mapping"). */
+function ofrepBody(u: string, p: Record<string, unknown>, v: string): string {
+  return JSON.stringify({ context: v === '' ? { targetingKey: u, ...p } : { targetingKey: u, ...p, appVersion: v } });
+}
+
+/** contextPool's users, attributes and versions, sent as OFREP evaluation contexts. */
+function ofrepPool(seed: number, path: string, headers: Readonly<Record<string, string>>): RequestEntry[] {
+  return contextPool(seed, 'POST', path, userAttributes).map((e) => ({ ...e, headers, body: ofrepBody(e.ctx.u, e.ctx.p, e.ctx.v) }));
+}
+
+interface OfrepFlag {
+  key?: unknown;
+  value?: unknown;
+  reason?: unknown;
+  variant?: unknown;
+  metadata?: { hash?: unknown; seg?: unknown; uid?: unknown; mod?: unknown };
+}
+
+/** Checks one OFREP evaluation as the wrapped answer it is made from (checkWrapped), plus reason and variant. */
+function checkOfrepFlag(id: string, ctx: SentContext, flag: OfrepFlag): string | null {
+  if (flag.key !== id) return `key ${String(flag.key)}, want ${id}`;
+  const m = flag.metadata;
+  if (m === undefined || typeof m.seg !== 'string') return 'metadata.seg is not a string';
+  const seg = JSON.parse(m.seg) as SegEntry[];
+  const w = checkWrapped(benchItem(id), ctx, { data: flag.value, hash: m.hash, meta: { uid: m.uid, mod: m.mod, seg } }, false);
+  if (w.problem !== null) return w.problem;
+  const reason = seg.length === 0 ? 'STATIC' : seg.some((s) => s.v !== null) ? 'SPLIT' : 'TARGETING_MATCH';
+  if (flag.reason !== reason) return `reason ${String(flag.reason)}, want ${reason}`;
+  const variant = seg.length === 0 ? 'default' : seg.map((s) => (s.v === null ? s.n : `${s.n}:${s.v}`)).join(',');
+  if (flag.variant !== variant) return `variant ${String(flag.variant)}, want ${variant}`;
+  if (id === MAPPED_ID) return checkMappedSeg(ctx, w.seg, w.data);
+  return isDeepStrictEqual(w.data, revisionFor(benchItem(id), ctx.v).json) ? null : `${id}: value differs from the fixture`;
+}
+
+function ofrepFlagScenario(): Scenario {
+  const path = `/ofrep/v1/evaluate/flags/${MAPPED_ID}`;
+  const prefix = `{"key":"${MAPPED_ID}","value":{"schema":`;
+  return {
+    name: 'ofrep-flag',
+    number: 9,
+    title: `OpenFeature (OFREP) evaluation of ${MAPPED_ID}: the mutation path of mapped, another envelope`,
+    expectedStatuses: [200],
+    pool: (seed) => ofrepPool(seed, path, JSON_HEADERS),
+    verifyBody: (body) => body.startsWith(prefix) && body.endsWith('}}') && body.lastIndexOf('"metadata":{"hash":"') > 0,
+    validate(entry, status, body) {
+      const s = validateStatus(entry, status, body);
+      if (s !== null) return s;
+      const { value, problem } = parseOrProblem(body);
+      if (problem !== null) return problem;
+      return checkOfrepFlag(MAPPED_ID, entry.ctx, value as OfrepFlag);
+    },
+  };
+}
+
+function ofrepBulkScenario(): Scenario {
+  const order = [...COMBINE_IDS].sort((a, b) => (a.toLowerCase() < b.toLowerCase() ? -1 : 1));
+  const first = `{"flags":[{"key":"${order[0] as string}","value":`;
+  return {
+    name: 'ofrep-bulk',
+    number: 10,
+    title: `OpenFeature (OFREP) bulk evaluation of a ${COMBINE_IDS.length}-item environment (the combine's items)`,
+    expectedStatuses: [200],
+    pool: (seed) => ofrepPool(seed, '/ofrep/v1/evaluate/flags', OFREP_HEADERS),
+    verifyBody: (body) => body.startsWith(first) && body.endsWith('}]}') && body.lastIndexOf('"eventStreams":[') > 0,
+    validate(entry, status, body) {
+      const s = validateStatus(entry, status, body);
+      if (s !== null) return s;
+      const { value, problem } = parseOrProblem(body);
+      if (problem !== null) return problem;
+      const flags = (value as { flags?: OfrepFlag[] }).flags ?? [];
+      if (!isDeepStrictEqual(flags.map((f) => f.key), order)) return `flags ${flags.map((f) => String(f.key)).join(',')}`;
+      for (const f of flags) {
+        const p = checkOfrepFlag(f.key as string, entry.ctx, f);
+        if (p !== null) return `${String(f.key)}: ${p}`;
+      }
+      return null;
+    },
+  };
+}
+
 /** The malformed requests of bad-requests (scenario 8), in rotation: each is a cause a real misbehaving client produces. */
 function badPool(seed: number): RequestEntry[] {
   const rand = prng(seed);
@@ -458,6 +540,8 @@ export const SCENARIOS: readonly Scenario[] = [
   largeScenario(false),
   largeScenario(true),
   badScenario(),
+  ofrepFlagScenario(),
+  ofrepBulkScenario(),
 ];
 
 export function scenarioByName(name: string): Scenario {
@@ -537,6 +621,17 @@ export function syntheticResponse(s: Scenario, entry: RequestEntry): { status: n
     case 'large-hit':
     case 'large-miss':
       return { status: 200, body: wrap(benchItem(LARGE_ID), false, '[{"n":"loot","v":"A"}]') };
+    case 'ofrep-flag':
+    case 'ofrep-bulk': {
+      const evaluation = (id: string, seg: string): string => {
+        const rev = revisionFor(benchItem(id), ctx.v);
+        const variant = seg === '[]' ? 'default' : 'shop-refresh:A';
+        return `{"key":"${id}","value":${JSON.stringify(rev.json)},"reason":"${seg === '[]' ? 'STATIC' : 'SPLIT'}","variant":"${variant}","metadata":{"hash":"${revisionHash(rev.json)}","seg":${JSON.stringify(seg)},"uid":${uid},"mod":${uid % 1000}}}`;
+      };
+      if (s.name === 'ofrep-flag') return { status: 200, body: evaluation(MAPPED_ID, ab) };
+      const flags = [...COMBINE_IDS].sort().map((id) => evaluation(id, id === MAPPED_ID ? ab : '[]'));
+      return { status: 200, body: `{"flags":[${flags.join(',')}],"eventStreams":[{"type":"sse","endpoint":{"requestUri":"/api/v1/env/events?format=ofrep&token=key_0000000000000000.0.synthetic"}}]}` };
+    }
     default:
       return {
         status: ctx.expectStatus,

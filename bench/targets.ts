@@ -114,6 +114,13 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
         measured: grew === null ? `run shorter than 10 s` : `${mb(at10 as number)} MB -> ${mb(s.server.rssEndBytes)} MB (${(grew * 100).toFixed(1)}%) over ${results.options.durationSec} s`,
       });
     }
+    // OpenFeature (OFREP) beside the native endpoint it is made from, measured in the same run.
+    const native = OFREP_NATIVE[s.name];
+    if (native !== undefined) {
+      const base = results.scenarios.find((n) => n.name === native.scenario && n.threads === s.threads && n.httpThreads === s.httpThreads);
+      out.push(relativeThroughput(s, base, native.min));
+      if (native.cpu !== null) out.push(relativeCpu(s, base, native.cpu));
+    }
     if (s.name === 'large-miss') {
       const hit = results.scenarios.find((h) => h.name === 'large-hit' && h.threads === s.threads && h.httpThreads === s.httpThreads);
       const factor = hit?.server.cpuUsPerReq != null && s.server.cpuUsPerReq !== null ? s.server.cpuUsPerReq / hit.server.cpuUsPerReq : null;
@@ -125,6 +132,42 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
     }
   }
   return out;
+}
+
+/** OFREP scenarios and the native scenario each is judged against (bench/README.md, "Targets"). */
+const OFREP_NATIVE: Readonly<Record<string, { scenario: string; min: number; cpu: number | null }>> = {
+  'ofrep-flag': { scenario: 'mapped', min: 0.9, cpu: 1.15 },
+  'ofrep-bulk': { scenario: 'combine', min: 0.9, cpu: null },
+};
+
+/**
+ * The saturation ratio of `s` over that of `base` (the native scenario of the same run): each
+ * scenario's wrk rounds run back to back with a ceiling serving that scenario's own answer, so the
+ * ratio cancels the drift of a shared machine between the two scenarios' passes (run minutes apart),
+ * which absolute req/s do not (they are shown beside it).
+ */
+function relativeThroughput(s: ScenarioResult, base: ScenarioResult | undefined, min: number): TargetCheck {
+  const what = `${s.key}: saturation ratio (wrk) >= ${min.toFixed(2)}x ${base?.key ?? 'its native scenario'}'s`;
+  if (base === undefined) return { what, verdict: 'n/a', measured: 'run the native scenario in the same run' };
+  const mine = saturationRatio(s);
+  const theirs = saturationRatio(base);
+  if (mine === null || theirs === null) return { what, verdict: 'n/a', measured: 'no wrk pass: run with --wrk' };
+  const r = mine / theirs;
+  return {
+    what,
+    verdict: r >= min ? 'pass' : 'FAIL',
+    measured: `${r.toFixed(2)}x (${mine.toFixed(2)} vs ${theirs.toFixed(2)}; ${fmtInt(s.wrk!.server.reqPerSec)} vs ${fmtInt(base.wrk!.server.reqPerSec)} req/s)`,
+  };
+}
+
+/** Server CPU per request of `s` over that of `base` (autocannon's runs). */
+function relativeCpu(s: ScenarioResult, base: ScenarioResult | undefined, max: number): TargetCheck {
+  const what = `${s.key}: server CPU per request <= ${max.toFixed(2)}x ${base?.key ?? 'its native scenario'}`;
+  const mine = s.server.cpuUsPerReq;
+  const theirs = base?.server.cpuUsPerReq ?? null;
+  if (mine === null || theirs === null) return { what, verdict: 'n/a', measured: 'run the native scenario in the same run' };
+  const r = mine / theirs;
+  return { what, verdict: r <= max ? 'pass' : 'FAIL', measured: `${r.toFixed(2)}x (${mine.toFixed(1)} vs ${theirs.toFixed(1)} µs)` };
 }
 
 /** True when some target FAILed (n/a is not a failure: the run could not judge it). */

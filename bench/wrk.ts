@@ -13,6 +13,7 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RequestEntry } from './scenarios.js';
+import { processCpuMicros } from './measure.js';
 
 export interface WrkStats {
   readonly reqPerSec: number;
@@ -200,6 +201,22 @@ export function runWrk(url: string, script: string, connections: number, duratio
   const args = ['-t1', `-c${connections}`, `-d${wholeSeconds(durationSec)}s`, '-s', script, url];
   if (timeoutSec !== undefined) args.splice(3, 0, '--timeout', `${wholeSeconds(timeoutSec)}s`);
   return runToEnd('wrk', 'wrk', args, track, parseWrkOutput);
+}
+
+/** One wrk run against a server, with the server's CPU over it (all its threads, from /proc). */
+export interface WrkLoad {
+  readonly wrk: WrkStats;
+  /** Server CPU per request, µs. */
+  readonly cpuUsPerReq: number;
+}
+
+/** runWrk against `target`, reading its process's CPU before and after. */
+export async function loadWithCpu(target: { readonly url: string; readonly pid: number }, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void): Promise<WrkLoad> {
+  const cpu0 = processCpuMicros(target.pid);
+  const wrk = await runWrk(target.url, script, connections, durationSec, track);
+  const cpu = processCpuMicros(target.pid) - cpu0;
+  const requests = wrk.reqPerSec * durationSec;
+  return { wrk, cpuUsPerReq: requests > 0 ? cpu / requests : 0 };
 }
 
 function wholeSeconds(durationSec: number): number {

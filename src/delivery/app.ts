@@ -20,6 +20,7 @@ import {
   handlerFailed,
 } from './routes.js';
 import { Route } from './request.js';
+import { addOfrepRoutes } from './ofrep/routes.js';
 import type { FrontEndState } from './state.js';
 
 /** True when the native uWS addon loaded (the package silently falls back to a slow JS shim otherwise). */
@@ -94,6 +95,7 @@ export function createApp(state: FrontEndState, tls: TlsMaterial | null): Templa
     app.get('/healthz' + suffix, health).any('/healthz' + suffix, getOnly);
     app.get('/readyz' + suffix, ready).any('/readyz' + suffix, getOnly);
   }
+  addOfrepRoutes(app, state, postOnly, preflightPost);
   app.any('/*', (res: HttpResponse, req: HttpRequest) => handleNotFound(state, res, req));
   return app;
 }

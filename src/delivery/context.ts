@@ -73,7 +73,7 @@ export function validateUserContext(root: unknown): UserContext {
 const VERSION_MEMO_LIMIT = 1024;
 const versionMemo = new Map<string, string>();
 
-function appVersionKey(v: string): string {
+export function appVersionKey(v: string): string {
   let key = versionMemo.get(v);
   if (key !== undefined) return key;
   const parts = parseAppVersion(v);

@@ -11,6 +11,12 @@
  *
  * Frames are built once per environment and change and written to every stream of it, a slice of
  * streams per event-loop turn. Heartbeats come from one timer per loop, not one per stream.
+ *
+ * A stream opened with `format=ofrep` (the URL an OFREP bulk evaluation advertises in `eventStreams`,
+ * docs/openfeature.md) hears the same changes in OFREP's event format (ADR-0008 of the OpenFeature
+ * protocol): `event: message` with `data: {"type":"refetchEvaluation"}`, the same ids; no `ready`
+ * event, and a client resuming from further back gets one refetch (an OFREP provider re-evaluates all
+ * its flags on any of them, so a replay of each would only repeat it).
  */
 import type { HttpResponse } from 'uWebSockets.js';
 import type { EnvView } from './directory.js';
@@ -53,18 +59,26 @@ const H_ALLOW_ORIGIN = Buffer.from('access-control-allow-origin', 'latin1');
 const HEARTBEAT = Buffer.from(': heartbeat\n\n', 'latin1');
 const OPENING = Buffer.from(`retry: ${RECONNECT_MS}\n\n`, 'latin1');
 
+/** How a stream's events are written: rcd's own (`ready`, `change`) or OFREP's (`refetchEvaluation`). */
+export const enum StreamFormat {
+  Native = 0,
+  Ofrep = 1,
+}
+
 class Stream {
   readonly res: HttpResponse;
   readonly envId: string;
   readonly keyId: string;
+  readonly format: StreamFormat;
   /** A write was refused (backpressure) and the socket has not drained since. */
   congested = false;
   closed = false;
 
-  constructor(res: HttpResponse, envId: string, keyId: string) {
+  constructor(res: HttpResponse, envId: string, keyId: string, format: StreamFormat) {
     this.res = res;
     this.envId = envId;
     this.keyId = keyId;
+    this.format = format;
   }
 }
 
@@ -132,10 +146,10 @@ export class EventStreams {
   /**
    * Starts a stream for `env` (the caller checked the key and hasRoom). `lastEventId` is the sequence
    * the client saw last, or -1: what it missed is replayed first; then a `ready` event with the
-   * current sequence and catalog tag.
+   * current sequence and catalog tag (OFREP: one refetch if it missed anything, and the current id).
    */
-  start(res: HttpResponse, env: EnvView, keyId: string, lastEventId: number, seq: number, origin: Uint8Array | null): void {
-    const stream = new Stream(res, env.id, keyId);
+  start(res: HttpResponse, env: EnvView, keyId: string, lastEventId: number, seq: number, origin: Uint8Array | null, format: StreamFormat): void {
+    const stream = new Stream(res, env.id, keyId, format);
     res.onAborted(() => this.drop(stream));
     res.onWritable(() => {
       stream.congested = false;
@@ -151,7 +165,7 @@ export class EventStreams {
     }
     slotStream = stream;
     slotOrigin = origin;
-    slotFrame = this.missedFrames(env, lastEventId, seq);
+    slotFrame = format === StreamFormat.Ofrep ? ofrepOpeningFrame(lastEventId, seq) : this.missedFrames(env, lastEventId, seq);
     res.cork(writeOpeningCorked);
     slotStream = null;
     slotOrigin = null;
@@ -173,13 +187,18 @@ export class EventStreams {
       this.remember({ envId: change.envId, seq, frame });
       const set = this.byEnv.get(change.envId);
       if (set === undefined) continue;
+      const ofrep = ofrepRefetchFrame(seq);
       if (env === undefined) {
         // The environment is gone: its (rare) streams hear it at once and end.
-        for (const stream of set) this.write(stream, frame);
+        for (const stream of set) this.write(stream, stream.format === StreamFormat.Ofrep ? ofrep : frame);
         this.closeEnv(change.envId);
         continue;
       }
-      this.deliver(frame, [...set]);
+      const native: Stream[] = [];
+      const others: Stream[] = [];
+      for (const stream of set) (stream.format === StreamFormat.Ofrep ? others : native).push(stream);
+      if (native.length > 0) this.deliver(frame, native);
+      if (others.length > 0) this.deliver(ofrep, others);
     }
   }
 
@@ -289,6 +308,21 @@ export class EventStreams {
       this.timer = null;
     }
   }
+}
+
+/** OFREP's change event (ADR-0008): the flags may have changed, re-evaluate them. */
+function ofrepRefetchFrame(seq: number): Buffer {
+  return Buffer.from(`id: ${seq}\nevent: message\ndata: {"type":"refetchEvaluation"}\n\n`, 'latin1');
+}
+
+/**
+ * An OFREP stream's first frame: a refetch when the client resumes from before `seq`, else an event
+ * with no data, which EventSource does not dispatch but whose id it keeps, so a reconnection sends
+ * Last-Event-ID and hears what it missed.
+ */
+function ofrepOpeningFrame(lastEventId: number, seq: number): Buffer {
+  if (lastEventId >= 0 && lastEventId < seq) return ofrepRefetchFrame(seq);
+  return Buffer.from(`id: ${seq}\n\n`, 'latin1');
 }
 
 /** `id: seq`, `event: change`, `data: {"seq","changed" or "all","catalog","jitterMs"}`. */

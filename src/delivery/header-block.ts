@@ -27,23 +27,26 @@ function prefixOf(cacheControl: Uint8Array, vary: Uint8Array): Buffer {
   ]);
 }
 
-// One entry per Cache-Control value object (two in practice: shared and private), rebuilt when the
-// Vary value object changes (one per delivery loop's policy; a loop is one thread with its own module).
-let cachedVary: Uint8Array | null = null;
-let cachedControls: Uint8Array[] = [];
-let cachedPrefixes: Buffer[] = [];
+// One entry per (Cache-Control, Vary) pair of value objects: two Cache-Control values (shared and
+// private) and, per delivery loop (one thread, its own module), the policy's Vary and the OpenFeature
+// routes' (which also names Authorization). A handful; looked up by identity.
+const cachedControls: Uint8Array[] = [];
+const cachedVaries: Uint8Array[] = [];
+const cachedPrefixes: Buffer[] = [];
 
 function prefixFor(cacheControl: Uint8Array, vary: Uint8Array): Buffer {
-  if (vary !== cachedVary) {
-    cachedVary = vary;
-    cachedControls = [];
-    cachedPrefixes = [];
-  }
   for (let i = 0; i < cachedControls.length; i++) {
-    if (cachedControls[i] === cacheControl) return cachedPrefixes[i]!;
+    if (cachedControls[i] === cacheControl && cachedVaries[i] === vary) return cachedPrefixes[i]!;
   }
   const prefix = prefixOf(cacheControl, vary);
+  // Bounded: the values are built once per policy; past this a new one (a test's many policies) starts over.
+  if (cachedControls.length >= 16) {
+    cachedControls.length = 0;
+    cachedVaries.length = 0;
+    cachedPrefixes.length = 0;
+  }
   cachedControls.push(cacheControl);
+  cachedVaries.push(vary);
   cachedPrefixes.push(prefix);
   return prefix;
 }

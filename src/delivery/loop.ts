@@ -122,8 +122,9 @@ export class DeliveryLoop {
     const threads = poolShare(config.threads, loops, index);
     const state: FrontEndState = {
       directory: opts.feed.directory,
-      // The pending-job bound is shared out like the pool; a combine still needs room for all its ids.
-      batcher: new Batcher(pool, threads, Math.max(config.maxCombineIds, Math.ceil(config.maxPendingJobs / loops)), opts.counters),
+      // The pending-job bound is shared out like the pool; a combine (and an OFREP bulk evaluation)
+      // still needs room for all its items.
+      batcher: new Batcher(pool, threads, Math.max(config.maxCombineIds, config.ofrepBulkMaxItems, Math.ceil(config.maxPendingJobs / loops)), opts.counters),
       frontCache: createFrontCache(Math.max(1, Math.floor(config.cacheBytes / loops))),
       config,
       loop: index,

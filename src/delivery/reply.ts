@@ -47,7 +47,8 @@ const EXPOSED = bytes('ETag, X-Missing-Content, Retry-After');
 const H_ALLOW_METHODS = bytes('access-control-allow-methods');
 const ALLOWED_METHODS = bytes('GET, POST');
 const H_ALLOW_HEADERS = bytes('access-control-allow-headers');
-const ALLOWED_HEADERS = bytes('X-Api-Key, Content-Type, If-None-Match, Last-Event-ID');
+// Authorization: OFREP providers may send the key as a bearer token (docs/openfeature.md).
+const ALLOWED_HEADERS = bytes('X-Api-Key, Authorization, Content-Type, If-None-Match, Last-Event-ID');
 const H_MAX_AGE = bytes('access-control-max-age');
 /** Preflight answers are cached by the browser this long (Chromium caps it at 7,200 s). */
 const PREFLIGHT_MAX_AGE = bytes('600');

@@ -360,7 +360,7 @@ function combinationOf(r: ContentRequest, kind: JobKind, content: ContentView, c
 }
 
 /** The pool job that renders an item the front cache does not hold. */
-function missJob(kind: JobKind, rev: RevisionView, content: ContentView, combination: Combination | null): Job {
+export function missJob(kind: JobKind, rev: RevisionView, content: ContentView, combination: Combination | null): Job {
   return { kind, revId: rev.revId, mappingId: combination === null ? 0 : content.mappingId, comboKey: combination === null ? '' : combination.key };
 }
 

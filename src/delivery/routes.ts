@@ -15,6 +15,7 @@ import { corsOriginOf } from './http-policy.js';
 import { ACCEPT_GZIP, acceptedCodings } from './encoding.js';
 import { Coding, etagValue, matchIfNoneMatch } from './etag.js';
 import { mintStreamToken, verifyStreamToken } from './stream-token.js';
+import { StreamFormat } from './events.js';
 import { EMPTY_BODY } from './context.js';
 import { hasAmbiguousFraming } from './framing.js';
 import { ContentRequest, Route } from './request.js';
@@ -112,7 +113,7 @@ function decodeId(raw: string): string | undefined {
  * --reject-ambiguous-framing false: safe only behind a proxy that re-frames requests itself (the
  * recommended nginx refuses such requests).
  */
-function refusedAmbiguousFraming(state: FrontEndState, res: HttpResponse, req: HttpRequest): boolean {
+export function refusedAmbiguousFraming(state: FrontEndState, res: HttpResponse, req: HttpRequest): boolean {
   if (!state.config.rejectAmbiguousFraming || !hasAmbiguousFraming(req)) return false;
   res.close();
   return true;
@@ -249,7 +250,9 @@ export function handleEvents(state: FrontEndState, res: HttpResponse, req: HttpR
   state.usedKeys.add(view.keyId);
   const last = req.getHeader(H_LAST_EVENT_ID) || (params?.get('lastEventId') ?? '');
   const lastEventId = /^\d{1,15}$/.test(last) ? Number(last) : -1;
-  state.events.start(res, view.env, view.keyId, lastEventId, state.directory.seq, origin);
+  // `format=ofrep`: the URL an OFREP bulk evaluation advertises (src/delivery/ofrep/event-streams.ts).
+  const format = params?.get('format') === 'ofrep' ? StreamFormat.Ofrep : StreamFormat.Native;
+  state.events.start(res, view.env, view.keyId, lastEventId, state.directory.seq, origin, format);
 }
 
 /** POST /api/v1/env/events/token: a short-lived token for EventSource, minted with the key (stream-token.ts). */

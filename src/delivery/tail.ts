@@ -17,7 +17,7 @@ const SEG_FIELD = Buffer.from(',"seg":', 'latin1');
 const CLOSE = 0x7d; // '}'
 
 /** Decimal digits of a uint32. */
-function digitCount(n: number): number {
+export function digitCount(n: number): number {
   let count = 1;
   while (n >= 10) {
     n = Math.floor(n / 10);
@@ -31,7 +31,7 @@ export function wrappedTailLength(uid: number, mod: number, seg: Uint8Array): nu
 }
 
 /** Writes the decimal form of a uint32 at pos; returns the position after it. */
-function writeDecimal(out: Uint8Array, pos: number, n: number): number {
+export function writeDecimal(out: Uint8Array, pos: number, n: number): number {
   const end = pos + digitCount(n);
   let at = end;
   do {

@@ -11,15 +11,19 @@ export const enum MetricRoute {
   Config = 0,
   Dynamic = 1,
   Combine = 2,
-  Catalog = 3,
-  Events = 4,
-  EventsToken = 5,
-  Healthz = 6,
-  Readyz = 7,
-  Preflight = 8,
-  Other = 9,
+  /** OpenFeature (OFREP) single-flag evaluation. */
+  OfrepFlag = 3,
+  /** OpenFeature (OFREP) bulk evaluation. */
+  OfrepBulk = 4,
+  Catalog = 5,
+  Events = 6,
+  EventsToken = 7,
+  Healthz = 8,
+  Readyz = 9,
+  Preflight = 10,
+  Other = 11,
 }
-export const ROUTE_NAMES = ['config', 'dynamic', 'combine', 'catalog', 'events', 'events_token', 'healthz', 'readyz', 'preflight', 'other'] as const;
+export const ROUTE_NAMES = ['config', 'dynamic', 'combine', 'ofrep_flag', 'ofrep_bulk', 'catalog', 'events', 'events_token', 'healthz', 'readyz', 'preflight', 'other'] as const;
 
 /** Status classes (label `status`); `none` is a request that ended without an answer (client gone). */
 export const STATUS_NAMES = ['none', '2xx', '3xx', '4xx', '5xx'] as const;
@@ -55,8 +59,8 @@ export function histogramSlots(bounds: readonly number[]): number {
 const ROUTES = ROUTE_NAMES.length;
 const STATUSES = STATUS_NAMES.length;
 const OUTCOMES = OUTCOME_NAMES.length;
-/** Routes with a latency histogram: the content routes (the others answer from precompiled bytes). */
-export const TIMED_ROUTES = 3;
+/** Routes with a latency histogram: the content routes, the first five (the others answer from precompiled bytes). */
+export const TIMED_ROUTES = 5;
 const LATENCY_SLOTS = histogramSlots(LATENCY_BOUNDS_S);
 
 // ---------------------------------------------------------------------------------------------

@@ -115,7 +115,7 @@ export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCo
     }
     return out;
   });
-  add('rcd_http_request_duration_seconds', 'Content requests (config, dynamic, combine): from the route handler to the answer written, on the delivery loop.', 'histogram', () => {
+  add('rcd_http_request_duration_seconds', 'Content requests (config, dynamic, combine, ofrep_flag, ofrep_bulk): from the route handler to the answer written, on the delivery loop.', 'histogram', () => {
     const out: Sample[] = [];
     const slots = histogramSlots(LATENCY_BOUNDS_S);
     const sum = new Float64Array(slots);

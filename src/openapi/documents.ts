@@ -33,23 +33,25 @@ interface Op {
   /** status -> [description, schema name or null (no body), headers] */
   ok: Record<string, [string, string | null, Json?]>;
   errors: readonly ErrorCode[];
+  /** The schema of its error bodies (default: Error). */
+  errorSchema?: string;
   security?: Json[];
 }
 
-function errorResponse(codes: readonly ErrorCode[]): Record<string, Json> {
+function errorResponse(codes: readonly ErrorCode[], schema: string): Record<string, Json> {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const c of codes) byStatus.set(ERROR_STATUS[c], [...(byStatus.get(ERROR_STATUS[c]) ?? []), c]);
   const out: Record<string, Json> = {};
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     const headers: Json = {};
-    if (status === 503) headers['Retry-After'] = { schema: { type: 'integer' }, description: 'seconds' };
+    if (status === 503 || status === 429) headers['Retry-After'] = { schema: { type: 'integer' }, description: 'seconds' };
     if (list.includes('method_not_allowed')) headers.Allow = { schema: { type: 'string' } };
     out[String(status)] = {
       description: list.map((c) => `\`${c}\``).join(', '),
       // The error codes this operation answers with this status (the Error schema lists every code).
       'x-error-codes': list,
       headers,
-      content: { [JSON_TYPE]: { schema: REF('Error') } },
+      content: { [JSON_TYPE]: { schema: REF(schema) } },
     };
   }
   return out;
@@ -60,7 +62,7 @@ function operation(op: Op, tag: string): Json {
   for (const [status, [description, schema, headers]] of Object.entries(op.ok)) {
     responses[status] = { description, ...(headers === undefined ? {} : { headers }), ...(schema === null ? {} : { content: { [schema === 'EventStream' ? 'text/event-stream' : JSON_TYPE]: { schema: schema === 'EventStream' ? { type: 'string' } : REF(schema) } } }) };
   }
-  Object.assign(responses, errorResponse(op.errors));
+  Object.assign(responses, errorResponse(op.errors, op.errorSchema ?? 'Error'));
   const out: Json = { tags: [tag], summary: op.summary, responses };
   if (op.params !== undefined) out.parameters = op.params;
   if (op.body !== undefined) {
@@ -134,6 +136,7 @@ function deliveryDocument(schemas: Record<string, Json>): Json {
         summary: "The environment's change stream (server-sent events: ready, change; heartbeats)",
         params: [
           queryParam('token', { type: 'string' }, 'a stream token instead of X-Api-Key (EventSource sends no headers)'),
+          queryParam('format', { type: 'string', enum: ['ofrep'] }, "ofrep: OFREP's events (message, data {\"type\":\"refetchEvaluation\"}), the URL an OFREP bulk evaluation names"),
           queryParam('lastEventId', { type: 'string' }, 'resume after this event id'),
           { name: 'Last-Event-ID', in: 'header', required: false, schema: { type: 'string' }, description: 'resume after this event id (sent by a reconnecting EventSource)' },
         ],
@@ -148,6 +151,32 @@ function deliveryDocument(schemas: Record<string, Json>): Json {
         ok: { '200': ['the token and its lifetime in seconds', 'StreamToken'] },
         errors: [...KEY_ERRORS, 'unsupported_content_type'],
       }, 'catalog'),
+    },
+    '/ofrep/v1/evaluate/flags/{key}': {
+      post: operation({
+        summary: 'OpenFeature (OFREP 0.3.0): one flag, the content item `key`, evaluated for the context (docs/openfeature.md)',
+        params: [pathParam('key', 'the flag key: a content id (caseless under the id rule); may hold `/` unencoded'), IF_NONE_MATCH],
+        body: { schema: REF('OfrepRequest') },
+        ok: { '200': ['the evaluation', 'OfrepEvaluation', ETAG], '304': NOT_MODIFIED },
+        errors: [...BODY_ERRORS, 'targeting_key_missing', 'content_not_found', 'too_many_requests', 'internal'],
+        errorSchema: 'OfrepError',
+        security: [{ apiKey: [] }, { bearer: [] }],
+      }, 'openfeature'),
+    },
+    '/ofrep/v1/evaluate/flags': {
+      post: operation({
+        summary: "OpenFeature (OFREP 0.3.0): every content item of the key's environment evaluated for the context",
+        params: [
+          IF_NONE_MATCH,
+          queryParam('flagConfigEtag', { type: 'string' }, 'sent by OFREP providers after a change event; accepted and not needed (the answer is always current)'),
+          queryParam('flagConfigLastModified', { type: 'string' }, 'as flagConfigEtag'),
+        ],
+        body: { schema: REF('OfrepRequest') },
+        ok: { '200': ['every flag (failures per flag), and the change stream to listen to', 'OfrepBulk', ETAG], '304': NOT_MODIFIED },
+        errors: [...BODY_ERRORS, 'ofrep_bulk_too_large', 'too_many_requests', 'internal'],
+        errorSchema: 'OfrepError',
+        security: [{ apiKey: [] }, { bearer: [] }],
+      }, 'openfeature'),
     },
     '/healthz': {
       get: operation({
@@ -165,12 +194,30 @@ function deliveryDocument(schemas: Record<string, Json>): Json {
     info: { title: 'rcd delivery API', version: '1', description: 'Remote configuration delivery (docs/api.md is the full contract).' },
     servers: [{ url: '/' }],
     security: [{ apiKey: [] }],
-    tags: [{ name: 'content' }, { name: 'catalog' }, { name: 'health' }],
+    tags: [{ name: 'content' }, { name: 'catalog' }, { name: 'openfeature', description: 'The OpenFeature Remote Evaluation Protocol, 0.3.0 (docs/openfeature.md)' }, { name: 'health' }],
     paths,
     components: {
-      schemas: pick(schemas, ['Error', 'UserContext', 'Segment', 'Meta', 'Wrapped', 'WrappedSerialized', 'Content', 'Combine', 'Catalog', 'Health', 'StreamToken']),
+      schemas: pick(schemas, [
+        'Error',
+        'UserContext',
+        'Segment',
+        'Meta',
+        'Wrapped',
+        'WrappedSerialized',
+        'Content',
+        'Combine',
+        'Catalog',
+        'Health',
+        'StreamToken',
+        'OfrepRequest',
+        'OfrepEvaluation',
+        'OfrepFailure',
+        'OfrepBulk',
+        'OfrepError',
+      ]),
       securitySchemes: {
         apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
+        bearer: { type: 'http', scheme: 'bearer', description: 'OFREP routes only: the API key as a bearer token' },
         streamToken: { type: 'apiKey', in: 'query', name: 'token' },
       },
     },
@@ -310,7 +357,7 @@ function addAccessErrors(paths: Record<string, Json>): void {
     const codes: ErrorCode[] = [];
     if (route.role !== 'read') codes.push('forbidden_role');
     if (route.scope !== 'own') codes.push('forbidden_scope');
-    if (codes.length > 0) Object.assign(op.responses, errorResponse(codes));
+    if (codes.length > 0) Object.assign(op.responses, errorResponse(codes, 'Error'));
   }
 }
 

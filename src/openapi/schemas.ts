@@ -97,6 +97,66 @@ export const Health = named(
 
 export const StreamToken = named('StreamToken', z.strictObject({ token: z.string(), expiresIn: z.number().int() }));
 
+// ---- OpenFeature (OFREP 0.3.0, docs/openfeature.md) ----
+
+/** The evaluation request: src/delivery/ofrep/context.ts is the check the server runs. */
+export const OfrepRequest = named(
+  'OfrepRequest',
+  z.object({
+    context: z
+      .looseObject({
+        targetingKey: z.string().optional().describe('rcd\'s u: the A/B group follows it'),
+        appVersion: z.string().regex(APP_VERSION_PATTERN).optional().describe('rcd\'s v (X.Y.Z)'),
+      })
+      .optional()
+      .describe('Every other attribute is rcd\'s p'),
+  }),
+  'An OFREP evaluation request: the evaluation context',
+);
+
+const OFREP_ERROR_CODE = z.enum(['FLAG_NOT_FOUND', 'PARSE_ERROR', 'TARGETING_KEY_MISSING', 'INVALID_CONTEXT', 'GENERAL']);
+
+export const OfrepEvaluation = named(
+  'OfrepEvaluation',
+  z.strictObject({
+    key: z.string().describe('the content id as created'),
+    value: z.unknown().describe('byte for byte the data of the wrapped answer (endpoint 1) for the same context'),
+    reason: z.enum(['STATIC', 'TARGETING_MATCH', 'SPLIT']),
+    variant: z.string().describe('"default", or the applied rules in rule order: segment or segment:variant, joined by ","'),
+    metadata: z.strictObject({ hash: HASH, seg: z.string().describe('meta.seg as JSON text'), uid: z.number().int().min(0), mod: z.number().int().min(0).max(999) }),
+  }),
+  'One flag evaluated',
+);
+
+export const OfrepFailure = named(
+  'OfrepFailure',
+  z.strictObject({ key: z.string(), errorCode: OFREP_ERROR_CODE, errorDetails: z.string() }),
+  'One flag of a bulk evaluation that could not be evaluated',
+);
+
+export const OfrepBulk = named(
+  'OfrepBulk',
+  z.strictObject({
+    flags: z.array(z.union([OfrepEvaluation, OfrepFailure])).describe('every content item of the key\'s environment, ordered by the caseless id'),
+    eventStreams: z
+      .array(z.strictObject({ type: z.literal('sse'), endpoint: z.strictObject({ requestUri: z.string().describe('/api/v1/env/events?format=ofrep&token=…') }) }))
+      .optional()
+      .describe('absent with --max-streams 0'),
+  }),
+  'Every flag of the environment evaluated for one context',
+);
+
+export const OfrepError = named(
+  'OfrepError',
+  z.strictObject({
+    key: z.string().optional().describe('single-flag evaluations: the key as sent'),
+    errorCode: OFREP_ERROR_CODE,
+    errorDetails: z.string(),
+    error: ErrorEnvelope.shape.error,
+  }),
+  'An OFREP error answer: OFREP\'s errorCode beside rcd\'s stable code',
+);
+
 // ---- admin ----
 
 const Propagation = named(

@@ -34,6 +34,8 @@ export interface ServeConfig {
   readonly httpThreads: number;
   readonly maxBodyBytes: number;
   readonly maxCombineIds: number;
+  /** Items an OFREP bulk evaluation may hold (the whole environment); a larger one is refused (docs/openfeature.md). */
+  readonly ofrepBulkMaxItems: number;
   /** Jobs accepted but not yet answered; beyond this the server answers 503 overloaded at once. */
   readonly maxPendingJobs: number;
   /**
@@ -126,6 +128,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'http-threads', env: 'RCD_HTTP_THREADS', fallback: '', help: 'delivery event loops on the one port (1..64; default: a measured rule of the cores, at most --threads)' },
   { flag: 'max-body', env: 'RCD_MAX_BODY', fallback: '65536', help: 'request body limit in bytes (1..16777216)' },
   { flag: 'max-combine-ids', env: 'RCD_MAX_COMBINE_IDS', fallback: '100', help: 'ids per combine request (1..10000)' },
+  { flag: 'ofrep-bulk-max-items', env: 'RCD_OFREP_BULK_MAX_ITEMS', fallback: '', help: 'content items an OpenFeature (OFREP) bulk evaluation may hold: a larger environment answers 400 ofrep_bulk_too_large (1..10000; default: --max-combine-ids, the same work per request)' },
   { flag: 'max-pending', env: 'RCD_MAX_PENDING', fallback: '20000', help: 'jobs in flight before 503 overloaded (1..1000000)' },
   { flag: 'cache-mb', env: 'RCD_CACHE_MB', fallback: '256', help: 'each worker thread\'s content cache, and all delivery loops\' front caches together, in MiB (1..65536)' },
   { flag: 'admin-host', env: 'RCD_ADMIN_HOST', fallback: '127.0.0.1', help: 'admin API host' },
@@ -291,13 +294,21 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     throw new ConfigError(`--store must be sqlite:PATH, memory: or postgres://user:password@host:port/database, got "${storeUrl}"`);
   }
   const maxCombineIds = intIn('max-combine-ids', get('max-combine-ids'), 1, 10_000);
+  const ofrepBulkMaxItems = get('ofrep-bulk-max-items') === '' ? maxCombineIds : intIn('ofrep-bulk-max-items', get('ofrep-bulk-max-items'), 1, 10_000);
   const maxPendingJobs = intIn('max-pending', get('max-pending'), 1, 1_000_000);
   // A combine whose ids all miss the front cache needs one pool job per id, admitted together: with
-  // fewer places than ids it could never run and would answer 503 forever.
+  // fewer places than ids it could never run and would answer 503 forever. An OFREP bulk evaluation
+  // is a combine of the whole environment: the same holds for its items.
   if (maxPendingJobs < maxCombineIds) {
     throw new ConfigError(
       `--max-pending (${maxPendingJobs}) must be at least --max-combine-ids (${maxCombineIds}): ` +
         'a combine request needs up to one pool job per id at once',
+    );
+  }
+  if (maxPendingJobs < ofrepBulkMaxItems) {
+    throw new ConfigError(
+      `--max-pending (${maxPendingJobs}) must be at least --ofrep-bulk-max-items (${ofrepBulkMaxItems}): ` +
+        'an OFREP bulk evaluation needs up to one pool job per item at once',
     );
   }
   const threads = intIn('threads', get('threads'), 1, 64);
@@ -326,6 +337,7 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     httpThreads,
     maxBodyBytes: intIn('max-body', get('max-body'), 1, 16 * 1024 * 1024),
     maxCombineIds,
+    ofrepBulkMaxItems,
     maxPendingJobs,
     cacheBytes: intIn('cache-mb', get('cache-mb'), 1, 65536) * 1024 * 1024,
     adminHost: get('admin-host'),

@@ -25,6 +25,10 @@ export const ERROR_STATUS = {
   invalid_mapping: 400,
   invalid_bundle: 400,
   invalid_request: 400,
+  /** OFREP: the content's mapping has an A/B test and the evaluation context has no targetingKey (docs/openfeature.md). */
+  targeting_key_missing: 400,
+  /** OFREP bulk evaluation: the environment holds more items than --ofrep-bulk-max-items. */
+  ofrep_bulk_too_large: 400,
   content_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
@@ -38,6 +42,11 @@ export const ERROR_STATUS = {
   /** The store already holds --schedule-max-pending scheduled changes that are not settled. */
   too_many_schedules: 409,
   overloaded: 503,
+  /**
+   * OFREP routes only, in place of `overloaded`: OFREP providers honour Retry-After on a 429 alone
+   * (docs/openfeature.md, "Errors").
+   */
+  too_many_requests: 429,
   /** This delivery loop already holds --max-streams open event streams; Retry-After says when to try again. */
   too_many_streams: 503,
   /** Another connection holds the store's write lock past --store-busy-timeout; retry (Retry-After). */
@@ -72,6 +81,7 @@ const STATUS_TEXT: Record<number, string> = {
   408: 'Request Timeout',
   409: 'Conflict',
   413: 'Payload Too Large',
+  429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
   500: 'Internal Server Error',
   501: 'Not Implemented',

@@ -171,6 +171,36 @@ describe('npm run bench:ab (this checkout against a baseline, both loaded at onc
   });
 });
 
+describe('npm run bench:pair (two scenarios alternated on one server)', () => {
+  it('runs its rounds and prints each round and the median ratios of req/s and CPU per request', async () => {
+    const { code, output } = await runBench(['--scenario', 'ofrep-flag', '--against', 'mapped', '--rounds', '2', '--duration', '1', '--warmup', '0', '--connections', '8'], 90_000, 'dist/bench/pair.js');
+    if (!wrkAvailable()) {
+      expect(code).toBe(2);
+      expect(output).toContain('apt-get install wrk');
+      return;
+    }
+    expect(code, output).toBe(0);
+    const rounds = [...output.matchAll(/^round +\d+ +ofrep-flag +(\d+) req\/s +([\d.]+) µs\/req +mapped +(\d+) req\/s +([\d.]+) µs\/req +req\/s ratio ([\d.]+) +CPU ratio ([\d.]+)$/gm)];
+    expect(rounds, output).toHaveLength(2);
+    for (const m of rounds) {
+      const [a, aCpu, b, bCpu, ratio, cpuRatio] = m.slice(1).map(Number) as [number, number, number, number, number, number];
+      expect(a).toBeGreaterThan(0);
+      expect(b).toBeGreaterThan(0);
+      expect(ratio).toBeCloseTo(a / b, 2);
+      expect(cpuRatio).toBeCloseTo(aCpu / bCpu, 2);
+    }
+    expect(output).toMatch(/^ofrep-flag\/mapped req\/s: median [\d.]+ \(min [\d.]+, max [\d.]+\)$/m);
+    expect(output).toMatch(/^ofrep-flag\/mapped server CPU per request: median [\d.]+/m);
+  }, 120_000);
+
+  it('refuses a missing or erroring scenario with exit code 2', async () => {
+    const missing = await runBench(['--scenario', 'ofrep-flag'], 30_000, 'dist/bench/pair.js');
+    expect([missing.code, missing.output.includes('--against NAME is required')]).toEqual([2, true]);
+    const errors = await runBench(['--scenario', 'bad-requests', '--against', 'mapped'], 30_000, 'dist/bench/pair.js');
+    expect([errors.code, errors.output.includes('answers errors on purpose')]).toEqual([2, true]);
+  });
+});
+
 describe('pure-JS XXH32 used by the bench checks and the micro-benchmark', () => {
   it('matches the documented vectors and the xxhash-addon build', () => {
     for (const [input, want] of XXH32_VECTORS) {

@@ -37,7 +37,7 @@ describe('CORS', () => {
     expect(r.wire.length).toBe(0);
     expect(r.headers['access-control-allow-origin']).toBe('*');
     expect(r.headers['access-control-allow-methods']).toBe('GET, POST');
-    expect(r.headers['access-control-allow-headers']).toBe('X-Api-Key, Content-Type, If-None-Match, Last-Event-ID');
+    expect(r.headers['access-control-allow-headers']).toBe('X-Api-Key, Authorization, Content-Type, If-None-Match, Last-Event-ID');
     expect(r.headers['access-control-max-age']).toBe('600');
   });
 

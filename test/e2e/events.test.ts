@@ -4,100 +4,17 @@
  * new tag; a client resumes with Last-Event-ID on the same node or another node of the store; heartbeats
  * flow; --max-streams answers 503 with Retry-After; a revoked key's stream ends.
  */
-import { request, type ClientRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 import { launchChromium, startPageServer, type PageServer } from '../helpers/browser.js';
 import { rawCall } from '../helpers/http-raw.js';
+import { NodeStream } from '../helpers/sse.js';
 import { freePort } from '../helpers/free-port.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
 const KEY = 'events-test-key-1';
 const OTHER_KEY = 'events-other-env-key';
-
-interface SseEvent {
-  id: string | null;
-  event: string;
-  data: string;
-}
-
-/** An open event stream read with node:http; events parsed as they arrive. */
-class NodeStream {
-  readonly events: SseEvent[] = [];
-  comments = 0;
-  status = 0;
-  headers: Record<string, string | string[] | undefined> = {};
-  ended = false;
-  private buffer = '';
-  private readonly req: ClientRequest;
-  private waiters: (() => void)[] = [];
-
-  constructor(url: string, headers: Record<string, string>) {
-    this.req = request(url, { headers, agent: false }, (res) => {
-      this.status = res.statusCode ?? 0;
-      this.headers = res.headers;
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => this.feed(d));
-      res.on('end', () => {
-        this.ended = true;
-        this.wake();
-      });
-    });
-    this.req.on('error', () => {
-      this.ended = true;
-      this.wake();
-    });
-    this.req.end();
-  }
-
-  private feed(text: string): void {
-    this.buffer += text;
-    let end: number;
-    while ((end = this.buffer.indexOf('\n\n')) !== -1) {
-      const block = this.buffer.slice(0, end);
-      this.buffer = this.buffer.slice(end + 2);
-      const e: SseEvent = { id: null, event: 'message', data: '' };
-      let fields = 0;
-      for (const line of block.split('\n')) {
-        if (line.startsWith(':')) {
-          this.comments++;
-          continue;
-        }
-        const colon = line.indexOf(':');
-        const name = line.slice(0, colon);
-        const value = line.slice(colon + 1).trimStart();
-        if (name === 'id') e.id = value;
-        else if (name === 'event') e.event = value;
-        else if (name === 'data') e.data = value;
-        else continue;
-        fields++;
-      }
-      if (fields > 0) this.events.push(e);
-    }
-    this.wake();
-  }
-
-  private wake(): void {
-    for (const w of this.waiters.splice(0)) w();
-  }
-
-  /** Waits until `done` holds (checked on every arrival), at most `ms`. */
-  async until(done: () => boolean, ms = 5000): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!done()) {
-      if (Date.now() > deadline) throw new Error(`timed out; events: ${JSON.stringify(this.events)} ended ${this.ended}`);
-      await new Promise<void>((resolve) => {
-        this.waiters.push(resolve);
-        setTimeout(resolve, 100);
-      });
-    }
-  }
-
-  close(): void {
-    this.req.destroy();
-  }
-}
 
 function changes(s: NodeStream): { seq: number; changed?: string[]; all?: boolean; catalog: string; jitterMs: number }[] {
   return s.events.filter((e) => e.event === 'change').map((e) => JSON.parse(e.data) as { seq: number; changed?: string[]; all?: boolean; catalog: string; jitterMs: number });

@@ -91,6 +91,17 @@ describe('the delivery API through nginx (HTTP/1.1 clients)', () => {
       expect(proxied.headers.get('content-type')).toBe('application/json');
       expect(proxied.headers.get('x-missing-content')).toBe(direct.headers.get('x-missing-content'));
     }
+    // OpenFeature (OFREP), with the key in X-Api-Key or as a bearer token (a malformed one is dropped).
+    const context = JSON.stringify({ context: { targetingKey: 'player-1', level: 12 } });
+    // (prod holds more items than a bulk evaluation may: its bulk is read with the other key.)
+    for (const [path, key] of [['/ofrep/v1/evaluate/flags/PlayerSettings', KEY], ['/ofrep/v1/evaluate/flags', OTHER_KEY]] as const) {
+      const direct = await call(server.url, path, { key, body: context });
+      expect(direct.status).toBe(200);
+      expect((await call(nginx.url, path, { key, body: context })).text).toBe(direct.text);
+      expect((await call(nginx.url, path, { key: null, headers: { authorization: `Bearer ${key}` }, body: context })).text).toBe(direct.text);
+      const mangled = await call(nginx.url, path, { key: null, headers: { authorization: `Bearer ${KEY}\u00e9` }, body: context });
+      expect([mangled.status, errorCode(mangled)]).toEqual([401, 'missing_api_key']);
+    }
     const dyn = await call(nginx.url, '/api/v1/config/PlayerSettings/dynamic', { ...prod, body });
     expect((dyn.json as { data: unknown }).data).toEqual({ difficulty: 'hard', lives: 3 });
     const health = await call(nginx.url, '/healthz', { method: 'GET', key: null, contentType: null });

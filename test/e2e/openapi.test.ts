@@ -19,6 +19,7 @@ import { KeyCreateBody, SyncBody, TokenBody, WebhookBody } from '../../src/opena
 import { ADMIN_ROUTES } from '../../src/admin/server/handlers.js';
 
 const KEY = 'openapi-key-1';
+const OTHER_KEY = 'openapi-key-2';
 const AUTH = { authorization: 'Bearer test-admin-token' };
 const BUNDLE = {
   environments: {
@@ -27,10 +28,11 @@ const BUNDLE = {
       content: {
         Settings: { json: { difficulty: 'normal' } },
         Promo: { json: { banner: 'none' }, mapping: { rules: [{ segment: 'vip', when: { vip: true }, patch: { banner: 'gold' } }] } },
+        Split: { json: { a: 0 }, mapping: { rules: [{ segment: 'ab', variants: [{ name: 'A', mod: [0, 499], patch: { a: 1 } }, { name: 'B', mod: [500, 999], patch: { a: 2 } }] }] } },
         ...Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`Many${i}`, { json: { i, blob: 'y'.repeat(20_000) } }])),
       },
     },
-    other: { content: { Old: { json: { a: 1 } } } },
+    other: { keys: [OTHER_KEY], content: { Old: { json: { a: 1 } } } },
   },
 };
 
@@ -179,6 +181,30 @@ describe('OpenAPI documents', () => {
     expect(refused).toBeDefined();
     await check('delivery', 'POST', refused!, '/api/v1/config/Many0');
     await Promise.all(burst.filter((r) => r !== refused).map((r) => r.arrayBuffer()));
+
+    // OpenFeature (OFREP): successes, 304s and the OFREP error bodies.
+    const ctx = JSON.stringify({ context: { targetingKey: 'a', vip: true } });
+    const otag = (await delivery('POST', '/ofrep/v1/evaluate/flags/Promo', { body: ctx })).headers.get('etag')!;
+    await delivery('POST', '/ofrep/v1/evaluate/flags/Promo', { body: ctx, headers: { 'if-none-match': otag } });
+    const btag = (await delivery('POST', '/ofrep/v1/evaluate/flags', { body: ctx, key: OTHER_KEY })).headers.get('etag')!;
+    await delivery('POST', '/ofrep/v1/evaluate/flags', { body: ctx, key: OTHER_KEY, headers: { 'if-none-match': btag } });
+    await delivery('POST', '/ofrep/v1/evaluate/flags', { body: ctx });
+    await delivery('POST', '/ofrep/v1/evaluate/flags/Split', { body: '{"context":{}}' });
+    await delivery('POST', '/ofrep/v1/evaluate/flags/Nope', { body: ctx });
+    await delivery('POST', '/ofrep/v1/evaluate/flags/Promo', { body: ctx, key: null });
+    await delivery('POST', '/ofrep/v1/evaluate/flags/Promo', { body: ctx, key: 'not-a-key-at-all' });
+    await delivery('POST', '/ofrep/v1/evaluate/flags', { body: ctx, headers: { 'content-type': 'text/plain' } });
+    await delivery('POST', '/ofrep/v1/evaluate/flags/Promo', { body: '{"context":' });
+    await delivery('POST', '/ofrep/v1/evaluate/flags', { body: '{"context":{"appVersion":"1"}}', key: OTHER_KEY });
+    await delivery('POST', '/ofrep/v1/evaluate/flags/Promo', { body: JSON.stringify({ context: { targetingKey: 'x'.repeat(3000) } }) });
+    const ofrepBurst = await Promise.all(
+      Array.from({ length: 150 }, (_, i) => fetch(`${tight.url}/ofrep/v1/evaluate/flags/Many${i}`, { method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: ctx })),
+    );
+    const limited = ofrepBurst.find((r) => r.status === 429);
+    expect(limited).toBeDefined();
+    expect(limited!.headers.get('retry-after')).toBe('1');
+    await check('delivery', 'POST', limited!, '/ofrep/v1/evaluate/flags/Many0');
+    await Promise.all(ofrepBurst.filter((r) => r !== limited).map((r) => r.arrayBuffer()));
 
     // Draining: a request whose body is still arriving keeps the server in its shutdown (until
     // --shutdown-timeout) while /healthz answers 503 on a kept-alive connection.

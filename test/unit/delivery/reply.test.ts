@@ -494,7 +494,7 @@ describe('content, 304 and preflight headers', () => {
     expect(a.statusLine).toBe('HTTP/1.1 204 No Content');
     expect(header(a, 'access-control-allow-origin')).toEqual(['https://game.example']);
     expect(header(a, 'access-control-allow-methods')).toEqual(['GET, POST']);
-    expect(header(a, 'access-control-allow-headers')).toEqual(['X-Api-Key, Content-Type, If-None-Match, Last-Event-ID']);
+    expect(header(a, 'access-control-allow-headers')).toEqual(['X-Api-Key, Authorization, Content-Type, If-None-Match, Last-Event-ID']);
     expect(header(a, 'access-control-max-age')).toEqual(['600']);
     expect(header(a, 'vary')).toEqual(['origin']);
     const refused = await one('/preflight?async=1');

@@ -63,6 +63,17 @@ describe('serve configuration', () => {
     expect(build({ 'max-pending': '50', 'max-combine-ids': '50' }).maxPendingJobs).toBe(50);
   });
 
+  it('--ofrep-bulk-max-items follows --max-combine-ids unless set, and --max-pending must hold it too', () => {
+    expect(build({}).ofrepBulkMaxItems).toBe(100);
+    expect(build({ 'max-combine-ids': '7', 'max-pending': '7' }).ofrepBulkMaxItems).toBe(7);
+    expect(build({}, { RCD_OFREP_BULK_MAX_ITEMS: '250' }).ofrepBulkMaxItems).toBe(250);
+    expect(() => build({ 'ofrep-bulk-max-items': '0' })).toThrowError(ConfigError);
+    expect(() => build({ 'ofrep-bulk-max-items': '10001' })).toThrowError(ConfigError);
+    expect(() => build({ 'ofrep-bulk-max-items': '500', 'max-pending': '300' })).toThrowError(
+      /--max-pending \(300\) must be at least --ofrep-bulk-max-items \(500\)/,
+    );
+  });
+
   it('refuses --http-threads above --threads (each delivery loop has its own share of the pool)', () => {
     expect(() => build({ threads: '2', 'http-threads': '3' })).toThrowError(/--threads \(2\) must be at least --http-threads \(3\)/);
     expect(build({ threads: '3', 'http-threads': '3' }).httpThreads).toBe(3);

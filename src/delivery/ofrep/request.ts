@@ -1,0 +1,415 @@
+/**
+ * One OFREP evaluation after its headers passed (routes.ts): read the body under --max-body, map the
+ * evaluation context to rcd's user context, evaluate the item's rules on this loop, answer from the
+ * front cache or have the pool render what it lacks, and write the OFREP answer around the cached
+ * wrapped head (answer.ts). A single-flag evaluation is endpoint 1 for one item; a bulk evaluation is
+ * a combine of every item of the environment (bulk-plan.ts), bounded by --ofrep-bulk-max-items.
+ *
+ * The uWS contract is the one request.ts keeps: onAborted first, non-last chunks copied, every later
+ * write corked (reply.ts), nothing written once done.
+ *
+ * HOT PATH: fields are initialised in one order in the constructor.
+ */
+import type { HttpResponse } from 'uWebSockets.js';
+import { chooseRevision, type ContentView, type EnvView } from '../directory.js';
+import { ERROR_STATUS, RcdError, type ErrorCode } from '../../runtime/errors.js';
+import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE, countRequest, observeLatency } from '../../metrics/layout.js';
+import { recordAccess } from '../access-log.js';
+import { userMod, userUid } from '../../shared/identity.js';
+import { xxh32String } from '../../shared/xxh32.js';
+import { evaluateMapping, type Combination, type CompiledMapping } from '../../mapping/index.js';
+import type { JobSink } from '../../pool/batcher.js';
+import { JobKind, type Job, type JobResult } from '../../pool/protocol.js';
+import { bodyText, keptChunk } from '../body.js';
+import { frontKeyOf, renderedOf, type Rendered } from '../front-cache.js';
+import { missJob } from '../request.js';
+import { CC_PRIVATE, answerBuffer, lastAnswerBytes, sendContent, sendNotModified } from '../reply.js';
+import { Coding, combineTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
+import type { HttpPolicy } from '../http-policy.js';
+import type { FrontEndState } from '../state.js';
+import { bulkAnswer, singleAnswer, type BulkItem } from './answer.js';
+import { bulkPlanOf } from './bulk-plan.js';
+import { parseOfrepContext, type OfrepContext } from './context.js';
+import { errorCodeOf, sendOfrepError } from './errors.js';
+import { eventStreamsMember, streamWindow } from './event-streams.js';
+
+export const enum OfrepRoute {
+  /** POST /ofrep/v1/evaluate/flags/{key} */
+  Flag = 0,
+  /** POST /ofrep/v1/evaluate/flags */
+  Bulk = 1,
+}
+
+const METRIC_ROUTE = [MetricRoute.OfrepFlag, MetricRoute.OfrepBulk] as const;
+const NOT_FOUND_MESSAGE = 'no content item of this environment has this id (flag key)';
+const STARTING_MESSAGE = 'the server is starting: its keys and content may not all be loaded yet; retry shortly';
+const TOO_MANY_MESSAGE = 'the server is at capacity; retry after Retry-After seconds';
+const SPLIT_MESSAGE = 'this content has an A/B test: the evaluation context needs a targetingKey to place the user in a group';
+const BROKEN_MESSAGE = "this content's mapping cannot be compiled (the server log says why)";
+const NO_STREAMS = Buffer.alloc(0);
+
+export class OfrepRequest implements JobSink {
+  readonly state: FrontEndState;
+  readonly res: HttpResponse;
+  readonly route: OfrepRoute;
+  readonly env: EnvView;
+  /** The id of the API key that made the request (the access log's; never the key). */
+  readonly keyId: string;
+  /** The flag key as sent (decoded), echoed by error answers; null for a bulk evaluation. */
+  readonly key: string | null;
+  /** The lookup key of the flag (contentIdKey), "" for a bulk evaluation. */
+  readonly idLower: string;
+  /** If-None-Match as sent ("" when absent). */
+  readonly ifNoneMatch: string;
+  /** Access-Control-Allow-Origin for this request, or null. */
+  readonly origin: Uint8Array | null;
+  /** The answer's entity tag without quotes (etag.ts), set once it is known. */
+  tag = '';
+  chunks: Buffer[] | null = null;
+  received = 0;
+  /** True once answered or aborted: nothing more may touch res. */
+  done = false;
+  /** True once a success answer started writing. */
+  writing = false;
+  uid = 0;
+  mod = 0;
+  /** Front-cache key per slot (single: one; bulk: one per item of `list`, "" for failures). */
+  keys: string[] | null = null;
+  /** Single: the content id as created and the hash of the revision answered. */
+  id = '';
+  hash = '';
+  /** Bulk: every item in answer order (a job's slot is its index here) and the eventStreams member. */
+  list: BulkItem[] | null = null;
+  streams: Buffer = NO_STREAMS;
+  remaining = 0;
+  status = 200;
+  outcome: Outcome = Outcome.Hit;
+  readonly t0: number;
+
+  constructor(
+    state: FrontEndState,
+    res: HttpResponse,
+    route: OfrepRoute,
+    env: EnvView,
+    keyId: string,
+    key: string | null,
+    idLower: string,
+    ifNoneMatch: string,
+    origin: Uint8Array | null,
+  ) {
+    this.state = state;
+    this.res = res;
+    this.route = route;
+    this.env = env;
+    this.keyId = keyId;
+    this.key = key;
+    this.idLower = idLower;
+    this.ifNoneMatch = ifNoneMatch;
+    this.origin = origin;
+    this.t0 = performance.now();
+    state.inFlight++;
+  }
+
+  onAborted(): void {
+    if (!this.done) {
+      this.status = 0;
+      this.outcome = Outcome.Aborted;
+    }
+    this.finish();
+  }
+
+  onChunk(chunk: ArrayBuffer, isLast: boolean): void {
+    // An exception escaping a uWS callback ends the process: contain it to this request.
+    try {
+      this.readChunk(chunk, isLast);
+    } catch (err) {
+      this.onFailure(0, err);
+    }
+  }
+
+  private readChunk(chunk: ArrayBuffer, isLast: boolean): void {
+    if (this.done) return;
+    this.received += chunk.byteLength;
+    const max = this.state.config.maxBodyBytes;
+    if (this.received > max) {
+      // The rest of the body would still arrive on this connection: close it after answering.
+      this.answerError('payload_too_large', `the request body exceeds ${max} bytes`, true);
+      return;
+    }
+    if (!isLast) {
+      (this.chunks ??= []).push(keptChunk(chunk));
+      return;
+    }
+    const text = bodyText(this.chunks, chunk);
+    this.chunks = null;
+    handleBody(this, text);
+  }
+
+  onResult(slot: number, result: JobResult): void {
+    let rendered: Rendered | null = null;
+    if (result.head !== null) {
+      rendered = renderedOf(result, result.head);
+      // Cached even when this request was aborted meanwhile: the next request for it is a hit.
+      this.state.frontCache.set(this.keys![slot]!, rendered);
+    }
+    if (this.done) return;
+    if (this.route === OfrepRoute.Flag) {
+      if (rendered === null) this.answerJobError(result.error);
+      else answerFlag(this, rendered);
+      return;
+    }
+    const item = this.list![slot]!;
+    if (rendered !== null) item.item = rendered;
+    else if (result.error === 'content_not_found') item.failure = failureOf(item.id, 'content_not_found', NOT_FOUND_MESSAGE);
+    else {
+      this.answerJobError(result.error);
+      return;
+    }
+    if (--this.remaining === 0) answerBulk(this);
+  }
+
+  onFailure(_slot: number, err: unknown): void {
+    this.state.onInternalError(err);
+    if (this.done) return;
+    if (this.writing) {
+      // Part of the answer may be out already; a second status line would desync the connection.
+      this.status = 0;
+      this.outcome = Outcome.Aborted;
+      this.finish();
+      this.res.close();
+      return;
+    }
+    this.answerError('internal', 'internal error', false);
+  }
+
+  answerError(code: ErrorCode, message: string, closeConnection: boolean): void {
+    if (this.done) return;
+    sendOfrepError(this.res, this.key, code, message, closeConnection || this.state.shuttingDown, this.origin);
+    this.status = ERROR_STATUS[code];
+    this.outcome = code === 'too_many_requests' ? Outcome.Overloaded : Outcome.None;
+    this.finish();
+  }
+
+  private answerJobError(code: string): void {
+    if (code === 'content_not_found') {
+      // Deleted between routing and rendering: as if it had never been there.
+      this.answerError('content_not_found', NOT_FOUND_MESSAGE, false);
+      return;
+    }
+    if (code === 'store_unavailable') {
+      this.answerError('store_unavailable', 'the store is unreachable and this content is not loaded on this node yet', false);
+      return;
+    }
+    this.state.onInternalError(new Error(`worker reported ${code}`));
+    this.answerError('internal', 'internal error', false);
+  }
+
+  finish(): void {
+    if (this.done) return;
+    this.done = true;
+    this.state.inFlight--;
+    const state = this.state;
+    const counters = state.counters;
+    const route = METRIC_ROUTE[this.route];
+    const ms = performance.now() - this.t0;
+    countRequest(counters, route, this.status, this.outcome);
+    observeLatency(counters, route, ms);
+    const access = state.access;
+    if (access !== null && --access.countdown === 0) {
+      recordAccess(access, counters, state.loop, route, this.status, this.outcome, this.status === 0 ? 0 : lastAnswerBytes(), ms, this.keyId);
+    }
+  }
+}
+
+function handleBody(r: OfrepRequest, text: string): void {
+  try {
+    const ctx = parseOfrepContext(text);
+    if (r.route === OfrepRoute.Flag) startFlag(r, ctx);
+    else startBulk(r, ctx);
+  } catch (err) {
+    if (!(err instanceof RcdError) || r.writing) {
+      r.onFailure(0, err);
+      return;
+    }
+    // Content the starting server may not have loaded yet (reply.ts, sendStarting).
+    if (err.code === 'content_not_found' && r.state.server[S_PHASE] === Phase.Starting) r.answerError('starting', STARTING_MESSAGE, false);
+    else r.answerError(err.code, err.message, false);
+  }
+}
+
+/** Whether a mapping has an A/B test (its variants are chosen by the targeting key), memoized per compiled mapping. */
+const splits = new WeakMap<CompiledMapping, boolean>();
+function hasSplit(mapping: CompiledMapping): boolean {
+  let known = splits.get(mapping);
+  if (known === undefined) {
+    known = mapping.rules.some((rule) => rule.variantOfMod !== null);
+    splits.set(mapping, known);
+  }
+  return known;
+}
+
+/**
+ * The item's combination of applied rules (null without a mapping). Throws targeting_key_missing when
+ * the mapping has an A/B test and the context named no targetingKey: every such user would share one
+ * group (the group of u = ""), silently skewing the test.
+ */
+function combinationOf(r: OfrepRequest, content: ContentView, ctx: OfrepContext): Combination | null {
+  if (content.mappingId === 0) return null;
+  if (content.mappingBroken) throw new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
+  const mapping = content.mapping!;
+  if (!ctx.targeted && hasSplit(mapping)) throw new RcdError('targeting_key_missing', SPLIT_MESSAGE);
+  return evaluateMapping(mapping, ctx.user.p, ctx.user.vKey, r.mod);
+}
+
+function startFlag(r: OfrepRequest, ctx: OfrepContext): void {
+  const content = r.env.contents.get(r.idLower);
+  if (content === undefined) throw new RcdError('content_not_found', NOT_FOUND_MESSAGE);
+  const rev = chooseRevision(content, ctx.user.vKey);
+  if (rev === undefined) throw new RcdError('content_not_found', `no revision of this content is available for app version ${ctx.user.v}`);
+  r.uid = userUid(ctx.user.u);
+  r.mod = userMod(r.uid);
+  const combination = combinationOf(r, content, ctx);
+  r.id = content.id;
+  r.hash = rev.hash;
+  // The wrapped answer's tag (the same parts), marked as OFREP's, with the id as created (the answer
+  // echoes it: a content deleted and created again under another spelling is another answer).
+  r.tag = 'o' + xxh32String(content.id) + '.' + wrappedTag(JobKind.Wrapped, rev.hash, content.mappingId, combination, r.uid);
+  if (answeredNotModified(r)) return;
+  const key = frontKeyOf(JobKind.Wrapped, rev.revId, content.mappingId, combination);
+  const hit = r.state.frontCache.get(key);
+  if (hit !== undefined) {
+    r.state.counters[L_FRONT_HITS]! += 1;
+    answerFlag(r, hit);
+    return;
+  }
+  r.state.counters[L_FRONT_MISSES]! += 1;
+  const batcher = r.state.batcher;
+  if (!batcher.hasRoom(1)) {
+    r.answerError('too_many_requests', TOO_MANY_MESSAGE, false);
+    return;
+  }
+  r.outcome = Outcome.Miss;
+  r.keys = [key];
+  batcher.enqueue(missJob(JobKind.Wrapped, rev, content, combination), r, 0);
+}
+
+/** A failed item of a bulk answer: `{"key":…,"errorCode":…,"errorDetails":…}`. */
+function failureOf(id: string, code: ErrorCode, message: string): Buffer {
+  return Buffer.from(`{"key":${JSON.stringify(id)},"errorCode":"${errorCodeOf(code)}","errorDetails":${JSON.stringify(message)}}`, 'utf8');
+}
+
+function startBulk(r: OfrepRequest, ctx: OfrepContext): void {
+  const state = r.state;
+  const plan = bulkPlanOf(r.env, state.config.ofrepBulkMaxItems);
+  const contents = r.env.contents;
+  const cache = state.frontCache;
+  const user = ctx.user;
+  r.uid = userUid(user.u);
+  r.mod = userMod(r.uid);
+  const window = streamWindow(state, Date.now());
+  const streams = eventStreamsMember(state, r.keyId, window);
+  const entries = plan.entries;
+  const list = new Array<BulkItem>(entries.length);
+  const keys = new Array<string>(entries.length);
+  const jobs: Job[] = [];
+  const slots: number[] = [];
+  // What the answer is made of, for its tag (as a combine's, etag.ts): the uid, the stream token's
+  // key and window when the answer names one, and each item's parts or why it failed.
+  let tagParts = 'b' + r.uid + (streams.byteLength === 0 ? '' : '|' + r.keyId + '.' + window);
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i]!;
+    keys[i] = '';
+    const content = contents.get(entry.lookup);
+    const rev = content === undefined ? undefined : chooseRevision(content, user.vKey);
+    if (content === undefined || rev === undefined) {
+      const message = content === undefined ? NOT_FOUND_MESSAGE : `no revision of this content is available for app version ${user.v}`;
+      list[i] = { item: null, hash: '', id: entry.id, failure: failureOf(entry.id, 'content_not_found', message) };
+      tagParts += entry.tagPrefix + '!n';
+      continue;
+    }
+    let combination: Combination | null;
+    try {
+      combination = combinationOf(r, content, ctx);
+    } catch (err) {
+      // One item's failure is that flag's, not the whole evaluation's (OFREP lists failures per flag).
+      const split = err instanceof RcdError;
+      if (!split) state.onInternalError(err);
+      list[i] = { item: null, hash: '', id: content.id, failure: split ? failureOf(content.id, err.code, err.message) : failureOf(content.id, 'internal', BROKEN_MESSAGE) };
+      tagParts += entry.tagPrefix + (split ? '!t' : '!m' + content.mappingId);
+      continue;
+    }
+    tagParts += entry.tagPrefix + itemTag(JobKind.Wrapped, rev.hash, content.mappingId, combination);
+    const key = frontKeyOf(JobKind.Wrapped, rev.revId, content.mappingId, combination);
+    const hit = cache.get(key);
+    list[i] = { item: hit ?? null, hash: rev.hash, id: content.id, failure: null };
+    keys[i] = key;
+    if (hit === undefined) {
+      jobs.push(missJob(JobKind.Wrapped, rev, content, combination));
+      slots.push(i);
+    }
+  }
+  r.list = list;
+  r.keys = keys;
+  r.streams = streams;
+  r.remaining = jobs.length;
+  r.tag = combineTag(tagParts);
+  if (answeredNotModified(r)) return;
+  const counters = state.counters;
+  counters[L_FRONT_MISSES]! += jobs.length;
+  counters[L_FRONT_HITS]! += entries.length - jobs.length;
+  if (jobs.length === 0) {
+    answerBulk(r);
+    return;
+  }
+  const batcher = state.batcher;
+  if (!batcher.hasRoom(jobs.length)) {
+    r.answerError('too_many_requests', TOO_MANY_MESSAGE, false);
+    return;
+  }
+  r.outcome = Outcome.Miss;
+  for (let i = 0; i < jobs.length; i++) batcher.enqueue(jobs[i]!, r, slots[i]!);
+}
+
+/**
+ * Vary of OFREP answers: the key may come as a bearer token, so Authorization is named beside
+ * X-Api-Key. Compiled once per policy (per loop).
+ */
+const policies = new WeakMap<HttpPolicy, HttpPolicy>();
+function ofrepPolicy(policy: HttpPolicy): HttpPolicy {
+  let p = policies.get(policy);
+  if (p === undefined) {
+    p = { ...policy, vary: Buffer.from(policy.vary.toString('latin1') + ', authorization', 'latin1') };
+    policies.set(policy, p);
+  }
+  return p;
+}
+
+/** 304 when If-None-Match names the answer's tag; returns whether it answered. */
+function answeredNotModified(r: OfrepRequest): boolean {
+  const coding = matchIfNoneMatch(r.ifNoneMatch, r.tag, Coding.Identity);
+  if (coding === -1) return false;
+  r.writing = true;
+  sendNotModified(r.res, ofrepPolicy(r.state.http), etagValue(r.tag, coding), CC_PRIVATE, r.origin, r.state.shuttingDown);
+  r.status = 304;
+  r.outcome = Outcome.NotModified;
+  r.finish();
+  return true;
+}
+
+/**
+ * OFREP answers go uncompressed: the value is a slice of the cached wrapped head, whose gzip member
+ * cannot be cut to it; compressing here would be per-request work (docs/openfeature.md, "Limits").
+ */
+function answerFlag(r: OfrepRequest, item: Rendered): void {
+  r.writing = true;
+  const body = singleAnswer(answerBuffer, item, r.hash, r.id, r.uid, r.mod);
+  sendContent(r.res, ofrepPolicy(r.state.http), body, Coding.Identity, etagValue(r.tag, Coding.Identity), CC_PRIVATE, '', '', r.origin, r.state.shuttingDown);
+  r.finish();
+}
+
+function answerBulk(r: OfrepRequest): void {
+  r.writing = true;
+  const body = bulkAnswer(answerBuffer, r.list!, r.uid, r.mod, r.streams);
+  sendContent(r.res, ofrepPolicy(r.state.http), body, Coding.Identity, etagValue(r.tag, Coding.Identity), CC_PRIVATE, '', '', r.origin, r.state.shuttingDown);
+  r.finish();
+}
