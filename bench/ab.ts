@@ -15,7 +15,8 @@
  * Needs wrk on PATH (Debian: apt-get install wrk) and Linux /proc for CPU accounting.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import Database from 'better-sqlite3';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
@@ -266,12 +267,17 @@ async function compare(opts: AbOptions, bundle: string, script: string, currentS
   return 0;
 }
 
-/** What the pending changes cost: each server's RSS now, and its SQLite store's size (file and WAL). */
+/** What the pending changes cost: each server's RSS now, and its SQLite store's size (its pages, WAL included). */
 function footprint(n: number, base: Target, current: Target, baseStore: string, currentStore: string): string {
   const rss = [memoryStatus(base.pid).rss, memoryStatus(current.pid).rss] as const;
+  // The pages of the database as its readers see it: the file's size alone moves with checkpoints.
   const size = (store: string): number => {
-    const file = store.replace(/^sqlite:/, '');
-    return [file, `${file}-wal`].reduce((sum, f) => sum + (existsSync(f) ? statSync(f).size : 0), 0);
+    const db = new Database(store.replace(/^sqlite:/, ''), { readonly: true });
+    try {
+      return Number(db.pragma('page_count', { simple: true })) * Number(db.pragma('page_size', { simple: true }));
+    } finally {
+      db.close();
+    }
   };
   const lines = [`RSS after the rounds: base ${(rss[0] / 1048576).toFixed(1)} MiB, this ${(rss[1] / 1048576).toFixed(1)} MiB (difference per pending change ${((rss[1] - rss[0]) / n).toFixed(0)} bytes)`];
   if (currentStore.startsWith('sqlite:')) {
