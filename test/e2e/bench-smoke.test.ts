@@ -279,10 +279,10 @@ describe('npm run bench:schedule (changes due together on a PostgreSQL fleet und
     // Speed is judged by the benchmark itself, not here: the run completes, parses and says each verdict.
     expect(code, output).toBe(0);
     expect(output).toMatch(/^round 1: last visible \d+ ms, lateness p50 \d+ \/ p99 \d+ ms/m);
-    expect(output).toMatch(/^PASS  every change applied once +20 applied, 0 failed, 20 audit entries, 20 items at revision 2$/m);
+    expect(output).toMatch(/^PASS {2}every change applied once +20 applied, 0 failed, 20 audit entries, 20 items at revision 2$/m);
     for (const target of ['the last visible on every node within 2 s', 'lateness p99 under 1 s', 'delivery p99 within 1.5x while they apply']) {
       expect(output).toMatch(new RegExp(`^(PASS|FAIL)  ${target}`, 'm'));
     }
-    expect(output).toMatch(/^PASS  every answer 2xx +0 not$/m);
+    expect(output).toMatch(/^PASS {2}every answer 2xx +0 not$/m);
   }, 200_000);
 });
