@@ -7,9 +7,10 @@
  * `--changes` content puts, each on an item of its own, are scheduled (one import through the admin
  * API) to fall due in the same second, `--lead-s` ahead. wrk loads every node (one wrk each,
  * `--connections` connections, the mapped-like request of a small item) in two windows of
- * `--window-s` seconds: one well before the due time, one spanning it. Meanwhile every node's
- * catalog is polled back to back from just before the due time until each node shows every item's
- * new hash; an item's lateness is the time from its due time until the last node showed it.
+ * `--window-s` seconds: one well before the due time, one spanning it. Meanwhile the change stream
+ * of every node (GET /api/v1/env/events: an event names the items of a change once that node serves
+ * it) tells when each item became visible there; an item's lateness is the time from its due time
+ * until the last node announced it. At the end every node's catalog must show every item's new hash.
  *
  * Reported, against the issue's targets: every change applied once (schedules applied, one audit
  * entry each, two revisions per item), the last change visible on every node within 2 s of the due
@@ -100,6 +101,33 @@ async function catalog(node: Node): Promise<Record<string, { h: string }>> {
   return ((await res.json()) as { catalog: Record<string, { h: string }> }).catalog;
 }
 
+/** A node's change stream: when each item was first named by a change event (the node serves it from then on). */
+function watch(node: Node): { seen: Map<string, number>; close: () => void } {
+  const seen = new Map<string, number>();
+  const ac = new AbortController();
+  void (async () => {
+    const res = await fetch(`${node.url}/api/v1/env/events`, { headers: { 'x-api-key': KEY }, signal: ac.signal });
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      const at = Date.now();
+      buffer += decoder.decode(value, { stream: true });
+      let cut: number;
+      while ((cut = buffer.indexOf('\n\n')) >= 0) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        if (!block.includes('event: change')) continue;
+        const data = JSON.parse(/^data: (.*)$/m.exec(block)![1]!) as { changed?: string[] };
+        for (const id of data.changed ?? []) if (!seen.has(id)) seen.set(id, at);
+      }
+    }
+  })().catch(() => undefined);
+  return { seen, close: () => ac.abort() };
+}
+
 function pct(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
@@ -146,30 +174,22 @@ async function run(serverUrl: string): Promise<Figures> {
   const report = await admin<{ schedulesAdded: number }>(nodes[0]!, 'POST', 'import', { environments: { [ENV]: { keys: [KEY], content } }, schedules });
   if (report.schedulesAdded !== CHANGES) throw new Error(`the import scheduled ${report.schedulesAdded} changes, not ${CHANGES}`);
   const before = await catalog(nodes[0]!);
+  const streams = nodes.map((n) => watch(n));
   const script = writeWrkScript(dir, 'hot', [
     { method: 'POST', path: '/api/v1/config/Hot/dynamic', headers: { 'x-api-key': KEY, 'content-type': 'application/json' }, body: '{"u":"player-1","p":{"level":3}}', ctx: { u: 'player-1', p: { level: 3 }, v: '', expectStatus: 200, expectCode: '' } },
   ]);
   process.stdout.write(`${CHANGES} changes due at ${new Date(dueMs).toISOString()} on ${NODES} nodes; quiet load window first\n`);
   const quiet = await loadAll(nodes, script);
-  // The due window: load from a second before the due time; the catalogs polled meanwhile.
+  // The due window: load from a second before the due time; the change streams tell what each node serves.
   await sleepUntil(dueMs - 1000);
   const due = loadAll(nodes, script);
-  const seen = nodes.map(() => new Map<string, number>());
-  await sleepUntil(dueMs - 200);
   const deadline = dueMs + 30_000;
-  while (seen.some((m) => m.size < CHANGES) && Date.now() < deadline) {
-    await Promise.all(
-      nodes.map(async (n, i) => {
-        const c = await catalog(n);
-        const at = Date.now();
-        for (let k = 0; k < CHANGES; k++) {
-          const id = itemId(k);
-          if (!seen[i]!.has(id) && c[id]!.h !== before[id]!.h) seen[i]!.set(id, at);
-        }
-      }),
-    );
-  }
+  while (streams.some((w) => w.seen.size < CHANGES) && Date.now() < deadline) await sleepUntil(Date.now() + 20);
   const dueRuns = await due;
+  for (const w of streams) w.close();
+  const seen = streams.map((w) => w.seen);
+  const stale = (await Promise.all(nodes.map(catalog))).reduce((n, c) => n + Array.from({ length: CHANGES }, (_, k) => itemId(k)).filter((id) => c[id]?.h === before[id]?.h).length, 0);
+  if (stale > 0) throw new Error(`${stale} items still had their old hash in a node's catalog after the run`);
   const lateness: number[] = [];
   for (let k = 0; k < CHANGES; k++) {
     const at = Math.max(...seen.map((m) => m.get(itemId(k)) ?? Infinity));

@@ -370,12 +370,18 @@ export interface Store {
   outboxCounts(): Promise<{ pending: number; dead: number }>;
 
   /**
-   * Runs a step (src/store/ops/rows.ts: scheduled changes, rollouts, the kill switch, leases) in one
-   * write transaction under the store's write lock, then adds the outbox entries it reports, as every
-   * write does. `volatile`: a write a power cut may lose without harm (a lease renewal), committed
-   * without waiting for the disk where the store can.
+   * Runs a step (src/store/ops/rows.ts: scheduled changes, rollouts, the kill switch) in one write
+   * transaction under the store's write lock, then adds the outbox entries it reports, as every
+   * write does.
    */
-  writeStep<T>(step: () => Step<T>, outbox?: OutboxOf<T>, volatile?: boolean): Promise<T>;
+  writeStep<T>(step: () => Step<T>, outbox?: OutboxOf<T>): Promise<T>;
+  /**
+   * A step that writes no routing data and that a power cut may lose without harm (the applier's
+   * lease): one transaction, but not under the write lock (PostgreSQL: a holder descheduled by a
+   * busy machine would hold up every write of the fleet) and committed without waiting for the disk
+   * (SQLite, whose writer lock is the transaction itself).
+   */
+  leaseStep<T>(step: () => Step<T>): Promise<T>;
   /** Runs a step that only reads, in one read transaction (one consistent state). */
   readStep<T>(step: () => Step<T>): Promise<T>;
 

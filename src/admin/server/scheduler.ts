@@ -117,7 +117,7 @@ export class Scheduler {
     if (!this.leader) return;
     this.leader = false;
     try {
-      await this.store.writeStep(() => releaseLease(this.holder));
+      await this.store.leaseStep(() => releaseLease(this.holder));
     } catch {
       // It runs out on its own within LEASE_TTL_MS.
     }
@@ -170,7 +170,7 @@ export class Scheduler {
 
   private async renew(): Promise<void> {
     const t0 = Date.now();
-    const lease = await this.store.writeStep(() => renewLease(this.holder), undefined, true);
+    const lease = await this.store.leaseStep(() => renewLease(this.holder));
     const t1 = Date.now();
     this.offsetMs = lease.nowMs - (t0 + t1) / 2;
     const leader = lease.holder === this.holder;

@@ -137,6 +137,10 @@ export class PostgresStore implements Store {
     return this.write((rows) => runRowsAsync(rows, step()), outbox);
   }
 
+  leaseStep<T>(step: () => Step<T>): Promise<T> {
+    return this.call(() => this.sql.begin((tx) => runRowsAsync(new PgRows(tx), step())) as Promise<T>, false);
+  }
+
   readStep<T>(step: () => Step<T>): Promise<T> {
     return this.read((tx) => runRowsAsync(new PgRows(tx), step()));
   }

@@ -130,12 +130,12 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** A step (src/store/ops/rows.ts) in one write transaction; `volatile` as writeVolatile (a lease renewal). */
-  writeStep<T>(step: () => Step<T>, outbox?: OutboxOf<T>, volatile = false): Promise<T> {
-    return settle(() => {
-      const run = (): T => runRows(this.sql, step());
-      return volatile ? this.writeVolatile(run) : this.write(run, outbox);
-    });
+  writeStep<T>(step: () => Step<T>, outbox?: OutboxOf<T>): Promise<T> {
+    return settle(() => this.write(() => runRows(this.sql, step()), outbox));
+  }
+
+  leaseStep<T>(step: () => Step<T>): Promise<T> {
+    return settle(() => this.writeVolatile(() => runRows(this.sql, step())));
   }
 
   readStep<T>(step: () => Step<T>): Promise<T> {
