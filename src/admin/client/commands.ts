@@ -1,5 +1,6 @@
 /**
- * `rcd env|key|content|mapping|sync|webhook|token|audit|import|export`: the management CLI. It only speaks
+ * `rcd env|key|content|mapping|sync|webhook|token|audit|import|export` (and, in schedule-commands.ts,
+ * `schedule|rollout|kill|preview`): the management CLI. It only speaks
  * to a running server's admin API (never to the store directly), so every change it makes goes
  * through the same validation, audit log, webhooks and "live at once" path as the console's.
  *
@@ -11,6 +12,8 @@ import { AdminClient, AdminClientError, DEFAULT_ADMIN_URL, seg } from './client.
 import { formatTable } from './table.js';
 import { readAdminToken } from '../token.js';
 import { clientDefaults } from '../../store/bundle/client-defaults.js';
+import { flag, out, parseArgs, positional, sub, UsageError, type Ctx, type Parsed } from './context.js';
+import { SCHEDULE_COMMANDS, SCHEDULE_HELP } from './schedule-commands.js';
 
 export interface CliIO {
   readonly stdout: (text: string) => void;
@@ -31,45 +34,6 @@ async function readStdin(): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
-}
-
-class UsageError extends Error {}
-
-const BOOLEAN_FLAGS = new Set(['json', 'help', 'force']);
-
-interface Parsed {
-  readonly positionals: string[];
-  readonly flags: Map<string, string>;
-}
-
-function parseArgs(argv: readonly string[]): Parsed {
-  const positionals: string[] = [];
-  const flags = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (arg === '-h') {
-      flags.set('help', 'true');
-    } else if (arg === '--') {
-      positionals.push(...argv.slice(i + 1));
-      break;
-    } else if (arg.startsWith('--')) {
-      const eq = arg.indexOf('=');
-      const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
-      if (BOOLEAN_FLAGS.has(name)) {
-        flags.set(name, eq === -1 ? 'true' : arg.slice(eq + 1));
-      } else if (eq !== -1) {
-        flags.set(name, arg.slice(eq + 1));
-      } else {
-        const value = argv[i + 1];
-        if (value === undefined) throw new UsageError(`--${name} needs a value`);
-        flags.set(name, value);
-        i++;
-      }
-    } else {
-      positionals.push(arg);
-    }
-  }
-  return { positionals, flags };
 }
 
 const COMMON = `Common options:
@@ -97,7 +61,9 @@ rcd mapping get --env ENV --id ID
 rcd mapping rm --env ENV --id ID`,
   sync: `rcd sync FROM TO [IDS...]    copies the newest revisions and mappings (all ids when none given)`,
   webhook: `rcd webhook add URL --events E1,E2 [--secret S]   events: content.updated, content.deleted,
-                                                  mapping.updated, environment.synced;
+                                                  mapping.updated, environment.synced,
+                                                  schedule.created, schedule.applied,
+                                                  schedule.failed, schedule.cancelled;
                                                   without --secret one is generated and shown once
 rcd webhook ls
 rcd webhook rm ID
@@ -113,6 +79,7 @@ rcd token revoke NAME            refused by the admin API from the next call on`
   export: `rcd export --admin-url URL [--out FILE]   writes the bundle (API keys are never exported)
 rcd export --client-defaults ENV [--app-version X.Y.Z] --admin-url URL [--out FILE]
                                             the client SDK's first-launch values of ENV`,
+  ...SCHEDULE_HELP,
 };
 
 /** The admin part of `rcd --help`. */
@@ -123,13 +90,6 @@ ${COMMON}
 `;
 
 export const ADMIN_COMMANDS: readonly string[] = Object.keys(HELP);
-
-interface Ctx {
-  readonly io: CliIO;
-  readonly args: Parsed;
-  readonly json: boolean;
-  readonly client: AdminClient;
-}
 
 /** Runs one management command; resolves to the process exit code. */
 export async function runAdminCommand(argv: string[], io: CliIO = PROCESS_IO): Promise<number> {
@@ -186,30 +146,6 @@ function makeClient(args: Parsed, io: CliIO): AdminClient {
     throw new Error(`no admin token: set RCD_ADMIN_TOKEN or point --data-dir at the server's data directory (no ${dataDir}/admin-token)`);
   }
   return new AdminClient({ baseUrl, token, actor: 'cli' });
-}
-
-function flag(ctx: Ctx, name: string): string {
-  const value = ctx.args.flags.get(name);
-  if (value === undefined || value === '') throw new UsageError(`--${name} is required`);
-  return value;
-}
-
-function positional(ctx: Ctx, index: number, name: string): string {
-  const value = ctx.args.positionals[index];
-  if (value === undefined) throw new UsageError(`${name} is required`);
-  return value;
-}
-
-function sub(ctx: Ctx, allowed: readonly string[]): string {
-  const action = ctx.args.positionals[0];
-  if (action === undefined || !allowed.includes(action)) {
-    throw new UsageError(`expected one of: ${allowed.join(', ')}`);
-  }
-  return action;
-}
-
-function out(ctx: Ctx, value: unknown, human: () => string): void {
-  ctx.io.stdout(ctx.json ? JSON.stringify(value, null, 2) + '\n' : human());
 }
 
 // ---- commands -------------------------------------------------------------------------------
@@ -405,8 +341,8 @@ async function importCommand(ctx: Ctx): Promise<void> {
   const file = positional(ctx, 0, 'FILE');
   const bundle = await ctx.io.readInput(file);
   const res = await ctx.client.request<Record<string, number>>('POST', 'import', bundle);
-  out(ctx, res, () => formatTable(['ENVIRONMENTS CREATED', 'KEYS ADDED', 'REVISIONS ADDED', 'MAPPINGS CHANGED'],
-    [[res.environmentsCreated, res.keysAdded, res.revisionsAdded, res.mappingsChanged]]));
+  out(ctx, res, () => formatTable(['ENVIRONMENTS CREATED', 'KEYS ADDED', 'REVISIONS ADDED', 'MAPPINGS CHANGED', 'SCHEDULES ADDED', 'ROLLOUTS ADDED'],
+    [[res.environmentsCreated, res.keysAdded, res.revisionsAdded, res.mappingsChanged, res.schedulesAdded, res.rolloutsAdded]]));
 }
 
 async function exportCommand(ctx: Ctx): Promise<void> {
@@ -434,4 +370,5 @@ const COMMANDS = {
   audit: auditCommand,
   import: importCommand,
   export: exportCommand,
+  ...SCHEDULE_COMMANDS,
 } satisfies Record<string, (ctx: Ctx) => Promise<void>>;

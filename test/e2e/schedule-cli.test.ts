@@ -1,0 +1,150 @@
+/**
+ * `rcd schedule`, `rcd rollout`, `rcd kill` and `rcd preview` driven as subprocesses against the real
+ * server process: each command's effect checked through the delivery API and the admin API, times
+ * checked before anything is sent, the server's refusals passed on with exit code 1.
+ */
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN, call, startServer, type ServerProcess } from '../helpers/server-process.js';
+
+const AUTH = { authorization: 'Bearer test-admin-token' };
+let srv: ServerProcess;
+let key: string;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function rcd(args: string[], input?: string): Promise<Run> {
+  const env: NodeJS.ProcessEnv = { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token' };
+  delete env.RCD_ADMIN_URL;
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [BIN, ...args, '--admin-url', srv.adminUrl!], { env, cwd: srv.dir }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1;
+      resolve({ code, stdout, stderr });
+    });
+    if (input !== undefined) child.stdin!.end(input);
+  });
+}
+
+async function json<T>(args: string[], input?: string): Promise<T> {
+  const r = await rcd([...args, '--json'], input);
+  if (r.code !== 0) throw new Error(`rcd ${args.join(' ')}: exit ${r.code}\n${r.stderr}`);
+  return JSON.parse(r.stdout) as T;
+}
+
+function isoIn(ms: number): string {
+  return new Date(Date.now() + ms).toISOString();
+}
+
+async function served(id: string): Promise<unknown> {
+  return (await call(srv.url, `/api/v1/config/${id}`, { key })).json;
+}
+
+async function until(cond: () => Promise<boolean>, ms: number): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+beforeAll(async () => {
+  srv = await startServer({ admin: true });
+  await fetch(`${srv.adminUrl}/admin/v1/environments/live`, { method: 'PUT', headers: AUTH });
+  key = ((await (await fetch(`${srv.adminUrl}/admin/v1/environments/live/keys`, { method: 'POST', headers: AUTH })).json()) as { key: string }).key;
+  await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/Shop`, { method: 'PUT', headers: AUTH, body: '{"theme":"default"}' });
+});
+
+afterAll(async () => {
+  await srv?.dispose();
+});
+
+describe('rcd schedule', () => {
+  it('puts a file at a time; ls shows it pending, then applied; the item changes at that time', async () => {
+    const file = join(srv.dir, 'shop.jsonc');
+    writeFileSync(file, '{ // Halloween\n "theme": "halloween" }');
+    const made = await json<{ id: string; status: string; at: string }>(['schedule', 'put', file, '--env', 'live', '--id', 'Shop', '--at', isoIn(1500), '--note', 'Halloween on']);
+    expect(made.status).toBe('pending');
+    const table = await rcd(['schedule', 'ls', '--env', 'live', '--status', 'pending']);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toContain(made.id);
+    expect(table.stdout).toContain('Halloween on');
+    expect(await served('Shop')).toEqual({ theme: 'default' });
+    await until(async () => ((await served('Shop')) as { theme: string }).theme === 'halloween', 10_000);
+    const all = await json<{ schedules: { id: string; status: string }[] }>(['schedule', 'ls']);
+    expect(all.schedules.find((s) => s.id === made.id)?.status).toBe('applied');
+  }, 30_000);
+
+  it('moves and cancels; a multi-op change from a file; mapping and rollback ops', async () => {
+    const later = await json<{ id: string }>(['schedule', 'rollback', '--env', 'live', '--id', 'Shop', '--to', '1', '--at', isoIn(3_600_000)]);
+    // Given with an offset of +01:00, answered in UTC.
+    const target = new Date(Math.ceil((Date.now() + 7_200_000) / 1000) * 1000);
+    const local = new Date(target.getTime() + 3_600_000).toISOString().replace(/\.000Z$/, '+01:00');
+    const moved = await json<{ at: string }>(['schedule', 'mv', later.id, '--env', 'live', '--at', local]);
+    expect(moved.at).toBe(target.toISOString());
+    const cancelled = await rcd(['schedule', 'cancel', later.id, '--env', 'live']);
+    expect(cancelled).toMatchObject({ code: 0, stdout: `cancelled ${later.id}\n` });
+    const mapping = join(srv.dir, 'mapping.json');
+    writeFileSync(mapping, JSON.stringify({ rules: [{ segment: 'vip', when: { vip: true }, patch: { theme: 'gold' } }] }));
+    const m = await json<{ ops: { op: string }[] }>(['schedule', 'mapping', mapping, '--env', 'live', '--id', 'Shop', '--at', isoIn(3_600_000), '--base', '2']);
+    expect(m.ops).toEqual([expect.objectContaining({ op: 'mapping.put', baseRevision: 2 })]);
+    const set = join(srv.dir, 'set.json');
+    writeFileSync(set, JSON.stringify({ at: isoIn(3_600_000), ops: [{ op: 'content.put', id: 'News', json: { a: 1 } }, { op: 'content.delete', id: 'Shop' }] }));
+    const both = await json<{ items: string[] }>(['schedule', 'create', set, '--env', 'live']);
+    expect(both.items).toEqual(['News', 'Shop']);
+    const got = await json<{ ops: { op: string; text?: string }[] }>(['schedule', 'get', (await json<{ schedules: { id: string }[] }>(['schedule', 'ls', '--env', 'live', '--id', 'News'])).schedules[0]!.id, '--env', 'live']);
+    expect(got.ops[0]).toMatchObject({ op: 'content.put', text: '{\n  "a": 1\n}' });
+  });
+
+  it('refuses a time without an offset before sending anything (exit 2), and passes the server\'s refusals on (exit 1)', async () => {
+    const local = await rcd(['schedule', 'rm', '--env', 'live', '--id', 'Shop', '--at', '2030-01-01T00:00:00']);
+    expect(local.code).toBe(2);
+    expect(local.stderr).toContain('RFC 3339');
+    const past = await rcd(['schedule', 'rm', '--env', 'live', '--id', 'Shop', '--at', '2020-01-01T00:00:00Z']);
+    expect(past.code).toBe(1);
+    expect(past.stderr).toContain('invalid_body, HTTP 400');
+    const missing = await rcd(['schedule', 'mapping-rm', '--env', 'live', '--id', 'Nope', '--at', isoIn(60_000)]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('content_not_found, HTTP 404');
+  });
+});
+
+describe('rcd rollout, rcd kill, rcd preview', () => {
+  it('creates a rollout, previews the item at a time, advances it, and kills the rule', async () => {
+    await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/Game`, { method: 'PUT', headers: AUTH, body: '{"curve":"old"}' });
+    await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/Game/mapping`, {
+      method: 'PUT',
+      headers: AUTH,
+      body: JSON.stringify({ rules: [{ segment: 'new-curve', disabled: true, patch: { curve: 'new' } }] }),
+    });
+    const t1 = isoIn(3_600_000);
+    const t2 = isoIn(7_200_000);
+    const created = await json<{ id: string; steps: { mod: number[] }[] }>(['rollout', 'create', '--env', 'live', '--id', 'Game', '--rule', '0', '--steps', `50@${t1},100@${t2}`]);
+    expect(created.steps.map((s) => s.mod)).toEqual([[0, 499], [0, 999]]);
+    const listed = await rcd(['rollout', 'ls', '--env', 'live']);
+    expect(listed.stdout).toContain(created.id);
+    // Previewed after the last step, everyone has it; now, nobody does.
+    const later = await json<{ answer: { data: unknown } }>(['preview', '--env', 'live', '--id', 'Game', '--at', isoIn(8_000_000), '--context', '{"u":"p1"}']);
+    expect(later.answer.data).toEqual({ curve: 'new' });
+    const now = await json<{ answer: { data: unknown } }>(['preview', '--env', 'live', '--id', 'Game', '--context', '{"u":"p1"}']);
+    expect(now.answer.data).toEqual({ curve: 'old' });
+    const advanced = await json<{ steps: { status: string }[] }>(['rollout', 'advance', created.id, '--env', 'live']);
+    expect(advanced.steps.map((s) => s.status)).toEqual(['applied', 'pending']);
+    const killed = await json<{ rule: number; cancelled: string[] }>(['kill', '--env', 'live', '--id', 'Game', '--rule', '0', '--segment', 'new-curve']);
+    expect(killed.rule).toBe(0);
+    expect(killed.cancelled).toHaveLength(1);
+    expect((await json<{ status: string }>(['rollout', 'get', created.id, '--env', 'live'])).status).toBe('cancelled');
+    for (let i = 0; i < 20; i++) {
+      const r = (await call(srv.url, '/api/v1/config/Game/dynamic', { key, body: JSON.stringify({ u: `player-${i}` }) })).json as { data: unknown; meta: { seg: unknown[] } };
+      expect(r.data).toEqual({ curve: 'old' });
+      expect(r.meta.seg).toEqual([]);
+    }
+    const usage = await rcd(['kill', '--env', 'live', '--id', 'Game', '--segment', 'x']);
+    expect(usage.code).toBe(2);
+  });
+});
