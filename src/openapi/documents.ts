@@ -231,6 +231,30 @@ const WRITE_ERRORS: readonly ErrorCode[] = [...ADMIN_COMMON, 'payload_too_large'
 const ENV_PARAM = pathParam('env', 'environment id');
 const ID_PARAM = pathParam('id', 'content id');
 const JSON_BODY_ERRORS: readonly ErrorCode[] = ['invalid_json', 'invalid_body'];
+/** What scheduling a change can be refused with: the write itself, rehearsed (docs/schedule.md). */
+const REHEARSAL_ERRORS: readonly ErrorCode[] = [
+  'invalid_content',
+  'invalid_mapping',
+  'invalid_request',
+  'not_found',
+  'content_not_found',
+  'base_revision_changed',
+  'target_changed',
+  'too_many_schedules',
+];
+const ROLLOUT_PARAM = pathParam('rid', 'rollout id (ro_ + 20 hex)');
+
+function SCHEDULE_FILTERS(acrossEnvironments: boolean): Json[] {
+  return [
+    ...(acrossEnvironments ? [queryParam('env', { type: 'string' }, 'comma-separated environments (within the token\'s scope)')] : []),
+    queryParam('id', { type: 'string' }, acrossEnvironments ? 'only changes naming this content id (with one env)' : 'only changes naming this content id'),
+    queryParam('status', { type: 'string' }, 'comma-separated: pending, paused, applied, failed, cancelled'),
+    queryParam('from', { type: 'string' }, 'due at or after (RFC 3339)'),
+    queryParam('to', { type: 'string' }, 'due before (RFC 3339)'),
+    queryParam('rollout', { type: 'string' }, 'only the steps of this rollout'),
+    queryParam('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'default 100'),
+  ];
+}
 
 function adminDocument(schemas: Record<string, Json>): Json {
   const read = (summary: string, schema: string, errors: readonly ErrorCode[] = [], params?: Json[]): Json =>
@@ -282,12 +306,65 @@ function adminDocument(schemas: Record<string, Json>): Json {
     '/admin/v1/environments/{env}/content/{id}/preview': {
       parameters: [ENV_PARAM, ID_PARAM],
       post: operation({
-        summary: 'What the delivery API answers a user context (a read: nothing written or audited)',
+        summary: 'What the delivery API answers a user context, now or as the item will be at a time (a read: nothing written or audited)',
+        params: [queryParam('at', { type: 'string' }, 'RFC 3339 time with an offset: the item with its pending scheduled changes due by then applied (docs/schedule.md)')],
         body: { schema: REF('UserContext') },
         ok: { '200': ['the answer and the rules as this user meets them', 'Preview'] },
-        errors: [...ADMIN_COMMON, 'invalid_json', 'invalid_body', 'not_found', 'content_not_found'],
+        errors: [...ADMIN_COMMON, 'invalid_json', 'invalid_body', 'invalid_query', 'not_found', 'content_not_found'],
       }, 'admin'),
     },
+    '/admin/v1/environments/{env}/content/{id}/kill': {
+      parameters: [ENV_PARAM, ID_PARAM],
+      post: write(
+        'The kill switch: disable a rule (or every rule) of the mapping and cancel the item\'s scheduled changes, at once',
+        { '200': ['disabled', 'Killed', PROPAGATION_HEADER] },
+        [...JSON_BODY_ERRORS, 'not_found', 'content_not_found', 'target_changed'],
+        undefined,
+        { schema: REF('KillBody'), required: false },
+      ),
+    },
+    '/admin/v1/schedules': {
+      get: read('Scheduled changes of every environment in the token\'s scope, oldest due first', 'ScheduleList', ['invalid_query'], SCHEDULE_FILTERS(true)),
+    },
+    '/admin/v1/environments/{env}/schedules': {
+      parameters: [ENV_PARAM],
+      post: write('Schedule a change (checked now as the write itself would be)', { '201': ['scheduled', 'Schedule'] }, [...JSON_BODY_ERRORS, ...REHEARSAL_ERRORS], undefined, { schema: REF('ScheduleBody') }),
+      get: read('Scheduled changes of the environment, oldest due first', 'ScheduleList', ['invalid_query'], SCHEDULE_FILTERS(false)),
+    },
+    '/admin/v1/environments/{env}/schedules/{sid}': {
+      parameters: [ENV_PARAM, pathParam('sid', 'schedule id (sch_ + 20 hex)')],
+      get: read('One scheduled change, with its texts and mappings', 'Schedule', ['not_found']),
+      patch: write('Move a pending or paused change (checked again at its new time)', { '200': ['moved', 'Schedule'] }, [...JSON_BODY_ERRORS, ...REHEARSAL_ERRORS, 'conflict'], undefined, { schema: REF('ScheduleMove') }),
+      delete: write('Cancel a pending or paused change', { '200': ['cancelled', 'Schedule'] }, ['not_found', 'conflict']),
+    },
+    '/admin/v1/environments/{env}/rollouts': {
+      parameters: [ENV_PARAM],
+      post: write('Create a staged rollout (its steps are scheduled changes)', { '201': ['created', 'Rollout'] }, [...JSON_BODY_ERRORS, ...REHEARSAL_ERRORS], undefined, { schema: REF('RolloutBody') }),
+      get: read('Rollouts of the environment, newest first', 'RolloutList', ['invalid_query'], [
+        queryParam('id', { type: 'string' }, 'only the rollouts of this content id'),
+        queryParam('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'default 100'),
+      ]),
+    },
+    '/admin/v1/environments/{env}/rollouts/{rid}': {
+      parameters: [ENV_PARAM, ROLLOUT_PARAM],
+      get: read('One rollout and its steps', 'Rollout', ['not_found']),
+    },
+    ...Object.fromEntries(
+      (
+        [
+          ['pause', 'Hold its pending steps'],
+          ['resume', 'Make its held steps pending again (a step whose time passed applies at once)'],
+          ['advance', 'Apply its next step now'],
+          ['rollback', 'Cancel its open steps and restore the rule as it was before the rollout, now'],
+        ] as const
+      ).map(([action, summary]) => [
+        `/admin/v1/environments/{env}/rollouts/{rid}/${action}`,
+        {
+          parameters: [ENV_PARAM, ROLLOUT_PARAM],
+          post: write(summary, { '200': ['done', 'Rollout', PROPAGATION_HEADER] }, ['not_found', 'conflict', ...(action === 'rollback' ? (['target_changed', 'invalid_mapping'] as const) : [])]),
+        },
+      ]),
+    ),
     '/admin/v1/environments/{env}/sync': {
       parameters: [ENV_PARAM],
       post: write('Copy newest revisions and mappings to another environment', { '200': ['report', 'SyncReport', PROPAGATION_HEADER] }, [...JSON_BODY_ERRORS, 'not_found', 'content_not_found'], undefined, { schema: REF('SyncBody') }),
@@ -327,7 +404,11 @@ function adminDocument(schemas: Record<string, Json>): Json {
   addAccessErrors(paths);
   return {
     openapi: '3.1.0',
-    info: { title: 'rcd admin API', version: '1', description: 'Management of environments, keys, content, mappings, sync, bundles, webhooks and the audit log (docs/admin.md).' },
+    info: {
+      title: 'rcd admin API',
+      version: '1',
+      description: 'Management of environments, keys, content, mappings, sync, bundles, webhooks, the audit log (docs/admin.md), and scheduled changes, rollouts and the kill switch (docs/schedule.md).',
+    },
     servers: [{ url: '/' }],
     security: [{ adminToken: [] }],
     tags: [{ name: 'admin' }],
@@ -338,6 +419,7 @@ function adminDocument(schemas: Record<string, Json>): Json {
         'ContentList', 'ContentPut', 'ContentDetail', 'ContentDeleted', 'Mapping', 'MappingPut', 'MappingDeleted', 'SyncBody', 'SyncReport',
         'Bundle', 'ImportReport', 'WebhookBody', 'WebhookCreated', 'WebhookList', 'WebhookDeleted', 'DeadLetters', 'AuditList',
         'TokenBody', 'TokenCreated', 'TokenList', 'TokenRevoked', 'Preview', 'UserContext', 'Segment',
+        'ChangeOp', 'ScheduleBody', 'ScheduleMove', 'Schedule', 'ScheduleList', 'RolloutBody', 'Rollout', 'RolloutList', 'KillBody', 'Killed',
       ]),
       securitySchemes: { adminToken: { type: 'http', scheme: 'bearer' } },
     },

@@ -15,6 +15,9 @@ import { TOKEN_ROLES } from '../admin/server/access.js';
 import { ERROR_STATUS, type ErrorCode } from '../runtime/errors.js';
 import { BundleSchema } from '../store/bundle/bundle.js';
 import { ENV_ID } from '../store/ids.js';
+import { ChangeOpSchema, MAX_OPS } from '../store/schedule/changes.js';
+import { MAX_ROLLOUT_STEPS } from '../store/schedule/rollouts.js';
+import { SCHEDULE_STATUSES } from '../store/schedule/rows.js';
 
 /** Every schema named in the documents' components, by component name. */
 export const registry = z.registry<{ id: string }>();
@@ -302,3 +305,78 @@ export const AuditList = named(
     ),
   }),
 );
+
+// ---- scheduled changes, rollouts, the kill switch (docs/schedule.md) ----
+
+const INSTANT = z.string().describe('RFC 3339 time with an offset, e.g. 2026-10-31T00:00:00Z');
+const SCHEDULE_ERROR = z.strictObject({ code: z.string(), message: z.string() }).nullable();
+
+export const ChangeOp = named('ChangeOp', ChangeOpSchema, 'One admin write of a scheduled change (docs/schedule.md, "Ops")');
+export const ScheduleBody = named(
+  'ScheduleBody',
+  z.object({ at: INSTANT, ops: z.array(ChangeOp).min(1).max(MAX_OPS), note: z.string().max(1000).optional() }),
+  'A change set and the time it takes effect',
+);
+export const ScheduleMove = named('ScheduleMove', z.object({ at: INSTANT }));
+const scheduleShape = {
+  id: z.string().regex(/^sch_[0-9a-f]{20}$/),
+  env: z.string(),
+  at: TIME,
+  status: z.enum(SCHEDULE_STATUSES),
+  items: z.array(z.string()),
+  ops: z.array(z.record(z.string(), z.unknown())).describe('In a listing, content texts and mappings are left out (bytes says how big)'),
+  note: z.string(),
+  rollout: z.strictObject({ id: z.string(), step: z.number().int().nullable() }).nullable(),
+  createdAt: TIME,
+  createdBy: z.string(),
+  tokenId: z.string(),
+  settledAt: TIME.nullable(),
+  lateMs: z.number().int().nullable(),
+  error: SCHEDULE_ERROR,
+  cancelReason: z.string().nullable(),
+  results: z.unknown().nullable(),
+};
+export const Schedule = named('Schedule', written(scheduleShape), 'A scheduled change');
+export const ScheduleList = named('ScheduleList', z.strictObject({ schedules: z.array(z.strictObject(scheduleShape)) }));
+export const RolloutBody = named(
+  'RolloutBody',
+  z.object({
+    id: z.string().min(1),
+    rule: z.number().int().min(0),
+    variant: z.string().min(1).nullable().optional(),
+    start: z.number().int().min(0).max(999).nullable().optional(),
+    steps: z.array(z.object({ percent: z.number(), at: INSTANT })).min(1).max(MAX_ROLLOUT_STEPS),
+    note: z.string().max(1000).optional(),
+  }),
+  'A staged rollout: each step widens the rule\'s (or the variant\'s) mod range from start',
+);
+const rolloutShape = {
+  id: z.string().regex(/^ro_[0-9a-f]{20}$/),
+  env: z.string(),
+  contentId: z.string(),
+  rule: z.number().int(),
+  segment: z.string(),
+  variant: z.string().nullable(),
+  start: z.number().int(),
+  status: z.enum(['active', 'paused', 'completed', 'rolled_back', 'cancelled']),
+  before: z.strictObject({ disabled: z.boolean(), mod: z.tuple([z.number().int(), z.number().int()]).nullable() }),
+  note: z.string(),
+  createdAt: TIME,
+  createdBy: z.string(),
+  steps: z.array(
+    z.strictObject({
+      percent: z.number(),
+      at: TIME,
+      mod: z.tuple([z.number().int(), z.number().int()]),
+      scheduleId: z.string(),
+      status: z.enum(SCHEDULE_STATUSES),
+      dueAt: TIME,
+      settledAt: TIME.nullable(),
+      error: SCHEDULE_ERROR,
+    }),
+  ),
+};
+export const Rollout = named('Rollout', written({ ...rolloutShape, applied: z.record(z.string(), z.unknown()).nullable().optional().describe('advance: the step it applied') }), 'A staged rollout and its steps');
+export const RolloutList = named('RolloutList', z.strictObject({ rollouts: z.array(z.strictObject(rolloutShape)) }));
+export const KillBody = named('KillBody', z.object({ rule: z.number().int().min(0).optional(), segment: z.string().min(1).optional() }), 'Without rule: every rule of the mapping');
+export const Killed = named('Killed', written({ id: z.string(), rule: z.number().int().nullable(), mappingId: z.number().int(), ruleCount: z.number().int(), cancelled: z.array(z.string()) }));

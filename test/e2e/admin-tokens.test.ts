@@ -137,6 +137,21 @@ const DOCUMENTED_GRANTS: Record<string, string> = {
   'POST tokens': 'admin all',
   'GET tokens': 'admin all',
   'DELETE tokens/:name': 'admin all',
+  // Scheduled changes, rollouts, the kill switch: docs/schedule.md, "API".
+  'GET schedules': 'read own',
+  'POST environments/:env/schedules': 'editor env',
+  'GET environments/:env/schedules': 'read env',
+  'GET environments/:env/schedules/:sid': 'read env',
+  'PATCH environments/:env/schedules/:sid': 'editor env',
+  'DELETE environments/:env/schedules/:sid': 'editor env',
+  'POST environments/:env/rollouts': 'editor env',
+  'GET environments/:env/rollouts': 'read env',
+  'GET environments/:env/rollouts/:rid': 'read env',
+  'POST environments/:env/rollouts/:rid/pause': 'editor env',
+  'POST environments/:env/rollouts/:rid/resume': 'editor env',
+  'POST environments/:env/rollouts/:rid/advance': 'editor env',
+  'POST environments/:env/rollouts/:rid/rollback': 'editor env',
+  'POST environments/:env/content/:id/kill': 'editor env',
 };
 
 describe('the route table', () => {

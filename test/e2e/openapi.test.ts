@@ -60,7 +60,7 @@ const raw: Record<'delivery' | 'admin', unknown> = {} as Record<'delivery' | 'ad
 const observed: Observed[] = [];
 
 beforeAll(async () => {
-  srv = await startServer({ admin: true, bundle: BUNDLE, args: ['--max-body', '2000', '--stream-jitter-ms', '0'] });
+  srv = await startServer({ admin: true, bundle: BUNDLE, args: ['--max-body', '2000', '--stream-jitter-ms', '0', '--schedule-max-pending', '6'] });
   tight = await startServer({ bundle: BUNDLE, args: ['--max-streams', '0', '--max-pending', '1', '--max-combine-ids', '1', '--threads', '1'] });
   for (const name of ['delivery', 'admin'] as const) {
     // No token: the reference is public on the admin listener.
@@ -258,6 +258,46 @@ describe('OpenAPI documents', () => {
     await admin('DELETE', `environments/staging/keys/${key.id}`);
     await admin('DELETE', 'environments/staging/content/Cfg');
     await admin('DELETE', 'environments/staging');
+
+    // Scheduled changes, rollouts and the kill switch (docs/schedule.md), on an item of their own.
+    const inHour = new Date(Date.now() + 3_600_000).toISOString();
+    const inTwo = new Date(Date.now() + 7_200_000).toISOString();
+    await admin('PUT', 'environments/live/content/Sched', '{"a":1}');
+    await admin('PUT', 'environments/live/content/Sched/mapping', JSON.stringify({ rules: [{ segment: 'r', disabled: true, patch: { a: 2 } }, { segment: 'q', patch: { b: 1 } }] }));
+    const sch = (await (await admin('POST', 'environments/live/schedules', JSON.stringify({ at: inHour, ops: [{ op: 'content.put', id: 'Sched', json: { a: 3 } }], note: 'n' }))).json()) as { id: string };
+    await admin('GET', 'environments/live/schedules?status=pending,applied&id=Sched');
+    await admin('GET', 'schedules?env=live');
+    await admin('GET', `environments/live/schedules/${sch.id}`);
+    await admin('PATCH', `environments/live/schedules/${sch.id}`, JSON.stringify({ at: inTwo }));
+    await admin('POST', `environments/live/content/Sched/preview?at=${encodeURIComponent(inTwo)}`, '{"u":"p1"}');
+    await admin('DELETE', `environments/live/schedules/${sch.id}`);
+    await admin('DELETE', `environments/live/schedules/${sch.id}`);
+    const ro = (await (await admin('POST', 'environments/live/rollouts', JSON.stringify({ id: 'Sched', rule: 0, steps: [{ percent: 10, at: inHour }, { percent: 100, at: inTwo }] }))).json()) as { id: string };
+    await admin('GET', 'environments/live/rollouts?id=Sched');
+    await admin('GET', `environments/live/rollouts/${ro.id}`);
+    await admin('POST', `environments/live/rollouts/${ro.id}/pause`);
+    await admin('POST', `environments/live/rollouts/${ro.id}/resume`);
+    await admin('POST', `environments/live/rollouts/${ro.id}/advance`);
+    await admin('POST', `environments/live/rollouts/${ro.id}/rollback`);
+    await admin('POST', `environments/live/rollouts/${ro.id}/pause`);
+    await admin('POST', 'environments/live/content/Sched/kill', '{"rule":1,"segment":"q"}');
+    await admin('POST', 'environments/live/content/Sched/kill');
+    await admin('POST', 'environments/live/content/Sched/kill', '{"rule":0,"segment":"not-r"}');
+    await admin('GET', 'environments/live/schedules/sch_00000000000000000000');
+    await admin('GET', 'environments/live/rollouts/ro_00000000000000000000');
+    await admin('POST', 'environments/live/schedules', JSON.stringify({ at: inHour, ops: [{ op: 'content.put', id: 'Sched', json: {}, baseRevision: 9 }] }));
+    await admin('POST', 'environments/live/schedules', JSON.stringify({ at: inHour, ops: [{ op: 'rule.set', id: 'Sched', rule: 0, segment: 'elsewhere', mod: [0, 9] }] }));
+    await admin('POST', 'environments/live/schedules', JSON.stringify({ at: inHour, ops: [{ op: 'mapping.put', id: 'Sched', mapping: { rules: [{ segment: 's', patch: { a: 1 }, bogus: 1 }] } }] }));
+    await admin('POST', 'environments/live/schedules', JSON.stringify({ at: inHour, ops: [{ op: 'content.put', id: 'Sched', text: '{ nope' }] }));
+    await admin('POST', 'environments/live/schedules', JSON.stringify({ at: inHour, ops: [{ op: 'content.put', id: ' bad id', json: {} }] }));
+    await admin('POST', 'environments/live/schedules', JSON.stringify({ at: inHour, ops: [{ op: 'content.rollback', id: 'Sched', to: 99 }] }));
+    await admin('POST', 'environments/live/schedules', JSON.stringify({ at: inHour, ops: [{ op: 'mapping.delete', id: 'Missing' }] }));
+    await admin('GET', 'environments/live/schedules?status=nope');
+    // --schedule-max-pending 6: the seventh open change is refused.
+    for (let i = 0; i < 7; i++) {
+      const r = await admin('POST', 'environments/live/schedules', JSON.stringify({ at: inHour, ops: [{ op: 'content.put', id: `Many${i}`, json: { n: i } }] }));
+      if (r.status === 409) break;
+    }
 
     await admin('GET', 'environments', undefined, {});
     await admin('POST', 'environments/live/keys', '{', AUTH);

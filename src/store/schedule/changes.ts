@@ -24,7 +24,8 @@ export const MAX_OPS = 1000;
 const BASE = z.number().int().min(0).max(2_147_483_647).optional();
 const MOD = z.tuple([z.number().int().min(0).max(999), z.number().int().min(0).max(999)]);
 
-const OpSchema = z.discriminatedUnion('op', [
+/** One op of a change set as the API takes it (the OpenAPI document reuses it). */
+export const ChangeOpSchema = z.discriminatedUnion('op', [
   z.strictObject({
     op: z.literal('content.put'),
     id: z.string(),
@@ -51,7 +52,7 @@ const OpSchema = z.discriminatedUnion('op', [
 ]);
 
 /** The API's form of an op (what is stored, listed and exported). */
-export type ChangeOp = z.infer<typeof OpSchema>;
+export type ChangeOp = z.infer<typeof ChangeOpSchema>;
 
 export const OP_NAMES = ['content.put', 'content.delete', 'content.rollback', 'mapping.put', 'mapping.delete', 'sync', 'rule.set'] as const;
 
@@ -74,7 +75,7 @@ export function parseOps(raw: unknown, envId: string): ChangeOp[] {
 }
 
 function parseOp(raw: unknown, index: number, envId: string): ChangeOp {
-  const parsed = OpSchema.safeParse(raw);
+  const parsed = ChangeOpSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const where = ['ops', index, ...issue.path].join('.');
