@@ -121,6 +121,8 @@ export interface PreviewRule {
   segment: string;
   applied: boolean;
   variant: string | null;
+  /** `"disabled": true` in the mapping (the kill switch). */
+  disabled: boolean;
 }
 
 export interface Preview {
@@ -174,4 +176,46 @@ export interface AuditEntry {
   env: string | null;
   target: string | null;
   detail: unknown;
+}
+
+export type ScheduleStatus = 'pending' | 'paused' | 'applied' | 'failed' | 'cancelled';
+
+/** A scheduled change as the admin API answers it (docs/schedule.md). */
+export interface Schedule {
+  id: string;
+  env: string;
+  at: string;
+  status: ScheduleStatus;
+  items: string[];
+  ops: ({ op: string; id?: string; to?: string | number; bytes?: number } & Record<string, unknown>)[];
+  note: string;
+  rollout: { id: string; step: number | null } | null;
+  createdAt: string;
+  createdBy: string;
+  settledAt: string | null;
+  lateMs: number | null;
+  error: { code: string; message: string } | null;
+  cancelReason: string | null;
+}
+
+export interface RolloutStep {
+  percent: number;
+  at: string;
+  mod: [number, number];
+  scheduleId: string;
+  status: ScheduleStatus;
+  settledAt: string | null;
+  error: { code: string; message: string } | null;
+}
+
+export interface Rollout {
+  id: string;
+  contentId: string;
+  rule: number;
+  segment: string;
+  variant: string | null;
+  start: number;
+  status: 'active' | 'paused' | 'completed' | 'rolled_back' | 'cancelled';
+  note: string;
+  steps: RolloutStep[];
 }

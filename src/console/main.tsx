@@ -13,6 +13,7 @@ import { ContentList } from './screens/content-list.js';
 import { Environments } from './screens/environments.js';
 import { Keys } from './screens/keys.js';
 import { Promote } from './screens/promote.js';
+import { ScheduleScreen } from './screens/schedule.js';
 import { Webhooks } from './screens/webhooks.js';
 
 function useHash(): string {
@@ -29,6 +30,7 @@ function Screen({ hash }: { hash: string }): preact.JSX.Element {
   const parts = hash.replace(/^#\/?/, '').split('/').map((p) => decodeURIComponent(p));
   if (parts[0] === 'env' && parts[1] !== undefined) {
     if (parts[2] === 'keys') return <Keys env={parts[1]} />;
+    if (parts[2] === 'schedule') return <ScheduleScreen env={parts[1]} />;
     if (parts[2] === 'content' && parts[3] !== undefined) return <ContentItem key={`${parts[1]}/${parts[3]}`} env={parts[1]} id={parts[3]} />;
     return <ContentList env={parts[1]} />;
   }

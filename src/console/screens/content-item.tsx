@@ -8,6 +8,7 @@ import { Editor, jsoncDiagnostics } from '../editor.js';
 import { jsoncProblem } from '../jsonc-check.js';
 import { Diff, ErrorBox, Status, useLoad, when } from '../ui.js';
 import { MappingPanel } from './mapping.js';
+import { ScheduleForm, Timeline } from '../schedule-ui.js';
 
 const NEW_TEXT = '{\n  // a comment stays in the stored text and is stripped on delivery\n}\n';
 
@@ -82,6 +83,84 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
       </form>
       {item !== null && item !== undefined && <History item={item} path={path} onChange={detail.reload} />}
       {item !== null && item !== undefined && <MappingPanel env={env} item={item} onChange={detail.reload} />}
+      {item !== null && item !== undefined && item.mapping !== null && <KillSwitch env={env} item={item} onChange={detail.reload} />}
+      <ItemSchedule env={env} id={id} text={newest?.text} />
+    </section>
+  );
+}
+
+/** The item's own timeline, and a change of it to schedule. */
+function ItemSchedule({ env, id, text }: { env: string; id: string; text: string | undefined }): preact.JSX.Element {
+  const [refresh, setRefresh] = useState(0);
+  return (
+    <section aria-labelledby="item-schedule-title">
+      <h3 id="item-schedule-title">Schedule</h3>
+      <ScheduleForm env={env} id={id} initialText={text} onScheduled={() => setRefresh((n) => n + 1)} />
+      <Timeline env={env} id={id} refresh={refresh} />
+    </section>
+  );
+}
+
+/**
+ * The kill switch (docs/schedule.md): one rule, or every rule, of the mapping disabled at once and
+ * the item's scheduled changes cancelled, after a confirmation that says so.
+ */
+function KillSwitch({ env, item, onChange }: { env: string; item: ContentDetail; onChange: () => void }): preact.JSX.Element {
+  const rules = item.mapping?.rules ?? [];
+  const [target, setTarget] = useState('all');
+  const [confirming, setConfirming] = useState(false);
+  const [status, setStatus] = useState('');
+  const [error, setError] = useState<unknown>(null);
+  const rule = target === 'all' ? null : Number(target);
+  const what = rule === null ? 'every rule of the mapping' : `rule ${rule} (${rules[rule]?.segment ?? ''})`;
+
+  async function kill(): Promise<void> {
+    try {
+      const body = rule === null ? {} : { rule, segment: rules[rule]?.segment };
+      const r = await api<{ ruleCount: number; cancelled: string[] }>('POST', `environments/${seg(env)}/content/${seg(item.id)}/kill`, body);
+      setStatus(`Killed ${what}: ${r.ruleCount} rules still apply; ${r.cancelled.length} scheduled change(s) cancelled.`);
+      setError(null);
+      setConfirming(false);
+      onChange();
+    } catch (err) {
+      setError(err);
+    }
+  }
+
+  return (
+    <section aria-labelledby="kill-title">
+      <h3 id="kill-title">Kill switch</h3>
+      <div class="row">
+        <label>
+          Disable{' '}
+          <select value={target} onChange={(e) => setTarget(e.currentTarget.value)}>
+            <option value="all">every rule</option>
+            {rules.map((r, i) => (
+              <option key={i} value={String(i)}>
+                rule {i}: {r.segment}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button type="button" onClick={() => setConfirming(true)}>
+          Kill switch…
+        </button>
+      </div>
+      {confirming && (
+        <div role="alertdialog" aria-labelledby="kill-confirm" class="confirm">
+          <p id="kill-confirm">
+            Disable {what} of {item.id} for every player now, and cancel every scheduled change of {item.id}?
+          </p>
+          <button type="button" onClick={() => void kill()} autoFocus>
+            Yes, kill {what}
+          </button>
+          <button type="button" onClick={() => setConfirming(false)}>
+            Keep it
+          </button>
+        </div>
+      )}
+      {status !== '' && <Status>{status}</Status>}
+      <ErrorBox error={error} />
     </section>
   );
 }

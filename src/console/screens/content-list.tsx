@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, seg, type ContentSummary } from '../api.js';
 import { ErrorBox, useLoad, when } from '../ui.js';
+import { EnvNav } from './env-nav.js';
 
 export function ContentList({ env }: { env: string }): preact.JSX.Element {
   const list = useLoad(() => api<{ content: ContentSummary[] }>('GET', `environments/${seg(env)}/content`), [env]);
@@ -13,6 +14,7 @@ export function ContentList({ env }: { env: string }): preact.JSX.Element {
   return (
     <section aria-labelledby="content-title">
       <h2 id="content-title">Content of {env}</h2>
+      <EnvNav env={env} current="content" />
       <form
         class="row"
         onSubmit={(e) => {

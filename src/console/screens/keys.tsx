@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, seg, type Key } from '../api.js';
 import { ErrorBox, Status, useLoad, when } from '../ui.js';
+import { EnvNav } from './env-nav.js';
 
 export function Keys({ env }: { env: string }): preact.JSX.Element {
   const list = useLoad(() => api<{ keys: Key[] }>('GET', `environments/${seg(env)}/keys`), [env]);
@@ -33,6 +34,7 @@ export function Keys({ env }: { env: string }): preact.JSX.Element {
   return (
     <section aria-labelledby="keys-title">
       <h2 id="keys-title">API keys of {env}</h2>
+      <EnvNav env={env} current="keys" />
       <button type="button" onClick={() => void create()}>
         Create key
       </button>

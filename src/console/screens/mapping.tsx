@@ -9,6 +9,7 @@ import { api, ApiError, seg, type ContentDetail, type Mapping, type MappingProbl
 import { Editor } from '../editor.js';
 import { lineColumn, locateJsonError } from '../../store/jsonc.js';
 import { ErrorBox, Status } from '../ui.js';
+import { bothZones, instantOf, TimeInput, type Zone } from '../schedule-ui.js';
 
 const EXAMPLE = '{\n  "rules": []\n}\n';
 
@@ -109,7 +110,7 @@ export function MappingPanel({ env, item, onChange }: { env: string; item: Conte
         </div>
       )}
       {item.mapping !== null && <ModTable mapping={item.mapping} />}
-      {item.mapping !== null && <PreviewForm path={path} />}
+      <PreviewForm path={path} />
     </section>
   );
 }
@@ -158,10 +159,18 @@ function ModTable({ mapping }: { mapping: Mapping }): preact.JSX.Element | null 
   );
 }
 
+/**
+ * What the wrapped endpoint answers one user context: now, or as the item will be at a chosen time
+ * (its pending scheduled changes due by then applied by the server in a transaction it rolls back).
+ */
 function PreviewForm({ path }: { path: string }): preact.JSX.Element {
   const [u, setU] = useState('');
   const [p, setP] = useState('{}');
   const [v, setV] = useState('');
+  const [later, setLater] = useState(false);
+  const [atValue, setAtValue] = useState('');
+  const [zone, setZone] = useState<Zone>('local');
+  const [shownAt, setShownAt] = useState<string | null>(null);
   const [result, setResult] = useState<Preview | null>(null);
   const [error, setError] = useState<unknown>(null);
 
@@ -176,8 +185,14 @@ function PreviewForm({ path }: { path: string }): preact.JSX.Element {
     }
     const body: Record<string, unknown> = { u, p: attrs };
     if (v.trim() !== '') body.v = v.trim();
+    const at = later ? instantOf(atValue, zone) : null;
+    if (later && at === null) {
+      setError(new Error('choose the time to preview'));
+      return;
+    }
     try {
-      setResult(await api<Preview>('POST', `${path}/preview`, body));
+      setResult(await api<Preview>('POST', `${path}/preview${at === null ? '' : `?at=${encodeURIComponent(at)}`}`, body));
+      setShownAt(at);
       setError(null);
     } catch (err) {
       setResult(null);
@@ -198,13 +213,20 @@ function PreviewForm({ path }: { path: string }): preact.JSX.Element {
         <label>
           App version (v) <input value={v} onInput={(e) => setV(e.currentTarget.value)} placeholder="X.Y.Z (optional)" />
         </label>
+        <label>
+          <span>
+            <input type="checkbox" checked={later} onChange={(e) => setLater(e.currentTarget.checked)} /> As it will be at a time
+          </span>
+        </label>
+        {later && <TimeInput label="Preview at" value={atValue} zone={zone} onValue={setAtValue} onZone={setZone} />}
         <button type="submit">Preview</button>
       </form>
       <ErrorBox error={error} />
       {result !== null && (
         <div role="region" aria-label="Preview result">
           <p>
-            uid {result.uid}, <strong>mod {result.mod}</strong>, revision {result.revision}
+            {shownAt === null ? 'Now' : `As it will be at ${bothZones(shownAt)} (nothing stored)`}: uid {result.uid}, <strong>mod {result.mod}</strong>, revision{' '}
+            {result.revision}
           </p>
           <table>
             <caption>Rules for this user</caption>
@@ -213,6 +235,7 @@ function PreviewForm({ path }: { path: string }): preact.JSX.Element {
                 <th scope="col">Rule</th>
                 <th scope="col">Applied</th>
                 <th scope="col">Variant (A/B group)</th>
+                <th scope="col">Switched off</th>
               </tr>
             </thead>
             <tbody>
@@ -223,6 +246,7 @@ function PreviewForm({ path }: { path: string }): preact.JSX.Element {
                   </th>
                   <td>{r.applied ? 'yes' : 'no'}</td>
                   <td>{r.variant ?? ''}</td>
+                  <td>{r.disabled ? "switched off (kill switch)" : ""}</td>
                 </tr>
               ))}
             </tbody>
