@@ -85,9 +85,9 @@ describe('POST /environments/:env/content/:id/preview', () => {
     expect(r.json.uid).toBe(userUid(u));
     expect(r.json.revision).toBe(1);
     expect(r.json.rules).toEqual([
-      { index: 0, segment: 'gold', applied: true, variant: null },
-      { index: 1, segment: 'theme-test', applied: true, variant: 'dark' },
-      { index: 2, segment: 'new-app', applied: true, variant: null },
+      { index: 0, segment: 'gold', applied: true, variant: null, disabled: false },
+      { index: 1, segment: 'theme-test', applied: true, variant: 'dark', disabled: false },
+      { index: 2, segment: 'new-app', applied: true, variant: null, disabled: false },
     ]);
     const outside = await adm('POST', 'environments/staging/content/Shop/preview', { u: userIn(300, 499, 'y') });
     expect((outside.json.rules as { applied: boolean }[]).map((x) => x.applied)).toEqual([false, false, false]);
