@@ -245,7 +245,7 @@ describe.each(STORE_KINDS)('scheduled changes in bundles (%s)', (kind) => {
     const at = (ms: number): string => new Date(Date.now() + ms).toISOString();
     const bundle = {
       environments: { live: { content: { Shop: { json: { level: 1 }, mapping: { rules: [{ segment: 'new', disabled: true, patch: { level: 2 } }] } } } } },
-      schedules: [{ env: 'live', at: at(60_000), ops: [{ op: 'content.put', id: 'Event', json: { on: true } }], note: 'event on' }],
+      schedules: [{ env: 'live', at: at(30_000), ops: [{ op: 'content.put', id: 'Event', json: { on: true } }], note: 'event on' }],
       rollouts: [{ env: 'live', id: 'Shop', rule: 0, steps: [{ percent: 10, at: at(60_000) }, { percent: 100, at: at(120_000) }] }],
     };
     expect(await store.importBundle(bundle)).toMatchObject({ environmentsCreated: 1, schedulesAdded: 1, rolloutsAdded: 1 });
