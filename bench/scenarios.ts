@@ -113,6 +113,7 @@ function contextPool(
   method: 'GET' | 'POST',
   path: string,
   attributes: (rand: () => number) => Record<string, unknown>,
+  headers: Readonly<Record<string, string>> = JSON_HEADERS,
 ): RequestEntry[] {
   const rand = prng(seed);
   const users = userIds(seed);
@@ -121,7 +122,7 @@ function contextPool(
     const u = pick(rand, users);
     const p = attributes(rand);
     const v = pick(rand, VERSIONS);
-    out.push({ method, path, headers: JSON_HEADERS, body: contextBody(u, p, v), ctx: { u, p, v, expectStatus: 200, expectCode: '' } });
+    out.push({ method, path, headers, body: contextBody(u, p, v), ctx: { u, p, v, expectStatus: 200, expectCode: '' } });
   }
   return out;
 }
@@ -339,6 +340,37 @@ function combineScenario(): Scenario {
   };
 }
 
+/** The first 50 items of the catalog environment (one in ten with a mapping): a game's whole configuration at start-up. */
+export const COMBINE_50_IDS: readonly string[] = Array.from({ length: 50 }, (_, i) => `Cfg${String(i).padStart(3, '0')}`);
+
+function combine50Scenario(): Scenario {
+  const path = `/api/v1/combine?c=${encodeURIComponent(JSON.stringify(COMBINE_50_IDS))}&dynamic=true`;
+  const first = `{"${COMBINE_50_IDS[0] as string}":{"data":`;
+  const lastKey = `"${COMBINE_50_IDS[COMBINE_50_IDS.length - 1] as string}":{"data":`;
+  const items = (): Readonly<Record<string, FixtureItem>> => fixtureSet().environments[CATALOG_ENV] as Record<string, FixtureItem>;
+  return {
+    name: 'combine-50',
+    number: 11,
+    title: `combine of ${COMBINE_50_IDS.length} ids, dynamic (one in ten mapped): a whole configuration at start-up`,
+    expectedStatuses: [200],
+    pool: (seed) => contextPool(seed, 'POST', path, userAttributes, CATALOG_HEADERS),
+    verifyBody: (body) => body.startsWith(first) && body.endsWith(']}}}') && body.lastIndexOf(lastKey) > 0,
+    validate(entry, status, body) {
+      const s = validateStatus(entry, status, body);
+      if (s !== null) return s;
+      const { value, problem } = parseOrProblem(body);
+      if (problem !== null) return problem;
+      const obj = value as Record<string, unknown>;
+      if (!isDeepStrictEqual(Object.keys(obj), [...COMBINE_50_IDS])) return `combine keys ${Object.keys(obj).join(',')}`;
+      for (const id of COMBINE_50_IDS) {
+        const w = checkWrapped(items()[id] as FixtureItem, entry.ctx, obj[id], false);
+        if (w.problem !== null) return `${id}: ${w.problem}`;
+      }
+      return null;
+    },
+  };
+}
+
 function catalogScenario(): Scenario {
   const items = (): Readonly<Record<string, FixtureItem>> => fixtureSet().environments[CATALOG_ENV] as Record<string, FixtureItem>;
   return {
@@ -542,6 +574,7 @@ export const SCENARIOS: readonly Scenario[] = [
   badScenario(),
   ofrepFlagScenario(),
   ofrepBulkScenario(),
+  combine50Scenario(),
 ];
 
 export function scenarioByName(name: string): Scenario {
@@ -613,6 +646,10 @@ export function syntheticResponse(s: Scenario, entry: RequestEntry): { status: n
       return { status: 200, body: wrap(benchItem(MAPPED_ID), s.name === 'mapped-serialized', ab) };
     case 'combine':
       return { status: 200, body: `{${COMBINE_IDS.map((id) => `"${id}":${wrap(benchItem(id), false, id === MAPPED_ID ? ab : '[]')}`).join(',')}}` };
+    case 'combine-50': {
+      const items = fixtureSet().environments[CATALOG_ENV] as Record<string, FixtureItem>;
+      return { status: 200, body: `{${COMBINE_50_IDS.map((id) => `"${id}":${wrap(items[id] as FixtureItem, false, '[]')}`).join(',')}}` };
+    }
     case 'catalog': {
       const items = fixtureSet().environments[CATALOG_ENV] as Record<string, FixtureItem>;
       const parts = Object.entries(items).map(([id, it]) => `"${id}":{"h":"${revisionHash(it.revisions[0]?.json)}","d":${it.mapping !== null}}`);
