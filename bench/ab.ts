@@ -19,6 +19,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { UsageError, intOption } from './cli-options.js';
 import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { BENCH_ENV, buildBundle, repoRoot, writeBundle } from './fixtures/generate.js';
 import { isLinuxProcAvailable, memoryStatus } from './measure.js';
@@ -53,8 +54,6 @@ const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
                        instead of at once: for comparing loop counts, where each server must have
                        the whole machine (two servers loaded at once split the cores between them)`;
 
-class UsageError extends Error {}
-
 interface AbOptions {
   readonly baseline: string;
   readonly scenario: Scenario;
@@ -70,13 +69,6 @@ interface AbOptions {
   readonly store: 'sqlite' | 'postgres';
   readonly pgUrl: string | null;
   readonly pendingSchedules: number;
-}
-
-function intOption(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be a whole number in ${min}..${max}, got "${raw}"`);
-  return n;
 }
 
 function parseOptions(argv: string[]): AbOptions {

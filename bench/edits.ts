@@ -21,6 +21,7 @@ import { cpus, hostname, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { intOption } from './cli-options.js';
 import {
   evaluateEditsTargets,
   percentileOf,
@@ -51,8 +52,6 @@ const USAGE = `usage: npm run bench:edits -- [options]
   --connections N    wrk connections on the plain request (default 10; max 1000)
   --smoke            ~500 items, 2 s phases, a 1 MiB import: checks that every figure is produced, not speed
   --out DIR          results directory (default bench/results; --smoke: a temp dir)`;
-
-class UsageError extends Error {}
 
 interface Options extends EditsOptions {
   readonly outDir: string;
@@ -91,12 +90,6 @@ const WRK_TIMEOUT_SEC = 30;
 const LOAD_ITEMS = 64;
 const ADMIN_TOKEN = 'rcd-bench-edits-admin-token-0001';
 const ENV = BENCH_ENV;
-
-function intOption(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
-  if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) throw new UsageError(`--${name} must be an integer in ${min}..${max}, got "${raw}"`);
-  return Number(raw);
-}
 
 function parseOptions(argv: string[]): Options {
   const { values } = parseArgs({

@@ -14,6 +14,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { UsageError, intOption } from './cli-options.js';
 import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { repoRoot, writeBundle } from './fixtures/generate.js';
 import { isLinuxProcAvailable } from './measure.js';
@@ -30,8 +31,6 @@ const USAGE = `usage: npm run bench:pair -- --scenario NAME --against NAME [opti
   --threads N          worker threads of the server (default: the server's default)
   --out FILE           also write the rounds and the summary as JSON`;
 
-class UsageError extends Error {}
-
 interface PairOptions {
   readonly scenario: Scenario;
   readonly against: Scenario;
@@ -41,13 +40,6 @@ interface PairOptions {
   readonly connections: number;
   readonly threads: number | null;
   readonly out: string | null;
-}
-
-function intOption(name: string, raw: string | undefined, fallback: number, min: number, max: number): number {
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be a whole number in ${min}..${max}, got "${raw}"`);
-  return n;
 }
 
 function oneScenario(flag: string, raw: string | undefined): Scenario {

@@ -139,6 +139,10 @@ export interface ServerStart {
   readonly args?: readonly string[];
   /** Options of node itself, before bin/rcd.js (e.g. V8's --single-threaded-gc). */
   readonly nodeArgs?: readonly string[];
+  /** A command that runs node (e.g. valgrind and its options, bench/callgrind.ts); none when absent. */
+  readonly launcher?: readonly string[];
+  /** How long start-up may take before it counts as failed, ms (default 120 s). */
+  readonly startTimeoutMs?: number;
 }
 
 /** Starts `rcd serve` from `root` on a free port; resolves once it printed "listening on". */
@@ -168,10 +172,13 @@ export async function startServer(sup: Supervisor, start: ServerStart): Promise<
   // above wrk (--delivery-nice, the default where the process may) would not be compared like with
   // like. bench:edits measures what the raise does. A variable, so that older baselines ignore it.
   const env = { ...process.env, RCD_METRICS_PORT: '0', RCD_LOG_FORMAT: 'pretty', RCD_DELIVERY_NICE: '0' };
-  const child = sup.track(spawn(process.execPath, args, { cwd: start.root, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const launcher = start.launcher ?? [];
+  const [command, commandArgs] = launcher.length === 0 ? [process.execPath, args] : [launcher[0]!, [...launcher.slice(1), process.execPath, ...args]];
+  const child = sup.track(spawn(command, commandArgs, { cwd: start.root, env, stdio: ['ignore', 'pipe', 'pipe'] }));
   const tail: string[] = [];
+  const timeoutMs = start.startTimeoutMs ?? 120_000;
   return new Promise<Target>((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`the ${start.label} did not print "listening on" within 120 s`)), 120_000);
+    const timer = setTimeout(() => fail(new Error(`the ${start.label} did not print "listening on" within ${timeoutMs / 1000} s`)), timeoutMs);
     const fail = (err: Error): void => {
       clearTimeout(timer);
       void sup.stopChild(child, 1000);
@@ -208,13 +215,16 @@ export async function startServer(sup: Supervisor, start: ServerStart): Promise<
  * the floor (bench/ceiling.ts: the request-side work every server on this stack pays). Resolves once
  * it listens.
  */
-export async function startCeiling(sup: Supervisor, tls: { cert: string; key: string } | null = null, loops = 1, floor = false): Promise<Target> {
+export async function startCeiling(sup: Supervisor, tls: { cert: string; key: string } | null = null, loops = 1, floor = false, launcher: readonly string[] = []): Promise<Target> {
   const path = fileURLToPath(new URL('./ceiling.js', import.meta.url));
   const args = [String(loops), ...(tls === null ? [] : [tls.cert, tls.key]), ...(floor ? ['--floor'] : [])];
-  const child = sup.track(fork(path, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+  // Under a launcher (valgrind) fork runs `launcher… node ceiling.js args`, the IPC channel passing through.
+  const through = launcher.length === 0 ? {} : { execPath: launcher[0]!, execArgv: [...launcher.slice(1), process.execPath] };
+  const child = sup.track(fork(path, args, { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], ...through }));
+  const timeoutMs = launcher.length === 0 ? 30_000 : 180_000;
   let onEarlyExit: (code: number | null) => void = () => undefined;
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('the ceiling did not start within 30 s')), 30_000);
+    const timer = setTimeout(() => reject(new Error(`the ceiling did not start within ${timeoutMs / 1000} s`)), timeoutMs);
     onEarlyExit = (code) => reject(new Error(`the ceiling exited during start-up (code ${code})`));
     child.once('exit', onEarlyExit);
     const onMessage = (m: CeilingReply): void => {

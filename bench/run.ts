@@ -15,14 +15,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { defaultThreads, httpThreadsFor } from '../src/runtime/config.js';
-import type { CeilingAnswer, CeilingConfig } from './ceiling.js';
-import { BENCH_KEY, repoRoot, writeBundle } from './fixtures/generate.js';
+import { repoRoot, writeBundle } from './fixtures/generate.js';
+import { probe } from './probe.js';
 import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
 import { RssSampler, clientCpu, isLinuxProcAvailable, memoryStatus, processCpuMicros, resetPeakRss, rssAt } from './measure.js';
 import { TARGET_LABEL, fmtInt, renderTable, writeResults, type BenchResults, type BenchTarget, type RunOptions, type RunStats, type ScenarioResult } from './report.js';
 import { anyFailed, evaluateTargets, renderVerdicts } from './targets.js';
 import { runWrkPass, wrkAvailable, writeWrkScript } from './wrk.js';
-import { BASE_SEED, SCENARIOS, selectScenarios, setupRequestFor, syntheticResponse, verifyBodyFor, type RequestEntry, type Scenario } from './scenarios.js';
+import { BASE_SEED, SCENARIOS, selectScenarios, setupRequestFor, verifyBodyFor, type Scenario } from './scenarios.js';
 
 // ---------------------------------------------------------------- autocannon (CommonJS, no bundled types)
 
@@ -159,65 +159,6 @@ const sup = new Supervisor();
 let currentLoad: AcInstance | null = null;
 sup.beforeStop = () => currentLoad?.stop();
 const track = (c: ChildProcess): ChildProcess => sup.track(c);
-
-// ---------------------------------------------------------------- probe: in-depth validation + ceiling bodies
-
-const PROBE_SAMPLES = 48;
-const MAX_PROBLEMS = 8;
-
-interface ProbeResult {
-  readonly problems: string[];
-  readonly config: CeilingConfig;
-  readonly bodyBytes: number;
-}
-
-async function send(url: string, e: RequestEntry): Promise<{ status: number; body: string }> {
-  const init: RequestInit = { method: e.method, headers: e.headers };
-  if (e.body !== undefined) init.body = e.body;
-  const res = await fetch(url + e.path, init);
-  return { status: res.status, body: await res.text() };
-}
-
-/** The response of median size among the samples, so that the ceiling sends the bytes of a typical answer. */
-function median(answers: CeilingAnswer[]): CeilingAnswer | null {
-  if (answers.length === 0) return null;
-  const sorted = [...answers].sort((a, b) => a.body.length - b.body.length);
-  return sorted[Math.floor(sorted.length / 2)] as CeilingAnswer;
-}
-
-function ceilingConfig(s: Scenario, answers: CeilingAnswer[]): CeilingConfig {
-  if (s.name === 'bad-requests') {
-    const unauthorized = median(answers.filter((a) => a.status === 401));
-    return { ok: median(answers.filter((a) => a.status !== 401)) ?? { status: 400, body: '{}' }, validKey: BENCH_KEY, unauthorized };
-  }
-  return { ok: median(answers) ?? { status: 200, body: '{}' }, validKey: null, unauthorized: null };
-}
-
-async function probe(s: Scenario, server: Target | null): Promise<ProbeResult> {
-  // The first entries: pools are random already, and a stride could alias with scenario 8's rotation.
-  const samples = s.pool(BASE_SEED).slice(0, PROBE_SAMPLES);
-  const problems: string[] = [];
-  const answers: CeilingAnswer[] = [];
-  for (const e of samples) {
-    let answer: CeilingAnswer;
-    if (server === null) {
-      answer = syntheticResponse(s, e);
-    } else {
-      try {
-        answer = await send(server.url, e);
-      } catch (err) {
-        problems.push(`probe request failed: ${(err as Error).message}`);
-        break;
-      }
-      const problem = s.validate(e, answer.status, answer.body);
-      if (problem !== null && problems.length < MAX_PROBLEMS) problems.push(`probe ${e.method} ${e.path}: ${problem}`);
-    }
-    if (!s.verifyBody(answer.body) && problems.length < MAX_PROBLEMS) problems.push(`the per-response body check rejects a real answer: ${answer.body.slice(0, 160)}`);
-    answers.push(answer);
-  }
-  const config = ceilingConfig(s, answers);
-  return { problems, config, bodyBytes: Buffer.byteLength(config.ok.body) };
-}
 
 // ---------------------------------------------------------------- load
 

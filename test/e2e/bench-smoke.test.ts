@@ -219,6 +219,54 @@ describe('npm run bench:pair (two scenarios alternated on one server)', () => {
   });
 });
 
+describe('npm run bench:cost (rcd against the floor: CPU per request and instructions per request)', () => {
+  const COST_SCENARIOS = ['plain', 'wrapped', 'mapped', 'mapped-serialized', 'catalog', 'combine', 'combine-50'];
+
+  it('--smoke loads both servers at once, counts instructions under callgrind and prints the verdict table', async () => {
+    const out = join(outDir, 'cost.json');
+    const { code, output } = await runBench(['--smoke', '--out', out], 300_000, 'dist/bench/cost.js');
+    if (!wrkAvailable()) {
+      expect(code).toBe(2);
+      expect(output).toContain('apt-get install wrk');
+      return;
+    }
+    expect(code, output).toBe(0);
+    for (const name of COST_SCENARIOS) {
+      const row = new RegExp(`^${name} +([\\d.]+) +([\\d.]+) +[\\d.]+-[\\d.]+ +([\\d.]+) +([\\d.]+) +([\\d.]+) +([\\d,]+) +([\\d,]+) +([\\d.]+) +(pass|FAIL)$`, 'm').exec(output);
+      expect(row, `${name}\n${output}`).not.toBeNull();
+      const [target, eff, rcdUs, floorUs] = row!.slice(1, 5).map(Number) as [number, number, number, number];
+      expect(eff).toBeCloseTo(floorUs / rcdUs, 2);
+      expect(row![9]).toBe(eff >= target ? 'pass' : 'FAIL');
+      const [rcdIr, floorIr] = [row![6], row![7]].map((v) => Number(v!.replaceAll(',', ''))) as [number, number];
+      // Instructions per request of a real server: far more than zero, far less than the whole start-up.
+      expect(rcdIr).toBeGreaterThan(1000);
+      expect(floorIr).toBeGreaterThan(1000);
+      expect(Number(row![8])).toBeCloseTo(floorIr / rcdIr, 2);
+    }
+    expect(output).toMatch(/^cost targets: \d+ pass, \d+ FAIL$/m);
+    const json = JSON.parse(readFileSync(out, 'utf8')) as { results: { scenario: string; instructions: { rcd: { perRequest: { median: number } } } | null; rounds: unknown[] }[] };
+    expect(json.results.map((r) => r.scenario)).toEqual(COST_SCENARIOS);
+    for (const r of json.results) {
+      expect(r.rounds).toHaveLength(1);
+      expect(r.instructions?.rcd.perRequest.median).toBeGreaterThan(1000);
+    }
+  }, 330_000);
+
+  it('--check exits 1 exactly when a scenario FAILs its target; a scenario answering errors is refused with 2', async () => {
+    const { code, output } = await runBench(['--scenario', 'combine-50', '--rounds', '1', '--duration', '1', '--warmup', '0', '--no-callgrind', '--check'], 120_000, 'dist/bench/cost.js');
+    if (!wrkAvailable()) {
+      expect(code).toBe(2);
+      return;
+    }
+    const verdict = /^combine-50 .* (pass|FAIL)$/m.exec(output);
+    expect(verdict, output).not.toBeNull();
+    expect(code, output).toBe(verdict![1] === 'FAIL' ? 1 : 0);
+    expect(output).toMatch(/^combine-50 .* n\/a +n\/a +n\/a +(pass|FAIL)$/m);
+    const errors = await runBench(['--scenario', 'bad-requests'], 30_000, 'dist/bench/cost.js');
+    expect([errors.code, errors.output.includes('answers errors on purpose')]).toEqual([2, true]);
+  }, 150_000);
+});
+
 describe('pure-JS XXH32 used by the bench checks and the micro-benchmark', () => {
   it('matches the documented vectors and the xxhash-addon build', () => {
     for (const [input, want] of XXH32_VECTORS) {

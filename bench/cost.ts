@@ -1,0 +1,323 @@
+/**
+ * `npm run bench:cost [-- --scenario NAME[,NAME] --rounds N --duration S --connections N
+ *                        --callgrind-requests N --no-callgrind --smoke --out FILE --check]`
+ *
+ * What rcd costs per answered request against the floor (bench/ceiling.ts --floor: bare uWS paying
+ * only the header reads, framing check and body parse any server of this API must make, then
+ * sending the same bytes). Two figures per scenario, side by side in one run:
+ *
+ * - **CPU time per answered request**: rcd and the floor are loaded at once by one wrk each, round
+ *   after round; each process's user+sys time over the round (from /proc) divided by the answers it
+ *   gave. efficiency = floor CPU/req ÷ rcd CPU/req, the median of the rounds: 1.0 is a server whose
+ *   own work costs nothing. The box's noise moves both servers together, so the ratio holds where
+ *   req/s alone swings (req/s ratios are printed beside it, not judged).
+ * - **Instructions per request** (callgrind.ts): both under valgrind, a fixed sequence of the
+ *   scenario's requests on one connection, counted after a warm-up. Deterministic: a 3% change of
+ *   the hot path is visible in one run. Also reported as floor ÷ rcd.
+ *
+ * The verdict (and `--check`, exit 1 on a FAIL) is on the CPU efficiency against COST_TARGETS.
+ * Needs wrk on PATH, Linux /proc, and valgrind (unless --no-callgrind).
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { UsageError, intOption } from './cli-options.js';
+import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
+import { repoRoot, writeBundle } from './fixtures/generate.js';
+import { isLinuxProcAvailable } from './measure.js';
+import { probe } from './probe.js';
+import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
+import { loadWithCpu, median, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
+import { CallgrindProcess, callgrindAvailable, callgrindLauncher, countInstructions, type InstructionCount } from './callgrind.js';
+
+/** The least CPU efficiency (floor CPU/req ÷ rcd CPU/req, median of rounds) per scenario; bench/README.md, "Cost against the floor". */
+const COST_TARGETS: Readonly<Record<string, number>> = {
+  plain: 0.9,
+  wrapped: 0.9,
+  mapped: 0.9,
+  'mapped-serialized': 0.9,
+  catalog: 0.9,
+  combine: 0.8,
+  'combine-50': 0.75,
+};
+
+const USAGE = `usage: npm run bench:cost -- [options]
+  --scenario LIST          scenarios (default: ${Object.keys(COST_TARGETS).join(',')})
+  --rounds N               rounds of both servers loaded at once (default 5, 1..50)
+  --duration S             seconds per round (default 5, 1..120)
+  --warmup S               seconds of load before the first round, not counted (default 2, 0..60)
+  --connections N          connections of each server's wrk (default 50)
+  --callgrind-requests N   requests in the counted sequence (default 400, 10..100000)
+  --callgrind-warmups N    uncounted passes of the sequence first (default 20, 1..100)
+  --callgrind-windows N    counted passes, each on its own; the median is the figure (default 7, 1..50)
+  --no-callgrind           CPU time only (no valgrind)
+  --smoke                  1 round of 1 s, one counted pass of 20 requests after 1 pass: checks that it runs
+  --out FILE               also write every figure as JSON
+  --check                  exit 1 when a scenario's CPU efficiency is below its target`;
+
+interface CostOptions {
+  readonly scenarios: readonly Scenario[];
+  readonly rounds: number;
+  readonly durationSec: number;
+  readonly warmupSec: number;
+  readonly connections: number;
+  readonly callgrind: boolean;
+  readonly callgrindRequests: number;
+  readonly callgrindWarmups: number;
+  readonly callgrindWindows: number;
+  readonly out: string | null;
+  readonly check: boolean;
+}
+
+function parseOptions(argv: string[]): CostOptions {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      scenario: { type: 'string' },
+      rounds: { type: 'string' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      'callgrind-requests': { type: 'string' },
+      'callgrind-warmups': { type: 'string' },
+      'callgrind-windows': { type: 'string' },
+      'no-callgrind': { type: 'boolean', default: false },
+      smoke: { type: 'boolean', default: false },
+      out: { type: 'string' },
+      check: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+    strict: true,
+  });
+  if (values.help === true) {
+    process.stdout.write(USAGE + '\n');
+    process.exit(0);
+  }
+  let scenarios: Scenario[];
+  try {
+    scenarios = selectScenarios(values.scenario ?? Object.keys(COST_TARGETS).join(','));
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  for (const s of scenarios) {
+    if (!s.expectedStatuses.every((code) => code < 300)) throw new UsageError(`${s.name} answers errors on purpose; its cost is not compared with the floor's 200s`);
+  }
+  const smoke = values.smoke === true;
+  const callgrind = values['no-callgrind'] !== true;
+  if (!wrkAvailable()) throw new UsageError('bench:cost needs wrk on PATH (Debian: apt-get install wrk)');
+  if (callgrind && !callgrindAvailable()) throw new UsageError('bench:cost needs valgrind for the instruction counts (Debian: apt-get install valgrind), or --no-callgrind');
+  return {
+    scenarios,
+    rounds: intOption('rounds', values.rounds, smoke ? 1 : 5, 1, 50),
+    durationSec: intOption('duration', values.duration, smoke ? 1 : 5, 1, 120),
+    warmupSec: intOption('warmup', values.warmup, smoke ? 0 : 2, 0, 60),
+    connections: intOption('connections', values.connections, 50, 1, 10000),
+    callgrind,
+    callgrindRequests: intOption('callgrind-requests', values['callgrind-requests'], smoke ? 20 : 400, 10, 100_000),
+    callgrindWarmups: intOption('callgrind-warmups', values['callgrind-warmups'], smoke ? 1 : 20, 1, 100),
+    callgrindWindows: intOption('callgrind-windows', values['callgrind-windows'], smoke ? 1 : 7, 1, 50),
+    out: values.out ?? null,
+    check: values.check === true,
+  };
+}
+
+const sup = new Supervisor();
+
+interface CpuRound {
+  readonly rcd: WrkLoad;
+  readonly floor: WrkLoad;
+}
+
+interface InstructionFigures {
+  readonly rcd: InstructionCount;
+  readonly floor: InstructionCount;
+}
+
+interface ScenarioCost {
+  readonly scenario: string;
+  readonly target: number | null;
+  readonly bodyBytes: number;
+  readonly rounds: readonly CpuRound[];
+  /** floor CPU/req ÷ rcd CPU/req: median, min, max of the rounds. */
+  readonly efficiency: { readonly median: number; readonly min: number; readonly max: number };
+  /** rcd req/s ÷ floor req/s, median of the rounds (reported, not judged). */
+  readonly reqPerSecRatio: number;
+  readonly cpuUsPerReq: { readonly rcd: number; readonly floor: number };
+  readonly instructions: InstructionFigures | null;
+  readonly verdict: 'pass' | 'FAIL' | 'n/a';
+}
+
+function checked(label: string, load: WrkLoad): WrkLoad {
+  if (load.wrk.non2xx > 0 || load.wrk.socketErrors > 0) throw new Error(`${label}: ${load.wrk.non2xx} non-2xx answers and ${load.wrk.socketErrors} socket errors under wrk`);
+  return load;
+}
+
+/** Both servers loaded at once for `seconds`, each by its own wrk. */
+async function loadBoth(rcd: Target, floor: Target, script: string, opts: CostOptions, seconds: number): Promise<CpuRound> {
+  const [a, b] = await Promise.all([
+    loadWithCpu(rcd, script, opts.connections, seconds, (c) => sup.track(c)),
+    loadWithCpu(floor, script, opts.connections, seconds, (c) => sup.track(c)),
+  ]);
+  return { rcd: checked('rcd', a), floor: checked('floor', b) };
+}
+
+function fixed(n: number, digits: number): string {
+  return n.toFixed(digits);
+}
+
+async function configureFloor(s: Scenario, rcd: Target, floors: readonly Target[]): Promise<number> {
+  const pr = await probe(s, rcd);
+  if (pr.problems.length > 0) throw new Error(`${s.name}: rcd's answers failed the scenario's checks:\n  ${pr.problems.join('\n  ')}`);
+  for (const f of floors) await f.configure(pr.config);
+  return pr.bodyBytes;
+}
+
+async function cpuPart(s: Scenario, rcd: Target, floor: Target, dir: string, opts: CostOptions): Promise<{ rounds: CpuRound[]; bodyBytes: number }> {
+  const bodyBytes = await configureFloor(s, rcd, [floor]);
+  const script = writeWrkScript(dir, s.name, s.pool(BASE_SEED));
+  if (opts.warmupSec > 0) await loadBoth(rcd, floor, script, opts, opts.warmupSec);
+  const rounds: CpuRound[] = [];
+  for (let i = 0; i < opts.rounds && !sup.stopping; i++) {
+    const r = await loadBoth(rcd, floor, script, opts, opts.durationSec);
+    rounds.push(r);
+    process.stdout.write(
+      `  ${s.name} round ${i + 1}: rcd ${fixed(r.rcd.cpuUsPerReq, 2)} µs/req ${fixed(r.rcd.wrk.reqPerSec, 0)} req/s, floor ${fixed(r.floor.cpuUsPerReq, 2)} µs/req ${fixed(r.floor.wrk.reqPerSec, 0)} req/s, efficiency ${fixed(r.floor.cpuUsPerReq / r.rcd.cpuUsPerReq, 3)}\n`,
+    );
+  }
+  return { rounds, bodyBytes };
+}
+
+function summarize(s: Scenario, rounds: readonly CpuRound[], bodyBytes: number, instructions: InstructionFigures | null): ScenarioCost {
+  const eff = rounds.map((r) => r.floor.cpuUsPerReq / r.rcd.cpuUsPerReq);
+  const target = COST_TARGETS[s.name] ?? null;
+  const efficiency = { median: median(eff), min: Math.min(...eff), max: Math.max(...eff) };
+  return {
+    scenario: s.name,
+    target,
+    bodyBytes,
+    rounds,
+    efficiency,
+    reqPerSecRatio: median(rounds.map((r) => r.rcd.wrk.reqPerSec / r.floor.wrk.reqPerSec)),
+    cpuUsPerReq: { rcd: median(rounds.map((r) => r.rcd.cpuUsPerReq)), floor: median(rounds.map((r) => r.floor.cpuUsPerReq)) },
+    instructions,
+    verdict: target === null ? 'n/a' : efficiency.median >= target ? 'pass' : 'FAIL',
+  };
+}
+
+/** The verdict table: one line per scenario. */
+function renderCostTable(results: readonly ScenarioCost[]): string {
+  const head = ['scenario', 'target', 'CPU eff', '(min-max)', 'rcd µs/req', 'floor µs/req', 'req/s ratio', 'rcd Ir/req', 'floor Ir/req', 'Ir eff', 'verdict'];
+  const rows = results.map((r) => [
+    r.scenario,
+    r.target === null ? '-' : fixed(r.target, 2),
+    fixed(r.efficiency.median, 3),
+    `${fixed(r.efficiency.min, 2)}-${fixed(r.efficiency.max, 2)}`,
+    fixed(r.cpuUsPerReq.rcd, 2),
+    fixed(r.cpuUsPerReq.floor, 2),
+    fixed(r.reqPerSecRatio, 3),
+    r.instructions === null ? 'n/a' : Math.round(r.instructions.rcd.perRequest.median).toLocaleString('en-US'),
+    r.instructions === null ? 'n/a' : Math.round(r.instructions.floor.perRequest.median).toLocaleString('en-US'),
+    r.instructions === null ? 'n/a' : fixed(r.instructions.floor.perRequest.median / r.instructions.rcd.perRequest.median, 3),
+    r.verdict,
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n') + '\n';
+}
+
+async function instructionPart(opts: CostOptions, dir: string, bundle: string): Promise<Map<string, InstructionFigures>> {
+  const out = new Map<string, InstructionFigures>();
+  process.stdout.write('\ninstruction counts: starting rcd and the floor under valgrind (tens of seconds)...\n');
+  // One pool worker and one delivery loop: the counted work is the request's, not idle threads'.
+  const [rcd, floor] = await Promise.all([
+    startServer(sup, {
+      root: repoRoot(),
+      store: `sqlite:${join(dir, 'callgrind.db')}`,
+      bundle,
+      threads: 1,
+      httpThreads: 1,
+      label: 'rcd under valgrind',
+      launcher: callgrindLauncher(dir, 'rcd'),
+      startTimeoutMs: 300_000,
+    }),
+    startCeiling(sup, null, 1, true, callgrindLauncher(dir, 'floor')),
+  ]);
+  const counted = [new CallgrindProcess(rcd, dir, 'rcd'), new CallgrindProcess(floor, dir, 'floor')] as const;
+  for (const s of opts.scenarios) {
+    if (sup.stopping) break;
+    await configureFloor(s, rcd, [floor]);
+    const pool = s.pool(BASE_SEED);
+    const sequence = Array.from({ length: opts.callgrindRequests }, (_, i) => pool[i % pool.length]!);
+    const a = await countInstructions(counted[0], sequence, opts.callgrindWarmups, opts.callgrindWindows);
+    const b = await countInstructions(counted[1], sequence, opts.callgrindWarmups, opts.callgrindWindows);
+    const bad = [...a.statuses, ...b.statuses].filter((st) => !s.expectedStatuses.includes(st));
+    if (bad.length > 0) throw new Error(`${s.name}: unexpected statuses in the counted sequence: ${[...new Set(bad)].join(', ')}`);
+    out.set(s.name, { rcd: a, floor: b });
+    const show = (c: InstructionCount): string =>
+      `${Math.round(c.perRequest.median).toLocaleString('en-US')} Ir/req (${Math.round(c.perRequest.min).toLocaleString('en-US')}-${Math.round(c.perRequest.max).toLocaleString('en-US')}; with V8's compilers and GC ${Math.round(c.allPerRequest.median).toLocaleString('en-US')})`;
+    process.stdout.write(`  ${s.name}: rcd ${show(a)}, floor ${show(b)}; ${opts.callgrindWindows} windows of ${a.requests} requests\n`);
+  }
+  await Promise.all([sup.stopChild(rcd.child, 60_000), sup.stopChild(floor.child, 60_000)]);
+  return out;
+}
+
+async function main(): Promise<number> {
+  let opts: CostOptions;
+  try {
+    opts = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    if (!(err instanceof UsageError) && !(err instanceof TypeError)) throw err;
+    process.stderr.write(`${err.message}\n${USAGE}\n`);
+    return 2;
+  }
+  if (!isLinuxProcAvailable()) {
+    process.stderr.write('bench:cost: server CPU is read from /proc; it runs on Linux only\n');
+    return 2;
+  }
+  sup.installCleanup('the servers and the load');
+  const dir = sup.tempDir('rcd-cost-');
+  const bundle = join(dir, 'bundle.json');
+  writeBundle(bundle);
+  try {
+    // One delivery loop each, the floor with one loop: like for like on any box.
+    const [rcd, floor] = await Promise.all([
+      startServer(sup, { root: repoRoot(), store: `sqlite:${join(dir, 'cost.db')}`, bundle, threads: null, httpThreads: 1, label: 'rcd' }),
+      startCeiling(sup, null, 1, true),
+    ]);
+    process.stdout.write(
+      `rcd (pid ${rcd.pid}) and the floor (pid ${floor.pid}) loaded at once: ${opts.rounds} rounds of ${opts.durationSec} s, ${opts.connections} connections each\n`,
+    );
+    const cpu = new Map<string, { rounds: CpuRound[]; bodyBytes: number }>();
+    for (const s of opts.scenarios) {
+      if (sup.stopping) break;
+      cpu.set(s.name, await cpuPart(s, rcd, floor, dir, opts));
+    }
+    await Promise.all([sup.stopChild(rcd.child), sup.stopChild(floor.child)]);
+    const instructions = opts.callgrind ? await instructionPart(opts, dir, bundle) : new Map<string, InstructionFigures>();
+    const results = opts.scenarios.map((s) => {
+      const c = cpu.get(s.name)!;
+      return summarize(s, c.rounds, c.bodyBytes, instructions.get(s.name) ?? null);
+    });
+    const failed = results.filter((r) => r.verdict === 'FAIL').length;
+    const passed = results.filter((r) => r.verdict === 'pass').length;
+    process.stdout.write(`\ncost against the floor (CPU eff = floor CPU/req ÷ rcd CPU/req, median of ${opts.rounds} rounds; Ir = instructions per request outside V8's compilers and GC, median of the windows; Ir eff = floor Ir/req ÷ rcd Ir/req):\n`);
+    process.stdout.write(renderCostTable(results));
+    process.stdout.write(`\ncost targets: ${passed} pass, ${failed} FAIL\n`);
+    if (opts.out !== null) {
+      writeFileSync(opts.out, JSON.stringify({ date: new Date().toISOString(), options: { ...opts, scenarios: opts.scenarios.map((s) => s.name) }, results }, null, 2) + '\n');
+      process.stdout.write(`results: ${opts.out}\n`);
+    }
+    return opts.check && failed > 0 ? 1 : 0;
+  } finally {
+    await sup.stopAll();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    if (sup.stopping) return;
+    process.stderr.write(`bench:cost failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    void sup.stopAll().finally(() => process.exit(1));
+  },
+);

@@ -1,0 +1,69 @@
+/**
+ * The probe: before a scenario is loaded, a sample of its requests goes to the real server and every
+ * answer is validated in depth (the scenario's own check); the answer of median size becomes what the
+ * ceiling or the floor sends, so both sides put the same bytes on the wire. Shared by the suite
+ * (run.ts) and bench:cost (cost.ts).
+ */
+import type { CeilingAnswer, CeilingConfig } from './ceiling.js';
+import { BENCH_KEY } from './fixtures/generate.js';
+import type { Target } from './processes.js';
+import { BASE_SEED, syntheticResponse, type RequestEntry, type Scenario } from './scenarios.js';
+
+const PROBE_SAMPLES = 48;
+const MAX_PROBLEMS = 8;
+
+export interface ProbeResult {
+  readonly problems: string[];
+  readonly config: CeilingConfig;
+  readonly bodyBytes: number;
+}
+
+/** One request of a pool, answered by the server at `url`. */
+export async function send(url: string, e: RequestEntry): Promise<{ status: number; body: string }> {
+  const init: RequestInit = { method: e.method, headers: e.headers };
+  if (e.body !== undefined) init.body = e.body;
+  const res = await fetch(url + e.path, init);
+  return { status: res.status, body: await res.text() };
+}
+
+/** The response of median size among the samples, so that the ceiling sends the bytes of a typical answer. */
+function median(answers: CeilingAnswer[]): CeilingAnswer | null {
+  if (answers.length === 0) return null;
+  const sorted = [...answers].sort((a, b) => a.body.length - b.body.length);
+  return sorted[Math.floor(sorted.length / 2)] as CeilingAnswer;
+}
+
+function ceilingConfig(s: Scenario, answers: CeilingAnswer[]): CeilingConfig {
+  if (s.name === 'bad-requests') {
+    const unauthorized = median(answers.filter((a) => a.status === 401));
+    return { ok: median(answers.filter((a) => a.status !== 401)) ?? { status: 400, body: '{}' }, validKey: BENCH_KEY, unauthorized };
+  }
+  return { ok: median(answers) ?? { status: 200, body: '{}' }, validKey: null, unauthorized: null };
+}
+
+/** Validates a sample of the scenario against `server` (synthetic answers when null) and returns the ceiling's configuration. */
+export async function probe(s: Scenario, server: Target | null): Promise<ProbeResult> {
+  // The first entries: pools are random already, and a stride could alias with scenario 8's rotation.
+  const samples = s.pool(BASE_SEED).slice(0, PROBE_SAMPLES);
+  const problems: string[] = [];
+  const answers: CeilingAnswer[] = [];
+  for (const e of samples) {
+    let answer: CeilingAnswer;
+    if (server === null) {
+      answer = syntheticResponse(s, e);
+    } else {
+      try {
+        answer = await send(server.url, e);
+      } catch (err) {
+        problems.push(`probe request failed: ${(err as Error).message}`);
+        break;
+      }
+      const problem = s.validate(e, answer.status, answer.body);
+      if (problem !== null && problems.length < MAX_PROBLEMS) problems.push(`probe ${e.method} ${e.path}: ${problem}`);
+    }
+    if (!s.verifyBody(answer.body) && problems.length < MAX_PROBLEMS) problems.push(`the per-response body check rejects a real answer: ${answer.body.slice(0, 160)}`);
+    answers.push(answer);
+  }
+  const config = ceilingConfig(s, answers);
+  return { problems, config, bodyBytes: Buffer.byteLength(config.ok.body) };
+}
