@@ -89,6 +89,11 @@ export interface EnvView {
   readonly id: string;
   /** Updated in place by deltas; each ContentView in it is replaced whole, never changed. */
   readonly contents: ReadonlyMap<string, ContentView>;
+  /**
+   * Bumped by every change to `contents`: what was derived from them (a combine plan,
+   * src/delivery/combine-plan.ts) is current while the environment object and this number are.
+   */
+  readonly generation: number;
   /** The catalog, ready to send (built by the control thread, src/control/catalog.ts). */
   readonly catalog: CatalogView;
 }
@@ -115,6 +120,7 @@ interface EnvState extends EnvView {
   /** Sharded (src/delivery/sharded-map.ts): growing it never copies the whole table in one slice. */
   readonly contents: ShardedMap<string, ContentView>;
   catalog: CatalogView;
+  generation: number;
   /** Ids of its keys, so that deleting the environment drops them without a scan. */
   readonly keyIds: Set<string>;
 }
@@ -241,6 +247,7 @@ export class Directory {
     const env: EnvState = {
       id: envId,
       contents: new ShardedMap(stringShard),
+      generation: 0,
       catalog,
       keyIds: new Set(),
     };
@@ -273,6 +280,7 @@ export class Directory {
   /** The reader's current entry into `env`; an entry without revisions (gone) is removed. */
   private putContent(env: EnvState, c: PackedContentReader): void {
     const count = c.revisionCount;
+    env.generation++;
     if (count === 0) {
       env.contents.delete(c.idLower);
       return;

@@ -7,8 +7,10 @@
  *   edit makes a new revision with the same text and keeps the tag;
  * - wrapped and serialized: that hash, the mapping's immutable id, the applied rule combination and
  *   the uid (the answer carries meta.uid);
- * - combine: a SHA-1 of the query shape (kind, the ids as written, uid when dynamic) and every
- *   item's parts (or "missing"), over those parts, not over the body;
+ * - combine: a SHA-1 of its description (kind, the ids as written, every item's parts without its
+ *   rule combination, or "missing"), then the mapped items' combinations and the uid when dynamic:
+ *   the hashed part is fixed for a query until an edit (src/delivery/combine-plan.ts keeps it), so
+ *   a request hashes at most its mapped items' combinations, and only when they are long;
  * - catalog: XXH3-128 of the body, computed once by the control thread when it builds the body.
  * A content-coding is a different representation (RFC 9110 8.8.3), so the sent tag ends in `.gz`
  * or `.br` for a compressed answer; If-None-Match compares the part before that suffix (the weak
@@ -57,9 +59,25 @@ export function wrappedTag(kind: JobKind, contentHash: string, mappingId: number
   return itemTag(kind, contentHash, mappingId, c) + '.' + uid;
 }
 
-/** The opaque tag of a combine from its description (see ContentRequest.tagParts). */
-export function combineTag(parts: string): string {
-  return 'c' + hash('sha1', parts, 'base64url');
+/** `c` + the SHA-1 of a description: a combine's fixed part, or an OFREP bulk answer's whole tag. */
+export function describedTag(description: string): string {
+  return 'c' + hash('sha1', description, 'base64url');
+}
+
+/** Adds mapped item `index`'s combination to a combine's per-request part (items in answer order). */
+export function withMappedPart(parts: string, index: number, c: Combination | null): string {
+  return index === 0 ? combinationPart(c) : parts + '|' + combinationPart(c);
+}
+
+/**
+ * The opaque tag of a combine: its described part, the mapped items' combinations (hashed when long,
+ * as one long combination is) and the uid for dynamic kinds.
+ */
+export function combineTag(base: string, kind: JobKind, uid: number, mappedParts: string, mappedCount: number): string {
+  if (kind === JobKind.Plain) return base;
+  if (mappedCount === 0) return base + '.' + uid;
+  const mapped = mappedParts.length <= LONG_COMBINATION ? mappedParts : 'h' + hash('sha1', mappedParts, 'base64url');
+  return base + '.' + mapped + '.' + uid;
 }
 
 /**

@@ -18,6 +18,7 @@ import { createApp } from './app.js';
 import { DeliveryListener } from './listener.js';
 import { EventStreams } from './events.js';
 import { createFrontCache } from './front-cache.js';
+import { createPlanCache } from './combine-plan.js';
 import { compileHttpPolicy } from './http-policy.js';
 import type { FrontEndState } from './state.js';
 import { ACCESS_REPORT_MS, newAccessSampler, reportAccess } from './access-log.js';
@@ -28,6 +29,9 @@ import { L_APPLIED_SEQ, L_FRONT_BYTES, L_FRONT_ENTRIES, L_IN_FLIGHT, L_POOL_PEND
  * after it listens. Never set in production.
  */
 const CRASH_VARIABLE = 'RCD_TEST_LOOP_CRASH';
+
+/** The front cache's part of a loop's cache budget; combine plans get the rest. */
+const FRONT_CACHE_SHARE = 7 / 8;
 
 /** How often a loop reports the API keys it saw (last-use bookkeeping is batched). */
 const KEY_USE_REPORT_MS = 30_000;
@@ -125,7 +129,10 @@ export class DeliveryLoop {
       // The pending-job bound is shared out like the pool; a combine (and an OFREP bulk evaluation)
       // still needs room for all its items.
       batcher: new Batcher(pool, threads, Math.max(config.maxCombineIds, config.ofrepBulkMaxItems, Math.ceil(config.maxPendingJobs / loops)), opts.counters),
-      frontCache: createFrontCache(Math.max(1, Math.floor(config.cacheBytes / loops))),
+      // A loop's share of --cache-mb: seven eighths for rendered heads, one for combine plans
+      // (a plan copies heads that the front cache also holds, so the two stay within the share).
+      frontCache: createFrontCache(Math.max(1, Math.floor((config.cacheBytes / loops) * FRONT_CACHE_SHARE))),
+      combinePlans: createPlanCache(Math.max(1, Math.floor((config.cacheBytes / loops) * (1 - FRONT_CACHE_SHARE)))),
       config,
       loop: index,
       http: compileHttpPolicy(config),

@@ -93,6 +93,12 @@ export interface CompiledCombineQuery extends CombineQuery {
   readonly entries: readonly CombineEntry[];
   /** The id limit it was checked against (a hit under another limit parses again). */
   readonly maxIds: number;
+  /**
+   * Its combine-plan keys by app-version key, and the number they start with (src/delivery/
+   * combine-plan.ts, planKeyOf): null until a plan is first looked up.
+   */
+  planKeys: Map<string, string> | null;
+  planId: number;
 }
 
 /**
@@ -123,7 +129,7 @@ export function compiledCombineQuery(query: string, maxIds: number): CompiledCom
       nextKey: Buffer.from(',' + json + ':', 'utf8'),
     });
   }
-  const compiled: CompiledCombineQuery = { ids: q.ids, kind: q.kind, entries, maxIds };
+  const compiled: CompiledCombineQuery = { ids: q.ids, kind: q.kind, entries, maxIds, planKeys: null, planId: 0 };
   if (compiledIds + entries.length > COMPILED_IDS_MAX) {
     compiledQueries.clear();
     compiledIds = 0;

@@ -21,10 +21,11 @@ import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
 import { bodyText, keptChunk } from './body.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKeyOf, renderedOf, type Rendered } from './front-cache.js';
-import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry } from './query.js';
+import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, type CompiledCombineQuery } from './query.js';
 import { CC_PRIVATE, CC_SHARED, answerBuffer, lastAnswerBytes, sendContent, sendError, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
-import { Coding, combineTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from './etag.js';
+import { Coding, combineTag, describedTag, etagValue, itemTag, matchIfNoneMatch, withMappedPart, wrappedTag } from './etag.js';
+import { buildPlan, currentPlan, planKeyOf, plannedLength, writePlanned, type CombinePlan, type PlanItem } from './combine-plan.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
 import { GzipBuilder, gzipBound } from '../shared/gzip.js';
 import type { FrontEndState } from './state.js';
@@ -284,18 +285,83 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
 
 function startCombine(r: ContentRequest, ctx: UserContext): void {
   const q = compiledCombineQuery(r.query, r.state.config.maxCombineIds);
+  prepareUser(r, q.kind, ctx);
+  const planKey = planKeyOf(q, ctx.vKey);
+  const plan = currentPlan(r.state.combinePlans, planKey, r.env, ctx.vKey);
+  if (plan !== null && (!plan.compressible || (r.accept & ACCEPT_GZIP) === 0) && answeredByPlan(r, plan, ctx)) return;
+  startCombineItems(r, q, ctx, plan === null ? planKey : null);
+}
+
+/** The mapped items' heads of the answer being planned (filled and read within one call). */
+const plannedHeads: Rendered[] = [];
+
+/**
+ * Answers from a plan (combine-plan.ts) when every mapped item's head is a front-cache hit and the
+ * answer goes out uncompressed; false (nothing written) sends the request the general way.
+ */
+function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext): boolean {
+  const mapped = plan.mapped;
+  const cache = r.state.frontCache;
+  const gzip = (r.accept & ACCEPT_GZIP) !== 0;
+  let parts = '';
+  for (let k = 0; k < mapped.length; k++) {
+    const m = mapped[k]!;
+    const combination = combinationOf(r, plan.kind, m.content, ctx);
+    parts = withMappedPart(parts, k, combination);
+    const hit = cache.get(frontKeyOf(plan.kind, m.rev.revId, m.content.mappingId, combination));
+    if (hit === undefined || (gzip && hit.gzPart !== null)) return false;
+    plannedHeads[k] = hit;
+  }
+  r.tag = combineTag(plan.baseTag, plan.kind, r.uid, parts, mapped.length);
+  if (answeredNotModified(r)) return true;
+  r.state.counters[L_FRONT_HITS]! += plan.found;
+  let body: Uint8Array;
+  const steps = plan.steps;
+  if (steps.length === 1 && steps[0]! >= 0) {
+    // Nothing per user (a plain combine): the plan's bytes are the answer.
+    body = plan.statics[steps[0]!]!;
+  } else {
+    const out = answerBuffer(plannedLength(plan, r.uid, r.mod, plannedHeads));
+    body = out.subarray(0, writePlanned(out, plan, r.uid, r.mod, plannedHeads));
+  }
+  r.writing = true;
+  const missingHeader = plan.missingHeader;
+  sendContent(
+    r.res,
+    r.state.http,
+    body,
+    Coding.Identity,
+    etagValue(r.tag, Coding.Identity),
+    cacheControlOf(r),
+    missingHeader === '' ? '' : H_MISSING_CONTENT,
+    missingHeader,
+    r.origin,
+    r.state.shuttingDown,
+  );
+  r.finish();
+  return true;
+}
+
+/**
+ * A combine item by item: directory, revision, rules, front cache, the pool for what it misses.
+ * `planKey` (when no current plan exists) asks for a plan to be built once every item was a hit.
+ */
+function startCombineItems(r: ContentRequest, q: CompiledCombineQuery, ctx: UserContext, planKey: string | null): void {
   const contents = r.env.contents;
   const cache = r.state.frontCache;
-  prepareUser(r, q.kind, ctx);
   const found: CombineEntry[] = [];
   const keys: string[] = [];
   const rendered: (Rendered | null)[] = [];
   const missing: string[] = [];
   const jobs: Job[] = [];
   const slots: number[] = [];
-  // What the answer is made of, for its tag: the query's shape (kind, each id as written, the uid
-  // when the items carry it) and each item's parts. Each id is length-prefixed: ids may hold any character.
-  let tagParts = q.kind === JobKind.Plain ? 'p' : (q.kind === JobKind.Wrapped ? 'w' : 's') + r.uid;
+  const planItems: PlanItem[] | null = planKey === null ? null : [];
+  // The answer's description for its tag (etag.ts combineTag): the kind, each id as written
+  // (length-prefixed: ids may hold any character) and each item's parts but its rule combination,
+  // which goes into the per-request part with the uid.
+  let description = q.kind === JobKind.Plain ? 'p' : q.kind === JobKind.Wrapped ? 'w' : 's';
+  let mappedParts = '';
+  let mappedCount = 0;
   const entries = q.entries;
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i]!;
@@ -303,16 +369,20 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
     const rev = content === undefined ? undefined : chooseRevision(content, ctx.vKey);
     if (content === undefined || rev === undefined) {
       missing.push(entry.id);
-      tagParts += entry.tagPrefix;
+      description += entry.tagPrefix;
       continue;
     }
     const combination = combinationOf(r, q.kind, content, ctx);
-    tagParts += entry.tagPrefix + itemTag(q.kind, rev.hash, content.mappingId, combination);
+    const mapped = q.kind !== JobKind.Plain && content.mappingId !== 0;
+    description += entry.tagPrefix + itemTag(q.kind, rev.hash, content.mappingId, null);
+    if (mapped) mappedParts = withMappedPart(mappedParts, mappedCount++, combination);
     const key = frontKeyOf(q.kind, rev.revId, content.mappingId, combination);
     const hit = cache.get(key);
     if (hit === undefined) {
       jobs.push(missJob(q.kind, rev, content, combination));
       slots.push(found.length);
+    } else if (planItems !== null) {
+      planItems.push({ entry, content, rev, mapped, rendered: hit });
     }
     found.push(entry);
     keys.push(key);
@@ -323,7 +393,11 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
   r.rendered = rendered;
   r.missing = missing;
   r.remaining = jobs.length;
-  r.tag = combineTag(tagParts);
+  const baseTag = describedTag(description);
+  r.tag = combineTag(baseTag, q.kind, r.uid, mappedParts, mappedCount);
+  if (planKey !== null && jobs.length === 0) {
+    r.state.combinePlans.set(planKey, buildPlan(r.env, ctx.vKey, q.kind, planItems!, baseTag, missingHeaderOf(missing)));
+  }
   if (answeredNotModified(r)) return;
   const counters = r.state.counters;
   counters[L_FRONT_MISSES]! += jobs.length;
@@ -418,12 +492,16 @@ function answerSingle(r: ContentRequest, item: Rendered): void {
 
 const H_MISSING_CONTENT = 'x-missing-content';
 
+/** X-Missing-Content's value: the ids not found, URL-encoded, comma-separated ("" when none). */
+function missingHeaderOf(missing: readonly string[]): string {
+  return missing.length === 0 ? '' : missing.map(encodeURIComponent).join(',');
+}
+
 // The combine body is assembled into one buffer and written once: writing each entry's pieces
 // separately cost ~4 uWS calls per id, which dominated a 10-id answer (bench: combine).
 function answerCombine(r: ContentRequest): void {
   // Everything that can fail is computed before the first byte is written.
-  const missing = r.missing!;
-  const missingHeader = missing.length === 0 ? '' : missing.map(encodeURIComponent).join(',');
+  const missingHeader = missingHeaderOf(r.missing!);
   const gzipped = (r.accept & ACCEPT_GZIP) !== 0 && combineWorthGzip(r);
   const body = gzipped ? combineGzip(r) : combineBytes(r);
   const coding = gzipped ? Coding.Gzip : Coding.Identity;

@@ -7,6 +7,7 @@ import type { ServeConfig } from '../runtime/config.js';
 import type { Directory } from './directory.js';
 import type { Batcher } from '../pool/batcher.js';
 import type { FrontCache } from './front-cache.js';
+import type { PlanCache } from './combine-plan.js';
 import type { HttpPolicy } from './http-policy.js';
 import type { EventStreams } from './events.js';
 import type { LoopCounters, ServerCounters } from '../metrics/layout.js';
@@ -17,6 +18,8 @@ export interface FrontEndState {
   readonly batcher: Batcher;
   /** Rendered heads by immutable ids: repeats are answered without the pool. */
   readonly frontCache: FrontCache;
+  /** Prepared combine answers (combine-plan.ts), bounded by bytes like the front cache. */
+  readonly combinePlans: PlanCache;
   readonly config: ServeConfig;
   /** Which delivery loop this is (0: the main thread's), reported by /healthz. */
   readonly loop: number;

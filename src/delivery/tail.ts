@@ -27,7 +27,19 @@ export function digitCount(n: number): number {
 }
 
 export function wrappedTailLength(uid: number, mod: number, seg: Uint8Array): number {
-  return digitCount(uid) + MOD_FIELD.length + digitCount(mod) + SEG_FIELD.length + seg.byteLength + 2;
+  return userPartLength(uid, mod) + tailEndLength(seg);
+}
+
+/** Length of the tail's per-user part, `<uid>,"mod":<mod>` (the same in every item of one answer). */
+export function userPartLength(uid: number, mod: number): number {
+  return digitCount(uid) + MOD_FIELD.length + digitCount(mod);
+}
+
+/** Writes `<uid>,"mod":<mod>` at pos; returns the position after it. */
+export function writeUserPart(out: Uint8Array, pos: number, uid: number, mod: number): number {
+  pos = writeDecimal(out, pos, uid);
+  out.set(MOD_FIELD, pos);
+  return writeDecimal(out, pos + MOD_FIELD.length, mod);
 }
 
 /** Writes the decimal form of a uint32 at pos; returns the position after it. */
@@ -44,9 +56,16 @@ export function writeDecimal(out: Uint8Array, pos: number, n: number): number {
 
 /** Writes the tail at pos (room for wrappedTailLength bytes is the caller's); returns the end. */
 export function writeWrappedTail(out: Uint8Array, pos: number, uid: number, mod: number, seg: Uint8Array): number {
-  pos = writeDecimal(out, pos, uid);
-  out.set(MOD_FIELD, pos);
-  pos = writeDecimal(out, pos + MOD_FIELD.length, mod);
+  return writeTailEnd(out, writeUserPart(out, pos, uid, mod), seg);
+}
+
+/** Length of what follows the per-user part, `,"seg":<seg>}}` (the same for every user of an item). */
+export function tailEndLength(seg: Uint8Array): number {
+  return SEG_FIELD.length + seg.byteLength + 2;
+}
+
+/** Writes `,"seg":<seg>}}` at pos; returns the position after it. */
+export function writeTailEnd(out: Uint8Array, pos: number, seg: Uint8Array): number {
   out.set(SEG_FIELD, pos);
   pos += SEG_FIELD.length;
   out.set(seg, pos);

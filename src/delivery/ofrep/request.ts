@@ -24,7 +24,7 @@ import { bodyText, keptChunk } from '../body.js';
 import { frontKeyOf, renderedOf, type Rendered } from '../front-cache.js';
 import { missJob } from '../request.js';
 import { CC_PRIVATE, answerBuffer, lastAnswerBytes, sendContent, sendNotModified } from '../reply.js';
-import { Coding, combineTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
+import { Coding, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
 import type { HttpPolicy } from '../http-policy.js';
 import type { FrontEndState } from '../state.js';
 import { bulkAnswer, singleAnswer, type BulkItem } from './answer.js';
@@ -352,7 +352,7 @@ function startBulk(r: OfrepRequest, ctx: OfrepContext): void {
   r.keys = keys;
   r.streams = streams;
   r.remaining = jobs.length;
-  r.tag = combineTag(tagParts);
+  r.tag = describedTag(tagParts);
   if (answeredNotModified(r)) return;
   const counters = state.counters;
   counters[L_FRONT_MISSES]! += jobs.length;

@@ -1,0 +1,248 @@
+/**
+ * Combine plans: what a combine answer is made of, prepared once per (compiled query, environment
+ * state, app version) and reused by every request that asks the same thing.
+ *
+ * A game build sends the same id list millions of times, and every id not behind a mapping answers
+ * every user with the same bytes: only the per-user tail (`uid` and `mod`, src/delivery/tail.ts)
+ * changes between two users. Looking each id up (directory, revision, cache key, front cache) and
+ * hashing the whole description for the tag cost ~7,000 instructions per id on every request
+ * (bench:cost, combine-50, callgrind). A plan holds, instead:
+ * - the answer's fixed bytes, in the order they are sent, as views of one buffer: each is the end
+ *   of the previous item's tail (`,"seg":…}}`), the next key and its head, so an unmapped item costs
+ *   one copy and the user's digits;
+ * - the items behind a mapping (their rules are evaluated per user), with their revision and key;
+ * - the tag's fixed part (etag.ts, combineBaseTag), the X-Missing-Content value and the hit count.
+ *
+ * A plan is built from a request whose items were all front-cache hits, and is valid while the
+ * environment object and its generation (src/delivery/directory.ts: bumped by every content change)
+ * and the app-version key are those it was built for: an edit makes every plan of that environment
+ * stale, and the next request builds a fresh one. Plans are copies (the heads are copied, not held),
+ * kept in their own LRU charged by bytes (a share of the front cache's budget, src/delivery/loop.ts),
+ * so no plan keeps an evicted head alive.
+ *
+ * A combine a client may receive compressed (an item has a gzip form and the client accepts gzip) is
+ * assembled from the front cache's compressed parts as before: a plan holds identity bytes only.
+ *
+ * HOT PATH: change with care. One plan lookup per combine; two writes per unmapped id.
+ */
+import { LRUCache } from 'lru-cache';
+import { JobKind } from '../pool/protocol.js';
+import type { ContentView, EnvView, RevisionView } from './directory.js';
+import type { Rendered } from './front-cache.js';
+import type { CombineEntry, CompiledCombineQuery } from './query.js';
+import { tailEndLength, userPartLength, writeTailEnd, writeUserPart } from './tail.js';
+
+/** An item whose rules are evaluated per request. */
+export interface PlannedMapped {
+  readonly content: ContentView;
+  readonly rev: RevisionView;
+  readonly entry: CombineEntry;
+}
+
+/**
+ * The write program, one number per step: >= 0 copies `statics[n]`; USER writes the user's
+ * `<uid>,"mod":<mod>`; MAPPED_BASE - k writes mapped item k's head, then its whole tail.
+ */
+export const STEP_USER = -1;
+export const STEP_MAPPED_BASE = -2;
+
+export interface CombinePlan {
+  readonly env: EnvView;
+  readonly generation: number;
+  readonly vKey: string;
+  readonly kind: JobKind;
+  /** Fixed bytes in sending order (views of one buffer). */
+  readonly statics: readonly Uint8Array[];
+  readonly steps: Int32Array;
+  /** Sum of the statics' lengths. */
+  readonly staticBytes: number;
+  /** USER steps (each writes the user's digits). */
+  readonly userSteps: number;
+  readonly mapped: readonly PlannedMapped[];
+  /** The tag's fixed part: etag.ts combineBaseTag of the description. */
+  readonly baseTag: string;
+  /** X-Missing-Content, or "" when every id was found. */
+  readonly missingHeader: string;
+  /** Ids found (front-cache hits when the plan answers). */
+  readonly found: number;
+  /** True when an unmapped item has a gzip form: a client accepting gzip is answered without the plan. */
+  readonly compressible: boolean;
+  /** Bytes held, for the LRU's budget. */
+  readonly size: number;
+}
+
+/** Distinct app-version keys remembered per query (their plan keys); past it the memo starts over. */
+const VERSIONS_PER_QUERY = 64;
+
+export type PlanCache = LRUCache<string, CombinePlan>;
+
+export function createPlanCache(maxBytes: number): PlanCache {
+  return new LRUCache<string, CombinePlan>({ maxSize: maxBytes, sizeCalculation: planSize });
+}
+
+function planSize(p: CombinePlan): number {
+  return p.size;
+}
+
+let nextQueryId = 0;
+
+/**
+ * The plan cache key of (query, app version): a memo on the compiled query, so the same string
+ * object (its hash cached by V8) comes back for every request.
+ */
+export function planKeyOf(q: CompiledCombineQuery, vKey: string): string {
+  let keys = q.planKeys;
+  if (keys === null) {
+    keys = new Map();
+    q.planKeys = keys;
+    q.planId = nextQueryId++;
+  }
+  let key = keys.get(vKey);
+  if (key === undefined) {
+    if (keys.size >= VERSIONS_PER_QUERY) keys.clear();
+    key = q.planId + ':' + vKey;
+    keys.set(vKey, key);
+  }
+  return key;
+}
+
+/** The plan for this request's query, environment and version, or null when none is current. */
+export function currentPlan(cache: PlanCache, key: string, env: EnvView, vKey: string): CombinePlan | null {
+  const plan = cache.get(key);
+  if (plan === undefined || plan.env !== env || plan.generation !== env.generation || plan.vKey !== vKey) return null;
+  return plan;
+}
+
+/** Builder input: one found item as the general path saw it (all were front-cache hits). */
+export interface PlanItem {
+  readonly entry: CombineEntry;
+  readonly content: ContentView;
+  readonly rev: RevisionView;
+  /** True when its rules are evaluated per request (wrapped kinds, content with a mapping). */
+  readonly mapped: boolean;
+  readonly rendered: Rendered;
+}
+
+const CLOSE_OBJECT = Buffer.from('}', 'latin1');
+const OPEN_OBJECT = Buffer.from('{}', 'latin1');
+
+/**
+ * Builds a plan from the items of an answer (in answer order). Run once per plan, off the per-request
+ * path: it copies every unmapped head once.
+ */
+export function buildPlan(
+  env: EnvView,
+  vKey: string,
+  kind: JobKind,
+  items: readonly PlanItem[],
+  baseTag: string,
+  missingHeader: string,
+): CombinePlan {
+  const wrapped = kind !== JobKind.Plain;
+  // First pass: the fixed runs as lists of pieces, split where a per-request write goes.
+  const runs: Uint8Array[][] = [[]];
+  const stepList: number[] = [];
+  const mapped: PlannedMapped[] = [];
+  let compressible = false;
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    const run = runs[runs.length - 1]!;
+    run.push(i === 0 ? item.entry.firstKey : item.entry.nextKey);
+    if (item.mapped) {
+      stepList.push(runs.length - 1, STEP_MAPPED_BASE - mapped.length);
+      mapped.push({ content: item.content, rev: item.rev, entry: item.entry });
+      runs.push([]);
+      continue;
+    }
+    if (item.rendered.gzPart !== null) compressible = true;
+    run.push(item.rendered.head);
+    if (!wrapped) continue;
+    stepList.push(runs.length - 1, STEP_USER);
+    const end = Buffer.allocUnsafe(tailEndLength(item.rendered.seg));
+    writeTailEnd(end, 0, item.rendered.seg);
+    runs.push([end]);
+  }
+  runs[runs.length - 1]!.push(items.length === 0 ? OPEN_OBJECT : CLOSE_OBJECT);
+  stepList.push(runs.length - 1);
+  // Second pass: one buffer for every run, each run a view of it.
+  let staticBytes = 0;
+  for (const run of runs) for (const piece of run) staticBytes += piece.byteLength;
+  const buffer = Buffer.allocUnsafeSlow(staticBytes);
+  const statics: Uint8Array[] = [];
+  let at = 0;
+  for (const run of runs) {
+    const start = at;
+    for (const piece of run) {
+      buffer.set(piece, at);
+      at += piece.byteLength;
+    }
+    statics.push(buffer.subarray(start, at));
+  }
+  // Empty runs (a mapped item right after another) are dropped from the program.
+  const steps = stepList.filter((s) => s < 0 || statics[s]!.byteLength > 0);
+  let userSteps = 0;
+  for (const s of steps) if (s === STEP_USER) userSteps++;
+  return {
+    env,
+    generation: env.generation,
+    vKey,
+    kind,
+    statics,
+    steps: Int32Array.from(steps),
+    staticBytes,
+    userSteps,
+    mapped,
+    baseTag,
+    missingHeader,
+    found: items.length,
+    compressible,
+    size: staticBytes + 64 * statics.length + 128 * mapped.length + baseTag.length + missingHeader.length + 256,
+  };
+}
+
+/** The user's part of every unmapped item's tail, `<uid>,"mod":<mod>`, written once per answer. */
+const userPart = Buffer.allocUnsafeSlow(32);
+
+/**
+ * The answer's bytes: the plan's fixed runs with the user's digits and the mapped items (their heads
+ * from the front cache, `heads[k]` for mapped item k) written between them. `out` has room for
+ * answerLength's bytes.
+ */
+export function writePlanned(out: Uint8Array, plan: CombinePlan, uid: number, mod: number, heads: readonly Rendered[]): number {
+  const userLength = plan.kind === JobKind.Plain ? 0 : writeUserPart(userPart, 0, uid, mod);
+  const statics = plan.statics;
+  const steps = plan.steps;
+  let pos = 0;
+  for (let i = 0; i < steps.length; i++) {
+    const step = steps[i]!;
+    if (step >= 0) {
+      const piece = statics[step]!;
+      out.set(piece, pos);
+      pos += piece.byteLength;
+    } else if (step === STEP_USER) {
+      // ~15 bytes: a loop costs less than a native copy call.
+      for (let b = 0; b < userLength; b++) out[pos + b] = userPart[b]!;
+      pos += userLength;
+    } else {
+      const item = heads[STEP_MAPPED_BASE - step]!;
+      out.set(item.head, pos);
+      pos += item.head.byteLength;
+      for (let b = 0; b < userLength; b++) out[pos + b] = userPart[b]!;
+      pos += userLength;
+      pos = writeTailEnd(out, pos, item.seg);
+    }
+  }
+  return pos;
+}
+
+/** Bytes writePlanned writes for this user and these mapped heads. */
+export function plannedLength(plan: CombinePlan, uid: number, mod: number, heads: readonly Rendered[]): number {
+  if (plan.kind === JobKind.Plain) return plan.staticBytes;
+  const user = userPartLength(uid, mod);
+  let total = plan.staticBytes + plan.userSteps * user;
+  for (let k = 0; k < plan.mapped.length; k++) {
+    const item = heads[k]!;
+    total += item.head.byteLength + user + tailEndLength(item.seg);
+  }
+  return total;
+}
