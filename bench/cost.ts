@@ -1,6 +1,6 @@
 /**
  * `npm run bench:cost [-- --scenario NAME[,NAME] --rounds N --duration S --connections N
- *                        --callgrind-requests N --no-callgrind --smoke --out FILE --check]`
+ *                        --callgrind-requests N --no-callgrind --dumps DIR --smoke --out FILE --check]`
  *
  * What rcd costs per answered request against the floor (bench/ceiling.ts --floor: bare uWS paying
  * only the header reads, framing check and body parse any server of this API must make, then
@@ -18,8 +18,8 @@
  * The verdict (and `--check`, exit 1 on a FAIL) is on the CPU efficiency against COST_TARGETS.
  * Needs wrk on PATH, Linux /proc, and valgrind (unless --no-callgrind).
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { UsageError, intOption } from './cli-options.js';
 import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
@@ -51,6 +51,7 @@ const USAGE = `usage: npm run bench:cost -- [options]
   --callgrind-warmups N    uncounted passes of the sequence first (default 20, 1..100)
   --callgrind-windows N    counted passes, each on its own; the median is the figure (default 7, 1..50)
   --no-callgrind           CPU time only (no valgrind)
+  --dumps DIR              keep callgrind's dumps in DIR (one per counted pass: callgrind_annotate shows where they go)
   --smoke                  1 round of 1 s, one counted pass of 20 requests after 1 pass: checks that it runs
   --out FILE               also write every figure as JSON
   --check                  exit 1 when a scenario's CPU efficiency is below its target`;
@@ -66,6 +67,7 @@ interface CostOptions {
   readonly callgrindWarmups: number;
   readonly callgrindWindows: number;
   readonly out: string | null;
+  readonly dumps: string | null;
   readonly check: boolean;
 }
 
@@ -84,6 +86,7 @@ function parseOptions(argv: string[]): CostOptions {
       'no-callgrind': { type: 'boolean', default: false },
       smoke: { type: 'boolean', default: false },
       out: { type: 'string' },
+      dumps: { type: 'string' },
       check: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -117,6 +120,7 @@ function parseOptions(argv: string[]): CostOptions {
     callgrindWarmups: intOption('callgrind-warmups', values['callgrind-warmups'], smoke ? 1 : 20, 1, 100),
     callgrindWindows: intOption('callgrind-windows', values['callgrind-windows'], smoke ? 1 : 7, 1, 50),
     out: values.out ?? null,
+    dumps: values.dumps === undefined ? null : resolve(values.dumps),
     check: values.check === true,
   };
 }
@@ -227,6 +231,8 @@ function renderCostTable(results: readonly ScenarioCost[]): string {
 
 async function instructionPart(opts: CostOptions, dir: string, bundle: string): Promise<Map<string, InstructionFigures>> {
   const out = new Map<string, InstructionFigures>();
+  const dumps = opts.dumps ?? dir;
+  if (opts.dumps !== null) mkdirSync(dumps, { recursive: true });
   process.stdout.write('\ninstruction counts: starting rcd and the floor under valgrind (tens of seconds)...\n');
   // One pool worker and one delivery loop: the counted work is the request's, not idle threads'.
   const [rcd, floor] = await Promise.all([
@@ -237,12 +243,12 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
       threads: 1,
       httpThreads: 1,
       label: 'rcd under valgrind',
-      launcher: callgrindLauncher(dir, 'rcd'),
+      launcher: callgrindLauncher(dumps, 'rcd'),
       startTimeoutMs: 300_000,
     }),
-    startCeiling(sup, null, 1, true, callgrindLauncher(dir, 'floor')),
+    startCeiling(sup, null, 1, true, callgrindLauncher(dumps, 'floor')),
   ]);
-  const counted = [new CallgrindProcess(rcd, dir, 'rcd'), new CallgrindProcess(floor, dir, 'floor')] as const;
+  const counted = [new CallgrindProcess(rcd, dumps, 'rcd'), new CallgrindProcess(floor, dumps, 'floor')] as const;
   for (const s of opts.scenarios) {
     if (sup.stopping) break;
     await configureFloor(s, rcd, [floor]);

@@ -51,7 +51,14 @@ function combinationPart(c: Combination | null): string {
 /** The opaque tag of one wrapped or serialized item, without the uid (combine uses it per item). */
 export function itemTag(kind: JobKind, contentHash: string, mappingId: number, c: Combination | null): string {
   if (kind === JobKind.Plain) return contentHash;
-  return (kind === JobKind.Wrapped ? 'w' : 's') + contentHash + '.' + mappingId + '.' + combinationPart(c);
+  if (c === null) return (kind === JobKind.Wrapped ? 'w' : 's') + contentHash + '.' + mappingId + '.';
+  if (c.itemTagKind === (kind as number) && c.itemTagMapping === mappingId && c.itemTagHash === contentHash) return c.itemTag;
+  const tag = (kind === JobKind.Wrapped ? 'w' : 's') + contentHash + '.' + mappingId + '.' + combinationPart(c);
+  c.itemTag = tag;
+  c.itemTagKind = kind;
+  c.itemTagHash = contentHash;
+  c.itemTagMapping = mappingId;
+  return tag;
 }
 
 /** The opaque tag of a single wrapped or serialized answer: the item and the user's uid. */

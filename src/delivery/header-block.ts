@@ -64,5 +64,6 @@ export function representationBlock(cacheControl: Uint8Array, vary: Uint8Array, 
   if (block.byteLength < size) block = Buffer.allocUnsafeSlow(size * 2);
   block.set(prefix, 0);
   const written = block.write(etag, prefix.byteLength, 'latin1');
-  return block.subarray(0, prefix.byteLength + written);
+  // A plain view, not block.subarray: see reply.ts bytesView.
+  return new Uint8Array(block.buffer, block.byteOffset, prefix.byteLength + written);
 }

@@ -22,7 +22,7 @@ import { bodyText, keptChunk } from './body.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKeyOf, renderedOf, type Rendered } from './front-cache.js';
 import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, type CompiledCombineQuery } from './query.js';
-import { CC_PRIVATE, CC_SHARED, answerBuffer, lastAnswerBytes, sendContent, sendError, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
+import { CC_PRIVATE, CC_SHARED, answerBuffer, bytesView, lastAnswerBytes, sendContent, sendError, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, describedTag, etagValue, itemTag, matchIfNoneMatch, withMappedPart, wrappedTag } from './etag.js';
 import { buildPlan, currentPlan, planKeyOf, plannedLength, writePlanned, type CombinePlan, type PlanItem } from './combine-plan.js';
@@ -322,7 +322,7 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
     body = plan.statics[steps[0]!]!;
   } else {
     const out = answerBuffer(plannedLength(plan, r.uid, r.mod, plannedHeads));
-    body = out.subarray(0, writePlanned(out, plan, r.uid, r.mod, plannedHeads));
+    body = bytesView(out, writePlanned(out, plan, r.uid, r.mod, plannedHeads));
   }
   r.writing = true;
   const missingHeader = plan.missingHeader;
@@ -571,7 +571,7 @@ function combineBytes(r: ContentRequest): Uint8Array {
     if (wrapped) pos = writeWrappedTail(out, pos, r.uid, r.mod, item.seg);
   }
   out[pos] = 0x7d; // '}'
-  return out.subarray(0, pos + 1);
+  return bytesView(out, pos + 1);
 }
 
 const EMPTY_OBJECT = Buffer.from('{}');
@@ -615,5 +615,5 @@ function combineGzip(r: ContentRequest): Uint8Array {
     if (wrapped) appendTailToGzip(gz, r.uid, r.mod, item.seg);
   }
   gz.raw(CLOSE_BRACE);
-  return out.subarray(0, gz.end());
+  return bytesView(out, gz.end());
 }
