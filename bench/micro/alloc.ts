@@ -15,7 +15,7 @@
  * "Memory"). Bytes are measured with --expose-gc (the bench:micro script passes it).
  */
 import { parseUserContext } from '../../src/delivery/context.js';
-import { frontKey, frontKeyOf } from '../../src/delivery/front-cache.js';
+import { frontKey, frontKeyOf, type FrontKey } from '../../src/delivery/front-cache.js';
 import { wrappedTailLength, writeWrappedTail } from '../../src/delivery/tail.js';
 import { userUid } from '../../src/shared/identity.js';
 import type { CompiledMapping, Combination } from '../../src/mapping/index.js';
@@ -66,7 +66,7 @@ export function runAllocMicro(minMs?: number): Row[] {
   const seg = '[{"n":"eu","v":null},{"n":"shop-refresh","v":"B","i":"long-refresh"}]';
   const segBytes = Buffer.from(seg, 'utf8');
   const scratch = Buffer.allocUnsafe(64 * 1024);
-  const cache = new Map<string, number>();
+  const cache = new Map<FrontKey, number>();
   const combos = contexts.map((c, i) => evaluateMapping(mapping, c.p, c.vKey, mods[i]!));
   // Stored under the memoized strings, as the front cache stores what a miss was requested under.
   for (const c of combos) {

@@ -57,10 +57,18 @@ function partOf(member: Uint8Array, length: number): CompressedPart {
   };
 }
 
-export type FrontCache = LRUCache<string, Rendered>;
+/**
+ * A cache key: a number for an answer that depends on kind and revision only (most items: no
+ * mapping, or no rule applied), a string with the mapping and combination otherwise. A number is
+ * built with one multiply and hashed by V8 without reading characters; the string it replaced
+ * (`w123`) was formatted, concatenated and hashed on every request.
+ */
+export type FrontKey = number | string;
+
+export type FrontCache = LRUCache<FrontKey, Rendered>;
 
 export function createFrontCache(maxBytes: number): FrontCache {
-  return new LRUCache<string, Rendered>({ maxSize: maxBytes, sizeCalculation: renderedSize });
+  return new LRUCache<FrontKey, Rendered>({ maxSize: maxBytes, sizeCalculation: renderedSize });
 }
 
 function renderedSize(r: Rendered): number {
@@ -69,9 +77,16 @@ function renderedSize(r: Rendered): number {
 
 const KIND_PREFIX = ['p', 'w', 's'];
 
+/** Kinds per revision in a numeric key (revId * KINDS + kind). */
+const KINDS = 3;
+
 /** The cache key of one item. Mapping and combination only matter for wrapped kinds. */
-export function frontKey(kind: JobKind, revId: number, mappingId: number, comboKey: string): string {
-  if (kind === JobKind.Plain || comboKey === '') return KIND_PREFIX[kind]! + revId;
+export function frontKey(kind: JobKind, revId: number, mappingId: number, comboKey: string): FrontKey {
+  if (kind === JobKind.Plain || comboKey === '') return revId * KINDS + kind;
+  return combinationKey(kind, revId, mappingId, comboKey);
+}
+
+function combinationKey(kind: JobKind, revId: number, mappingId: number, comboKey: string): string {
   return KIND_PREFIX[kind]! + revId + ':' + mappingId + ':' + comboKey;
 }
 
@@ -83,10 +98,10 @@ export function frontKey(kind: JobKind, revId: number, mappingId: number, comboK
  * nor hashes a fresh key (bench/micro/alloc.ts: cache key). One entry per combination: content
  * sharing a combination across revisions or kinds rebuilds the key, as every request did before.
  */
-export function frontKeyOf(kind: JobKind, revId: number, mappingId: number, c: Combination | null): string {
-  if (c === null) return frontKey(kind, revId, 0, '');
+export function frontKeyOf(kind: JobKind, revId: number, mappingId: number, c: Combination | null): FrontKey {
+  if (c === null || c.key === '' || kind === JobKind.Plain) return revId * KINDS + kind;
   if (c.cacheKeyRev === revId && c.cacheKeyKind === (kind as number) && c.cacheKeyMapping === mappingId) return c.cacheKey;
-  const key = frontKey(kind, revId, mappingId, c.key);
+  const key = combinationKey(kind, revId, mappingId, c.key);
   c.cacheKey = key;
   c.cacheKeyRev = revId;
   c.cacheKeyMapping = mappingId;

@@ -10,6 +10,7 @@
  *
  * HOT PATH: fields are initialised in one order in the constructor.
  */
+import { performance } from 'node:perf_hooks';
 import type { HttpResponse } from 'uWebSockets.js';
 import { chooseRevision, type ContentView, type EnvView } from '../directory.js';
 import { ERROR_STATUS, RcdError, type ErrorCode } from '../../runtime/errors.js';
@@ -21,7 +22,7 @@ import { evaluateMapping, type Combination, type CompiledMapping } from '../../m
 import type { JobSink } from '../../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../../pool/protocol.js';
 import { bodyText, keptChunk } from '../body.js';
-import { frontKeyOf, renderedOf, type Rendered } from '../front-cache.js';
+import { frontKeyOf, renderedOf, type FrontKey, type Rendered } from '../front-cache.js';
 import { missJob } from '../request.js';
 import { CC_PRIVATE, answerBuffer, lastAnswerBytes, sendContent, sendNotModified } from '../reply.js';
 import { Coding, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
@@ -74,7 +75,7 @@ export class OfrepRequest implements JobSink {
   uid = 0;
   mod = 0;
   /** Front-cache key per slot (single: one; bulk: one per item of `list`, "" for failures). */
-  keys: string[] | null = null;
+  keys: FrontKey[] | null = null;
   /** Single: the content id as created and the hash of the revision answered. */
   id = '';
   hash = '';
@@ -310,7 +311,7 @@ function startBulk(r: OfrepRequest, ctx: OfrepContext): void {
   const streams = eventStreamsMember(state, r.keyId, window);
   const entries = plan.entries;
   const list = new Array<BulkItem>(entries.length);
-  const keys = new Array<string>(entries.length);
+  const keys = new Array<FrontKey>(entries.length);
   const jobs: Job[] = [];
   const slots: number[] = [];
   // What the answer is made of, for its tag (as a combine's, etag.ts): the uid, the stream token's
