@@ -16,14 +16,14 @@ const MOD_FIELD = Buffer.from(',"mod":', 'latin1');
 const SEG_FIELD = Buffer.from(',"seg":', 'latin1');
 const CLOSE = 0x7d; // '}'
 
-/** Decimal digits of a uint32. */
+/**
+ * Decimal digits of a uint32. Comparisons, not a division per digit: a uid has 9-10 digits, and
+ * every wrapped answer counts them three times (random uint32s, Node 20: 18-28 ns for the division
+ * loop against 9-13 ns; perf had the loop at ~0.4% of mapped).
+ */
 export function digitCount(n: number): number {
-  let count = 1;
-  while (n >= 10) {
-    n = Math.floor(n / 10);
-    count++;
-  }
-  return count;
+  if (n < 100_000) return n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10_000 ? 4 : 5;
+  return n < 1_000_000 ? 6 : n < 10_000_000 ? 7 : n < 100_000_000 ? 8 : n < 1_000_000_000 ? 9 : 10;
 }
 
 export function wrappedTailLength(uid: number, mod: number, seg: Uint8Array): number {
