@@ -116,6 +116,21 @@ describe('combine answered from a plan', () => {
     expect(tags.size).toBe(2 + users.length * 2);
   });
 
+  it('writes every user\'s digits right whatever their length (the plan lays its bytes out per length)', async () => {
+    // uids are uniform over uint32 and mod = uid % 1000: 40 users give uid and mod lengths beyond the
+    // few a plan lays out, so both ways of writing a planned answer are taken.
+    const lengths = new Set<number>();
+    for (let i = 0; i < 40; i++) {
+      const body = user(`length-${i}`, i * 10, '2.0.0');
+      const r = await askRepeated(DYNAMIC, body);
+      const answer = JSON.parse(r.wire.toString('utf8')) as Record<string, { meta: { uid: number; mod: number } }>;
+      expect(answer).toEqual(await fromSingles(body, 'wrapped'));
+      const meta = answer.Cfg0!.meta;
+      lengths.add(`${meta.uid},"mod":${meta.mod}`.length);
+    }
+    expect(lengths.size).toBeGreaterThan(3);
+  });
+
   it('answers 304 to the tag of either way, and 200 with the tag of the new answer after an edit', async () => {
     const body = user('player-9', 150, '2.0.0');
     const before = await askRepeated(DYNAMIC, body);
