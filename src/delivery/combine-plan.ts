@@ -280,6 +280,36 @@ function buildLayout(plan: CombinePlan, userLength: number): UserLayout {
 
 /** The user's part of every unmapped item's tail, `<uid>,"mod":<mod>`, written once per answer. */
 const userPart = Buffer.allocUnsafeSlow(32);
+const userPartWords = new DataView(userPart.buffer, userPart.byteOffset, userPart.byteLength);
+// The user's part as little-endian words, read once per answer (putUser writes them into each gap).
+let uw0 = 0;
+let uw1 = 0;
+let uw2 = 0;
+let uw3 = 0;
+let uw4 = 0;
+
+/** A DataView over the answer buffer, made again only when that buffer changes. */
+let outWords: DataView | null = null;
+
+function wordsOf(out: Uint8Array): DataView {
+  if (outWords === null || outWords.buffer !== out.buffer || outWords.byteOffset !== out.byteOffset) outWords = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  return outWords;
+}
+
+/**
+ * The user's part at `at`, as 32-bit words and the last 0-3 bytes: four to five word stores instead of
+ * 9 to 20 byte stores per gap (a 45-gap answer: 0.4 against 1.5 µs, bench/micro-style loop on Node 20).
+ * The shortest part (one digit of uid, `,"mod":`, one of mod) has 9 bytes: two words always fit.
+ */
+function putUser(out: Uint8Array, words: DataView, at: number, length: number): void {
+  const count = length >> 2;
+  words.setUint32(at, uw0, true);
+  words.setUint32(at + 4, uw1, true);
+  if (count > 2) words.setUint32(at + 8, uw2, true);
+  if (count > 3) words.setUint32(at + 12, uw3, true);
+  if (count > 4) words.setUint32(at + 16, uw4, true);
+  for (let b = count << 2; b < length; b++) out[at + b] = userPart[b]!;
+}
 
 /**
  * The answer's bytes: the plan's fixed runs with the user's digits and the mapped items (their heads
@@ -320,6 +350,12 @@ function writeLaidOut(out: Uint8Array, layout: UserLayout, userLength: number, h
   const program = layout.program;
   const blocks = layout.blocks;
   const gaps = layout.gaps;
+  const words = wordsOf(out);
+  uw0 = userPartWords.getUint32(0, true);
+  uw1 = userPartWords.getUint32(4, true);
+  uw2 = userPartWords.getUint32(8, true);
+  uw3 = userPartWords.getUint32(12, true);
+  uw4 = userPartWords.getUint32(16, true);
   let pos = 0;
   for (let i = 0; i < program.length; i++) {
     const op = program[i]!;
@@ -327,16 +363,13 @@ function writeLaidOut(out: Uint8Array, layout: UserLayout, userLength: number, h
       const block = blocks[op]!;
       out.set(block, pos);
       const at = gaps[op]!;
-      for (let g = 0; g < at.length; g++) {
-        const start = pos + at[g]!;
-        for (let b = 0; b < userLength; b++) out[start + b] = userPart[b]!;
-      }
+      for (let g = 0; g < at.length; g++) putUser(out, words, pos + at[g]!, userLength);
       pos += block.byteLength;
     } else {
       const item = heads[STEP_MAPPED_BASE - op]!;
       out.set(item.head, pos);
       pos += item.head.byteLength;
-      for (let b = 0; b < userLength; b++) out[pos + b] = userPart[b]!;
+      putUser(out, words, pos, userLength);
       pos += userLength;
       pos = writeTailEnd(out, pos, item.seg);
     }
