@@ -8,10 +8,15 @@
  * hashing the whole description for the tag cost ~7,000 instructions per id on every request
  * (bench:cost, combine-50, callgrind). A plan holds, instead:
  * - the answer's fixed bytes, in the order they are sent, as views of one buffer: each is the end
- *   of the previous item's tail (`,"seg":…}}`), the next key and its head, so an unmapped item costs
- *   one copy and the user's digits;
+ *   of the previous item's tail (`,"seg":…}}`), the next key and its head;
+ * - the same bytes laid out per length of the user's part (UserLayout): the runs between two mapped
+ *   items joined into blocks with gaps where the digits go, so an answer is one copy per block and
+ *   the digits written into the gaps as words;
  * - the items behind a mapping (their rules are evaluated per user), with their revision and key;
- * - the tag's fixed part (etag.ts, combineBaseTag), the X-Missing-Content value and the hit count.
+ * - the tag's fixed part (etag.ts, describedTag), the X-Missing-Content value and the hit count.
+ *
+ * Measured with bench:cost (instructions per request, callgrind): combine-50 391k before plans, 152k
+ * with a copy per run, 118k with layouts, 87k with the digits written as words; combine 130k -> 68k.
  *
  * A plan is built from a request whose items were all front-cache hits, and is valid while the
  * environment object and its generation (src/delivery/directory.ts: bumped by every content change)
@@ -23,7 +28,8 @@
  * A combine a client may receive compressed (an item has a gzip form and the client accepts gzip) is
  * assembled from the front cache's compressed parts as before: a plan holds identity bytes only.
  *
- * HOT PATH: change with care. One plan lookup per combine; two writes per unmapped id.
+ * HOT PATH: change with care. One plan lookup per combine; one copy per block, one word write per
+ * four digits of each gap.
  */
 import { LRUCache } from 'lru-cache';
 import { JobKind } from '../pool/protocol.js';
@@ -59,7 +65,7 @@ export interface CombinePlan {
   /** USER steps (each writes the user's digits). */
   readonly userSteps: number;
   readonly mapped: readonly PlannedMapped[];
-  /** The tag's fixed part: etag.ts combineBaseTag of the description. */
+  /** The tag's fixed part: etag.ts describedTag of the description. */
   readonly baseTag: string;
   /** X-Missing-Content, or "" when every id was found. */
   readonly missingHeader: string;
