@@ -33,6 +33,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import { JobKind } from '../pool/protocol.js';
+import { putBytes } from '../shared/bytes.js';
 import type { ContentView, EnvView, RevisionView } from './directory.js';
 import type { Rendered } from './front-cache.js';
 import type { CombineEntry, CompiledCombineQuery } from './query.js';
@@ -294,12 +295,16 @@ let uw2 = 0;
 let uw3 = 0;
 let uw4 = 0;
 
-/** A DataView over the answer buffer, made again only when that buffer changes. */
+/** A DataView over the answer buffer, made again only when that buffer changes (compared by identity: bytes.ts). */
 let outWords: DataView | null = null;
+let outWordsOf: Uint8Array | null = null;
 
 function wordsOf(out: Uint8Array): DataView {
-  if (outWords === null || outWords.buffer !== out.buffer || outWords.byteOffset !== out.byteOffset) outWords = new DataView(out.buffer, out.byteOffset, out.byteLength);
-  return outWords;
+  if (outWordsOf !== out) {
+    outWords = new DataView(out.buffer, out.byteOffset, out.byteLength);
+    outWordsOf = out;
+  }
+  return outWords!;
 }
 
 /**
@@ -332,17 +337,14 @@ export function writePlanned(out: Uint8Array, plan: CombinePlan, uid: number, mo
   for (let i = 0; i < steps.length; i++) {
     const step = steps[i]!;
     if (step >= 0) {
-      const piece = statics[step]!;
-      out.set(piece, pos);
-      pos += piece.byteLength;
+      pos = putBytes(out, statics[step]!, pos);
     } else if (step === STEP_USER) {
       // ~15 bytes: a loop costs less than a native copy call.
       for (let b = 0; b < userLength; b++) out[pos + b] = userPart[b]!;
       pos += userLength;
     } else {
       const item = heads[STEP_MAPPED_BASE - step]!;
-      out.set(item.head, pos);
-      pos += item.head.byteLength;
+      pos = putBytes(out, item.head, pos);
       for (let b = 0; b < userLength; b++) out[pos + b] = userPart[b]!;
       pos += userLength;
       pos = writeTailEnd(out, pos, item.seg);
@@ -366,15 +368,13 @@ function writeLaidOut(out: Uint8Array, layout: UserLayout, userLength: number, h
   for (let i = 0; i < program.length; i++) {
     const op = program[i]!;
     if (op >= 0) {
-      const block = blocks[op]!;
-      out.set(block, pos);
       const at = gaps[op]!;
+      const next = putBytes(out, blocks[op]!, pos);
       for (let g = 0; g < at.length; g++) putUser(out, words, pos + at[g]!, userLength);
-      pos += block.byteLength;
+      pos = next;
     } else {
       const item = heads[STEP_MAPPED_BASE - op]!;
-      out.set(item.head, pos);
-      pos += item.head.byteLength;
+      pos = putBytes(out, item.head, pos);
       putUser(out, words, pos, userLength);
       pos += userLength;
       pos = writeTailEnd(out, pos, item.seg);
@@ -390,7 +390,7 @@ export function plannedLength(plan: CombinePlan, uid: number, mod: number, heads
   let total = plan.staticBytes + plan.userSteps * user;
   for (let k = 0; k < plan.mapped.length; k++) {
     const item = heads[k]!;
-    total += item.head.byteLength + user + tailEndLength(item.seg);
+    total += item.head.length + user + tailEndLength(item.seg);
   }
   return total;
 }

@@ -16,6 +16,8 @@
  * list, keep their own calls (reply.ts).
  */
 
+import { ReusedBuffer, putBytes, putLatin1 } from '../shared/bytes.js';
+
 /** `application/json\r\ncache-control: <cc>\r\nvary: <vary>\r\netag: `. */
 function prefixOf(cacheControl: Uint8Array, vary: Uint8Array): Buffer {
   return Buffer.concat([
@@ -52,7 +54,7 @@ function prefixFor(cacheControl: Uint8Array, vary: Uint8Array): Buffer {
 }
 
 // Reused for every answer: uWS copies a header value before writeHeader returns.
-let block = Buffer.allocUnsafeSlow(512);
+let block = new ReusedBuffer(512);
 
 /**
  * Content-Type's value with Cache-Control, Vary and ETag lines behind it (see above). The result is a
@@ -60,10 +62,7 @@ let block = Buffer.allocUnsafeSlow(512);
  */
 export function representationBlock(cacheControl: Uint8Array, vary: Uint8Array, etag: string): Uint8Array {
   const prefix = prefixFor(cacheControl, vary);
-  const size = prefix.byteLength + etag.length;
-  if (block.byteLength < size) block = Buffer.allocUnsafeSlow(size * 2);
-  block.set(prefix, 0);
-  const written = block.write(etag, prefix.byteLength, 'latin1');
-  // A plain view, not block.subarray: see reply.ts bytesView.
-  return new Uint8Array(block.buffer, block.byteOffset, prefix.byteLength + written);
+  const size = prefix.length + etag.length;
+  if (block.size < size) block = new ReusedBuffer(size * 2);
+  return block.view(putLatin1(block.bytes, etag, putBytes(block.bytes, prefix, 0)));
 }

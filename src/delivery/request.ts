@@ -23,11 +23,12 @@ import { bodyText, keptChunk } from './body.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKeyOf, renderedOf, type FrontKey, type Rendered } from './front-cache.js';
 import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, type CompiledCombineQuery } from './query.js';
-import { CC_PRIVATE, CC_SHARED, answerBuffer, bytesView, lastAnswerBytes, sendContent, sendError, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
+import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, lastAnswerBytes, sendContent, sendError, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, describedTag, etagValue, itemTag, matchIfNoneMatch, withMappedPart, wrappedTag } from './etag.js';
 import { buildPlan, currentPlan, planKeyOf, plannedLength, writePlanned, type CombinePlan, type PlanItem } from './combine-plan.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
+import { putBytes } from '../shared/bytes.js';
 import { GzipBuilder, gzipBound } from '../shared/gzip.js';
 import type { FrontEndState } from './state.js';
 
@@ -324,7 +325,7 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
     body = plan.statics[steps[0]!]!;
   } else {
     const out = answerBuffer(plannedLength(plan, r.uid, r.mod, plannedHeads));
-    body = bytesView(out, writePlanned(out, plan, r.uid, r.mod, plannedHeads));
+    body = answerView(writePlanned(out, plan, r.uid, r.mod, plannedHeads));
   }
   r.writing = true;
   const missingHeader = plan.missingHeader;
@@ -552,7 +553,7 @@ function combineBytes(r: ContentRequest): Uint8Array {
   for (let i = 0; i < entries.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    total += entryKey(entries[i]!, first).byteLength + item.head.byteLength + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
+    total += entryKey(entries[i]!, first).length + item.head.length + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
     first = false;
   }
   if (first) return EMPTY_OBJECT;
@@ -564,16 +565,12 @@ function combineBytes(r: ContentRequest): Uint8Array {
   for (let i = 0; i < entries.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    const key = entryKey(entries[i]!, first);
+    pos = putBytes(out, item.head, putBytes(out, entryKey(entries[i]!, first), pos));
     first = false;
-    out.set(key, pos);
-    pos += key.byteLength;
-    out.set(item.head, pos);
-    pos += item.head.byteLength;
     if (wrapped) pos = writeWrappedTail(out, pos, r.uid, r.mod, item.seg);
   }
   out[pos] = 0x7d; // '}'
-  return bytesView(out, pos + 1);
+  return answerView(pos + 1);
 }
 
 const EMPTY_OBJECT = Buffer.from('{}');
@@ -597,10 +594,10 @@ function combineGzip(r: ContentRequest): Uint8Array {
   for (let i = 0; i < entries.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    raw += entryKey(entries[i]!, first).byteLength + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
+    raw += entryKey(entries[i]!, first).length + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
     first = false;
-    if (item.gzPart !== null) compressed += item.gzPart.segment.byteLength;
-    else raw += item.head.byteLength;
+    if (item.gzPart !== null) compressed += item.gzPart.segment.length;
+    else raw += item.head.length;
     pieces += 3;
   }
   const out = answerBuffer(gzipBound(compressed, raw, pieces));
@@ -617,5 +614,5 @@ function combineGzip(r: ContentRequest): Uint8Array {
     if (wrapped) appendTailToGzip(gz, r.uid, r.mod, item.seg);
   }
   gz.raw(CLOSE_BRACE);
-  return bytesView(out, gz.end());
+  return answerView(gz.end());
 }

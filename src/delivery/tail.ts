@@ -8,6 +8,7 @@
  * 2.0 -> 0.4 µs and 2,481 -> 5 bytes of JS heap per answer (bench/micro/alloc.ts).
  */
 
+import { putBytes } from '../shared/bytes.js';
 import { STORED_BLOCK_MAX, type GzipBuilder } from '../shared/gzip.js';
 
 export const EMPTY_BYTES = new Uint8Array(0);
@@ -38,8 +39,7 @@ export function userPartLength(uid: number, mod: number): number {
 /** Writes `<uid>,"mod":<mod>` at pos; returns the position after it. */
 export function writeUserPart(out: Uint8Array, pos: number, uid: number, mod: number): number {
   pos = writeDecimal(out, pos, uid);
-  out.set(MOD_FIELD, pos);
-  return writeDecimal(out, pos + MOD_FIELD.length, mod);
+  return writeDecimal(out, putBytes(out, MOD_FIELD, pos), mod);
 }
 
 /** Writes the decimal form of a uint32 at pos; returns the position after it. */
@@ -61,15 +61,12 @@ export function writeWrappedTail(out: Uint8Array, pos: number, uid: number, mod:
 
 /** Length of what follows the per-user part, `,"seg":<seg>}}` (the same for every user of an item). */
 export function tailEndLength(seg: Uint8Array): number {
-  return SEG_FIELD.length + seg.byteLength + 2;
+  return SEG_FIELD.length + seg.length + 2;
 }
 
 /** Writes `,"seg":<seg>}}` at pos; returns the position after it. */
 export function writeTailEnd(out: Uint8Array, pos: number, seg: Uint8Array): number {
-  out.set(SEG_FIELD, pos);
-  pos += SEG_FIELD.length;
-  out.set(seg, pos);
-  pos += seg.byteLength;
+  pos = putBytes(out, seg, putBytes(out, SEG_FIELD, pos));
   out[pos] = CLOSE;
   out[pos + 1] = CLOSE;
   return pos + 2;
