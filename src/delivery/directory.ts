@@ -149,6 +149,15 @@ export class Directory {
    * (refilling costs one hash per key still in use).
    */
   private readonly plainCache = new Map<string, KeyView>();
+  /**
+   * The last key found, compared before the map is asked: a header value is a new string on every
+   * request, and hashing it for the map (~40 characters) cost more than comparing it with the last
+   * one, which is the same key for most requests of one game. Cleared with plainCache. (The compare
+   * stops at the first differing character, as the map's own compare does on a hash match; a key
+   * ships inside every game client, and nanoseconds do not cross a network's microseconds of jitter.)
+   */
+  private lastKey = '';
+  private lastView: KeyView | undefined = undefined;
   private readonly envs = new Map<string, EnvState>();
   readonly environments: ReadonlyMap<string, EnvView> = this.envs;
   /** Mapping id → number of contents referencing it; ids that reach 0 are forgotten at the end of an update. */
@@ -198,7 +207,7 @@ export class Directory {
         this.byKeyId.delete(k.keyId);
         this.byDigest.delete(known.digest);
         known.env.keyIds.delete(k.keyId);
-        this.plainCache.clear();
+        this.forgetPlainKeys();
       }
       if (k.key !== null) this.putKey(k.key);
     }
@@ -228,8 +237,13 @@ export class Directory {
 
   /** The environment of a plain API key, or undefined when unknown or revoked. */
   lookupKey(plainKey: string): KeyView | undefined {
+    if (plainKey === this.lastKey) return this.lastView;
     const hit = this.plainCache.get(plainKey);
-    if (hit !== undefined) return hit;
+    if (hit !== undefined) {
+      this.lastKey = plainKey;
+      this.lastView = hit;
+      return hit;
+    }
     const view = this.byDigest.get(apiKeyDigest(plainKey));
     if (view !== undefined && this.plainCache.size < KEY_CACHE_LIMIT) this.plainCache.set(plainKey, view);
     return view;
@@ -265,7 +279,13 @@ export class Directory {
       this.byDigest.delete(k.digest);
     }
     for (const c of env.contents.values()) if (c.mappingId !== 0) this.unref(c.mappingId);
+    this.forgetPlainKeys();
+  }
+
+  private forgetPlainKeys(): void {
     this.plainCache.clear();
+    this.lastKey = '';
+    this.lastView = undefined;
   }
 
   private putKey(k: KeyDigest): void {

@@ -96,13 +96,26 @@ function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, or
   return view;
 }
 
+// The last id decoded, and its key: a URL parameter is a new string per request, and comparing it
+// with the last costs less than lowercasing it and hashing the result for the content map, which is
+// what a repeated id (every client of a game asks for the same few) would otherwise pay each time.
+let lastRawId = '';
+let lastIdKey = '';
+
 function decodeId(raw: string): string | undefined {
-  if (raw.indexOf('%') === -1) return contentIdKey(raw);
-  try {
-    return contentIdKey(decodeURIComponent(raw));
-  } catch {
-    return undefined;
+  if (raw === lastRawId) return lastIdKey;
+  let key: string;
+  if (raw.indexOf('%') === -1) key = contentIdKey(raw);
+  else {
+    try {
+      key = contentIdKey(decodeURIComponent(raw));
+    } catch {
+      return undefined;
+    }
   }
+  lastRawId = raw;
+  lastIdKey = key;
+  return key;
 }
 
 /**

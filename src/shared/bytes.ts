@@ -20,7 +20,11 @@ const U8_SET = Uint8Array.prototype.set;
 // eslint-disable-next-line @typescript-eslint/unbound-method
 const BUFFER_WRITE = (Buffer.prototype as Buffer).write;
 
-/** Copies `src` into `out` at `pos` (room is the caller's); returns the position after it. */
+/**
+ * Copies `src` into `out` at `pos` (room is the caller's); returns the position after it. Always the
+ * builtin: a byte loop for the tail's 7-byte runs cost more than the ~200-instruction call (wrapped:
+ * 53.1k -> 53.3k instructions per request, the loop polymorphic over Buffer and Uint8Array).
+ */
 export function putBytes(out: Uint8Array, src: Uint8Array, pos: number): number {
   U8_SET.call(out, src, pos);
   return pos + src.length;

@@ -121,17 +121,21 @@ const UNDECIDED = -1;
  */
 function matchPath(field: Field, item: Record<string, unknown>): number {
   const segments = field.segments;
+  const inherited = field.inherited;
   const last = segments.length - 1;
   let current = item;
   let value: unknown = undefined;
   let present = false;
   for (let depth = 0; depth <= last; depth++) {
     const segment = segments[depth]!;
-    if (!Object.hasOwn(current, segment)) {
+    // One keyed read where the member is found; the own-property test only where the read may have
+    // found an inherited member or nothing (p is parsed JSON: plain objects over Object.prototype).
+    // Two reads per segment were ~850 instructions of a 10-rule mapped request (bench:cost).
+    value = current[segment];
+    if ((value === undefined || inherited[depth]!) && !Object.hasOwn(current, segment)) {
       value = undefined;
       break;
     }
-    value = current[segment];
     if (depth === last) {
       present = true;
       break;

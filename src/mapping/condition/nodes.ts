@@ -66,6 +66,8 @@ export class Op {
   }
 }
 
+const OBJECT_MEMBERS: ReadonlySet<string> = new Set(Object.getOwnPropertyNames(Object.prototype));
+
 /**
  * The operators on one attribute path (segments of `a.b.c`; no segments: the value itself, as for
  * $elemMatch/$not operands and logical operators). `index[d]` is segment d as an array index (-1:
@@ -78,6 +80,12 @@ export class Field {
   readonly segments: readonly string[];
   readonly index: readonly number[];
   readonly numeric: readonly boolean[];
+  /**
+   * Whether segment d names a member of Object.prototype (`toString`, `__proto__`): only there can a
+   * read of a JSON object's member find something that is not its own, so only there does matchPath
+   * pay for an own-property test when the member is found (missing members are tested everywhere).
+   */
+  readonly inherited: readonly boolean[];
   readonly ops: readonly Op[];
   /** Which shortcut of matchField applies, decided from the operators at compile time. */
   readonly fast: FastMode;
@@ -86,6 +94,7 @@ export class Field {
     this.segments = segments;
     this.index = segments.map(arrayIndexOf);
     this.numeric = segments.map((s) => !Number.isNaN(Number(s)));
+    this.inherited = segments.map((s) => OBJECT_MEMBERS.has(s));
     this.ops = ops;
     this.fast = fastModeOf(segments, ops);
     this.hasElemMatch = ops.some((op) => op.kind === OpKind.ElemMatch);
