@@ -339,6 +339,26 @@ export class Directory {
   }
 }
 
+// The last single-content lookup: a game's clients ask for the same few ids, and the content map
+// hashes the id into a shard (stringShard reads up to 12 characters) and again for the shard's Map on
+// every request. Valid while the environment object and its generation (bumped by every content
+// change) are the ones it was read under.
+let lastEnv: EnvView | null = null;
+let lastGeneration = -1;
+let lastId = '';
+let lastContent: ContentView | undefined = undefined;
+
+/** `env.contents.get(idLower)`, answered from the last lookup when nothing changed since (HOT PATH). */
+export function lookupContent(env: EnvView, idLower: string): ContentView | undefined {
+  if (env === lastEnv && env.generation === lastGeneration && idLower === lastId) return lastContent;
+  const content = env.contents.get(idLower);
+  lastEnv = env;
+  lastGeneration = env.generation;
+  lastId = idLower;
+  lastContent = content;
+  return content;
+}
+
 /**
  * The revision a client of app version `v` (a versionKey) gets: the newest whose minAppVersion is
  * absent or <= v. `v` = "" means "no version sent": the newest revision. Undefined when every

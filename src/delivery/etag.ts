@@ -30,6 +30,8 @@ export const enum Coding {
 }
 
 const SUFFIX = ['"', '.gz"', '.br"'];
+/** The ETag value's end after the opaque part, per coding, as bytes (header-block.ts writes them). */
+export const SUFFIX_BYTES: readonly Uint8Array[] = SUFFIX.map((s) => Buffer.from(s, 'latin1'));
 
 /** The ETag header value of `opaque` sent with `coding`. */
 export function etagValue(opaque: string, coding: Coding): string {

@@ -7,7 +7,7 @@
  * item of the main thread's profile after the rule evaluation (bench/README.md, "Where the time of a
  * mapped request goes"). So Content-Type's value carries the other three lines after it:
  * `application/json\r\ncache-control: …\r\nvary: …\r\netag: "…"`, the constant part prebuilt per
- * (Cache-Control, Vary) pair and the tag copied behind it into a reused buffer. The bytes on the wire
+ * (Cache-Control, Vary) pair and the tag written behind it into a reused buffer. The bytes on the wire
  * are the same header lines (ETag last).
  *
  * Only bytes this server made go in: the constant values, and tags built from content hashes by
@@ -17,6 +17,9 @@
  */
 
 import { ReusedBuffer, putBytes, putLatin1 } from '../shared/bytes.js';
+import { Coding, SUFFIX_BYTES } from './etag.js';
+
+const QUOTE = 0x22;
 
 /** `application/json\r\ncache-control: <cc>\r\nvary: <vary>\r\netag: `. */
 function prefixOf(cacheControl: Uint8Array, vary: Uint8Array): Buffer {
@@ -56,13 +59,38 @@ function prefixFor(cacheControl: Uint8Array, vary: Uint8Array): Buffer {
 // Reused for every answer: uWS copies a header value before writeHeader returns.
 let block = new ReusedBuffer(512);
 
+// The last block of an answer that is the same for every user (plain content, the catalog), kept
+// whole: the next answer of the same representation sends it without writing a byte. A copy, since
+// `block` is overwritten by the next answer of another kind. Compared by identity for the header
+// values and by value for the tag (a revision's hash, the catalog's tag: the same string object).
+let keptControl: Uint8Array | null = null;
+let keptVary: Uint8Array | null = null;
+let keptTag = '';
+let keptCoding: Coding = Coding.Identity;
+let keptBlock: Uint8Array = new Uint8Array(0);
+
 /**
- * Content-Type's value with Cache-Control, Vary and ETag lines behind it (see above). The result is a
- * view of a reused buffer: valid until the next call, which is after uWS copied it.
+ * Content-Type's value with Cache-Control, Vary and ETag lines behind it (see above); the ETag is
+ * `tag` in `coding` (etag.ts etagValue: a quote, the tag, the coding's suffix). With `keep` (an answer
+ * the same for every user) the block is kept for the next call with the same arguments. The result
+ * is valid until the next call, which is after uWS copied it.
  */
-export function representationBlock(cacheControl: Uint8Array, vary: Uint8Array, etag: string): Uint8Array {
+export function representationBlock(cacheControl: Uint8Array, vary: Uint8Array, tag: string, coding: Coding, keep: boolean): Uint8Array {
+  if (keep && tag === keptTag && coding === keptCoding && cacheControl === keptControl && vary === keptVary) return keptBlock;
   const prefix = prefixFor(cacheControl, vary);
-  const size = prefix.length + etag.length;
+  const suffix = SUFFIX_BYTES[coding]!;
+  const size = prefix.length + 1 + tag.length + suffix.length;
   if (block.size < size) block = new ReusedBuffer(size * 2);
-  return block.view(putLatin1(block.bytes, etag, putBytes(block.bytes, prefix, 0)));
+  const out = block.bytes;
+  let at = putBytes(out, prefix, 0);
+  out[at++] = QUOTE;
+  at = putBytes(out, suffix, putLatin1(out, tag, at));
+  if (!keep) return block.view(at);
+  keptBlock = new Uint8Array(at);
+  putBytes(keptBlock, block.view(at), 0);
+  keptControl = cacheControl;
+  keptVary = vary;
+  keptTag = tag;
+  keptCoding = coding;
+  return keptBlock;
 }

@@ -72,6 +72,8 @@ let slotHeaderValue: Uint8Array | string = '';
 let slotClose = false;
 let slotOrigin: Uint8Array | null = null;
 let slotEtag = '';
+/** A 200 content answer's opaque tag (etag.ts): the header block writes its ETag value. */
+let slotTag = '';
 let slotCacheControl: Uint8Array = CC_NO_STORE;
 let slotVary: Uint8Array | null = null;
 let slotCoding: Coding = Coding.Identity;
@@ -142,7 +144,8 @@ function writeRepresentationHeaders(res: HttpResponse): void {
 
 /** Content-Type and the representation headers of a 200 in one native call (header-block.ts), then CORS. */
 function writeContentHead(res: HttpResponse): void {
-  res.writeHeader(H_CONTENT_TYPE, representationBlock(slotCacheControl, slotVary!, slotEtag));
+  // A shared answer's block is the same for every user: header-block.ts keeps the last one whole.
+  res.writeHeader(H_CONTENT_TYPE, representationBlock(slotCacheControl, slotVary!, slotTag, slotCoding, slotCacheControl === CC_SHARED));
   writeCors(res);
 }
 
@@ -150,7 +153,7 @@ function writeContentHead(res: HttpResponse): void {
 function writeCorked(): void {
   const res = slotRes!;
   if (slotStatus !== STATUS_OK) res.writeStatus(slotStatus);
-  if (slotEtag !== '') writeContentHead(res);
+  if (slotTag !== '') writeContentHead(res);
   else {
     res.writeHeader(H_CONTENT_TYPE, JSON_TYPE_BYTES);
     res.writeHeader(H_CACHE_CONTROL, slotCacheControl);
@@ -228,6 +231,7 @@ function clearSlots(): void {
   slotItem = null;
   slotOrigin = null;
   slotEtag = '';
+  slotTag = '';
   slotVary = null;
   slotCoding = Coding.Identity;
   slotHeaderName = '';
@@ -260,15 +264,16 @@ export function send(
 }
 
 /**
- * 200 with a content or catalog body already in its coding: ETag, Cache-Control, Vary,
- * Content-Encoding when compressed, an optional extra header (X-Missing-Content).
+ * 200 with a content or catalog body already in its coding: ETag (of the opaque `tag` in that
+ * coding, etag.ts), Cache-Control, Vary, Content-Encoding when compressed, an optional extra header
+ * (X-Missing-Content).
  */
 export function sendContent(
   res: HttpResponse,
   policy: HttpPolicy,
   body: Uint8Array,
   coding: Coding,
-  etag: string,
+  tag: string,
   cacheControl: Uint8Array,
   headerName: string,
   headerValue: string,
@@ -279,7 +284,7 @@ export function sendContent(
   slotStatus = STATUS_OK;
   slotBody = body;
   slotCoding = coding;
-  slotEtag = etag;
+  slotTag = tag;
   slotCacheControl = cacheControl;
   slotVary = policy.vary;
   slotHeaderName = headerName;
@@ -290,7 +295,7 @@ export function sendContent(
   clearSlots();
 }
 
-/** 200 with a wrapped answer: the rendered head, then the tail of this user (see tail.ts); gzip when `coding` says so. */
+/** 200 with a wrapped answer: the rendered head, then the tail of this user (see tail.ts); gzip when `coding` says so; `tag` as sendContent's. */
 export function sendWrapped(
   res: HttpResponse,
   policy: HttpPolicy,
@@ -298,7 +303,7 @@ export function sendWrapped(
   uid: number,
   mod: number,
   coding: Coding,
-  etag: string,
+  tag: string,
   origin: Uint8Array | null,
   closeConnection: boolean,
 ): void {
@@ -307,7 +312,7 @@ export function sendWrapped(
   slotUid = uid;
   slotMod = mod;
   slotCoding = coding;
-  slotEtag = etag;
+  slotTag = tag;
   slotCacheControl = CC_PRIVATE;
   slotVary = policy.vary;
   slotOrigin = origin;

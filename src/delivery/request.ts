@@ -11,7 +11,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { HttpResponse } from 'uWebSockets.js';
-import { chooseRevision, type ContentView, type EnvView, type RevisionView } from './directory.js';
+import { chooseRevision, lookupContent, type ContentView, type EnvView, type RevisionView } from './directory.js';
 import { ERROR_STATUS, RcdError, errorResponse, responseForError, type ErrorCode } from '../runtime/errors.js';
 import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE, countRequest, observeLatency } from '../metrics/layout.js';
 import { recordAccess } from './access-log.js';
@@ -258,7 +258,7 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
   } else {
     kind = wrappedKind(r.query);
   }
-  const content = r.env.contents.get(r.idLower);
+  const content = lookupContent(r.env, r.idLower);
   if (content === undefined) throw new RcdError('content_not_found', 'content not found in this environment');
   const rev = chooseRevision(content, ctx.vKey);
   if (rev === undefined) {
@@ -334,7 +334,7 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
     r.state.http,
     body,
     Coding.Identity,
-    etagValue(r.tag, Coding.Identity),
+    r.tag,
     cacheControlOf(r),
     missingHeader === '' ? '' : H_MISSING_CONTENT,
     missingHeader,
@@ -480,15 +480,14 @@ function codingOf(accept: number, item: Rendered): Coding {
 function answerSingle(r: ContentRequest, item: Rendered): void {
   r.writing = true;
   const coding = codingOf(r.accept, item);
-  const etag = etagValue(r.tag, coding);
   const http = r.state.http;
   if (r.kind === JobKind.Plain) {
     const body = coding === Coding.Identity ? item.head : coding === Coding.Gzip ? item.gzip! : item.br!;
-    sendContent(r.res, http, body, coding, etag, CC_SHARED, '', '', r.origin, r.state.shuttingDown);
+    sendContent(r.res, http, body, coding, r.tag, CC_SHARED, '', '', r.origin, r.state.shuttingDown);
   } else {
     // Workers keep no brotli for tail-bearing heads (a brotli stream is not appended to), so codingOf
     // gave gzip or identity here.
-    sendWrapped(r.res, http, item, r.uid, r.mod, coding, etag, r.origin, r.state.shuttingDown);
+    sendWrapped(r.res, http, item, r.uid, r.mod, coding, r.tag, r.origin, r.state.shuttingDown);
   }
   r.finish();
 }
@@ -514,7 +513,7 @@ function answerCombine(r: ContentRequest): void {
     r.state.http,
     body,
     coding,
-    etagValue(r.tag, coding),
+    r.tag,
     cacheControlOf(r),
     missingHeader === '' ? '' : H_MISSING_CONTENT,
     missingHeader,

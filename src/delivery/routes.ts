@@ -217,7 +217,7 @@ export function handleCatalog(state: FrontEndState, res: HttpResponse, req: Http
   // aborts the process for a handler that returned "without responding" unless an abort handler is
   // attached (measured: 8 pipelined catalog requests of 1.2 MB, then a reset).
   if (body.byteLength > CORK_BUFFER_BYTES) res.onAborted(ignoreAbort);
-  sendContent(res, http, body, coding, etagValue(catalog.tag, coding), CC_SHARED, '', '', origin, state.shuttingDown);
+  sendContent(res, http, body, coding, catalog.tag, CC_SHARED, '', '', origin, state.shuttingDown);
   countRequest(state.counters, MetricRoute.Catalog, 200, Outcome.Hit);
 }
 

@@ -12,7 +12,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { HttpResponse } from 'uWebSockets.js';
-import { chooseRevision, type ContentView, type EnvView } from '../directory.js';
+import { chooseRevision, lookupContent, type ContentView, type EnvView } from '../directory.js';
 import { ERROR_STATUS, RcdError, type ErrorCode } from '../../runtime/errors.js';
 import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE, countRequest, observeLatency } from '../../metrics/layout.js';
 import { recordAccess } from '../access-log.js';
@@ -263,7 +263,7 @@ function combinationOf(r: OfrepRequest, content: ContentView, ctx: OfrepContext)
 }
 
 function startFlag(r: OfrepRequest, ctx: OfrepContext): void {
-  const content = r.env.contents.get(r.idLower);
+  const content = lookupContent(r.env, r.idLower);
   if (content === undefined) throw new RcdError('content_not_found', NOT_FOUND_MESSAGE);
   const rev = chooseRevision(content, ctx.user.vKey);
   if (rev === undefined) throw new RcdError('content_not_found', `no revision of this content is available for app version ${ctx.user.v}`);
@@ -404,13 +404,13 @@ function answeredNotModified(r: OfrepRequest): boolean {
 function answerFlag(r: OfrepRequest, item: Rendered): void {
   r.writing = true;
   const body = singleAnswer(answerBuffer, item, r.hash, r.id, r.uid, r.mod);
-  sendContent(r.res, ofrepPolicy(r.state.http), body, Coding.Identity, etagValue(r.tag, Coding.Identity), CC_PRIVATE, '', '', r.origin, r.state.shuttingDown);
+  sendContent(r.res, ofrepPolicy(r.state.http), body, Coding.Identity, r.tag, CC_PRIVATE, '', '', r.origin, r.state.shuttingDown);
   r.finish();
 }
 
 function answerBulk(r: OfrepRequest): void {
   r.writing = true;
   const body = bulkAnswer(answerBuffer, r.list!, r.uid, r.mod, r.streams);
-  sendContent(r.res, ofrepPolicy(r.state.http), body, Coding.Identity, etagValue(r.tag, Coding.Identity), CC_PRIVATE, '', '', r.origin, r.state.shuttingDown);
+  sendContent(r.res, ofrepPolicy(r.state.http), body, Coding.Identity, r.tag, CC_PRIVATE, '', '', r.origin, r.state.shuttingDown);
   r.finish();
 }

@@ -8,7 +8,7 @@ import type { HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.j
 import uWS from 'uWebSockets.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorResponse } from '../../../src/runtime/errors.js';
-import { CC_SHARED, send, sendContent, sendError, sendNotModified, sendOverloaded, sendPreflight, sendWrapped } from '../../../src/delivery/reply.js';
+import { CC_PRIVATE, CC_SHARED, send, sendContent, sendError, sendNotModified, sendOverloaded, sendPreflight, sendWrapped } from '../../../src/delivery/reply.js';
 import { compileHttpPolicy } from '../../../src/delivery/http-policy.js';
 import { Coding } from '../../../src/delivery/etag.js';
 import type { Rendered } from '../../../src/delivery/front-cache.js';
@@ -77,12 +77,15 @@ function route(res: HttpResponse, url: string, query: string): void {
       const fill = args.get('fill');
       const head = fill === null ? headOf(size) : wrappedHead(size, fill);
       const gz = args.get('gzip') === '1';
-      sendWrapped(res, POLICY, item(head, gz), Number(args.get('uid')), Number(args.get('mod')), gz ? Coding.Gzip : Coding.Identity, '"w1"', null, close);
+      sendWrapped(res, POLICY, item(head, gz), Number(args.get('uid')), Number(args.get('mod')), gz ? Coding.Gzip : Coding.Identity, 'w1', null, close);
       return;
     }
-    case '/content':
-      sendContent(res, POLICY, Buffer.from('{"a":1}'), Coding.Identity, '"abc"', CC_SHARED, 'x-missing-content', 'b', ORIGIN, close);
+    case '/content': {
+      const gz = args.get('gzip') === '1';
+      const cc = args.get('private') === '1' ? CC_PRIVATE : CC_SHARED;
+      sendContent(res, POLICY, Buffer.from('{"a":1}'), gz ? Coding.Gzip : Coding.Identity, args.get('tag') ?? 'abc', cc, 'x-missing-content', 'b', ORIGIN, close);
       return;
+    }
     case '/not-modified':
       sendNotModified(res, POLICY, '"abc.gz"', CC_SHARED, ORIGIN, close);
       return;
@@ -324,7 +327,7 @@ describe('sendWrapped', () => {
     const a = await one(`/wrapped?size=${size}&uid=4294967295&mod=295&gzip=1&async=1`);
     expect(header(a, 'content-encoding')).toEqual(['gzip']);
     expect(header(a, 'content-length')).toEqual([String(a.body.length)]);
-    expect(header(a, 'etag')).toEqual(['"w1"']);
+    expect(header(a, 'etag')).toEqual(['"w1.gz"']);
     expect(header(a, 'cache-control')).toEqual(['private, no-cache']);
     expect(gunzipSync(a.body).equals(plain.body)).toBe(true);
   });
@@ -454,7 +457,7 @@ describe('every write happens inside one cork (one syscall for status, headers a
   });
 
   it('sendWrapped over the old join limit: one end() inside the cork', () => {
-    const c = calls((res) => sendWrapped(res, POLICY, item(headOf(JOIN_LIMIT + 1), false), 9, 9, Coding.Identity, '"t"', null, false));
+    const c = calls((res) => sendWrapped(res, POLICY, item(headOf(JOIN_LIMIT + 1), false), 9, 9, Coding.Identity, 't', null, false));
     expect(c.every((line) => line.startsWith('corked '))).toBe(true);
     expect(c.filter((line) => line.includes(' write(') || line.includes(' end('))).toHaveLength(1);
   });
@@ -470,6 +473,23 @@ describe('content, 304 and preflight headers', () => {
     expect(header(a, 'access-control-expose-headers')).toEqual(['ETag, X-Missing-Content, Retry-After']);
     expect(header(a, 'x-missing-content')).toEqual(['b']);
     expect(header(a, 'content-length')).toEqual(['7']);
+  });
+
+  it('the header block of a shared answer is kept only while its tag, coding and headers stay the same', async () => {
+    const seen: string[][] = [];
+    for (const q of ['tag=r1', 'tag=r1', 'tag=r1&gzip=1', 'tag=r2', 'tag=w9.1&private=1', 'tag=r2', 'tag=r1']) {
+      const a = await one(`/content?async=1&${q}`);
+      seen.push([...header(a, 'etag'), ...header(a, 'cache-control')]);
+    }
+    expect(seen).toEqual([
+      ['"r1"', 'no-cache'],
+      ['"r1"', 'no-cache'],
+      ['"r1.gz"', 'no-cache'],
+      ['"r2"', 'no-cache'],
+      ['"w9.1"', 'private, no-cache'],
+      ['"r2"', 'no-cache'],
+      ['"r1"', 'no-cache'],
+    ]);
   });
 
   it.each([false, true])('sendNotModified: 304 with the tag, no body and no Content-Length (close %s)', async (close) => {
