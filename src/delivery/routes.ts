@@ -204,7 +204,8 @@ export function handleCatalog(state: FrontEndState, res: HttpResponse, req: Http
   const http = state.http;
   const gzip = catalog.gzip !== null && catalog.bodyBytes >= http.compressMinBytes && (acceptedCodings(req.getHeader(H_ACCEPT_ENCODING)) & ACCEPT_GZIP) !== 0;
   const coding = gzip ? Coding.Gzip : Coding.Identity;
-  const matched = matchIfNoneMatch(req.getHeader(H_IF_NONE_MATCH), catalog.tag, coding);
+  const ifNoneMatch = req.getHeader(H_IF_NONE_MATCH);
+  const matched = ifNoneMatch.length === 0 ? -1 : matchIfNoneMatch(ifNoneMatch, catalog.tag, coding);
   if (matched !== -1) {
     sendNotModified(res, http, etagValue(catalog.tag, matched), CC_SHARED, origin, state.shuttingDown);
     countRequest(state.counters, MetricRoute.Catalog, 304, Outcome.NotModified);

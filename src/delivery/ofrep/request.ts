@@ -387,6 +387,7 @@ function ofrepPolicy(policy: HttpPolicy): HttpPolicy {
 
 /** 304 when If-None-Match names the answer's tag; returns whether it answered. */
 function answeredNotModified(r: OfrepRequest): boolean {
+  if (r.ifNoneMatch.length === 0) return false; // as request.ts answeredNotModified
   const coding = matchIfNoneMatch(r.ifNoneMatch, r.tag, Coding.Identity);
   if (coding === -1) return false;
   r.writing = true;
