@@ -16,7 +16,7 @@ import { ERROR_STATUS, RcdError, errorResponse, responseForError, type ErrorCode
 import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE, countRequest, observeLatency } from '../metrics/layout.js';
 import { recordAccess } from './access-log.js';
 import { userMod, userUid } from '../shared/identity.js';
-import { evaluateMapping, type Combination } from '../mapping/index.js';
+import { evaluateMapping, type Combination, type CompiledMapping } from '../mapping/index.js';
 import type { JobSink } from '../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
 import { bodyText, keptChunk } from './body.js';
@@ -75,6 +75,13 @@ export class ContentRequest implements JobSink {
   entries: CombineEntry[] | null = null;
   rendered: (Rendered | null)[] | null = null;
   missing: string[] | null = null;
+  /**
+   * The last mapping evaluated for this request and its result: a combine's items behind one mapping
+   * get the same combination (the same p, app version and mod), so it is evaluated once per mapping,
+   * not once per item (combine-50, five items behind one mapping: ~3,900 instructions each).
+   */
+  evaluatedMapping: CompiledMapping | null = null;
+  evaluated: Combination | null = null;
   remaining = 0;
   /** The answer's HTTP status for the metrics (0: ended without one) and what it came to. */
   status = 200;
@@ -433,7 +440,12 @@ function prepareUser(r: ContentRequest, kind: JobKind, ctx: UserContext): void {
 function combinationOf(r: ContentRequest, kind: JobKind, content: ContentView, ctx: UserContext): Combination | null {
   if (kind === JobKind.Plain || content.mappingId === 0) return null;
   if (content.mappingBroken) throw new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
-  return evaluateMapping(content.mapping!, ctx.p, ctx.vKey, r.mod);
+  const mapping = content.mapping!;
+  if (mapping === r.evaluatedMapping) return r.evaluated;
+  const combination = evaluateMapping(mapping, ctx.p, ctx.vKey, r.mod);
+  r.evaluatedMapping = mapping;
+  r.evaluated = combination;
+  return combination;
 }
 
 /** The pool job that renders an item the front cache does not hold. */

@@ -81,6 +81,9 @@ export class OfrepRequest implements JobSink {
   hash = '';
   /** Bulk: every item in answer order (a job's slot is its index here) and the eventStreams member. */
   list: BulkItem[] | null = null;
+  /** The last mapping evaluated for this request and its result (as ContentRequest's: once per mapping). */
+  evaluatedMapping: CompiledMapping | null = null;
+  evaluated: Combination | null = null;
   streams: Buffer = NO_STREAMS;
   remaining = 0;
   status = 200;
@@ -259,7 +262,11 @@ function combinationOf(r: OfrepRequest, content: ContentView, ctx: OfrepContext)
   if (content.mappingBroken) throw new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
   const mapping = content.mapping!;
   if (!ctx.targeted && hasSplit(mapping)) throw new RcdError('targeting_key_missing', SPLIT_MESSAGE);
-  return evaluateMapping(mapping, ctx.user.p, ctx.user.vKey, r.mod);
+  if (mapping === r.evaluatedMapping) return r.evaluated;
+  const combination = evaluateMapping(mapping, ctx.user.p, ctx.user.vKey, r.mod);
+  r.evaluatedMapping = mapping;
+  r.evaluated = combination;
+  return combination;
 }
 
 function startFlag(r: OfrepRequest, ctx: OfrepContext): void {
