@@ -37,7 +37,7 @@ import { putBytes } from '../shared/bytes.js';
 import type { ContentView, EnvView, RevisionView } from './directory.js';
 import type { Rendered } from './front-cache.js';
 import type { CombineEntry, CompiledCombineQuery } from './query.js';
-import { tailEndLength, userPartLength, writeTailEnd, writeUserPart } from './tail.js';
+import { userPartLength, writeUserPart } from './tail.js';
 
 /** An item whose rules are evaluated per request. */
 export interface PlannedMapped {
@@ -191,9 +191,7 @@ export function buildPlan(
     run.push(item.rendered.head);
     if (!wrapped) continue;
     stepList.push(runs.length - 1, STEP_USER);
-    const end = Buffer.allocUnsafe(tailEndLength(item.rendered.seg));
-    writeTailEnd(end, 0, item.rendered.seg);
-    runs.push([end]);
+    runs.push([item.rendered.tailEnd]);
   }
   runs[runs.length - 1]!.push(items.length === 0 ? OPEN_OBJECT : CLOSE_OBJECT);
   stepList.push(runs.length - 1);
@@ -348,7 +346,7 @@ export function writePlanned(out: Uint8Array, plan: CombinePlan, uid: number, mo
       pos = putBytes(out, item.head, pos);
       for (let b = 0; b < userLength; b++) out[pos + b] = userPart[b]!;
       pos += userLength;
-      pos = writeTailEnd(out, pos, item.seg);
+      pos = putBytes(out, item.tailEnd, pos);
     }
   }
   return pos;
@@ -376,7 +374,7 @@ function writeLaidOut(out: Uint8Array, layout: UserLayout, userLength: number, h
       pos = putBytes(out, item.head, pos);
       putUser(words, pos, userLength);
       pos += userLength;
-      pos = writeTailEnd(out, pos, item.seg);
+      pos = putBytes(out, item.tailEnd, pos);
     }
   }
   return pos;
@@ -389,7 +387,7 @@ export function plannedLength(plan: CombinePlan, uid: number, mod: number, heads
   let total = plan.staticBytes + plan.userSteps * user;
   for (let k = 0; k < plan.mapped.length; k++) {
     const item = heads[k]!;
-    total += item.head.length + user + tailEndLength(item.seg);
+    total += item.head.length + user + item.tailEnd.length;
   }
   return total;
 }

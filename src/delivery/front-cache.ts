@@ -15,13 +15,15 @@ import { LRUCache } from 'lru-cache';
 import type { Combination } from '../mapping/index.js';
 import { JobKind, type JobResult } from '../pool/protocol.js';
 import { GZIP_HEADER, GZIP_TRAILER_BYTES, FINAL_EMPTY_BLOCK, crc32Shift, type CompressedPart } from '../shared/gzip.js';
-import { EMPTY_BYTES } from './tail.js';
+import { EMPTY_BYTES, tailEndOf } from './tail.js';
 
 export interface Rendered {
   /** The head bytes (the whole ArrayBuffer a worker rendered and transferred). */
   readonly head: Uint8Array;
-  /** meta.seg JSON (UTF-8) for wrapped kinds, empty for plain: written into every answer's tail. */
+  /** meta.seg JSON (UTF-8) for wrapped kinds, empty for plain. */
   readonly seg: Uint8Array;
+  /** `,"seg":<seg>}}` for wrapped kinds (tail.ts tailEndOf), empty for plain: every answer's tail ends with it. */
+  readonly tailEnd: Uint8Array;
   /**
    * The head as a whole gzip member, compressed once by the worker (a plain answer sends it as is), or
    * null when the head is under --compress-min-bytes.
@@ -36,9 +38,11 @@ export interface Rendered {
 /** The cache entry of a worker's result (its buffers were moved here, not copied). */
 export function renderedOf(result: JobResult, head: ArrayBuffer): Rendered {
   const gzip = result.gzip === null ? null : new Uint8Array(result.gzip);
+  const seg = result.seg === '' ? EMPTY_BYTES : Buffer.from(result.seg, 'utf8');
   return {
     head: new Uint8Array(head),
-    seg: result.seg === '' ? EMPTY_BYTES : Buffer.from(result.seg, 'utf8'),
+    seg,
+    tailEnd: seg === EMPTY_BYTES ? EMPTY_BYTES : tailEndOf(seg),
     gzip,
     gzPart: gzip === null ? null : partOf(gzip, head.byteLength),
     br: result.br === null ? null : new Uint8Array(result.br),
@@ -72,7 +76,7 @@ export function createFrontCache(maxBytes: number): FrontCache {
 }
 
 function renderedSize(r: Rendered): number {
-  return r.head.byteLength + r.seg.byteLength + (r.gzip === null ? 0 : r.gzip.byteLength) + (r.br === null ? 0 : r.br.byteLength) + 128;
+  return r.head.byteLength + r.seg.byteLength + r.tailEnd.byteLength + (r.gzip === null ? 0 : r.gzip.byteLength) + (r.br === null ? 0 : r.br.byteLength) + 128;
 }
 
 const KIND_PREFIX = ['p', 'w', 's'];

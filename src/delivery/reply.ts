@@ -170,20 +170,20 @@ function writeWrappedCorked(): void {
   const item = slotItem!;
   writeContentHead(res);
   const head = item.head;
-  const tailLength = wrappedTailLength(slotUid, slotMod, item.seg);
+  const tailLength = wrappedTailLength(slotUid, slotMod, item.tailEnd);
   if (slotCoding === Coding.Gzip) {
     res.writeHeader(H_CONTENT_ENCODING, CODING_NAMES[Coding.Gzip]!);
     const part = item.gzPart!;
     const out = answerBuffer(gzipBound(part.segment.length, tailLength, 1));
     gzip.begin(out);
     gzip.part(part);
-    appendTailToGzip(gzip, slotUid, slotMod, item.seg);
+    appendTailToGzip(gzip, slotUid, slotMod, item.tailEnd);
     answerBytes = gzip.end();
     res.end(answerView(answerBytes), slotClose);
     return;
   }
   const out = answerBuffer(head.length + tailLength);
-  const end = writeWrappedTail(out, putBytes(out, head, 0), slotUid, slotMod, item.seg);
+  const end = writeWrappedTail(out, putBytes(out, head, 0), slotUid, slotMod, item.tailEnd);
   answerBytes = end;
   res.end(answerView(end), slotClose);
 }

@@ -567,7 +567,7 @@ function combineBytes(r: ContentRequest): Uint8Array {
   for (let i = 0; i < entries.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    total += entryKey(entries[i]!, first).length + item.head.length + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
+    total += entryKey(entries[i]!, first).length + item.head.length + (wrapped ? wrappedTailLength(r.uid, r.mod, item.tailEnd) : 0);
     first = false;
   }
   if (first) return EMPTY_OBJECT;
@@ -581,7 +581,7 @@ function combineBytes(r: ContentRequest): Uint8Array {
     if (item === null || item === undefined) continue;
     pos = putBytes(out, item.head, putBytes(out, entryKey(entries[i]!, first), pos));
     first = false;
-    if (wrapped) pos = writeWrappedTail(out, pos, r.uid, r.mod, item.seg);
+    if (wrapped) pos = writeWrappedTail(out, pos, r.uid, r.mod, item.tailEnd);
   }
   out[pos] = 0x7d; // '}'
   return answerView(pos + 1);
@@ -608,7 +608,7 @@ function combineGzip(r: ContentRequest): Uint8Array {
   for (let i = 0; i < entries.length; i++) {
     const item = rendered[i];
     if (item === null || item === undefined) continue;
-    raw += entryKey(entries[i]!, first).length + (wrapped ? wrappedTailLength(r.uid, r.mod, item.seg) : 0);
+    raw += entryKey(entries[i]!, first).length + (wrapped ? wrappedTailLength(r.uid, r.mod, item.tailEnd) : 0);
     first = false;
     if (item.gzPart !== null) compressed += item.gzPart.segment.length;
     else raw += item.head.length;
@@ -625,7 +625,7 @@ function combineGzip(r: ContentRequest): Uint8Array {
     first = false;
     if (item.gzPart !== null) gz.part(item.gzPart);
     else gz.raw(item.head);
-    if (wrapped) appendTailToGzip(gz, r.uid, r.mod, item.seg);
+    if (wrapped) appendTailToGzip(gz, r.uid, r.mod, item.tailEnd);
   }
   gz.raw(CLOSE_BRACE);
   return answerView(gz.end());

@@ -14,6 +14,7 @@ import { Coding } from '../../../src/delivery/etag.js';
 import type { Rendered } from '../../../src/delivery/front-cache.js';
 import { buildServeConfig, resolveOptions, SERVE_OPTIONS } from '../../../src/runtime/config.js';
 import { compressPart, gzipMember } from '../../../src/shared/gzip.js';
+import { tailEndOf } from '../../../src/delivery/tail.js';
 import { gunzipSync } from 'node:zlib';
 
 /** The size up to which reply.ts once joined a wrapped head and its tail (larger ones went chunked). */
@@ -23,10 +24,10 @@ const POLICY = compileHttpPolicy(buildServeConfig(resolveOptions(SERVE_OPTIONS, 
 
 /** A front-cache entry for `head`, compressed as a worker would when `gzip`. */
 function item(head: Buffer, gzip: boolean): Rendered {
-  if (!gzip) return { head, seg: SEG, gzip: null, gzPart: null, br: null };
+  if (!gzip) return { head, seg: SEG, tailEnd: tailEndOf(SEG), gzip: null, gzPart: null, br: null };
   const part = compressPart(head);
   const member = gzipMember(part);
-  return { head, seg: SEG, gzip: member, gzPart: part, br: null };
+  return { head, seg: SEG, tailEnd: tailEndOf(SEG), gzip: member, gzPart: part, br: null };
 }
 
 const ORIGIN = Buffer.from('https://game.example');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { wrappedTailLength, writeWrappedTail } from '../../../src/delivery/tail.js';
+import { tailEndOf, wrappedTailLength, writeWrappedTail } from '../../../src/delivery/tail.js';
 
 describe('wrapped tail bytes', () => {
   it.each([
@@ -10,7 +10,7 @@ describe('wrapped tail bytes', () => {
     [999_999_999, 999, '[]'],
     [4_294_967_295, 295, '[{"n":"a","v":null},{"n":"b","v":"B"}]'],
   ])('uid %i, mod %i, seg %s', (uid, mod, seg) => {
-    const segBytes = Buffer.from(seg, 'utf8');
+    const segBytes = tailEndOf(Buffer.from(seg, 'utf8'));
     const expected = `${uid},"mod":${mod},"seg":${seg}}}`;
     const length = wrappedTailLength(uid, mod, segBytes);
     expect(length).toBe(Buffer.byteLength(expected, 'utf8'));
@@ -27,17 +27,20 @@ describe('wrapped tail at every digit-count boundary', () => {
     const uids = [0, 4_294_967_295];
     for (let p = 10; p <= 1_000_000_000; p *= 10) uids.push(p - 1, p, p + 1);
     const segs = ['[]', '[{"n":"eu","v":"B","i":"é"}]'].map((s) => Buffer.from(s, 'utf8'));
+    const ends = segs.map(tailEndOf);
     const out = Buffer.alloc(200);
     const wrong: string[] = [];
     let checked = 0;
     for (const uid of uids) {
       for (let mod = 0; mod < 1000; mod++) {
-        for (const seg of segs) {
+        for (let k = 0; k < segs.length; k++) {
+          const seg = segs[k]!;
+          const tailEnd = ends[k]!;
           // The head ends with `"meta":{"uid":`; head + tail must be the meta object JSON.stringify writes.
           const expected = JSON.stringify({ uid, mod, seg: JSON.parse(seg.toString('utf8')) as unknown }).slice('{"uid":'.length) + '}';
-          const end = writeWrappedTail(out, 0, uid, mod, seg);
+          const end = writeWrappedTail(out, 0, uid, mod, tailEnd);
           const written = out.toString('utf8', 0, end);
-          if (end !== wrappedTailLength(uid, mod, seg) || written !== expected) wrong.push(`${uid}/${mod}: ${written}`);
+          if (end !== wrappedTailLength(uid, mod, tailEnd) || written !== expected) wrong.push(`${uid}/${mod}: ${written}`);
           checked++;
         }
       }
