@@ -50,10 +50,26 @@ function combinationPart(c: Combination | null): string {
   return c.tagKey;
 }
 
+// The last item tag of an item without a combination: the same string object for the same item, so
+// that its bytes cached with the item (header-block.ts) are found by identity, and no string is
+// built per request.
+let lastBareKind = -1;
+let lastBareHash = '';
+let lastBareMapping = -1;
+let lastBareTag = '';
+
 /** The opaque tag of one wrapped or serialized item, without the uid (combine uses it per item). */
 export function itemTag(kind: JobKind, contentHash: string, mappingId: number, c: Combination | null): string {
   if (kind === JobKind.Plain) return contentHash;
-  if (c === null) return (kind === JobKind.Wrapped ? 'w' : 's') + contentHash + '.' + mappingId + '.';
+  if (c === null) {
+    if ((kind as number) !== lastBareKind || mappingId !== lastBareMapping || contentHash !== lastBareHash) {
+      lastBareTag = (kind === JobKind.Wrapped ? 'w' : 's') + contentHash + '.' + mappingId + '.';
+      lastBareKind = kind;
+      lastBareHash = contentHash;
+      lastBareMapping = mappingId;
+    }
+    return lastBareTag;
+  }
   if (c.itemTagKind === (kind as number) && c.itemTagMapping === mappingId && c.itemTagHash === contentHash) return c.itemTag;
   const tag = (kind === JobKind.Wrapped ? 'w' : 's') + contentHash + '.' + mappingId + '.' + combinationPart(c);
   c.itemTag = tag;
@@ -65,7 +81,12 @@ export function itemTag(kind: JobKind, contentHash: string, mappingId: number, c
 
 /** The opaque tag of a single wrapped or serialized answer: the item and the user's uid. */
 export function wrappedTag(kind: JobKind, contentHash: string, mappingId: number, c: Combination | null, uid: number): string {
-  return itemTag(kind, contentHash, mappingId, c) + '.' + uid;
+  return withUid(itemTag(kind, contentHash, mappingId, c), uid);
+}
+
+/** An item tag with the user's uid: a wrapped answer's whole tag (header-block.ts writes the same bytes). */
+export function withUid(tag: string, uid: number): string {
+  return tag + '.' + uid;
 }
 
 /** `c` + the SHA-1 of a description: a combine's fixed part, or an OFREP bulk answer's whole tag. */

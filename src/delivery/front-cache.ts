@@ -33,6 +33,14 @@ export interface Rendered {
   readonly gzPart: CompressedPart | null;
   /** The head in brotli (plain kind only: brotli streams are not appended to), or null. */
   readonly br: Uint8Array | null;
+  /**
+   * The header block of this item's answers up to the uid (header-block.ts wrappedBlock), built on
+   * first use, with the Cache-Control, Vary and item tag it was built for.
+   */
+  block: Uint8Array;
+  blockControl: Uint8Array | null;
+  blockVary: Uint8Array | null;
+  blockTag: string;
 }
 
 /** The cache entry of a worker's result (its buffers were moved here, not copied). */
@@ -46,6 +54,10 @@ export function renderedOf(result: JobResult, head: ArrayBuffer): Rendered {
     gzip,
     gzPart: gzip === null ? null : partOf(gzip, head.byteLength),
     br: result.br === null ? null : new Uint8Array(result.br),
+    block: EMPTY_BYTES,
+    blockControl: null,
+    blockVary: null,
+    blockTag: '',
   };
 }
 
@@ -76,7 +88,7 @@ export function createFrontCache(maxBytes: number): FrontCache {
 }
 
 function renderedSize(r: Rendered): number {
-  return r.head.byteLength + r.seg.byteLength + r.tailEnd.byteLength + (r.gzip === null ? 0 : r.gzip.byteLength) + (r.br === null ? 0 : r.br.byteLength) + 128;
+  return r.head.byteLength + r.seg.byteLength + r.tailEnd.byteLength + 256 + (r.gzip === null ? 0 : r.gzip.byteLength) + (r.br === null ? 0 : r.br.byteLength) + 128;
 }
 
 const KIND_PREFIX = ['p', 'w', 's'];

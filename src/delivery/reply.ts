@@ -20,7 +20,7 @@ import { ReusedBuffer, putBytes } from '../shared/bytes.js';
 import { GzipBuilder, gzipBound } from '../shared/gzip.js';
 import { Coding } from './etag.js';
 import type { Rendered } from './front-cache.js';
-import { representationBlock } from './header-block.js';
+import { representationBlock, wrappedBlock } from './header-block.js';
 import type { HttpPolicy } from './http-policy.js';
 import { EMPTY_BYTES, appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 
@@ -168,7 +168,8 @@ function writeCorked(): void {
 function writeWrappedCorked(): void {
   const res = slotRes!;
   const item = slotItem!;
-  writeContentHead(res);
+  res.writeHeader(H_CONTENT_TYPE, wrappedBlock(item, CC_PRIVATE, slotVary!, slotTag, slotUid, slotCoding));
+  writeCors(res);
   const head = item.head;
   const tailLength = wrappedTailLength(slotUid, slotMod, item.tailEnd);
   if (slotCoding === Coding.Gzip) {
@@ -295,7 +296,11 @@ export function sendContent(
   clearSlots();
 }
 
-/** 200 with a wrapped answer: the rendered head, then the tail of this user (see tail.ts); gzip when `coding` says so; `tag` as sendContent's. */
+/**
+ * 200 with a wrapped answer: the rendered head, then the tail of this user (see tail.ts); gzip when
+ * `coding` says so. `itemTag` is the item's tag without the uid (etag.ts itemTag): the ETag is its
+ * wrappedTag with `uid`.
+ */
 export function sendWrapped(
   res: HttpResponse,
   policy: HttpPolicy,
@@ -303,7 +308,7 @@ export function sendWrapped(
   uid: number,
   mod: number,
   coding: Coding,
-  tag: string,
+  itemTag: string,
   origin: Uint8Array | null,
   closeConnection: boolean,
 ): void {
@@ -312,7 +317,7 @@ export function sendWrapped(
   slotUid = uid;
   slotMod = mod;
   slotCoding = coding;
-  slotTag = tag;
+  slotTag = itemTag;
   slotCacheControl = CC_PRIVATE;
   slotVary = policy.vary;
   slotOrigin = origin;

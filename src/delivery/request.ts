@@ -25,7 +25,7 @@ import { frontKeyOf, renderedOf, type FrontKey, type Rendered } from './front-ca
 import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, type CompiledCombineQuery } from './query.js';
 import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, lastAnswerBytes, sendContent, sendError, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
-import { Coding, combineTag, describedTag, etagValue, itemTag, matchIfNoneMatch, withMappedPart, wrappedTag } from './etag.js';
+import { Coding, combineTag, describedTag, etagValue, itemTag, matchIfNoneMatch, withMappedPart, withUid } from './etag.js';
 import { buildPlan, currentPlan, planKeyOf, plannedLength, writePlanned, type CombinePlan, type PlanItem } from './combine-plan.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
 import { putBytes } from '../shared/bytes.js';
@@ -57,8 +57,14 @@ export class ContentRequest implements JobSink {
   readonly accept: number;
   /** Access-Control-Allow-Origin for this request, or null (no CORS headers). */
   readonly origin: Uint8Array | null;
-  /** The answer's entity tag without quotes or coding suffix (etag.ts), set once it is known. */
+  /**
+   * The answer's entity tag without quotes or coding suffix (etag.ts), set once it is known; for a
+   * single wrapped answer (tagUid) the item's tag, to which the uid belongs (etag.ts wrappedTag): the
+   * header block writes the uid's digits after it, and the whole string is built only to compare it
+   * with If-None-Match.
+   */
   tag = '';
+  tagUid = false;
   chunks: Buffer[] | null = null;
   received = 0;
   /** True once answered or aborted: nothing more may touch res. */
@@ -273,7 +279,11 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
   }
   prepareUser(r, kind, ctx);
   const combination = combinationOf(r, kind, content, ctx);
-  r.tag = kind === JobKind.Plain ? rev.hash : wrappedTag(kind, rev.hash, content.mappingId, combination, r.uid);
+  if (kind === JobKind.Plain) r.tag = rev.hash;
+  else {
+    r.tag = itemTag(kind, rev.hash, content.mappingId, combination);
+    r.tagUid = true;
+  }
   if (answeredNotModified(r)) return;
   const key = frontKeyOf(kind, rev.revId, content.mappingId, combination);
   const hit = r.state.frontCache.get(key);
@@ -467,10 +477,11 @@ function answeredNotModified(r: ContentRequest): boolean {
   // Tested here, not only inside: a call that returns at once runs too little bytecode for V8 to
   // compile it soon, and ran interpreted (~230 instructions per request under bench:cost).
   if (r.ifNoneMatch.length === 0) return false;
-  const coding = matchIfNoneMatch(r.ifNoneMatch, r.tag, Coding.Identity);
+  const tag = r.tagUid ? withUid(r.tag, r.uid) : r.tag;
+  const coding = matchIfNoneMatch(r.ifNoneMatch, tag, Coding.Identity);
   if (coding === -1) return false;
   r.writing = true;
-  sendNotModified(r.res, r.state.http, etagValue(r.tag, coding), cacheControlOf(r), r.origin, r.state.shuttingDown);
+  sendNotModified(r.res, r.state.http, etagValue(tag, coding), cacheControlOf(r), r.origin, r.state.shuttingDown);
   r.status = 304;
   r.outcome = Outcome.NotModified;
   r.finish();

@@ -22,12 +22,15 @@ const JOIN_LIMIT = 64 * 1024;
 
 const POLICY = compileHttpPolicy(buildServeConfig(resolveOptions(SERVE_OPTIONS, { 'cors-origins': 'https://game.example' }, {})));
 
+/** A front-cache entry's header block before its first answer (front-cache.ts renderedOf). */
+const NO_BLOCK = { block: new Uint8Array(0), blockControl: null, blockVary: null, blockTag: '' };
+
 /** A front-cache entry for `head`, compressed as a worker would when `gzip`. */
 function item(head: Buffer, gzip: boolean): Rendered {
-  if (!gzip) return { head, seg: SEG, tailEnd: tailEndOf(SEG), gzip: null, gzPart: null, br: null };
+  if (!gzip) return { head, seg: SEG, tailEnd: tailEndOf(SEG), gzip: null, gzPart: null, br: null, ...NO_BLOCK };
   const part = compressPart(head);
   const member = gzipMember(part);
-  return { head, seg: SEG, tailEnd: tailEndOf(SEG), gzip: member, gzPart: part, br: null };
+  return { head, seg: SEG, tailEnd: tailEndOf(SEG), gzip: member, gzPart: part, br: null, ...NO_BLOCK };
 }
 
 const ORIGIN = Buffer.from('https://game.example');
@@ -318,6 +321,7 @@ describe('sendWrapped', () => {
   it.each([JOIN_LIMIT + 1, 1024 * 1024])('a head of %i bytes (once chunked) is joined too: Content-Length on every answer', async (size) => {
     const a = await one(`/wrapped?size=${size}&uid=77&mod=77&async=1`);
     expect(a.statusLine).toBe('HTTP/1.1 200 OK');
+    expect(header(a, 'etag')).toEqual(['"w1.77"']);
     expect(a.chunked).toBe(false);
     expect(header(a, 'content-length')).toEqual([String(a.body.length)]);
     expect(JSON.parse(a.body.toString('utf8'))).toEqual(wrappedValue(headOf(size), 77, 77));
@@ -328,7 +332,8 @@ describe('sendWrapped', () => {
     const a = await one(`/wrapped?size=${size}&uid=4294967295&mod=295&gzip=1&async=1`);
     expect(header(a, 'content-encoding')).toEqual(['gzip']);
     expect(header(a, 'content-length')).toEqual([String(a.body.length)]);
-    expect(header(a, 'etag')).toEqual(['"w1.gz"']);
+    // The item tag, the uid, the coding (etag.ts wrappedTag, etagValue).
+    expect(header(a, 'etag')).toEqual(['"w1.4294967295.gz"']);
     expect(header(a, 'cache-control')).toEqual(['private, no-cache']);
     expect(gunzipSync(a.body).equals(plain.body)).toBe(true);
   });
