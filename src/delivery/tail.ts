@@ -52,15 +52,31 @@ export function writeUserPart(out: Uint8Array, pos: number, uid: number, mod: nu
   return writeDecimal(out, pos + MOD_FIELD_LENGTH, mod);
 }
 
-/** Writes the decimal form of a uint32 at pos; returns the position after it. */
+/** "00" to "99" as ASCII pairs: writeDecimal takes two digits per division. */
+const DIGIT_PAIRS = Uint8Array.from({ length: 200 }, (_, i) => 0x30 + (i % 2 === 0 ? Math.floor(i / 20) : (i >> 1) % 10));
+
+/**
+ * Writes the decimal form of a uint32 at pos; returns the position after it. Two digits per division
+ * (a uid has ~10 and is written twice per wrapped answer, in the ETag and the tail): 5 divisions
+ * instead of 10 (bench:cost, wrapped).
+ */
 export function writeDecimal(out: Uint8Array, pos: number, n: number): number {
   const end = pos + digitCount(n);
   let at = end;
-  do {
-    const q = Math.floor(n / 10);
-    out[--at] = 0x30 + (n - q * 10);
+  while (n >= 100) {
+    const q = Math.floor(n / 100);
+    const pair = (n - q * 100) << 1;
+    out[--at] = DIGIT_PAIRS[pair + 1]!;
+    out[--at] = DIGIT_PAIRS[pair]!;
     n = q;
-  } while (n > 0);
+  }
+  if (n >= 10) {
+    const pair = n << 1;
+    out[--at] = DIGIT_PAIRS[pair + 1]!;
+    out[--at] = DIGIT_PAIRS[pair]!;
+  } else {
+    out[--at] = 0x30 + n;
+  }
   return end;
 }
 

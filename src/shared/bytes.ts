@@ -36,25 +36,44 @@ export function putLatin1(out: Buffer, text: string, pos: number): number {
 }
 
 /**
+ * Views of up to this many bytes are kept per length: made once, handed out again (a new Uint8Array
+ * is ~200 instructions and garbage per answer). At most one view per length, so a buffer keeps at
+ * most this many (~100 bytes each).
+ */
+const KEPT_VIEW_LENGTHS = 4096;
+
+/**
  * A buffer reused across answers, with its backing store and offset read once: views of its first
  * bytes are made without reading `buffer` and `byteOffset` (the first a call into the runtime) per
- * answer.
+ * answer, and short ones are kept by length.
  */
 export class ReusedBuffer {
   readonly bytes: Buffer;
   readonly store: ArrayBuffer;
   readonly offset: number;
   readonly size: number;
+  private readonly views: (Uint8Array | undefined)[];
 
   constructor(size: number) {
     this.bytes = Buffer.allocUnsafeSlow(size);
     this.store = this.bytes.buffer as ArrayBuffer;
     this.offset = this.bytes.byteOffset;
     this.size = size;
+    this.views = new Array<Uint8Array | undefined>(Math.min(size, KEPT_VIEW_LENGTHS - 1) + 1);
   }
 
-  /** The first `length` bytes as a plain Uint8Array (not Buffer: its subarray goes through the species constructor). */
+  /**
+   * The first `length` bytes as a plain Uint8Array (not Buffer: its subarray goes through the species
+   * constructor). The same object for the same length: it is read by the callee (uWS copies it)
+   * before the next answer is written.
+   */
   view(length: number): Uint8Array {
-    return new Uint8Array(this.store, this.offset, length);
+    if (length >= KEPT_VIEW_LENGTHS) return new Uint8Array(this.store, this.offset, length);
+    let v = this.views[length];
+    if (v === undefined) {
+      v = new Uint8Array(this.store, this.offset, length);
+      this.views[length] = v;
+    }
+    return v;
   }
 }
