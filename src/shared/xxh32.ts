@@ -67,65 +67,21 @@ export function xxh32Bytes(b: Uint8Array, len: number, seed: number): number {
   return h >>> 0;
 }
 
-/** Four characters of s from i as a little-endian lane (ASCII: each character is its UTF-8 byte). */
-function charLane(s: string, i: number): number {
-  return s.charCodeAt(i) | (s.charCodeAt(i + 1) << 8) | (s.charCodeAt(i + 2) << 16) | (s.charCodeAt(i + 3) << 24);
-}
-
-/** XXH32 of an ASCII string, read from its characters (each one is its UTF-8 byte). */
-function xxh32Ascii(s: string, len: number, seed: number): number {
-  let i = 0;
-  let h: number;
-  if (len >= 16) {
-    let v1 = (seed + P1 + P2) | 0;
-    let v2 = (seed + P2) | 0;
-    let v3 = seed | 0;
-    let v4 = (seed - P1) | 0;
-    const limit = len - 16;
-    while (i <= limit) {
-      v1 = round(v1, charLane(s, i));
-      v2 = round(v2, charLane(s, i + 4));
-      v3 = round(v3, charLane(s, i + 8));
-      v4 = round(v4, charLane(s, i + 12));
-      i += 16;
-    }
-    h = (rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18)) | 0;
-  } else {
-    h = (seed + P5) | 0;
-  }
-  h = (h + len) | 0;
-  while (i + 4 <= len) {
-    h = Math.imul(rotl((h + Math.imul(charLane(s, i), P3)) | 0, 17), P4);
-    i += 4;
-  }
-  while (i < len) {
-    h = Math.imul(rotl((h + Math.imul(s.charCodeAt(i), P5)) | 0, 11), P1);
-    i++;
-  }
-  h ^= h >>> 15;
-  h = Math.imul(h, P2);
-  h ^= h >>> 13;
-  h = Math.imul(h, P3);
-  h ^= h >>> 16;
-  return h >>> 0;
-}
-
-/**
- * XXH32 of the UTF-8 encoding of s. ASCII (the common case for user ids) is hashed from the
- * characters themselves, with no copy into bytes (wrapped: ~180 of the ~1,200 instructions the copy
- * and the byte reads cost, bench:cost); anything else is encoded with encodeInto first.
- */
+/** XXH32 of the UTF-8 encoding of s. ASCII (the common case for user ids) is copied byte by byte,
+ *  which beats TextEncoder's call overhead on short strings; anything else goes through encodeInto. */
 export function xxh32String(s: string, seed = 0): number {
   const n = s.length;
+  if (scratch.length < n * 3) scratch = new Uint8Array(n * 3);
   let ascii = true;
   for (let i = 0; i < n; i++) {
-    if (s.charCodeAt(i) >= 0x80) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) {
       ascii = false;
       break;
     }
+    scratch[i] = c;
   }
-  if (ascii) return xxh32Ascii(s, n, seed);
-  if (scratch.length < n * 3) scratch = new Uint8Array(n * 3);
+  if (ascii) return xxh32Bytes(scratch, n, seed);
   const written = encoder.encodeInto(s, scratch).written;
   return xxh32Bytes(scratch, written, seed);
 }
