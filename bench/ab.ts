@@ -19,10 +19,10 @@ import { existsSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { UsageError, intOption } from './cli-options.js';
+import { UsageError, cpuBenchOptions, intOption } from './cli-options.js';
 import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { BENCH_ENV, buildBundle, repoRoot, writeBundle } from './fixtures/generate.js';
-import { isLinuxProcAvailable, memoryStatus } from './measure.js';
+import { memoryStatus } from './measure.js';
 import { Supervisor, startServer, type Target } from './processes.js';
 import { loadWithCpu, median, medianOfRuns, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../test/helpers/postgres.js';
@@ -196,18 +196,8 @@ function summarize(rounds: readonly Round[]): string {
 }
 
 async function main(): Promise<number> {
-  let opts: AbOptions;
-  try {
-    opts = parseOptions(process.argv.slice(2));
-  } catch (err) {
-    if (!(err instanceof UsageError) && !(err instanceof TypeError)) throw err;
-    process.stderr.write(`${err.message}\n${USAGE}\n`);
-    return 2;
-  }
-  if (!isLinuxProcAvailable()) {
-    process.stderr.write('bench:ab: server CPU is read from /proc; it runs on Linux only\n');
-    return 2;
-  }
+  const opts = cpuBenchOptions('bench:ab', process.argv.slice(2), parseOptions, USAGE);
+  if (opts === null) return 2;
   sup.installCleanup('both servers and the load');
   const dir = sup.tempDir('rcd-ab-');
   const bundle = join(dir, 'bundle.json');

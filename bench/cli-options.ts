@@ -1,5 +1,8 @@
 // Command-line helpers shared by the benchmark programs: a usage error (the program prints it with
-// its usage text and exits 2) and the bounded whole-number option every one of them takes.
+// its usage text and exits 2), the bounded whole-number option every one of them takes, and the
+// start of the programs that read their servers' CPU from /proc.
+
+import { isLinuxProcAvailable } from './measure.js';
 
 export class UsageError extends Error {}
 
@@ -8,4 +11,25 @@ export function intOption(name: string, raw: string | undefined, fallback: numbe
   const n = Number(raw);
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be a whole number in ${min}..${max}, got "${raw}"`);
   return n;
+}
+
+/**
+ * The options of a program that reads its servers' CPU from /proc (`program`, as `bench:ab`), parsed
+ * by `parse`; null once the reason it cannot run was printed (a usage error with `usage`, or no Linux
+ * /proc): the program then exits 2.
+ */
+export function cpuBenchOptions<T>(program: string, argv: string[], parse: (argv: string[]) => T, usage: string): T | null {
+  let opts: T;
+  try {
+    opts = parse(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError) && !(err instanceof TypeError)) throw err;
+    process.stderr.write(`${err.message}\n${usage}\n`);
+    return null;
+  }
+  if (!isLinuxProcAvailable()) {
+    process.stderr.write(`${program}: server CPU is read from /proc; it runs on Linux only\n`);
+    return null;
+  }
+  return opts;
 }

@@ -21,10 +21,9 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { UsageError, intOption } from './cli-options.js';
+import { UsageError, cpuBenchOptions, intOption } from './cli-options.js';
 import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { repoRoot, writeBundle } from './fixtures/generate.js';
-import { isLinuxProcAvailable } from './measure.js';
 import { probe } from './probe.js';
 import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
 import { loadWithCpu, median, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
@@ -268,18 +267,8 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
 }
 
 async function main(): Promise<number> {
-  let opts: CostOptions;
-  try {
-    opts = parseOptions(process.argv.slice(2));
-  } catch (err) {
-    if (!(err instanceof UsageError) && !(err instanceof TypeError)) throw err;
-    process.stderr.write(`${err.message}\n${USAGE}\n`);
-    return 2;
-  }
-  if (!isLinuxProcAvailable()) {
-    process.stderr.write('bench:cost: server CPU is read from /proc; it runs on Linux only\n');
-    return 2;
-  }
+  const opts = cpuBenchOptions('bench:cost', process.argv.slice(2), parseOptions, USAGE);
+  if (opts === null) return 2;
   sup.installCleanup('the servers and the load');
   const dir = sup.tempDir('rcd-cost-');
   const bundle = join(dir, 'bundle.json');

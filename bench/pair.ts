@@ -14,10 +14,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { UsageError, intOption } from './cli-options.js';
+import { UsageError, cpuBenchOptions, intOption } from './cli-options.js';
 import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { repoRoot, writeBundle } from './fixtures/generate.js';
-import { isLinuxProcAvailable } from './measure.js';
 import { Supervisor, startServer, type Target } from './processes.js';
 import { loadWithCpu, median, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
 
@@ -119,18 +118,8 @@ function fixed(n: number, digits: number): string {
 }
 
 async function main(): Promise<number> {
-  let opts: PairOptions;
-  try {
-    opts = parseOptions(process.argv.slice(2));
-  } catch (err) {
-    if (!(err instanceof UsageError) && !(err instanceof TypeError)) throw err;
-    process.stderr.write(`${err.message}\n${USAGE}\n`);
-    return 2;
-  }
-  if (!isLinuxProcAvailable()) {
-    process.stderr.write('bench:pair: server CPU is read from /proc; it runs on Linux only\n');
-    return 2;
-  }
+  const opts = cpuBenchOptions('bench:pair', process.argv.slice(2), parseOptions, USAGE);
+  if (opts === null) return 2;
   sup.installCleanup('the server and the load');
   const dir = sup.tempDir('rcd-pair-');
   const bundle = join(dir, 'bundle.json');

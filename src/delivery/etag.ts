@@ -50,9 +50,9 @@ function combinationPart(c: Combination | null): string {
   return c.tagKey;
 }
 
-// The last item tag of an item without a combination: the same string object for the same item, so
-// that its bytes cached with the item (header-block.ts) are found by identity, and no string is
-// built per request.
+// The last item tag of an item without a combination (a wrapped answer of unmapped content): no
+// string is built per request, and the tag the item's header block was kept for (header-block.ts)
+// is the same object, compared without reading its characters.
 let lastBareKind = -1;
 let lastBareHash = '';
 let lastBareMapping = -1;

@@ -75,6 +75,13 @@ let keptTag = '';
 let keptCoding: Coding = Coding.Identity;
 let keptBlock: Uint8Array = new Uint8Array(0);
 
+/** Writes the block's prefix, the ETag's opening quote and `tag` at 0; returns the position after them. */
+function putTagStart(out: Buffer, prefix: Uint8Array, tag: string): number {
+  const at = putBytes(out, prefix, 0);
+  out[at] = QUOTE;
+  return putLatin1(out, tag, at + 1);
+}
+
 /**
  * Content-Type's value with Cache-Control, Vary and ETag lines behind it (see above); the ETag is
  * `tag` in `coding` (etag.ts etagValue: a quote, the tag, the coding's suffix). With `keep` (an answer
@@ -88,9 +95,7 @@ export function representationBlock(cacheControl: Uint8Array, vary: Uint8Array, 
   const size = prefix.length + 1 + tag.length + suffix.length;
   if (block.size < size) block = new ReusedBuffer(size * 2);
   const out = block.bytes;
-  let at = putBytes(out, prefix, 0);
-  out[at++] = QUOTE;
-  at = putBytes(out, suffix, putLatin1(out, tag, at));
+  const at = putBytes(out, suffix, putTagStart(out, prefix, tag));
   if (!keep) return block.view(at);
   keptBlock = new Uint8Array(at);
   putBytes(keptBlock, block.view(at), 0);
@@ -126,10 +131,7 @@ export function wrappedBlock(item: Rendered, cacheControl: Uint8Array, vary: Uin
 function keepItemBlock(item: Rendered, cacheControl: Uint8Array, vary: Uint8Array, itemTag: string): void {
   const prefix = prefixFor(cacheControl, vary);
   const start = Buffer.allocUnsafeSlow(prefix.length + itemTag.length + 2);
-  let at = putBytes(start, prefix, 0);
-  start[at++] = QUOTE;
-  at = putLatin1(start, itemTag, at);
-  start[at] = DOT;
+  start[putTagStart(start, prefix, itemTag)] = DOT;
   item.block = start;
   item.blockControl = cacheControl;
   item.blockVary = vary;

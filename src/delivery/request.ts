@@ -344,21 +344,7 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
     const out = answerBuffer(plannedLength(plan, r.uid, r.mod, plannedHeads));
     body = answerView(writePlanned(out, plan, r.uid, r.mod, plannedHeads));
   }
-  r.writing = true;
-  const missingHeader = plan.missingHeader;
-  sendContent(
-    r.res,
-    r.state.http,
-    body,
-    Coding.Identity,
-    r.tag,
-    cacheControlOf(r),
-    missingHeader === '' ? '' : H_MISSING_CONTENT,
-    missingHeader,
-    r.origin,
-    r.state.shuttingDown,
-  );
-  r.finish();
+  sendCombine(r, body, Coding.Identity, plan.missingHeader);
   return true;
 }
 
@@ -532,20 +518,13 @@ function answerCombine(r: ContentRequest): void {
   const missingHeader = missingHeaderOf(r.missing!);
   const gzipped = (r.accept & ACCEPT_GZIP) !== 0 && combineWorthGzip(r);
   const body = gzipped ? combineGzip(r) : combineBytes(r);
-  const coding = gzipped ? Coding.Gzip : Coding.Identity;
+  sendCombine(r, body, gzipped ? Coding.Gzip : Coding.Identity, missingHeader);
+}
+
+/** A combine's 200 (from a plan or assembled item by item), with X-Missing-Content when ids were not found. */
+function sendCombine(r: ContentRequest, body: Uint8Array, coding: Coding, missingHeader: string): void {
   r.writing = true;
-  sendContent(
-    r.res,
-    r.state.http,
-    body,
-    coding,
-    r.tag,
-    cacheControlOf(r),
-    missingHeader === '' ? '' : H_MISSING_CONTENT,
-    missingHeader,
-    r.origin,
-    r.state.shuttingDown,
-  );
+  sendContent(r.res, r.state.http, body, coding, r.tag, cacheControlOf(r), missingHeader === '' ? '' : H_MISSING_CONTENT, missingHeader, r.origin, r.state.shuttingDown);
   r.finish();
 }
 
