@@ -61,6 +61,14 @@ interface Node {
 }
 
 const sup = new Supervisor();
+/** The due time of the round under way (0 while its fleet starts: the lines are not stamped). */
+let roundDueMs = 0;
+
+function stampFromDue(): string {
+  if (roundDueMs === 0) return '';
+  const d = Date.now() - roundDueMs;
+  return `[${d >= 0 ? '+' : ''}${d} ms]`;
+}
 
 async function startNode(storeUrl: string, dir: string): Promise<Node> {
   const [port, adminPort] = [await freePort(), await freePort()];
@@ -73,8 +81,9 @@ async function startNode(storeUrl: string, dir: string): Promise<Node> {
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`a node did not start in 120 s:\n${tail.join('\n')}`)), 120_000);
     drain(child.stdout as NodeJS.ReadableStream, tail, (line) => {
-      // The applier's own account of each batch: how long the write took and until it was live.
-      if (/scheduled changes: \d+ settled/.test(line)) process.stdout.write(`  node :${port} ${line.replace(/^rcd: /, '')}\n`);
+      // The applier's own account: each batch (how long the write took and until it was live), the
+      // lease changing hands, a store problem; stamped with the time from the round's due time.
+      if (/scheduled change/.test(line)) process.stdout.write(`  ${stampFromDue()} node :${port} ${line.replace(/^rcd: /, '')}\n`);
       if (/admin listening on/.test(line)) {
         clearTimeout(timer);
         resolve();
@@ -162,8 +171,10 @@ async function run(serverUrl: string): Promise<Figures> {
   const db = await createDatabase(serverUrl);
   const dir = sup.tempDir('rcd-schedule-');
   const nodes: Node[] = [];
+  roundDueMs = 0;
   for (let i = 0; i < NODES; i++) nodes.push(await startNode(db.url, dir));
   const dueMs = Date.now() + LEAD_MS;
+  roundDueMs = dueMs;
   const content: Record<string, unknown> = { Hot: { json: { difficulty: 'normal', rewards: [1, 2, 3] } } };
   for (let i = 0; i < CHANGES; i++) content[itemId(i)] = { json: { event: i, on: false } };
   const schedules = Array.from({ length: CHANGES }, (_, i) => ({

@@ -152,6 +152,7 @@ async function open(): Promise<void> {
         store,
         state: adminState,
         onChange: publishWrite,
+        publishLocal: publish,
         log: logInfo,
         // Held past the longest a write waits for the fleet, so a writer that dies mid-way still sends them.
         webhooks: { ...config.webhooks, holdMs: config.propagationTimeoutMs + 5000 },

@@ -173,6 +173,50 @@ describe('a change that became invalid by its time', () => {
   }, 60_000);
 });
 
+describe('many changes due in the same second', () => {
+  it('applies 1,200 of them (more than one batch) each once, audited, and every one live', async () => {
+    const srv = await start();
+    const key = await seed(srv);
+    const N = 1200;
+    const ids = Array.from({ length: N }, (_, i) => `Event${i}`);
+    const content: Record<string, unknown> = {};
+    for (const [i, id] of ids.entries()) content[id] = { json: { event: i, on: false } };
+    const at = isoIn(4000);
+    const schedules = ids.map((id, i) => ({ env: 'live', at, ops: [{ op: 'content.put', id, json: { event: i, on: true } }] }));
+    const report = await ok<{ schedulesAdded: number }>(srv, 'POST', 'import', { environments: { live: { content } }, schedules });
+    expect(report.schedulesAdded).toBe(N);
+    const catalog = async (): Promise<Record<string, { h: string }>> =>
+      ((await call(srv.url, '/api/v1/env/catalog', { method: 'GET', key })).json as { catalog: Record<string, { h: string }> }).catalog;
+    const before = await catalog();
+    expect(Object.keys(before)).toHaveLength(N + 1);
+    await until('every change applied', async () => {
+      const now = await catalog();
+      return ids.every((id) => now[id]!.h !== before[id]!.h);
+    }, 30_000);
+    expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(at));
+    // A list shows at most 1,000: a full page of applied ones, and none left pending or failed.
+    const applied = await ok<{ schedules: Schedule[] }>(srv, 'GET', 'environments/live/schedules?status=applied&limit=1000');
+    expect(applied.schedules).toHaveLength(1000);
+    for (const status of ['pending', 'failed']) {
+      expect((await ok<{ schedules: Schedule[] }>(srv, 'GET', `environments/live/schedules?status=${status}`)).schedules).toHaveLength(0);
+    }
+    let audited = 0;
+    let beforeId: number | undefined;
+    for (;;) {
+      const page = await ok<{ entries: { id: number; detail: { schedule?: unknown } }[] }>(srv, 'GET', `audit?limit=1000${beforeId === undefined ? '' : `&before=${beforeId}`}`);
+      audited += page.entries.filter((e) => e.detail?.schedule !== undefined).length;
+      if (page.entries.length < 1000) break;
+      beforeId = page.entries[page.entries.length - 1]!.id;
+    }
+    expect(audited).toBe(N);
+    for (const id of [ids[0]!, ids[599]!, ids[N - 1]!]) {
+      expect((await call(srv.url, `/api/v1/config/${id}`, { key })).json).toMatchObject({ on: true });
+      const detail = await ok<{ revisions: unknown[] }>(srv, 'GET', `environments/live/content/${id}`);
+      expect(detail.revisions).toHaveLength(2);
+    }
+  }, 90_000);
+});
+
 describe('restarts, rights and previews', () => {
   it('a change due while the server was stopped applies at the next start, late and once', async () => {
     const dir = tempDir();

@@ -31,6 +31,12 @@ export interface ScheduleContext {
   readonly limits: ScheduleLimits;
   /** A change was scheduled or moved here: the applier looks at the next due time now, not at its next poll. */
   kick(): void;
+  /**
+   * A write of several transactions committed one of them: this node starts making it live now,
+   * while the next is written (the other nodes follow the store on their own). The write still
+   * waits for every node at its end, as every write does.
+   */
+  publish(): void;
 }
 
 /**

@@ -170,8 +170,9 @@ async function cancelScheduleRoute(ctx: AdminContext, call: AdminCall): Promise<
 
 /**
  * Applies the changes due now, in batches of APPLY_BATCH, each batch one transaction, at most
- * `maxBatches` of them; the server makes them live (one propagation for all) and audits them per op
- * in their creators' names. The applier runs one batch per write (the next right after it is live);
+ * `maxBatches` of them, back to back: each goes live on this node as soon as it is committed, and
+ * the server waits for every node once, at the end, then audits them per op in their creators'
+ * names. The applier runs up to BATCHES_PER_WRITE batches per write (src/admin/server/scheduler.ts);
  * a rollout's advance runs them all at once.
  */
 export async function applyDueChanges(ctx: AdminContext, call: AdminCall, maxBatches = Infinity): Promise<{ result: AdminResult; settled: Settled[] }> {
@@ -180,6 +181,9 @@ export async function applyDueChanges(ctx: AdminContext, call: AdminCall, maxBat
     const batch = await ctx.store.writeStep(() => applyDue(APPLY_BATCH), await announcing<Settled[]>(ctx, call, (r) => settledEvents(r, now())));
     settled.push(...batch);
     if (batch.length < APPLY_BATCH) break;
+    // More may be due: this batch goes live on this node while the next one is written, instead
+    // of after it (the other nodes pick it up from the store on their own).
+    ctx.schedules.publish();
   }
   const body = { settled: settled.map((s) => scheduleView(s.row, false)) };
   if (settled.length === 0) return { result: read(body), settled };

@@ -52,6 +52,11 @@ export interface AdminServerOptions {
   readonly state: AdminStateStore;
   /** Makes the store's current state live for delivery; awaited before a write answers. */
   readonly onChange: () => Promise<Propagation | null>;
+  /**
+   * Makes the store's current state live in this process only, without waiting for the other nodes:
+   * what a write of several transactions calls between them (ScheduleContext.publish). Absent: nothing.
+   */
+  readonly publishLocal?: () => Promise<unknown>;
   readonly log: (line: string) => void;
   /** Largest request body accepted (bundles, content). Default 10 MiB. */
   readonly maxBodyBytes?: number;
@@ -159,7 +164,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       outboxHoldMs: dispatcher.holdMs,
       imports: opts.imports ?? INLINE_IMPORTS,
       bulk: opts.bulk ?? SAME_PRIORITY,
-      schedules: { limits: scheduleOptions.limits, kick: () => scheduler?.kick() },
+      schedules: { limits: scheduleOptions.limits, kick: () => scheduler?.kick(), publish: () => publishSoon(opts.publishLocal) },
     },
     router: compileRouter(
       ADMIN_ROUTES.map((r) => ({
@@ -293,6 +298,14 @@ function actorOf(req: IncomingMessage, principal: Principal): string {
   const declared = req.headers['x-rcd-actor'];
   if (typeof declared === 'string' && ACTOR_RE.test(declared)) return declared;
   return `token:${principal.tokenId}`;
+}
+
+/**
+ * Starts this process's publication of what is committed and returns at once. A failure is left to
+ * the write's own onChange at its end, which publishes the same changes again and reports it.
+ */
+function publishSoon(publishLocal: (() => Promise<unknown>) | undefined): void {
+  if (publishLocal !== undefined) publishLocal().catch(() => undefined);
 }
 
 /** A write the server makes itself (scheduled changes that fell due), through the same path as an admin call's. */
