@@ -376,6 +376,12 @@ export interface Store {
    */
   writeStep<T>(step: () => Step<T>, outbox?: OutboxOf<T>): Promise<T>;
   /**
+   * Runs `step` as writeStep does, once on each connection the store writes on, all at once
+   * (PostgreSQL: every connection of the pool, opened if the pool had closed it; SQLite: its one):
+   * warms them before writes expected at a known time. The step must keep nothing.
+   */
+  writeStepOnEach(step: () => Step<void>): Promise<void>;
+  /**
    * A step that writes no routing data and that a power cut may lose without harm (the applier's
    * lease): one transaction, but not under the write lock (PostgreSQL: a holder descheduled by a
    * busy machine would hold up every write of the fleet) and committed without waiting for the disk

@@ -16,7 +16,7 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Propagation } from '../../control/nodes.js';
 import { call, type Step } from '../../store/ops/rows.js';
-import type { Settled, ScheduleLimits } from '../../store/schedule/lifecycle.js';
+import { rehearseDue, type Settled, type ScheduleLimits } from '../../store/schedule/lifecycle.js';
 import type { LeaseHolder } from '../../store/schedule/rows.js';
 import type { Store } from '../../store/types.js';
 import { RcdError } from '../../runtime/errors.js';
@@ -38,6 +38,16 @@ const LEASE = 'scheduler';
  * writes queue behind.
  */
 const BATCHES_PER_WRITE = 4;
+/**
+ * This long before a due time, the holder rehearses the first WARM_CHANGES changes due then on each
+ * of the store's write connections and rolls them back (rehearseDue): the connection's first-use
+ * costs are paid before the due time instead of in the apply (on a loaded fleet ~0.7 s of a 1,000
+ * change apply; bench/README.md, "Scheduled changes"). A few changes warm what a first use costs
+ * (those costs do not grow with the batch) and keep the rehearsals, which take the write lock in
+ * turn, well inside the lead.
+ */
+const WARM_LEAD_MS = 2000;
+const WARM_CHANGES = 8;
 
 export interface ScheduleMetrics {
   /** A change applied, `lateMs` after its due time until every live node served it. */
@@ -94,6 +104,9 @@ export class Scheduler {
   /** The store's clock minus this process's. */
   private offsetMs = 0;
   private lastProblem = '';
+  /** The due time the write connections were last warmed for, and the warm-up under way. */
+  private warmedForMs = 0;
+  private warming: Promise<void> | null = null;
 
   constructor(store: Store, options: SchedulerOptions, log: (line: string) => void, write: (handler: AdminHandler) => Promise<WriteOutcome>) {
     this.store = store;
@@ -122,6 +135,7 @@ export class Scheduler {
     this.timer = null;
     await this.renewing;
     await this.running;
+    await this.warming;
     if (!this.leader) return;
     this.leader = false;
     try {
@@ -197,7 +211,10 @@ export class Scheduler {
       if (dueMs === null) return POLL_MS;
       // +1: wake just after it by the store's clock (the offset's estimate is good to a round trip).
       const wait = dueMs - (Date.now() + this.offsetMs) + 1;
-      if (wait > 0) return Math.min(POLL_MS, wait);
+      if (wait > 0) {
+        if (wait <= WARM_LEAD_MS) this.warmFor(dueMs);
+        return Math.min(POLL_MS, wait);
+      }
       let settled: Settled[] = [];
       let writtenMs = 0;
       const t0 = performance.now();
@@ -214,6 +231,18 @@ export class Scheduler {
       if (settled.length === 0) return POLL_MS;
     }
     return POLL_MS;
+  }
+
+  /** Starts warming the write connections for the changes due at `dueMs`, once per due time. */
+  private warmFor(dueMs: number): void {
+    if (this.warmedForMs === dueMs || this.warming !== null || this.closed) return;
+    this.warmedForMs = dueMs;
+    this.warming = this.store
+      .writeStepOnEach(() => rehearseDue(dueMs, WARM_CHANGES))
+      .catch((err: unknown) => this.problem(err))
+      .finally(() => {
+        this.warming = null;
+      });
   }
 
   private observe(settled: readonly Settled[], propagation: Propagation | null): void {

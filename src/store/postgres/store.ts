@@ -137,6 +137,12 @@ export class PostgresStore implements Store {
     return this.write((rows) => runRowsAsync(rows, step()), outbox);
   }
 
+  writeStepOnEach(step: () => Step<void>): Promise<void> {
+    // poolSize transactions at once: the driver gives each a connection of its own while the pool
+    // has room (a reader holding one leaves one of them to queue for another, already warm).
+    return Promise.all(Array.from({ length: this.poolSize }, () => this.writeStep(step))).then(() => undefined);
+  }
+
   leaseStep<T>(step: () => Step<T>): Promise<T> {
     return this.call(() => this.sql.begin((tx) => runRowsAsync(new PgRows(tx), step())) as Promise<T>, false);
   }

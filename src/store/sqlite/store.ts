@@ -134,6 +134,10 @@ export class SqliteStore implements Store {
     return settle(() => this.write(() => runRows(this.sql, step()), outbox));
   }
 
+  writeStepOnEach(step: () => Step<void>): Promise<void> {
+    return this.writeStep(step);
+  }
+
   leaseStep<T>(step: () => Step<T>): Promise<T> {
     return settle(() => this.writeVolatile(() => runRows(this.sql, step())));
   }
