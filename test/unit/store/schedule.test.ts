@@ -16,6 +16,7 @@ import {
   createSchedule,
   kill,
   moveSchedule,
+  rehearseDue,
   type NewSchedule,
   type ScheduleLimits,
 } from '../../../src/store/schedule/lifecycle.js';
@@ -125,6 +126,31 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     expect(shop!.revisions.map((r) => JSON.parse(r.text) as unknown)).toEqual([{ level: 1, color: 'green' }, { level: 1 }]);
     expect(shop!.mapping).toBeNull();
     expect(await newest('live', 'Other')).toEqual({ a: 1 });
+  });
+
+  it('rehearses what falls due on each write connection before its time, keeping nothing', async () => {
+    const doomed = await schedule([{ op: 'content.put', id: 'Shop', text: '{"level":7}', minAppVersion: null, baseRevision: 1 }], 400);
+    const fine = await schedule([put('Shop', { level: 2 }), put('Banner', { a: 1 })], 400);
+    const head = (await store.changesSince(0, 1000)).headSeq;
+    // Both changes run and rolled back; then the same with the pinned one refused.
+    await store.writeStepOnEach(() => rehearseDue(fine.due_ms, 8));
+    // Someone edits the item meanwhile: the pinned change is refused in the next rehearsal.
+    await store.putContent('live', 'Shop', '{"level":1}', null);
+    await store.writeStepOnEach(() => rehearseDue(fine.due_ms, 8));
+    expect((await store.changesSince(head, 1000)).entries.map((e) => [e.kind, e.target])).toEqual([['content', 'shop']]);
+    expect(await store.getContent('live', 'Banner')).toBeUndefined();
+    expect((await store.getContent('live', 'Shop'))!.revisions).toHaveLength(2);
+    expect((await store.readStep(() => rowsOf('live'))).map((r) => r.status)).toEqual(['pending', 'pending']);
+    await sleep(450);
+    const settled = await store.writeStep(() => applyDue(10));
+    const byId = new Map(settled.map((s) => [s.row.schedule_id, s]));
+    expect(byId.get(fine.schedule_id)?.row.status).toBe('applied');
+    expect(byId.get(fine.schedule_id)?.results).toEqual([
+      expect.objectContaining({ op: 'content.put', id: 'Shop', revision: 3 }),
+      expect.objectContaining({ op: 'content.put', id: 'Banner', revision: 1 }),
+    ]);
+    expect(byId.get(doomed.schedule_id)?.error?.code).toBe('base_revision_changed');
+    expect(await newest('live', 'Shop')).toEqual({ level: 2 });
   });
 
   it('shows an item as it will be at a time, storing nothing', async () => {
