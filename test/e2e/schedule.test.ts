@@ -69,29 +69,13 @@ describe('a staged rollout', () => {
     const srv = await start();
     const key = await seed(srv);
     await ok(srv, 'PUT', 'environments/live/content/Game/mapping', { rules: [{ segment: 'new-curve', disabled: true, patch: { difficulty: 'adaptive' } }] });
-    const rollout = await ok<{ id: string; steps: { mod: number[] }[] }>(srv, 'POST', 'environments/live/rollouts', {
-      id: 'Game',
-      rule: 0,
-      // Each step lasts longer than one pass over the players (~3 s on a loaded 2-core machine).
-      steps: [
-        { percent: 5, at: isoIn(2000) },
-        { percent: 25, at: isoIn(9000) },
-        { percent: 100, at: isoIn(16000) },
-      ],
-    });
-    expect(rollout.steps.map((s) => s.mod)).toEqual([[0, 49], [0, 249], [0, 999]]);
     const users = Array.from({ length: 10_000 }, (_, i) => `player-${i}`);
     const had = new Set<string>();
     const left: string[] = [];
     const mods = new Map<string, number>();
-    /** Each pass: the players who had the change. */
-    const passes: Set<string>[] = [];
-    let done = false;
-    while (!done) {
-      const view = await ok<{ status: string }>(srv, 'GET', `environments/live/rollouts/${rollout.id}`);
-      done = view.status === 'completed';
+    /** One pass over every player, 64 requests at a time: the players who had the change. */
+    const pass = async (): Promise<Set<string>> => {
       const inIt = new Set<string>();
-      // One pass over every player, 64 requests at a time.
       for (let i = 0; i < users.length; i += 64) {
         const batch = users.slice(i, i + 64);
         const answers = await Promise.all(batch.map((u) => call(srv.url, '/api/v1/config/Game/dynamic', { key, body: JSON.stringify({ u }) })));
@@ -109,7 +93,29 @@ describe('a staged rollout', () => {
           }
         });
       }
-      passes.push(inIt);
+      return inIt;
+    };
+    // Each step lasts well over two passes, timed here (~3 s on a loaded 2-core machine, more when
+    // the suite's other files run beside it), so one pass falls wholly within it.
+    const t0 = Date.now();
+    expect((await pass()).size).toBe(0);
+    const stepMs = Math.max(7000, Math.ceil((Date.now() - t0) * 2.5));
+    const rollout = await ok<{ id: string; steps: { mod: number[] }[] }>(srv, 'POST', 'environments/live/rollouts', {
+      id: 'Game',
+      rule: 0,
+      steps: [
+        { percent: 5, at: isoIn(2000) },
+        { percent: 25, at: isoIn(2000 + stepMs) },
+        { percent: 100, at: isoIn(2000 + 2 * stepMs) },
+      ],
+    });
+    expect(rollout.steps.map((s) => s.mod)).toEqual([[0, 49], [0, 249], [0, 999]]);
+    const passes: Set<string>[] = [];
+    let done = false;
+    while (!done) {
+      const view = await ok<{ status: string }>(srv, 'GET', `environments/live/rollouts/${rollout.id}`);
+      done = view.status === 'completed';
+      passes.push(await pass());
     }
     expect(left).toEqual([]);
     expect(had.size).toBe(users.length);
