@@ -259,7 +259,7 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
     if (bad.length > 0) throw new Error(`${s.name}: unexpected statuses in the counted sequence: ${[...new Set(bad)].join(', ')}`);
     out.set(s.name, { rcd: a, floor: b });
     const show = (c: InstructionCount): string =>
-      `${Math.round(c.perRequest.median).toLocaleString('en-US')} Ir/req (${Math.round(c.perRequest.min).toLocaleString('en-US')}-${Math.round(c.perRequest.max).toLocaleString('en-US')}; with V8's compilers and GC ${Math.round(c.allPerRequest.median).toLocaleString('en-US')})`;
+      `${Math.round(c.perRequest.median).toLocaleString('en-US')} Ir/req (${Math.round(c.perRequest.min).toLocaleString('en-US')}-${Math.round(c.perRequest.max).toLocaleString('en-US')}; with V8's compilers and GC and the timer phase ${Math.round(c.allPerRequest.median).toLocaleString('en-US')}, the timer phase alone ${Math.round(c.timersPerRequest.median).toLocaleString('en-US')})`;
     process.stdout.write(`  ${s.name}: rcd ${show(a)}, floor ${show(b)}; ${opts.callgrindWindows} windows of ${a.requests} requests\n`);
   }
   await Promise.all([sup.stopChild(rcd.child, 60_000), sup.stopChild(floor.child, 60_000)]);
@@ -295,7 +295,7 @@ async function main(): Promise<number> {
     });
     const failed = results.filter((r) => r.verdict === 'FAIL').length;
     const passed = results.filter((r) => r.verdict === 'pass').length;
-    process.stdout.write(`\ncost against the floor (CPU eff = floor CPU/req ÷ rcd CPU/req, median of ${opts.rounds} rounds; Ir = instructions per request outside V8's compilers and GC, median of the windows; Ir eff = floor Ir/req ÷ rcd Ir/req):\n`);
+    process.stdout.write(`\ncost against the floor (CPU eff = floor CPU/req ÷ rcd CPU/req, median of ${opts.rounds} rounds; Ir = instructions per request outside V8's compilers and GC and libuv's timer phase, median of the windows; Ir eff = floor Ir/req ÷ rcd Ir/req):\n`);
     process.stdout.write(renderCostTable(results));
     process.stdout.write(`\ncost targets: ${passed} pass, ${failed} FAIL\n`);
     if (opts.out !== null) {
