@@ -27,7 +27,7 @@ import { runIdKeyMicro } from './ids.js';
 import { runMetricsMicro } from './metrics.js';
 import { formatDirectoryTable, runDirectoryMicro } from './directory.js';
 import { formatShardedMapResult, runShardedMapMicro } from './sharded-map.js';
-import { XXH32_VECTORS, xxh32String } from '../../src/shared/xxh32.js';
+import { XXH32_VECTORS, xxh32Bytes, xxh32String } from '../../src/shared/xxh32.js';
 import { MIN_MS, WARMUP_MS, formatTable, measure, type Row } from './measure.js';
 
 const { XXHash32 } = xxhash as unknown as { XXHash32: { hash(data: Buffer): Buffer } };
@@ -71,15 +71,36 @@ export function checkXxh32(users: readonly string[]): void {
   }
 }
 
+const encoder = new TextEncoder();
+let encoded = new Uint8Array(256);
+
+/** src/shared/xxh32.ts's uid hash as it was: the codes copied into a buffer, TextEncoder#encodeInto when one is not ASCII. */
+function xxh32ViaBuffer(s: string): number {
+  if (encoded.length < s.length * 3) encoded = new Uint8Array(s.length * 3);
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) return xxh32Bytes(encoded, encoder.encodeInto(s, encoded).written, 0);
+    encoded[i] = c;
+  }
+  return xxh32Bytes(encoded, s.length, 0);
+}
+
 export function runHashMicro(minMs = MIN_MS): Row[] {
   const { users } = requestBodies();
   checkXxh32(users);
   const mask = 1023;
   const sample = users.slice(0, mask + 1);
   const avg = Math.round(sample.reduce((n, u) => n + Buffer.byteLength(u), 0) / sample.length);
+  const wide = users.filter((u) => Buffer.byteLength(u) !== u.length);
+  if (wide.length === 0) throw new Error('the benchmark user ids have no non-ASCII id');
+  for (const u of wide) if (xxh32ViaBuffer(u) !== xxh32String(u)) throw new Error(`XXH32 before/after mismatch for ${JSON.stringify(u)}`);
+  const wideAvg = Math.round(wide.reduce((n, u) => n + Buffer.byteLength(u), 0) / wide.length);
   return [
     measure(`uid XXH32 xxhash-addon (Buffer.from + N-API, ${avg} B u)`, (i) => addonUid(sample[i & mask] as string), minMs),
-    measure(`uid XXH32 pure JS (src/shared/xxh32.ts, ${avg} B u)`, (i) => xxh32String(sample[i & mask] as string), minMs),
+    measure(`uid XXH32 pure JS, codes copied, TextEncoder for non-ASCII [before] (${avg} B u)`, (i) => xxh32ViaBuffer(sample[i & mask] as string), minMs),
+    measure(`uid XXH32 pure JS (src/shared/xxh32.ts) [after] (${avg} B u)`, (i) => xxh32String(sample[i & mask] as string), minMs),
+    measure(`uid XXH32 of non-ASCII ids only [before] (${wideAvg} B u)`, (i) => xxh32ViaBuffer(wide[i % wide.length] as string), minMs),
+    measure(`uid XXH32 of non-ASCII ids only [after] (${wideAvg} B u)`, (i) => xxh32String(wide[i % wide.length] as string), minMs),
   ];
 }
 

@@ -33,8 +33,27 @@ import { renderPatched } from '../../src/mapping/render/fallback/copy-on-write.j
 import { largeDoc, largeMapping } from '../fixtures/generate.js';
 import type { MappingProblem } from '../../src/mapping/problems.js';
 import { compileRegex, regexMatches, type CompiledRegex } from '../../src/mapping/condition/regex.js';
+import { readMember, readSiteOf } from '../../src/mapping/condition/member-read.js';
 import { measure, measureWithBytes, type Row } from './measure.js';
 
+
+/** The attribute names the bench mapping's conditions read, in rule order. */
+const READ_NAMES = ['country', 'spend', 'spend', 'level', 'platform', 'tags', 'level', 'platform'];
+
+/** One keyed read for every name: megamorphic once it has seen two names. */
+function readAtOneSite(o: Record<string, unknown>, name: string): unknown {
+  return o[name];
+}
+
+/** The rules' reads of one p through one keyed site [before] or per-name sites (member-read.ts) [after]: how many were found. */
+function memberReads(p: Record<string, unknown>, sites: Int32Array | null): number {
+  let found = 0;
+  for (let k = 0; k < READ_NAMES.length; k++) {
+    const v = sites === null ? readAtOneSite(p, READ_NAMES[k]!) : readMember(p, READ_NAMES[k]!, sites[k]!);
+    if (v !== undefined) found++;
+  }
+  return found;
+}
 
 /** The same compiled mapping with every condition evaluated by sift instead (the "before"). */
 function withSiftPredicates(mapping: CompiledMapping, raw: { rules: { when?: unknown }[] }): CompiledMapping {
@@ -165,7 +184,10 @@ export function runMappingMicro(minMs = 1000): Row[] {
   Buffer.from(sab).set(bytes);
   cache.set('w1:1:1:' + bigSelection.key, sab);
 
+  const readSites = Int32Array.from(READ_NAMES, readSiteOf);
   return [
+    measure('member reads: 8 of p through one keyed site [before]', (i) => memberReads(ps[i & mask]!, null), minMs),
+    measure('member reads: the same through per-name sites (member-read.ts) [after]', (i) => memberReads(ps[i & mask]!, readSites), minMs),
     measure('condition: sift (3 fields, $in/$gte/array) [before]', (i) => (siftSimple(ps[i & mask]) ? 1 : 0), minMs),
     measure('condition: compiled predicate (same 3 fields) [after]', (i) => (ownSimple(ps[i & mask]!) ? 1 : 0), minMs),
     measure('condition: hand-written JS equivalent (floor)', (i) => (hand(ps[i & mask]!) ? 1 : 0), minMs),

@@ -286,16 +286,6 @@ function buildLayout(plan: CombinePlan, userLength: number): UserLayout {
 /** The user's part of every unmapped item's tail, `<uid>,"mod":<mod>`, written once per answer. */
 const userPart = Buffer.allocUnsafeSlow(32);
 const userPartWords = new DataView(userPart.buffer, userPart.byteOffset, userPart.byteLength);
-// The user's part as three 8-byte chunks, read once per answer: bytes 0-7, 8-15 and the last eight
-// (putUser writes them into each gap). A typed array, not module variables: a variable holding a
-// number that is no small integer is a heap number allocated per answer.
-//
-// Chunks travel as float64 because that is the widest store a DataView makes without BigInts. Eight
-// bytes of the user part are always a normal finite double, so the round trip is exact: the part is
-// ASCII (digits, `,"mod":`), every byte under 0x80, and a little-endian chunk's sign/exponent bits
-// come from its last two bytes: NaN or infinity needs the last byte's low 7 bits all set and the one
-// before it at 0xF0 or more, a subnormal needs the last byte at 0x00 or 0x80; neither occurs.
-const userChunks = new Float64Array(3);
 /** A DataView over the answer buffer, made again only when that buffer changes (compared by identity: bytes.ts). */
 let outWords: DataView | null = null;
 let outWordsOf: Uint8Array | null = null;
@@ -309,16 +299,24 @@ function wordsOf(out: Uint8Array): DataView {
 }
 
 /**
- * The user's part at `at` as two or three 8-byte stores: bytes 0-7, then 8-15 when the part is longer
- * than 16, then its last eight, overlapping what was written (the same bytes). A part has 9 (one digit
- * of uid, `,"mod":`, one of mod) to 20 bytes. Measured with bench:cost (combine-50, ~45 gaps): word
- * stores plus a byte loop for the rest cost ~200 instructions a gap, every DataView store paying its
- * own map, detach and bounds checks; byte stores cost 1.5 against 0.4 µs a 45-gap answer.
+ * The user's part at `at` as two or three 8-byte stores: bytes 0-7 (`c0`), then 8-15 (`c1`) when the
+ * part is longer than 16, then its last eight (`c2`), overlapping what was written (the same bytes).
+ * A part has 9 (one digit of uid, `,"mod":`, one of mod) to 20 bytes.
+ *
+ * The chunks travel as float64 because that is the widest store a DataView makes without BigInts.
+ * Eight bytes of the user part are always a normal finite double, so the round trip is exact: the part
+ * is ASCII (digits, `,"mod":`), every byte under 0x80, and a little-endian chunk's sign/exponent bits
+ * come from its last two bytes: NaN or infinity needs the last byte's low 7 bits all set and the one
+ * before it at 0xF0 or more, a subnormal needs the last byte at 0x00 or 0x80; neither occurs. They
+ * are read once per answer and passed as arguments (unboxed doubles in the inlined loop): read from a
+ * typed array in the loop, each was loaded and bounds-checked again per gap, as the stores before it
+ * might have written there (74 instructions a gap, 45 gaps in a combine-50 answer; bench:cost).
+ * Byte stores cost 1.5 against 0.4 µs a 45-gap answer.
  */
-function putUser(words: DataView, at: number, length: number): void {
-  words.setFloat64(at, userChunks[0]!, true);
-  if (length > 16) words.setFloat64(at + 8, userChunks[1]!, true);
-  words.setFloat64(at + length - 8, userChunks[2]!, true);
+function putUser(words: DataView, at: number, length: number, c0: number, c1: number, c2: number): void {
+  words.setFloat64(at, c0, true);
+  if (length > 16) words.setFloat64(at + 8, c1, true);
+  words.setFloat64(at + length - 8, c2, true);
 }
 
 /**
@@ -358,21 +356,21 @@ function writeLaidOut(out: Uint8Array, layout: UserLayout, userLength: number, h
   const blocks = layout.blocks;
   const gaps = layout.gaps;
   const words = wordsOf(out);
-  userChunks[0] = userPartWords.getFloat64(0, true);
-  userChunks[1] = userPartWords.getFloat64(8, true);
-  userChunks[2] = userPartWords.getFloat64(userLength - 8, true);
+  const c0 = userPartWords.getFloat64(0, true);
+  const c1 = userPartWords.getFloat64(8, true);
+  const c2 = userPartWords.getFloat64(userLength - 8, true);
   let pos = 0;
   for (let i = 0; i < program.length; i++) {
     const op = program[i]!;
     if (op >= 0) {
       const at = gaps[op]!;
       const next = putBytes(out, blocks[op]!, pos);
-      for (let g = 0; g < at.length; g++) putUser(words, pos + at[g]!, userLength);
+      for (let g = 0; g < at.length; g++) putUser(words, pos + at[g]!, userLength, c0, c1, c2);
       pos = next;
     } else {
       const item = heads[STEP_MAPPED_BASE - op]!;
       pos = putBytes(out, item.head, pos);
-      putUser(words, pos, userLength);
+      putUser(words, pos, userLength, c0, c1, c2);
       pos += userLength;
       pos = putBytes(out, item.tailEnd, pos);
     }

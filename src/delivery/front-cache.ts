@@ -12,7 +12,7 @@
  * HOT PATH: one get per content item.
  */
 import { LRUCache } from 'lru-cache';
-import type { Combination } from '../mapping/index.js';
+import type { Combination, FrontKeyMemo } from '../mapping/index.js';
 import { JobKind, type JobResult } from '../pool/protocol.js';
 import { GZIP_HEADER, GZIP_TRAILER_BYTES, FINAL_EMPTY_BLOCK, crc32Shift, type CompressedPart } from '../shared/gzip.js';
 import { EMPTY_BYTES, tailEndOf } from './tail.js';
@@ -106,21 +106,31 @@ function combinationKey(kind: JobKind, revId: number, mappingId: number, comboKe
   return KIND_PREFIX[kind]! + revId + ':' + mappingId + ':' + comboKey;
 }
 
+/** Front-cache keys remembered per combination (Combination.cacheKeys): items of one mapping in one combine. */
+const FRONT_KEY_MEMO = 8;
+
 /**
  * The cache key of an item whose rules were evaluated (`c`), or of one without (null: plain answers
- * and content without a mapping). A combination's key is memoized on it for the last
- * (kind, revision, mapping) it served. Returning the same string object matters as much as not
- * building it: V8 caches a string's hash in the string, so the cache lookup then neither flattens
- * nor hashes a fresh key (bench/micro/alloc.ts: cache key). One entry per combination: content
- * sharing a combination across revisions or kinds rebuilds the key, as every request did before.
+ * and content without a mapping). A combination's keys are memoized on it for the last
+ * FRONT_KEY_MEMO (kind, revision, mapping) it served. Returning the same string object matters as
+ * much as not building it: V8 caches a string's hash in the string, so the cache lookup then neither
+ * flattens nor hashes a fresh key (bench/micro/alloc.ts: cache key). bench:cost (combine-50, five
+ * items of one mapping, callgrind): one memo entry per combination rebuilt four of the five keys.
  */
 export function frontKeyOf(kind: JobKind, revId: number, mappingId: number, c: Combination | null): FrontKey {
   if (c === null || c.key === '' || kind === JobKind.Plain) return revId * KINDS + kind;
-  if (c.cacheKeyRev === revId && c.cacheKeyKind === (kind as number) && c.cacheKeyMapping === mappingId) return c.cacheKey;
+  const memo = c.cacheKeys;
+  for (let i = 0; i < memo.length; i++) {
+    const m = memo[i]!;
+    if (m.rev === revId && m.kind === (kind as number) && m.mapping === mappingId) return m.key;
+  }
   const key = combinationKey(kind, revId, mappingId, c.key);
-  c.cacheKey = key;
-  c.cacheKeyRev = revId;
-  c.cacheKeyMapping = mappingId;
-  c.cacheKeyKind = kind;
+  const entry: FrontKeyMemo = { rev: revId, mapping: mappingId, kind, key };
+  if (memo.length < FRONT_KEY_MEMO) {
+    memo.push(entry);
+  } else {
+    memo[c.cacheKeyNext] = entry;
+    c.cacheKeyNext = (c.cacheKeyNext + 1) % FRONT_KEY_MEMO;
+  }
   return key;
 }

@@ -16,7 +16,7 @@ import type { KeyView } from '../directory.js';
 import { contentIdKey } from '../../store/ids.js';
 import { corsOriginOf } from '../http-policy.js';
 import { H_CONTENT_TYPE } from '../reply.js';
-import { handlerFailed, isJsonContentType, refusedAmbiguousFraming } from '../routes.js';
+import { declaredOver, handlerFailed, isJsonContentType, refusedAmbiguousFraming } from '../routes.js';
 import type { FrontEndState } from '../state.js';
 import { MetricRoute, Outcome, Phase, S_PHASE, countRequest } from '../../metrics/layout.js';
 import { ERROR_STATUS, type ErrorCode } from '../../runtime/errors.js';
@@ -57,7 +57,8 @@ function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, or
     refuse(state, res, flag, origin, route, 'missing_api_key', 'an API key is required: X-Api-Key: <key> or Authorization: Bearer <key>');
     return undefined;
   }
-  const view = state.directory.lookupKey(key);
+  const directory = state.directory;
+  const view = key === directory.lastKey ? directory.lastView : directory.lookupKey(key);
   if (view === undefined) {
     // While starting, an unknown key may only not be loaded yet: a client retries a 503, not a 401.
     if (state.server[S_PHASE] === Phase.Starting) refuse(state, res, flag, origin, route, 'starting', 'the server is starting: its keys and content may not all be loaded yet; retry shortly');
@@ -96,7 +97,7 @@ function evaluate(state: FrontEndState, res: HttpResponse, req: HttpRequest, rou
   if (view === undefined) return;
   const maxBody = state.config.maxBodyBytes;
   const declared = req.getHeader(H_CONTENT_LENGTH);
-  if (declared !== '' && Number(declared) > maxBody) {
+  if (declared !== '' && declaredOver(declared, maxBody)) {
     // Refuse before reading a byte; close since the client is about to send the body anyway.
     sendOfrepError(res, flag, 'payload_too_large', `the request body exceeds ${maxBody} bytes`, true, origin);
     countRequest(state.counters, metric, ERROR_STATUS.payload_too_large, Outcome.None);

@@ -34,6 +34,7 @@
  * there) and allocates nothing per call.
  */
 import { isPlainObject } from '../problems.js';
+import { readMember } from './member-read.js';
 import { FastMode, type Field, type Op, type Query } from './nodes.js';
 import { OpKind } from './operators.js';
 import { beginEvaluation, compareTest, hasOwnKey, inList, isComparable, isPresentForSet, literalEquals, regexTest, versionTest } from './value-tests.js';
@@ -122,6 +123,7 @@ const UNDECIDED = -1;
 function matchPath(field: Field, item: Record<string, unknown>): number {
   const segments = field.segments;
   const inherited = field.inherited;
+  const sites = field.sites;
   const last = segments.length - 1;
   let current = item;
   let value: unknown = undefined;
@@ -131,7 +133,7 @@ function matchPath(field: Field, item: Record<string, unknown>): number {
     // One keyed read where the member is found; the own-property test only where the read may have
     // found an inherited member or nothing (p is parsed JSON: plain objects over Object.prototype).
     // Two reads per segment were ~850 instructions of a 10-rule mapped request (bench:cost).
-    value = current[segment];
+    value = readMember(current, segment, sites[depth]!);
     if ((value === undefined || inherited[depth]!) && !Object.hasOwn(current, segment)) {
       value = undefined;
       break;

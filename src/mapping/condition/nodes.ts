@@ -7,6 +7,7 @@
  * one node across all the values a path reaches (array elements) without allocating. See match.ts for
  * who may use a tree when.
  */
+import { readSiteOf } from './member-read.js';
 import { OpKind, VersionTest } from './operators.js';
 import type { CompiledRegex } from './regex.js';
 
@@ -86,6 +87,8 @@ export class Field {
    * pay for an own-property test when the member is found (missing members are tested everywhere).
    */
   readonly inherited: readonly boolean[];
+  /** Per segment, its read site (member-read.ts). */
+  readonly sites: Int32Array;
   readonly ops: readonly Op[];
   /** Which shortcut of matchField applies, decided from the operators at compile time. */
   readonly fast: FastMode;
@@ -95,6 +98,7 @@ export class Field {
     this.index = segments.map(arrayIndexOf);
     this.numeric = segments.map((s) => !Number.isNaN(Number(s)));
     this.inherited = segments.map((s) => OBJECT_MEMBERS.has(s));
+    this.sites = Int32Array.from(segments, readSiteOf);
     this.ops = ops;
     this.fast = fastModeOf(segments, ops);
     this.hasElemMatch = ops.some((op) => op.kind === OpKind.ElemMatch);

@@ -23,6 +23,14 @@ export interface Selection {
  * One set of rules/variants whose conditions matched, interned per mapping so that repeat
  * combinations allocate nothing.
  */
+/** One front-cache key built from a combination (Combination.cacheKeys). */
+export interface FrontKeyMemo {
+  readonly rev: number;
+  readonly mapping: number;
+  readonly kind: number;
+  readonly key: string;
+}
+
 export interface Combination {
   readonly key: string;
   readonly patches: readonly CompiledPatch[];
@@ -33,22 +41,23 @@ export interface Combination {
   /** The selection when every patch applies. */
   readonly whole: Selection;
   /**
-   * The front cache's key memo: the last front-cache key built from this combination and the
-   * (revision, mapping, kind) it was built for. Read and written only by src/delivery/front-cache.ts
-   * (frontKeyOf); the mapping engine only starts it empty.
+   * The front cache's key memo: the front-cache keys last built from this combination, each with
+   * the (revision, mapping, kind) it was built for (at most FRONT_KEY_MEMO of them, oldest replaced
+   * first). Read and written only by src/delivery/front-cache.ts (frontKeyOf); the mapping engine only
+   * starts it empty.
    *
    * Why it lives on a mapping type: a combination is interned, so the same object comes back for
    * every request that selects it, and a field on it is the one place a per-combination value can be
    * reached with no lookup at all. Returning the same key string also keeps V8's cached hash, so the
    * cache lookup neither flattens nor hashes a fresh key: bench/micro/alloc.ts measured 15 ns and 5 B
-   * per lookup against 155 ns and 75 B for building the key per request. A WeakMap<Combination, key>
+   * per lookup against 155 ns and 75 B for building the key per request. Several entries because a
+   * combine holds several items of one mapping (one revision each) and selects one combination for
+   * all of them: with one entry they replaced each other on every request. A WeakMap<Combination, key>
    * in the front cache would keep the types apart but add a hash lookup per item; a wrapper object
    * around each combination would need a second interning table. Neither buys a behaviour.
    */
-  cacheKey: string;
-  cacheKeyRev: number;
-  cacheKeyMapping: number;
-  cacheKeyKind: number;
+  readonly cacheKeys: FrontKeyMemo[];
+  cacheKeyNext: number;
   /**
    * The combination's part of an entity tag (its key, or a hash of a long key), memoized here for the
    * same reason as cacheKey; read and written only by src/delivery/etag.ts.
@@ -73,7 +82,7 @@ export function newCombination(
   mayFail: boolean,
   whole: Selection,
 ): Combination {
-  return { key, patches, segEntries, mayFail, whole, cacheKey: '', cacheKeyRev: -1, cacheKeyMapping: -1, cacheKeyKind: -1, tagKey: '', itemTag: '', itemTagKind: -1, itemTagHash: '', itemTagMapping: -1 };
+  return { key, patches, segEntries, mayFail, whole, cacheKeys: [], cacheKeyNext: 0, tagKey: '', itemTag: '', itemTagKind: -1, itemTagHash: '', itemTagMapping: -1 };
 }
 
 /** No rule applied: deliver the base revision, `seg: []`. */

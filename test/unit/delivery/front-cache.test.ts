@@ -62,4 +62,13 @@ describe('front cache keys', () => {
     expect(frontKeyOf(JobKind.Plain, 7, 3, null)).toBe(frontKey(JobKind.Plain, 7, 0, ''));
     expect(frontKeyOf(JobKind.Wrapped, 7, 3, null)).toBe(frontKey(JobKind.Wrapped, 7, 0, ''));
   });
+
+  it('one combination serving items of many revisions (a combine): each key right, past the memo too', () => {
+    const de = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, '', 600);
+    for (let pass = 0; pass < 3; pass++) {
+      for (let rev = 1; rev <= 20; rev++) {
+        for (const kind of [JobKind.Wrapped, JobKind.Serialized]) expect(frontKeyOf(kind, rev, 3, de)).toBe(frontKey(kind, rev, 3, de.key));
+      }
+    }
+  });
 });

@@ -1,6 +1,6 @@
 /**
  * The rules behind the HTTP headers: If-None-Match matching (etag.ts), Accept-Encoding (encoding.ts)
- * and stream tokens (stream-token.ts).
+ * stream tokens (stream-token.ts) and the Content-Length limit check (routes.ts).
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +9,21 @@ import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR, acceptedCodings } from '../../../src
 import { mintStreamToken, verifyStreamToken } from '../../../src/delivery/stream-token.js';
 import { Directory, MappingLibrary } from '../../../src/delivery/directory.js';
 import { NO_CONTENTS } from '../../../src/control/routed.js';
+import { declaredOver } from '../../../src/delivery/routes.js';
+
+describe('Content-Length over the body limit', () => {
+  // Whatever the value, the answer is Number()'s: the digits are read by hand only as a shortcut.
+  it.each(['0', '1', '65535', '65536', '65537', '000065537', '999999999999999', '9999999999999999', '', ' 70000', '70000 ', '1e9', '0x10001', '+70000', '-1', 'abc', '７0000'])(
+    '%j',
+    (value) => {
+      expect(declaredOver(value, 65536)).toBe(Number(value) > 65536);
+    },
+  );
+  it('the limit itself is not over', () => {
+    expect(declaredOver('65536', 65536)).toBe(false);
+    expect(declaredOver('65537', 65536)).toBe(true);
+  });
+});
 
 describe('If-None-Match', () => {
   const tag = 'wabc.3.0.-1;.77';
