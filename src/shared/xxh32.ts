@@ -70,9 +70,10 @@ export function xxh32Bytes(b: Uint8Array, len: number, seed: number): number {
  * XXH32 of the UTF-8 encoding of s. An ASCII string (the common user id) is hashed from its
  * char codes directly, with no copy; any other is encoded to UTF-8 here (utf8Into) and hashed from
  * the bytes. Measured with bench:cost (wrapped, callgrind): copying the codes into a buffer first,
- * and TextEncoder#encodeInto for the 5% of ids with an accent (its JS wrapper checks its receiver
- * and arguments, then a native call), cost ~600 instructions a request more; bench/micro has both
- * ways side by side ("uid hash").
+ * and TextEncoder#encodeInto for the 5% of ids with an accent, cost ~250 instructions a request more.
+ * bench/micro has both ways side by side ("uid hash"): 80-88 against 95-115 ns on the suite's ids;
+ * on non-ASCII ids alone TextEncoder wins there (165 against 217 ns), where it runs hot, but in the
+ * server one request in twenty reaches it and its JS wrapper ran unoptimized (perf map: `~encodeInto`).
  */
 export function xxh32String(s: string, seed = 0): number {
   const ascii = xxh32Ascii(s, seed);
@@ -96,8 +97,8 @@ function codeLane(s: string, i: number): number {
 
 /**
  * XXH32 of s when every char code is under 0x80 (its UTF-8 bytes are its codes), else -1: the codes
- * are OR-ed together as they are read and checked once at the end (the hash of a non-ASCII string
- * is thrown away and made again from its bytes).
+ * are OR-ed together as they are read, and the loops stop at the first lane with a wider code (the
+ * hash of a non-ASCII string is thrown away and made again from its bytes).
  */
 function xxh32Ascii(s: string, seed: number): number {
   const len = s.length;
@@ -110,7 +111,7 @@ function xxh32Ascii(s: string, seed: number): number {
     let v3 = seed | 0;
     let v4 = (seed - P1) | 0;
     const limit = len - 16;
-    while (i <= limit) {
+    while (i <= limit && seenCodes < 0x80) {
       v1 = round(v1, codeLane(s, i));
       v2 = round(v2, codeLane(s, i + 4));
       v3 = round(v3, codeLane(s, i + 8));
@@ -122,12 +123,12 @@ function xxh32Ascii(s: string, seed: number): number {
     h = (seed + P5) | 0;
   }
   h = (h + len) | 0;
-  while (i + 4 <= len) {
+  while (i + 4 <= len && seenCodes < 0x80) {
     h = Math.imul(rotl((h + Math.imul(codeLane(s, i), P3)) | 0, 17), P4);
     i += 4;
   }
   let seen = seenCodes;
-  while (i < len) {
+  while (i < len && seen < 0x80) {
     const c = s.charCodeAt(i);
     seen |= c;
     h = Math.imul(rotl((h + Math.imul(c, P5)) | 0, 11), P1);
