@@ -19,10 +19,6 @@ export interface Selection {
   readonly applied: Uint8Array | null;
 }
 
-/**
- * One set of rules/variants whose conditions matched, interned per mapping so that repeat
- * combinations allocate nothing.
- */
 /** One front-cache key built from a combination (Combination.cacheKeys). */
 export interface FrontKeyMemo {
   readonly rev: number;
@@ -31,6 +27,10 @@ export interface FrontKeyMemo {
   readonly key: string;
 }
 
+/**
+ * One set of rules/variants whose conditions matched, interned per mapping so that repeat
+ * combinations allocate nothing.
+ */
 export interface Combination {
   readonly key: string;
   readonly patches: readonly CompiledPatch[];
