@@ -28,6 +28,34 @@ function round(acc: number, input: number): number {
   return Math.imul(rotl((acc + Math.imul(input, P2)) | 0, 13), P1);
 }
 
+// The steps both entry points share (xxh32Bytes reads lanes from bytes, xxh32Ascii from char codes):
+// small enough that TurboFan inlines them into either.
+
+/** The four accumulators of the 16-byte stripes merged into one. */
+function converge(v1: number, v2: number, v3: number, v4: number): number {
+  return (rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18)) | 0;
+}
+
+/** One 4-byte lane after the stripes. */
+function mixLane(h: number, lane: number): number {
+  return Math.imul(rotl((h + Math.imul(lane, P3)) | 0, 17), P4);
+}
+
+/** One byte after the lanes. */
+function mixByte(h: number, byte: number): number {
+  return Math.imul(rotl((h + Math.imul(byte, P5)) | 0, 11), P1);
+}
+
+/** The final avalanche, as an unsigned 32-bit integer. */
+function avalanche(h: number): number {
+  h ^= h >>> 15;
+  h = Math.imul(h, P2);
+  h ^= h >>> 13;
+  h = Math.imul(h, P3);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
 /** XXH32 of bytes[0..len). Returns an unsigned 32-bit integer. */
 export function xxh32Bytes(b: Uint8Array, len: number, seed: number): number {
   let i = 0;
@@ -45,25 +73,20 @@ export function xxh32Bytes(b: Uint8Array, len: number, seed: number): number {
       v4 = round(v4, lane(b, i + 12));
       i += 16;
     }
-    h = (rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18)) | 0;
+    h = converge(v1, v2, v3, v4);
   } else {
     h = (seed + P5) | 0;
   }
   h = (h + len) | 0;
   while (i + 4 <= len) {
-    h = Math.imul(rotl((h + Math.imul(lane(b, i), P3)) | 0, 17), P4);
+    h = mixLane(h, lane(b, i));
     i += 4;
   }
   while (i < len) {
-    h = Math.imul(rotl((h + Math.imul(b[i] as number, P5)) | 0, 11), P1);
+    h = mixByte(h, b[i] as number);
     i++;
   }
-  h ^= h >>> 15;
-  h = Math.imul(h, P2);
-  h ^= h >>> 13;
-  h = Math.imul(h, P3);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return avalanche(h);
 }
 
 /**
@@ -118,29 +141,23 @@ function xxh32Ascii(s: string, seed: number): number {
       v4 = round(v4, codeLane(s, i + 12));
       i += 16;
     }
-    h = (rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18)) | 0;
+    h = converge(v1, v2, v3, v4);
   } else {
     h = (seed + P5) | 0;
   }
   h = (h + len) | 0;
   while (i + 4 <= len && seenCodes < 0x80) {
-    h = Math.imul(rotl((h + Math.imul(codeLane(s, i), P3)) | 0, 17), P4);
+    h = mixLane(h, codeLane(s, i));
     i += 4;
   }
   let seen = seenCodes;
   while (i < len && seen < 0x80) {
     const c = s.charCodeAt(i);
     seen |= c;
-    h = Math.imul(rotl((h + Math.imul(c, P5)) | 0, 11), P1);
+    h = mixByte(h, c);
     i++;
   }
-  if (seen >= 0x80) return -1;
-  h ^= h >>> 15;
-  h = Math.imul(h, P2);
-  h ^= h >>> 13;
-  h = Math.imul(h, P3);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return seen >= 0x80 ? -1 : avalanche(h);
 }
 
 /**
