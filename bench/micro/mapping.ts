@@ -15,13 +15,16 @@ import { siftPredicate } from '../reference/sift.js';
 import { userMod, userUid } from '../../src/shared/identity.js';
 import type { CompiledMapping } from '../../src/mapping/rules/compile.js';
 import { CombinationIndex } from '../../src/mapping/rules/interning.js';
+import type { RuleProgram } from '../../src/mapping/rules/program.js';
 import { compileCondition, type Predicate } from '../../src/mapping/condition/validate.js';
+import { generatedPredicate } from '../../src/mapping/condition/emit.js';
 import {
   compileMapping,
   ownedText,
   prepareDoc,
   renderSelection,
   evaluateMapping,
+  interpretRules,
   renderSelectionInto,
   selectCombination,
   type Selection,
@@ -59,9 +62,10 @@ function memberReads(p: Record<string, unknown>, sites: Int32Array | null): numb
 function withSiftPredicates(mapping: CompiledMapping, raw: { rules: { when?: unknown }[] }): CompiledMapping {
   const rules = mapping.rules.map((rule) => {
     const when = raw.rules[rule.index]!.when;
-    return { ...rule, predicate: rule.predicate === null ? null : siftPredicate(when) };
+    return { ...rule, predicate: rule.predicate === null ? null : Object.assign(siftPredicate(when), { root: rule.predicate.root }) };
   });
-  return { ...mapping, rules, combinations: new CombinationIndex() };
+  const program: RuleProgram = (p, vKey, mod, out) => interpretRules(rules, p, vKey, mod, out);
+  return { ...mapping, rules, combinations: new CombinationIndex(), program };
 }
 
 function compileOwn(when: unknown): Predicate {
@@ -169,6 +173,10 @@ export function runMappingMicro(minMs = 1000): Row[] {
 
   const mapping = compileMapping(BENCH_MAPPING);
   const siftMapping = withSiftPredicates(mapping, BENCH_MAPPING);
+  const interpretedMapping = compileMapping(BENCH_MAPPING);
+  interpretedMapping.program = (p, vKey, mod, out) => interpretRules(interpretedMapping.rules, p, vKey, mod, out);
+  const genSimple = generatedPredicate(ownSimple.root)!;
+  const genRich = generatedPredicate(ownRich.root)!;
   const mods = ps.map((_p, i) => userMod(userUid(`user-${i}`)));
   const small = prepareDoc(benchContent(2 * 1024));
 
@@ -190,12 +198,15 @@ export function runMappingMicro(minMs = 1000): Row[] {
     measure('member reads: the same through per-name sites (member-read.ts) [after]', (i) => memberReads(ps[i & mask]!, readSites), minMs),
     measure('condition: sift (3 fields, $in/$gte/array) [before]', (i) => (siftSimple(ps[i & mask]) ? 1 : 0), minMs),
     measure('condition: compiled predicate (same 3 fields) [after]', (i) => (ownSimple(ps[i & mask]!) ? 1 : 0), minMs),
+    measure('condition: generated code (same 3 fields, emit.ts)', (i) => (genSimple(ps[i & mask]!) ? 1 : 0), minMs),
     measure('condition: hand-written JS equivalent (floor)', (i) => (hand(ps[i & mask]!) ? 1 : 0), minMs),
     measure('condition: sift (nested path, $or/$vgte/$not, $elemMatch) [before]', (i) => (siftRich(ps[i & mask]) ? 1 : 0), minMs),
     measure('condition: compiled predicate (same) [after]', (i) => (ownRich(ps[i & mask]!) ? 1 : 0), minMs),
+    measure('condition: generated code (same, emit.ts)', (i) => (genRich(ps[i & mask]!) ? 1 : 0), minMs),
     // As the front end calls it: the request's version key was made once, when its body was checked.
     measure('rule selection: 10 rules, 2 A/B tests, sift conditions [before]', (i) => selectCombination(small, evaluateMapping(siftMapping, ps[i & mask]!, V150, mods[i & mask]!)).key.length, minMs),
-    measure('rule selection: 10 rules, 2 A/B tests, compiled predicates [after]', (i) => selectCombination(small, evaluateMapping(mapping, ps[i & mask]!, V150, mods[i & mask]!)).key.length, minMs),
+    measure('rule selection: 10 rules, 2 A/B tests, compiled predicates, interpreted', (i) => selectCombination(small, evaluateMapping(interpretedMapping, ps[i & mask]!, V150, mods[i & mask]!)).key.length, minMs),
+    measure('rule selection: 10 rules, 2 A/B tests, rule program (program.ts) [after]', (i) => selectCombination(small, evaluateMapping(mapping, ps[i & mask]!, V150, mods[i & mask]!)).key.length, minMs),
     measure('appVersion range test: semver Range#test on a memoized SemVer [before]', (i) => (semverRange.test(semvers[i & 3]!) ? 1 : 0), minMs),
     measure('appVersion range test: version-key comparisons (version-range.ts) [after]', (i) => (versionInRange(keyRange, vKeys[i & 3]!) ? 1 : 0), minMs),
     measure('512 KiB render-cache hit (LRU get)', (i) => cache.get('w1:1:1:' + bigSelection.key)!.byteLength + i, minMs),

@@ -39,7 +39,7 @@ export type { Combination, FrontKeyMemo, Selection } from './rules/combination.j
 export type { MappingProblem } from './problems.js';
 export { compileStoredMapping } from './rules/compile.js';
 export { EMPTY_SELECTION } from './rules/combination.js';
-export { combinationForKey, evaluateMapping } from './rules/evaluate.js';
+export { combinationForKey, evaluateMapping, interpretRules } from './rules/evaluate.js';
 
 /**
  * A revision prepared for mutation: its UTF-8 bytes with the objects on patched paths indexed on first

@@ -23,8 +23,14 @@ import {
 } from './operators.js';
 import { compileRegexOperator } from './regex.js';
 
-/** A compiled condition: true when the rule's `when` matches p. */
-export type Predicate = (p: Record<string, unknown>) => boolean;
+/**
+ * A compiled condition: true when the rule's `when` matches p, by the interpreter (match.ts). `root`
+ * is its tree, from which the rule program (rules/program.ts) generates code.
+ */
+export interface Predicate {
+  (p: Record<string, unknown>): boolean;
+  readonly root: Query;
+}
 
 /**
  * Compiles a condition that passed validation (validate.ts). Throws RcdError invalid_mapping for
@@ -32,7 +38,7 @@ export type Predicate = (p: Record<string, unknown>) => boolean;
  */
 export function compilePredicate(when: Record<string, unknown>): Predicate {
   const root = compileQuery(when);
-  return (p: Record<string, unknown>): boolean => evaluateCondition(root, p);
+  return Object.assign((p: Record<string, unknown>): boolean => evaluateCondition(root, p), { root });
 }
 
 function compileError(message: string): RcdError {

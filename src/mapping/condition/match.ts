@@ -90,7 +90,11 @@ function matchQuery(query: Query, item: unknown, key: string | number | undefine
   return true;
 }
 
-function matchField(field: Field, item: unknown, key: string | number | undefined, owner: unknown): boolean {
+/**
+ * One field of a query on `item` (at `key` of `owner`, both undefined at the top of `when`), decided
+ * from scratch. Also where generated code (emit.ts) hands over a field it does not inline.
+ */
+export function matchField(field: Field, item: unknown, key: string | number | undefined, owner: unknown): boolean {
   switch (field.fast) {
     case FAST_PATH:
       if (isPlainObject(item)) {

@@ -12,6 +12,7 @@ import semver from 'semver';
 import { RcdError } from '../../runtime/errors.js';
 import { compileCondition, type Predicate } from '../condition/validate.js';
 import { CombinationIndex } from './interning.js';
+import type { RuleProgram } from './program.js';
 import { applyPatchToValue, compilePatch, PATCH_FAILED, type CompiledPatch } from '../patch/patch.js';
 import { compileVersionRange, type VersionRange } from './version-range.js';
 import { childPath, isPlainObject, type MappingProblem } from '../problems.js';
@@ -61,6 +62,11 @@ export interface CompiledMapping {
   readonly ruleCount: number;
   /** Combination interning; bounded (see interning.ts). */
   readonly combinations: CombinationIndex;
+  /**
+   * The rules as one generated function (program.ts), built on the first evaluation (evaluate.ts):
+   * null until then, and in threads that never evaluate (workers only render).
+   */
+  program: RuleProgram | null;
 }
 
 const RULE_KEYS = new Set(['segment', 'when', 'appVersion', 'patch', 'variants', 'info', 'disabled', 'mod']);
@@ -106,6 +112,7 @@ export function checkMapping(raw: unknown, content?: unknown): MappingCheck {
     rules,
     ruleCount: rules.filter((r) => !r.disabled).length,
     combinations: new CombinationIndex(),
+    program: null,
   };
   return { mapping, problems };
 }

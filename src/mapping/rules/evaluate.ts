@@ -3,7 +3,7 @@
  *
  * This runs for every wrapped request, so it only does cheap work in a fixed order per rule: the
  * mod table lookup (A/B tests), the app-version range (version-key comparisons), then the compiled
- * condition. The result is an interned Combination; the render cache is keyed by (revision id,
+ * condition; the mapping's rule program (program.ts) does all of it as one generated function. The result is an interned Combination; the render cache is keyed by (revision id,
  * mapping id, combination key), so a repeat combination costs this evaluation plus one cache lookup.
  */
 import { MAX_RULES, NO_CHOICE, PATCH_CHOICE, type CompiledMapping, type CompiledRule } from './compile.js';
@@ -11,6 +11,7 @@ import { EMPTY_COMBINATION, EMPTY_SELECTION, newCombination, type Combination, t
 import { NO_VERSION_KEY } from '../../shared/app-version.js';
 import { pathEdge, pathKey } from './interning.js';
 import { PatchKind, type CompiledPatch } from '../patch/patch.js';
+import { compileRuleProgram, type RuleProgram } from './program.js';
 import { versionInRange } from './version-range.js';
 
 // The applied (rule, choice) pairs of the request being evaluated (see interning.ts); one array
@@ -24,18 +25,32 @@ const path = new Int32Array(MAX_RULES);
  * HOT PATH: a repeat combination allocates nothing.
  */
 export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unknown>, vKey: string, mod: number): Combination {
-  const rules = mapping.rules;
-  let length = 0;
-  for (let i = 0; i < rules.length; i++) {
-    const choice = ruleChoice(rules[i]!, p, vKey, mod);
-    if (choice !== NO_CHOICE) path[length++] = pathEdge(i, choice);
-  }
+  let program = mapping.program;
+  if (program === null) program = mapping.program = compileRuleProgram(mapping.rules) ?? interpreterOf(mapping.rules);
+  const length = program(p, vKey, mod, path);
   if (length === 0) return EMPTY_COMBINATION;
   const found = mapping.combinations.byPath(path, length);
   if (found !== null) return found;
   const combination = combinationForKey(mapping, pathKey(path, length));
   if (mapping.combinations.getByKey(combination.key) === combination) mapping.combinations.addPath(path, length, combination);
   return combination;
+}
+
+/**
+ * The rules run one by one (ruleChoice): the reference the generated program (program.ts) is tested
+ * against, and what runs where code generation is refused. Writes the edges to `out`, returns how many.
+ */
+export function interpretRules(rules: readonly CompiledRule[], p: Record<string, unknown>, vKey: string, mod: number, out: Int32Array): number {
+  let length = 0;
+  for (let i = 0; i < rules.length; i++) {
+    const choice = ruleChoice(rules[i]!, p, vKey, mod);
+    if (choice !== NO_CHOICE) out[length++] = pathEdge(i, choice);
+  }
+  return length;
+}
+
+function interpreterOf(rules: readonly CompiledRule[]): RuleProgram {
+  return (p, vKey, mod, out) => interpretRules(rules, p, vKey, mod, out);
 }
 
 /**

@@ -131,3 +131,42 @@ function comparatorHolds(op: VersionOp, key: string, vKey: string): boolean {
       return false;
   }
 }
+
+/**
+ * versionInRange(range, vKey) as a JavaScript expression on the variable named `vKey`, for the
+ * generated rule program (program.ts): each comparator one string comparison with its key written
+ * in, sets joined by `||`. Keys are version keys (digits and separators), written through JSON.stringify.
+ */
+export function versionRangeSource(range: VersionRange, vKey: string): string {
+  const sets: string[] = [];
+  for (let s = 0; s + 1 < range.setStarts.length; s++) {
+    const terms: string[] = [];
+    for (let i = range.setStarts[s]!; i < range.setStarts[s + 1]!; i++) {
+      const key = JSON.stringify(range.keys[i]!);
+      switch (range.ops[i]! as VersionOp) {
+        case VersionOp.Lt:
+          terms.push(`${vKey} < ${key}`);
+          break;
+        case VersionOp.Le:
+          terms.push(`${vKey} <= ${key}`);
+          break;
+        case VersionOp.Gt:
+          terms.push(`${vKey} > ${key}`);
+          break;
+        case VersionOp.Ge:
+          terms.push(`${vKey} >= ${key}`);
+          break;
+        case VersionOp.Eq:
+          terms.push(`${vKey} === ${key}`);
+          break;
+        case VersionOp.Always:
+          terms.push('true');
+          break;
+        default:
+          terms.push('false');
+      }
+    }
+    sets.push(terms.length === 0 ? 'true' : `(${terms.join(' && ')})`);
+  }
+  return sets.length === 0 ? 'false' : `(${sets.join(' || ')})`;
+}

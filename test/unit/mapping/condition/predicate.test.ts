@@ -11,18 +11,31 @@
 import { siftPredicate } from '../../../../bench/reference/sift.js';
 import { prng as mulberry32 } from '../../../../bench/fixtures/generate.js';
 import { describe, expect, it } from 'vitest';
-import { compileCondition, type Predicate } from '../../../../src/mapping/condition/validate.js';
+import { compileCondition } from '../../../../src/mapping/condition/validate.js';
+import { generatedPredicate } from '../../../../src/mapping/condition/emit.js';
 import type { MappingProblem } from '../../../../src/mapping/problems.js';
 
 function oracle(when: unknown): (p: unknown) => boolean {
   return siftPredicate(when);
 }
 
-function compile(when: Record<string, unknown>): Predicate {
+/**
+ * Both evaluators of a condition: the interpreter (match.ts, what compileCondition returns) and the
+ * generated code (emit.ts, what the rule program inlines), which hands what it does not inline to the
+ * interpreter.
+ */
+const MODES = ['interpreter', 'generated code'] as const;
+type Mode = (typeof MODES)[number];
+
+function compile(when: Record<string, unknown>, mode: Mode): (p: Record<string, unknown>) => boolean {
   const problems: MappingProblem[] = [];
   const predicate = compileCondition(when, 'rules[0].when', 0, problems);
   if (problems.length > 0) throw new Error(`${JSON.stringify(when)}: ${problems.map((p) => p.reason).join('; ')}`);
-  return predicate ?? (() => true);
+  if (predicate === null) return () => true;
+  if (mode === 'interpreter') return predicate;
+  const generated = generatedPredicate(predicate.root);
+  if (generated === null) throw new Error('code generation refused in the test process');
+  return generated;
 }
 
 const P = (json: string): Record<string, unknown> => JSON.parse(json) as Record<string, unknown>;
@@ -171,11 +184,11 @@ const EDGE_CASES: Row[] = [
   [{ 'a.admin': true }, '{"a":{"__proto__":{"admin":true}}}'],
 ];
 
-describe('predicate agrees with sift', () => {
+for (const mode of MODES) describe(`${mode}: predicate agrees with sift`, () => {
   // Titles without `$`: vitest reads `$name` in a title as a placeholder.
   const cases = [...OPERATOR_TABLE, ...EDGE_CASES].map(([when, p]) => [JSON.stringify(when).replaceAll('$', '') + ' on ' + p, when, p] as const);
   it.each(cases)('%s', (_title, when, p) => {
-    expect(compile(when)(P(p))).toBe(oracle(when)(P(p)));
+    expect(compile(when, mode)(P(p))).toBe(oracle(when)(P(p)));
   });
 });
 
@@ -374,7 +387,7 @@ class Gen {
   }
 }
 
-describe('generated conditions agree with sift', () => {
+for (const mode of MODES) describe(`${mode}: generated conditions agree with sift`, () => {
   const SEED = 20240601;
   const CONDITIONS = 500;
   const ATTRIBUTES_PER_CONDITION = 12;
@@ -388,7 +401,7 @@ describe('generated conditions agree with sift', () => {
     const disagreements: string[] = [];
     for (let c = 0; c < CONDITIONS; c++) {
       const when = gen.query(0, true);
-      const ours = compile(when);
+      const ours = compile(when, mode);
       const theirs = oracle(when);
       let yes = 0;
       for (let k = 0; k < ATTRIBUTES_PER_CONDITION; k++) {
@@ -413,14 +426,14 @@ describe('generated conditions agree with sift', () => {
   });
 });
 
-describe('compiled predicates are reusable', () => {
+for (const mode of MODES) describe(`${mode}: compiled predicates are reusable`, () => {
   it('state from one call never leaks into the next (interleaved inputs, nested operators)', () => {
     const when = {
       a: { $elemMatch: { b: { $not: { $gt: 2 } }, c: { $in: [1, 2] } } },
       d: { $nin: [5] },
       $or: [{ e: { $exists: false } }, { e: { $all: [1, 2] } }],
     };
-    const ours = compile(when);
+    const ours = compile(when, mode);
     const theirs = oracle(when);
     const inputs = [
       '{"a":[{"b":1,"c":2}],"d":1}',
@@ -437,7 +450,7 @@ describe('compiled predicates are reusable', () => {
   });
 });
 
-describe('documented differences from sift (the documented semantics win)', () => {
+for (const mode of MODES) describe(`${mode}: documented differences from sift (the documented semantics win)`, () => {
   const rows: [name: string, when: Record<string, unknown>, p: string, ours: boolean][] = [
     ['an inherited member name is a missing attribute (null matches it)', { toString: null }, '{}', true],
     ['strings are scalars: no index path into them', { 's.0': 'a' }, '{"s":"ab"}', false],
@@ -448,7 +461,7 @@ describe('documented differences from sift (the documented semantics win)', () =
     ['$all of nothing does not match a missing attribute', { a: { $all: [] } }, '{}', false],
   ];
   it.each(rows)('%s', (_name, when, p, ours) => {
-    expect(compile(when)(P(p))).toBe(ours);
+    expect(compile(when, mode)(P(p))).toBe(ours);
     expect(oracle(when)(P(p))).toBe(!ours);
   });
 

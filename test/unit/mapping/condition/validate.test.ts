@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { compileCondition, type Predicate } from '../../../../src/mapping/condition/validate.js';
+import { compileCondition } from '../../../../src/mapping/condition/validate.js';
 import type { MappingProblem } from '../../../../src/mapping/problems.js';
 
-function compile(when: unknown): Predicate {
+function compile(when: unknown): (p: Record<string, unknown>) => boolean {
   const problems: MappingProblem[] = [];
   const predicate = compileCondition(when, 'rules[0].when', 0, problems);
   expect(problems).toEqual([]);
