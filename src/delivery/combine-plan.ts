@@ -37,7 +37,7 @@ import { putBytes } from '../shared/bytes.js';
 import type { ContentView, EnvView, RevisionView } from './directory.js';
 import type { Rendered } from './front-cache.js';
 import type { CombineEntry, CompiledCombineQuery } from './query.js';
-import { userPartLength, writeUserPart } from './tail.js';
+import { USER_PART_MAX, userPartLength, writeUserPart } from './tail.js';
 
 /** An item whose rules are evaluated per request. */
 export interface PlannedMapped {
@@ -101,8 +101,6 @@ export interface UserLayout {
  * copy-per-run program.
  */
 const LAYOUTS_PER_PLAN = 3;
-/** The longest user part: 10 digits, `,"mod":`, 3 digits. */
-const USER_PART_MAX = 20;
 
 /** Distinct app-version keys remembered per query (their plan keys); past it the memo starts over. */
 const VERSIONS_PER_QUERY = 64;

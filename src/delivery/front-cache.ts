@@ -15,10 +15,11 @@ import { LRUCache } from 'lru-cache';
 import type { Combination, FrontKeyMemo } from '../mapping/index.js';
 import { JobKind, type JobResult } from '../pool/protocol.js';
 import { GZIP_HEADER, GZIP_TRAILER_BYTES, FINAL_EMPTY_BLOCK, crc32Shift, type CompressedPart } from '../shared/gzip.js';
-import { EMPTY_BYTES, tailEndOf } from './tail.js';
+import { BLOCK_ROOM } from './header-block.js';
+import { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, tailEndOf } from './tail.js';
 
 export interface Rendered {
-  /** The head bytes (the whole ArrayBuffer a worker rendered and transferred). */
+  /** The head bytes: the ArrayBuffer a worker rendered (plain), or the start of `answer` (wrapped). */
   readonly head: Uint8Array;
   /** meta.seg JSON (UTF-8) for wrapped kinds, empty for plain. */
   readonly seg: Uint8Array;
@@ -41,25 +42,60 @@ export interface Rendered {
   blockControl: Uint8Array | null;
   blockVary: Uint8Array | null;
   blockTag: string;
+  /**
+   * Wrapped kinds: the head with room behind it for the longest tail, where an identity answer is
+   * written in place (reply.ts): the user's digits after the head and, when their length differs
+   * from the last answer's, tailEnd after them. uWS copies an answer before end() returns, so the
+   * bytes are free again at once. Empty for plain.
+   */
+  readonly answer: Uint8Array;
+  /** Where tailEnd sits in `answer` (-1: not written yet). */
+  tailAt: number;
+  /** Views of `answer` per length of the user's part (index: length - USER_PART_MIN), made on first use. */
+  readonly answerViews: (Uint8Array | undefined)[];
+  /** Where the uid goes in `block` (header-block.ts wrappedBlock writes it and the ETag's end in place). */
+  blockStart: number;
+  /** Views of `block` per length of what follows blockStart, made on first use. */
+  readonly blockViews: (Uint8Array | undefined)[];
 }
 
-/** The cache entry of a worker's result (its buffers were moved here, not copied). */
+/** The cache entry of a worker's result (its buffers were moved here; a wrapped head is copied once, into `answer`). */
 export function renderedOf(result: JobResult, head: ArrayBuffer): Rendered {
   const gzip = result.gzip === null ? null : new Uint8Array(result.gzip);
   const seg = result.seg === '' ? EMPTY_BYTES : Buffer.from(result.seg, 'utf8');
+  return newRendered(new Uint8Array(head), seg, gzip, gzip === null ? null : partOf(gzip, head.byteLength), result.br === null ? null : new Uint8Array(result.br));
+}
+
+/** A front-cache entry; `seg` empty for plain answers. Every entry is made here (one object shape). */
+export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array | null, gzPart: CompressedPart | null, br: Uint8Array | null): Rendered {
+  const tailEnd = seg.length === 0 ? EMPTY_BYTES : tailEndOf(seg);
+  let answer = EMPTY_BYTES;
+  if (seg.length > 0) {
+    answer = new Uint8Array(head.length + USER_PART_MAX + tailEnd.length);
+    answer.set(head, 0);
+  }
   return {
-    head: new Uint8Array(head),
+    head: seg.length === 0 ? head : answer.subarray(0, head.length),
     seg,
-    tailEnd: seg === EMPTY_BYTES ? EMPTY_BYTES : tailEndOf(seg),
+    tailEnd,
     gzip,
-    gzPart: gzip === null ? null : partOf(gzip, head.byteLength),
-    br: result.br === null ? null : new Uint8Array(result.br),
+    gzPart,
+    br,
     block: EMPTY_BYTES,
     blockControl: null,
     blockVary: null,
     blockTag: '',
+    blockStart: 0,
+    answer,
+    tailAt: -1,
+    answerViews: seg.length === 0 ? NO_VIEWS : new Array<Uint8Array | undefined>(USER_PART_MAX - USER_PART_MIN + 1).fill(undefined),
+    blockViews: seg.length === 0 ? NO_VIEWS : new Array<Uint8Array | undefined>(BLOCK_ROOM + 1).fill(undefined),
   };
 }
+
+/** An entry without in-place answers (plain) shares this empty list, frozen: a write to it would be a bug and throws. */
+const NO_VIEWS: (Uint8Array | undefined)[] = Object.freeze([]) as unknown as (Uint8Array | undefined)[];
+
 
 /** The deflate segment of a one-part member and its CRC (read from the trailer the worker wrote). */
 function partOf(member: Uint8Array, length: number): CompressedPart {
@@ -88,7 +124,7 @@ export function createFrontCache(maxBytes: number): FrontCache {
 }
 
 function renderedSize(r: Rendered): number {
-  return r.head.byteLength + r.seg.byteLength + r.tailEnd.byteLength + 256 + (r.gzip === null ? 0 : r.gzip.byteLength) + (r.br === null ? 0 : r.br.byteLength) + 128;
+  return r.head.byteLength + r.seg.byteLength + r.tailEnd.byteLength + (r.answer.byteLength - r.head.byteLength) + 256 + (r.gzip === null ? 0 : r.gzip.byteLength) + (r.br === null ? 0 : r.br.byteLength) + 128;
 }
 
 const KIND_PREFIX = ['p', 'w', 's'];

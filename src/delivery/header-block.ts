@@ -106,33 +106,42 @@ export function representationBlock(cacheControl: Uint8Array, vary: Uint8Array, 
   return keptBlock;
 }
 
+/** Room kept behind an item's block start: a uint32's digits and the longest suffix. */
+export const BLOCK_ROOM = 10 + SUFFIX_MAX;
+
 /**
  * The block of a wrapped answer of `item`, whose ETag is `itemTag`.`uid` in `coding` (etag.ts
  * wrappedTag): everything up to the uid is the same for every user of the item, kept on it (built on
- * its first answer), so an answer copies that and writes the uid's digits and the coding's suffix.
- * Building the tag string per answer and writing it through Buffer#write cost ~1,300 instructions of
- * a wrapped request (bench:cost, callgrind). Valid until the next call, as representationBlock's.
+ * its first answer) with room behind it, where an answer writes the uid's digits and the coding's
+ * suffix in place. Building the tag string per answer and writing it through Buffer#write cost
+ * ~1,300 instructions of a wrapped request, copying the start into a shared buffer ~200 more
+ * (bench:cost, callgrind). Valid until the next call for the item, as representationBlock's.
  */
 export function wrappedBlock(item: Rendered, cacheControl: Uint8Array, vary: Uint8Array, itemTag: string, uid: number, coding: Coding): Uint8Array {
   if (item.blockTag !== itemTag || item.blockControl !== cacheControl || item.blockVary !== vary) keepItemBlock(item, cacheControl, vary, itemTag);
-  const start = item.block;
-  const size = start.length + 10 + SUFFIX_MAX;
-  if (block.size < size) block = new ReusedBuffer(size * 2);
-  const out = block.bytes;
-  const at = writeDecimal(out, putBytes(out, start, 0), uid);
-  if (coding === Coding.Identity) {
-    out[at] = QUOTE;
-    return block.view(at + 1);
+  const out = item.block;
+  const start = item.blockStart;
+  let at = writeDecimal(out, start, uid);
+  if (coding === Coding.Identity) out[at++] = QUOTE;
+  else at = putBytes(out, SUFFIX_BYTES[coding]!, at);
+  const views = item.blockViews;
+  let view = views[at - start];
+  if (view === undefined) {
+    view = out.subarray(0, at);
+    views[at - start] = view;
   }
-  return block.view(putBytes(out, SUFFIX_BYTES[coding]!, at));
+  return view;
 }
 
-/** `<prefix>"<itemTag>.` kept on the item for these header values. */
+/** `<prefix>"<itemTag>.` kept on the item for these header values, with BLOCK_ROOM bytes behind it. */
 function keepItemBlock(item: Rendered, cacheControl: Uint8Array, vary: Uint8Array, itemTag: string): void {
   const prefix = prefixFor(cacheControl, vary);
-  const start = Buffer.allocUnsafeSlow(prefix.length + itemTag.length + 2);
-  start[putTagStart(start, prefix, itemTag)] = DOT;
+  const start = Buffer.allocUnsafeSlow(prefix.length + itemTag.length + 2 + BLOCK_ROOM);
+  const at = putTagStart(start, prefix, itemTag);
+  start[at] = DOT;
   item.block = start;
+  item.blockStart = at + 1;
+  item.blockViews.fill(undefined);
   item.blockControl = cacheControl;
   item.blockVary = vary;
   item.blockTag = itemTag;

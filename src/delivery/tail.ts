@@ -15,6 +15,9 @@ export const EMPTY_BYTES = new Uint8Array(0);
 
 /** `,"mod":` (writeUserPart writes its bytes). */
 const MOD_FIELD_LENGTH = 7;
+/** The shortest and longest user part `<uid>,"mod":<mod>`: one digit each, and 10 digits of uid and 3 of mod. */
+export const USER_PART_MIN = 1 + MOD_FIELD_LENGTH + 1;
+export const USER_PART_MAX = 10 + MOD_FIELD_LENGTH + 3;
 const SEG_FIELD = Buffer.from(',"seg":', 'latin1');
 const CLOSE = 0x7d; // '}'
 

@@ -11,10 +11,9 @@ import { errorResponse } from '../../../src/runtime/errors.js';
 import { CC_PRIVATE, CC_SHARED, send, sendContent, sendError, sendNotModified, sendOverloaded, sendPreflight, sendWrapped } from '../../../src/delivery/reply.js';
 import { compileHttpPolicy } from '../../../src/delivery/http-policy.js';
 import { Coding } from '../../../src/delivery/etag.js';
-import type { Rendered } from '../../../src/delivery/front-cache.js';
+import { newRendered, type Rendered } from '../../../src/delivery/front-cache.js';
 import { buildServeConfig, resolveOptions, SERVE_OPTIONS } from '../../../src/runtime/config.js';
 import { compressPart, gzipMember } from '../../../src/shared/gzip.js';
-import { tailEndOf } from '../../../src/delivery/tail.js';
 import { gunzipSync } from 'node:zlib';
 
 /** The size up to which reply.ts once joined a wrapped head and its tail (larger ones went chunked). */
@@ -22,15 +21,22 @@ const JOIN_LIMIT = 64 * 1024;
 
 const POLICY = compileHttpPolicy(buildServeConfig(resolveOptions(SERVE_OPTIONS, { 'cors-origins': 'https://game.example' }, {})));
 
-/** A front-cache entry's header block before its first answer (front-cache.ts renderedOf). */
-const NO_BLOCK = { block: new Uint8Array(0), blockControl: null, blockVary: null, blockTag: '' };
-
 /** A front-cache entry for `head`, compressed as a worker would when `gzip`. */
 function item(head: Buffer, gzip: boolean): Rendered {
-  if (!gzip) return { head, seg: SEG, tailEnd: tailEndOf(SEG), gzip: null, gzPart: null, br: null, ...NO_BLOCK };
+  if (!gzip) return newRendered(head, SEG, null, null, null);
   const part = compressPart(head);
-  const member = gzipMember(part);
-  return { head, seg: SEG, tailEnd: tailEndOf(SEG), gzip: member, gzPart: part, br: null, ...NO_BLOCK };
+  return newRendered(head, SEG, gzipMember(part), part, null);
+}
+
+/** One entry per head, with its gzip form (a front-cache entry answers identity and gzip requests alike). */
+const keptItems = new Map<Buffer, Rendered>();
+function keptItem(head: Buffer): Rendered {
+  let kept = keptItems.get(head);
+  if (kept === undefined) {
+    kept = item(head, true);
+    keptItems.set(head, kept);
+  }
+  return kept;
 }
 
 const ORIGIN = Buffer.from('https://game.example');
@@ -81,7 +87,10 @@ function route(res: HttpResponse, url: string, query: string): void {
       const fill = args.get('fill');
       const head = fill === null ? headOf(size) : wrappedHead(size, fill);
       const gz = args.get('gzip') === '1';
-      sendWrapped(res, POLICY, item(head, gz), Number(args.get('uid')), Number(args.get('mod')), gz ? Coding.Gzip : Coding.Identity, 'w1', null, close);
+      // kept=1: one front-cache entry per head answers every request, as the front cache's would (its
+      // identity answers are written in place, front-cache.ts Rendered.answer).
+      const entry = args.get('kept') === '1' ? keptItem(head) : item(head, gz);
+      sendWrapped(res, POLICY, entry, Number(args.get('uid')), Number(args.get('mod')), gz ? Coding.Gzip : Coding.Identity, 'w1', null, close);
       return;
     }
     case '/content': {
@@ -397,6 +406,67 @@ describe('sendWrapped', () => {
     expect(answers).toHaveLength(1);
     expect(answers[0]!.body.length).toBe(size + wrappedTailBytes(1, 1));
     expect(JSON.parse(answers[0]!.body.toString('utf8'))).toEqual(wrappedValue(wrappedHead(size, 'a'), 1, 1));
+  });
+});
+
+describe('sendWrapped: one front-cache entry answering user after user (answers written in place)', () => {
+  // User parts of every length class in an order that grows, shrinks and repeats them: the tail's
+  // end moves with each change and stays put on a repeat.
+  const users: [uid: number, mod: number][] = [
+    [4_294_967_295, 999],
+    [1_000_000_000, 100],
+    [7, 3],
+    [7, 3],
+    [123_456, 45],
+    [4_294_967_295, 999],
+    [9, 0],
+    [3_000_000_000, 12],
+    [3_000_000_000, 999],
+    [55, 5],
+  ];
+
+  it("pipelined on one connection: every body, Content-Length and ETag is that user's", async () => {
+    const paths = users.map(([uid, mod]) => `/wrapped?size=300&kept=1&uid=${uid}&mod=${mod}`);
+    const { answers, extra } = await exchange(paths.map(get).join(''), paths.length);
+    expect(extra).toBe(0);
+    expect(answers.map((a) => header(a, 'etag')[0])).toEqual(users.map(([uid]) => `"w1.${uid}"`));
+    for (let i = 0; i < users.length; i++) {
+      const [uid, mod] = users[i]!;
+      const a = answers[i]!;
+      expect(header(a, 'content-length')).toEqual([String(a.body.length)]);
+      expect(a.body.toString('utf8')).toBe(headOf(300).toString('latin1') + `${uid},"mod":${mod},"seg":${SEG.toString('utf8')}}}`);
+    }
+  });
+
+  it('the identity and gzip answers of one entry alternate without disturbing each other', async () => {
+    for (const [uid, mod] of users.slice(0, 6)) {
+      const plain = await one(`/wrapped?size=500&kept=1&uid=${uid}&mod=${mod}`);
+      expect(JSON.parse(plain.body.toString('utf8'))).toEqual(wrappedValue(headOf(500), uid, mod));
+      const gz = await one(`/wrapped?size=500&kept=1&gzip=1&uid=${uid}&mod=${mod}`);
+      expect(header(gz, 'etag')).toEqual([`"w1.${uid}.gz"`]);
+      expect(gunzipSync(gz.body).equals(plain.body)).toBe(true);
+    }
+  });
+
+  it('a client that reads late still gets its own bytes after the entry answered another user', async () => {
+    // 8 MiB is more than loopback socket buffers take: uWS holds the rest of the first answer while
+    // the entry's bytes are rewritten for the second user.
+    const size = 8 * 1024 * 1024;
+    const slow = connect(port, '127.0.0.1');
+    const slowChunks: Buffer[] = [];
+    await new Promise<void>((resolve) => slow.once('connect', resolve));
+    slow.pause();
+    slow.on('data', (d: Buffer) => slowChunks.push(d));
+    const slowClosed = new Promise<void>((resolve) => slow.once('close', () => resolve()));
+    slow.write(get(`/wrapped?size=${size}&fill=k&kept=1&uid=4294967295&mod=999&close=1`));
+    await new Promise((r) => setTimeout(r, 200));
+    const fast = await exchange(get(`/wrapped?size=${size}&fill=k&kept=1&uid=1&mod=2&close=1`), 1, true);
+    expect(JSON.parse(fast.answers[0]!.body.toString('utf8'))).toEqual(wrappedValue(wrappedHead(size, 'k'), 1, 2));
+    slow.resume();
+    await slowClosed;
+    const { answers } = parseAnswers(Buffer.concat(slowChunks));
+    expect(answers).toHaveLength(1);
+    expect(JSON.parse(answers[0]!.body.toString('utf8'))).toEqual(wrappedValue(wrappedHead(size, 'k'), 4_294_967_295, 999));
   });
 });
 
