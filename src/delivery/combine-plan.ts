@@ -38,6 +38,9 @@ import type { ContentView, EnvView, RevisionView } from './directory.js';
 import type { Rendered } from './front-cache.js';
 import type { CombineEntry, CompiledCombineQuery } from './query.js';
 import { USER_PART_MAX, userPartLength, writeUserPart } from './tail.js';
+import type { Combination } from '../mapping/index.js';
+import { combineTagPrefix, withMappedPart } from './etag.js';
+import { newUidBlock, type UidBlock } from './header-block.js';
 
 /** An item whose rules are evaluated per request. */
 export interface PlannedMapped {
@@ -79,7 +82,28 @@ export interface CombinePlan {
   /** The fixed bytes laid out per length of the user's part (index: that length), built on first use. */
   readonly layouts: (UserLayout | null)[];
   layoutCount: number;
+  /** The tag before the uid of a dynamic answer without mapped items (the base tag) and its header block. */
+  readonly ownTag: PlanTag;
 }
+
+/**
+ * A dynamic answer's tag before the uid (etag.ts combineTagPrefix) and the header block kept for it
+ * (header-block.ts wrappedBlock writes the uid in place): no tag string is built and no tag written
+ * byte by byte per request. Building the tag and writing it through Buffer#write cost ~800
+ * instructions of a combine (bench:cost, callgrind).
+ */
+export interface PlanTag {
+  /** The plan it was made for. */
+  readonly plan: CombinePlan | null;
+  readonly tag: string;
+  readonly block: UidBlock;
+}
+
+/**
+ * PlanTags kept per combination (Combination.planTags): a query has a plan per app version, and the
+ * bench's users (seven app versions, each its plan) made one memo entry change hands on most requests.
+ */
+const PLAN_TAGS = 8;
 
 /**
  * A plan's fixed bytes laid out for one length of the user's part (`<uid>,"mod":<mod>`: 9 to 20
@@ -101,6 +125,9 @@ export interface UserLayout {
  * copy-per-run program.
  */
 const LAYOUTS_PER_PLAN = 3;
+
+/** What a plan's own PlanTag holds at most: its header block and the block's views. */
+const OWN_TAG_BYTES = 512;
 
 /** Distinct app-version keys remembered per query (their plan keys); past it the memo starts over. */
 const VERSIONS_PER_QUERY = 64;
@@ -226,10 +253,35 @@ export function buildPlan(
     found: items.length,
     compressible,
     size:
-      staticBytes * (1 + (wrapped ? LAYOUTS_PER_PLAN : 0)) + (USER_PART_MAX * 4 + 64) * statics.length + 128 * mapped.length + baseTag.length + missingHeader.length + 256,
+      staticBytes * (1 + (wrapped ? LAYOUTS_PER_PLAN : 0)) + (USER_PART_MAX * 4 + 64) * statics.length + 128 * mapped.length + baseTag.length + missingHeader.length + 256 + OWN_TAG_BYTES,
     layouts: new Array<UserLayout | null>(USER_PART_MAX + 1).fill(null),
     layoutCount: 0,
+    ownTag: { plan: null, tag: baseTag, block: newUidBlock() },
   };
+}
+
+/**
+ * The PlanTag of a dynamic answer from `plan` whose mapped items all selected `c` (null: the plan has
+ * none): the plan's own, or the one memoized on the combination for this plan (Combination.planTags).
+ * Answers whose mapped items selected different combinations build their tag per request (request.ts).
+ */
+export function planTagOf(plan: CombinePlan, c: Combination | null): PlanTag {
+  if (c === null) return plan.ownTag;
+  const memo = c.planTags as PlanTag[];
+  for (let i = 0; i < memo.length; i++) {
+    const known = memo[i]!;
+    if (known.plan === plan) return known;
+  }
+  let parts = '';
+  for (let k = 0; k < plan.mapped.length; k++) parts = withMappedPart(parts, k, c);
+  const planTag: PlanTag = { plan, tag: combineTagPrefix(plan.baseTag, parts, plan.mapped.length), block: newUidBlock() };
+  if (memo.length < PLAN_TAGS) {
+    memo.push(planTag);
+  } else {
+    memo[c.planTagNext] = planTag;
+    c.planTagNext = (c.planTagNext + 1) % PLAN_TAGS;
+  }
+  return planTag;
 }
 
 /** The plan's layout for user parts of `userLength` bytes, or null past LAYOUTS_PER_PLAN of them. */

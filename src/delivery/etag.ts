@@ -105,9 +105,13 @@ export function withMappedPart(parts: string, index: number, c: Combination | nu
  */
 export function combineTag(base: string, kind: JobKind, uid: number, mappedParts: string, mappedCount: number): string {
   if (kind === JobKind.Plain) return base;
-  if (mappedCount === 0) return base + '.' + uid;
-  const mapped = mappedParts.length <= LONG_COMBINATION ? mappedParts : 'h' + hash('sha1', mappedParts, 'base64url');
-  return base + '.' + mapped + '.' + uid;
+  return withUid(combineTagPrefix(base, mappedParts, mappedCount), uid);
+}
+
+/** A dynamic combine's tag before the uid: its described part and the mapped items' combinations. */
+export function combineTagPrefix(base: string, mappedParts: string, mappedCount: number): string {
+  if (mappedCount === 0) return base;
+  return base + '.' + (mappedParts.length <= LONG_COMBINATION ? mappedParts : 'h' + hash('sha1', mappedParts, 'base64url'));
 }
 
 /**

@@ -15,10 +15,14 @@ import { LRUCache } from 'lru-cache';
 import type { Combination, FrontKeyMemo } from '../mapping/index.js';
 import { JobKind, type JobResult } from '../pool/protocol.js';
 import { GZIP_HEADER, GZIP_TRAILER_BYTES, FINAL_EMPTY_BLOCK, crc32Shift, type CompressedPart } from '../shared/gzip.js';
-import { BLOCK_ROOM } from './header-block.js';
+import { BLOCK_ROOM, type UidBlock } from './header-block.js';
 import { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, tailEndOf } from './tail.js';
 
-export interface Rendered {
+/**
+ * A rendered item. As a UidBlock it keeps the header block of its wrapped answers up to the uid
+ * (header-block.ts wrappedBlock), built on its first one (empty views for plain items, which have none).
+ */
+export interface Rendered extends UidBlock {
   /** The head bytes: the ArrayBuffer a worker rendered (plain), or the start of `answer` (wrapped). */
   readonly head: Uint8Array;
   /** meta.seg JSON (UTF-8) for wrapped kinds, empty for plain. */
@@ -35,14 +39,6 @@ export interface Rendered {
   /** The head in brotli (plain kind only: brotli streams are not appended to), or null. */
   readonly br: Uint8Array | null;
   /**
-   * The header block of this item's answers up to the uid (header-block.ts wrappedBlock), built on
-   * first use, with the Cache-Control, Vary and item tag it was built for.
-   */
-  block: Uint8Array;
-  blockControl: Uint8Array | null;
-  blockVary: Uint8Array | null;
-  blockTag: string;
-  /**
    * Wrapped kinds: the head with room behind it for the longest tail, where an identity answer is
    * written in place (reply.ts): the user's digits after the head and, when their length differs
    * from the last answer's, tailEnd after them. uWS copies an answer before end() returns, so the
@@ -53,10 +49,6 @@ export interface Rendered {
   tailAt: number;
   /** Views of `answer` per length of the user's part (index: length - USER_PART_MIN), made on first use. */
   readonly answerViews: (Uint8Array | undefined)[];
-  /** Where the uid goes in `block` (header-block.ts wrappedBlock writes it and the ETag's end in place). */
-  blockStart: number;
-  /** Views of `block` per length of what follows blockStart, made on first use. */
-  readonly blockViews: (Uint8Array | undefined)[];
 }
 
 /** The cache entry of a worker's result (its buffers were moved here; a wrapped head is copied once, into `answer`). */

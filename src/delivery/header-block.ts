@@ -19,7 +19,6 @@
 import { ReusedBuffer, putBytes, putLatin1 } from '../shared/bytes.js';
 import { Coding, SUFFIX_BYTES } from './etag.js';
 
-import type { Rendered } from './front-cache.js';
 import { writeDecimal } from './tail.js';
 
 const QUOTE = 0x22;
@@ -110,6 +109,30 @@ export function representationBlock(cacheControl: Uint8Array, vary: Uint8Array, 
 export const BLOCK_ROOM = 10 + SUFFIX_MAX;
 
 /**
+ * The header block of answers whose ETag is one tag and a user's uid, kept by what they are made of:
+ * a front-cache entry (its wrapped answers) or a combine plan (its dynamic answers).
+ */
+export interface UidBlock {
+  /** `<prefix>"<tag>.` and BLOCK_ROOM bytes for the uid and the ETag's end, built on first use. */
+  block: Uint8Array;
+  blockControl: Uint8Array | null;
+  blockVary: Uint8Array | null;
+  /** The tag `block` was built for. */
+  blockTag: string;
+  /** Where the uid goes in `block`. */
+  blockStart: number;
+  /** Views of `block` per length of what follows blockStart, made on first use. */
+  readonly blockViews: (Uint8Array | undefined)[];
+}
+
+const NO_BLOCK = new Uint8Array(0);
+
+/** A UidBlock before its first answer. */
+export function newUidBlock(): UidBlock {
+  return { block: NO_BLOCK, blockControl: null, blockVary: null, blockTag: '', blockStart: 0, blockViews: new Array<Uint8Array | undefined>(BLOCK_ROOM + 1).fill(undefined) };
+}
+
+/**
  * The block of a wrapped answer of `item`, whose ETag is `itemTag`.`uid` in `coding` (etag.ts
  * wrappedTag): everything up to the uid is the same for every user of the item, kept on it (built on
  * its first answer) with room behind it, where an answer writes the uid's digits and the coding's
@@ -117,7 +140,7 @@ export const BLOCK_ROOM = 10 + SUFFIX_MAX;
  * ~1,300 instructions of a wrapped request, copying the start into a shared buffer ~200 more
  * (bench:cost, callgrind). Valid until the next call for the item, as representationBlock's.
  */
-export function wrappedBlock(item: Rendered, cacheControl: Uint8Array, vary: Uint8Array, itemTag: string, uid: number, coding: Coding): Uint8Array {
+export function wrappedBlock(item: UidBlock, cacheControl: Uint8Array, vary: Uint8Array, itemTag: string, uid: number, coding: Coding): Uint8Array {
   if (item.blockTag !== itemTag || item.blockControl !== cacheControl || item.blockVary !== vary) keepItemBlock(item, cacheControl, vary, itemTag);
   const out = item.block;
   const start = item.blockStart;
@@ -134,7 +157,7 @@ export function wrappedBlock(item: Rendered, cacheControl: Uint8Array, vary: Uin
 }
 
 /** `<prefix>"<itemTag>.` kept on the item for these header values, with BLOCK_ROOM bytes behind it. */
-function keepItemBlock(item: Rendered, cacheControl: Uint8Array, vary: Uint8Array, itemTag: string): void {
+function keepItemBlock(item: UidBlock, cacheControl: Uint8Array, vary: Uint8Array, itemTag: string): void {
   const prefix = prefixFor(cacheControl, vary);
   const start = Buffer.allocUnsafeSlow(prefix.length + itemTag.length + 2 + BLOCK_ROOM);
   const at = putTagStart(start, prefix, itemTag);

@@ -20,7 +20,7 @@ import { ReusedBuffer, putBytes } from '../shared/bytes.js';
 import { GzipBuilder, gzipBound } from '../shared/gzip.js';
 import { Coding } from './etag.js';
 import type { Rendered } from './front-cache.js';
-import { representationBlock, wrappedBlock } from './header-block.js';
+import { representationBlock, wrappedBlock, type UidBlock } from './header-block.js';
 import type { HttpPolicy } from './http-policy.js';
 import { EMPTY_BYTES, USER_PART_MIN, appendTailToGzip, wrappedTailLength, writeUserPart } from './tail.js';
 
@@ -79,6 +79,8 @@ let slotVary: Uint8Array | null = null;
 let slotCoding: Coding = Coding.Identity;
 // Wrapped answers only: the rendered head and the per-user tail's parts.
 let slotItem: Rendered | null = null;
+/** A content answer whose ETag is slotTag and the uid (sendUidContent): the header block kept for that tag. */
+let slotUidBlock: UidBlock | null = null;
 let slotUid = 0;
 let slotMod = 0;
 /** Body bytes of the last answer written (read by the access log right after the answer). */
@@ -144,8 +146,10 @@ function writeRepresentationHeaders(res: HttpResponse): void {
 
 /** Content-Type and the representation headers of a 200 in one native call (header-block.ts), then CORS. */
 function writeContentHead(res: HttpResponse): void {
+  const uidBlock = slotUidBlock;
+  if (uidBlock !== null) res.writeHeader(H_CONTENT_TYPE, wrappedBlock(uidBlock, slotCacheControl, slotVary!, slotTag, slotUid, slotCoding));
   // A shared answer's block is the same for every user: header-block.ts keeps the last one whole.
-  res.writeHeader(H_CONTENT_TYPE, representationBlock(slotCacheControl, slotVary!, slotTag, slotCoding, slotCacheControl === CC_SHARED));
+  else res.writeHeader(H_CONTENT_TYPE, representationBlock(slotCacheControl, slotVary!, slotTag, slotCoding, slotCacheControl === CC_SHARED));
   writeCors(res);
 }
 
@@ -252,6 +256,7 @@ function clearSlots(): void {
   slotRes = null;
   slotBody = '';
   slotItem = null;
+  slotUidBlock = null;
   slotOrigin = null;
   slotEtag = '';
   slotTag = '';
@@ -316,6 +321,28 @@ export function sendContent(
   slotClose = closeConnection;
   res.cork(writeCorked);
   clearSlots();
+}
+
+/**
+ * sendContent of an uncompressed answer whose ETag is `tag`.`uid` (a dynamic combine from its plan):
+ * the header block kept in `block` for that tag gets the uid's digits in place (header-block.ts).
+ */
+export function sendUidContent(
+  res: HttpResponse,
+  policy: HttpPolicy,
+  body: Uint8Array,
+  block: UidBlock,
+  tag: string,
+  uid: number,
+  cacheControl: Uint8Array,
+  headerName: string,
+  headerValue: string,
+  origin: Uint8Array | null,
+  closeConnection: boolean,
+): void {
+  slotUidBlock = block;
+  slotUid = uid;
+  sendContent(res, policy, body, Coding.Identity, tag, cacheControl, headerName, headerValue, origin, closeConnection);
 }
 
 /**

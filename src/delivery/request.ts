@@ -23,10 +23,11 @@ import { bodyText, keptChunk } from './body.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKeyOf, renderedOf, type FrontKey, type Rendered } from './front-cache.js';
 import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, type CompiledCombineQuery } from './query.js';
-import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, lastAnswerBytes, sendContent, sendError, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
+import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, lastAnswerBytes, sendContent, sendError, sendUidContent, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, describedTag, etagValue, itemTag, matchIfNoneMatch, withMappedPart, withUid } from './etag.js';
-import { buildPlan, currentPlan, planKeyOf, plannedLength, writePlanned, type CombinePlan, type PlanItem } from './combine-plan.js';
+import { buildPlan, currentPlan, planKeyOf, planTagOf, plannedLength, writePlanned, type CombinePlan, type PlanItem } from './combine-plan.js';
+import type { UidBlock } from './header-block.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
 import { putBytes } from '../shared/bytes.js';
 import { GzipBuilder, gzipBound } from '../shared/gzip.js';
@@ -314,8 +315,9 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
   startCombineItems(r, q, ctx, plan === null ? planKey : null);
 }
 
-/** The mapped items' heads of the answer being planned (filled and read within one call). */
+/** The mapped items' heads and combinations of the answer being planned (filled and read within one call). */
 const plannedHeads: Rendered[] = [];
+const plannedCombinations: (Combination | null)[] = [];
 
 /**
  * Answers from a plan (combine-plan.ts) when every mapped item's head is a front-cache hit and the
@@ -325,16 +327,30 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
   const mapped = plan.mapped;
   const cache = r.state.frontCache;
   const gzip = (r.accept & ACCEPT_GZIP) !== 0;
-  let parts = '';
+  let uniform = true;
   for (let k = 0; k < mapped.length; k++) {
     const m = mapped[k]!;
     const combination = combinationOf(r, plan.kind, m.content, ctx);
-    parts = withMappedPart(parts, k, combination);
     const hit = cache.get(frontKeyOf(plan.kind, m.rev.revId, m.content.mappingId, combination));
     if (hit === undefined || (gzip && hit.gzPart !== null)) return false;
     plannedHeads[k] = hit;
+    plannedCombinations[k] = combination;
+    if (combination !== plannedCombinations[0]) uniform = false;
   }
-  r.tag = combineTag(plan.baseTag, plan.kind, r.uid, parts, mapped.length);
+  let block: UidBlock | null = null;
+  if (plan.kind === JobKind.Plain) {
+    r.tag = plan.baseTag;
+  } else if (uniform && (mapped.length === 0 || plannedCombinations[0] !== null)) {
+    // The tag before the uid and its header block, kept (the uid is added where it is needed).
+    const planTag = planTagOf(plan, mapped.length === 0 ? null : plannedCombinations[0]!);
+    r.tag = planTag.tag;
+    r.tagUid = true;
+    block = planTag.block;
+  } else {
+    let parts = '';
+    for (let k = 0; k < mapped.length; k++) parts = withMappedPart(parts, k, plannedCombinations[k]!);
+    r.tag = combineTag(plan.baseTag, plan.kind, r.uid, parts, mapped.length);
+  }
   if (answeredNotModified(r)) return true;
   r.state.counters[L_FRONT_HITS]! += plan.found;
   let body: Uint8Array;
@@ -346,7 +362,13 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
     const out = answerBuffer(plannedLength(plan, r.uid, r.mod, plannedHeads));
     body = answerView(writePlanned(out, plan, r.uid, r.mod, plannedHeads));
   }
-  sendCombine(r, body, Coding.Identity, plan.missingHeader);
+  if (block === null) {
+    sendCombine(r, body, Coding.Identity, plan.missingHeader);
+    return true;
+  }
+  r.writing = true;
+  sendUidContent(r.res, r.state.http, body, block, r.tag, r.uid, cacheControlOf(r), plan.missingHeader === '' ? '' : H_MISSING_CONTENT, plan.missingHeader, r.origin, r.state.shuttingDown);
+  r.finish();
   return true;
 }
 

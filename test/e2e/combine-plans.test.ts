@@ -148,6 +148,29 @@ describe('combine answered from a plan', () => {
     expect((await ask(DYNAMIC, body, { 'if-none-match': String(after.headers.etag) })).status).toBe(304);
   });
 
+  it('keeps the tag of each combination of its mapped items: one mapped item, two, none; 304 to each', async () => {
+    // Cfg2+Shop selects the combinations Cfg0+Shop+Cfg1 selected, for another plan (another tag).
+    for (const ids of [['Cfg0', 'Shop', 'Cfg1'], ['Shop', 'Cfg5', 'Offers'], ['Cfg6', 'Cfg7'], ['Cfg2', 'Shop']]) {
+      const path = '/api/v1/combine?c=' + encodeURIComponent(JSON.stringify(ids)) + '&dynamic=true';
+      // An order that moves between combinations (whale or not, variant A or B) and comes back.
+      const users = ['a-1', 'a-2', 'a-3', 'a-1', 'a-4', 'a-2'].map((u, i) => user(u, i % 2 === 0 ? 0 : 500, '1.0.0'));
+      const seen = new Map<string, string>();
+      for (const body of users) {
+        const r = await askRepeated(path, body);
+        const tag = String(r.headers.etag);
+        const uid = (JSON.parse(r.wire.toString('utf8')) as Record<string, { meta: { uid: number } }>)[ids[0]!]!.meta.uid;
+        expect(tag.endsWith(`.${uid}"`)).toBe(true);
+        expect(tag).toBe(seen.get(body) ?? tag);
+        seen.set(body, tag);
+        const notModified = await ask(path, body, { 'if-none-match': tag });
+        expect(notModified.status).toBe(304);
+        expect(notModified.headers.etag).toBe(tag);
+      }
+      // One tag per user, and the two answers of a-1 differ where a mapped item's combination does.
+      expect(new Set(seen.values()).size).toBe(ids.includes('Shop') ? 5 : 4);
+    }
+  });
+
   it('follows a mapping change, a deleted item and a new item on the very next request', async () => {
     const body = user('player-12', 0, '2.0.0');
     await askRepeated(DYNAMIC, body);

@@ -72,6 +72,14 @@ export interface Combination {
   itemTagKind: number;
   itemTagHash: string;
   itemTagMapping: number;
+  /**
+   * Combine plans' tag memo: for the last plans this combination answered for (its mapped items all
+   * selecting it; one plan per query and app version), that answer's tag before the uid with the
+   * header block kept for it, oldest replaced first. Read and written only by
+   * src/delivery/combine-plan.ts (planTagOf), which knows their type; opaque here.
+   */
+  readonly planTags: object[];
+  planTagNext: number;
 }
 
 /** Every Combination is made here, so all have one shape (the cache-key memo starts empty). */
@@ -82,7 +90,7 @@ export function newCombination(
   mayFail: boolean,
   whole: Selection,
 ): Combination {
-  return { key, patches, segEntries, mayFail, whole, cacheKeys: [], cacheKeyNext: 0, tagKey: '', itemTag: '', itemTagKind: -1, itemTagHash: '', itemTagMapping: -1 };
+  return { key, patches, segEntries, mayFail, whole, cacheKeys: [], cacheKeyNext: 0, tagKey: '', itemTag: '', itemTagKind: -1, itemTagHash: '', itemTagMapping: -1, planTags: [], planTagNext: 0 };
 }
 
 /** No rule applied: deliver the base revision, `seg: []`. */
