@@ -26,7 +26,7 @@ import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, 
 import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, lastAnswerBytes, sendContent, sendError, sendUidContent, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, describedTag, etagValue, itemTag, matchIfNoneMatch, withMappedPart, withUid } from './etag.js';
-import { buildPlan, currentPlan, planKeyOf, planTagOf, plannedLength, writePlanned, type CombinePlan, type PlanItem } from './combine-plan.js';
+import { buildPlan, currentPlan, planKeyOf, planTagOf, plannedAnswer, type CombinePlan, type PlanItem } from './combine-plan.js';
 import type { UidBlock } from './header-block.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
 import { putBytes } from '../shared/bytes.js';
@@ -359,8 +359,7 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
     // Nothing per user (a plain combine): the plan's bytes are the answer.
     body = plan.statics[steps[0]!]!;
   } else {
-    const out = answerBuffer(plannedLength(plan, r.uid, r.mod, plannedHeads));
-    body = answerView(writePlanned(out, plan, r.uid, r.mod, plannedHeads));
+    body = plannedAnswer(plan, r.uid, r.mod, plannedHeads);
   }
   if (block === null) {
     sendCombine(r, body, Coding.Identity, plan.missingHeader);
