@@ -389,25 +389,34 @@ describe('sendWrapped', () => {
     // 8 MiB joined answers (closeConnection joins at any size) are more than loopback socket buffers
     // take, so uWS keeps the rest of the first answer while the second one overwrites the join buffer.
     const size = 8 * 1024 * 1024;
-    const slow = connect(port, '127.0.0.1');
-    const slowChunks: Buffer[] = [];
-    await new Promise<void>((resolve) => slow.once('connect', resolve));
-    slow.pause();
-    slow.on('data', (d: Buffer) => slowChunks.push(d));
-    const slowClosed = new Promise<void>((resolve) => slow.once('close', () => resolve()));
-    slow.write(get(`/wrapped?size=${size}&fill=a&uid=1&mod=1&close=1`));
-    // Let the server answer (and fill the socket buffers) before the second request overwrites.
-    await new Promise((r) => setTimeout(r, 200));
-    const fast = await exchange(get(`/wrapped?size=${size}&fill=b&uid=2&mod=2&close=1`), 1, true);
-    expect(JSON.parse(fast.answers[0]!.body.toString('utf8'))).toEqual(wrappedValue(wrappedHead(size, 'b'), 2, 2));
-    slow.resume();
-    await slowClosed;
-    const { answers } = parseAnswers(Buffer.concat(slowChunks));
-    expect(answers).toHaveLength(1);
-    expect(answers[0]!.body.length).toBe(size + wrappedTailBytes(1, 1));
-    expect(JSON.parse(answers[0]!.body.toString('utf8'))).toEqual(wrappedValue(wrappedHead(size, 'a'), 1, 1));
+    const { late, fast } = await lateThenFast(`/wrapped?size=${size}&fill=a&uid=1&mod=1&close=1`, `/wrapped?size=${size}&fill=b&uid=2&mod=2&close=1`);
+    expect(JSON.parse(fast.body.toString('utf8'))).toEqual(wrappedValue(wrappedHead(size, 'b'), 2, 2));
+    expect(late.body.length).toBe(size + wrappedTailBytes(1, 1));
+    expect(JSON.parse(late.body.toString('utf8'))).toEqual(wrappedValue(wrappedHead(size, 'a'), 1, 1));
   });
 });
+
+/**
+ * `latePath` on a connection that reads nothing until `fastPath` was answered on another: the late
+ * answer is held by uWS meanwhile (when larger than the socket buffers). Both answers, parsed.
+ */
+async function lateThenFast(latePath: string, fastPath: string): Promise<{ late: Answer; fast: Answer }> {
+  const slow = connect(port, '127.0.0.1');
+  const slowChunks: Buffer[] = [];
+  await new Promise<void>((resolve) => slow.once('connect', resolve));
+  slow.pause();
+  slow.on('data', (d: Buffer) => slowChunks.push(d));
+  const slowClosed = new Promise<void>((resolve) => slow.once('close', () => resolve()));
+  slow.write(get(latePath));
+  // Let the server answer (and fill the socket buffers) before the second request overwrites.
+  await new Promise((r) => setTimeout(r, 200));
+  const fast = await exchange(get(fastPath), 1, true);
+  slow.resume();
+  await slowClosed;
+  const { answers } = parseAnswers(Buffer.concat(slowChunks));
+  expect(answers).toHaveLength(1);
+  return { late: answers[0]!, fast: fast.answers[0]! };
+}
 
 describe('sendWrapped: one front-cache entry answering user after user (answers written in place)', () => {
   // User parts of every length class in an order that grows, shrinks and repeats them: the tail's
@@ -452,21 +461,12 @@ describe('sendWrapped: one front-cache entry answering user after user (answers 
     // 8 MiB is more than loopback socket buffers take: uWS holds the rest of the first answer while
     // the entry's bytes are rewritten for the second user.
     const size = 8 * 1024 * 1024;
-    const slow = connect(port, '127.0.0.1');
-    const slowChunks: Buffer[] = [];
-    await new Promise<void>((resolve) => slow.once('connect', resolve));
-    slow.pause();
-    slow.on('data', (d: Buffer) => slowChunks.push(d));
-    const slowClosed = new Promise<void>((resolve) => slow.once('close', () => resolve()));
-    slow.write(get(`/wrapped?size=${size}&fill=k&kept=1&uid=4294967295&mod=999&close=1`));
-    await new Promise((r) => setTimeout(r, 200));
-    const fast = await exchange(get(`/wrapped?size=${size}&fill=k&kept=1&uid=1&mod=2&close=1`), 1, true);
-    expect(JSON.parse(fast.answers[0]!.body.toString('utf8'))).toEqual(wrappedValue(wrappedHead(size, 'k'), 1, 2));
-    slow.resume();
-    await slowClosed;
-    const { answers } = parseAnswers(Buffer.concat(slowChunks));
-    expect(answers).toHaveLength(1);
-    expect(JSON.parse(answers[0]!.body.toString('utf8'))).toEqual(wrappedValue(wrappedHead(size, 'k'), 4_294_967_295, 999));
+    const { late, fast } = await lateThenFast(
+      `/wrapped?size=${size}&fill=k&kept=1&uid=4294967295&mod=999&close=1`,
+      `/wrapped?size=${size}&fill=k&kept=1&uid=1&mod=2&close=1`,
+    );
+    expect(JSON.parse(fast.body.toString('utf8'))).toEqual(wrappedValue(wrappedHead(size, 'k'), 1, 2));
+    expect(JSON.parse(late.body.toString('utf8'))).toEqual(wrappedValue(wrappedHead(size, 'k'), 4_294_967_295, 999));
   });
 });
 
