@@ -178,7 +178,9 @@ function runToEnd<T>(label: string, cmd: string, args: readonly string[], track:
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.once('error', reject);
-    child.once('exit', (code, signal) => {
+    // 'close', not 'exit': a child may exit before its piped output has been read to the end, and
+    // wrk's report (printed last) then went missing from `out` (seen twice on one day under load).
+    child.once('close', (code, signal) => {
       if (code !== 0 && !anyExit) {
         reject(new Error(`${label} exited with ${code}:\n${out}`));
         return;
