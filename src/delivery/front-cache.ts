@@ -23,8 +23,11 @@ import { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, tailEndOf } from './tail.js'
  * (header-block.ts wrappedBlock), built on its first one (empty views for plain items, which have none).
  */
 export interface Rendered extends UidBlock {
-  /** The head bytes: the ArrayBuffer a worker rendered (plain), or the start of `answer` (wrapped). */
-  readonly head: Uint8Array;
+  /**
+   * The head bytes: the ArrayBuffer a worker rendered, or, once a wrapped entry gave its first
+   * identity answer, the start of `answer` (the same bytes, moved there once: reply.ts answerInPlace).
+   */
+  head: Uint8Array;
   /** meta.seg JSON (UTF-8) for wrapped kinds, empty for plain. */
   readonly seg: Uint8Array;
   /** `,"seg":<seg>}}` for wrapped kinds (tail.ts tailEndOf), empty for plain: every answer's tail ends with it. */
@@ -40,18 +43,19 @@ export interface Rendered extends UidBlock {
   readonly br: Uint8Array | null;
   /**
    * Wrapped kinds: the head with room behind it for the longest tail, where an identity answer is
-   * written in place (reply.ts): the user's digits after the head and, when their length differs
-   * from the last answer's, tailEnd after them. uWS copies an answer before end() returns, so the
-   * bytes are free again at once. Empty for plain.
+   * written in place (reply.ts answerInPlace): the user's digits after the head and, when their
+   * length differs from the last answer's, tailEnd after them. uWS copies an answer before end()
+   * returns, so the bytes are free again at once. Made on the entry's first identity answer (an
+   * entry only ever answered gzip never copies its head); empty until then, and for plain.
    */
-  readonly answer: Uint8Array;
+  answer: Uint8Array;
   /** Where tailEnd sits in `answer` (-1: not written yet). */
   tailAt: number;
   /** Views of `answer` per length of the user's part (index: length - USER_PART_MIN), made on first use. */
   readonly answerViews: (Uint8Array | undefined)[];
 }
 
-/** The cache entry of a worker's result (its buffers were moved here; a wrapped head is copied once, into `answer`). */
+/** The cache entry of a worker's result (its buffers were moved here, not copied). */
 export function renderedOf(result: JobResult, head: ArrayBuffer): Rendered {
   const gzip = result.gzip === null ? null : new Uint8Array(result.gzip);
   const seg = result.seg === '' ? EMPTY_BYTES : Buffer.from(result.seg, 'utf8');
@@ -61,13 +65,8 @@ export function renderedOf(result: JobResult, head: ArrayBuffer): Rendered {
 /** A front-cache entry; `seg` empty for plain answers. Every entry is made here (one object shape). */
 export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array | null, gzPart: CompressedPart | null, br: Uint8Array | null): Rendered {
   const tailEnd = seg.length === 0 ? EMPTY_BYTES : tailEndOf(seg);
-  let answer = EMPTY_BYTES;
-  if (seg.length > 0) {
-    answer = new Uint8Array(head.length + USER_PART_MAX + tailEnd.length);
-    answer.set(head, 0);
-  }
   return {
-    head: seg.length === 0 ? head : answer.subarray(0, head.length),
+    head,
     seg,
     tailEnd,
     gzip,
@@ -78,7 +77,7 @@ export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array 
     blockVary: null,
     blockTag: '',
     blockStart: 0,
-    answer,
+    answer: EMPTY_BYTES,
     tailAt: -1,
     answerViews: seg.length === 0 ? NO_VIEWS : new Array<Uint8Array | undefined>(USER_PART_MAX - USER_PART_MIN + 1).fill(undefined),
     blockViews: seg.length === 0 ? NO_VIEWS : new Array<Uint8Array | undefined>(BLOCK_ROOM + 1).fill(undefined),
@@ -116,7 +115,9 @@ export function createFrontCache(maxBytes: number): FrontCache {
 }
 
 function renderedSize(r: Rendered): number {
-  return r.head.byteLength + r.seg.byteLength + r.tailEnd.byteLength + (r.answer.byteLength - r.head.byteLength) + 256 + (r.gzip === null ? 0 : r.gzip.byteLength) + (r.br === null ? 0 : r.br.byteLength) + 128;
+  // A wrapped entry's answer buffer is counted from the start: the head moves there, with room for a tail.
+  const room = r.seg.byteLength === 0 ? 0 : USER_PART_MAX + r.tailEnd.byteLength;
+  return r.head.byteLength + r.seg.byteLength + r.tailEnd.byteLength + room + 256 + (r.gzip === null ? 0 : r.gzip.byteLength) + (r.br === null ? 0 : r.br.byteLength) + 128;
 }
 
 const KIND_PREFIX = ['p', 'w', 's'];

@@ -22,7 +22,7 @@ import { Coding } from './etag.js';
 import type { Rendered } from './front-cache.js';
 import { representationBlock, wrappedBlock, type UidBlock } from './header-block.js';
 import type { HttpPolicy } from './http-policy.js';
-import { EMPTY_BYTES, USER_PART_MIN, appendTailToGzip, wrappedTailLength, writeUserPart } from './tail.js';
+import { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, appendTailToGzip, wrappedTailLength, writeUserPart } from './tail.js';
 
 export const JSON_TYPE = 'application/json';
 export const STATUS_OK = '200 OK';
@@ -199,7 +199,7 @@ function writeWrappedCorked(): void {
  * item's next answer: uWS copies it before end() returns.
  */
 function answerInPlace(item: Rendered, uid: number, mod: number): Uint8Array {
-  const out = item.answer;
+  const out = item.answer.length === 0 ? placeAnswer(item) : item.answer;
   const userEnd = writeUserPart(out, item.head.length, uid, mod);
   if (item.tailAt !== userEnd) {
     putBytes(out, item.tailEnd, userEnd);
@@ -213,6 +213,16 @@ function answerInPlace(item: Rendered, uid: number, mod: number): Uint8Array {
     views[index] = view;
   }
   return view;
+}
+
+/** Moves the item's head into a buffer with room for the longest tail (its first identity answer). */
+function placeAnswer(item: Rendered): Uint8Array {
+  const head = item.head;
+  const out = new Uint8Array(head.length + USER_PART_MAX + item.tailEnd.length);
+  putBytes(out, head, 0);
+  item.head = out.subarray(0, head.length);
+  item.answer = out;
+  return out;
 }
 
 const H_CONNECTION = bytes('connection');

@@ -457,6 +457,18 @@ describe('sendWrapped: one front-cache entry answering user after user (answers 
     }
   });
 
+  it('an entry answered only gzip keeps its head where the worker put it; the first identity answer moves it', async () => {
+    const head = headOf(700);
+    for (let i = 0; i < 2; i++) await one(`/wrapped?size=700&kept=1&gzip=1&uid=${i}&mod=${i}`);
+    const entry = keptItem(head);
+    expect(entry.answer.length).toBe(0);
+    const plain = await one('/wrapped?size=700&kept=1&uid=77&mod=7');
+    expect(JSON.parse(plain.body.toString('utf8'))).toEqual(wrappedValue(head, 77, 7));
+    expect(entry.answer.length).toBeGreaterThan(700);
+    expect(Buffer.from(entry.head).equals(head)).toBe(true);
+    expect(entry.head.buffer).toBe(entry.answer.buffer);
+  });
+
   it('a client that reads late still gets its own bytes after the entry answered another user', async () => {
     // 8 MiB is more than loopback socket buffers take: uWS holds the rest of the first answer while
     // the entry's bytes are rewritten for the second user.
