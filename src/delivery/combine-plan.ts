@@ -41,7 +41,7 @@ import type { ContentView, EnvView, RevisionView } from './directory.js';
 import type { Rendered } from './front-cache.js';
 import { answerBuffer, answerView } from './reply.js';
 import type { CombineEntry, CompiledCombineQuery } from './query.js';
-import { USER_PART_MAX, userPartLength, writeUserPart } from './tail.js';
+import { EMPTY_BYTES, USER_PART_MAX, userPartLength, writeUserPart } from './tail.js';
 import type { Combination } from '../mapping/index.js';
 import { combineTagPrefix, withMappedPart } from './etag.js';
 import { newUidBlock, type UidBlock } from './header-block.js';
@@ -355,16 +355,14 @@ function buildLayout(plan: CombinePlan, userLength: number): UserLayout {
     blocks,
     gaps,
     program: Int32Array.from(program),
-    answer: NO_ANSWER,
-    words: new DataView(NO_ANSWER.buffer),
+    answer: EMPTY_BYTES,
+    words: new DataView(EMPTY_BYTES.buffer),
     at: new Int32Array(program.length).fill(-1),
     written: new Array<Rendered | null>(program.length).fill(null),
-    view: NO_ANSWER,
+    view: EMPTY_BYTES,
     viewLength: 0,
   };
 }
-
-const NO_ANSWER = new Uint8Array(0);
 
 /** The user's part of every unmapped item's tail, `<uid>,"mod":<mod>`, written once per answer. */
 const userPart = Buffer.allocUnsafeSlow(32);

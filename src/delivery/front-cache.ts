@@ -87,7 +87,6 @@ export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array 
 /** An entry without in-place answers (plain) shares this empty list, frozen: a write to it would be a bug and throws. */
 const NO_VIEWS: (Uint8Array | undefined)[] = Object.freeze([]) as unknown as (Uint8Array | undefined)[];
 
-
 /** The deflate segment of a one-part member and its CRC (read from the trailer the worker wrote). */
 function partOf(member: Uint8Array, length: number): CompressedPart {
   const trailer = member.byteLength - GZIP_TRAILER_BYTES;

@@ -19,7 +19,7 @@
 import { ReusedBuffer, putBytes, putLatin1 } from '../shared/bytes.js';
 import { Coding, SUFFIX_BYTES } from './etag.js';
 
-import { writeDecimal } from './tail.js';
+import { EMPTY_BYTES, writeDecimal } from './tail.js';
 
 const QUOTE = 0x22;
 const DOT = 0x2e;
@@ -125,11 +125,9 @@ export interface UidBlock {
   readonly blockViews: (Uint8Array | undefined)[];
 }
 
-const NO_BLOCK = new Uint8Array(0);
-
 /** A UidBlock before its first answer. */
 export function newUidBlock(): UidBlock {
-  return { block: NO_BLOCK, blockControl: null, blockVary: null, blockTag: '', blockStart: 0, blockViews: new Array<Uint8Array | undefined>(BLOCK_ROOM + 1).fill(undefined) };
+  return { block: EMPTY_BYTES, blockControl: null, blockVary: null, blockTag: '', blockStart: 0, blockViews: new Array<Uint8Array | undefined>(BLOCK_ROOM + 1).fill(undefined) };
 }
 
 /**

@@ -57,8 +57,8 @@ export function compileRuleProgram(rules: readonly CompiledRule[]): RuleProgram 
 }
 
 function ruleSource(rule: CompiledRule, index: number, unit: CodeUnit): string {
+  if (rule.disabled) return ''; // applies to nobody (its table holds NO_CHOICE for every mod)
   const table = rule.variantOfMod;
-  if (table !== null && table.every((choice) => choice === NO_CHOICE)) return ''; // disabled: applies to nobody
   const label = `rule${index}`;
   const fail = `break ${label};`;
   let code = `${label}: {\n`;
