@@ -42,7 +42,7 @@ import type { Rendered } from './front-cache.js';
 import { answerBuffer, answerView } from './reply.js';
 import type { CombineEntry, CompiledCombineQuery } from './query.js';
 import { EMPTY_BYTES, USER_PART_MAX, userPartLength, writeUserPart } from './tail.js';
-import type { Combination } from '../mapping/index.js';
+import { rememberIn, type Combination } from '../mapping/index.js';
 import { combineTagPrefix, withMappedPart } from './etag.js';
 import { newUidBlock, type UidBlock } from './header-block.js';
 
@@ -296,12 +296,7 @@ export function planTagOf(plan: CombinePlan, c: Combination | null): PlanTag {
   let parts = '';
   for (let k = 0; k < plan.mapped.length; k++) parts = withMappedPart(parts, k, c);
   const planTag: PlanTag = { plan, tag: combineTagPrefix(plan.baseTag, parts, plan.mapped.length), block: newUidBlock() };
-  if (memo.length < PLAN_TAGS) {
-    memo.push(planTag);
-  } else {
-    memo[c.planTagNext] = planTag;
-    c.planTagNext = (c.planTagNext + 1) % PLAN_TAGS;
-  }
+  c.planTagNext = rememberIn(memo, planTag, PLAN_TAGS, c.planTagNext);
   return planTag;
 }
 

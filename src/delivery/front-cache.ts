@@ -12,7 +12,7 @@
  * HOT PATH: one get per content item.
  */
 import { LRUCache } from 'lru-cache';
-import type { Combination, FrontKeyMemo } from '../mapping/index.js';
+import { rememberIn, type Combination, type FrontKeyMemo } from '../mapping/index.js';
 import { JobKind, type JobResult } from '../pool/protocol.js';
 import { GZIP_HEADER, GZIP_TRAILER_BYTES, FINAL_EMPTY_BLOCK, crc32Shift, type CompressedPart } from '../shared/gzip.js';
 import { BLOCK_ROOM, type UidBlock } from './header-block.js';
@@ -154,11 +154,6 @@ export function frontKeyOf(kind: JobKind, revId: number, mappingId: number, c: C
   }
   const key = combinationKey(kind, revId, mappingId, c.key);
   const entry: FrontKeyMemo = { rev: revId, mapping: mappingId, kind, key };
-  if (memo.length < FRONT_KEY_MEMO) {
-    memo.push(entry);
-  } else {
-    memo[c.cacheKeyNext] = entry;
-    c.cacheKeyNext = (c.cacheKeyNext + 1) % FRONT_KEY_MEMO;
-  }
+  c.cacheKeyNext = rememberIn(memo, entry, FRONT_KEY_MEMO, c.cacheKeyNext);
   return key;
 }

@@ -38,7 +38,7 @@ export type { CompiledMapping } from './rules/compile.js';
 export type { Combination, FrontKeyMemo, Selection } from './rules/combination.js';
 export type { MappingProblem } from './problems.js';
 export { compileStoredMapping } from './rules/compile.js';
-export { EMPTY_SELECTION } from './rules/combination.js';
+export { EMPTY_SELECTION, rememberIn } from './rules/combination.js';
 export { combinationForKey, evaluateMapping, interpretRules } from './rules/evaluate.js';
 
 /**

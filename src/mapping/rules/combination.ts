@@ -93,6 +93,19 @@ export function newCombination(
   return { key, patches, segEntries, mayFail, whole, cacheKeys: [], cacheKeyNext: 0, tagKey: '', itemTag: '', itemTagKind: -1, itemTagHash: '', itemTagMapping: -1, planTags: [], planTagNext: 0 };
 }
 
+/**
+ * Adds `entry` to one of a combination's bounded memos (cacheKeys, planTags): appended while there is
+ * room, else in place of the oldest, slot `next`. Returns the slot to replace next time.
+ */
+export function rememberIn<T>(memo: T[], entry: T, capacity: number, next: number): number {
+  if (memo.length < capacity) {
+    memo.push(entry);
+    return next;
+  }
+  memo[next] = entry;
+  return (next + 1) % capacity;
+}
+
 /** No rule applied: deliver the base revision, `seg: []`. */
 export const EMPTY_SELECTION: Selection = { key: '', seg: '[]', patches: [], applied: null };
 export const EMPTY_COMBINATION: Combination = newCombination('', [], [], false, EMPTY_SELECTION);

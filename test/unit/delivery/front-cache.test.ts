@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { frontKey, frontKeyOf } from '../../../src/delivery/front-cache.js';
-import { compileMapping, evaluateMapping } from '../../../src/mapping/index.js';
+import { compileMapping, evaluateMapping, rememberIn } from '../../../src/mapping/index.js';
 import { JobKind } from '../../../src/pool/protocol.js';
 
 const MAPPING = {
@@ -70,5 +70,14 @@ describe('front cache keys', () => {
         for (const kind of [JobKind.Wrapped, JobKind.Serialized]) expect(frontKeyOf(kind, rev, 3, de)).toBe(frontKey(kind, rev, 3, de.key));
       }
     }
+  });
+
+  it('a combination memo keeps the newest entries up to its capacity, the oldest replaced first (rememberIn)', () => {
+    const memo: number[] = [];
+    let next = 0;
+    for (let n = 1; n <= 7; n++) next = rememberIn(memo, n, 3, next);
+    // 1, 2, 3 appended; 4 over 1, 5 over 2, 6 over 3, 7 over 4.
+    expect(memo).toEqual([7, 5, 6]);
+    expect(next).toBe(1);
   });
 });
