@@ -150,9 +150,10 @@ function onPost(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
   res.onAborted(() => {
     state.aborted = true;
   });
+  // uWS corks the socket around its data callback (src/delivery/reply.ts): no res.cork needed there.
   res.onData((_chunk, isLast) => {
     if (!isLast || state.aborted) return;
-    res.cork(() => send(res, state.answer));
+    send(res, state.answer);
   });
 }
 
@@ -172,7 +173,7 @@ function onPostFloor(res: uWS.HttpResponse, req: uWS.HttpRequest, hasParameter: 
     // The key is checked before the body (as rcd does): a refused key's answer stands whatever the body.
     const parsed = floorBody(chunks, chunk);
     const answer = parsed === null && state.answer !== unauthorized ? notJson : state.answer;
-    res.cork(() => send(res, answer));
+    send(res, answer);
   });
 }
 

@@ -20,6 +20,7 @@ import {
   handlerFailed,
 } from './routes.js';
 import { Route } from './request.js';
+import { enterUwsCall, leaveUwsCall } from './reply.js';
 import { addOfrepRoutes } from './ofrep/routes.js';
 import type { FrontEndState } from './state.js';
 
@@ -32,48 +33,68 @@ export function isNativeUws(): boolean {
 export function createApp(state: FrontEndState, tls: TlsMaterial | null): TemplatedApp {
   const app = createUwsApp(tls);
   // An exception escaping a uWS handler ends the process; handlerFailed contains it to the connection.
+  // enterUwsCall: uWS corked the socket around the handler, so answers are written straight (reply.ts).
   const plain = (res: HttpResponse, req: HttpRequest): void => {
+    enterUwsCall();
     try {
       handleContent(state, res, req, Route.Plain);
     } catch (err) {
       handlerFailed(state, res, err);
+    } finally {
+      leaveUwsCall();
     }
   };
   const wrapped = (res: HttpResponse, req: HttpRequest): void => {
+    enterUwsCall();
     try {
       handleContent(state, res, req, Route.Wrapped);
     } catch (err) {
       handlerFailed(state, res, err);
+    } finally {
+      leaveUwsCall();
     }
   };
   const combine = (res: HttpResponse, req: HttpRequest): void => {
+    enterUwsCall();
     try {
       handleContent(state, res, req, Route.Combine);
     } catch (err) {
       handlerFailed(state, res, err);
+    } finally {
+      leaveUwsCall();
     }
   };
   const catalog = (res: HttpResponse, req: HttpRequest): void => {
+    enterUwsCall();
     try {
       handleCatalog(state, res, req);
     } catch (err) {
       handlerFailed(state, res, err);
+    } finally {
+      leaveUwsCall();
     }
   };
   const events = (res: HttpResponse, req: HttpRequest): void => {
+    enterUwsCall();
     try {
       handleEvents(state, res, req);
     } catch (err) {
       handlerFailed(state, res, err);
+    } finally {
+      leaveUwsCall();
     }
   };
   const streamToken = (res: HttpResponse, req: HttpRequest): void => {
+    enterUwsCall();
     try {
       handleStreamToken(state, res, req);
     } catch (err) {
       handlerFailed(state, res, err);
+    } finally {
+      leaveUwsCall();
     }
   };
+  // The small handlers below answer through the cork path (reply.ts): not worth a try/finally each.
   const health = (res: HttpResponse, req: HttpRequest): void => handleHealth(state, res, req);
   const ready = (res: HttpResponse, req: HttpRequest): void => handleReady(state, res, req);
   const postOnly = (res: HttpResponse, req: HttpRequest): void => handleWrongMethod(state, res, req, 'POST');

@@ -10,9 +10,13 @@
  * ETag and Vary; with CORS on, every answer carries Access-Control-Allow-Origin and exposes ETag,
  * X-Missing-Content and Retry-After to the page.
  *
- * HOT PATH: cork takes a callback; to avoid allocating a closure per response, the arguments travel
- * through module-level slots that the corked writers read. cork runs the callback synchronously, so
- * the slots cannot be overwritten in between.
+ * Inside a uWS route handler or body callback, uWS has corked the socket itself: answers are written
+ * there directly, the writers taking their arguments. Anywhere else (a pool result, a timer) they run
+ * inside res.cork, whose callback takes none: the arguments travel through module-level slots that
+ * the corked writers read (no closure per response). cork runs the callback synchronously, so the
+ * slots cannot be overwritten in between.
+ *
+ * HOT PATH: change with care.
  */
 import type { HttpResponse } from 'uWebSockets.js';
 import { errorResponse, type ErrorResponse } from '../runtime/errors.js';
@@ -63,6 +67,25 @@ export const CC_SHARED = bytes('no-cache');
 /** Personalised (carries the user's uid): only the user's own cache may keep it. */
 export const CC_PRIVATE = bytes('private, no-cache');
 const CC_NO_STORE = bytes('no-store');
+
+/**
+ * True while uWS is calling rcd for a request (a route handler, a body chunk: enterUwsCall and
+ * leaveUwsCall around them). uWS corks the socket around those calls itself: writes there print none
+ * of its "writes must be made from within a corked callback" warnings (test/e2e/http-layer.test.ts
+ * holds that), so they go straight out. A res.cork there ran the writer through a second entry into
+ * JavaScript and its arguments through the slots below: ~1,000 instructions an answer (bench:cost,
+ * callgrind).
+ */
+let uwsCorked = false;
+
+/** Called first by every uWS route handler and body callback (then leaveUwsCall in a finally). */
+export function enterUwsCall(): void {
+  uwsCorked = true;
+}
+
+export function leaveUwsCall(): void {
+  uwsCorked = false;
+}
 
 let slotRes: HttpResponse | null = null;
 let slotStatus = STATUS_OK;
@@ -130,65 +153,101 @@ export function joinPieces(pieces: readonly Uint8Array[], total: number): Buffer
 
 const gzip = new GzipBuilder();
 
-function writeCors(res: HttpResponse): void {
-  if (slotOrigin === null) return;
-  res.writeHeader(H_ALLOW_ORIGIN, slotOrigin);
+function writeCors(res: HttpResponse, origin: Uint8Array | null): void {
+  if (origin === null) return;
+  res.writeHeader(H_ALLOW_ORIGIN, origin);
   res.writeHeader(H_EXPOSE_HEADERS, EXPOSED);
 }
 
-/** The headers of a content or catalog answer (200 and 304). */
-function writeRepresentationHeaders(res: HttpResponse): void {
-  res.writeHeader(H_ETAG, slotEtag);
-  res.writeHeader(H_CACHE_CONTROL, slotCacheControl);
-  res.writeHeader(H_VARY, slotVary!);
-  writeCors(res);
-}
-
-/** Content-Type and the representation headers of a 200 in one native call (header-block.ts), then CORS. */
-function writeContentHead(res: HttpResponse): void {
-  const uidBlock = slotUidBlock;
-  if (uidBlock !== null) res.writeHeader(H_CONTENT_TYPE, wrappedBlock(uidBlock, slotCacheControl, slotVary!, slotTag, slotUid, slotCoding));
-  // A shared answer's block is the same for every user: header-block.ts keeps the last one whole.
-  else res.writeHeader(H_CONTENT_TYPE, representationBlock(slotCacheControl, slotVary!, slotTag, slotCoding, slotCacheControl === CC_SHARED));
-  writeCors(res);
-}
-
 // uWS writes "200 OK" itself when no status was set: one native call less on every success.
-function writeCorked(): void {
-  const res = slotRes!;
-  if (slotStatus !== STATUS_OK) res.writeStatus(slotStatus);
-  if (slotTag !== '') writeContentHead(res);
-  else {
-    res.writeHeader(H_CONTENT_TYPE, JSON_TYPE_BYTES);
-    res.writeHeader(H_CACHE_CONTROL, slotCacheControl);
-    writeCors(res);
+/** A non-content answer: status, JSON content type, Cache-Control: no-store, CORS, an optional header, the body. */
+function writeAnswer(
+  res: HttpResponse,
+  status: string,
+  body: Uint8Array | string,
+  headerName: Uint8Array | string,
+  headerValue: Uint8Array | string,
+  closeConnection: boolean,
+  origin: Uint8Array | null,
+): void {
+  if (status !== STATUS_OK) res.writeStatus(status);
+  res.writeHeader(H_CONTENT_TYPE, JSON_TYPE_BYTES);
+  res.writeHeader(H_CACHE_CONTROL, CC_NO_STORE);
+  writeCors(res, origin);
+  if (headerName !== '') res.writeHeader(headerName, headerValue);
+  answerBytes = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+  res.end(body, closeConnection);
+}
+
+/**
+ * A 200 content answer: Content-Type and the representation headers in one native call
+ * (header-block.ts; the ETag is `tag` in `coding`, or `tag`.`uid` from `uidBlock` when one is
+ * given), CORS, Content-Encoding, an optional header, the body.
+ */
+function writeContent(
+  res: HttpResponse,
+  body: Uint8Array,
+  coding: Coding,
+  tag: string,
+  cacheControl: Uint8Array,
+  vary: Uint8Array,
+  uidBlock: UidBlock | null,
+  uid: number,
+  headerName: string,
+  headerValue: string,
+  origin: Uint8Array | null,
+  closeConnection: boolean,
+): void {
+  if (uidBlock !== null) res.writeHeader(H_CONTENT_TYPE, wrappedBlock(uidBlock, cacheControl, vary, tag, uid, coding));
+  // A shared answer's block is the same for every user: header-block.ts keeps the last one whole.
+  else res.writeHeader(H_CONTENT_TYPE, representationBlock(cacheControl, vary, tag, coding, cacheControl === CC_SHARED));
+  writeCors(res, origin);
+  if (coding !== Coding.Identity) res.writeHeader(H_CONTENT_ENCODING, CODING_NAMES[coding]!);
+  if (headerName !== '') res.writeHeader(headerName, headerValue);
+  answerBytes = body.length;
+  res.end(body, closeConnection);
+}
+
+/** A wrapped answer: the item's head and this user's tail (tail.ts), gzip when `coding` says so. */
+function writeWrapped(
+  res: HttpResponse,
+  vary: Uint8Array,
+  item: Rendered,
+  uid: number,
+  mod: number,
+  coding: Coding,
+  itemTag: string,
+  origin: Uint8Array | null,
+  closeConnection: boolean,
+): void {
+  res.writeHeader(H_CONTENT_TYPE, wrappedBlock(item, CC_PRIVATE, vary, itemTag, uid, coding));
+  writeCors(res, origin);
+  if (coding === Coding.Gzip) {
+    res.writeHeader(H_CONTENT_ENCODING, CODING_NAMES[Coding.Gzip]!);
+    const part = item.gzPart!;
+    const out = answerBuffer(gzipBound(part.segment.length, wrappedTailLength(uid, mod, item.tailEnd), 1));
+    gzip.begin(out);
+    gzip.part(part);
+    appendTailToGzip(gzip, uid, mod, item.tailEnd);
+    answerBytes = gzip.end();
+    res.end(answerView(answerBytes), closeConnection);
+    return;
   }
-  if (slotCoding !== Coding.Identity) res.writeHeader(H_CONTENT_ENCODING, CODING_NAMES[slotCoding]!);
-  if (slotHeaderName !== '') res.writeHeader(slotHeaderName, slotHeaderValue);
-  answerBytes = typeof slotBody === 'string' ? Buffer.byteLength(slotBody) : slotBody.length;
-  res.end(slotBody, slotClose);
+  const body = answerInPlace(item, uid, mod);
+  answerBytes = body.length;
+  res.end(body, closeConnection);
+}
+
+function writeAnswerCorked(): void {
+  writeAnswer(slotRes!, slotStatus, slotBody, slotHeaderName, slotHeaderValue, slotClose, slotOrigin);
+}
+
+function writeContentCorked(): void {
+  writeContent(slotRes!, slotBody as Uint8Array, slotCoding, slotTag, slotCacheControl, slotVary!, slotUidBlock, slotUid, slotHeaderName as string, slotHeaderValue as string, slotOrigin, slotClose);
 }
 
 function writeWrappedCorked(): void {
-  const res = slotRes!;
-  const item = slotItem!;
-  res.writeHeader(H_CONTENT_TYPE, wrappedBlock(item, CC_PRIVATE, slotVary!, slotTag, slotUid, slotCoding));
-  writeCors(res);
-  const head = item.head;
-  const tailLength = wrappedTailLength(slotUid, slotMod, item.tailEnd);
-  if (slotCoding === Coding.Gzip) {
-    res.writeHeader(H_CONTENT_ENCODING, CODING_NAMES[Coding.Gzip]!);
-    const part = item.gzPart!;
-    const out = answerBuffer(gzipBound(part.segment.length, tailLength, 1));
-    gzip.begin(out);
-    gzip.part(part);
-    appendTailToGzip(gzip, slotUid, slotMod, item.tailEnd);
-    answerBytes = gzip.end();
-    res.end(answerView(answerBytes), slotClose);
-    return;
-  }
-  answerBytes = head.length + tailLength;
-  res.end(answerInPlace(item, slotUid, slotMod), slotClose);
+  writeWrapped(slotRes!, slotVary!, slotItem!, slotUid, slotMod, slotCoding, slotTag, slotOrigin, slotClose);
 }
 
 /**
@@ -233,33 +292,42 @@ const CLOSE = bytes('close');
  * endWithoutBody is given any argument (an undefined length included), so it is called bare and a
  * closing answer says Connection: close itself (the client closes; shutdown closes what is left).
  */
-function endEmpty(res: HttpResponse): void {
+function endEmpty(res: HttpResponse, closeConnection: boolean): void {
   answerBytes = 0;
-  if (slotClose) res.writeHeader(H_CONNECTION, CLOSE);
+  if (closeConnection) res.writeHeader(H_CONNECTION, CLOSE);
   res.endWithoutBody();
 }
 
-function writeNotModifiedCorked(): void {
-  const res = slotRes!;
+/** 304: the representation headers (`etag` whole), no body and no Content-Length: a 304's length would be the 200's (RFC 9110 8.6), which depends on the coding. */
+function writeNotModified(res: HttpResponse, etag: string, cacheControl: Uint8Array, vary: Uint8Array, origin: Uint8Array | null, closeConnection: boolean): void {
   res.writeStatus(STATUS_NOT_MODIFIED);
-  writeRepresentationHeaders(res);
-  // No body and no Content-Length: a 304's length would be the 200's (RFC 9110 8.6), which depends on the coding.
-  endEmpty(res);
+  res.writeHeader(H_ETAG, etag);
+  res.writeHeader(H_CACHE_CONTROL, cacheControl);
+  res.writeHeader(H_VARY, vary);
+  writeCors(res, origin);
+  endEmpty(res, closeConnection);
 }
 
-function writePreflightCorked(): void {
-  const res = slotRes!;
+function writePreflight(res: HttpResponse, origin: Uint8Array | null, vary: Uint8Array | null, closeConnection: boolean): void {
   res.writeStatus(STATUS_NO_CONTENT);
   res.writeHeader(H_ALLOW, ALLOW_PREFLIGHT);
   res.writeHeader(H_CACHE_CONTROL, CC_NO_STORE);
-  if (slotOrigin !== null) {
-    res.writeHeader(H_ALLOW_ORIGIN, slotOrigin);
+  if (origin !== null) {
+    res.writeHeader(H_ALLOW_ORIGIN, origin);
     res.writeHeader(H_ALLOW_METHODS, ALLOWED_METHODS);
     res.writeHeader(H_ALLOW_HEADERS, ALLOWED_HEADERS);
     res.writeHeader(H_MAX_AGE, PREFLIGHT_MAX_AGE);
   }
-  if (slotVary !== null) res.writeHeader(H_VARY, slotVary);
-  endEmpty(res);
+  if (vary !== null) res.writeHeader(H_VARY, vary);
+  endEmpty(res, closeConnection);
+}
+
+function writeNotModifiedCorked(): void {
+  writeNotModified(slotRes!, slotEtag, slotCacheControl, slotVary!, slotOrigin, slotClose);
+}
+
+function writePreflightCorked(): void {
+  writePreflight(slotRes!, slotOrigin, slotVary, slotClose);
 }
 
 function clearSlots(): void {
@@ -289,6 +357,10 @@ export function send(
   closeConnection: boolean,
   origin: Uint8Array | null,
 ): void {
+  if (uwsCorked) {
+    writeAnswer(res, status, body, headerName, headerValue, closeConnection, origin);
+    return;
+  }
   slotRes = res;
   slotStatus = status;
   slotBody = body;
@@ -296,8 +368,7 @@ export function send(
   slotHeaderValue = headerValue;
   slotClose = closeConnection;
   slotOrigin = origin;
-  slotCacheControl = CC_NO_STORE;
-  res.cork(writeCorked);
+  res.cork(writeAnswerCorked);
   clearSlots();
 }
 
@@ -318,19 +389,7 @@ export function sendContent(
   origin: Uint8Array | null,
   closeConnection: boolean,
 ): void {
-  slotRes = res;
-  slotStatus = STATUS_OK;
-  slotBody = body;
-  slotCoding = coding;
-  slotTag = tag;
-  slotCacheControl = cacheControl;
-  slotVary = policy.vary;
-  slotHeaderName = headerName;
-  slotHeaderValue = headerValue;
-  slotOrigin = origin;
-  slotClose = closeConnection;
-  res.cork(writeCorked);
-  clearSlots();
+  sendTagged(res, policy, body, coding, tag, null, 0, cacheControl, headerName, headerValue, origin, closeConnection);
 }
 
 /**
@@ -350,9 +409,41 @@ export function sendUidContent(
   origin: Uint8Array | null,
   closeConnection: boolean,
 ): void {
-  slotUidBlock = block;
+  sendTagged(res, policy, body, Coding.Identity, tag, block, uid, cacheControl, headerName, headerValue, origin, closeConnection);
+}
+
+function sendTagged(
+  res: HttpResponse,
+  policy: HttpPolicy,
+  body: Uint8Array,
+  coding: Coding,
+  tag: string,
+  uidBlock: UidBlock | null,
+  uid: number,
+  cacheControl: Uint8Array,
+  headerName: string,
+  headerValue: string,
+  origin: Uint8Array | null,
+  closeConnection: boolean,
+): void {
+  if (uwsCorked) {
+    writeContent(res, body, coding, tag, cacheControl, policy.vary, uidBlock, uid, headerName, headerValue, origin, closeConnection);
+    return;
+  }
+  slotRes = res;
+  slotBody = body;
+  slotCoding = coding;
+  slotTag = tag;
+  slotUidBlock = uidBlock;
   slotUid = uid;
-  sendContent(res, policy, body, Coding.Identity, tag, cacheControl, headerName, headerValue, origin, closeConnection);
+  slotCacheControl = cacheControl;
+  slotVary = policy.vary;
+  slotHeaderName = headerName;
+  slotHeaderValue = headerValue;
+  slotOrigin = origin;
+  slotClose = closeConnection;
+  res.cork(writeContentCorked);
+  clearSlots();
 }
 
 /**
@@ -371,13 +462,16 @@ export function sendWrapped(
   origin: Uint8Array | null,
   closeConnection: boolean,
 ): void {
+  if (uwsCorked) {
+    writeWrapped(res, policy.vary, item, uid, mod, coding, itemTag, origin, closeConnection);
+    return;
+  }
   slotRes = res;
   slotItem = item;
   slotUid = uid;
   slotMod = mod;
   slotCoding = coding;
   slotTag = itemTag;
-  slotCacheControl = CC_PRIVATE;
   slotVary = policy.vary;
   slotOrigin = origin;
   slotClose = closeConnection;
@@ -394,6 +488,10 @@ export function sendNotModified(
   origin: Uint8Array | null,
   closeConnection: boolean,
 ): void {
+  if (uwsCorked) {
+    writeNotModified(res, etag, cacheControl, policy.vary, origin, closeConnection);
+    return;
+  }
   slotRes = res;
   slotEtag = etag;
   slotCacheControl = cacheControl;
@@ -406,9 +504,14 @@ export function sendNotModified(
 
 /** 204 to an OPTIONS request; the CORS preflight headers when `origin` is allowed. */
 export function sendPreflight(res: HttpResponse, policy: HttpPolicy, origin: Uint8Array | null, closeConnection: boolean): void {
+  const vary = policy.corsOrigins === null ? null : H_ORIGIN_VARY;
+  if (uwsCorked) {
+    writePreflight(res, origin, vary, closeConnection);
+    return;
+  }
   slotRes = res;
   slotOrigin = origin;
-  slotVary = policy.corsOrigins === null ? null : H_ORIGIN_VARY;
+  slotVary = vary;
   slotClose = closeConnection;
   res.cork(writePreflightCorked);
   clearSlots();

@@ -23,7 +23,7 @@ import { bodyText, keptChunk } from './body.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKeyOf, renderedOf, type FrontKey, type Rendered } from './front-cache.js';
 import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, type CompiledCombineQuery } from './query.js';
-import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, lastAnswerBytes, sendContent, sendError, sendUidContent, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
+import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendError, sendUidContent, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, describedTag, etagValue, itemTag, matchIfNoneMatch, withMappedPart, withUid } from './etag.js';
 import { buildPlan, currentPlan, planKeyOf, planTagOf, plannedAnswer, type CombinePlan, type PlanItem } from './combine-plan.js';
@@ -135,11 +135,15 @@ export class ContentRequest implements JobSink {
   }
 
   onChunk(chunk: ArrayBuffer, isLast: boolean): void {
-    // An exception escaping a uWS callback ends the process: contain it to this request.
+    // An exception escaping a uWS callback ends the process: contain it to this request. uWS corked
+    // the socket around this call: answers from here are written straight (reply.ts).
+    enterUwsCall();
     try {
       this.readChunk(chunk, isLast);
     } catch (err) {
       this.onFailure(0, err);
+    } finally {
+      leaveUwsCall();
     }
   }
 

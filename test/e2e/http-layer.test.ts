@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAnswer } from '../helpers/answers.js';
 import { rawExchange, responsesIn } from '../helpers/raw.js';
-import { CLOSED_INPUTS, UNANSWERED_INPUTS, contentPost, headOfSize, healthHead, splitInto } from '../helpers/http-inputs.js';
+import { CLOSED_INPUTS, UNANSWERED_INPUTS, contentPost, headOfSize, healthHead, rawPost, splitInto } from '../helpers/http-inputs.js';
 import { startServer, type ServerProcess } from '../helpers/server-process.js';
 
 const KEY = 'http-layer-key-1';
@@ -61,6 +61,38 @@ describe('inputs the direct listener answers', () => {
       expect([method, o.status]).toEqual([method, 405]);
       if (method !== 'HEAD') expect(parseAnswer(responsesIn(o.bytes)[0]!.body.toString()).error?.code).toBe('method_not_allowed');
     }
+  });
+});
+
+describe('answers written inside the cork uWS holds', () => {
+  // rcd writes an answer straight from a route handler or a body callback, where uWS has corked the
+  // socket itself, and through res.cork anywhere else (src/delivery/reply.ts). A write outside any
+  // cork makes uWS print a warning on stderr: every path below must leave none.
+  it('answers from the handler, from the body in the same read and in a later one, from the pool, and 304s, with no cork warning', async () => {
+    const json = { 'X-Api-Key': KEY, 'Content-Type': 'application/json' };
+    const body = '{"u":"cork-user","p":{}}';
+    const cases: [parts: (string | Buffer)[], status: number][] = [
+      // A pool render first (the answer comes back from a worker), then the front cache's.
+      [[rawPost('/api/v1/config/A/dynamic', json, body)], 200],
+      [[rawPost('/api/v1/config/A/dynamic', json, body)], 200],
+      [[rawPost('/api/v1/config/A', json, body)], 200],
+      [splitInto(rawPost('/api/v1/config/A/dynamic', json, body), 2), 200],
+      [[rawPost('/api/v1/combine?c=%5B%22A%22%5D&dynamic=true', json, body)], 200],
+      [[rawPost('/api/v1/config/A', { 'X-Api-Key': 'nope', 'Content-Type': 'application/json' }, body)], 401],
+      [[rawPost('/api/v1/config/A', json, '{"u":')], 400],
+      [[rawPost('/api/v1/config/B', json, body)], 404],
+      [[`GET /api/v1/env/catalog HTTP/1.1\r\nHost: a\r\nX-Api-Key: ${KEY}\r\nContent-Type: application/json\r\n\r\n`], 200],
+      [[rawPost('/ofrep/v1/evaluate/flags/A', json, '{"context":{"targetingKey":"cork-user"}}')], 200],
+    ];
+    for (const [parts, status] of cases) {
+      const o = await rawExchange(port, parts, { untilResponses: 1 });
+      expect(o.status, o.bytes.toString('latin1')).toBe(status);
+    }
+    const first = await rawExchange(port, [rawPost('/api/v1/config/A', json, body)], { untilResponses: 1 });
+    const etag = /etag: ("[^"]+")/i.exec(first.bytes.toString('latin1'))![1]!;
+    const revalidated = await rawExchange(port, [rawPost('/api/v1/config/A', { ...json, 'If-None-Match': etag }, body)], { waitMs: 500 });
+    expect(revalidated.status).toBe(304);
+    expect(server.stderr()).not.toMatch(/cork/i);
   });
 });
 

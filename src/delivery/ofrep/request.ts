@@ -24,7 +24,7 @@ import { JobKind, type Job, type JobResult } from '../../pool/protocol.js';
 import { bodyText, keptChunk } from '../body.js';
 import { frontKeyOf, renderedOf, type FrontKey, type Rendered } from '../front-cache.js';
 import { missJob } from '../request.js';
-import { CC_PRIVATE, answerBuffer, lastAnswerBytes, sendContent, sendNotModified } from '../reply.js';
+import { CC_PRIVATE, answerBuffer, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendNotModified } from '../reply.js';
 import { Coding, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
 import type { HttpPolicy } from '../http-policy.js';
 import type { FrontEndState } from '../state.js';
@@ -123,11 +123,15 @@ export class OfrepRequest implements JobSink {
   }
 
   onChunk(chunk: ArrayBuffer, isLast: boolean): void {
-    // An exception escaping a uWS callback ends the process: contain it to this request.
+    // An exception escaping a uWS callback ends the process: contain it to this request. uWS corked
+    // the socket around this call: answers from here are written straight (reply.ts).
+    enterUwsCall();
     try {
       this.readChunk(chunk, isLast);
     } catch (err) {
       this.onFailure(0, err);
+    } finally {
+      leaveUwsCall();
     }
   }
 

@@ -15,7 +15,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { KeyView } from '../directory.js';
 import { contentIdKey } from '../../store/ids.js';
 import { corsOriginOf } from '../http-policy.js';
-import { H_CONTENT_TYPE } from '../reply.js';
+import { H_CONTENT_TYPE, enterUwsCall, leaveUwsCall } from '../reply.js';
 import { declaredOver, handlerFailed, isJsonContentType, refusedAmbiguousFraming } from '../routes.js';
 import type { FrontEndState } from '../state.js';
 import { MetricRoute, Outcome, Phase, S_PHASE, countRequest } from '../../metrics/layout.js';
@@ -122,17 +122,23 @@ type Handler = (res: HttpResponse, req: HttpRequest) => void;
 export function addOfrepRoutes(app: TemplatedApp, state: FrontEndState, postOnly: Handler, preflight: Handler): void {
   // An exception escaping a uWS handler ends the process; handlerFailed contains it to the connection.
   const flag = (res: HttpResponse, req: HttpRequest): void => {
+    enterUwsCall();
     try {
       evaluate(state, res, req, OfrepRoute.Flag);
     } catch (err) {
       handlerFailed(state, res, err);
+    } finally {
+      leaveUwsCall();
     }
   };
   const bulk = (res: HttpResponse, req: HttpRequest): void => {
+    enterUwsCall();
     try {
       evaluate(state, res, req, OfrepRoute.Bulk);
     } catch (err) {
       handlerFailed(state, res, err);
+    } finally {
+      leaveUwsCall();
     }
   };
   // The bulk path with and without a trailing slash; any longer path is a flag key (uWS prefers the

@@ -8,7 +8,7 @@ import type { HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.j
 import uWS from 'uWebSockets.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorResponse } from '../../../src/runtime/errors.js';
-import { CC_PRIVATE, CC_SHARED, send, sendContent, sendError, sendNotModified, sendOverloaded, sendPreflight, sendWrapped } from '../../../src/delivery/reply.js';
+import { CC_PRIVATE, CC_SHARED, enterUwsCall, leaveUwsCall, send, sendContent, sendError, sendNotModified, sendOverloaded, sendPreflight, sendWrapped } from '../../../src/delivery/reply.js';
 import { compileHttpPolicy } from '../../../src/delivery/http-policy.js';
 import { Coding } from '../../../src/delivery/etag.js';
 import { newRendered, type Rendered } from '../../../src/delivery/front-cache.js';
@@ -20,6 +20,7 @@ import { gunzipSync } from 'node:zlib';
 const JOIN_LIMIT = 64 * 1024;
 
 const POLICY = compileHttpPolicy(buildServeConfig(resolveOptions(SERVE_OPTIONS, { 'cors-origins': 'https://game.example' }, {})));
+const CORS_ORIGIN = Buffer.from('https://game.example', 'latin1');
 
 /** A front-cache entry for `head`, compressed as a worker would when `gzip`. */
 function item(head: Buffer, gzip: boolean): Rendered {
@@ -520,6 +521,10 @@ class RecordingResponse {
   end(body: string | Uint8Array, close: boolean): this {
     return this.record('end', typeof body !== 'string' && body.byteLength > 100 ? `<${body.byteLength} bytes>` : body, close);
   }
+
+  endWithoutBody(): this {
+    return this.record('endWithoutBody');
+  }
 }
 
 describe('every write happens inside one cork (one syscall for status, headers and body)', () => {
@@ -548,6 +553,30 @@ describe('every write happens inside one cork (one syscall for status, headers a
     const c = calls((res) => sendWrapped(res, POLICY, item(headOf(JOIN_LIMIT + 1), false), 9, 9, Coding.Identity, 't', null, false));
     expect(c.every((line) => line.startsWith('corked '))).toBe(true);
     expect(c.filter((line) => line.includes(' write(') || line.includes(' end('))).toHaveLength(1);
+  });
+
+  it('inside a uWS call (which uWS corked itself) every answer makes the same writes with no cork of its own', () => {
+    const wrappedItem = item(headOf(64), false);
+    const answers: ((res: HttpResponse) => void)[] = [
+      (res) => send(res, '404 Not Found', 'b', 'x-missing-content', 'a', true, CORS_ORIGIN),
+      (res) => sendContent(res, POLICY, Buffer.from('{"a":1}'), Coding.Identity, 'r1', CC_SHARED, '', '', null, false),
+      (res) => sendWrapped(res, POLICY, wrappedItem, 4_294_967_295, 295, Coding.Identity, 'w1', CORS_ORIGIN, false),
+      (res) => sendNotModified(res, POLICY, '"abc"', CC_PRIVATE, null, true),
+      (res) => sendPreflight(res, POLICY, CORS_ORIGIN, false),
+    ];
+    for (const answer of answers) {
+      const corked = calls(answer);
+      enterUwsCall();
+      let direct: string[];
+      try {
+        direct = calls(answer);
+      } finally {
+        leaveUwsCall();
+      }
+      expect(corked.length).toBeGreaterThan(1);
+      expect(corked.every((line) => line.startsWith('corked '))).toBe(true);
+      expect(direct).toEqual(corked.map((line) => line.replace(/^corked /, 'UNCORKED ')));
+    }
   });
 });
 
