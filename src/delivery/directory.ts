@@ -113,6 +113,8 @@ export interface CatalogView {
 export interface KeyView {
   readonly keyId: string;
   readonly env: EnvView;
+  /** The key-use round (key-use.ts) in which this loop last noted the key: noted once per round. */
+  useRound: number;
 }
 
 /** An environment as the Directory holds it: the same object is updated by deltas. */
@@ -266,7 +268,7 @@ export class Directory {
   keyById(keyId: string): { readonly digest: string; readonly view: KeyView } | undefined {
     const k = this.byKeyId.get(keyId);
     if (k === undefined) return undefined;
-    return { digest: k.digest, view: { keyId, env: k.env } };
+    return { digest: k.digest, view: { keyId, env: k.env, useRound: -1 } };
   }
 
   private createEnv(envId: string, catalogs: CatalogBodies): EnvState {
@@ -304,7 +306,7 @@ export class Directory {
   private putKey(k: KeyDigest): void {
     const env = this.envs.get(k.envId);
     if (env === undefined) return;
-    const view: KeyView = { keyId: k.keyId, env };
+    const view: KeyView = { keyId: k.keyId, env, useRound: -1 };
     this.byDigest.set(k.digest, view);
     this.byKeyId.set(k.keyId, { digest: k.digest, env });
     env.keyIds.add(k.keyId);

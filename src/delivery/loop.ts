@@ -22,6 +22,7 @@ import { createPlanCache } from './combine-plan.js';
 import { compileHttpPolicy } from './http-policy.js';
 import type { FrontEndState } from './state.js';
 import { ACCESS_REPORT_MS, newAccessSampler, reportAccess } from './access-log.js';
+import { newKeyUse, takeKeyUse } from './key-use.js';
 import { L_APPLIED_SEQ, L_FRONT_BYTES, L_FRONT_ENTRIES, L_IN_FLIGHT, L_POOL_PENDING, L_STREAMS, type LoopCounters, type ServerCounters } from '../metrics/layout.js';
 
 /**
@@ -143,7 +144,7 @@ export class DeliveryLoop {
       inFlight: 0,
       shuttingDown: false,
       storeAvailable: true,
-      usedKeys: new Set(),
+      keyUse: newKeyUse(),
       counters: opts.counters,
       server: opts.server,
       access: newAccessSampler(config.accessLogRate, config.accessLogBuffer),
@@ -233,7 +234,7 @@ function sampleGauges(state: FrontEndState): void {
 }
 
 function reportKeyUse(feed: DeliveryFeed, state: FrontEndState): void {
-  feed.reportKeyUse(state.usedKeys);
+  feed.reportKeyUse(takeKeyUse(state.keyUse));
 }
 
 function waitForIdle(state: FrontEndState, timeoutMs: number): Promise<void> {

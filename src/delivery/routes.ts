@@ -18,6 +18,7 @@ import { mintStreamToken, verifyStreamToken } from './stream-token.js';
 import { StreamFormat } from './events.js';
 import { EMPTY_BODY } from './context.js';
 import { hasAmbiguousFraming } from './framing.js';
+import { noteKeyUse } from './key-use.js';
 import { ContentRequest, Route } from './request.js';
 import type { FrontEndState } from './state.js';
 import { ERROR_STATUS } from '../runtime/errors.js';
@@ -93,7 +94,7 @@ function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, or
     countRequest(state.counters, route, 400, Outcome.None);
     return undefined;
   }
-  state.usedKeys.add(view.keyId);
+  noteKeyUse(state.keyUse, view);
   return view;
 }
 
@@ -282,7 +283,7 @@ export function handleEvents(state: FrontEndState, res: HttpResponse, req: HttpR
     return;
   }
   countRequest(state.counters, MetricRoute.Events, 200, Outcome.None);
-  state.usedKeys.add(view.keyId);
+  noteKeyUse(state.keyUse, view);
   const last = req.getHeader(H_LAST_EVENT_ID) || (params?.get('lastEventId') ?? '');
   const lastEventId = /^\d{1,15}$/.test(last) ? Number(last) : -1;
   // `format=ofrep`: the URL an OFREP bulk evaluation advertises (src/delivery/ofrep/event-streams.ts).

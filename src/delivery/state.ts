@@ -12,6 +12,7 @@ import type { HttpPolicy } from './http-policy.js';
 import type { EventStreams } from './events.js';
 import type { LoopCounters, ServerCounters } from '../metrics/layout.js';
 import type { AccessSampler } from './access-log.js';
+import type { KeyUse } from './key-use.js';
 
 export interface FrontEndState {
   directory: Directory;
@@ -33,8 +34,8 @@ export interface FrontEndState {
   shuttingDown: boolean;
   /** False once the store's files were deleted or replaced: /healthz says so (delivery goes on). */
   storeAvailable: boolean;
-  /** Key ids seen since the last report to the control thread (last-use bookkeeping, off the hot path). */
-  readonly usedKeys: Set<string>;
+  /** Keys seen since the last report to the control thread (last-use bookkeeping, key-use.ts). */
+  readonly keyUse: KeyUse;
   /** This loop's counters for the metrics (src/metrics/layout.ts): only plain numbers are added on the request path. */
   readonly counters: LoopCounters;
   /** The server's shared counters: read by /readyz (phase, store outage). */

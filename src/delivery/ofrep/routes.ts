@@ -23,6 +23,7 @@ import { ERROR_STATUS, type ErrorCode } from '../../runtime/errors.js';
 import { EMPTY_OFREP_BODY } from './context.js';
 import { sendOfrepError } from './errors.js';
 import { OfrepRequest, OfrepRoute } from './request.js';
+import { noteKeyUse } from '../key-use.js';
 
 export const BULK_PATH = '/ofrep/v1/evaluate/flags';
 const FLAG_PREFIX = BULK_PATH + '/';
@@ -69,7 +70,7 @@ function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, or
     refuse(state, res, flag, origin, route, 'unsupported_content_type', 'Content-Type must be application/json');
     return undefined;
   }
-  state.usedKeys.add(view.keyId);
+  noteKeyUse(state.keyUse, view);
   return view;
 }
 
