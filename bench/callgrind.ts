@@ -27,9 +27,12 @@ export function callgrindAvailable(): boolean {
   return true;
 }
 
-/** The launcher (processes.ts) that runs node under callgrind, its dumps in `dir`, counting nothing until switched on. */
-export function callgrindLauncher(dir: string, label: string): string[] {
-  return ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${join(dir, `callgrind.${label}.%p`)}`, '--log-file=/dev/null'];
+/**
+ * The launcher (processes.ts) that runs node under callgrind, its dumps in `dir`, counting nothing
+ * until switched on; with `cacheSim`, callgrind's cache simulator too (I1 and D1 misses: slower).
+ */
+export function callgrindLauncher(dir: string, label: string, cacheSim = false): string[] {
+  return ['valgrind', '--tool=callgrind', '--instr-atstart=no', ...(cacheSim ? ['--cache-sim=yes'] : []), `--callgrind-out-file=${join(dir, `callgrind.${label}.%p`)}`, '--log-file=/dev/null'];
 }
 
 function control(pid: number, ...args: string[]): void {
@@ -80,8 +83,11 @@ interface DumpFigures {
   readonly timers: number;
 }
 
-function annotate(file: string, inclusive: boolean): string {
-  const args = ['--threshold=100', ...(inclusive ? ['--inclusive=yes'] : []), file];
+/** The events a dump is read for: instructions, and with the cache simulator L1 misses of code and of data (reads, writes). */
+type CountedEvent = 'Ir' | 'I1mr' | 'D1mr' | 'D1mw';
+
+function annotate(file: string, inclusive: boolean, event: CountedEvent): string {
+  const args = ['--threshold=100', `--show=${event}`, ...(inclusive ? ['--inclusive=yes'] : []), file];
   const r = spawnSync('callgrind_annotate', args, { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
   if (r.error !== undefined || r.status !== 0) throw new Error(`callgrind_annotate ${file} failed: ${r.error?.message ?? r.stderr.trim()}`);
   return r.stdout;
@@ -95,18 +101,31 @@ function* functionLines(text: string): Generator<[number, string]> {
   }
 }
 
-/** Total instructions of one dump, those of V8's compilers and garbage collector, and the timer phase's. */
-function readDump(file: string): DumpFigures {
+/** One event's total in a dump, that of V8's compilers and garbage collector, and the timer phase's. */
+function readDump(file: string, event: CountedEvent): DumpFigures {
   let total = -1;
   let housekeeping = 0;
-  for (const [n, name] of functionLines(annotate(file, false))) {
+  for (const [n, name] of functionLines(annotate(file, false, event))) {
     if (name.startsWith('PROGRAM TOTALS')) total = n;
     else if (V8_HOUSEKEEPING.test(name)) housekeeping += n;
   }
   if (total < 0) throw new Error(`callgrind_annotate ${file}: no program totals`);
   let timers = 0;
-  for (const [n, name] of functionLines(annotate(file, true))) if (TIMER_PHASE.test(name)) timers = Math.max(timers, n);
+  for (const [n, name] of functionLines(annotate(file, true, event))) if (TIMER_PHASE.test(name)) timers = Math.max(timers, n);
   return { total, housekeeping, timers };
+}
+
+/** What one counted pass read: instructions, and the L1 misses when the cache simulator ran. */
+interface PassFigures {
+  readonly ir: DumpFigures;
+  readonly i1: DumpFigures | null;
+  readonly d1r: DumpFigures | null;
+  readonly d1w: DumpFigures | null;
+}
+
+/** An event's count outside V8's compilers and garbage collector and the timer phase. */
+function ownCount(d: DumpFigures): number {
+  return d.total - d.housekeeping - d.timers;
 }
 
 /** A process running under callgrindLauncher(dir, label): each dump is the next part. */
@@ -115,17 +134,20 @@ export class CallgrindProcess {
   readonly pid: number;
   private readonly dir: string;
   private readonly label: string;
+  /** Started with callgrindLauncher's cacheSim: the dumps hold L1 misses too. */
+  private readonly cacheSim: boolean;
   private part = 0;
 
-  constructor(target: { readonly url: string; readonly pid: number }, dir: string, label: string) {
+  constructor(target: { readonly url: string; readonly pid: number }, dir: string, label: string, cacheSim = false) {
     this.url = target.url;
     this.pid = target.pid;
     this.dir = dir;
     this.label = label;
+    this.cacheSim = cacheSim;
   }
 
   /** Zero, count what `work` makes the process do, dump: that dump's figures. */
-  async count(work: () => Promise<void>): Promise<DumpFigures> {
+  async count(work: () => Promise<void>): Promise<PassFigures> {
     control(this.pid, '-z');
     control(this.pid, '-i', 'on');
     await work();
@@ -133,7 +155,8 @@ export class CallgrindProcess {
     control(this.pid, '-d');
     this.part++;
     const file = join(this.dir, `callgrind.${this.label}.${this.pid}.${this.part}`);
-    return readDump(file);
+    if (!this.cacheSim) return { ir: readDump(file, 'Ir'), i1: null, d1r: null, d1w: null };
+    return { ir: readDump(file, 'Ir'), i1: readDump(file, 'I1mr'), d1r: readDump(file, 'D1mr'), d1w: readDump(file, 'D1mw') };
   }
 }
 
@@ -158,6 +181,12 @@ export interface InstructionCount {
   readonly allPerRequest: Spread;
   /** The timer phase's instructions per request (TIMER_PHASE). */
   readonly timersPerRequest: Spread;
+  /**
+   * With the cache simulator: L1 misses per request of code (I1) and of data (D1, reads and writes),
+   * outside V8's compilers and garbage collector and the timer phase, as the instructions; else null.
+   */
+  readonly i1MissesPerRequest: Spread | null;
+  readonly d1MissesPerRequest: Spread | null;
   readonly requests: number;
   readonly windows: number;
   /** The statuses answered in the counted windows. */
@@ -176,15 +205,30 @@ export async function countInstructions(p: CallgrindProcess, sequence: readonly 
     const own: number[] = [];
     const all: number[] = [];
     const timers: number[] = [];
+    const i1: number[] = [];
+    const d1: number[] = [];
     for (let w = 0; w < windows; w++) {
       const c = await p.count(async () => {
         for (const e of sequence) statuses.push(await client.request(e));
       });
-      own.push((c.total - c.housekeeping - c.timers) / sequence.length);
-      all.push(c.total / sequence.length);
-      timers.push(c.timers / sequence.length);
+      own.push(ownCount(c.ir) / sequence.length);
+      all.push(c.ir.total / sequence.length);
+      timers.push(c.ir.timers / sequence.length);
+      if (c.i1 !== null && c.d1r !== null && c.d1w !== null) {
+        i1.push(ownCount(c.i1) / sequence.length);
+        d1.push((ownCount(c.d1r) + ownCount(c.d1w)) / sequence.length);
+      }
     }
-    return { perRequest: spreadOf(own), allPerRequest: spreadOf(all), timersPerRequest: spreadOf(timers), requests: sequence.length, windows, statuses };
+    return {
+      perRequest: spreadOf(own),
+      allPerRequest: spreadOf(all),
+      timersPerRequest: spreadOf(timers),
+      i1MissesPerRequest: i1.length === 0 ? null : spreadOf(i1),
+      d1MissesPerRequest: d1.length === 0 ? null : spreadOf(d1),
+      requests: sequence.length,
+      windows,
+      statuses,
+    };
   } finally {
     client.close();
   }

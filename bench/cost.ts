@@ -1,6 +1,6 @@
 /**
  * `npm run bench:cost [-- --scenario NAME[,NAME] --rounds N --duration S --connections N
- *                        --callgrind-requests N --no-callgrind --dumps DIR --smoke --out FILE --check]`
+ *                        --callgrind-requests N --no-callgrind --cache-sim --dumps DIR --smoke --out FILE --check]`
  *
  * What rcd costs per answered request against the floor (bench/ceiling.ts --floor: bare uWS paying
  * only the header reads, framing check and body parse any server of this API must make, then
@@ -27,7 +27,7 @@ import { repoRoot, writeBundle } from './fixtures/generate.js';
 import { probe } from './probe.js';
 import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
 import { loadWithCpu, median, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
-import { CallgrindProcess, callgrindAvailable, callgrindLauncher, countInstructions, type InstructionCount } from './callgrind.js';
+import { CallgrindProcess, callgrindAvailable, callgrindLauncher, countInstructions, type InstructionCount, type Spread } from './callgrind.js';
 
 /** The least CPU efficiency (floor CPU/req ÷ rcd CPU/req, median of rounds) per scenario; bench/README.md, "Cost against the floor". */
 const COST_TARGETS: Readonly<Record<string, number>> = {
@@ -50,6 +50,7 @@ const USAGE = `usage: npm run bench:cost -- [options]
   --callgrind-warmups N    uncounted passes of the sequence first (default 20, 1..100)
   --callgrind-windows N    counted passes, each on its own; the median is the figure (default 7, 1..50)
   --no-callgrind           CPU time only (no valgrind)
+  --cache-sim              callgrind's cache simulator too: L1 misses per request of code (I1) and data (D1), slower
   --dumps DIR              keep callgrind's dumps in DIR (one per counted pass: callgrind_annotate shows where they go)
   --smoke                  1 round of 1 s, one counted pass of 20 requests after 1 pass: checks that it runs
   --out FILE               also write every figure as JSON
@@ -65,6 +66,7 @@ interface CostOptions {
   readonly callgrindRequests: number;
   readonly callgrindWarmups: number;
   readonly callgrindWindows: number;
+  readonly cacheSim: boolean;
   readonly out: string | null;
   readonly dumps: string | null;
   readonly check: boolean;
@@ -83,6 +85,7 @@ function parseOptions(argv: string[]): CostOptions {
       'callgrind-warmups': { type: 'string' },
       'callgrind-windows': { type: 'string' },
       'no-callgrind': { type: 'boolean', default: false },
+      'cache-sim': { type: 'boolean', default: false },
       smoke: { type: 'boolean', default: false },
       out: { type: 'string' },
       dumps: { type: 'string' },
@@ -106,6 +109,7 @@ function parseOptions(argv: string[]): CostOptions {
   }
   const smoke = values.smoke === true;
   const callgrind = values['no-callgrind'] !== true;
+  if (!callgrind && values['cache-sim'] === true) throw new UsageError('--cache-sim runs under callgrind: drop --no-callgrind');
   if (!wrkAvailable()) throw new UsageError('bench:cost needs wrk on PATH (Debian: apt-get install wrk)');
   if (callgrind && !callgrindAvailable()) throw new UsageError('bench:cost needs valgrind for the instruction counts (Debian: apt-get install valgrind), or --no-callgrind');
   return {
@@ -118,6 +122,7 @@ function parseOptions(argv: string[]): CostOptions {
     callgrindRequests: intOption('callgrind-requests', values['callgrind-requests'], smoke ? 20 : 400, 10, 100_000),
     callgrindWarmups: intOption('callgrind-warmups', values['callgrind-warmups'], smoke ? 1 : 20, 1, 100),
     callgrindWindows: intOption('callgrind-windows', values['callgrind-windows'], smoke ? 1 : 7, 1, 50),
+    cacheSim: values['cache-sim'] === true,
     out: values.out ?? null,
     dumps: values.dumps === undefined ? null : resolve(values.dumps),
     check: values.check === true,
@@ -207,9 +212,21 @@ function summarize(s: Scenario, rounds: readonly CpuRound[], bodyBytes: number, 
   };
 }
 
-/** The verdict table: one line per scenario. */
-function renderCostTable(results: readonly ScenarioCost[]): string {
-  const head = ['scenario', 'target', 'CPU eff', '(min-max)', 'rcd µs/req', 'floor µs/req', 'req/s ratio', 'rcd Ir/req', 'floor Ir/req', 'Ir eff', 'verdict'];
+/** `; L1 misses: code N, data N` when the cache simulator ran, else nothing. */
+function misses(c: InstructionCount): string {
+  if (c.i1MissesPerRequest === null || c.d1MissesPerRequest === null) return '';
+  return `; L1 misses: code ${Math.round(c.i1MissesPerRequest.median).toLocaleString('en-US')}, data ${Math.round(c.d1MissesPerRequest.median).toLocaleString('en-US')}`;
+}
+
+/** A miss count of the table, or n/a. */
+function missCell(s: Spread | null | undefined): string {
+  return s === null || s === undefined ? 'n/a' : Math.round(s.median).toLocaleString('en-US');
+}
+
+/** The verdict table: one line per scenario; with the cache simulator, L1 misses per request too. */
+function renderCostTable(results: readonly ScenarioCost[], cacheSim: boolean): string {
+  const missHead = cacheSim ? ['rcd I1 miss', 'floor I1 miss', 'rcd D1 miss', 'floor D1 miss'] : [];
+  const head = ['scenario', 'target', 'CPU eff', '(min-max)', 'rcd µs/req', 'floor µs/req', 'req/s ratio', 'rcd Ir/req', 'floor Ir/req', 'Ir eff', ...missHead, 'verdict'];
   const rows = results.map((r) => [
     r.scenario,
     r.target === null ? '-' : fixed(r.target, 2),
@@ -221,6 +238,14 @@ function renderCostTable(results: readonly ScenarioCost[]): string {
     r.instructions === null ? 'n/a' : Math.round(r.instructions.rcd.perRequest.median).toLocaleString('en-US'),
     r.instructions === null ? 'n/a' : Math.round(r.instructions.floor.perRequest.median).toLocaleString('en-US'),
     r.instructions === null ? 'n/a' : fixed(r.instructions.floor.perRequest.median / r.instructions.rcd.perRequest.median, 3),
+    ...(cacheSim
+      ? [
+          missCell(r.instructions?.rcd.i1MissesPerRequest),
+          missCell(r.instructions?.floor.i1MissesPerRequest),
+          missCell(r.instructions?.rcd.d1MissesPerRequest),
+          missCell(r.instructions?.floor.d1MissesPerRequest),
+        ]
+      : []),
     r.verdict,
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
@@ -242,12 +267,12 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
       threads: 1,
       httpThreads: 1,
       label: 'rcd under valgrind',
-      launcher: callgrindLauncher(dumps, 'rcd'),
+      launcher: callgrindLauncher(dumps, 'rcd', opts.cacheSim),
       startTimeoutMs: 300_000,
     }),
-    startCeiling(sup, null, 1, true, callgrindLauncher(dumps, 'floor')),
+    startCeiling(sup, null, 1, true, callgrindLauncher(dumps, 'floor', opts.cacheSim)),
   ]);
-  const counted = [new CallgrindProcess(rcd, dumps, 'rcd'), new CallgrindProcess(floor, dumps, 'floor')] as const;
+  const counted = [new CallgrindProcess(rcd, dumps, 'rcd', opts.cacheSim), new CallgrindProcess(floor, dumps, 'floor', opts.cacheSim)] as const;
   for (const s of opts.scenarios) {
     if (sup.stopping) break;
     await configureFloor(s, rcd, [floor]);
@@ -259,7 +284,7 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
     if (bad.length > 0) throw new Error(`${s.name}: unexpected statuses in the counted sequence: ${[...new Set(bad)].join(', ')}`);
     out.set(s.name, { rcd: a, floor: b });
     const show = (c: InstructionCount): string =>
-      `${Math.round(c.perRequest.median).toLocaleString('en-US')} Ir/req (${Math.round(c.perRequest.min).toLocaleString('en-US')}-${Math.round(c.perRequest.max).toLocaleString('en-US')}; with V8's compilers and GC and the timer phase ${Math.round(c.allPerRequest.median).toLocaleString('en-US')}, the timer phase alone ${Math.round(c.timersPerRequest.median).toLocaleString('en-US')})`;
+      `${Math.round(c.perRequest.median).toLocaleString('en-US')} Ir/req (${Math.round(c.perRequest.min).toLocaleString('en-US')}-${Math.round(c.perRequest.max).toLocaleString('en-US')}; with V8's compilers and GC and the timer phase ${Math.round(c.allPerRequest.median).toLocaleString('en-US')}, the timer phase alone ${Math.round(c.timersPerRequest.median).toLocaleString('en-US')}${misses(c)})`;
     process.stdout.write(`  ${s.name}: rcd ${show(a)}, floor ${show(b)}; ${opts.callgrindWindows} windows of ${a.requests} requests\n`);
   }
   await Promise.all([sup.stopChild(rcd.child, 60_000), sup.stopChild(floor.child, 60_000)]);
@@ -296,7 +321,7 @@ async function main(): Promise<number> {
     const failed = results.filter((r) => r.verdict === 'FAIL').length;
     const passed = results.filter((r) => r.verdict === 'pass').length;
     process.stdout.write(`\ncost against the floor (CPU eff = floor CPU/req ÷ rcd CPU/req, median of ${opts.rounds} rounds; Ir = instructions per request outside V8's compilers and GC and libuv's timer phase, median of the windows; Ir eff = floor Ir/req ÷ rcd Ir/req):\n`);
-    process.stdout.write(renderCostTable(results));
+    process.stdout.write(renderCostTable(results, opts.cacheSim));
     process.stdout.write(`\ncost targets: ${passed} pass, ${failed} FAIL\n`);
     if (opts.out !== null) {
       writeFileSync(opts.out, JSON.stringify({ date: new Date().toISOString(), options: { ...opts, scenarios: opts.scenarios.map((s) => s.name) }, results }, null, 2) + '\n');

@@ -252,6 +252,28 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     }
   }, 330_000);
 
+  it('--cache-sim adds L1 misses of code and data per request, for both servers, to the line and the table', async () => {
+    const out = join(outDir, 'cost-cache.json');
+    const { code, output } = await runBench(['--smoke', '--cache-sim', '--scenario', 'mapped', '--out', out], 300_000, 'dist/bench/cost.js');
+    if (!wrkAvailable()) {
+      expect(code).toBe(2);
+      return;
+    }
+    expect(code, output).toBe(0);
+    expect(output).toMatch(/^ +mapped: rcd .*; L1 misses: code [\d,]+, data [\d,]+\), floor .*; L1 misses: code [\d,]+, data [\d,]+\)/m);
+    const row = /^mapped +([\d.]+) +.* +([\d,]+) +([\d,]+) +([\d,]+) +([\d,]+) +(pass|FAIL)$/m.exec(output);
+    expect(row, output).not.toBeNull();
+    const [rcdI1, floorI1, rcdD1, floorD1] = row!.slice(2, 6).map((v) => Number(v!.replaceAll(',', ''))) as [number, number, number, number];
+    // A request runs through tens of kilobytes of code and touches its data: misses, but far fewer than its instructions.
+    for (const n of [rcdI1, floorI1, rcdD1, floorD1]) expect(n).toBeGreaterThan(1);
+    const json = JSON.parse(readFileSync(out, 'utf8')) as { results: { instructions: { rcd: { perRequest: { median: number }; i1MissesPerRequest: { median: number } } } }[] };
+    const rcd = json.results[0]!.instructions.rcd;
+    expect(Math.round(rcd.i1MissesPerRequest.median)).toBe(rcdI1);
+    expect(rcd.i1MissesPerRequest.median).toBeLessThan(rcd.perRequest.median);
+    const refused = await runBench(['--no-callgrind', '--cache-sim'], 30_000, 'dist/bench/cost.js');
+    expect([refused.code, refused.output.includes('--cache-sim runs under callgrind')]).toEqual([2, true]);
+  }, 330_000);
+
   it('--check exits 1 exactly when a scenario FAILs its target; a scenario answering errors is refused with 2', async () => {
     const { code, output } = await runBench(['--scenario', 'combine-50', '--rounds', '1', '--duration', '1', '--warmup', '0', '--no-callgrind', '--check'], 120_000, 'dist/bench/cost.js');
     if (!wrkAvailable()) {
