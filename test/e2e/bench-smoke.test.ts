@@ -263,7 +263,7 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     expect(output).toMatch(/^ +mapped: rcd .*; L1 misses: code [\d,]+, data [\d,]+\), floor .*; L1 misses: code [\d,]+, data [\d,]+\)/m);
     const row = /^mapped +([\d.]+) +.* +([\d,]+) +([\d,]+) +([\d,]+) +([\d,]+) +(pass|FAIL)$/m.exec(output);
     expect(row, output).not.toBeNull();
-    const [rcdI1, floorI1, rcdD1, floorD1] = row!.slice(2, 6).map((v) => Number(v!.replaceAll(',', ''))) as [number, number, number, number];
+    const [rcdI1, floorI1, rcdD1, floorD1] = row!.slice(2, 6).map((v) => Number(v.replaceAll(',', ''))) as [number, number, number, number];
     // A request runs through tens of kilobytes of code and touches its data: misses, but far fewer than its instructions.
     for (const n of [rcdI1, floorI1, rcdD1, floorD1]) expect(n).toBeGreaterThan(1);
     const json = JSON.parse(readFileSync(out, 'utf8')) as { results: { instructions: { rcd: { perRequest: { median: number }; i1MissesPerRequest: { median: number } } } }[] };
