@@ -159,8 +159,10 @@ function writeCors(res: HttpResponse, origin: Uint8Array | null): void {
   res.writeHeader(H_EXPOSE_HEADERS, EXPOSED);
 }
 
-// uWS writes "200 OK" itself when no status was set: one native call less on every success.
-/** A non-content answer: status, JSON content type, Cache-Control: no-store, CORS, an optional header, the body. */
+/**
+ * A non-content answer: status, JSON content type, Cache-Control: no-store, CORS, an optional header,
+ * the body. uWS writes "200 OK" itself when no status was set: one native call less on every success.
+ */
 function writeAnswer(
   res: HttpResponse,
   status: string,
