@@ -24,7 +24,7 @@ import { ReusedBuffer, putBytes } from '../shared/bytes.js';
 import { GzipBuilder, gzipBound } from '../shared/gzip.js';
 import { Coding } from './etag.js';
 import type { Rendered } from './front-cache.js';
-import { representationBlock, wrappedBlock, type UidBlock } from './header-block.js';
+import { moveBlock, representationBlock, wrappedBlock, type UidBlock } from './header-block.js';
 import type { HttpPolicy } from './http-policy.js';
 import { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, appendTailToGzip, wrappedTailLength, writeUserPart } from './tail.js';
 
@@ -276,13 +276,19 @@ function answerInPlace(item: Rendered, uid: number, mod: number): Uint8Array {
   return view;
 }
 
-/** Moves the item's head into a buffer with room for the longest tail (its first identity answer). */
+/**
+ * Moves the item's head into a buffer with room for the longest tail (its first identity answer), and
+ * its header block (built by the writer just before) behind it: one ArrayBuffer for both (moveBlock).
+ */
 function placeAnswer(item: Rendered): Uint8Array {
   const head = item.head;
-  const out = new Uint8Array(head.length + USER_PART_MAX + item.tailEnd.length);
-  putBytes(out, head, 0);
-  item.head = out.subarray(0, head.length);
+  const size = head.length + USER_PART_MAX + item.tailEnd.length;
+  const storage = new Uint8Array(size + item.block.length);
+  putBytes(storage, head, 0);
+  const out = storage.subarray(0, size);
+  item.head = storage.subarray(0, head.length);
   item.answer = out;
+  if (item.block.length > 0) moveBlock(item, storage, size);
   return out;
 }
 

@@ -458,16 +458,28 @@ describe('sendWrapped: one front-cache entry answering user after user (answers 
     }
   });
 
-  it('an entry answered only gzip keeps its head where the worker put it; the first identity answer moves it', async () => {
+  it('an entry answered only gzip keeps its head where the worker put it; the first identity answer moves it and the header block', async () => {
     const head = headOf(700);
     for (let i = 0; i < 2; i++) await one(`/wrapped?size=700&kept=1&gzip=1&uid=${i}&mod=${i}`);
     const entry = keptItem(head);
     expect(entry.answer.length).toBe(0);
+    const blockBefore = Buffer.from(entry.block);
     const plain = await one('/wrapped?size=700&kept=1&uid=77&mod=7');
     expect(JSON.parse(plain.body.toString('utf8'))).toEqual(wrappedValue(head, 77, 7));
+    expect(header(plain, 'etag')).toEqual(['"w1.77"']);
     expect(entry.answer.length).toBeGreaterThan(700);
     expect(Buffer.from(entry.head).equals(head)).toBe(true);
     expect(entry.head.buffer).toBe(entry.answer.buffer);
+    // One ArrayBuffer for the answer and the header block (uWS takes each argument's backing store).
+    expect(entry.block.buffer).toBe(entry.answer.buffer);
+    expect(Buffer.from(entry.block).subarray(0, entry.blockStart).equals(blockBefore.subarray(0, entry.blockStart))).toBe(true);
+    // Both codings keep answering from the moved block.
+    const gz = await one('/wrapped?size=700&kept=1&gzip=1&uid=4294967295&mod=999');
+    expect(header(gz, 'etag')).toEqual(['"w1.4294967295.gz"']);
+    expect(JSON.parse(gunzipSync(gz.body).toString('utf8'))).toEqual(wrappedValue(head, 4_294_967_295, 999));
+    const again = await one('/wrapped?size=700&kept=1&uid=5&mod=55');
+    expect(header(again, 'etag')).toEqual(['"w1.5"']);
+    expect(JSON.parse(again.body.toString('utf8'))).toEqual(wrappedValue(head, 5, 55));
   });
 
   it('a client that reads late still gets its own bytes after the entry answered another user', async () => {
