@@ -1,6 +1,6 @@
 /**
  * Combine plans: what a combine answer is made of, prepared once per (compiled query, environment
- * state, app version) and reused by every request that asks the same thing.
+ * state, revisions chosen) and reused by every request that asks the same thing.
  *
  * A game build sends the same id list millions of times, and every id not behind a mapping answers
  * every user with the same bytes: only the per-user tail (`uid` and `mod`, src/delivery/tail.ts)
@@ -23,8 +23,11 @@
  *
  * A plan is built from a request whose items were all front-cache hits, and is valid while the
  * environment object and its generation (src/delivery/directory.ts: bumped by every content change)
- * and the app-version key are those it was built for: an edit makes every plan of that environment
- * stale, and the next request builds a fresh one. Plans are copies (the heads are copied, not held),
+ * are those it was built for: an edit makes every plan of that environment stale, and the next request
+ * builds a fresh one. A request finds its plan by (query, app version); app versions that choose the
+ * same revision of every id share one plan (keepPlan): clients in the field run many versions over a
+ * few revisions, and a plan per version multiplied the bytes an answer is written from (bench
+ * combine-50, seven versions of one revision set: seven plans of ~16 KB, each with its layouts). Plans are copies (the heads are copied, not held),
  * kept in their own LRU charged by bytes (a share of the front cache's budget, src/delivery/loop.ts),
  * so no plan keeps an evicted head alive.
  *
@@ -63,7 +66,6 @@ export const STEP_MAPPED_BASE = -2;
 export interface CombinePlan {
   readonly env: EnvView;
   readonly generation: number;
-  readonly vKey: string;
   readonly kind: JobKind;
   /** Fixed bytes in sending order (views of one buffer). */
   readonly statics: readonly Uint8Array[];
@@ -182,10 +184,39 @@ export function planKeyOf(q: CompiledCombineQuery, vKey: string): string {
   return key;
 }
 
-/** The plan for this request's query, environment and version, or null when none is current. */
-export function currentPlan(cache: PlanCache, key: string, env: EnvView, vKey: string): CombinePlan | null {
+/**
+ * The plan for this request's query and version (`key`, planKeyOf) in its environment, or null when none
+ * is current. The key names the version: a plan is kept under it only once a request of that version
+ * chose exactly the plan's revisions (keepPlan).
+ */
+export function currentPlan(cache: PlanCache, key: string, env: EnvView): CombinePlan | null {
   const plan = cache.get(key);
-  if (plan === undefined || plan.env !== env || plan.generation !== env.generation || plan.vKey !== vKey) return null;
+  if (plan === undefined || plan.env !== env || plan.generation !== env.generation) return null;
+  return plan;
+}
+
+/**
+ * The key a plan is also kept under: its query and the revision chosen for each of its ids
+ * (`revisions`: each revision id or '-' for none, in query order). Query ids are numbers, so these keys
+ * (`s<id>:…`) never meet planKeyOf's (`<id>:<version>`).
+ */
+export function planShapeKey(q: CompiledCombineQuery, revisions: string): string {
+  return 's' + q.planId + ':' + revisions;
+}
+
+/**
+ * Keeps the plan of a request whose items were all front-cache hits under its (query, version) key:
+ * the current plan of the same shape (another version that chose the same revisions) when there is
+ * one, else a new one, kept under the shape too. The LRU charges a shared plan under each key it is
+ * kept by: shared plans count more than they hold, never less.
+ */
+export function keepPlan(cache: PlanCache, planKey: string, shapeKey: string, env: EnvView, kind: JobKind, items: readonly PlanItem[], baseTag: string, missingHeader: string): CombinePlan {
+  let plan = currentPlan(cache, shapeKey, env);
+  if (plan === null) {
+    plan = buildPlan(env, kind, items, baseTag, missingHeader);
+    cache.set(shapeKey, plan);
+  }
+  cache.set(planKey, plan);
   return plan;
 }
 
@@ -208,7 +239,6 @@ const OPEN_OBJECT = Buffer.from('{}', 'latin1');
  */
 export function buildPlan(
   env: EnvView,
-  vKey: string,
   kind: JobKind,
   items: readonly PlanItem[],
   baseTag: string,
@@ -261,7 +291,6 @@ export function buildPlan(
   return {
     env,
     generation: env.generation,
-    vKey,
     kind,
     statics,
     steps: Int32Array.from(steps),

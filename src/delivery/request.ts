@@ -26,7 +26,7 @@ import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, 
 import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendError, sendUidContent, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, describedTag, etagValue, itemTag, matchIfNoneMatch, withMappedPart, withUid } from './etag.js';
-import { buildPlan, currentPlan, planKeyOf, planTagOf, plannedAnswer, type CombinePlan, type PlanItem } from './combine-plan.js';
+import { currentPlan, keepPlan, planKeyOf, planShapeKey, planTagOf, plannedAnswer, type CombinePlan, type PlanItem } from './combine-plan.js';
 import type { UidBlock } from './header-block.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
 import { putBytes } from '../shared/bytes.js';
@@ -314,7 +314,7 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
   const q = compiledCombineQuery(r.query, r.state.config.maxCombineIds);
   prepareUser(r, q.kind, ctx);
   const planKey = planKeyOf(q, ctx.vKey);
-  const plan = currentPlan(r.state.combinePlans, planKey, r.env, ctx.vKey);
+  const plan = currentPlan(r.state.combinePlans, planKey, r.env);
   if (plan !== null && (!plan.compressible || (r.accept & ACCEPT_GZIP) === 0) && answeredByPlan(r, plan, ctx)) return;
   startCombineItems(r, q, ctx, plan === null ? planKey : null);
 }
@@ -389,6 +389,8 @@ function startCombineItems(r: ContentRequest, q: CompiledCombineQuery, ctx: User
   const jobs: Job[] = [];
   const slots: number[] = [];
   const planItems: PlanItem[] | null = planKey === null ? null : [];
+  // What the plan would be made of (combine-plan.ts keepPlan): the revision of each id, '-' for none.
+  let revisions = '';
   // The answer's description for its tag (etag.ts combineTag): the kind, each id as written
   // (length-prefixed: ids may hold any character) and each item's parts but its rule combination,
   // which goes into the per-request part with the uid.
@@ -403,8 +405,10 @@ function startCombineItems(r: ContentRequest, q: CompiledCombineQuery, ctx: User
     if (content === undefined || rev === undefined) {
       missing.push(entry.id);
       description += entry.tagPrefix;
+      if (planItems !== null) revisions += '-,';
       continue;
     }
+    if (planItems !== null) revisions += rev.revId + ',';
     const combination = combinationOf(r, q.kind, content, ctx);
     const mapped = q.kind !== JobKind.Plain && content.mappingId !== 0;
     description += entry.tagPrefix + itemTag(q.kind, rev.hash, content.mappingId, null);
@@ -429,7 +433,7 @@ function startCombineItems(r: ContentRequest, q: CompiledCombineQuery, ctx: User
   const baseTag = describedTag(description);
   r.tag = combineTag(baseTag, q.kind, r.uid, mappedParts, mappedCount);
   if (planKey !== null && jobs.length === 0) {
-    r.state.combinePlans.set(planKey, buildPlan(r.env, ctx.vKey, q.kind, planItems!, baseTag, missingHeaderOf(missing)));
+    keepPlan(r.state.combinePlans, planKey, planShapeKey(q, revisions), r.env, q.kind, planItems!, baseTag, missingHeaderOf(missing));
   }
   if (answeredNotModified(r)) return;
   const counters = r.state.counters;

@@ -116,6 +116,26 @@ describe('combine answered from a plan', () => {
     expect(tags.size).toBe(2 + users.length * 2);
   });
 
+  it('serves app versions interleaved, each with its own revisions, where versions that chose the same ones share a plan', async () => {
+    // Levels has a revision from 2.0.0 on: 1.0.0 and 1.5.0 choose the first; 2.0.0, 2.5.0 and no version (the newest) the second.
+    const versions = ['1.0.0', '2.0.0', '1.5.0', '2.5.0', '', '1.0.0', '2.5.0', '1.5.0'];
+    const plainTags = new Map<string, string>();
+    for (const v of versions) {
+      const body = v === '' ? JSON.stringify({ u: 'player-v', p: { spent: 120 } }) : user('player-v', 120, v);
+      const dynamic = await askRepeated(DYNAMIC, body);
+      expect(JSON.parse(dynamic.wire.toString('utf8'))).toEqual(await fromSingles(body, 'wrapped'));
+      const plain = await askRepeated(COMBINE, body);
+      const answer = JSON.parse(plain.wire.toString('utf8')) as Record<string, { level: number }>;
+      expect(answer.Levels!.level).toBe(v === '' || v >= '2.0.0' ? 2 : 1);
+      plainTags.set(v, String(plain.headers.etag));
+    }
+    // The same revisions make the same answer and tag whichever version asked; the other revision another.
+    expect(plainTags.get('1.5.0')).toBe(plainTags.get('1.0.0'));
+    expect(plainTags.get('')).toBe(plainTags.get('2.0.0'));
+    expect(plainTags.get('2.5.0')).toBe(plainTags.get('2.0.0'));
+    expect(plainTags.get('2.0.0')).not.toBe(plainTags.get('1.0.0'));
+  });
+
   it('writes every user\'s digits right whatever their length (the plan lays its bytes out per length)', async () => {
     // uids are uniform over uint32 and mod = uid % 1000: 40 users give uid and mod lengths beyond the
     // few a plan lays out, so both ways of writing a planned answer are taken.
