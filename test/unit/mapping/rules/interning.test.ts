@@ -16,7 +16,7 @@ function pathOf(...pairs: [number, number][]): Int32Array {
 
 // The documented bounds (interning.ts): 4,096 combinations, 4 x 4,096 trie nodes.
 const MAX_INTERNED = 4096;
-const MAX_TRIE_NODES = 4 * MAX_INTERNED;
+const MAX_PATH_EDGES = 4 * MAX_INTERNED;
 
 describe('path edges and keys', () => {
   it('the key names each (rule, choice) in order, -1 for a patch rule, the variant index otherwise', () => {
@@ -58,6 +58,37 @@ describe('CombinationIndex', () => {
     expect(index.byPath(pathOf([0, -1], [1, 2]), 2)).toBe(ab);
   });
 
+  it('every path stays reachable as the table grows; paths never added, and the same edges in a scratch array longer than the path, are told apart', () => {
+    const index = new CombinationIndex();
+    // 3,000 paths of one to three edges over 40 rules and choices -1..2: many share a prefix or a hash bucket.
+    const paths: Int32Array[] = [];
+    const added: Combination[] = [];
+    for (let n = 0; paths.length < 3000; n++) {
+      const edges = [pathEdge(n % 40, (n % 4) - 1)];
+      if (n >= 40) edges.push(pathEdge(40 + ((n >> 2) % 60), ((n >> 3) % 4) - 1));
+      if (n >= 1200) edges.push(pathEdge(100 + (n % 97), -1));
+      const path = Int32Array.from(edges);
+      if (index.byPath(path, path.length) !== null) continue;
+      const c = combo(`p${n}`);
+      index.addPath(path, path.length, c);
+      paths.push(path);
+      added.push(c);
+    }
+    for (let i = 0; i < paths.length; i++) {
+      const path = paths[i]!;
+      expect(index.byPath(path, path.length)).toBe(added[i]);
+      // The scratch array the rule program writes is longer than the path: only `length` edges count.
+      const scratch = new Int32Array(16).fill(pathEdge(999, -1));
+      scratch.set(path);
+      expect(index.byPath(scratch, path.length)).toBe(added[i]);
+      expect(index.byPath(scratch, path.length + 1)).toBeNull();
+    }
+    expect(index.byPath(Int32Array.of(pathEdge(500, -1)), 1)).toBeNull();
+    // Adding a path held already keeps the first entry.
+    index.addPath(paths[0]!, paths[0]!.length, combo('again'));
+    expect(index.byPath(paths[0]!, paths[0]!.length)).toBe(added[0]);
+  });
+
   it('by key: what was added comes back as the same object', () => {
     const index = new CombinationIndex();
     const c = combo('3.1;');
@@ -77,12 +108,12 @@ describe('CombinationIndex', () => {
     expect(index.getByKey('k0')).toBe(first);
   });
 
-  it(`holds at most ${MAX_TRIE_NODES} trie nodes; a path past that is not reachable, earlier ones still are`, () => {
+  it(`holds at most ${MAX_PATH_EDGES} edges; a path past that is not reachable, earlier ones still are`, () => {
     const index = new CombinationIndex();
-    // Paths of 1,000 edges (a mapping's rule limit), each with its own first edge: 1,000 new nodes each.
+    // Paths of 1,000 edges (a mapping's rule limit), each with its own first edge: 1,000 edges held each.
     const longPath = (first: number): Int32Array => Int32Array.from({ length: 1000 }, (_v, i) => pathEdge(i, i === 0 ? first : -1));
     const added: Combination[] = [];
-    const fit = Math.floor((MAX_TRIE_NODES - 1) / 1000);
+    const fit = Math.floor(MAX_PATH_EDGES / 1000);
     for (let n = 0; n < fit; n++) {
       const c = combo(`long${n}`);
       added.push(c);
