@@ -2,7 +2,7 @@
  * Micro-benchmark of what the front end allocates per mapped request (time and bytes of JS heap per
  * call), the steps of a render-cache hit in src/delivery/request.ts, each against what it replaced:
  * - body text: Buffer#toString [before] vs the TextDecoder the front end uses [after];
- * - combination: the key string built rule by rule and looked up [before] vs the trie walk of
+ * - combination: the key string built rule by rule and looked up [before] vs the path lookup of
  *   src/mapping/rules/interning.ts [after];
  * - tail: a string concatenated and joined with the head into a new Buffer [before] vs the bytes
  *   written into a reused buffer by src/delivery/tail.ts [after];
@@ -58,7 +58,7 @@ export function runAllocMicro(minMs?: number): Row[] {
   for (let i = 0; i <= mask; i++) {
     const c = contexts[i]!;
     if (evaluateByKeyString(mapping, c.p, mods[i]!) !== evaluateMapping(mapping, c.p, '', mods[i]!)) {
-      throw new Error('the string-key evaluation and the trie disagree');
+      throw new Error('the string-key evaluation and the path lookup disagree');
     }
   }
   const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
@@ -88,7 +88,7 @@ export function runAllocMicro(minMs?: number): Row[] {
     measureWithBytes('body text: Buffer.from(chunk).toString() [before]', (i) => Buffer.from(chunks[i & mask]!).toString('utf8').length, minMs),
     measureWithBytes('body text: TextDecoder.decode(chunk) [after]', (i) => decoder.decode(chunks[i & mask]).length, minMs),
     measureWithBytes('combination: key string per request + Map lookup [before]', (i) => evaluateByKeyString(mapping, contexts[i & mask]!.p, mods[i & mask]!).patches.length, minMs),
-    measureWithBytes('combination: trie walk by (rule, choice) path [after]', (i) => evaluateMapping(mapping, contexts[i & mask]!.p, '', mods[i & mask]!).patches.length, minMs),
+    measureWithBytes('combination: path lookup by (rule, choice) edges [after]', (i) => evaluateMapping(mapping, contexts[i & mask]!.p, '', mods[i & mask]!).patches.length, minMs),
     measureWithBytes('tail: string + new Buffer(head + tail) [before]', (i) => {
       const uid = mods[i & mask]! * 4_000_000 + i;
       const tail = uid + ',"mod":' + mods[i & mask]! + ',"seg":' + seg + '}}';
