@@ -324,6 +324,17 @@ const plannedHeads: Rendered[] = [];
 const plannedCombinations: (Combination | null)[] = [];
 
 /**
+ * Whether two mapped items' combinations put the same part into a combine's tag (etag.ts: the part is
+ * a function of the key). Items behind different mappings have their own combination objects, also
+ * where the same rules applied: a game's contents each carry their own copy of a segment rule (the
+ * bench's combine-50: five mappings of one rule), and comparing objects sent every user of that
+ * segment down the per-request tag (its strings built and written byte by byte).
+ */
+function sameTagPart(a: Combination | null, b: Combination | null): boolean {
+  return a === b || (a !== null && b !== null && a.key === b.key);
+}
+
+/**
  * Answers from a plan (combine-plan.ts) when every mapped item's head is a front-cache hit and the
  * answer goes out uncompressed; false (nothing written) sends the request the general way.
  */
@@ -332,6 +343,7 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
   const cache = r.state.frontCache;
   const gzip = (r.accept & ACCEPT_GZIP) !== 0;
   let uniform = true;
+  let first: Combination | null = null;
   for (let k = 0; k < mapped.length; k++) {
     const m = mapped[k]!;
     const combination = combinationOf(r, plan.kind, m.content, ctx);
@@ -339,7 +351,8 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
     if (hit === undefined || (gzip && hit.gzPart !== null)) return false;
     plannedHeads[k] = hit;
     plannedCombinations[k] = combination;
-    if (combination !== plannedCombinations[0]) uniform = false;
+    if (k === 0) first = combination;
+    else if (!sameTagPart(combination, first)) uniform = false;
   }
   let block: UidBlock | null = null;
   if (plan.kind === JobKind.Plain) {

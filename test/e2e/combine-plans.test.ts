@@ -33,6 +33,8 @@ function bundle(): unknown {
     Levels: { revisions: [{ json: { level: 1 } }, { json: { level: 2 }, minAppVersion: '2.0.0' }] },
     Drops: { json: big() },
     Offers: { json: { color: 'grey', offer: 'none' }, mapping: MAPPING },
+    // Another mapping: its combination differs from Shop's for every user (another rule, no A/B).
+    Promo: { json: { banner: 'none' }, mapping: { rules: [{ segment: 'big', when: { spent: { $gte: 200 } }, patch: { banner: 'big' } }] } },
   };
   for (let i = 0; i < 8; i++) content[`Cfg${i}`] = { json: { i, name: `config ${i}` } };
   return { environments: { [ENV]: { keys: [KEY], content } } };
@@ -169,8 +171,10 @@ describe('combine answered from a plan', () => {
   });
 
   it('keeps the tag of each combination of its mapped items: one mapped item, two, none; 304 to each', async () => {
-    // Cfg2+Shop selects the combinations Cfg0+Shop+Cfg1 selected, for another plan (another tag).
-    for (const ids of [['Cfg0', 'Shop', 'Cfg1'], ['Shop', 'Cfg5', 'Offers'], ['Cfg6', 'Cfg7'], ['Cfg2', 'Shop']]) {
+    // Cfg2+Shop selects the combinations Cfg0+Shop+Cfg1 selected, for another plan (another tag). Shop
+    // and Offers have mappings of the same rules (each its own combinations, the same tag parts); Shop
+    // and Promo differ for every user.
+    for (const ids of [['Cfg0', 'Shop', 'Cfg1'], ['Shop', 'Cfg5', 'Offers'], ['Cfg6', 'Cfg7'], ['Cfg2', 'Shop'], ['Shop', 'Promo', 'Cfg5']]) {
       const path = '/api/v1/combine?c=' + encodeURIComponent(JSON.stringify(ids)) + '&dynamic=true';
       // An order that moves between combinations (whale or not, variant A or B) and comes back.
       const users = ['a-1', 'a-2', 'a-3', 'a-1', 'a-4', 'a-2'].map((u, i) => user(u, i % 2 === 0 ? 0 : 500, '1.0.0'));
