@@ -16,7 +16,7 @@
  */
 import { parseUserContext } from '../../src/delivery/context.js';
 import { frontKey, frontKeyOf, type FrontKey } from '../../src/delivery/front-cache.js';
-import { wrappedTailLength, writeWrappedTail } from '../../src/delivery/tail.js';
+import { wordsOf, wrappedTailLength, writeWrappedTail } from '../../src/delivery/tail.js';
 import { userUid } from '../../src/shared/identity.js';
 import type { CompiledMapping, Combination } from '../../src/mapping/index.js';
 import { combinationForKey, compileMapping, evaluateMapping } from '../../src/mapping/index.js';
@@ -66,6 +66,7 @@ export function runAllocMicro(minMs?: number): Row[] {
   const seg = '[{"n":"eu","v":null},{"n":"shop-refresh","v":"B","i":"long-refresh"}]';
   const segBytes = Buffer.from(seg, 'utf8');
   const scratch = Buffer.allocUnsafe(64 * 1024);
+  const scratchWords = wordsOf(scratch);
   const cache = new Map<FrontKey, number>();
   const combos = contexts.map((c, i) => evaluateMapping(mapping, c.p, c.vKey, mods[i]!));
   // Stored under the memoized strings, as the front cache stores what a miss was requested under.
@@ -81,7 +82,7 @@ export function runAllocMicro(minMs?: number): Row[] {
     const combination = evaluateMapping(mapping, ctx.p, ctx.vKey, mod);
     const key = frontKeyOf(JobKind.Wrapped, 7, 3, combination);
     scratch.set(head, 0);
-    return writeWrappedTail(scratch, head.byteLength, uid, mod, segBytes) + (cache.get(key) ?? 0);
+    return writeWrappedTail(scratch, scratchWords, head.byteLength, uid, mod, segBytes) + (cache.get(key) ?? 0);
   };
 
   return [
@@ -101,7 +102,7 @@ export function runAllocMicro(minMs?: number): Row[] {
       const uid = mods[i & mask]! * 4_000_000 + i;
       const out = scratch;
       out.set(head, 0);
-      const end = writeWrappedTail(out, head.byteLength, uid, mods[i & mask]!, segBytes);
+      const end = writeWrappedTail(out, scratchWords, head.byteLength, uid, mods[i & mask]!, segBytes);
       return end === head.byteLength + wrappedTailLength(uid, mods[i & mask]!, segBytes) ? end : -1;
     }, minMs),
     measureWithBytes('cache key: built per request + Map get [before]', (i) => cache.get(frontKey(JobKind.Wrapped, 7, 3, combos[i & mask]!.key))!, minMs),

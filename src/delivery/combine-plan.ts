@@ -420,7 +420,7 @@ function putUser(words: DataView, at: number, length: number, c0: number, c1: nu
  */
 export function plannedAnswer(plan: CombinePlan, uid: number, mod: number, heads: readonly Rendered[]): Uint8Array {
   const total = plannedLength(plan, uid, mod, heads);
-  const userLength = plan.kind === JobKind.Plain ? 0 : writeUserPart(userPart, 0, uid, mod);
+  const userLength = plan.kind === JobKind.Plain ? 0 : writeUserPart(userPartWords, 0, uid, mod);
   const layout = userLength === 0 ? null : layoutFor(plan, userLength);
   if (layout !== null) return laidOutAnswer(layout, userLength, heads, total);
   const out = answerBuffer(total);

@@ -16,7 +16,7 @@ import { rememberIn, type Combination, type FrontKeyMemo } from '../mapping/inde
 import { JobKind, type JobResult } from '../pool/protocol.js';
 import { GZIP_HEADER, GZIP_TRAILER_BYTES, FINAL_EMPTY_BLOCK, crc32Shift, type CompressedPart } from '../shared/gzip.js';
 import { BLOCK_ROOM, type UidBlock } from './header-block.js';
-import { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, tailEndOf } from './tail.js';
+import { EMPTY_BYTES, EMPTY_WORDS, USER_PART_MAX, USER_PART_MIN, tailEndOf } from './tail.js';
 
 /**
  * A rendered item. As a UidBlock it keeps the header block of its wrapped answers up to the uid
@@ -49,6 +49,8 @@ export interface Rendered extends UidBlock {
    * entry only ever answered gzip never copies its head); empty until then, and for plain.
    */
   answer: Uint8Array;
+  /** A DataView of `answer`: the user's digits are written through it. */
+  answerWords: DataView;
   /** Where tailEnd sits in `answer` (-1: not written yet). */
   tailAt: number;
   /** Views of `answer` per length of the user's part (index: length - USER_PART_MIN), made on first use. */
@@ -73,11 +75,13 @@ export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array 
     gzPart,
     br,
     block: EMPTY_BYTES,
+    blockWords: EMPTY_WORDS,
     blockControl: null,
     blockVary: null,
     blockTag: '',
     blockStart: 0,
     answer: EMPTY_BYTES,
+    answerWords: EMPTY_WORDS,
     tailAt: -1,
     answerViews: seg.length === 0 ? NO_VIEWS : new Array<Uint8Array | undefined>(USER_PART_MAX - USER_PART_MIN + 1).fill(undefined),
     blockViews: seg.length === 0 ? NO_VIEWS : new Array<Uint8Array | undefined>(BLOCK_ROOM + 1).fill(undefined),

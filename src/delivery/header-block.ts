@@ -19,7 +19,7 @@
 import { ReusedBuffer, putBytes, putLatin1 } from '../shared/bytes.js';
 import { Coding, SUFFIX_BYTES } from './etag.js';
 
-import { EMPTY_BYTES, writeDecimal } from './tail.js';
+import { EMPTY_BYTES, EMPTY_WORDS, wordsOf, writeDecimal } from './tail.js';
 
 const QUOTE = 0x22;
 const DOT = 0x2e;
@@ -115,6 +115,8 @@ export const BLOCK_ROOM = 10 + SUFFIX_MAX;
 export interface UidBlock {
   /** `<prefix>"<tag>.` and BLOCK_ROOM bytes for the uid and the ETag's end, built on first use. */
   block: Uint8Array;
+  /** A DataView of `block`: the uid's digits are written through it. */
+  blockWords: DataView;
   blockControl: Uint8Array | null;
   blockVary: Uint8Array | null;
   /** The tag `block` was built for. */
@@ -127,7 +129,7 @@ export interface UidBlock {
 
 /** A UidBlock before its first answer. */
 export function newUidBlock(): UidBlock {
-  return { block: EMPTY_BYTES, blockControl: null, blockVary: null, blockTag: '', blockStart: 0, blockViews: new Array<Uint8Array | undefined>(BLOCK_ROOM + 1).fill(undefined) };
+  return { block: EMPTY_BYTES, blockWords: EMPTY_WORDS, blockControl: null, blockVary: null, blockTag: '', blockStart: 0, blockViews: new Array<Uint8Array | undefined>(BLOCK_ROOM + 1).fill(undefined) };
 }
 
 /**
@@ -142,7 +144,7 @@ export function wrappedBlock(item: UidBlock, cacheControl: Uint8Array, vary: Uin
   if (item.blockTag !== itemTag || item.blockControl !== cacheControl || item.blockVary !== vary) keepItemBlock(item, cacheControl, vary, itemTag);
   const out = item.block;
   const start = item.blockStart;
-  let at = writeDecimal(out, start, uid);
+  let at = writeDecimal(item.blockWords, start, uid);
   if (coding === Coding.Identity) out[at++] = QUOTE;
   else at = putBytes(out, SUFFIX_BYTES[coding]!, at);
   const views = item.blockViews;
@@ -166,6 +168,7 @@ export function moveBlock(item: UidBlock, into: Uint8Array, at: number): void {
   const block = item.block;
   putBytes(into, block, at);
   item.block = into.subarray(at, at + block.length);
+  item.blockWords = wordsOf(item.block);
   item.blockViews.fill(undefined);
 }
 
@@ -176,6 +179,7 @@ function keepItemBlock(item: UidBlock, cacheControl: Uint8Array, vary: Uint8Arra
   const at = putTagStart(start, prefix, itemTag);
   start[at] = DOT;
   item.block = start;
+  item.blockWords = wordsOf(start);
   item.blockStart = at + 1;
   item.blockViews.fill(undefined);
   item.blockControl = cacheControl;

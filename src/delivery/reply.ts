@@ -126,6 +126,11 @@ export function answerBuffer(size: number): Buffer {
   return scratch.bytes;
 }
 
+/** A DataView of the answer buffer as last returned by answerBuffer (digits are written through it as words). */
+export function answerWords(): DataView {
+  return scratch.words;
+}
+
 /**
  * The first `length` bytes of the answer buffer (as last returned by answerBuffer) as a plain
  * Uint8Array: Buffer's subarray creates its result through the species constructor (a property
@@ -261,7 +266,7 @@ function writeWrappedCorked(): void {
  */
 function answerInPlace(item: Rendered, uid: number, mod: number): Uint8Array {
   const out = item.answer.length === 0 ? placeAnswer(item) : item.answer;
-  const userEnd = writeUserPart(out, item.head.length, uid, mod);
+  const userEnd = writeUserPart(item.answerWords, item.head.length, uid, mod);
   if (item.tailAt !== userEnd) {
     putBytes(out, item.tailEnd, userEnd);
     item.tailAt = userEnd;
@@ -288,6 +293,7 @@ function placeAnswer(item: Rendered): Uint8Array {
   const out = storage.subarray(0, size);
   item.head = storage.subarray(0, head.length);
   item.answer = out;
+  item.answerWords = new DataView(storage.buffer, 0, size);
   if (item.block.length > 0) moveBlock(item, storage, size);
   return out;
 }

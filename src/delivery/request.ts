@@ -23,7 +23,7 @@ import { bodyText, keptChunk } from './body.js';
 import { parseUserContext, type UserContext } from './context.js';
 import { frontKeyOf, renderedOf, type FrontKey, type Rendered } from './front-cache.js';
 import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, type CompiledCombineQuery } from './query.js';
-import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendError, sendUidContent, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
+import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, answerWords, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendError, sendUidContent, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, describedTag, etagValue, itemTag, matchIfNoneMatch, withMappedPart, withUid } from './etag.js';
 import { currentPlan, keepPlan, planKeyOf, planShapeKey, planTagOf, plannedAnswer, type CombinePlan, type PlanItem } from './combine-plan.js';
@@ -608,6 +608,7 @@ function combineBytes(r: ContentRequest): Uint8Array {
   // The reply's reused buffer (sendContent's end() copies it before returning): a 10-id answer is
   // ~16 KB, which Buffer.allocUnsafe takes from no pool, so each answer was a fresh ArrayBuffer.
   const out = answerBuffer(total);
+  const words = answerWords();
   let pos = 0;
   first = true;
   for (let i = 0; i < entries.length; i++) {
@@ -615,7 +616,7 @@ function combineBytes(r: ContentRequest): Uint8Array {
     if (item === null || item === undefined) continue;
     pos = putBytes(out, item.head, putBytes(out, entryKey(entries[i]!, first), pos));
     first = false;
-    if (wrapped) pos = writeWrappedTail(out, pos, r.uid, r.mod, item.tailEnd);
+    if (wrapped) pos = writeWrappedTail(out, words, pos, r.uid, r.mod, item.tailEnd);
   }
   out[pos] = 0x7d; // '}'
   return answerView(pos + 1);

@@ -49,6 +49,8 @@ const KEPT_VIEW_LENGTHS = 4096;
  */
 export class ReusedBuffer {
   readonly bytes: Buffer;
+  /** A DataView of `bytes`, for writers that store words (src/delivery/tail.ts). */
+  readonly words: DataView;
   readonly store: ArrayBuffer;
   readonly offset: number;
   readonly size: number;
@@ -56,6 +58,7 @@ export class ReusedBuffer {
 
   constructor(size: number) {
     this.bytes = Buffer.allocUnsafeSlow(size);
+    this.words = new DataView(this.bytes.buffer, this.bytes.byteOffset, size);
     this.store = this.bytes.buffer as ArrayBuffer;
     this.offset = this.bytes.byteOffset;
     this.size = size;

@@ -131,6 +131,8 @@ export function gzipBound(parts: number, raw: number, pieces: number): number {
  */
 export class GzipBuilder {
   out: Buffer = Buffer.alloc(0);
+  /** A DataView of `out` (digits are written through it as words: src/delivery/tail.ts). */
+  words: DataView = new DataView(this.out.buffer, this.out.byteOffset, 0);
   pos = 0;
   private crc = 0;
   private length = 0;
@@ -139,6 +141,8 @@ export class GzipBuilder {
   private runLength = 0;
 
   begin(out: Buffer): void {
+    // Callers reuse one buffer: its view is made once, not per member.
+    if (out !== this.out) this.words = new DataView(out.buffer, out.byteOffset, out.byteLength);
     this.out = out;
     out.set(GZIP_HEADER, 0);
     this.pos = GZIP_HEADER.byteLength;

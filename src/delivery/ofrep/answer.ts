@@ -86,27 +86,30 @@ function evaluationLength(parts: OfrepItem, uid: number, mod: number): number {
   return parts.keyPrefix.byteLength + parts.value.byteLength + parts.middle.byteLength + digitCount(uid) + MOD_MEMBER.byteLength + digitCount(mod) + 2;
 }
 
-/** Writes one evaluation at `pos` (room is the caller's); returns the end. */
-function writeEvaluation(out: Uint8Array, pos: number, parts: OfrepItem, uid: number, mod: number): number {
+/** Writes one evaluation at `pos` (room is the caller's; `words` a DataView of `out`); returns the end. */
+function writeEvaluation(out: Uint8Array, words: DataView, pos: number, parts: OfrepItem, uid: number, mod: number): number {
   out.set(parts.keyPrefix, pos);
   pos += parts.keyPrefix.byteLength;
   out.set(parts.value, pos);
   pos += parts.value.byteLength;
   out.set(parts.middle, pos);
   pos += parts.middle.byteLength;
-  pos = writeDecimal(out, pos, uid);
+  pos = writeDecimal(words, pos, uid);
   out.set(MOD_MEMBER, pos);
-  pos = writeDecimal(out, pos + MOD_MEMBER.byteLength, mod);
+  pos = writeDecimal(words, pos + MOD_MEMBER.byteLength, mod);
   out[pos] = CLOSE;
   out[pos + 1] = CLOSE;
   return pos + 2;
 }
 
-/** The answer of a single-flag evaluation, written into `buffer(size)` (the reply's reused buffer). */
-export function singleAnswer(buffer: (size: number) => Buffer, item: Rendered, hash: string, id: string, uid: number, mod: number): Uint8Array {
+/**
+ * The answer of a single-flag evaluation, written into `buffer(size)` (the reply's reused buffer;
+ * `words()` is a DataView of the buffer it last returned).
+ */
+export function singleAnswer(buffer: (size: number) => Buffer, words: () => DataView, item: Rendered, hash: string, id: string, uid: number, mod: number): Uint8Array {
   const parts = itemOf(item, hash, id);
   const out = buffer(evaluationLength(parts, uid, mod));
-  return out.subarray(0, writeEvaluation(out, 0, parts, uid, mod));
+  return out.subarray(0, writeEvaluation(out, words(), 0, parts, uid, mod));
 }
 
 const FLAGS_OPEN = Buffer.from('{"flags":[', 'latin1');
@@ -127,7 +130,7 @@ export interface BulkItem {
  * `{"flags":[…],"eventStreams":[…]}` (the streams member is `streams`, possibly empty), written into
  * `buffer(size)`: sizes first, then one pass of copies.
  */
-export function bulkAnswer(buffer: (size: number) => Buffer, list: readonly BulkItem[], uid: number, mod: number, streams: Buffer): Uint8Array {
+export function bulkAnswer(buffer: (size: number) => Buffer, words: () => DataView, list: readonly BulkItem[], uid: number, mod: number, streams: Buffer): Uint8Array {
   const parts = new Array<OfrepItem | null>(list.length);
   let total = FLAGS_OPEN.byteLength + 1 + streams.byteLength + 1;
   for (let i = 0; i < list.length; i++) {
@@ -143,6 +146,7 @@ export function bulkAnswer(buffer: (size: number) => Buffer, list: readonly Bulk
     total += evaluationLength(p, uid, mod);
   }
   const out = buffer(total);
+  const outWords = words();
   out.set(FLAGS_OPEN, 0);
   let pos = FLAGS_OPEN.byteLength;
   for (let i = 0; i < list.length; i++) {
@@ -153,7 +157,7 @@ export function bulkAnswer(buffer: (size: number) => Buffer, list: readonly Bulk
       out.set(failure, pos);
       pos += failure.byteLength;
     } else {
-      pos = writeEvaluation(out, pos, p, uid, mod);
+      pos = writeEvaluation(out, outWords, pos, p, uid, mod);
     }
   }
   out[pos++] = FLAGS_CLOSE;

@@ -24,7 +24,7 @@ import { JobKind, type Job, type JobResult } from '../../pool/protocol.js';
 import { bodyText, keptChunk } from '../body.js';
 import { frontKeyOf, renderedOf, type FrontKey, type Rendered } from '../front-cache.js';
 import { missJob } from '../request.js';
-import { CC_PRIVATE, answerBuffer, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendNotModified } from '../reply.js';
+import { CC_PRIVATE, answerBuffer, answerWords, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendNotModified } from '../reply.js';
 import { Coding, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
 import type { HttpPolicy } from '../http-policy.js';
 import type { FrontEndState } from '../state.js';
@@ -415,14 +415,14 @@ function answeredNotModified(r: OfrepRequest): boolean {
  */
 function answerFlag(r: OfrepRequest, item: Rendered): void {
   r.writing = true;
-  const body = singleAnswer(answerBuffer, item, r.hash, r.id, r.uid, r.mod);
+  const body = singleAnswer(answerBuffer, answerWords, item, r.hash, r.id, r.uid, r.mod);
   sendContent(r.res, ofrepPolicy(r.state.http), body, Coding.Identity, r.tag, CC_PRIVATE, '', '', r.origin, r.state.shuttingDown);
   r.finish();
 }
 
 function answerBulk(r: OfrepRequest): void {
   r.writing = true;
-  const body = bulkAnswer(answerBuffer, r.list!, r.uid, r.mod, r.streams);
+  const body = bulkAnswer(answerBuffer, answerWords, r.list!, r.uid, r.mod, r.streams);
   sendContent(r.res, ofrepPolicy(r.state.http), body, Coding.Identity, r.tag, CC_PRIVATE, '', '', r.origin, r.state.shuttingDown);
   r.finish();
 }

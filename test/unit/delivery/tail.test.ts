@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tailEndOf, wrappedTailLength, writeWrappedTail } from '../../../src/delivery/tail.js';
+import { digitCount, tailEndOf, wordsOf, wrappedTailLength, writeDecimal, writeUserPart, writeWrappedTail } from '../../../src/delivery/tail.js';
 
 describe('wrapped tail bytes', () => {
   it.each([
@@ -16,7 +16,7 @@ describe('wrapped tail bytes', () => {
     expect(length).toBe(Buffer.byteLength(expected, 'utf8'));
     // Written after a prefix, into a buffer with room to spare: the bytes around it stay untouched.
     const out = Buffer.alloc(length + 10, 0x2e);
-    const end = writeWrappedTail(out, 3, uid, mod, segBytes);
+    const end = writeWrappedTail(out, wordsOf(out), 3, uid, mod, segBytes);
     expect(end).toBe(3 + length);
     expect(out.toString('utf8')).toBe('...' + expected + '.'.repeat(7));
   });
@@ -29,6 +29,7 @@ describe('wrapped tail at every digit-count boundary', () => {
     const segs = ['[]', '[{"n":"eu","v":"B","i":"é"}]'].map((s) => Buffer.from(s, 'utf8'));
     const ends = segs.map(tailEndOf);
     const out = Buffer.alloc(200);
+    const words = wordsOf(out);
     const wrong: string[] = [];
     let checked = 0;
     for (const uid of uids) {
@@ -38,7 +39,7 @@ describe('wrapped tail at every digit-count boundary', () => {
           const tailEnd = ends[k]!;
           // The head ends with `"meta":{"uid":`; head + tail must be the meta object JSON.stringify writes.
           const expected = JSON.stringify({ uid, mod, seg: JSON.parse(seg.toString('utf8')) as unknown }).slice('{"uid":'.length) + '}';
-          const end = writeWrappedTail(out, 0, uid, mod, tailEnd);
+          const end = writeWrappedTail(out, words, 0, uid, mod, tailEnd);
           const written = out.toString('utf8', 0, end);
           if (end !== wrappedTailLength(uid, mod, tailEnd) || written !== expected) wrong.push(`${uid}/${mod}: ${written}`);
           checked++;
@@ -47,5 +48,39 @@ describe('wrapped tail at every digit-count boundary', () => {
     }
     expect(wrong.slice(0, 5)).toEqual([]);
     expect(checked).toBe(uids.length * 2000);
+  });
+});
+
+describe('decimal digits written as words', () => {
+  it('writes what String() writes for every value below 10^6, around every power of ten, every uint32 class and a sweep of 9- and 10-digit values, touching no byte around them', () => {
+    const values: number[] = [];
+    for (let n = 0; n < 1_000_000; n++) values.push(n);
+    for (let p = 10; p <= 1_000_000_000; p *= 10) values.push(p - 1, p, p + 1);
+    values.push(4_294_967_295, 4_294_967_294, 4_000_000_000, 2_147_483_647, 2_147_483_648);
+    // Every four-digit group in both word positions, and every leading part (1..42).
+    for (let k = 0; k < 10_000; k++) values.push(100_000_000 + k, 100_000_000 + k * 10_000, 4_200_000_000 + k * 9_973);
+    for (let top = 1; top <= 42; top++) values.push(top * 100_000_000 + 12_345_678);
+    const out = Buffer.alloc(32);
+    const words = wordsOf(out);
+    const wrong: string[] = [];
+    for (const n of values) {
+      out.fill(0x2e);
+      const end = writeDecimal(words, 5, n);
+      const text = String(n);
+      if (end !== 5 + text.length || end !== 5 + digitCount(n) || out.toString('latin1') !== '.....' + text + '.'.repeat(32 - 5 - text.length)) wrong.push(`${n}: ${out.toString('latin1')}`);
+    }
+    expect(wrong.slice(0, 5)).toEqual([]);
+  });
+
+  it('writes the user part after any prefix, whatever the lengths of uid and mod', () => {
+    const out = Buffer.alloc(48, 0x2e);
+    const words = wordsOf(out);
+    for (const [uid, mod] of [[0, 0], [7, 99], [100_000_000, 100], [999_999_999, 5], [4_294_967_295, 999], [1_000_000_000, 10]] as const) {
+      out.fill(0x2e);
+      const end = writeUserPart(words, 3, uid, mod);
+      const part = `${uid},"mod":${mod}`;
+      expect(end).toBe(3 + part.length);
+      expect(out.toString('latin1')).toBe('...' + part + '.'.repeat(48 - 3 - part.length));
+    }
   });
 });
