@@ -50,45 +50,45 @@ const BROKEN_MESSAGE = "this content's mapping cannot be compiled (the server lo
 const NO_STREAMS = Buffer.alloc(0);
 
 export class OfrepRequest implements JobSink {
-  readonly state: FrontEndState;
-  readonly res: HttpResponse;
-  readonly route: OfrepRoute;
-  readonly env: EnvView;
+  declare readonly state: FrontEndState;
+  declare readonly res: HttpResponse;
+  declare readonly route: OfrepRoute;
+  declare readonly env: EnvView;
   /** The id of the API key that made the request (the access log's; never the key). */
-  readonly keyId: string;
+  declare readonly keyId: string;
   /** The flag key as sent (decoded), echoed by error answers; null for a bulk evaluation. */
-  readonly key: string | null;
+  declare readonly key: string | null;
   /** The lookup key of the flag (contentIdKey), "" for a bulk evaluation. */
-  readonly idLower: string;
+  declare readonly idLower: string;
   /** If-None-Match as sent ("" when absent). */
-  readonly ifNoneMatch: string;
+  declare readonly ifNoneMatch: string;
   /** Access-Control-Allow-Origin for this request, or null. */
-  readonly origin: Uint8Array | null;
+  declare readonly origin: Uint8Array | null;
   /** The answer's entity tag without quotes (etag.ts), set once it is known. */
-  tag = '';
-  chunks: Buffer[] | null = null;
-  received = 0;
+  declare tag: string;
+  declare chunks: Buffer[] | null;
+  declare received: number;
   /** True once answered or aborted: nothing more may touch res. */
-  done = false;
+  declare done: boolean;
   /** True once a success answer started writing. */
-  writing = false;
-  uid = 0;
-  mod = 0;
+  declare writing: boolean;
+  declare uid: number;
+  declare mod: number;
   /** Front-cache key per slot (single: one; bulk: one per item of `list`, "" for failures). */
-  keys: FrontKey[] | null = null;
+  declare keys: FrontKey[] | null;
   /** Single: the content id as created and the hash of the revision answered. */
-  id = '';
-  hash = '';
+  declare id: string;
+  declare hash: string;
   /** Bulk: every item in answer order (a job's slot is its index here) and the eventStreams member. */
-  list: BulkItem[] | null = null;
+  declare list: BulkItem[] | null;
   /** The last mapping evaluated for this request and its result (as ContentRequest's: once per mapping). */
-  evaluatedMapping: CompiledMapping | null = null;
-  evaluated: Combination | null = null;
-  streams: Buffer = NO_STREAMS;
-  remaining = 0;
-  status = 200;
-  outcome: Outcome = Outcome.Hit;
-  readonly t0: number;
+  declare evaluatedMapping: CompiledMapping | null;
+  declare evaluated: Combination | null;
+  declare streams: Buffer;
+  declare remaining: number;
+  declare status: number;
+  declare outcome: Outcome;
+  declare readonly t0: number;
 
   constructor(
     state: FrontEndState,
@@ -101,6 +101,7 @@ export class OfrepRequest implements JobSink {
     ifNoneMatch: string,
     origin: Uint8Array | null,
   ) {
+    // Every field set here, in one order: declared fields, not class fields (see ContentRequest).
     this.state = state;
     this.res = res;
     this.route = route;
@@ -110,6 +111,23 @@ export class OfrepRequest implements JobSink {
     this.idLower = idLower;
     this.ifNoneMatch = ifNoneMatch;
     this.origin = origin;
+    this.tag = '';
+    this.chunks = null;
+    this.received = 0;
+    this.done = false;
+    this.writing = false;
+    this.uid = 0;
+    this.mod = 0;
+    this.keys = null;
+    this.id = '';
+    this.hash = '';
+    this.list = null;
+    this.evaluatedMapping = null;
+    this.evaluated = null;
+    this.streams = NO_STREAMS;
+    this.remaining = 0;
+    this.status = 200;
+    this.outcome = Outcome.Hit;
     this.t0 = performance.now();
     state.inFlight++;
   }
