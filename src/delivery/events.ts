@@ -18,6 +18,7 @@
  * event, and a client resuming from further back gets one refetch (an OFREP provider re-evaluates all
  * its flags on any of them, so a replay of each would only repeat it).
  */
+import { H_ACCEL_BUFFERING, H_ALLOW_ORIGIN, H_CACHE_CONTROL, H_CONTENT_TYPE } from './header-names.js';
 import type { HttpResponse } from 'uWebSockets.js';
 import type { EnvView } from './directory.js';
 import { etagValue, Coding } from './etag.js';
@@ -48,14 +49,11 @@ const RECONNECT_MS = 3000;
  */
 const STREAMS_PER_TURN = 256;
 
-const H_CONTENT_TYPE = Buffer.from('content-type', 'latin1');
 const EVENT_STREAM = Buffer.from('text/event-stream', 'latin1');
-const H_CACHE_CONTROL = Buffer.from('cache-control', 'latin1');
 const NO_STORE = Buffer.from('no-store', 'latin1');
-// nginx buffers proxied answers unless told not to; an event stream must go out as it is written.
-const H_ACCEL_BUFFERING = Buffer.from('x-accel-buffering', 'latin1');
+// X-Accel-Buffering: no. nginx buffers proxied answers unless told not to; an event stream must go out
+// as it is written.
 const NO = Buffer.from('no', 'latin1');
-const H_ALLOW_ORIGIN = Buffer.from('access-control-allow-origin', 'latin1');
 const HEARTBEAT = Buffer.from(': heartbeat\n\n', 'latin1');
 const OPENING = Buffer.from(`retry: ${RECONNECT_MS}\n\n`, 'latin1');
 

@@ -9,6 +9,7 @@
  * gets no CORS header and the browser keeps the answer from the page. Off (the default), nothing is
  * added and OPTIONS answers 405 as any other method a route does not take.
  */
+import { H_ORIGIN } from './header-names.js';
 import type { HttpRequest } from 'uWebSockets.js';
 import type { ServeConfig } from '../runtime/config.js';
 
@@ -24,7 +25,6 @@ export interface HttpPolicy {
   readonly corsOrigins: ReadonlyMap<string, Buffer> | null;
 }
 
-const H_ORIGIN = Buffer.from('origin', 'latin1');
 
 export function compileHttpPolicy(config: ServeConfig): HttpPolicy {
   const list = config.corsOrigins !== null && config.corsOrigins !== '*' ? config.corsOrigins : null;

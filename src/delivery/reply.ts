@@ -18,6 +18,21 @@
  *
  * HOT PATH: change with care.
  */
+import {
+  H_ALLOW,
+  H_ALLOW_HEADERS,
+  H_ALLOW_METHODS,
+  H_ALLOW_ORIGIN,
+  H_CACHE_CONTROL,
+  H_CONNECTION,
+  H_CONTENT_ENCODING,
+  H_CONTENT_TYPE,
+  H_ETAG,
+  H_EXPOSE_HEADERS,
+  H_MAX_AGE,
+  H_RETRY_AFTER,
+  H_VARY,
+} from './header-names.js';
 import type { HttpResponse } from 'uWebSockets.js';
 import { errorResponse, type ErrorResponse } from '../runtime/errors.js';
 import { ReusedBuffer, putBytes } from '../shared/bytes.js';
@@ -37,27 +52,17 @@ function bytes(text: string): Buffer {
   return Buffer.from(text, 'latin1');
 }
 
-// Header names and values as bytes: uWS reads a byte array in place, while a string argument is
-// UTF-8-encoded into a fresh native allocation on every call (v8::String::Utf8Value). With the method
-// left to uWS's router and 200 to its default status, this measured +7% req/s (bench/README.md).
-export const H_CONTENT_TYPE = bytes('content-type');
+// Header values as bytes (the names: header-names.ts): uWS reads a byte array in place, while a string
+// argument is UTF-8-encoded into a fresh native allocation on every call (v8::String::Utf8Value). With
+// the method left to uWS's router and 200 to its default status, this measured +7% req/s
+// (bench/README.md).
 export const JSON_TYPE_BYTES = bytes(JSON_TYPE);
-const H_ETAG = bytes('etag');
-const H_CACHE_CONTROL = bytes('cache-control');
-const H_VARY = bytes('vary');
-const H_CONTENT_ENCODING = bytes('content-encoding');
-const H_ALLOW_ORIGIN = bytes('access-control-allow-origin');
-const H_EXPOSE_HEADERS = bytes('access-control-expose-headers');
 const EXPOSED = bytes('ETag, X-Missing-Content, Retry-After');
-const H_ALLOW_METHODS = bytes('access-control-allow-methods');
 const ALLOWED_METHODS = bytes('GET, POST');
-const H_ALLOW_HEADERS = bytes('access-control-allow-headers');
 // Authorization: OFREP providers may send the key as a bearer token (docs/openfeature.md).
 const ALLOWED_HEADERS = bytes('X-Api-Key, Authorization, Content-Type, If-None-Match, Last-Event-ID');
-const H_MAX_AGE = bytes('access-control-max-age');
 /** Preflight answers are cached by the browser this long (Chromium caps it at 7,200 s). */
 const PREFLIGHT_MAX_AGE = bytes('600');
-const H_ALLOW = bytes('allow');
 const ALLOW_PREFLIGHT = bytes('GET, POST, OPTIONS');
 const H_ORIGIN_VARY = bytes('origin');
 const CODING_NAMES = [EMPTY_BYTES, bytes('gzip'), bytes('br')];
@@ -298,7 +303,6 @@ function placeAnswer(item: Rendered): Uint8Array {
   return out;
 }
 
-const H_CONNECTION = bytes('connection');
 const CLOSE = bytes('close');
 
 /**
@@ -537,7 +541,6 @@ export function sendError(res: HttpResponse, err: ErrorResponse, closeConnection
 
 /** 503 with Retry-After: the pool queue is full. Prebuilt: overload is exactly when cost matters most. */
 const OVERLOADED = errorResponse('overloaded', 'the server is at capacity; retry shortly');
-const H_RETRY_AFTER = bytes('retry-after');
 const RETRY_ONE = bytes('1');
 export function sendOverloaded(res: HttpResponse, closeConnection: boolean, origin: Uint8Array | null): void {
   send(res, OVERLOADED.statusLine, OVERLOADED.body, H_RETRY_AFTER, RETRY_ONE, closeConnection, origin);

@@ -10,8 +10,9 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { errorResponse } from '../runtime/errors.js';
 import type { KeyView } from './directory.js';
 import { contentIdKey } from '../store/ids.js';
-import { CC_SHARED, H_CONTENT_TYPE, JSON_TYPE, STATUS_OK, joinPieces, send, sendContent, sendError, sendNotModified, sendPreflight, sendStarting } from './reply.js';
+import { CC_SHARED, JSON_TYPE, STATUS_OK, joinPieces, send, sendContent, sendError, sendNotModified, sendPreflight, sendStarting } from './reply.js';
 import { corsOriginOf } from './http-policy.js';
+import { H_ACCEPT_ENCODING, H_API_KEY, H_CONTENT_LENGTH, H_CONTENT_TYPE, H_IF_NONE_MATCH, H_LAST_EVENT_ID, H_RETRY_AFTER, H_TRANSFER_ENCODING } from './header-names.js';
 import { ACCEPT_GZIP, acceptedCodings } from './encoding.js';
 import { Coding, etagValue, matchIfNoneMatch } from './etag.js';
 import { mintStreamToken, verifyStreamToken } from './stream-token.js';
@@ -37,14 +38,6 @@ const HEALTH_LOOP = ',"loop":';
 const HEALTH_DRAINING = '{"status":"shutting_down"}';
 // 200 still: delivery answers from the last good state, and a restart would not bring the store back.
 const HEALTH_STORE_UNAVAILABLE = '{"status":"degraded","store":"unavailable","seq":';
-// Header names as bytes, for the reason given in reply.ts.
-const H_API_KEY = Buffer.from('x-api-key', 'latin1');
-const H_CONTENT_LENGTH = Buffer.from('content-length', 'latin1');
-const H_TRANSFER_ENCODING = Buffer.from('transfer-encoding', 'latin1');
-const H_IF_NONE_MATCH = Buffer.from('if-none-match', 'latin1');
-const H_ACCEPT_ENCODING = Buffer.from('accept-encoding', 'latin1');
-const H_LAST_EVENT_ID = Buffer.from('last-event-id', 'latin1');
-const H_RETRY_AFTER = Buffer.from('retry-after', 'latin1');
 const TOO_MANY_STREAMS = errorResponse('too_many_streams', 'this server holds as many event streams as it may (--max-streams); retry later');
 const BAD_STREAM_TOKEN = errorResponse('invalid_stream_token', 'the stream token is malformed, expired or its key was revoked; get a new one');
 /** Seconds a client refused a stream waits before trying again (spread further by its own jitter). */

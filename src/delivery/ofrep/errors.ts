@@ -8,6 +8,7 @@
  * rcd's code decides the OFREP errorCode (errorCodeOf). The part after the key is built once per
  * (code, message) and kept, as errors.ts keeps its bodies: bad clients retry at full rate.
  */
+import { H_RETRY_AFTER } from '../header-names.js';
 import type { HttpResponse } from 'uWebSockets.js';
 import { ERROR_STATUS, errorResponse, statusLine, type ErrorCode } from '../../runtime/errors.js';
 import { send } from '../reply.js';
@@ -52,7 +53,6 @@ export function ofrepErrorBody(key: string | null, code: ErrorCode, message: str
   return key === null ? '{' + tail : '{"key":' + JSON.stringify(key) + ',' + tail;
 }
 
-const H_RETRY_AFTER = Buffer.from('retry-after', 'latin1');
 const RETRY_ONE = Buffer.from('1', 'latin1');
 
 /**

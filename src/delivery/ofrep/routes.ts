@@ -11,11 +11,12 @@
  *
  * HOT PATH: everything needed from `req` is read synchronously here.
  */
+import { H_API_KEY, H_AUTHORIZATION, H_CONTENT_LENGTH, H_CONTENT_TYPE, H_IF_NONE_MATCH, H_TRANSFER_ENCODING } from '../header-names.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { KeyView } from '../directory.js';
 import { contentIdKey } from '../../store/ids.js';
 import { corsOriginOf } from '../http-policy.js';
-import { H_CONTENT_TYPE, enterUwsCall, leaveUwsCall } from '../reply.js';
+import { enterUwsCall, leaveUwsCall } from '../reply.js';
 import { declaredOver, handlerFailed, isJsonContentType, refusedAmbiguousFraming } from '../routes.js';
 import type { FrontEndState } from '../state.js';
 import { MetricRoute, Outcome, Phase, S_PHASE, countRequest } from '../../metrics/layout.js';
@@ -28,12 +29,6 @@ import { noteKeyUse } from '../key-use.js';
 export const BULK_PATH = '/ofrep/v1/evaluate/flags';
 const FLAG_PREFIX = BULK_PATH + '/';
 
-// Header names as bytes, for the reason given in reply.ts.
-const H_API_KEY = Buffer.from('x-api-key', 'latin1');
-const H_AUTHORIZATION = Buffer.from('authorization', 'latin1');
-const H_CONTENT_LENGTH = Buffer.from('content-length', 'latin1');
-const H_TRANSFER_ENCODING = Buffer.from('transfer-encoding', 'latin1');
-const H_IF_NONE_MATCH = Buffer.from('if-none-match', 'latin1');
 const BEARER = /^bearer[ \t]+/i;
 
 /** The key as presented: X-Api-Key, else the token of `Authorization: Bearer`, else "". */
