@@ -7,7 +7,7 @@
  * down): names that share one ArrayBuffer share those few cache lines. A content request hands uWS
  * six names; made one by one they sat in Node's buffer pools of whichever module made them, and perf
  * had GetBackingStore at ~340 ns of a mapped request against the floor's ~220 for about as many calls
- * (bench/README.md, "Time by symbol").
+ * (bench/README.md, "Time by symbol beside the floor").
  *
  * HOT PATH: every content request reads through these.
  */
