@@ -103,6 +103,17 @@ export interface PlanTag {
   readonly plan: CombinePlan | null;
   readonly tag: string;
   readonly block: UidBlock;
+  /**
+   * The plan's mapped items' front-cache entries for this combination, kept by the first answer that
+   * found them all (null until then): the items' combinations all have this PlanTag's key, and an entry
+   * for (revision, mapping, combination key) is the same bytes whenever it is rendered, so they hold
+   * while the plan does. An answer from them skips a front-cache lookup per mapped item (combine-50:
+   * five, each a Map lookup and the LRU's bookkeeping in cold lines). Held here, an entry the front
+   * cache evicts stays alive as long as this PlanTag (on its combination, at most PLAN_TAGS of them).
+   */
+  heads: readonly Rendered[] | null;
+  /** Whether one of `heads` has a gzip form (a client accepting gzip is then answered without the plan). */
+  compressed: boolean;
 }
 
 /**
@@ -306,7 +317,7 @@ export function buildPlan(
       staticBytes + (wrapped ? LAYOUTS_PER_PLAN * (staticBytes + (((staticBytes + mappedBytes) * 5) >> 2)) : 0) + (USER_PART_MAX * 4 + 64) * statics.length + 128 * mapped.length + baseTag.length + missingHeader.length + 256 + OWN_TAG_BYTES,
     layouts: new Array<UserLayout | null>(USER_PART_MAX + 1).fill(null),
     layoutCount: 0,
-    ownTag: { plan: null, tag: baseTag, block: newUidBlock() },
+    ownTag: { plan: null, tag: baseTag, block: newUidBlock(), heads: null, compressed: false },
   };
 }
 
@@ -324,7 +335,7 @@ export function planTagOf(plan: CombinePlan, c: Combination | null): PlanTag {
   }
   let parts = '';
   for (let k = 0; k < plan.mapped.length; k++) parts = withMappedPart(parts, k, c);
-  const planTag: PlanTag = { plan, tag: combineTagPrefix(plan.baseTag, parts, plan.mapped.length), block: newUidBlock() };
+  const planTag: PlanTag = { plan, tag: combineTagPrefix(plan.baseTag, parts, plan.mapped.length), block: newUidBlock(), heads: null, compressed: false };
   c.planTagNext = rememberIn(memo, planTag, PLAN_TAGS, c.planTagNext);
   return planTag;
 }

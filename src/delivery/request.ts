@@ -26,7 +26,7 @@ import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, 
 import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, answerWords, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendError, sendUidContent, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, describedTag, etagValue, itemTag, matchIfNoneMatch, withMappedPart, withUid } from './etag.js';
-import { currentPlan, keepPlan, planKeyOf, planShapeKey, planTagOf, plannedAnswer, type CombinePlan, type PlanItem } from './combine-plan.js';
+import { currentPlan, keepPlan, planKeyOf, planShapeKey, planTagOf, plannedAnswer, type CombinePlan, type PlanItem, type PlanTag } from './combine-plan.js';
 import type { UidBlock } from './header-block.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
 import { putBytes } from '../shared/bytes.js';
@@ -360,26 +360,29 @@ function sameTagPart(a: Combination | null, b: Combination | null): boolean {
  */
 function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext): boolean {
   const mapped = plan.mapped;
-  const cache = r.state.frontCache;
   const gzip = (r.accept & ACCEPT_GZIP) !== 0;
+  // The mapped items' combinations (their rules, per user), and whether they put one part into the tag.
   let uniform = true;
   let first: Combination | null = null;
   for (let k = 0; k < mapped.length; k++) {
-    const m = mapped[k]!;
-    const combination = combinationOf(r, plan.kind, m.content, ctx);
-    const hit = cache.get(frontKeyOf(plan.kind, m.rev.revId, m.content.mappingId, combination));
-    if (hit === undefined || (gzip && hit.gzPart !== null)) return false;
-    plannedHeads[k] = hit;
+    const combination = combinationOf(r, plan.kind, mapped[k]!.content, ctx);
     plannedCombinations[k] = combination;
     if (k === 0) first = combination;
     else if (!sameTagPart(combination, first)) uniform = false;
   }
+  // The tag before the uid, its header block and the mapped items' heads, kept for this combination.
+  const planTag = plan.kind !== JobKind.Plain && uniform && (mapped.length === 0 || first !== null) ? planTagOf(plan, mapped.length === 0 ? null : first) : null;
+  let heads: readonly Rendered[] = plannedHeads;
+  if (planTag !== null && planTag.heads !== null) {
+    if (gzip && planTag.compressed) return false;
+    heads = planTag.heads;
+  } else if (mapped.length > 0 && !plannedHeadsFound(r, plan, gzip, planTag)) {
+    return false;
+  }
   let block: UidBlock | null = null;
   if (plan.kind === JobKind.Plain) {
     r.tag = plan.baseTag;
-  } else if (uniform && (mapped.length === 0 || plannedCombinations[0] !== null)) {
-    // The tag before the uid and its header block, kept (the uid is added where it is needed).
-    const planTag = planTagOf(plan, mapped.length === 0 ? null : plannedCombinations[0]!);
+  } else if (planTag !== null) {
     r.tag = planTag.tag;
     r.tagUid = true;
     block = planTag.block;
@@ -396,7 +399,7 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
     // Nothing per user (a plain combine): the plan's bytes are the answer.
     body = plan.statics[steps[0]!]!;
   } else {
-    body = plannedAnswer(plan, r.uid, r.mod, plannedHeads);
+    body = plannedAnswer(plan, r.uid, r.mod, heads);
   }
   if (block === null) {
     sendCombine(r, body, Coding.Identity, plan.missingHeader);
@@ -405,6 +408,32 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
   r.writing = true;
   sendUidContent(r.res, r.state.http, body, block, r.tag, r.uid, cacheControlOf(r), plan.missingHeader === '' ? '' : H_MISSING_CONTENT, plan.missingHeader, r.origin, r.state.shuttingDown);
   r.finish();
+  return true;
+}
+
+/**
+ * The plan's mapped items' heads from the front cache, for the combinations in plannedCombinations,
+ * into plannedHeads; false when one is missing or (for a gzip client) has a gzip form. Kept on
+ * `planTag` when given, for the next answer of that combination.
+ */
+function plannedHeadsFound(r: ContentRequest, plan: CombinePlan, gzip: boolean, planTag: PlanTag | null): boolean {
+  const mapped = plan.mapped;
+  const cache = r.state.frontCache;
+  let compressed = false;
+  for (let k = 0; k < mapped.length; k++) {
+    const m = mapped[k]!;
+    const hit = cache.get(frontKeyOf(plan.kind, m.rev.revId, m.content.mappingId, plannedCombinations[k]!));
+    if (hit === undefined) return false;
+    if (hit.gzPart !== null) {
+      if (gzip) return false;
+      compressed = true;
+    }
+    plannedHeads[k] = hit;
+  }
+  if (planTag !== null) {
+    planTag.heads = plannedHeads.slice(0, mapped.length);
+    planTag.compressed = compressed;
+  }
   return true;
 }
 

@@ -35,6 +35,8 @@ function bundle(): unknown {
     Offers: { json: { color: 'grey', offer: 'none' }, mapping: MAPPING },
     // Another mapping: its combination differs from Shop's for every user (another rule, no A/B).
     Promo: { json: { banner: 'none' }, mapping: { rules: [{ segment: 'big', when: { spent: { $gte: 200 } }, patch: { banner: 'big' } }] } },
+    // Behind a mapping and above the compression threshold: its front-cache entry has a gzip form.
+    Rewards: { json: big(), mapping: MAPPING },
   };
   for (let i = 0; i < 8; i++) content[`Cfg${i}`] = { json: { i, name: `config ${i}` } };
   return { environments: { [ENV]: { keys: [KEY], content } } };
@@ -213,6 +215,21 @@ describe('combine answered from a plan', () => {
     const back = await askRepeated(DYNAMIC, body);
     expect(back.headers['x-missing-content']).toBeUndefined();
     expect(Object.keys(JSON.parse(back.wire.toString('utf8')) as object)).toEqual(IDS);
+  });
+
+  it('answers a gzip client compressed when a mapped item has a gzip form, also after identity answers kept its heads', async () => {
+    const path = '/api/v1/combine?c=' + encodeURIComponent(JSON.stringify(['Cfg0', 'Rewards'])) + '&dynamic=true';
+    const users = [user('gz-1', 0, '1.0.0'), user('gz-2', 0, '1.0.0'), user('gz-1', 0, '1.0.0')];
+    for (const body of users) {
+      // Identity answers from the plan (the mapped item's head kept for its combination), then gzip.
+      const identity = await askRepeated(path, body);
+      const gz = await ask(path, body, { 'accept-encoding': 'gzip' });
+      expect(gz.headers['content-encoding']).toBe('gzip');
+      expect(decoded(gz).equals(identity.wire)).toBe(true);
+      expect(gz.headers.etag).toBe(String(identity.headers.etag).replace(/"$/, '.gz"'));
+      const answer = JSON.parse(identity.wire.toString('utf8')) as Record<string, { data: Record<string, unknown> }>;
+      expect(Object.keys(answer.Rewards!.data)).toHaveLength(120 + 1);
+    }
   });
 
   it('sends a gzip client the same answer compressed, before and after the plan exists', async () => {
