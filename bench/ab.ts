@@ -19,7 +19,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { UsageError, cpuBenchOptions, intOption } from './cli-options.js';
+import { cpuBenchOptions, intOption, nodeFlagsOption, UsageError } from './cli-options.js';
 import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { BENCH_ENV, buildBundle, repoRoot, writeBundle } from './fixtures/generate.js';
 import { memoryStatus } from './measure.js';
@@ -116,9 +116,7 @@ function parseOptions(argv: string[]): AbOptions {
   if (values.store !== 'sqlite' && values.store !== 'postgres') throw new UsageError(`--store must be sqlite or postgres, got "${values.store}"`);
   if (values.pg !== undefined && values.store !== 'postgres') throw new UsageError('--pg goes with --store postgres');
   if (!wrkAvailable()) throw new UsageError('bench:ab needs wrk on PATH (Debian: apt-get install wrk)');
-  const nodeFlags = (values['node-flags'] ?? '').split(' ').filter((f) => f !== '');
-  const notAFlag = nodeFlags.find((f) => !f.startsWith('--'));
-  if (notAFlag !== undefined) throw new UsageError(`--node-flags takes node options (each starting with --), got "${notAFlag}"`);
+  const nodeFlags = nodeFlagsOption(values['node-flags']);
   return {
     baseline,
     scenario,

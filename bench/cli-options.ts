@@ -13,6 +13,14 @@ export function intOption(name: string, raw: string | undefined, fallback: numbe
   return n;
 }
 
+/** `--node-flags`: options of node for rcd, space-separated, each starting with `--`. */
+export function nodeFlagsOption(raw: string | undefined): string[] {
+  const flags = (raw ?? '').split(' ').filter((f) => f !== '');
+  const notAFlag = flags.find((f) => !f.startsWith('--'));
+  if (notAFlag !== undefined) throw new UsageError(`--node-flags takes node options (each starting with --), got "${notAFlag}"`);
+  return flags;
+}
+
 /**
  * The options of a program that reads its servers' CPU from /proc (`program`, as `bench:ab`), parsed
  * by `parse`; null once the reason it cannot run was printed (a usage error with `usage`, or no Linux

@@ -21,7 +21,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { UsageError, cpuBenchOptions, intOption } from './cli-options.js';
+import { cpuBenchOptions, intOption, nodeFlagsOption, UsageError } from './cli-options.js';
 import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { repoRoot, writeBundle } from './fixtures/generate.js';
 import { probe } from './probe.js';
@@ -53,6 +53,8 @@ const USAGE = `usage: npm run bench:cost -- [options]
   --cache-sim              callgrind's cache simulator too: L1 misses per request of code (I1) and data (D1), slower
   --dumps DIR              keep callgrind's dumps in DIR (one per counted pass: callgrind_annotate shows where they go)
   --smoke                  1 round of 1 s, one counted pass of 20 requests after 1 pass: checks that it runs
+  --node-flags=FLAGS       options of node for rcd (its CPU rounds and its callgrind run), space-separated
+                           (e.g. --node-flags=--perf-basic-prof, so that perf names its compiled JavaScript)
   --out FILE               also write every figure as JSON
   --check                  exit 1 when a scenario's CPU efficiency is below its target`;
 
@@ -70,6 +72,7 @@ interface CostOptions {
   readonly out: string | null;
   readonly dumps: string | null;
   readonly check: boolean;
+  readonly nodeFlags: readonly string[];
 }
 
 function parseOptions(argv: string[]): CostOptions {
@@ -90,6 +93,7 @@ function parseOptions(argv: string[]): CostOptions {
       out: { type: 'string' },
       dumps: { type: 'string' },
       check: { type: 'boolean', default: false },
+      'node-flags': { type: 'string', default: '' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -126,6 +130,7 @@ function parseOptions(argv: string[]): CostOptions {
     out: values.out ?? null,
     dumps: values.dumps === undefined ? null : resolve(values.dumps),
     check: values.check === true,
+    nodeFlags: nodeFlagsOption(values['node-flags']),
   };
 }
 
@@ -267,6 +272,7 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
       threads: 1,
       httpThreads: 1,
       label: 'rcd under valgrind',
+      nodeArgs: opts.nodeFlags,
       launcher: callgrindLauncher(dumps, 'rcd', opts.cacheSim),
       startTimeoutMs: 300_000,
     }),
@@ -301,7 +307,7 @@ async function main(): Promise<number> {
   try {
     // One delivery loop each, the floor with one loop: like for like on any box.
     const [rcd, floor] = await Promise.all([
-      startServer(sup, { root: repoRoot(), store: `sqlite:${join(dir, 'cost.db')}`, bundle, threads: null, httpThreads: 1, label: 'rcd' }),
+      startServer(sup, { root: repoRoot(), store: `sqlite:${join(dir, 'cost.db')}`, bundle, threads: null, httpThreads: 1, label: 'rcd', nodeArgs: opts.nodeFlags }),
       startCeiling(sup, null, 1, true),
     ]);
     process.stdout.write(

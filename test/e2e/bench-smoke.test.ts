@@ -274,6 +274,26 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     expect([refused.code, refused.output.includes('--cache-sim runs under callgrind')]).toEqual([2, true]);
   }, 330_000);
 
+  it('--node-flags reaches rcd: with --perf-basic-prof it writes the map perf names its JavaScript by; a word that is no flag is refused with 2', async () => {
+    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--scenario', 'plain', '--node-flags=--perf-basic-prof'], 120_000, 'dist/bench/cost.js');
+    if (!wrkAvailable()) {
+      expect(code).toBe(2);
+      return;
+    }
+    expect(code, output).toBe(0);
+    const pid = /^rcd \(pid (\d+)\)/m.exec(output)?.[1];
+    expect(pid, output).toBeDefined();
+    const map = `/tmp/perf-${pid!}.map`;
+    try {
+      // V8 names each compiled function there, rcd's route handlers among them.
+      expect(readFileSync(map, 'utf8')).toMatch(/ JS:.*handleContent .*routes\.js/);
+    } finally {
+      rmSync(map, { force: true });
+    }
+    const refused = await runBench(['--no-callgrind', '--node-flags=perf-basic-prof'], 30_000, 'dist/bench/cost.js');
+    expect([refused.code, refused.output.includes('--node-flags takes node options')]).toEqual([2, true]);
+  }, 150_000);
+
   it('--check exits 1 exactly when a scenario FAILs its target; a scenario answering errors is refused with 2', async () => {
     const { code, output } = await runBench(['--scenario', 'combine-50', '--rounds', '1', '--duration', '1', '--warmup', '0', '--no-callgrind', '--check'], 120_000, 'dist/bench/cost.js');
     if (!wrkAvailable()) {
