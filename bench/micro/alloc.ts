@@ -16,7 +16,8 @@
  */
 import { parseUserContext } from '../../src/delivery/context.js';
 import { frontKey, frontKeyOf, type FrontKey } from '../../src/delivery/front-cache.js';
-import { wordsOf, wrappedTailLength, writeWrappedTail } from '../../src/delivery/tail.js';
+import { wrappedTailLength, writeWrappedTail } from '../../src/delivery/tail.js';
+import { wordsOf } from '../../src/shared/bytes.js';
 import { userUid } from '../../src/shared/identity.js';
 import type { CompiledMapping, Combination } from '../../src/mapping/index.js';
 import { combinationForKey, compileMapping, evaluateMapping } from '../../src/mapping/index.js';

@@ -39,7 +39,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import { JobKind } from '../pool/protocol.js';
-import { putBytes } from '../shared/bytes.js';
+import { EMPTY_WORDS, putBytes, wordsOf } from '../shared/bytes.js';
 import type { ContentView, EnvView, RevisionView } from './directory.js';
 import type { Rendered } from './front-cache.js';
 import { answerBuffer, answerView } from './reply.js';
@@ -391,7 +391,7 @@ function buildLayout(plan: CombinePlan, userLength: number): UserLayout {
     gaps,
     program: Int32Array.from(program),
     answer: EMPTY_BYTES,
-    words: new DataView(EMPTY_BYTES.buffer),
+    words: EMPTY_WORDS,
     at: new Int32Array(program.length).fill(-1),
     written: new Array<Rendered | null>(program.length).fill(null),
     view: EMPTY_BYTES,
@@ -401,7 +401,7 @@ function buildLayout(plan: CombinePlan, userLength: number): UserLayout {
 
 /** The user's part of every unmapped item's tail, `<uid>,"mod":<mod>`, written once per answer. */
 const userPart = Buffer.allocUnsafeSlow(32);
-const userPartWords = new DataView(userPart.buffer, userPart.byteOffset, userPart.byteLength);
+const userPartWords = wordsOf(userPart);
 /**
  * The user's part at `at` as two or three 8-byte stores: bytes 0-7 (`c0`), then 8-15 (`c1`) when the
  * part is longer than 16, then its last eight (`c2`), overlapping what was written (the same bytes).
@@ -470,7 +470,7 @@ export function plannedAnswer(plan: CombinePlan, uid: number, mod: number, heads
 function laidOutAnswer(layout: UserLayout, userLength: number, heads: readonly Rendered[], total: number): Uint8Array {
   if (layout.answer.length < total) {
     layout.answer = new Uint8Array(total + (total >> 2));
-    layout.words = new DataView(layout.answer.buffer);
+    layout.words = wordsOf(layout.answer);
     layout.at.fill(-1);
     layout.viewLength = -1;
   }

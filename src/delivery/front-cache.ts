@@ -16,7 +16,8 @@ import { rememberIn, type Combination, type FrontKeyMemo } from '../mapping/inde
 import { JobKind, type JobResult } from '../pool/protocol.js';
 import { GZIP_HEADER, GZIP_TRAILER_BYTES, FINAL_EMPTY_BLOCK, crc32Shift, type CompressedPart } from '../shared/gzip.js';
 import { BLOCK_ROOM, type UidBlock } from './header-block.js';
-import { EMPTY_BYTES, EMPTY_WORDS, USER_PART_MAX, USER_PART_MIN, tailEndOf } from './tail.js';
+import { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, tailEndOf } from './tail.js';
+import { EMPTY_WORDS } from '../shared/bytes.js';
 
 /**
  * A rendered item. As a UidBlock it keeps the header block of its wrapped answers up to the uid

@@ -16,10 +16,10 @@
  * list, keep their own calls (reply.ts).
  */
 
-import { ReusedBuffer, putBytes, putLatin1 } from '../shared/bytes.js';
+import { EMPTY_WORDS, ReusedBuffer, putBytes, putLatin1, wordsOf } from '../shared/bytes.js';
 import { Coding, SUFFIX_BYTES } from './etag.js';
 
-import { EMPTY_BYTES, EMPTY_WORDS, wordsOf, writeDecimal } from './tail.js';
+import { EMPTY_BYTES, writeDecimal } from './tail.js';
 
 const QUOTE = 0x22;
 const DOT = 0x2e;

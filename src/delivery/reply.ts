@@ -35,7 +35,7 @@ import {
 } from './header-names.js';
 import type { HttpResponse } from 'uWebSockets.js';
 import { errorResponse, type ErrorResponse } from '../runtime/errors.js';
-import { ReusedBuffer, putBytes } from '../shared/bytes.js';
+import { ReusedBuffer, putBytes, wordsOf } from '../shared/bytes.js';
 import { GzipBuilder, gzipBound } from '../shared/gzip.js';
 import { Coding } from './etag.js';
 import type { Rendered } from './front-cache.js';
@@ -298,7 +298,7 @@ function placeAnswer(item: Rendered): Uint8Array {
   const out = storage.subarray(0, size);
   item.head = storage.subarray(0, head.length);
   item.answer = out;
-  item.answerWords = new DataView(storage.buffer, 0, size);
+  item.answerWords = wordsOf(out);
   if (item.block.length > 0) moveBlock(item, storage, size);
   return out;
 }

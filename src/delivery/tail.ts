@@ -8,7 +8,7 @@
  * 2.0 -> 0.4 µs and 2,481 -> 5 bytes of JS heap per answer (bench/micro/alloc.ts).
  */
 
-import { putBytes } from '../shared/bytes.js';
+import { putBytes, wordsOf } from '../shared/bytes.js';
 import { STORED_BLOCK_MAX, type GzipBuilder } from '../shared/gzip.js';
 
 export const EMPTY_BYTES = new Uint8Array(0);
@@ -126,14 +126,6 @@ function writeShortDecimal(out: DataView, pos: number, n: number): number {
 export function writeWrappedTail(out: Uint8Array, words: DataView, pos: number, uid: number, mod: number, tailEnd: Uint8Array): number {
   return putBytes(out, tailEnd, writeUserPart(words, pos, uid, mod));
 }
-
-/** A DataView of `bytes` (the same memory). */
-export function wordsOf(bytes: Uint8Array): DataView {
-  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
-/** A DataView of no bytes: the words of a buffer not made yet. */
-export const EMPTY_WORDS = new DataView(new ArrayBuffer(0));
 
 /**
  * What follows the per-user part, `,"seg":<seg>}}`, the same for every user of an item: built once

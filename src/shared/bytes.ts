@@ -35,6 +35,14 @@ export function putLatin1(out: Buffer, text: string, pos: number): number {
   return pos + BUFFER_WRITE.call(out, text, pos, text.length, 'latin1');
 }
 
+/** A DataView of `bytes` (the same memory): for writers that store words (src/delivery/tail.ts). */
+export function wordsOf(bytes: Uint8Array): DataView {
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** A DataView of no bytes: the words of a buffer not made yet. */
+export const EMPTY_WORDS = new DataView(new ArrayBuffer(0));
+
 /**
  * Views of up to this many bytes are kept per length: made once, handed out again (a new Uint8Array
  * is ~200 instructions and garbage per answer). At most one view per length, so a buffer keeps at
@@ -58,7 +66,7 @@ export class ReusedBuffer {
 
   constructor(size: number) {
     this.bytes = Buffer.allocUnsafeSlow(size);
-    this.words = new DataView(this.bytes.buffer, this.bytes.byteOffset, size);
+    this.words = wordsOf(this.bytes);
     this.store = this.bytes.buffer as ArrayBuffer;
     this.offset = this.bytes.byteOffset;
     this.size = size;

@@ -17,6 +17,7 @@
  * (test/unit/shared/gzip.test.ts).
  */
 import { constants, crc32, deflateRawSync, type ZlibOptions } from 'node:zlib';
+import { EMPTY_WORDS, wordsOf } from './bytes.js';
 
 /** The reflected CRC-32 polynomial (IEEE 802.3), as zlib and gzip use it. */
 const POLY = 0xedb88320;
@@ -132,7 +133,7 @@ export function gzipBound(parts: number, raw: number, pieces: number): number {
 export class GzipBuilder {
   out: Buffer = Buffer.alloc(0);
   /** A DataView of `out` (digits are written through it as words: src/delivery/tail.ts). */
-  words: DataView = new DataView(this.out.buffer, this.out.byteOffset, 0);
+  words: DataView = EMPTY_WORDS;
   pos = 0;
   private crc = 0;
   private length = 0;
@@ -142,7 +143,7 @@ export class GzipBuilder {
 
   begin(out: Buffer): void {
     // Callers reuse one buffer: its view is made once, not per member.
-    if (out !== this.out) this.words = new DataView(out.buffer, out.byteOffset, out.byteLength);
+    if (out !== this.out) this.words = wordsOf(out);
     this.out = out;
     out.set(GZIP_HEADER, 0);
     this.pos = GZIP_HEADER.byteLength;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { digitCount, tailEndOf, wordsOf, wrappedTailLength, writeDecimal, writeUserPart, writeWrappedTail } from '../../../src/delivery/tail.js';
+import { digitCount, tailEndOf, wrappedTailLength, writeDecimal, writeUserPart, writeWrappedTail } from '../../../src/delivery/tail.js';
+import { wordsOf } from '../../../src/shared/bytes.js';
 
 describe('wrapped tail bytes', () => {
   it.each([
