@@ -27,9 +27,10 @@
  * builds a fresh one. A request finds its plan by (query, app version); app versions that choose the
  * same revision of every id share one plan (keepPlan): clients in the field run many versions over a
  * few revisions, and a plan per version multiplied the bytes an answer is written from (bench
- * combine-50, seven versions of one revision set: seven plans of ~16 KB, each with its layouts). Plans are copies (the heads are copied, not held),
- * kept in their own LRU charged by bytes (a share of the front cache's budget, src/delivery/loop.ts),
- * so no plan keeps an evicted head alive.
+ * combine-50, seven versions of one revision set: seven plans of ~16 KB, each with its layouts).
+ * Plans are copies (the unmapped items' heads are copied, not held), kept in their own LRU charged by
+ * bytes (a share of the front cache's budget, src/delivery/loop.ts), so no plan keeps an evicted head
+ * alive; the mapped items' heads a PlanTag keeps (PlanTag.heads) live as long as that PlanTag.
  *
  * A combine a client may receive compressed (an item has a gzip form and the client accepts gzip) is
  * assembled from the front cache's compressed parts as before: a plan holds identity bytes only.

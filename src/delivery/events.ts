@@ -18,10 +18,10 @@
  * event, and a client resuming from further back gets one refetch (an OFREP provider re-evaluates all
  * its flags on any of them, so a replay of each would only repeat it).
  */
-import { H_ACCEL_BUFFERING, H_ALLOW_ORIGIN, H_CACHE_CONTROL, H_CONTENT_TYPE } from './header-names.js';
 import type { HttpResponse } from 'uWebSockets.js';
 import type { EnvView } from './directory.js';
 import { etagValue, Coding } from './etag.js';
+import { H_ACCEL_BUFFERING, H_ALLOW_ORIGIN, H_CACHE_CONTROL, H_CONTENT_TYPE } from './header-names.js';
 
 /** What changed in one environment: content ids (as created), or null for "everything" (re-fetch all). */
 export interface EnvChange {

@@ -9,9 +9,9 @@
  * gets no CORS header and the browser keeps the answer from the page. Off (the default), nothing is
  * added and OPTIONS answers 405 as any other method a route does not take.
  */
-import { H_ORIGIN } from './header-names.js';
 import type { HttpRequest } from 'uWebSockets.js';
 import type { ServeConfig } from '../runtime/config.js';
+import { H_ORIGIN } from './header-names.js';
 
 export interface HttpPolicy {
   readonly compressMinBytes: number;

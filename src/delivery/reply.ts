@@ -18,6 +18,13 @@
  *
  * HOT PATH: change with care.
  */
+import type { HttpResponse } from 'uWebSockets.js';
+import { errorResponse, type ErrorResponse } from '../runtime/errors.js';
+import { ReusedBuffer, putBytes, wordsOf } from '../shared/bytes.js';
+import { GzipBuilder, gzipBound } from '../shared/gzip.js';
+import { Coding } from './etag.js';
+import type { Rendered } from './front-cache.js';
+import { moveBlock, representationBlock, wrappedBlock, type UidBlock } from './header-block.js';
 import {
   H_ALLOW,
   H_ALLOW_HEADERS,
@@ -33,13 +40,6 @@ import {
   H_RETRY_AFTER,
   H_VARY,
 } from './header-names.js';
-import type { HttpResponse } from 'uWebSockets.js';
-import { errorResponse, type ErrorResponse } from '../runtime/errors.js';
-import { ReusedBuffer, putBytes, wordsOf } from '../shared/bytes.js';
-import { GzipBuilder, gzipBound } from '../shared/gzip.js';
-import { Coding } from './etag.js';
-import type { Rendered } from './front-cache.js';
-import { moveBlock, representationBlock, wrappedBlock, type UidBlock } from './header-block.js';
 import type { HttpPolicy } from './http-policy.js';
 import { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, appendTailToGzip, wrappedTailLength, writeUserPart } from './tail.js';
 

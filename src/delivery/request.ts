@@ -422,7 +422,7 @@ function plannedHeadsFound(r: ContentRequest, plan: CombinePlan, gzip: boolean, 
   let compressed = false;
   for (let k = 0; k < mapped.length; k++) {
     const m = mapped[k]!;
-    const hit = cache.get(frontKeyOf(plan.kind, m.rev.revId, m.content.mappingId, plannedCombinations[k]!));
+    const hit = cache.get(frontKeyOf(plan.kind, m.rev.revId, m.content.mappingId, plannedCombinations[k] ?? null));
     if (hit === undefined) return false;
     if (hit.gzPart !== null) {
       if (gzip) return false;

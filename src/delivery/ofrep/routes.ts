@@ -11,7 +11,6 @@
  *
  * HOT PATH: everything needed from `req` is read synchronously here.
  */
-import { H_API_KEY, H_AUTHORIZATION, H_CONTENT_LENGTH, H_CONTENT_TYPE, H_IF_NONE_MATCH, H_TRANSFER_ENCODING } from '../header-names.js';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { KeyView } from '../directory.js';
 import { contentIdKey } from '../../store/ids.js';
@@ -25,6 +24,7 @@ import { EMPTY_OFREP_BODY } from './context.js';
 import { sendOfrepError } from './errors.js';
 import { OfrepRequest, OfrepRoute } from './request.js';
 import { noteKeyUse } from '../key-use.js';
+import { H_API_KEY, H_AUTHORIZATION, H_CONTENT_LENGTH, H_CONTENT_TYPE, H_IF_NONE_MATCH, H_TRANSFER_ENCODING } from '../header-names.js';
 
 export const BULK_PATH = '/ofrep/v1/evaluate/flags';
 const FLAG_PREFIX = BULK_PATH + '/';

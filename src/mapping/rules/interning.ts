@@ -51,7 +51,7 @@ interface PathEntry {
 const FIRST_SLOTS = 8;
 
 /** A hash of a path's first `length` edges (int32). */
-export function pathHash(path: Int32Array, length: number): number {
+function pathHash(path: Int32Array, length: number): number {
   let h = length;
   for (let i = 0; i < length; i++) h = Math.imul(h ^ path[i]!, 0x9e3779b1);
   return h ^ (h >>> 15);
