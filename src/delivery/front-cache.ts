@@ -15,7 +15,7 @@ import { LRUCache } from 'lru-cache';
 import { rememberIn, type Combination, type FrontKeyMemo } from '../mapping/index.js';
 import { JobKind, type JobResult } from '../pool/protocol.js';
 import { GZIP_HEADER, GZIP_TRAILER_BYTES, FINAL_EMPTY_BLOCK, crc32Shift, type CompressedPart } from '../shared/gzip.js';
-import { BLOCK_ROOM, type UidBlock } from './header-block.js';
+import { BLOCK_VIEWS, type UidBlock } from './header-block.js';
 import { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, tailEndOf } from './tail.js';
 import { EMPTY_WORDS } from '../shared/bytes.js';
 
@@ -43,20 +43,28 @@ export interface Rendered extends UidBlock {
   /** The head in brotli (plain kind only: brotli streams are not appended to), or null. */
   readonly br: Uint8Array | null;
   /**
-   * Wrapped kinds: the head with room behind it for the longest tail, where an identity answer is
-   * written in place (reply.ts answerInPlace): the user's digits after the head and, when their
-   * length differs from the last answer's, tailEnd after them. uWS copies an answer before end()
-   * returns, so the bytes are free again at once. Made on the entry's first identity answer (an
-   * entry only ever answered gzip never copies its head); empty until then, and for plain.
+   * Wrapped kinds: the buffer where an identity answer is written in place (reply.ts answerInPlace):
+   * the head, room behind it for the longest tail, where an answer writes the user's digits and, when
+   * their length differs from the last answer's, tailEnd after them; then the header block (UidBlock:
+   * `block` is this buffer once it moved here). uWS copies an answer before end() returns, so the bytes
+   * are free again at once. Made on the entry's first identity answer (an entry only ever answered gzip
+   * never copies its head); empty until then, and for plain.
    */
   answer: Uint8Array;
   /** A DataView of `answer`: the user's digits are written through it. */
   answerWords: DataView;
+  /** head.length, read by every in-place answer without touching the head's view. */
+  readonly headLength: number;
   /** Where tailEnd sits in `answer` (-1: not written yet). */
   tailAt: number;
-  /** Views of `answer` per length of the user's part (index: length - USER_PART_MIN), made on first use. */
-  readonly answerViews: (Uint8Array | undefined)[];
 }
+
+/**
+ * Where an entry's views of `answer` are in its views array (UidBlock.blockViews, one array for the
+ * block's and the answer's): index ANSWER_VIEWS + length of the user's part - USER_PART_MIN.
+ */
+export const ANSWER_VIEWS = BLOCK_VIEWS;
+const ENTRY_VIEWS = BLOCK_VIEWS + USER_PART_MAX - USER_PART_MIN + 1;
 
 /** The cache entry of a worker's result (its buffers were moved here, not copied). */
 export function renderedOf(result: JobResult, head: ArrayBuffer): Rendered {
@@ -68,24 +76,27 @@ export function renderedOf(result: JobResult, head: ArrayBuffer): Rendered {
 /** A front-cache entry; `seg` empty for plain answers. Every entry is made here (one object shape). */
 export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array | null, gzPart: CompressedPart | null, br: Uint8Array | null): Rendered {
   const tailEnd = seg.length === 0 ? EMPTY_BYTES : tailEndOf(seg);
+  // The fields an answer reads first, in the order it reads them (an answer of an entry no longer in
+  // the cache loads them from as few lines as there are).
   return {
+    blockTag: '',
+    blockControl: null,
+    blockVary: null,
+    block: EMPTY_BYTES,
+    blockWords: EMPTY_WORDS,
+    blockStart: 0,
+    blockFrom: 0,
+    blockViews: seg.length === 0 ? NO_VIEWS : new Array<Uint8Array | undefined>(ENTRY_VIEWS).fill(undefined),
+    answer: EMPTY_BYTES,
+    answerWords: EMPTY_WORDS,
+    headLength: head.length,
+    tailAt: -1,
     head,
     seg,
     tailEnd,
     gzip,
     gzPart,
     br,
-    block: EMPTY_BYTES,
-    blockWords: EMPTY_WORDS,
-    blockControl: null,
-    blockVary: null,
-    blockTag: '',
-    blockStart: 0,
-    answer: EMPTY_BYTES,
-    answerWords: EMPTY_WORDS,
-    tailAt: -1,
-    answerViews: seg.length === 0 ? NO_VIEWS : new Array<Uint8Array | undefined>(USER_PART_MAX - USER_PART_MIN + 1).fill(undefined),
-    blockViews: seg.length === 0 ? NO_VIEWS : new Array<Uint8Array | undefined>(BLOCK_ROOM + 1).fill(undefined),
   };
 }
 

@@ -108,28 +108,42 @@ export function representationBlock(cacheControl: Uint8Array, vary: Uint8Array, 
 /** Room kept behind an item's block start: a uint32's digits and the longest suffix. */
 export const BLOCK_ROOM = 10 + SUFFIX_MAX;
 
+/** Entries of UidBlock.blockViews for the block's views: one per length of what follows blockStart. */
+export const BLOCK_VIEWS = BLOCK_ROOM + 1;
+
 /**
  * The header block of answers whose ETag is one tag and a user's uid, kept by what they are made of:
  * a front-cache entry (its wrapped answers) or a combine plan (its dynamic answers).
+ *
+ * The block sits in `block` from blockFrom on: a buffer of its own, or (a front-cache entry, once
+ * moved: moveBlock) behind the entry's in-place answer, where `block`, `blockWords` and `blockViews`
+ * are the entry's answer buffer, its DataView and its views array, the same objects. A wrapped answer
+ * then touches one buffer, one DataView and one array for both its header block and its body: each is
+ * a heap object in a line of its own, seldom still in the cache when the entry answers again.
  */
 export interface UidBlock {
-  /** `<prefix>"<tag>.` and BLOCK_ROOM bytes for the uid and the ETag's end, built on first use. */
+  /** The tag the block was built for. */
+  blockTag: string;
+  blockControl: Uint8Array | null;
+  blockVary: Uint8Array | null;
+  /**
+   * The buffer holding the block (from its ArrayBuffer's first byte): `<prefix>"<tag>.` from blockFrom,
+   * then BLOCK_ROOM bytes for the uid and the ETag's end; built on first use.
+   */
   block: Uint8Array;
   /** A DataView of `block`: the uid's digits are written through it. */
   blockWords: DataView;
-  blockControl: Uint8Array | null;
-  blockVary: Uint8Array | null;
-  /** The tag `block` was built for. */
-  blockTag: string;
   /** Where the uid goes in `block`. */
   blockStart: number;
-  /** Views of `block` per length of what follows blockStart, made on first use. */
+  /** Where the block begins in `block`. */
+  blockFrom: number;
+  /** The block's views, index: length of what follows blockStart (BLOCK_VIEWS of them first), made on first use. */
   readonly blockViews: (Uint8Array | undefined)[];
 }
 
 /** A UidBlock before its first answer. */
 export function newUidBlock(): UidBlock {
-  return { block: EMPTY_BYTES, blockWords: EMPTY_WORDS, blockControl: null, blockVary: null, blockTag: '', blockStart: 0, blockViews: new Array<Uint8Array | undefined>(BLOCK_ROOM + 1).fill(undefined) };
+  return { blockTag: '', blockControl: null, blockVary: null, block: EMPTY_BYTES, blockWords: EMPTY_WORDS, blockStart: 0, blockFrom: 0, blockViews: new Array<Uint8Array | undefined>(BLOCK_VIEWS).fill(undefined) };
 }
 
 /**
@@ -150,26 +164,33 @@ export function wrappedBlock(item: UidBlock, cacheControl: Uint8Array, vary: Uin
   const views = item.blockViews;
   let view = views[at - start];
   if (view === undefined) {
-    view = out.subarray(0, at);
+    view = out.subarray(item.blockFrom, at);
     views[at - start] = view;
   }
   return view;
 }
 
+/** Bytes the item's block takes (its room included); 0 before its first answer. */
+export function blockSize(item: UidBlock): number {
+  return item.block.length === 0 ? 0 : item.blockStart - item.blockFrom + BLOCK_ROOM;
+}
+
 /**
- * Moves the item's block to `into` at `at` (room for block.length bytes is the caller's): a front-cache
- * entry's block goes into the buffer of its in-place answer (reply.ts placeAnswer), so an answer hands
- * uWS two views of one ArrayBuffer. For every typed array it is given, uWS takes the backing store
- * (v8::ArrayBuffer::GetBackingStore: the buffer's extension, a reference count up and down); an
- * entry's own buffers are rarely in the cache, and perf had that call at ~380 ns of a mapped request
- * against the floor's ~200 for as many calls on buffers it reuses for every answer.
+ * Moves the item's block to `into` at `at` (blockSize(item) bytes of room there are the caller's);
+ * `words` is a DataView of `into` and `views` the item's views array, kept whole past BLOCK_VIEWS. A
+ * front-cache entry's block goes into the buffer of its in-place answer (reply.ts placeAnswer), so an
+ * answer hands uWS two views of one ArrayBuffer. For every typed array it is given, uWS takes the
+ * backing store (v8::ArrayBuffer::GetBackingStore: the buffer's extension, a reference count up and
+ * down); an entry's own buffers are rarely in the cache, and perf had that call at ~380 ns of a mapped
+ * request against the floor's ~200 for as many calls on buffers it reuses for every answer.
  */
-export function moveBlock(item: UidBlock, into: Uint8Array, at: number): void {
-  const block = item.block;
-  putBytes(into, block, at);
-  item.block = into.subarray(at, at + block.length);
-  item.blockWords = wordsOf(item.block);
-  item.blockViews.fill(undefined);
+export function moveBlock(item: UidBlock, into: Uint8Array, words: DataView, at: number): void {
+  putBytes(into, item.block.subarray(item.blockFrom, item.blockStart + BLOCK_ROOM), at);
+  item.blockStart = at + item.blockStart - item.blockFrom;
+  item.blockFrom = at;
+  item.block = into;
+  item.blockWords = words;
+  item.blockViews.fill(undefined, 0, BLOCK_VIEWS);
 }
 
 /** `<prefix>"<itemTag>.` kept on the item for these header values, with BLOCK_ROOM bytes behind it. */
@@ -181,7 +202,8 @@ function keepItemBlock(item: UidBlock, cacheControl: Uint8Array, vary: Uint8Arra
   item.block = start;
   item.blockWords = wordsOf(start);
   item.blockStart = at + 1;
-  item.blockViews.fill(undefined);
+  item.blockFrom = 0;
+  item.blockViews.fill(undefined, 0, BLOCK_VIEWS);
   item.blockControl = cacheControl;
   item.blockVary = vary;
   item.blockTag = itemTag;

@@ -23,8 +23,8 @@ import { errorResponse, type ErrorResponse } from '../runtime/errors.js';
 import { ReusedBuffer, putBytes, wordsOf } from '../shared/bytes.js';
 import { GzipBuilder, gzipBound } from '../shared/gzip.js';
 import { Coding } from './etag.js';
-import type { Rendered } from './front-cache.js';
-import { moveBlock, representationBlock, wrappedBlock, type UidBlock } from './header-block.js';
+import { ANSWER_VIEWS, type Rendered } from './front-cache.js';
+import { blockSize, moveBlock, representationBlock, wrappedBlock, type UidBlock } from './header-block.js';
 import {
   H_ALLOW,
   H_ALLOW_HEADERS,
@@ -271,13 +271,14 @@ function writeWrappedCorked(): void {
  */
 function answerInPlace(item: Rendered, uid: number, mod: number): Uint8Array {
   const out = item.answer.length === 0 ? placeAnswer(item) : item.answer;
-  const userEnd = writeUserPart(item.answerWords, item.head.length, uid, mod);
+  const headLength = item.headLength;
+  const userEnd = writeUserPart(item.answerWords, headLength, uid, mod);
   if (item.tailAt !== userEnd) {
     putBytes(out, item.tailEnd, userEnd);
     item.tailAt = userEnd;
   }
-  const index = userEnd - item.head.length - USER_PART_MIN;
-  const views = item.answerViews;
+  const index = ANSWER_VIEWS + userEnd - headLength - USER_PART_MIN;
+  const views = item.blockViews;
   let view = views[index];
   if (view === undefined) {
     view = out.subarray(0, userEnd + item.tailEnd.length);
@@ -288,18 +289,19 @@ function answerInPlace(item: Rendered, uid: number, mod: number): Uint8Array {
 
 /**
  * Moves the item's head into a buffer with room for the longest tail (its first identity answer), and
- * its header block (built by the writer just before) behind it: one ArrayBuffer for both (moveBlock).
+ * its header block (built by the writer just before) behind it: one ArrayBuffer, one DataView and one
+ * views array for both (moveBlock).
  */
 function placeAnswer(item: Rendered): Uint8Array {
   const head = item.head;
   const size = head.length + USER_PART_MAX + item.tailEnd.length;
-  const storage = new Uint8Array(size + item.block.length);
-  putBytes(storage, head, 0);
-  const out = storage.subarray(0, size);
-  item.head = storage.subarray(0, head.length);
+  const out = new Uint8Array(size + blockSize(item));
+  putBytes(out, head, 0);
+  const words = wordsOf(out);
+  item.head = out.subarray(0, head.length);
   item.answer = out;
-  item.answerWords = wordsOf(out);
-  if (item.block.length > 0) moveBlock(item, storage, size);
+  item.answerWords = words;
+  if (item.block.length > 0) moveBlock(item, out, words, size);
   return out;
 }
 

@@ -464,15 +464,21 @@ describe('sendWrapped: one front-cache entry answering user after user (answers 
     const entry = keptItem(head);
     expect(entry.answer.length).toBe(0);
     const blockBefore = Buffer.from(entry.block);
+    const startBefore = entry.blockStart;
+    expect(entry.blockFrom).toBe(0);
     const plain = await one('/wrapped?size=700&kept=1&uid=77&mod=7');
     expect(JSON.parse(plain.body.toString('utf8'))).toEqual(wrappedValue(head, 77, 7));
     expect(header(plain, 'etag')).toEqual(['"w1.77"']);
     expect(entry.answer.length).toBeGreaterThan(700);
     expect(Buffer.from(entry.head).equals(head)).toBe(true);
     expect(entry.head.buffer).toBe(entry.answer.buffer);
-    // One ArrayBuffer for the answer and the header block (uWS takes each argument's backing store).
-    expect(entry.block.buffer).toBe(entry.answer.buffer);
-    expect(Buffer.from(entry.block).subarray(0, entry.blockStart).equals(blockBefore.subarray(0, entry.blockStart))).toBe(true);
+    // One buffer and one DataView for the answer and the header block (uWS takes each argument's
+    // backing store), the block behind the answer's room.
+    expect(entry.block).toBe(entry.answer);
+    expect(entry.blockWords).toBe(entry.answerWords);
+    expect(entry.blockFrom).toBeGreaterThan(700);
+    expect(entry.blockStart - entry.blockFrom).toBe(startBefore);
+    expect(Buffer.from(entry.block).subarray(entry.blockFrom, entry.blockStart).equals(blockBefore.subarray(0, startBefore))).toBe(true);
     // Both codings keep answering from the moved block.
     const gz = await one('/wrapped?size=700&kept=1&gzip=1&uid=4294967295&mod=999');
     expect(header(gz, 'etag')).toEqual(['"w1.4294967295.gz"']);
