@@ -12,7 +12,7 @@
  * HOT PATH: one get per content item.
  */
 import { LRUCache } from 'lru-cache';
-import { rememberIn, type Combination, type FrontKeyMemo } from '../mapping/index.js';
+import { rememberIn, type Combination, type FrontKeyMemo, type KeyedEntry } from '../mapping/index.js';
 import { JobKind, type JobResult } from '../pool/protocol.js';
 import { GZIP_HEADER, GZIP_TRAILER_BYTES, FINAL_EMPTY_BLOCK, crc32Shift, type CompressedPart } from '../shared/gzip.js';
 import { BLOCK_VIEWS, type UidBlock } from './header-block.js';
@@ -23,7 +23,7 @@ import { EMPTY_WORDS } from '../shared/bytes.js';
  * A rendered item. As a UidBlock it keeps the header block of its wrapped answers up to the uid
  * (header-block.ts wrappedBlock), built on its first one (empty views for plain items, which have none).
  */
-export interface Rendered extends UidBlock {
+export interface Rendered extends UidBlock, KeyedEntry {
   /**
    * The head bytes: the ArrayBuffer a worker rendered, or, once a wrapped entry gave its first
    * identity answer, the start of `answer` (the same bytes, moved there once: reply.ts answerInPlace).
@@ -91,6 +91,7 @@ export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array 
     answerWords: EMPTY_WORDS,
     headLength: head.length,
     tailAt: -1,
+    memo: null,
     head,
     seg,
     tailEnd,
@@ -126,7 +127,7 @@ export type FrontKey = number | string;
 export type FrontCache = LRUCache<FrontKey, Rendered>;
 
 export function createFrontCache(maxBytes: number): FrontCache {
-  return new LRUCache<FrontKey, Rendered>({ maxSize: maxBytes, sizeCalculation: renderedSize });
+  return new LRUCache<FrontKey, Rendered>({ maxSize: maxBytes, sizeCalculation: renderedSize, dispose: releaseMemo });
 }
 
 function renderedSize(r: Rendered): number {
@@ -162,14 +163,62 @@ const FRONT_KEY_MEMO = 8;
  * items of one mapping, callgrind): one memo entry per combination rebuilt four of the five keys.
  */
 export function frontKeyOf(kind: JobKind, revId: number, mappingId: number, c: Combination | null): FrontKey {
-  if (c === null || c.key === '' || kind === JobKind.Plain) return revId * KINDS + kind;
+  const memo = frontKeyMemo(kind, revId, mappingId, c);
+  return memo === null ? revId * KINDS + kind : memo.key;
+}
+
+/** The memo of a combination's key (frontKeyOf), null for a numeric key. */
+function frontKeyMemo(kind: JobKind, revId: number, mappingId: number, c: Combination | null): FrontKeyMemo | null {
+  if (c === null || c.key === '' || kind === JobKind.Plain) return null;
   const memo = c.cacheKeys;
   for (let i = 0; i < memo.length; i++) {
     const m = memo[i]!;
-    if (m.rev === revId && m.kind === (kind as number) && m.mapping === mappingId) return m.key;
+    if (m.rev === revId && m.kind === (kind as number) && m.mapping === mappingId) return m;
   }
-  const key = combinationKey(kind, revId, mappingId, c.key);
-  const entry: FrontKeyMemo = { rev: revId, mapping: mappingId, kind, key };
-  c.cacheKeyNext = rememberIn(memo, entry, FRONT_KEY_MEMO, c.cacheKeyNext);
-  return key;
+  const m: FrontKeyMemo = { rev: revId, mapping: mappingId, kind, key: combinationKey(kind, revId, mappingId, c.key), entry: null, uses: 0 };
+  c.cacheKeyNext = rememberIn(memo, m, FRONT_KEY_MEMO, c.cacheKeyNext);
+  return m;
+}
+
+/**
+ * Answers taken from a memo's entry between two uses the cache sees (a power of two): the cache's
+ * recency is refreshed on one answer in this many, enough to keep an entry answered that often from
+ * being evicted as the least recently used.
+ */
+const USES_PER_REFRESH = 16;
+
+/**
+ * The front-cache entry of an item (frontKeyOf's key), or undefined. An item behind a mapping finds
+ * it on its key's memo (FrontKeyMemo.entry) once the cache returned it: no lookup by key, no
+ * recency bookkeeping but on one answer in USES_PER_REFRESH. The cache's get touched ~20 lines seldom
+ * in the cache (its options and diagnostics channel, the key map, the value and link arrays):
+ * bench:cost --cache-sim, mapped, with callgrind's per-instruction dump. A memo holds only an entry
+ * the cache holds: the cache's dispose clears it (releaseMemo), and an entry is on one memo at most,
+ * so nothing evicted stays reachable from a combination.
+ */
+export function frontEntryOf(cache: FrontCache, kind: JobKind, revId: number, mappingId: number, c: Combination | null): Rendered | undefined {
+  const memo = frontKeyMemo(kind, revId, mappingId, c);
+  if (memo === null) return cache.get(revId * KINDS + kind);
+  const known = memo.entry as Rendered | null;
+  if (known !== null) {
+    if ((++memo.uses & (USES_PER_REFRESH - 1)) === 0) cache.get(memo.key);
+    return known;
+  }
+  const hit = cache.get(memo.key);
+  if (hit !== undefined) {
+    // Taken from another memo of the same key (another combination object of an equal key).
+    if (hit.memo !== null) hit.memo.entry = null;
+    hit.memo = memo;
+    memo.entry = hit;
+    memo.uses = 0;
+  }
+  return hit;
+}
+
+/** The cache's dispose: an entry it evicts, replaces or deletes leaves its memo. */
+function releaseMemo(entry: Rendered): void {
+  const memo = entry.memo;
+  if (memo === null) return;
+  if (memo.entry === entry) memo.entry = null;
+  entry.memo = null;
 }

@@ -21,7 +21,7 @@ import type { JobSink } from '../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
 import { bodyText, keptChunk } from './body.js';
 import { parseUserContext, type UserContext } from './context.js';
-import { frontKeyOf, renderedOf, type FrontKey, type Rendered } from './front-cache.js';
+import { frontEntryOf, frontKeyOf, renderedOf, type FrontKey, type Rendered } from './front-cache.js';
 import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, type CompiledCombineQuery } from './query.js';
 import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, answerWords, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendError, sendUidContent, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
@@ -312,8 +312,7 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
     r.tagUid = true;
   }
   if (answeredNotModified(r)) return;
-  const key = frontKeyOf(kind, rev.revId, content.mappingId, combination);
-  const hit = r.state.frontCache.get(key);
+  const hit = frontEntryOf(r.state.frontCache, kind, rev.revId, content.mappingId, combination);
   if (hit !== undefined) {
     r.state.counters[L_FRONT_HITS]! += 1;
     answerSingle(r, hit);
@@ -326,7 +325,7 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
     return;
   }
   r.outcome = Outcome.Miss;
-  r.keys = [key];
+  r.keys = [frontKeyOf(kind, rev.revId, content.mappingId, combination)];
   batcher.enqueue(missJob(kind, rev, content, combination), r, 0);
 }
 

@@ -35,7 +35,7 @@ import type { CompiledPatch } from './patch/patch.js';
 import { createBaseDocument, patchesThatApply as patchesThatApplyCopying, renderPatched, type BaseDocument } from './render/fallback/copy-on-write.js';
 
 export type { CompiledMapping } from './rules/compile.js';
-export type { Combination, FrontKeyMemo, Selection } from './rules/combination.js';
+export type { Combination, FrontKeyMemo, KeyedEntry, Selection } from './rules/combination.js';
 export type { MappingProblem } from './problems.js';
 export { compileStoredMapping } from './rules/compile.js';
 export { EMPTY_SELECTION, rememberIn } from './rules/combination.js';

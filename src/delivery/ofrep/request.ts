@@ -22,7 +22,7 @@ import { evaluateMapping, type Combination, type CompiledMapping } from '../../m
 import type { JobSink } from '../../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../../pool/protocol.js';
 import { bodyText, keptChunk } from '../body.js';
-import { frontKeyOf, renderedOf, type FrontKey, type Rendered } from '../front-cache.js';
+import { frontEntryOf, frontKeyOf, renderedOf, type FrontKey, type Rendered } from '../front-cache.js';
 import { missJob } from '../request.js';
 import { CC_PRIVATE, answerBuffer, answerWords, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendNotModified } from '../reply.js';
 import { Coding, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
@@ -305,8 +305,7 @@ function startFlag(r: OfrepRequest, ctx: OfrepContext): void {
   // echoes it: a content deleted and created again under another spelling is another answer).
   r.tag = 'o' + xxh32String(content.id) + '.' + wrappedTag(JobKind.Wrapped, rev.hash, content.mappingId, combination, r.uid);
   if (answeredNotModified(r)) return;
-  const key = frontKeyOf(JobKind.Wrapped, rev.revId, content.mappingId, combination);
-  const hit = r.state.frontCache.get(key);
+  const hit = frontEntryOf(r.state.frontCache, JobKind.Wrapped, rev.revId, content.mappingId, combination);
   if (hit !== undefined) {
     r.state.counters[L_FRONT_HITS]! += 1;
     answerFlag(r, hit);
@@ -319,7 +318,7 @@ function startFlag(r: OfrepRequest, ctx: OfrepContext): void {
     return;
   }
   r.outcome = Outcome.Miss;
-  r.keys = [key];
+  r.keys = [frontKeyOf(JobKind.Wrapped, rev.revId, content.mappingId, combination)];
   batcher.enqueue(missJob(JobKind.Wrapped, rev, content, combination), r, 0);
 }
 

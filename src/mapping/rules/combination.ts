@@ -25,6 +25,18 @@ export interface FrontKeyMemo {
   readonly mapping: number;
   readonly kind: number;
   readonly key: string;
+  /**
+   * The front cache's entry under `key` while the cache holds it, else null: set and cleared by
+   * src/delivery/front-cache.ts (frontEntryOf, and the cache's dispose when it lets the entry go).
+   */
+  entry: KeyedEntry | null;
+  /** Answers taken from `entry` since the front cache last saw it used (front-cache.ts). */
+  uses: number;
+}
+
+/** A front-cache entry as a FrontKeyMemo holds it: the one memo whose `entry` it is, or null. */
+export interface KeyedEntry {
+  memo: FrontKeyMemo | null;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { frontKey, frontKeyOf } from '../../../src/delivery/front-cache.js';
-import { compileMapping, evaluateMapping, rememberIn } from '../../../src/mapping/index.js';
+import { createFrontCache, frontEntryOf, frontKey, frontKeyOf, newRendered, type FrontCache, type FrontKey, type Rendered } from '../../../src/delivery/front-cache.js';
+import { EMPTY_BYTES } from '../../../src/delivery/tail.js';
+import { compileMapping, evaluateMapping, rememberIn, type Combination, type FrontKeyMemo } from '../../../src/mapping/index.js';
 import { JobKind } from '../../../src/pool/protocol.js';
 
 const MAPPING = {
@@ -79,5 +80,82 @@ describe('front cache keys', () => {
     // 1, 2, 3 appended; 4 over 1, 5 over 2, 6 over 3, 7 over 4.
     expect(memo).toEqual([7, 5, 6]);
     expect(next).toBe(1);
+  });
+});
+
+describe('front-cache entries found on their key memo (frontEntryOf)', () => {
+  // Entries of 1,000 head bytes; a cache that holds three of them.
+  const entryOf = (fill: number): Rendered => newRendered(new Uint8Array(1000).fill(fill), EMPTY_BYTES, null, null, null);
+  const cacheOfThree = (): FrontCache => {
+    const size = entryOf(0);
+    const cache = createFrontCache(1 << 30);
+    cache.set('probe', size);
+    const bytes = cache.calculatedSize;
+    cache.clear();
+    return createFrontCache(bytes * 3);
+  };
+  const memoOf = (c: Combination, key: FrontKey): FrontKeyMemo => c.cacheKeys.find((m) => m.key === key)!;
+
+  it('finds the entry the cache holds, and nothing once the cache evicted it (the memo lets it go)', () => {
+    const cache = cacheOfThree();
+    const de = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, '', 600);
+    const key = frontKeyOf(JobKind.Wrapped, 7, 3, de);
+    expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, de)).toBeUndefined();
+    const entry = entryOf(1);
+    cache.set(key, entry);
+    for (let i = 0; i < 40; i++) expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, de)).toBe(entry);
+    expect(memoOf(de, key).entry).toBe(entry);
+    for (let n = 0; n < 3; n++) cache.set(`other${n}`, entryOf(2));
+    expect(cache.has(key)).toBe(false);
+    expect(memoOf(de, key).entry).toBeNull();
+    expect(entry.memo).toBeNull();
+    expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, de)).toBeUndefined();
+    // Rendered again (a pool job) and cached: found again.
+    const again = entryOf(3);
+    cache.set(key, again);
+    expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, de)).toBe(again);
+  });
+
+  it('an entry answered through its memo stays recent in the cache: an entry not used since is evicted first', () => {
+    const cache = cacheOfThree();
+    const de = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, '', 600);
+    const key = frontKeyOf(JobKind.Wrapped, 7, 3, de);
+    cache.set(key, entryOf(1));
+    expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, de)).toBeDefined();
+    cache.set('b', entryOf(2));
+    cache.set('c', entryOf(3));
+    // Answered often from the memo after b and c were cached: the cache sees it used again.
+    for (let i = 0; i < 16; i++) frontEntryOf(cache, JobKind.Wrapped, 7, 3, de);
+    cache.set('d', entryOf(4));
+    expect(cache.has(key)).toBe(true);
+    expect(cache.has('b')).toBe(false);
+  });
+
+  it('two combination objects of one key (a mapping compiled twice): the entry is on one memo at a time, on none once evicted', () => {
+    const cache = cacheOfThree();
+    const one = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, '', 600);
+    const two = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, '', 600);
+    expect(two).not.toBe(one);
+    const key = frontKeyOf(JobKind.Wrapped, 7, 3, one);
+    expect(frontKeyOf(JobKind.Wrapped, 7, 3, two)).toBe(key);
+    const entry = entryOf(1);
+    cache.set(key, entry);
+    expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, one)).toBe(entry);
+    expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, two)).toBe(entry);
+    expect(memoOf(one, key).entry).toBeNull();
+    expect(memoOf(two, key).entry).toBe(entry);
+    expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, one)).toBe(entry);
+    cache.delete(key);
+    expect(memoOf(one, key).entry).toBeNull();
+    expect(memoOf(two, key).entry).toBeNull();
+    expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, two)).toBeUndefined();
+  });
+
+  it('items without a combination key are looked up by number, with no memo', () => {
+    const cache = cacheOfThree();
+    const entry = entryOf(1);
+    cache.set(frontKey(JobKind.Plain, 7, 0, ''), entry);
+    expect(frontEntryOf(cache, JobKind.Plain, 7, 3, null)).toBe(entry);
+    expect(entry.memo).toBeNull();
   });
 });
