@@ -57,6 +57,11 @@ export interface Rendered extends UidBlock, KeyedEntry {
   readonly headLength: number;
   /** Where tailEnd sits in `answer` (-1: not written yet). */
   tailAt: number;
+  /** The key it is cached under and its cache (keepEntry), for the ways it is found without a lookup. */
+  key: FrontKey;
+  owner: FrontCache | null;
+  /** Answers taken from it without the cache seeing them since the cache last did (frontEntryOf). */
+  uses: number;
 }
 
 /**
@@ -92,6 +97,9 @@ export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array 
     headLength: head.length,
     tailAt: -1,
     memo: null,
+    key: 0,
+    owner: null,
+    uses: 0,
     head,
     seg,
     tailEnd,
@@ -127,7 +135,14 @@ export type FrontKey = number | string;
 export type FrontCache = LRUCache<FrontKey, Rendered>;
 
 export function createFrontCache(maxBytes: number): FrontCache {
-  return new LRUCache<FrontKey, Rendered>({ maxSize: maxBytes, sizeCalculation: renderedSize, dispose: releaseMemo });
+  return new LRUCache<FrontKey, Rendered>({ maxSize: maxBytes, sizeCalculation: renderedSize, dispose: releaseEntry });
+}
+
+/** Caches a rendered entry under `key`: every entry goes in here. */
+export function keepEntry(cache: FrontCache, key: FrontKey, entry: Rendered): void {
+  entry.key = key;
+  entry.owner = cache;
+  cache.set(key, entry);
 }
 
 function renderedSize(r: Rendered): number {
@@ -175,50 +190,74 @@ function frontKeyMemo(kind: JobKind, revId: number, mappingId: number, c: Combin
     const m = memo[i]!;
     if (m.rev === revId && m.kind === (kind as number) && m.mapping === mappingId) return m;
   }
-  const m: FrontKeyMemo = { rev: revId, mapping: mappingId, kind, key: combinationKey(kind, revId, mappingId, c.key), entry: null, uses: 0 };
+  const m: FrontKeyMemo = { rev: revId, mapping: mappingId, kind, key: combinationKey(kind, revId, mappingId, c.key), entry: null };
   c.cacheKeyNext = rememberIn(memo, m, FRONT_KEY_MEMO, c.cacheKeyNext);
   return m;
 }
 
 /**
- * Answers taken from a memo's entry between two uses the cache sees (a power of two): the cache's
- * recency is refreshed on one answer in this many, enough to keep an entry answered that often from
- * being evicted as the least recently used.
+ * Answers taken from an entry found without the cache (a memo, a slot) between two uses the cache
+ * sees (a power of two): its recency is refreshed on one answer in this many, enough to keep an entry
+ * answered that often from being evicted as the least recently used.
  */
 const USES_PER_REFRESH = 16;
 
 /**
- * The front-cache entry of an item (frontKeyOf's key), or undefined. An item behind a mapping finds
- * it on its key's memo (FrontKeyMemo.entry) once the cache returned it: no lookup by key, no
- * recency bookkeeping but on one answer in USES_PER_REFRESH. The cache's get touched ~20 lines seldom
- * in the cache (its options and diagnostics channel, the key map, the value and link arrays):
- * bench:cost --cache-sim, mapped, with callgrind's per-instruction dump. A memo holds only an entry
- * the cache holds: the cache's dispose clears it (releaseMemo), and an entry is on one memo at most,
- * so nothing evicted stays reachable from a combination.
+ * Entries under numeric keys (items without a combination) found without a lookup by key: a
+ * direct-mapped table, slot key & (NUMBERED_SLOTS - 1), one per thread (a thread runs one delivery
+ * loop; an entry is taken only from the cache that holds it, `owner`). Two keys of one slot take it
+ * in turns, each then found the cache's way.
+ */
+const NUMBERED_SLOTS = 4096;
+const numbered: (Rendered | null)[] = new Array<Rendered | null>(NUMBERED_SLOTS).fill(null);
+
+/**
+ * The front-cache entry of an item (frontKeyOf's key), or undefined. Found once through the cache,
+ * an entry is kept where the next request for it looks first: an item behind a mapping on its key's
+ * memo (FrontKeyMemo.entry), any other in its slot of a small table: no lookup by key, no recency
+ * bookkeeping but on one answer in USES_PER_REFRESH. The cache's get touched ~20 lines seldom in the
+ * cache (its options and diagnostics channel, the key map, the value and link arrays): bench:cost
+ * --cache-sim, mapped, with callgrind's per-instruction dump. Only an entry the cache holds is kept
+ * there: the cache's dispose takes it out (releaseEntry), and an entry is on one memo at most, so
+ * nothing evicted stays reachable.
  */
 export function frontEntryOf(cache: FrontCache, kind: JobKind, revId: number, mappingId: number, c: Combination | null): Rendered | undefined {
   const memo = frontKeyMemo(kind, revId, mappingId, c);
-  if (memo === null) return cache.get(revId * KINDS + kind);
+  if (memo === null) return numberedEntry(cache, revId * KINDS + kind);
   const known = memo.entry as Rendered | null;
-  if (known !== null) {
-    if ((++memo.uses & (USES_PER_REFRESH - 1)) === 0) cache.get(memo.key);
-    return known;
-  }
+  if (known !== null && known.owner === cache) return used(cache, known);
   const hit = cache.get(memo.key);
   if (hit !== undefined) {
     // Taken from another memo of the same key (another combination object of an equal key).
     if (hit.memo !== null) hit.memo.entry = null;
     hit.memo = memo;
     memo.entry = hit;
-    memo.uses = 0;
   }
   return hit;
 }
 
-/** The cache's dispose: an entry it evicts, replaces or deletes leaves its memo. */
-function releaseMemo(entry: Rendered): void {
+function numberedEntry(cache: FrontCache, key: number): Rendered | undefined {
+  const slot = key & (NUMBERED_SLOTS - 1);
+  const known = numbered[slot]!;
+  if (known !== null && known.key === key && known.owner === cache) return used(cache, known);
+  const hit = cache.get(key);
+  if (hit !== undefined && hit.owner === cache) numbered[slot] = hit;
+  return hit;
+}
+
+/** An entry answered without the cache: the cache sees one use in USES_PER_REFRESH. */
+function used(cache: FrontCache, entry: Rendered): Rendered {
+  if ((++entry.uses & (USES_PER_REFRESH - 1)) === 0) cache.get(entry.key);
+  return entry;
+}
+
+/** The cache's dispose: an entry it evicts, replaces or deletes leaves its memo or slot. */
+function releaseEntry(entry: Rendered): void {
   const memo = entry.memo;
-  if (memo === null) return;
-  if (memo.entry === entry) memo.entry = null;
-  entry.memo = null;
+  if (memo !== null) {
+    if (memo.entry === entry) memo.entry = null;
+    entry.memo = null;
+  }
+  const key = entry.key;
+  if (typeof key === 'number' && numbered[key & (NUMBERED_SLOTS - 1)] === entry) numbered[key & (NUMBERED_SLOTS - 1)] = null;
 }

@@ -21,7 +21,7 @@ import type { JobSink } from '../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
 import { bodyText, keptChunk } from './body.js';
 import { parseUserContext, type UserContext } from './context.js';
-import { frontEntryOf, frontKeyOf, renderedOf, type FrontKey, type Rendered } from './front-cache.js';
+import { frontEntryOf, frontKeyOf, keepEntry, renderedOf, type FrontKey, type Rendered } from './front-cache.js';
 import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, type CompiledCombineQuery } from './query.js';
 import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, answerWords, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendError, sendUidContent, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
@@ -189,7 +189,7 @@ export class ContentRequest implements JobSink {
     if (result.head !== null) {
       rendered = renderedOf(result, result.head);
       // Cached even when this request was aborted meanwhile: the next request for it is a hit.
-      this.state.frontCache.set(this.keys![slot]!, rendered);
+      keepEntry(this.state.frontCache, this.keys![slot]!, rendered);
     }
     if (this.done) return;
     if (rendered === null && (this.route !== Route.Combine || result.error !== 'content_not_found')) {

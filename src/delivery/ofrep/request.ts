@@ -22,7 +22,7 @@ import { evaluateMapping, type Combination, type CompiledMapping } from '../../m
 import type { JobSink } from '../../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../../pool/protocol.js';
 import { bodyText, keptChunk } from '../body.js';
-import { frontEntryOf, frontKeyOf, renderedOf, type FrontKey, type Rendered } from '../front-cache.js';
+import { frontEntryOf, frontKeyOf, keepEntry, renderedOf, type FrontKey, type Rendered } from '../front-cache.js';
 import { missJob } from '../request.js';
 import { CC_PRIVATE, answerBuffer, answerWords, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendNotModified } from '../reply.js';
 import { Coding, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
@@ -176,7 +176,7 @@ export class OfrepRequest implements JobSink {
     if (result.head !== null) {
       rendered = renderedOf(result, result.head);
       // Cached even when this request was aborted meanwhile: the next request for it is a hit.
-      this.state.frontCache.set(this.keys![slot]!, rendered);
+      keepEntry(this.state.frontCache, this.keys![slot]!, rendered);
     }
     if (this.done) return;
     if (this.route === OfrepRoute.Flag) {

@@ -30,8 +30,6 @@ export interface FrontKeyMemo {
    * src/delivery/front-cache.ts (frontEntryOf, and the cache's dispose when it lets the entry go).
    */
   entry: KeyedEntry | null;
-  /** Answers taken from `entry` since the front cache last saw it used (front-cache.ts). */
-  uses: number;
 }
 
 /** A front-cache entry as a FrontKeyMemo holds it: the one memo whose `entry` it is, or null. */

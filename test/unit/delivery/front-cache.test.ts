@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createFrontCache, frontEntryOf, frontKey, frontKeyOf, newRendered, type FrontCache, type FrontKey, type Rendered } from '../../../src/delivery/front-cache.js';
+import { createFrontCache, frontEntryOf, frontKey, frontKeyOf, keepEntry, newRendered, type FrontCache, type FrontKey, type Rendered } from '../../../src/delivery/front-cache.js';
 import { EMPTY_BYTES } from '../../../src/delivery/tail.js';
 import { compileMapping, evaluateMapping, rememberIn, type Combination, type FrontKeyMemo } from '../../../src/mapping/index.js';
 import { JobKind } from '../../../src/pool/protocol.js';
@@ -102,17 +102,17 @@ describe('front-cache entries found on their key memo (frontEntryOf)', () => {
     const key = frontKeyOf(JobKind.Wrapped, 7, 3, de);
     expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, de)).toBeUndefined();
     const entry = entryOf(1);
-    cache.set(key, entry);
+    keepEntry(cache, key, entry);
     for (let i = 0; i < 40; i++) expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, de)).toBe(entry);
     expect(memoOf(de, key).entry).toBe(entry);
-    for (let n = 0; n < 3; n++) cache.set(`other${n}`, entryOf(2));
+    for (let n = 0; n < 3; n++) keepEntry(cache, `other${n}`, entryOf(2));
     expect(cache.has(key)).toBe(false);
     expect(memoOf(de, key).entry).toBeNull();
     expect(entry.memo).toBeNull();
     expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, de)).toBeUndefined();
     // Rendered again (a pool job) and cached: found again.
     const again = entryOf(3);
-    cache.set(key, again);
+    keepEntry(cache, key, again);
     expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, de)).toBe(again);
   });
 
@@ -120,7 +120,7 @@ describe('front-cache entries found on their key memo (frontEntryOf)', () => {
     const cache = cacheOfThree();
     const de = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, '', 600);
     const key = frontKeyOf(JobKind.Wrapped, 7, 3, de);
-    cache.set(key, entryOf(1));
+    keepEntry(cache, key, entryOf(1));
     expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, de)).toBeDefined();
     cache.set('b', entryOf(2));
     cache.set('c', entryOf(3));
@@ -139,7 +139,7 @@ describe('front-cache entries found on their key memo (frontEntryOf)', () => {
     const key = frontKeyOf(JobKind.Wrapped, 7, 3, one);
     expect(frontKeyOf(JobKind.Wrapped, 7, 3, two)).toBe(key);
     const entry = entryOf(1);
-    cache.set(key, entry);
+    keepEntry(cache, key, entry);
     expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, one)).toBe(entry);
     expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, two)).toBe(entry);
     expect(memoOf(one, key).entry).toBeNull();
@@ -151,11 +151,39 @@ describe('front-cache entries found on their key memo (frontEntryOf)', () => {
     expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, two)).toBeUndefined();
   });
 
-  it('items without a combination key are looked up by number, with no memo', () => {
+  it('items without a combination key: found in their slot while the cache holds them, each cache its own', () => {
     const cache = cacheOfThree();
+    const key = frontKey(JobKind.Wrapped, 7, 0, '');
+    expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, null)).toBeUndefined();
     const entry = entryOf(1);
-    cache.set(frontKey(JobKind.Plain, 7, 0, ''), entry);
-    expect(frontEntryOf(cache, JobKind.Plain, 7, 3, null)).toBe(entry);
+    keepEntry(cache, key, entry);
+    for (let i = 0; i < 40; i++) expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, null)).toBe(entry);
     expect(entry.memo).toBeNull();
+    // Another cache in the same thread (tests; a thread runs one loop) never answers with this one's entry.
+    const other = cacheOfThree();
+    expect(frontEntryOf(other, JobKind.Wrapped, 7, 3, null)).toBeUndefined();
+    const theirs = entryOf(2);
+    keepEntry(other, key, theirs);
+    expect(frontEntryOf(other, JobKind.Wrapped, 7, 3, null)).toBe(theirs);
+    expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, null)).toBe(entry);
+    // Another kind of the same revision is another key.
+    expect(frontEntryOf(cache, JobKind.Plain, 7, 3, null)).toBeUndefined();
+    // Evicted: found no more.
+    for (let n = 0; n < 3; n++) keepEntry(cache, `other${n}`, entryOf(3));
+    expect(cache.has(key)).toBe(false);
+    expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, null)).toBeUndefined();
+  });
+
+  it('an entry answered from its slot stays recent in the cache', () => {
+    const cache = cacheOfThree();
+    const key = frontKey(JobKind.Wrapped, 9, 0, '');
+    keepEntry(cache, key, entryOf(1));
+    expect(frontEntryOf(cache, JobKind.Wrapped, 9, 0, null)).toBeDefined();
+    keepEntry(cache, 'b', entryOf(2));
+    keepEntry(cache, 'c', entryOf(3));
+    for (let i = 0; i < 16; i++) frontEntryOf(cache, JobKind.Wrapped, 9, 0, null);
+    keepEntry(cache, 'd', entryOf(4));
+    expect(cache.has(key)).toBe(true);
+    expect(cache.has('b')).toBe(false);
   });
 });
