@@ -86,6 +86,19 @@ export const NO_CONTENTS: PackedContents = packChanges([]);
  * revision `i` (0 = oldest) of the current entry is read with revId/hash/minAppVersion. One reader
  * per update; its fields are overwritten by each `next()`.
  */
+/**
+ * An id read from a Float64Array, as a small integer (a Smi) where it is one. V8 boxes every element
+ * it loads from a Float64Array (a HeapNumber, also for 7), and a field first given a HeapNumber keeps
+ * every value of that field boxed: each ContentView carried two boxes (revId, mappingId), 32 bytes of
+ * directory heap an item, and every read of them on the delivery path loaded the box from another
+ * line (a miss per mapped item of a combine, bench:cost --cache-sim with callgrind's per-instruction
+ * dump). Ids past the Smi range stay numbers as they are.
+ */
+function smallId(v: number): number {
+  const i = v | 0;
+  return i === v ? i : v;
+}
+
 export class PackedContentReader {
   envId = '';
   /** '' for a content that is gone. */
@@ -119,7 +132,7 @@ export class PackedContentReader {
     const revisions = p.revisionCounts[i]!;
     this.revisionCount = revisions;
     const mappingId = p.mappingIds[i]!;
-    this.mappingId = mappingId < 0 ? null : mappingId;
+    this.mappingId = mappingId < 0 ? null : smallId(mappingId);
     for (let k = 0; k < revisions; k++) {
       this.hashes[k] = this.take();
       this.minVersions[k] = this.takeNullable();
@@ -128,7 +141,7 @@ export class PackedContentReader {
   }
 
   revId(i: number): number {
-    return this.packed.revIds[this.firstRev + i]!;
+    return smallId(this.packed.revIds[this.firstRev + i]!);
   }
 
   hash(i: number): string {

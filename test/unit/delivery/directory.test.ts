@@ -185,4 +185,27 @@ describe('Directory.applyDelta', () => {
     expect(d.environments.get('prod')!.catalog).toBe(catalog);
     expect(d.environments.get('empty')!.catalog).toBe(empty);
   });
+
+  it('keeps ids past 32 bits exactly (store row ids; small ones are held as small integers)', () => {
+    const big = 2 ** 40 + 5;
+    const snapshot: DirectorySnapshot = {
+      seq: 0,
+      environments: ['prod'],
+      keys: [],
+      contents: [
+        { envId: 'prod', id: 'Big', idLower: 'big', mappingId: 3_000_000_007, mappingRuleCount: 0, createdAt: '', updatedAt: '', revisions: [rev(big - 1, null), rev(big, '2.0.0')] },
+        { envId: 'prod', id: 'Small', idLower: 'small', mappingId: 7, mappingRuleCount: 2, createdAt: '', updatedAt: '', revisions: [rev(2_147_483_647, null), rev(2_147_483_648, '3.0.0')] },
+      ],
+    };
+    const d = build(snapshot, library());
+    const contents = d.environments.get('prod')!.contents;
+    const bigView = contents.get('big')!;
+    expect(bigView.revId).toBe(big);
+    expect(bigView.mappingId).toBe(3_000_000_007);
+    expect(chooseRevision(bigView, parseVersion('1.0.0'))?.revId).toBe(big - 1);
+    const small = contents.get('small')!;
+    expect(small.mappingId).toBe(7);
+    expect(small.revId).toBe(2_147_483_648);
+    expect(chooseRevision(small, parseVersion('1.0.0'))?.revId).toBe(2_147_483_647);
+  });
 });
