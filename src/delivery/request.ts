@@ -13,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import type { HttpResponse } from 'uWebSockets.js';
 import { chooseRevision, lookupContent, type ContentView, type EnvView, type RevisionView } from './directory.js';
 import { ERROR_STATUS, RcdError, errorResponse, responseForError, type ErrorCode } from '../runtime/errors.js';
-import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE, countRequest, observeLatency } from '../metrics/layout.js';
+import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE, recordTimedRequest } from '../metrics/layout.js';
 import { recordAccess } from './access-log.js';
 import { userMod, userUid } from '../shared/identity.js';
 import { evaluateMapping, type Combination, type CompiledMapping } from '../mapping/index.js';
@@ -250,8 +250,7 @@ export class ContentRequest implements JobSink {
     const counters = state.counters;
     const route = METRIC_ROUTE[this.route];
     const ms = performance.now() - this.t0;
-    countRequest(counters, route, this.status, this.outcome);
-    observeLatency(counters, route, ms);
+    recordTimedRequest(counters, route, this.status, this.outcome, ms);
     const access = state.access;
     if (access !== null && --access.countdown === 0) {
       recordAccess(access, counters, state.loop, route, this.status, this.outcome, this.status === 0 ? 0 : lastAnswerBytes(), ms, this.keyId);

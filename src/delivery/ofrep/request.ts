@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import type { HttpResponse } from 'uWebSockets.js';
 import { chooseRevision, lookupContent, type ContentView, type EnvView } from '../directory.js';
 import { ERROR_STATUS, RcdError, type ErrorCode } from '../../runtime/errors.js';
-import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE, countRequest, observeLatency } from '../../metrics/layout.js';
+import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE, recordTimedRequest } from '../../metrics/layout.js';
 import { recordAccess } from '../access-log.js';
 import { userMod, userUid } from '../../shared/identity.js';
 import { xxh32String } from '../../shared/xxh32.js';
@@ -238,8 +238,7 @@ export class OfrepRequest implements JobSink {
     const counters = state.counters;
     const route = METRIC_ROUTE[this.route];
     const ms = performance.now() - this.t0;
-    countRequest(counters, route, this.status, this.outcome);
-    observeLatency(counters, route, ms);
+    recordTimedRequest(counters, route, this.status, this.outcome, ms);
     const access = state.access;
     if (access !== null && --access.countdown === 0) {
       recordAccess(access, counters, state.loop, route, this.status, this.outcome, this.status === 0 ? 0 : lastAnswerBytes(), ms, this.keyId);
