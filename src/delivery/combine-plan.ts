@@ -91,6 +91,8 @@ export interface CombinePlan {
   layoutCount: number;
   /** The tag before the uid of a dynamic answer without mapped items (the base tag) and its header block. */
   readonly ownTag: PlanTag;
+  /** The memos that found it (currentPlanOf), at most MEMOS_PER_PLAN: the cache's dispose clears them. */
+  readonly memos: PlanKeyMemo[];
 }
 
 /**
@@ -167,7 +169,7 @@ const VERSIONS_PER_QUERY = 64;
 export type PlanCache = LRUCache<string, CombinePlan>;
 
 export function createPlanCache(maxBytes: number): PlanCache {
-  return new LRUCache<string, CombinePlan>({ maxSize: maxBytes, sizeCalculation: planSize });
+  return new LRUCache<string, CombinePlan>({ maxSize: maxBytes, sizeCalculation: planSize, dispose: releasePlan });
 }
 
 function planSize(p: CombinePlan): number {
@@ -176,24 +178,38 @@ function planSize(p: CombinePlan): number {
 
 let nextQueryId = 0;
 
+/** A plan cache key of (query, app version), with the plan the cache holds under it once found. */
+export interface PlanKeyMemo {
+  readonly key: string;
+  /** The plan under `key` while the cache holds it there (currentPlanOf; cleared by the cache's dispose). */
+  plan: CombinePlan | null;
+  /** Answers planned without the cache seeing them since it last did. */
+  uses: number;
+}
+
 /**
  * The plan cache key of (query, app version): a memo on the compiled query, so the same string
  * object (its hash cached by V8) comes back for every request.
  */
 export function planKeyOf(q: CompiledCombineQuery, vKey: string): string {
+  return planMemoOf(q, vKey).key;
+}
+
+/** planKeyOf's memo. */
+export function planMemoOf(q: CompiledCombineQuery, vKey: string): PlanKeyMemo {
   let keys = q.planKeys;
   if (keys === null) {
     keys = new Map();
     q.planKeys = keys;
     q.planId = nextQueryId++;
   }
-  let key = keys.get(vKey);
-  if (key === undefined) {
+  let memo = keys.get(vKey);
+  if (memo === undefined) {
     if (keys.size >= VERSIONS_PER_QUERY) keys.clear();
-    key = q.planId + ':' + vKey;
-    keys.set(vKey, key);
+    memo = { key: q.planId + ':' + vKey, plan: null, uses: 0 };
+    keys.set(vKey, memo);
   }
-  return key;
+  return memo;
 }
 
 /**
@@ -205,6 +221,54 @@ export function currentPlan(cache: PlanCache, key: string, env: EnvView): Combin
   const plan = cache.get(key);
   if (plan === undefined || plan.env !== env || plan.generation !== env.generation) return null;
   return plan;
+}
+
+/**
+ * Answers planned from a memo's plan between two uses the cache sees (a power of two): enough to keep
+ * a plan in use from being evicted as the least recently used.
+ */
+const USES_PER_REFRESH = 16;
+
+/**
+ * Memos a plan lists (PlanKeyMemo.plan is it, or was): past this many the plan lets all of them go,
+ * and each finds it through the cache again. Bounds what app versions coming and going leave listed.
+ */
+const MEMOS_PER_PLAN = 64;
+
+/**
+ * currentPlan for a memo (planMemoOf): once the cache returned the plan under the memo's key, the
+ * next requests find it on the memo, with no lookup by key and no recency bookkeeping but on one in
+ * USES_PER_REFRESH. lru-cache's get on a hit touched ~20 lines seldom in the cache (its options and
+ * diagnostics channel, the key map, the value and link arrays: bench:cost --cache-sim with
+ * callgrind's per-instruction dump). The cache's dispose takes the plan off the memos of the key it
+ * leaves (releasePlan), so a memo holds only a plan the cache holds under its key.
+ */
+export function currentPlanOf(cache: PlanCache, memo: PlanKeyMemo, env: EnvView): CombinePlan | null {
+  let plan = memo.plan;
+  if (plan !== null) {
+    if ((++memo.uses & (USES_PER_REFRESH - 1)) === 0) cache.get(memo.key);
+  } else {
+    plan = cache.get(memo.key) ?? null;
+    if (plan === null) return null;
+    if (plan.memos.length >= MEMOS_PER_PLAN) {
+      for (const m of plan.memos) if (m.plan === plan) m.plan = null;
+      plan.memos.length = 0;
+    }
+    plan.memos.push(memo);
+    memo.plan = plan;
+    memo.uses = 0;
+  }
+  if (plan.env !== env || plan.generation !== env.generation) return null;
+  return plan;
+}
+
+/** The plan cache's dispose: the plan leaves the memos of the key it is no longer kept under. */
+function releasePlan(plan: CombinePlan, key: string): void {
+  const memos = plan.memos;
+  for (let i = 0; i < memos.length; i++) {
+    const m = memos[i]!;
+    if (m.key === key && m.plan === plan) m.plan = null;
+  }
 }
 
 /**
@@ -319,6 +383,7 @@ export function buildPlan(
     layouts: new Array<UserLayout | null>(USER_PART_MAX + 1).fill(null),
     layoutCount: 0,
     ownTag: { plan: null, tag: baseTag, block: newUidBlock(), heads: null, compressed: false },
+    memos: [],
   };
 }
 

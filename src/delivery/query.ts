@@ -2,6 +2,7 @@
  * Query-string rules of the content endpoints. Parsed only when a query is present: most
  * requests have none, and those pay nothing here.
  */
+import type { PlanKeyMemo } from './combine-plan.js';
 import { RcdError } from '../runtime/errors.js';
 import { JobKind } from '../pool/protocol.js';
 import { contentIdKey } from '../store/ids.js';
@@ -94,10 +95,10 @@ export interface CompiledCombineQuery extends CombineQuery {
   /** The id limit it was checked against (a hit under another limit parses again). */
   readonly maxIds: number;
   /**
-   * Its combine-plan keys by app-version key, and the number they start with (src/delivery/
-   * combine-plan.ts, planKeyOf): null until a plan is first looked up.
+   * Its combine-plan keys by app-version key, each with the plan found under it, and the number they
+   * start with (src/delivery/combine-plan.ts, planMemoOf): null until a plan is first looked up.
    */
-  planKeys: Map<string, string> | null;
+  planKeys: Map<string, PlanKeyMemo> | null;
   planId: number;
 }
 

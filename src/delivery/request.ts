@@ -26,7 +26,7 @@ import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, 
 import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, answerWords, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendError, sendUidContent, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
 import { Coding, combineTag, describedTag, etagValue, itemTag, matchIfNoneMatch, withMappedPart, withUid } from './etag.js';
-import { currentPlan, keepPlan, planKeyOf, planShapeKey, planTagOf, plannedAnswer, type CombinePlan, type PlanItem, type PlanTag } from './combine-plan.js';
+import { currentPlanOf, keepPlan, planMemoOf, planShapeKey, planTagOf, plannedAnswer, type CombinePlan, type PlanItem, type PlanTag } from './combine-plan.js';
 import type { UidBlock } from './header-block.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
 import { putBytes } from '../shared/bytes.js';
@@ -331,10 +331,10 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
 function startCombine(r: ContentRequest, ctx: UserContext): void {
   const q = compiledCombineQuery(r.query, r.state.config.maxCombineIds);
   prepareUser(r, q.kind, ctx);
-  const planKey = planKeyOf(q, ctx.vKey);
-  const plan = currentPlan(r.state.combinePlans, planKey, r.env);
+  const memo = planMemoOf(q, ctx.vKey);
+  const plan = currentPlanOf(r.state.combinePlans, memo, r.env);
   if (plan !== null && (!plan.compressible || (r.accept & ACCEPT_GZIP) === 0) && answeredByPlan(r, plan, ctx)) return;
-  startCombineItems(r, q, ctx, plan === null ? planKey : null);
+  startCombineItems(r, q, ctx, plan === null ? memo.key : null);
 }
 
 /** The mapped items' heads and combinations of the answer being planned (filled and read within one call). */

@@ -5,7 +5,7 @@
  * in test/e2e/combine-plans.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { createPlanCache, currentPlan, keepPlan, planKeyOf, planShapeKey, plannedAnswer, type PlanItem } from '../../../src/delivery/combine-plan.js';
+import { createPlanCache, currentPlan, currentPlanOf, keepPlan, planKeyOf, planMemoOf, planShapeKey, plannedAnswer, type CombinePlan, type PlanCache, type PlanItem } from '../../../src/delivery/combine-plan.js';
 import { compiledCombineQuery, type CompiledCombineQuery } from '../../../src/delivery/query.js';
 import { newRendered } from '../../../src/delivery/front-cache.js';
 import type { ContentView, EnvView, RevisionView } from '../../../src/delivery/directory.js';
@@ -87,3 +87,65 @@ describe('combine plans shared across app versions', () => {
     expect(text(plannedAnswer(b, 0, 0, []))).toBe('{"B":{"n":2},"A":{"n":1}}');
   });
 });
+
+describe('a plan found on its key memo (currentPlanOf)', () => {
+  const q = compiledCombineQuery('c=' + encodeURIComponent(JSON.stringify(['A', 'B'])), 50);
+  /** A cache that holds three plans of two plain items. */
+  const cacheOfThree = (): PlanCache => {
+    const probe = createPlanCache(1 << 30);
+    probe.set('probe', keepPlan(createPlanCache(1 << 30), 'p', 's', env(1), JobKind.Plain, items(q, [1, 2]), 'cTag', ''));
+    return createPlanCache(probe.calculatedSize * 3);
+  };
+
+  it('finds the plan the cache holds under its key, and nothing once the cache let it go there', () => {
+    const cache = createPlanCache(1 << 20);
+    const e = env(1);
+    const memo = planMemoOf(q, '001.000.000');
+    expect(currentPlanOf(cache, memo, e)).toBeNull();
+    const plan = keepPlan(cache, memo.key, planShapeKey(q, '11,12,'), e, JobKind.Plain, items(q, [1, 2]), 'cTag', '');
+    for (let i = 0; i < 40; i++) expect(currentPlanOf(cache, memo, e)).toBe(plan);
+    expect(memo.plan).toBe(plan);
+    // An edit: the memo's plan is not current, and the plan kept for the new generation replaces it.
+    const edited = env(2);
+    expect(currentPlanOf(cache, memo, edited)).toBeNull();
+    const fresh = keepPlan(cache, memo.key, planShapeKey(q, '11,12,'), edited, JobKind.Plain, items(q, [1, 2]), 'cTag', '');
+    expect(memo.plan).toBeNull();
+    expect(currentPlanOf(cache, memo, edited)).toBe(fresh);
+    cache.delete(memo.key);
+    expect(memo.plan).toBeNull();
+    expect(currentPlanOf(cache, memo, edited)).toBeNull();
+  });
+
+  it('a plan answered from its memo stays recent in the cache: a plan not used since is evicted first', () => {
+    const cache = cacheOfThree();
+    const e = env(1);
+    const memo = planMemoOf(q, '003.000.000');
+    const plan = keepPlan(cache, memo.key, 'shape', e, JobKind.Plain, items(q, [1, 2]), 'cTag', '');
+    cache.delete('shape');
+    expect(currentPlanOf(cache, memo, e)).toBe(plan);
+    cache.set('b', keepPlan(createPlanCache(1 << 30), 'x', 'y', e, JobKind.Plain, items(q, [3, 4]), 'cTag', ''));
+    cache.set('c', keepPlan(createPlanCache(1 << 30), 'x', 'y', e, JobKind.Plain, items(q, [5, 6]), 'cTag', ''));
+    for (let i = 0; i < 16; i++) currentPlanOf(cache, memo, e);
+    cache.set('d', keepPlan(createPlanCache(1 << 30), 'x', 'y', e, JobKind.Plain, items(q, [7, 8]), 'cTag', ''));
+    expect(cache.has(memo.key)).toBe(true);
+    expect(cache.has('b')).toBe(false);
+  });
+
+  it('a plan shared by many app versions lists a bounded number of memos, and every version still finds it', () => {
+    const cache = createPlanCache(1 << 24);
+    const e = env(1);
+    const many = compiledCombineQuery('c=' + encodeURIComponent(JSON.stringify(['A', 'B', 'C'])), 50);
+    const memos = Array.from({ length: 70 }, (_, v) => planMemoOf(many, `001.${String(v).padStart(3, '0')}.000`));
+    let plan: CombinePlan | null = null;
+    for (const memo of memos) plan = keepPlan(cache, memo.key, planShapeKey(many, '1,2,3,'), e, JobKind.Plain, items(many, [1, 2, 3]), 'cTag', '');
+    for (let pass = 0; pass < 3; pass++) for (const memo of memos) expect(currentPlanOf(cache, memo, e)).toBe(plan);
+    expect(plan!.memos.length).toBeLessThanOrEqual(64);
+    // The plan leaves one version's key: that memo alone lets it go.
+    cache.delete(memos[5]!.key);
+    expect(memos[5]!.plan).toBeNull();
+    expect(memos[6]!.plan === plan || memos[6]!.plan === null).toBe(true);
+    expect(currentPlanOf(cache, memos[5]!, e)).toBeNull();
+    expect(currentPlanOf(cache, memos[6]!, e)).toBe(plan);
+  });
+});
+
