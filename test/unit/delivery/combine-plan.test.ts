@@ -149,3 +149,29 @@ describe('a plan found on its key memo (currentPlanOf)', () => {
   });
 });
 
+
+describe('planned answers of a mapped item whose heads differ in length (a layout\'s kept views)', () => {
+  const q = compiledCombineQuery('c=' + encodeURIComponent(JSON.stringify(['A', 'B'])), 50);
+  /** A wrapped front-cache entry: `{"data":<data>,"meta":{"uid":` with the tail of `seg`. */
+  const wrapped = (data: string, seg: string) => newRendered(Buffer.from(`{"data":${data},"meta":{"uid":`), Buffer.from(seg), null, null, null);
+  const fixed = wrapped('{"n":1}', '[]');
+  /** Head n: one of 70 lengths, so that lengths 64 apart meet in one slot of the layout's views. */
+  const head = (n: number) => wrapped(`{"s":"${'x'.repeat(n % 70)}"}`, `["g${n % 70}"]`);
+  const expected = (uid: number, mod: number, h: ReturnType<typeof head>): string =>
+    `{"A":${text(fixed.head)}${uid},"mod":${mod}${text(fixed.tailEnd)},"B":${text(h.head)}${uid},"mod":${mod}${text(h.tailEnd)}}`;
+
+  it('writes each answer whole and exactly as long as it is, whichever lengths came before', () => {
+    const plan = keepPlan(createPlanCache(1 << 24), 'p', 's', env(1), JobKind.Wrapped, [
+      { entry: q.entries[0]!, content: {} as ContentView, rev: {} as RevisionView, mapped: false, rendered: fixed },
+      { entry: q.entries[1]!, content: {} as ContentView, rev: {} as RevisionView, mapped: true, rendered: head(0) },
+    ], 'cTag', '');
+    // One user-part length (one layout), heads of 70 lengths in three orders: forwards, strided, back.
+    const order = [...Array.from({ length: 140 }, (_, i) => i), ...Array.from({ length: 70 }, (_, i) => (i * 37) % 70), ...Array.from({ length: 70 }, (_, i) => 69 - i)];
+    for (const n of order) {
+      const h = head(n);
+      const answer = plannedAnswer(plan, 123456789, 789, [h]);
+      expect(text(answer)).toBe(expected(123456789, 789, h));
+      expect(answer.byteLength).toBe(Buffer.byteLength(expected(123456789, 789, h)));
+    }
+  });
+});
