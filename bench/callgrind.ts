@@ -29,10 +29,20 @@ export function callgrindAvailable(): boolean {
 
 /**
  * The launcher (processes.ts) that runs node under callgrind, its dumps in `dir`, counting nothing
- * until switched on; with `cacheSim`, callgrind's cache simulator too (I1 and D1 misses: slower).
+ * until switched on; with `cacheSim`, callgrind's cache simulator too (I1 and D1 misses: slower);
+ * with `perInstruction`, costs dumped per instruction (what callgrind-functions.ts needs to name
+ * compiled JavaScript; larger dumps).
  */
-export function callgrindLauncher(dir: string, label: string, cacheSim = false): string[] {
-  return ['valgrind', '--tool=callgrind', '--instr-atstart=no', ...(cacheSim ? ['--cache-sim=yes'] : []), `--callgrind-out-file=${join(dir, `callgrind.${label}.%p`)}`, '--log-file=/dev/null'];
+export function callgrindLauncher(dir: string, label: string, cacheSim = false, perInstruction = false): string[] {
+  return [
+    'valgrind',
+    '--tool=callgrind',
+    '--instr-atstart=no',
+    ...(cacheSim ? ['--cache-sim=yes'] : []),
+    ...(perInstruction ? ['--dump-instr=yes'] : []),
+    `--callgrind-out-file=${join(dir, `callgrind.${label}.%p`)}`,
+    '--log-file=/dev/null',
+  ];
 }
 
 function control(pid: number, ...args: string[]): void {
@@ -117,6 +127,8 @@ function readDump(file: string, event: CountedEvent): DumpFigures {
 
 /** What one counted pass read: instructions, and the L1 misses when the cache simulator ran. */
 interface PassFigures {
+  /** The dump it was read from. */
+  readonly file: string;
   readonly ir: DumpFigures;
   readonly i1: DumpFigures | null;
   readonly d1r: DumpFigures | null;
@@ -155,8 +167,8 @@ export class CallgrindProcess {
     control(this.pid, '-d');
     this.part++;
     const file = join(this.dir, `callgrind.${this.label}.${this.pid}.${this.part}`);
-    if (!this.cacheSim) return { ir: readDump(file, 'Ir'), i1: null, d1r: null, d1w: null };
-    return { ir: readDump(file, 'Ir'), i1: readDump(file, 'I1mr'), d1r: readDump(file, 'D1mr'), d1w: readDump(file, 'D1mw') };
+    if (!this.cacheSim) return { file, ir: readDump(file, 'Ir'), i1: null, d1r: null, d1w: null };
+    return { file, ir: readDump(file, 'Ir'), i1: readDump(file, 'I1mr'), d1r: readDump(file, 'D1mr'), d1w: readDump(file, 'D1mw') };
   }
 }
 
@@ -174,6 +186,12 @@ function spreadOf(values: readonly number[]): Spread {
   return { median, min: sorted[0]!, max: sorted[sorted.length - 1]! };
 }
 
+/** The index of the median of `values` (the lower of the two middles of an even count). */
+function medianIndex(values: readonly number[]): number {
+  const order = values.map((_, i) => i).sort((a, b) => values[a]! - values[b]!);
+  return order[(order.length - 1) >> 1]!;
+}
+
 export interface InstructionCount {
   /** Instructions per request outside V8's compilers and garbage collector and the timer phase (the judged figure), over the windows. */
   readonly perRequest: Spread;
@@ -189,6 +207,8 @@ export interface InstructionCount {
   readonly d1MissesPerRequest: Spread | null;
   readonly requests: number;
   readonly windows: number;
+  /** The dump of the window whose own instruction count is the median (the lower of two middles). */
+  readonly medianDump: string;
   /** The statuses answered in the counted windows. */
   readonly statuses: readonly number[];
 }
@@ -207,10 +227,12 @@ export async function countInstructions(p: CallgrindProcess, sequence: readonly 
     const timers: number[] = [];
     const i1: number[] = [];
     const d1: number[] = [];
+    const files: string[] = [];
     for (let w = 0; w < windows; w++) {
       const c = await p.count(async () => {
         for (const e of sequence) statuses.push(await client.request(e));
       });
+      files.push(c.file);
       own.push(ownCount(c.ir) / sequence.length);
       all.push(c.ir.total / sequence.length);
       timers.push(c.ir.timers / sequence.length);
@@ -227,6 +249,7 @@ export async function countInstructions(p: CallgrindProcess, sequence: readonly 
       d1MissesPerRequest: d1.length === 0 ? null : spreadOf(d1),
       requests: sequence.length,
       windows,
+      medianDump: files[medianIndex(own)]!,
       statuses,
     };
   } finally {

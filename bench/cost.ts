@@ -1,6 +1,6 @@
 /**
  * `npm run bench:cost [-- --scenario NAME[,NAME] --rounds N --duration S --connections N
- *                        --callgrind-requests N --no-callgrind --cache-sim --dumps DIR --smoke --out FILE --check]`
+ *                        --callgrind-requests N --no-callgrind --cache-sim --dumps DIR --by-function N --smoke --out FILE --check]`
  *
  * What rcd costs per answered request against the floor (bench/ceiling.ts --floor: bare uWS paying
  * only the header reads, framing check and body parse any server of this API must make, then
@@ -18,8 +18,8 @@
  * The verdict (and `--check`, exit 1 on a FAIL) is on the CPU efficiency against COST_TARGETS.
  * Needs wrk on PATH, Linux /proc, and valgrind (unless --no-callgrind).
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpuBenchOptions, intOption, nodeFlagsOption, UsageError } from './cli-options.js';
 import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
@@ -28,6 +28,7 @@ import { probe } from './probe.js';
 import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
 import { loadWithCpu, median, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
 import { CallgrindProcess, callgrindAvailable, callgrindLauncher, countInstructions, type InstructionCount, type Spread } from './callgrind.js';
+import { functionCostsOfFiles, renderFunctionTable } from './callgrind-functions.js';
 
 /** The least CPU efficiency (floor CPU/req ÷ rcd CPU/req, median of rounds) per scenario; bench/README.md, "Cost against the floor". */
 const COST_TARGETS: Readonly<Record<string, number>> = {
@@ -52,6 +53,10 @@ const USAGE = `usage: npm run bench:cost -- [options]
   --no-callgrind           CPU time only (no valgrind)
   --cache-sim              callgrind's cache simulator too: L1 misses per request of code (I1) and data (D1), slower
   --dumps DIR              keep callgrind's dumps in DIR (one per counted pass: callgrind_annotate shows where they go)
+  --by-function N          after each scenario, the N functions of rcd and of the floor with the most L1 data
+                           misses (with --cache-sim) or instructions, per request, in the median window; rcd's
+                           compiled JavaScript named by function (callgrind per instruction and node's
+                           --perf-basic-prof map for rcd under valgrind; its map is kept in --dumps DIR) (1..500)
   --smoke                  1 round of 1 s, one counted pass of 20 requests after 1 pass: checks that it runs
   --node-flags=FLAGS       options of node for rcd (its CPU rounds and its callgrind run), space-separated
                            (e.g. --node-flags=--perf-basic-prof, so that perf names its compiled JavaScript)
@@ -71,6 +76,8 @@ interface CostOptions {
   readonly cacheSim: boolean;
   readonly out: string | null;
   readonly dumps: string | null;
+  /** Functions listed per scenario and server (--by-function), or 0 for none. */
+  readonly byFunction: number;
   readonly check: boolean;
   readonly nodeFlags: readonly string[];
 }
@@ -92,6 +99,7 @@ function parseOptions(argv: string[]): CostOptions {
       smoke: { type: 'boolean', default: false },
       out: { type: 'string' },
       dumps: { type: 'string' },
+      'by-function': { type: 'string' },
       check: { type: 'boolean', default: false },
       'node-flags': { type: 'string', default: '' },
       help: { type: 'boolean', short: 'h', default: false },
@@ -114,6 +122,7 @@ function parseOptions(argv: string[]): CostOptions {
   const smoke = values.smoke === true;
   const callgrind = values['no-callgrind'] !== true;
   if (!callgrind && values['cache-sim'] === true) throw new UsageError('--cache-sim runs under callgrind: drop --no-callgrind');
+  if (!callgrind && values['by-function'] !== undefined) throw new UsageError('--by-function reads callgrind\'s dumps: drop --no-callgrind');
   if (!wrkAvailable()) throw new UsageError('bench:cost needs wrk on PATH (Debian: apt-get install wrk)');
   if (callgrind && !callgrindAvailable()) throw new UsageError('bench:cost needs valgrind for the instruction counts (Debian: apt-get install valgrind), or --no-callgrind');
   return {
@@ -129,6 +138,7 @@ function parseOptions(argv: string[]): CostOptions {
     cacheSim: values['cache-sim'] === true,
     out: values.out ?? null,
     dumps: values.dumps === undefined ? null : resolve(values.dumps),
+    byFunction: values['by-function'] === undefined ? 0 : intOption('by-function', values['by-function'], 0, 1, 500),
     check: values.check === true,
     nodeFlags: nodeFlagsOption(values['node-flags']),
   };
@@ -258,6 +268,26 @@ function renderCostTable(results: readonly ScenarioCost[], cacheSim: boolean): s
   return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n') + '\n';
 }
 
+/** node's perf map of a process (--perf-basic-prof). */
+function perfMapOf(pid: number): string {
+  return `/tmp/perf-${pid}.map`;
+}
+
+/** Moves rcd's perf map into the dumps directory when one is kept (it names their JIT code), else removes it. */
+function keepPerfMap(pid: number, dumps: string | null): void {
+  const map = perfMapOf(pid);
+  if (!existsSync(map)) return;
+  if (dumps !== null) copyFileSync(map, join(dumps, `perf-rcd.${pid}.map`));
+  rmSync(map, { force: true });
+}
+
+function indent(text: string, by: string): string {
+  return text
+    .split('\n')
+    .map((l) => (l.length === 0 ? l : by + l))
+    .join('\n');
+}
+
 async function instructionPart(opts: CostOptions, dir: string, bundle: string): Promise<Map<string, InstructionFigures>> {
   const out = new Map<string, InstructionFigures>();
   const dumps = opts.dumps ?? dir;
@@ -272,11 +302,12 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
       threads: 1,
       httpThreads: 1,
       label: 'rcd under valgrind',
-      nodeArgs: opts.nodeFlags,
-      launcher: callgrindLauncher(dumps, 'rcd', opts.cacheSim),
+      // Its perf map names each compiled function for --by-function (written as code is made: no cost counted in a window).
+      nodeArgs: opts.byFunction > 0 && !opts.nodeFlags.includes('--perf-basic-prof') ? [...opts.nodeFlags, '--perf-basic-prof'] : opts.nodeFlags,
+      launcher: callgrindLauncher(dumps, 'rcd', opts.cacheSim, opts.byFunction > 0),
       startTimeoutMs: 300_000,
     }),
-    startCeiling(sup, null, 1, true, callgrindLauncher(dumps, 'floor', opts.cacheSim)),
+    startCeiling(sup, null, 1, true, callgrindLauncher(dumps, 'floor', opts.cacheSim, opts.byFunction > 0)),
   ]);
   const counted = [new CallgrindProcess(rcd, dumps, 'rcd', opts.cacheSim), new CallgrindProcess(floor, dumps, 'floor', opts.cacheSim)] as const;
   for (const s of opts.scenarios) {
@@ -292,8 +323,15 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
     const show = (c: InstructionCount): string =>
       `${Math.round(c.perRequest.median).toLocaleString('en-US')} Ir/req (${Math.round(c.perRequest.min).toLocaleString('en-US')}-${Math.round(c.perRequest.max).toLocaleString('en-US')}; with V8's compilers and GC and the timer phase ${Math.round(c.allPerRequest.median).toLocaleString('en-US')}, the timer phase alone ${Math.round(c.timersPerRequest.median).toLocaleString('en-US')}${misses(c)})`;
     process.stdout.write(`  ${s.name}: rcd ${show(a)}, floor ${show(b)}; ${opts.callgrindWindows} windows of ${a.requests} requests\n`);
+    if (opts.byFunction > 0) {
+      for (const [label, count, map] of [['rcd', a, perfMapOf(rcd.pid)], ['the floor', b, null]] as const) {
+        process.stdout.write(`\n  ${s.name}, ${label}: the ${opts.byFunction} functions with the most ${opts.cacheSim ? 'L1 data misses' : 'instructions'}, per request (median window: ${basename(count.medianDump)})\n`);
+        process.stdout.write(indent(renderFunctionTable(functionCostsOfFiles(count.medianDump, map), count.requests, opts.byFunction), '    ') + '\n');
+      }
+    }
   }
   await Promise.all([sup.stopChild(rcd.child, 60_000), sup.stopChild(floor.child, 60_000)]);
+  if (opts.byFunction > 0) keepPerfMap(rcd.pid, opts.dumps);
   return out;
 }
 

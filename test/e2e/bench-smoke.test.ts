@@ -252,9 +252,10 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     }
   }, 330_000);
 
-  it('--cache-sim adds L1 misses of code and data per request, for both servers, to the line and the table', async () => {
+  it('--cache-sim adds L1 misses of code and data per request, for both servers, to the line and the table; --by-function lists where they go', async () => {
     const out = join(outDir, 'cost-cache.json');
-    const { code, output } = await runBench(['--smoke', '--cache-sim', '--scenario', 'mapped', '--out', out], 300_000, 'dist/bench/cost.js');
+    const dumps = join(outDir, 'cost-dumps');
+    const { code, output } = await runBench(['--smoke', '--cache-sim', '--scenario', 'mapped', '--by-function', '8', '--dumps', dumps, '--out', out], 300_000, 'dist/bench/cost.js');
     if (!wrkAvailable()) {
       expect(code).toBe(2);
       return;
@@ -266,12 +267,30 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     const [rcdI1, floorI1, rcdD1, floorD1] = row!.slice(2, 6).map((v) => Number(v.replaceAll(',', ''))) as [number, number, number, number];
     // A request runs through tens of kilobytes of code and touches its data: misses, but far fewer than its instructions.
     for (const n of [rcdI1, floorI1, rcdD1, floorD1]) expect(n).toBeGreaterThan(1);
-    const json = JSON.parse(readFileSync(out, 'utf8')) as { results: { instructions: { rcd: { perRequest: { median: number }; i1MissesPerRequest: { median: number } } } }[] };
+    const json = JSON.parse(readFileSync(out, 'utf8')) as { results: { instructions: { rcd: { perRequest: { median: number }; allPerRequest: { median: number }; i1MissesPerRequest: { median: number } } } }[] };
     const rcd = json.results[0]!.instructions.rcd;
     expect(Math.round(rcd.i1MissesPerRequest.median)).toBe(rcdI1);
     expect(rcd.i1MissesPerRequest.median).toBeLessThan(rcd.perRequest.median);
+    // --by-function: per server, the counted window's functions, headed by their total, which is the
+    // window's whole count (every instruction of the dump belongs to one function).
+    const rcdPid = /callgrind\.rcd\.(\d+)\.1\)$/m.exec(output)?.[1];
+    expect(rcdPid, output).toBeDefined();
+    for (const label of ['rcd', 'the floor']) {
+      const at = output.indexOf(`mapped, ${label}: the 8 functions with the most L1 data misses, per request`);
+      expect(at, output).toBeGreaterThan(0);
+      const lines = output.slice(at).split('\n').slice(1, 11);
+      expect(lines[0]).toMatch(/^ +Ir +I1 miss +D1 read miss +D1 write miss +function$/);
+      expect(lines[1]).toMatch(/^ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +\(every function\)$/);
+      for (const row of lines.slice(2, 10)) expect(row).toMatch(/^ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +\S/);
+      if (label === 'rcd') expect(Number(/^ +([\d.]+)/.exec(lines[1]!)![1]) / rcd.allPerRequest.median).toBeCloseTo(1, 2);
+    }
+    // rcd's perf map, which names its compiled JavaScript, is kept beside the dumps and gone from /tmp.
+    expect(readFileSync(join(dumps, `perf-rcd.${rcdPid!}.map`), 'utf8')).toMatch(/ JS:/);
+    expect(readdirSync('/tmp')).not.toContain(`perf-${rcdPid!}.map`);
     const refused = await runBench(['--no-callgrind', '--cache-sim'], 30_000, 'dist/bench/cost.js');
     expect([refused.code, refused.output.includes('--cache-sim runs under callgrind')]).toEqual([2, true]);
+    const refusedByFunction = await runBench(['--no-callgrind', '--by-function', '5'], 30_000, 'dist/bench/cost.js');
+    expect([refusedByFunction.code, refusedByFunction.output.includes('--by-function reads callgrind')]).toEqual([2, true]);
   }, 330_000);
 
   it('--node-flags reaches rcd: with --perf-basic-prof it writes the map perf names its JavaScript by; a word that is no flag is refused with 2', async () => {

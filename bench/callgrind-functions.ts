@@ -1,0 +1,153 @@
+/**
+ * Where a counted window's instructions and L1 misses go, function by function, JavaScript included
+ * (`npm run bench:cost -- --by-function N`). callgrind names native functions itself; V8's compiled
+ * JavaScript is anonymous to it (object `???`), so each of its instructions is named from the map
+ * node writes with `--perf-basic-prof` (/tmp/perf-PID.map: start, size and name of each code object).
+ * That needs the dump per instruction (`--dump-instr=yes`): a JIT function has no symbol to group by.
+ *
+ * The dump format (valgrind's callgrind format): `ob=`, `fl=`, `fn=` set the object, file and
+ * function of the cost lines after them, names compressed as `(id) name` the first time and `(id)`
+ * after; a cost line is `position line events...`, a position absolute (`0x...`), relative (`+n`,
+ * `-n`) or the same as the last (`*`); the line after `calls=` is the inclusive cost of a call made
+ * there, already counted in the callee, so it is skipped.
+ */
+import { readFileSync } from 'node:fs';
+
+/** One function's events in a dump, summed over its instructions. */
+export interface FunctionCost {
+  ir: number;
+  i1mr: number;
+  d1mr: number;
+  d1mw: number;
+}
+
+/** Code objects of a perf map, sorted by start address. */
+export interface PerfMap {
+  readonly starts: readonly number[];
+  readonly sizes: readonly number[];
+  readonly names: readonly string[];
+}
+
+/** Reads node's /tmp/perf-PID.map; a code object moved or replaced later keeps its last line's name. */
+export function readPerfMap(text: string): PerfMap {
+  const rows: [number, number, string][] = [];
+  for (const line of text.split('\n')) {
+    const m = /^([0-9a-f]+) ([0-9a-f]+) (.*)$/.exec(line);
+    if (m !== null) rows.push([parseInt(m[1]!, 16), parseInt(m[2]!, 16), m[3]!]);
+  }
+  rows.sort((a, b) => a[0] - b[0]);
+  return { starts: rows.map((r) => r[0]), sizes: rows.map((r) => r[1]), names: rows.map((r) => r[2]) };
+}
+
+/** The name of the code object holding `address`, or null. */
+export function perfName(map: PerfMap, address: number): string | null {
+  let lo = 0;
+  let hi = map.starts.length - 1;
+  let at = -1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    if (map.starts[mid]! <= address) {
+      at = mid;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  // Code objects may overlap in the map (code freed and its space reused): the nearest start that
+  // covers the address, looking back a few entries.
+  for (let i = at; i >= 0 && i > at - 8; i--) if (address < map.starts[i]! + map.sizes[i]!) return map.names[i]!;
+  return null;
+}
+
+/** The name JIT code without a map entry is grouped under. */
+export const UNNAMED_JIT = 'JavaScript (not in the perf map)';
+
+/**
+ * Per-function events of a dump written with `--dump-instr=yes`, in the order of its `events:` line
+ * (Ir, and with the cache simulator I1mr, D1mr and D1mw among them). JIT code (object `???`) is named
+ * `JS <name from the perf map>`.
+ */
+export function functionCosts(dump: string, map: PerfMap | null): Map<string, FunctionCost> {
+  const out = new Map<string, FunctionCost>();
+  const names: Record<'ob' | 'fn', Map<string, string>> = { ob: new Map(), fn: new Map() };
+  const named = (kind: 'ob' | 'fn', value: string): string => {
+    const m = /^\((\d+)\)(?: (.*))?$/.exec(value);
+    if (m === null) return value;
+    if (m[2] !== undefined) names[kind].set(m[1]!, m[2]);
+    return names[kind].get(m[1]!) ?? '?';
+  };
+  let columns: Record<keyof FunctionCost, number> = { ir: -1, i1mr: -1, d1mr: -1, d1mw: -1 };
+  let positions = 1;
+  let ob = '';
+  let fn = '';
+  let address = 0;
+  let skipNext = false;
+  for (const line of dump.split('\n')) {
+    if (line.length === 0) continue;
+    const c = line.charCodeAt(0);
+    const isCost = (c >= 48 && c <= 57) || c === 43 || c === 45 || c === 42; // digit + - *
+    if (isCost) {
+      const parts = line.split(' ');
+      const p = parts[0]!;
+      if (p.startsWith('0x')) address = parseInt(p, 16);
+      else if (p[0] === '+') address += Number(p.slice(1));
+      else if (p[0] === '-') address -= Number(p.slice(1));
+      if (skipNext) {
+        skipNext = false;
+        continue;
+      }
+      const jit = ob === '???';
+      const name = jit ? `JS ${(map === null ? null : perfName(map, address)) ?? UNNAMED_JIT}` : fn;
+      let cost = out.get(name);
+      if (cost === undefined) {
+        cost = { ir: 0, i1mr: 0, d1mr: 0, d1mw: 0 };
+        out.set(name, cost);
+      }
+      for (const key of ['ir', 'i1mr', 'd1mr', 'd1mw'] as const) {
+        const col = columns[key];
+        if (col >= 0) cost[key] += Number(parts[positions + col] ?? 0);
+      }
+      continue;
+    }
+    if (line.startsWith('ob=')) ob = named('ob', line.slice(3));
+    else if (line.startsWith('fn=')) fn = named('fn', line.slice(3));
+    else if (line.startsWith('cob=')) named('ob', line.slice(4));
+    else if (line.startsWith('cfn=')) named('fn', line.slice(4));
+    else if (line.startsWith('calls=')) skipNext = true;
+    else if (line.startsWith('positions:')) positions = line.slice(10).trim().split(/\s+/).length;
+    else if (line.startsWith('events:')) {
+      const events = line.slice(7).trim().split(/\s+/);
+      columns = { ir: events.indexOf('Ir'), i1mr: events.indexOf('I1mr'), d1mr: events.indexOf('D1mr'), d1mw: events.indexOf('D1mw') };
+    }
+  }
+  return out;
+}
+
+/** The `top` functions of a dump by L1 data misses (with the cache simulator) or instructions, per request. */
+export function renderFunctionTable(costs: Map<string, FunctionCost>, requests: number, top: number): string {
+  const rows = [...costs.entries()];
+  const misses = rows.some(([, c]) => c.d1mr + c.d1mw + c.i1mr > 0);
+  rows.sort((a, b) => (misses ? b[1].d1mr + b[1].d1mw - (a[1].d1mr + a[1].d1mw) : b[1].ir - a[1].ir));
+  const total: FunctionCost = { ir: 0, i1mr: 0, d1mr: 0, d1mw: 0 };
+  for (const [, c] of rows) for (const key of ['ir', 'i1mr', 'd1mr', 'd1mw'] as const) total[key] += c[key];
+  const fmt = (n: number): string => (n / requests).toFixed(n / requests >= 100 ? 0 : 1);
+  const head = misses ? ['Ir', 'I1 miss', 'D1 read miss', 'D1 write miss', 'function'] : ['Ir', 'function'];
+  const cells = (name: string, c: FunctionCost): string[] => (misses ? [fmt(c.ir), fmt(c.i1mr), fmt(c.d1mr), fmt(c.d1mw), name] : [fmt(c.ir), name]);
+  const body = [cells('(every function)', total), ...rows.slice(0, top).map(([name, c]) => cells(name.length > 120 ? name.slice(0, 117) + '...' : name, c))];
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
+  const line = (r: readonly string[]): string => r.map((c, i) => (i === r.length - 1 ? c : c.padStart(widths[i]!))).join('  ');
+  return [line(head), ...body.map(line)].join('\n') + '\n';
+}
+
+/** functionCosts of a dump file, its JIT code named from the perf map file when there is one. */
+export function functionCostsOfFiles(dumpFile: string, perfMapFile: string | null): Map<string, FunctionCost> {
+  let map: PerfMap | null = null;
+  if (perfMapFile !== null) {
+    try {
+      map = readPerfMap(readFileSync(perfMapFile, 'utf8'));
+    } catch {
+      map = null;
+    }
+  }
+  return functionCosts(readFileSync(dumpFile, 'utf8'), map);
+}
