@@ -82,11 +82,6 @@ export function routedSnapshot(s: DirectorySnapshot): RoutedSnapshot {
 export const NO_CONTENTS: PackedContents = packChanges([]);
 
 /**
- * Reads PackedContents entry by entry: `next()` moves to the following entry and fills the fields;
- * revision `i` (0 = oldest) of the current entry is read with revId/hash/minAppVersion. One reader
- * per update; its fields are overwritten by each `next()`.
- */
-/**
  * An id read from a Float64Array, as a small integer (a Smi) where it is one. V8 boxes every element
  * it loads from a Float64Array (a HeapNumber, also for 7), and a field first given a HeapNumber keeps
  * every value of that field boxed: each ContentView carried two boxes (revId, mappingId), 32 bytes of
@@ -99,6 +94,11 @@ function smallId(v: number): number {
   return i === v ? i : v;
 }
 
+/**
+ * Reads PackedContents entry by entry: `next()` moves to the following entry and fills the fields;
+ * revision `i` (0 = oldest) of the current entry is read with revId/hash/minAppVersion. One reader
+ * per update; its fields are overwritten by each `next()`.
+ */
 export class PackedContentReader {
   envId = '';
   /** '' for a content that is gone. */

@@ -42,7 +42,7 @@ import { LRUCache } from 'lru-cache';
 import { JobKind } from '../pool/protocol.js';
 import { EMPTY_WORDS, putBytes, wordsOf } from '../shared/bytes.js';
 import type { ContentView, EnvView, RevisionView } from './directory.js';
-import type { Rendered } from './front-cache.js';
+import { USES_PER_REFRESH, type Rendered } from './front-cache.js';
 import { answerBuffer, answerView } from './reply.js';
 import type { CombineEntry, CompiledCombineQuery } from './query.js';
 import { EMPTY_BYTES, USER_PART_MAX, userPartLength, writeUserPart } from './tail.js';
@@ -188,14 +188,9 @@ export interface PlanKeyMemo {
 }
 
 /**
- * The plan cache key of (query, app version): a memo on the compiled query, so the same string
- * object (its hash cached by V8) comes back for every request.
+ * The plan cache key of (query, app version) with the plan found under it: a memo on the compiled
+ * query, so the same key string (its hash cached by V8) comes back for every request.
  */
-export function planKeyOf(q: CompiledCombineQuery, vKey: string): string {
-  return planMemoOf(q, vKey).key;
-}
-
-/** planKeyOf's memo. */
 export function planMemoOf(q: CompiledCombineQuery, vKey: string): PlanKeyMemo {
   let keys = q.planKeys;
   if (keys === null) {
@@ -213,7 +208,7 @@ export function planMemoOf(q: CompiledCombineQuery, vKey: string): PlanKeyMemo {
 }
 
 /**
- * The plan for this request's query and version (`key`, planKeyOf) in its environment, or null when none
+ * The plan for this request's query and version (`key`, planMemoOf) in its environment, or null when none
  * is current. The key names the version: a plan is kept under it only once a request of that version
  * chose exactly the plan's revisions (keepPlan).
  */
@@ -222,12 +217,6 @@ export function currentPlan(cache: PlanCache, key: string, env: EnvView): Combin
   if (plan === undefined || plan.env !== env || plan.generation !== env.generation) return null;
   return plan;
 }
-
-/**
- * Answers planned from a memo's plan between two uses the cache sees (a power of two): enough to keep
- * a plan in use from being evicted as the least recently used.
- */
-const USES_PER_REFRESH = 16;
 
 /**
  * Memos a plan lists (PlanKeyMemo.plan is it, or was): past this many the plan lets all of them go,
@@ -274,7 +263,7 @@ function releasePlan(plan: CombinePlan, key: string): void {
 /**
  * The key a plan is also kept under: its query and the revision chosen for each of its ids
  * (`revisions`: each revision id or '-' for none, in query order). Query ids are numbers, so these keys
- * (`s<id>:…`) never meet planKeyOf's (`<id>:<version>`).
+ * (`s<id>:…`) never meet planMemoOf's (`<id>:<version>`).
  */
 export function planShapeKey(q: CompiledCombineQuery, revisions: string): string {
   return 's' + q.planId + ':' + revisions;

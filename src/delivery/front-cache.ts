@@ -196,11 +196,12 @@ function frontKeyMemo(kind: JobKind, revId: number, mappingId: number, c: Combin
 }
 
 /**
- * Answers taken from an entry found without the cache (a memo, a slot) between two uses the cache
- * sees (a power of two): its recency is refreshed on one answer in this many, enough to keep an entry
- * answered that often from being evicted as the least recently used.
+ * Answers taken from an entry found without the cache (a memo, a slot; a combine plan on its key memo:
+ * combine-plan.ts currentPlanOf) between two uses the cache sees (a power of two): its recency is
+ * refreshed on one answer in this many, enough to keep an entry answered that often from being
+ * evicted as the least recently used.
  */
-const USES_PER_REFRESH = 16;
+export const USES_PER_REFRESH = 16;
 
 /**
  * Entries under numeric keys (items without a combination) found without a lookup by key: a
@@ -259,5 +260,7 @@ function releaseEntry(entry: Rendered): void {
     entry.memo = null;
   }
   const key = entry.key;
-  if (typeof key === 'number' && numbered[key & (NUMBERED_SLOTS - 1)] === entry) numbered[key & (NUMBERED_SLOTS - 1)] = null;
+  if (typeof key !== 'number') return;
+  const slot = key & (NUMBERED_SLOTS - 1);
+  if (numbered[slot] === entry) numbered[slot] = null;
 }

@@ -5,7 +5,7 @@
  * in test/e2e/combine-plans.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { createPlanCache, currentPlan, currentPlanOf, keepPlan, planKeyOf, planMemoOf, planShapeKey, plannedAnswer, type CombinePlan, type PlanCache, type PlanItem } from '../../../src/delivery/combine-plan.js';
+import { createPlanCache, currentPlan, currentPlanOf, keepPlan, planMemoOf, planShapeKey, plannedAnswer, type CombinePlan, type PlanCache, type PlanItem } from '../../../src/delivery/combine-plan.js';
 import { compiledCombineQuery, type CompiledCombineQuery } from '../../../src/delivery/query.js';
 import { newRendered } from '../../../src/delivery/front-cache.js';
 import type { ContentView, EnvView, RevisionView } from '../../../src/delivery/directory.js';
@@ -37,9 +37,9 @@ describe('combine plans shared across app versions', () => {
   it('versions that chose the same revisions get one plan; another revision gets its own', () => {
     const cache = createPlanCache(1 << 20);
     const e = env(1);
-    const v1 = planKeyOf(q, '001.002.000');
-    const v2 = planKeyOf(q, '001.004.009');
-    const v3 = planKeyOf(q, '002.000.000');
+    const v1 = planMemoOf(q, '001.002.000').key;
+    const v2 = planMemoOf(q, '001.004.009').key;
+    const v3 = planMemoOf(q, '002.000.000').key;
     const first = keepPlan(cache, v1, planShapeKey(q, '11,12,'), e, JobKind.Plain, items(q, [1, 2]), 'cTag', '');
     const second = keepPlan(cache, v2, planShapeKey(q, '11,12,'), e, JobKind.Plain, items(q, [1, 2]), 'cTag', '');
     const third = keepPlan(cache, v3, planShapeKey(q, '11,13,'), e, JobKind.Plain, items(q, [1, 3]), 'cTag3', '');
@@ -55,8 +55,8 @@ describe('combine plans shared across app versions', () => {
   it('an id found by one version and missing for another makes another shape', () => {
     const cache = createPlanCache(1 << 20);
     const e = env(1);
-    const found = keepPlan(cache, planKeyOf(q, '001.000.000'), planShapeKey(q, '11,12,'), e, JobKind.Plain, items(q, [1, 2]), 'cTag', '');
-    const oneMissing = keepPlan(cache, planKeyOf(q, '000.009.000'), planShapeKey(q, '11,-,'), e, JobKind.Plain, items(q, [1]).slice(0, 1), 'cTagMissing', 'B');
+    const found = keepPlan(cache, planMemoOf(q, '001.000.000').key, planShapeKey(q, '11,12,'), e, JobKind.Plain, items(q, [1, 2]), 'cTag', '');
+    const oneMissing = keepPlan(cache, planMemoOf(q, '000.009.000').key, planShapeKey(q, '11,-,'), e, JobKind.Plain, items(q, [1]).slice(0, 1), 'cTagMissing', 'B');
     expect(oneMissing).not.toBe(found);
     expect(oneMissing.missingHeader).toBe('B');
   });
@@ -64,25 +64,25 @@ describe('combine plans shared across app versions', () => {
   it('an edit (a new generation) or another environment object shares nothing with the plans before it', () => {
     const cache = createPlanCache(1 << 20);
     const before = env(1);
-    const key = planKeyOf(q, '001.000.000');
+    const key = planMemoOf(q, '001.000.000').key;
     const old = keepPlan(cache, key, planShapeKey(q, '11,12,'), before, JobKind.Plain, items(q, [1, 2]), 'cTag', '');
     const edited = env(2);
     expect(currentPlan(cache, key, edited)).toBeNull();
-    const fresh = keepPlan(cache, planKeyOf(q, '001.004.000'), planShapeKey(q, '11,12,'), edited, JobKind.Plain, items(q, [1, 2]), 'cTag', '');
+    const fresh = keepPlan(cache, planMemoOf(q, '001.004.000').key, planShapeKey(q, '11,12,'), edited, JobKind.Plain, items(q, [1, 2]), 'cTag', '');
     expect(fresh).not.toBe(old);
     expect(fresh.generation).toBe(2);
     const other = env(2);
-    expect(currentPlan(cache, planKeyOf(q, '001.004.000'), other)).toBeNull();
+    expect(currentPlan(cache, planMemoOf(q, '001.004.000').key, other)).toBeNull();
   });
 
   it('another query with the same revisions has its own plan (shape keys carry the query)', () => {
     const cache = createPlanCache(1 << 20);
     const e = env(1);
     const r = compiledCombineQuery('c=' + encodeURIComponent(JSON.stringify(['B', 'A'])), 50);
-    planKeyOf(r, '');
+    planMemoOf(r, '');
     expect(planShapeKey(r, '11,12,')).not.toBe(planShapeKey(q, '11,12,'));
-    const a = keepPlan(cache, planKeyOf(q, ''), planShapeKey(q, '11,12,'), e, JobKind.Plain, items(q, [1, 2]), 'cTag', '');
-    const b = keepPlan(cache, planKeyOf(r, ''), planShapeKey(r, '11,12,'), e, JobKind.Plain, items(r, [2, 1]), 'cTagR', '');
+    const a = keepPlan(cache, planMemoOf(q, '').key, planShapeKey(q, '11,12,'), e, JobKind.Plain, items(q, [1, 2]), 'cTag', '');
+    const b = keepPlan(cache, planMemoOf(r, '').key, planShapeKey(r, '11,12,'), e, JobKind.Plain, items(r, [2, 1]), 'cTagR', '');
     expect(b).not.toBe(a);
     expect(text(plannedAnswer(b, 0, 0, []))).toBe('{"B":{"n":2},"A":{"n":1}}');
   });
