@@ -55,6 +55,12 @@ describe('callgrind per-instruction dumps by function', () => {
     const plain = DUMP.replace('events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw', 'events: Ir').replace(/^(0x[0-9a-f]+|[+-]\d+|\*) 0 (\d+).*$/gm, '$1 0 $2');
     const costs = functionCosts(plain, null);
     expect(costs.get(`JS ${UNNAMED_JIT}`)).toEqual({ ir: 112, i1mr: 0, d1mr: 0, d1mw: 0 });
+    // Without misses the table lists the most instructions first, under the same total row.
+    const table = renderFunctionTable(costs, 1, 2).split('\n');
+    expect(table[0]).toMatch(/^\s*Ir\s+function$/);
+    expect(table[1]).toMatch(/^\s*132\s+\(every function\)$/);
+    expect(table[2]).toMatch(/^\s*112\s+JS JavaScript/);
+    expect(table[3]).toMatch(/^\s*16\.0\s+v8::internal::JsonParser::Parse\(\)$/);
     expect(perfName(MAP, 0x2ff0)).toBe('Builtin:Stub');
     expect(perfName(MAP, 0x3020)).toBeNull();
   });
