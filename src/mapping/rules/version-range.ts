@@ -19,7 +19,7 @@
  * - build metadata takes no part in semver's ordering.
  */
 import semver from 'semver';
-import { versionKey, versionKeyPart } from '../../shared/app-version.js';
+import { flatKey, versionKey, versionKeyPart } from '../../shared/app-version.js';
 
 const enum VersionOp {
   Lt = 0,
@@ -92,8 +92,8 @@ function compileComparator(comparator: semver.Comparator): [VersionOp, string] {
  */
 function beyondKey(major: number, minor: number, patch: number): string {
   if (major > MAX_PART) return ':';
-  if (minor > MAX_PART) return versionKeyPart(major) + ':';
-  if (patch > MAX_PART) return versionKeyPart(major) + versionKeyPart(minor) + ':';
+  if (minor > MAX_PART) return flatKey([versionKeyPart(major), ':']);
+  if (patch > MAX_PART) return flatKey([versionKeyPart(major), versionKeyPart(minor), ':']);
   return '';
 }
 
