@@ -19,9 +19,9 @@
  * `--floor` (anywhere after N) makes it the floor instead (`npm run bench -- --target floor`): before
  * answering, every request also pays for the uWS calls and the parsing that any server answering the
  * delivery API on this uWS build must make whatever its own logic, as rcd makes them (src/delivery/
- * routes.ts; the framing check and the body's decoding are rcd's own functions, framing.ts and
- * body.ts): the ambiguous-framing check over every header (forEach), the header reads (Content-Type,
- * Content-Length, If-None-Match, Accept-Encoding), the route parameter and the query, and for a POST
+ * routes.ts; the head's read and the body's decoding are rcd's own functions, request-head.ts and
+ * body.ts): one pass over every header (forEach) for the ambiguous-framing check and the values read
+ * (Content-Type, Content-Length, If-None-Match, Accept-Encoding), the route parameter and the query, and for a POST
  * the body copied whole, decoded and given to JSON.parse (a body that is not JSON is answered 400);
  * a 200 is then written the cheapest way uWS allows (one header block, default status line), as rcd
  * writes it, so the floor is an upper bound for a server and not the ceiling's write path plus work.
@@ -33,7 +33,7 @@ import { Worker, isMainThread, parentPort, workerData } from 'node:worker_thread
 import { statusLine } from '../src/runtime/errors.js';
 import { TLS12_CIPHERS } from '../src/runtime/tls.js';
 import { bodyText, keptChunk } from '../src/delivery/body.js';
-import { hasAmbiguousFraming } from '../src/delivery/framing.js';
+import { hasAmbiguousFraming, readHead } from '../src/delivery/request-head.js';
 import { freePort } from './processes.js';
 
 export interface CeilingAnswer {
@@ -89,18 +89,19 @@ const notFound: Prepared = prepare({ status: 404, body: '{"error":{"status":404,
 /** Set by `--floor` (for every loop): requests pay for the work of floorRequest/floorBody first. */
 let floor = false;
 const notJson = prepare({ status: 400, body: '{"error":{"status":400,"code":"invalid_json","message":"the floor could not parse the body"}}' });
-// What rcd reads of every content request (src/delivery/routes.ts), names as bytes as it passes them.
-const FLOOR_HEADERS = ['content-type', 'content-length', 'if-none-match', 'accept-encoding'].map((h) => Buffer.from(h, 'latin1'));
 /** Read by nothing: keeps the header reads from being optimized away. */
 const floorSink = { bytes: 0 };
 
 /** The floor's request-side work before the body: false when the request was refused (connection closed). */
 function floorRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, hasParameter: boolean): boolean {
-  if (hasAmbiguousFraming(req)) {
+  // rcd's own read of the head (src/delivery/request-head.ts), with the framing check on as rcd's default.
+  const head = readHead(req, true, false);
+  if (hasAmbiguousFraming(head)) {
     res.close();
     return false;
   }
-  for (const h of FLOOR_HEADERS) floorSink.bytes += req.getHeader(h).length;
+  // What rcd reads of every content request (src/delivery/routes.ts) beside the key and its origin.
+  floorSink.bytes += head.contentType.length + head.contentLength.length + head.ifNoneMatch.length + head.acceptEncoding.length;
   if (hasParameter) floorSink.bytes += req.getParameter(0)?.length ?? 0;
   floorSink.bytes += req.getQuery()?.length ?? 0;
   return true;

@@ -39,7 +39,13 @@ export function compileHttpPolicy(config: ServeConfig): HttpPolicy {
 
 /** The Access-Control-Allow-Origin value for this request, or null (no CORS headers). Reads req synchronously. */
 export function corsOriginOf(policy: HttpPolicy, req: HttpRequest): Uint8Array | null {
+  if (policy.corsOrigins === null) return policy.corsAny;
+  return corsOriginFor(policy, req.getHeader(H_ORIGIN));
+}
+
+/** The Access-Control-Allow-Origin value for a request whose Origin header is `origin` ("" when absent), or null. */
+export function corsOriginFor(policy: HttpPolicy, origin: string): Uint8Array | null {
   if (policy.corsAny !== null) return policy.corsAny;
   if (policy.corsOrigins === null) return null;
-  return policy.corsOrigins.get(req.getHeader(H_ORIGIN)) ?? null;
+  return policy.corsOrigins.get(origin) ?? null;
 }

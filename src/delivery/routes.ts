@@ -11,14 +11,14 @@ import { errorResponse } from '../runtime/errors.js';
 import type { KeyView } from './directory.js';
 import { contentIdKey } from '../store/ids.js';
 import { CC_SHARED, JSON_TYPE, STATUS_OK, joinPieces, send, sendContent, sendError, sendNotModified, sendPreflight, sendStarting } from './reply.js';
-import { corsOriginOf } from './http-policy.js';
-import { H_ACCEPT_ENCODING, H_API_KEY, H_CONTENT_LENGTH, H_CONTENT_TYPE, H_IF_NONE_MATCH, H_LAST_EVENT_ID, H_RETRY_AFTER, H_TRANSFER_ENCODING } from './header-names.js';
+import { corsOriginFor, corsOriginOf } from './http-policy.js';
+import { H_API_KEY, H_LAST_EVENT_ID, H_RETRY_AFTER } from './header-names.js';
 import { ACCEPT_GZIP, acceptedCodings } from './encoding.js';
 import { Coding, etagValue, matchIfNoneMatch } from './etag.js';
 import { mintStreamToken, verifyStreamToken } from './stream-token.js';
 import { StreamFormat } from './events.js';
 import { EMPTY_BODY } from './context.js';
-import { hasAmbiguousFraming } from './framing.js';
+import { hasAmbiguousFraming, readHead, type RequestHead } from './request-head.js';
 import { noteKeyUse } from './key-use.js';
 import { ContentRequest, Route } from './request.js';
 import type { FrontEndState } from './state.js';
@@ -69,8 +69,8 @@ function refuseUnknownKey(state: FrontEndState, res: HttpResponse, origin: Uint8
 }
 
 /** Key then Content-Type; answers and returns undefined when either fails. */
-function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, origin: Uint8Array | null, route: MetricRoute): KeyView | undefined {
-  const key = req.getHeader(H_API_KEY);
+function authorize(state: FrontEndState, res: HttpResponse, head: RequestHead, origin: Uint8Array | null, route: MetricRoute): KeyView | undefined {
+  const key = head.apiKey;
   if (key === '') {
     sendError(res, MISSING_KEY, state.shuttingDown, origin);
     countRequest(state.counters, route, 401, Outcome.None);
@@ -82,7 +82,7 @@ function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, or
     refuseUnknownKey(state, res, origin, route);
     return undefined;
   }
-  if (!isJsonContentType(req.getHeader(H_CONTENT_TYPE))) {
+  if (!isJsonContentType(head.contentType)) {
     sendError(res, BAD_TYPE, state.shuttingDown, origin);
     countRequest(state.counters, route, 400, Outcome.None);
     return undefined;
@@ -114,7 +114,7 @@ function decodeId(raw: string): string | undefined {
 }
 
 /**
- * An ambiguous framing (framing.ts) is refused by closing the connection at once (returns true: the
+ * An ambiguous framing (request-head.ts) is refused by closing the connection at once (returns true: the
  * caller stops): uWS keeps parsing the bytes that follow this head in the same read before it sends
  * anything, so a 400 could only go out after the smuggled request was handled; a closed socket stops
  * the parser there. Every route checks (a GET may carry a body too) unless
@@ -122,9 +122,21 @@ function decodeId(raw: string): string | undefined {
  * recommended nginx refuses such requests).
  */
 export function refusedAmbiguousFraming(state: FrontEndState, res: HttpResponse, req: HttpRequest): boolean {
-  if (!state.config.rejectAmbiguousFraming || !hasAmbiguousFraming(req)) return false;
+  if (!state.config.rejectAmbiguousFraming || !hasAmbiguousFraming(readHead(req, true, false))) return false;
   res.close();
   return true;
+}
+
+/**
+ * The head of a request whose route reads its headers (request-head.ts), or null when its framing is
+ * ambiguous: the connection is closed then, as refusedAmbiguousFraming does.
+ */
+export function headOf(state: FrontEndState, res: HttpResponse, req: HttpRequest): RequestHead | null {
+  const reject = state.config.rejectAmbiguousFraming;
+  const head = readHead(req, reject, state.http.corsOrigins !== null);
+  if (!reject || !hasAmbiguousFraming(head)) return head;
+  res.close();
+  return null;
 }
 
 /** Called when a route handler threw: the connection is closed (it may hold part of an answer). */
@@ -159,13 +171,14 @@ export function declaredOver(declared: string, max: number): boolean {
 }
 
 export function handleContent(state: FrontEndState, res: HttpResponse, req: HttpRequest, route: Route): void {
-  if (refusedAmbiguousFraming(state, res, req)) return;
-  const origin = corsOriginOf(state.http, req);
+  const head = headOf(state, res, req);
+  if (head === null) return;
+  const origin = corsOriginFor(state.http, head.origin);
   const metricRoute = METRIC_ROUTE[route];
-  const view = authorize(state, res, req, origin, metricRoute);
+  const view = authorize(state, res, head, origin, metricRoute);
   if (view === undefined) return;
   const maxBody = state.config.maxBodyBytes;
-  const declared = req.getHeader(H_CONTENT_LENGTH);
+  const declared = head.contentLength;
   if (declared !== '' && declaredOver(declared, maxBody)) {
     // Refuse before reading a byte; close since the client is about to send the body anyway.
     sendError(res, errorResponse('payload_too_large', `the request body exceeds ${maxBody} bytes`), true, origin);
@@ -182,7 +195,7 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
     }
     idLower = id;
   }
-  if (declared === '0' || (declared === '' && req.getHeader(H_TRANSFER_ENCODING) === '')) {
+  if (declared === '0' || (declared === '' && head.transferEncoding === '')) {
     // No body to wait for: uWS calls no data handler for an empty body whose head came in pieces.
     sendError(res, EMPTY_BODY_ERROR, state.shuttingDown, origin);
     countRequest(state.counters, metricRoute, 400, Outcome.None);
@@ -196,8 +209,8 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
     view.keyId,
     idLower,
     req.getQuery() ?? '',
-    req.getHeader(H_IF_NONE_MATCH),
-    acceptedCodings(req.getHeader(H_ACCEPT_ENCODING)),
+    head.ifNoneMatch,
+    acceptedCodings(head.acceptEncoding),
     origin,
   );
   res.onAborted(() => r.onAborted());
@@ -211,15 +224,16 @@ const CORK_BUFFER_BYTES = 16 * 1024;
 function ignoreAbort(): void {}
 
 export function handleCatalog(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
-  if (refusedAmbiguousFraming(state, res, req)) return;
-  const origin = corsOriginOf(state.http, req);
-  const view = authorize(state, res, req, origin, MetricRoute.Catalog);
+  const head = headOf(state, res, req);
+  if (head === null) return;
+  const origin = corsOriginFor(state.http, head.origin);
+  const view = authorize(state, res, head, origin, MetricRoute.Catalog);
   if (view === undefined) return;
   const catalog = view.env.catalog;
   const http = state.http;
-  const gzip = catalog.gzip !== null && catalog.bodyBytes >= http.compressMinBytes && (acceptedCodings(req.getHeader(H_ACCEPT_ENCODING)) & ACCEPT_GZIP) !== 0;
+  const gzip = catalog.gzip !== null && catalog.bodyBytes >= http.compressMinBytes && (acceptedCodings(head.acceptEncoding) & ACCEPT_GZIP) !== 0;
   const coding = gzip ? Coding.Gzip : Coding.Identity;
-  const ifNoneMatch = req.getHeader(H_IF_NONE_MATCH);
+  const ifNoneMatch = head.ifNoneMatch;
   const matched = ifNoneMatch.length === 0 ? -1 : matchIfNoneMatch(ifNoneMatch, catalog.tag, coding);
   if (matched !== -1) {
     sendNotModified(res, http, etagValue(catalog.tag, matched), CC_SHARED, origin, state.shuttingDown);
@@ -286,9 +300,10 @@ export function handleEvents(state: FrontEndState, res: HttpResponse, req: HttpR
 
 /** POST /api/v1/env/events/token: a short-lived token for EventSource, minted with the key (stream-token.ts). */
 export function handleStreamToken(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
-  if (refusedAmbiguousFraming(state, res, req)) return;
-  const origin = corsOriginOf(state.http, req);
-  const view = authorize(state, res, req, origin, MetricRoute.EventsToken);
+  const head = headOf(state, res, req);
+  if (head === null) return;
+  const origin = corsOriginFor(state.http, head.origin);
+  const view = authorize(state, res, head, origin, MetricRoute.EventsToken);
   if (view === undefined) return;
   const key = state.directory.keyById(view.keyId)!;
   const ttl = state.config.streamTokenTtlS;

@@ -14,9 +14,10 @@
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { KeyView } from '../directory.js';
 import { contentIdKey } from '../../store/ids.js';
-import { corsOriginOf } from '../http-policy.js';
+import { corsOriginFor } from '../http-policy.js';
 import { enterUwsCall, leaveUwsCall } from '../reply.js';
-import { declaredOver, handlerFailed, isJsonContentType, refusedAmbiguousFraming } from '../routes.js';
+import { declaredOver, handlerFailed, headOf, isJsonContentType } from '../routes.js';
+import type { RequestHead } from '../request-head.js';
 import type { FrontEndState } from '../state.js';
 import { MetricRoute, Outcome, Phase, S_PHASE, countRequest } from '../../metrics/layout.js';
 import { ERROR_STATUS, type ErrorCode } from '../../runtime/errors.js';
@@ -24,7 +25,6 @@ import { EMPTY_OFREP_BODY } from './context.js';
 import { sendOfrepError } from './errors.js';
 import { OfrepRequest, OfrepRoute } from './request.js';
 import { noteKeyUse } from '../key-use.js';
-import { H_API_KEY, H_AUTHORIZATION, H_CONTENT_LENGTH, H_CONTENT_TYPE, H_IF_NONE_MATCH, H_TRANSFER_ENCODING } from '../header-names.js';
 
 export const BULK_PATH = '/ofrep/v1/evaluate/flags';
 const FLAG_PREFIX = BULK_PATH + '/';
@@ -32,10 +32,10 @@ const FLAG_PREFIX = BULK_PATH + '/';
 const BEARER = /^bearer[ \t]+/i;
 
 /** The key as presented: X-Api-Key, else the token of `Authorization: Bearer`, else "". */
-function presentedKey(req: HttpRequest): string {
-  const key = req.getHeader(H_API_KEY);
+function presentedKey(head: RequestHead): string {
+  const key = head.apiKey;
   if (key !== '') return key;
-  const auth = req.getHeader(H_AUTHORIZATION);
+  const auth = head.authorization;
   if (auth === '') return '';
   const scheme = BEARER.exec(auth);
   return scheme === null ? '' : auth.slice(scheme[0].length).trim();
@@ -47,8 +47,8 @@ function refuse(state: FrontEndState, res: HttpResponse, key: string | null, ori
 }
 
 /** Key then Content-Type; answers and returns undefined when either fails. `flag` is echoed in the error body. */
-function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, origin: Uint8Array | null, route: MetricRoute, flag: string | null): KeyView | undefined {
-  const key = presentedKey(req);
+function authorize(state: FrontEndState, res: HttpResponse, head: RequestHead, origin: Uint8Array | null, route: MetricRoute, flag: string | null): KeyView | undefined {
+  const key = presentedKey(head);
   if (key === '') {
     refuse(state, res, flag, origin, route, 'missing_api_key', 'an API key is required: X-Api-Key: <key> or Authorization: Bearer <key>');
     return undefined;
@@ -61,7 +61,7 @@ function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, or
     else refuse(state, res, flag, origin, route, 'invalid_api_key', 'the API key is unknown or revoked');
     return undefined;
   }
-  if (!isJsonContentType(req.getHeader(H_CONTENT_TYPE))) {
+  if (!isJsonContentType(head.contentType)) {
     refuse(state, res, flag, origin, route, 'unsupported_content_type', 'Content-Type must be application/json');
     return undefined;
   }
@@ -70,8 +70,9 @@ function authorize(state: FrontEndState, res: HttpResponse, req: HttpRequest, or
 }
 
 function evaluate(state: FrontEndState, res: HttpResponse, req: HttpRequest, route: OfrepRoute): void {
-  if (refusedAmbiguousFraming(state, res, req)) return;
-  const origin = corsOriginOf(state.http, req);
+  const head = headOf(state, res, req);
+  if (head === null) return;
+  const origin = corsOriginFor(state.http, head.origin);
   const metric = route === OfrepRoute.Flag ? MetricRoute.OfrepFlag : MetricRoute.OfrepBulk;
   let flag: string | null = null;
   let idLower = '';
@@ -89,22 +90,22 @@ function evaluate(state: FrontEndState, res: HttpResponse, req: HttpRequest, rou
       }
     }
   }
-  const view = authorize(state, res, req, origin, metric, flag);
+  const view = authorize(state, res, head, origin, metric, flag);
   if (view === undefined) return;
   const maxBody = state.config.maxBodyBytes;
-  const declared = req.getHeader(H_CONTENT_LENGTH);
+  const declared = head.contentLength;
   if (declared !== '' && declaredOver(declared, maxBody)) {
     // Refuse before reading a byte; close since the client is about to send the body anyway.
     sendOfrepError(res, flag, 'payload_too_large', `the request body exceeds ${maxBody} bytes`, true, origin);
     countRequest(state.counters, metric, ERROR_STATUS.payload_too_large, Outcome.None);
     return;
   }
-  if (declared === '0' || (declared === '' && req.getHeader(H_TRANSFER_ENCODING) === '')) {
+  if (declared === '0' || (declared === '' && head.transferEncoding === '')) {
     // No body to wait for: uWS calls no data handler for an empty body whose head came in pieces.
     refuse(state, res, flag, origin, metric, 'invalid_json', EMPTY_OFREP_BODY);
     return;
   }
-  const r = new OfrepRequest(state, res, route, view.env, view.keyId, flag, idLower, req.getHeader(H_IF_NONE_MATCH), origin);
+  const r = new OfrepRequest(state, res, route, view.env, view.keyId, flag, idLower, head.ifNoneMatch, origin);
   res.onAborted(() => r.onAborted());
   res.onData((chunk, isLast) => r.onChunk(chunk, isLast));
 }
