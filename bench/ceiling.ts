@@ -92,19 +92,22 @@ const notJson = prepare({ status: 400, body: '{"error":{"status":400,"code":"inv
 /** Read by nothing: keeps the header reads from being optimized away. */
 const floorSink = { bytes: 0 };
 
-/** The floor's request-side work before the body: false when the request was refused (connection closed). */
-function floorRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, hasParameter: boolean): boolean {
+/**
+ * The floor's request-side work before the body: the X-Api-Key value, or null when the request was
+ * refused (connection closed).
+ */
+function floorRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, hasParameter: boolean): string | null {
   // rcd's own read of the head (src/delivery/request-head.ts), with the framing check on as rcd's default.
   const head = readHead(req, true, false);
   if (hasAmbiguousFraming(head)) {
     res.close();
-    return false;
+    return null;
   }
-  // What rcd reads of every content request (src/delivery/routes.ts) beside the key and its origin.
+  // What rcd reads of every content request (src/delivery/routes.ts) beside the key.
   floorSink.bytes += head.contentType.length + head.contentLength.length + head.ifNoneMatch.length + head.acceptEncoding.length;
   if (hasParameter) floorSink.bytes += req.getParameter(0)?.length ?? 0;
   floorSink.bytes += req.getQuery()?.length ?? 0;
-  return true;
+  return head.apiKey;
 }
 
 /** The floor's body work, rcd's own (src/delivery/body.ts) then JSON.parse: null when it is not JSON. */
@@ -159,8 +162,9 @@ function onPost(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
 }
 
 function onPostFloor(res: uWS.HttpResponse, req: uWS.HttpRequest, hasParameter: boolean): void {
-  if (!floorRequest(res, req, hasParameter)) return;
-  const state: BodyState = { aborted: false, answer: choose(req.getHeader('x-api-key')) };
+  const apiKey = floorRequest(res, req, hasParameter);
+  if (apiKey === null) return;
+  const state: BodyState = { aborted: false, answer: choose(apiKey) };
   let chunks: Buffer[] | null = null;
   res.onAborted(() => {
     state.aborted = true;
@@ -184,8 +188,12 @@ function onPostCombine(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
 }
 
 function onGet(res: uWS.HttpResponse, req: uWS.HttpRequest): void {
-  if (floor && !floorRequest(res, req, false)) return;
-  send(res, choose(req.getHeader('x-api-key')));
+  if (!floor) {
+    send(res, choose(req.getHeader('x-api-key')));
+    return;
+  }
+  const apiKey = floorRequest(res, req, false);
+  if (apiKey !== null) send(res, choose(apiKey));
 }
 
 function onOther(res: uWS.HttpResponse): void {
