@@ -212,6 +212,7 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
     head.ifNoneMatch,
     acceptedCodings(head.acceptEncoding),
     origin,
+    declared !== '',
   );
   res.onAborted(() => r.onAborted());
   res.onData((chunk, isLast) => r.onChunk(chunk, isLast));

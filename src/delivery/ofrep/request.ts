@@ -67,6 +67,7 @@ export class OfrepRequest implements JobSink {
   /** The answer's entity tag without quotes (etag.ts), set once it is known. */
   declare tag: string;
   declare chunks: Buffer[] | null;
+  /** Bytes of a chunked body so far; -1 when it has a Content-Length (see ContentRequest.received). */
   declare received: number;
   /** True once answered or aborted: nothing more may touch res. */
   declare done: boolean;
@@ -100,6 +101,7 @@ export class OfrepRequest implements JobSink {
     idLower: string,
     ifNoneMatch: string,
     origin: Uint8Array | null,
+    declaredLength: boolean,
   ) {
     // Every field set here, in one order: declared fields, not class fields (see ContentRequest).
     this.state = state;
@@ -113,7 +115,7 @@ export class OfrepRequest implements JobSink {
     this.origin = origin;
     this.tag = '';
     this.chunks = null;
-    this.received = 0;
+    this.received = declaredLength ? -1 : 0;
     this.done = false;
     this.writing = false;
     this.uid = 0;
@@ -155,12 +157,14 @@ export class OfrepRequest implements JobSink {
 
   private readChunk(chunk: ArrayBuffer, isLast: boolean): void {
     if (this.done) return;
-    this.received += chunk.byteLength;
-    const max = this.state.config.maxBodyBytes;
-    if (this.received > max) {
-      // The rest of the body would still arrive on this connection: close it after answering.
-      this.answerError('payload_too_large', `the request body exceeds ${max} bytes`, true);
-      return;
+    if (this.received >= 0) {
+      this.received += chunk.byteLength;
+      const max = this.state.config.maxBodyBytes;
+      if (this.received > max) {
+        // The rest of the body would still arrive on this connection: close it after answering.
+        this.answerError('payload_too_large', `the request body exceeds ${max} bytes`, true);
+        return;
+      }
     }
     if (!isLast) {
       (this.chunks ??= []).push(keptChunk(chunk));

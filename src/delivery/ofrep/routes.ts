@@ -105,7 +105,7 @@ function evaluate(state: FrontEndState, res: HttpResponse, req: HttpRequest, rou
     refuse(state, res, flag, origin, metric, 'invalid_json', EMPTY_OFREP_BODY);
     return;
   }
-  const r = new OfrepRequest(state, res, route, view.env, view.keyId, flag, idLower, head.ifNoneMatch, origin);
+  const r = new OfrepRequest(state, res, route, view.env, view.keyId, flag, idLower, head.ifNoneMatch, origin, declared !== '');
   res.onAborted(() => r.onAborted());
   res.onData((chunk, isLast) => r.onChunk(chunk, isLast));
 }
