@@ -98,7 +98,7 @@ const floorSink = { bytes: 0 };
  */
 function floorRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, hasParameter: boolean): string | null {
   // rcd's own read of the head (src/delivery/request-head.ts), with the framing check on as rcd's default.
-  const head = readHead(req, true, false);
+  const head = readHead(req, true, 0);
   if (hasAmbiguousFraming(head)) {
     res.close();
     return null;

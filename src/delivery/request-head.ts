@@ -28,12 +28,13 @@ export interface RequestHead {
   /** "" when X-Api-Key came and the head was read with getHeader. */
   authorization: string;
   contentType: string;
+  /** "" when the head was read with getHeader without WANT_LENGTH. */
   contentLength: string;
   /** "" when Content-Length came and the head was read with getHeader. */
   transferEncoding: string;
   ifNoneMatch: string;
   acceptEncoding: string;
-  /** "" when the head was read with getHeader for a server without a CORS origin list. */
+  /** "" when the head was read with getHeader without WANT_ORIGIN. */
   origin: string;
   /** How many Content-Length and Transfer-Encoding headers came (0 or 1 each unless read by forEach). */
   contentLengths: number;
@@ -118,14 +119,20 @@ function takeHeader(name: string, value: string): void {
   }
 }
 
+/** readHead's `wants` (values only read by getHeader when wanted): Origin, for CORS with a list of origins. */
+export const WANT_ORIGIN = 1;
+/** readHead's `wants`: Content-Length and Transfer-Encoding, for a route that reads a body. */
+export const WANT_LENGTH = 2;
+
 /**
  * The head of `req` (read synchronously, while `req` is valid). `everyHeader`: walk the whole list
- * (forEach), so that the framing counts are exact. Otherwise each value is read with getHeader, only
- * where a route can use it: Transfer-Encoding when there is no Content-Length, Authorization when
- * there is no X-Api-Key, Origin when `wantOrigin` (CORS with a list of origins); a count is then 1
- * when its header is present.
+ * (forEach), so that the framing counts are exact; every value is taken then. Otherwise each value
+ * is read with getHeader, only where a route can use it: X-Api-Key, Content-Type, If-None-Match and
+ * Accept-Encoding always, Authorization when there is no X-Api-Key, Origin and the body's length as
+ * `wants` says (WANT_ORIGIN, WANT_LENGTH), Transfer-Encoding only when there is no Content-Length; a
+ * count is then 1 when its header is present.
  */
-export function readHead(req: HttpRequest, everyHeader: boolean, wantOrigin: boolean): RequestHead {
+export function readHead(req: HttpRequest, everyHeader: boolean, wants: number): RequestHead {
   const h = head;
   if (everyHeader) {
     h.apiKey = '';
@@ -145,11 +152,12 @@ export function readHead(req: HttpRequest, everyHeader: boolean, wantOrigin: boo
   h.apiKey = req.getHeader(H_API_KEY);
   h.authorization = h.apiKey === '' ? req.getHeader(H_AUTHORIZATION) : '';
   h.contentType = req.getHeader(H_CONTENT_TYPE);
-  h.contentLength = req.getHeader(H_CONTENT_LENGTH);
-  h.transferEncoding = h.contentLength === '' ? req.getHeader(H_TRANSFER_ENCODING) : '';
+  const length = (wants & WANT_LENGTH) !== 0;
+  h.contentLength = length ? req.getHeader(H_CONTENT_LENGTH) : '';
+  h.transferEncoding = length && h.contentLength === '' ? req.getHeader(H_TRANSFER_ENCODING) : '';
   h.ifNoneMatch = req.getHeader(H_IF_NONE_MATCH);
   h.acceptEncoding = req.getHeader(H_ACCEPT_ENCODING);
-  h.origin = wantOrigin ? req.getHeader(H_ORIGIN) : '';
+  h.origin = (wants & WANT_ORIGIN) !== 0 ? req.getHeader(H_ORIGIN) : '';
   h.contentLengths = h.contentLength === '' ? 0 : 1;
   h.transferEncodings = h.transferEncoding === '' ? 0 : 1;
   return h;

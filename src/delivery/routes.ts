@@ -18,7 +18,7 @@ import { Coding, etagValue, matchIfNoneMatch } from './etag.js';
 import { mintStreamToken, verifyStreamToken } from './stream-token.js';
 import { StreamFormat } from './events.js';
 import { EMPTY_BODY } from './context.js';
-import { hasAmbiguousFraming, readHead, type RequestHead } from './request-head.js';
+import { WANT_LENGTH, WANT_ORIGIN, hasAmbiguousFraming, readHead, type RequestHead } from './request-head.js';
 import { noteKeyUse } from './key-use.js';
 import { ContentRequest, Route } from './request.js';
 import type { FrontEndState } from './state.js';
@@ -122,18 +122,19 @@ function decodeId(raw: string): string | undefined {
  * recommended nginx refuses such requests).
  */
 export function refusedAmbiguousFraming(state: FrontEndState, res: HttpResponse, req: HttpRequest): boolean {
-  if (!state.config.rejectAmbiguousFraming || !hasAmbiguousFraming(readHead(req, true, false))) return false;
+  if (!state.config.rejectAmbiguousFraming || !hasAmbiguousFraming(readHead(req, true, 0))) return false;
   res.close();
   return true;
 }
 
 /**
  * The head of a request whose route reads its headers (request-head.ts), or null when its framing is
- * ambiguous: the connection is closed then, as refusedAmbiguousFraming does.
+ * ambiguous: the connection is closed then, as refusedAmbiguousFraming does. `body`: the route reads
+ * one (its Content-Length and Transfer-Encoding are wanted).
  */
-export function headOf(state: FrontEndState, res: HttpResponse, req: HttpRequest): RequestHead | null {
+export function headOf(state: FrontEndState, res: HttpResponse, req: HttpRequest, body: boolean): RequestHead | null {
   const reject = state.config.rejectAmbiguousFraming;
-  const head = readHead(req, reject, state.http.corsOrigins !== null);
+  const head = readHead(req, reject, (state.http.corsOrigins !== null ? WANT_ORIGIN : 0) | (body ? WANT_LENGTH : 0));
   if (!reject || !hasAmbiguousFraming(head)) return head;
   res.close();
   return null;
@@ -171,7 +172,7 @@ export function declaredOver(declared: string, max: number): boolean {
 }
 
 export function handleContent(state: FrontEndState, res: HttpResponse, req: HttpRequest, route: Route): void {
-  const head = headOf(state, res, req);
+  const head = headOf(state, res, req, true);
   if (head === null) return;
   const origin = corsOriginFor(state.http, head.origin);
   const metricRoute = METRIC_ROUTE[route];
@@ -225,7 +226,7 @@ const CORK_BUFFER_BYTES = 16 * 1024;
 function ignoreAbort(): void {}
 
 export function handleCatalog(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
-  const head = headOf(state, res, req);
+  const head = headOf(state, res, req, false);
   if (head === null) return;
   const origin = corsOriginFor(state.http, head.origin);
   const view = authorize(state, res, head, origin, MetricRoute.Catalog);
@@ -301,7 +302,7 @@ export function handleEvents(state: FrontEndState, res: HttpResponse, req: HttpR
 
 /** POST /api/v1/env/events/token: a short-lived token for EventSource, minted with the key (stream-token.ts). */
 export function handleStreamToken(state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
-  const head = headOf(state, res, req);
+  const head = headOf(state, res, req, false);
   if (head === null) return;
   const origin = corsOriginFor(state.http, head.origin);
   const view = authorize(state, res, head, origin, MetricRoute.EventsToken);

@@ -70,7 +70,7 @@ function authorize(state: FrontEndState, res: HttpResponse, head: RequestHead, o
 }
 
 function evaluate(state: FrontEndState, res: HttpResponse, req: HttpRequest, route: OfrepRoute): void {
-  const head = headOf(state, res, req);
+  const head = headOf(state, res, req, true);
   if (head === null) return;
   const origin = corsOriginFor(state.http, head.origin);
   const metric = route === OfrepRoute.Flag ? MetricRoute.OfrepFlag : MetricRoute.OfrepBulk;
