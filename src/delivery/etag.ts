@@ -20,7 +20,7 @@
  * HOT PATH: one comparison per request that sends If-None-Match.
  */
 import { hash } from 'node:crypto';
-import type { Combination } from '../mapping/index.js';
+import { rememberIn, type Combination } from '../mapping/index.js';
 import { JobKind } from '../pool/protocol.js';
 
 export const enum Coding {
@@ -54,34 +54,89 @@ function combinationPart(c: Combination | null): string {
 // string is built per request, and the tag the item's header block was kept for (header-block.ts)
 // is the same object, compared without reading its characters.
 let lastBareKind = -1;
-let lastBareHash = '';
+let lastBareRev = -1;
 let lastBareMapping = -1;
 let lastBareTag = '';
 
-/** The opaque tag of one wrapped or serialized item, without the uid (combine uses it per item). */
-export function itemTag(kind: JobKind, contentHash: string, mappingId: number, c: Combination | null): string {
-  if (kind === JobKind.Plain) return contentHash;
+/** What an item tag names of a revision: its id (what the memos compare) and its content hash. */
+export interface TaggedRevision {
+  readonly revId: number;
+  readonly hash: string;
+}
+
+/**
+ * The opaque tag of one wrapped or serialized item, without the uid (combine uses it per item). Kept
+ * per combination (and for unmapped items) by revision id: hashes are slices of the directory's
+ * text, which V8's string comparison hands to the runtime whenever two differ.
+ */
+export function itemTag(kind: JobKind, rev: TaggedRevision, mappingId: number, c: Combination | null): string {
+  if (kind === JobKind.Plain) return rev.hash;
   if (c === null) {
-    if ((kind as number) !== lastBareKind || mappingId !== lastBareMapping || contentHash !== lastBareHash) {
-      lastBareTag = (kind === JobKind.Wrapped ? 'w' : 's') + contentHash + '.' + mappingId + '.';
-      lastBareKind = kind;
-      lastBareHash = contentHash;
-      lastBareMapping = mappingId;
-    }
+    if ((kind as number) !== lastBareKind || mappingId !== lastBareMapping || rev.revId !== lastBareRev) earlierBareTag(kind, rev, mappingId);
     return lastBareTag;
   }
-  if (c.itemTagKind === (kind as number) && c.itemTagMapping === mappingId && c.itemTagHash === contentHash) return c.itemTag;
-  const tag = (kind === JobKind.Wrapped ? 'w' : 's') + contentHash + '.' + mappingId + '.' + combinationPart(c);
-  c.itemTag = tag;
+  if (c.itemTagKind === (kind as number) && c.itemTagMapping === mappingId && c.itemTagRev === rev.revId) return c.itemTag;
+  return earlierItemTag(kind, rev, mappingId, c);
+}
+
+/** An item tag kept before the last one (Combination.itemTags, or the bare tags of unmapped items). */
+interface ItemTagMemo {
+  readonly kind: number;
+  readonly rev: number;
+  readonly mapping: number;
+  readonly tag: string;
+}
+
+/**
+ * Tags kept per combination and of unmapped items. Several: clients of different app versions get
+ * different revisions of one content, each its own tag, and with the last one alone every such
+ * request built its tag again (a string concatenation, then V8 flattening it to compare it in the
+ * runtime with the tag the item's header block was kept for: ~540 instructions a request,
+ * bench:cost --by-function, mapped-serialized, three revisions).
+ */
+const ITEM_TAG_MEMO = 8;
+
+function findTag(memo: readonly object[], kind: number, revId: number, mappingId: number): ItemTagMemo | undefined {
+  for (let i = 0; i < memo.length; i++) {
+    const m = memo[i] as ItemTagMemo;
+    if (m.rev === revId && m.kind === kind && m.mapping === mappingId) return m;
+  }
+  return undefined;
+}
+
+/** itemTag when the combination's last tag is another's: a kept one, else built and kept. */
+function earlierItemTag(kind: JobKind, rev: TaggedRevision, mappingId: number, c: Combination): string {
+  let m = findTag(c.itemTags, kind, rev.revId, mappingId);
+  if (m === undefined) {
+    m = { kind, rev: rev.revId, mapping: mappingId, tag: (kind === JobKind.Wrapped ? 'w' : 's') + rev.hash + '.' + mappingId + '.' + combinationPart(c) };
+    c.itemTagNext = rememberIn(c.itemTags, m, ITEM_TAG_MEMO, c.itemTagNext);
+  }
+  c.itemTag = m.tag;
   c.itemTagKind = kind;
-  c.itemTagHash = contentHash;
+  c.itemTagRev = rev.revId;
   c.itemTagMapping = mappingId;
-  return tag;
+  return m.tag;
+}
+
+const bareTags: ItemTagMemo[] = [];
+let bareTagNext = 0;
+
+/** Makes lastBareTag the tag of this unmapped item: a kept one, else built and kept. */
+function earlierBareTag(kind: JobKind, rev: TaggedRevision, mappingId: number): void {
+  let m = findTag(bareTags, kind, rev.revId, mappingId);
+  if (m === undefined) {
+    m = { kind, rev: rev.revId, mapping: mappingId, tag: (kind === JobKind.Wrapped ? 'w' : 's') + rev.hash + '.' + mappingId + '.' };
+    bareTagNext = rememberIn(bareTags, m, ITEM_TAG_MEMO, bareTagNext);
+  }
+  lastBareTag = m.tag;
+  lastBareKind = kind;
+  lastBareRev = rev.revId;
+  lastBareMapping = mappingId;
 }
 
 /** The opaque tag of a single wrapped or serialized answer: the item and the user's uid. */
-export function wrappedTag(kind: JobKind, contentHash: string, mappingId: number, c: Combination | null, uid: number): string {
-  return withUid(itemTag(kind, contentHash, mappingId, c), uid);
+export function wrappedTag(kind: JobKind, rev: TaggedRevision, mappingId: number, c: Combination | null, uid: number): string {
+  return withUid(itemTag(kind, rev, mappingId, c), uid);
 }
 
 /** An item tag with the user's uid: a wrapped answer's whole tag (header-block.ts writes the same bytes). */

@@ -316,7 +316,7 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
   const combination = combinationOf(r, kind, content, ctx);
   if (kind === JobKind.Plain) r.tag = rev.hash;
   else {
-    r.tag = itemTag(kind, rev.hash, content.mappingId, combination);
+    r.tag = itemTag(kind, rev, content.mappingId, combination);
     r.tagUid = true;
   }
   if (answeredNotModified(r)) return;
@@ -480,7 +480,7 @@ function startCombineItems(r: ContentRequest, q: CompiledCombineQuery, ctx: User
     if (planItems !== null) revisions += rev.revId + ',';
     const combination = combinationOf(r, q.kind, content, ctx);
     const mapped = q.kind !== JobKind.Plain && content.mappingId !== 0;
-    description += entry.tagPrefix + itemTag(q.kind, rev.hash, content.mappingId, null);
+    description += entry.tagPrefix + itemTag(q.kind, rev, content.mappingId, null);
     if (mapped) mappedParts = withMappedPart(mappedParts, mappedCount++, combination);
     const key = frontKeyOf(q.kind, rev.revId, content.mappingId, combination);
     const hit = cache.get(key);

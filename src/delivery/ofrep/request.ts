@@ -306,7 +306,7 @@ function startFlag(r: OfrepRequest, ctx: OfrepContext): void {
   r.hash = rev.hash;
   // The wrapped answer's tag (the same parts), marked as OFREP's, with the id as created (the answer
   // echoes it: a content deleted and created again under another spelling is another answer).
-  r.tag = 'o' + xxh32String(content.id) + '.' + wrappedTag(JobKind.Wrapped, rev.hash, content.mappingId, combination, r.uid);
+  r.tag = 'o' + xxh32String(content.id) + '.' + wrappedTag(JobKind.Wrapped, rev, content.mappingId, combination, r.uid);
   if (answeredNotModified(r)) return;
   const hit = frontEntryOf(r.state.frontCache, JobKind.Wrapped, rev.revId, content.mappingId, combination);
   if (hit !== undefined) {
@@ -370,7 +370,7 @@ function startBulk(r: OfrepRequest, ctx: OfrepContext): void {
       tagParts += entry.tagPrefix + (split ? '!t' : '!m' + content.mappingId);
       continue;
     }
-    tagParts += entry.tagPrefix + itemTag(JobKind.Wrapped, rev.hash, content.mappingId, combination);
+    tagParts += entry.tagPrefix + itemTag(JobKind.Wrapped, rev, content.mappingId, combination);
     const key = frontKeyOf(JobKind.Wrapped, rev.revId, content.mappingId, combination);
     const hit = cache.get(key);
     list[i] = { item: hit ?? null, hash: rev.hash, id: content.id, failure: null };

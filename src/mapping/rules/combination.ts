@@ -74,14 +74,21 @@ export interface Combination {
    */
   tagKey: string;
   /**
-   * The last item tag built with this combination (etag.ts itemTag) and the (kind, content hash,
+   * The last item tag built with this combination (etag.ts itemTag) and the (kind, revision id,
    * mapping) it was built for: a wrapped answer's tag is then this and the uid, with no number
    * formatted and four concatenations fewer per request. Read and written only by etag.ts.
    */
   itemTag: string;
   itemTagKind: number;
-  itemTagHash: string;
+  itemTagRev: number;
   itemTagMapping: number;
+  /**
+   * The tags built before the last one, oldest replaced first: one combination serves every revision
+   * of a content (clients of several app versions) and every item of its mapping, and with the last
+   * tag alone they replaced each other. Read and written only by etag.ts, which knows their type.
+   */
+  readonly itemTags: object[];
+  itemTagNext: number;
   /**
    * Combine plans' tag memo: for the last plans this combination answered for (its mapped items all
    * selecting it; one plan per query and app version), that answer's tag before the uid with the
@@ -100,11 +107,11 @@ export function newCombination(
   mayFail: boolean,
   whole: Selection,
 ): Combination {
-  return { key, patches, segEntries, mayFail, whole, cacheKeys: [], cacheKeyNext: 0, tagKey: '', itemTag: '', itemTagKind: -1, itemTagHash: '', itemTagMapping: -1, planTags: [], planTagNext: 0 };
+  return { key, patches, segEntries, mayFail, whole, cacheKeys: [], cacheKeyNext: 0, tagKey: '', itemTag: '', itemTagKind: -1, itemTagRev: -1, itemTagMapping: -1, itemTags: [], itemTagNext: 0, planTags: [], planTagNext: 0 };
 }
 
 /**
- * Adds `entry` to one of a combination's bounded memos (cacheKeys, planTags): appended while there is
+ * Adds `entry` to one of a combination's bounded memos (cacheKeys, itemTags, planTags): appended while there is
  * room, else in place of the oldest, slot `next`. Returns the slot to replace next time.
  */
 export function rememberIn<T>(memo: T[], entry: T, capacity: number, next: number): number {
