@@ -39,6 +39,8 @@ export interface RequestHead {
   /** How many Content-Length and Transfer-Encoding headers came (0 or 1 each unless read by forEach). */
   contentLengths: number;
   transferEncodings: number;
+  /** Read by forEach: every header seen, the counts exact. */
+  whole: boolean;
 }
 
 const head: RequestHead = {
@@ -52,6 +54,7 @@ const head: RequestHead = {
   origin: '',
   contentLengths: 0,
   transferEncodings: 0,
+  whole: false,
 };
 
 // Names already taken in this pass (a later header of the same name does not replace the first).
@@ -145,6 +148,7 @@ export function readHead(req: HttpRequest, everyHeader: boolean, wants: number):
     h.origin = '';
     h.contentLengths = 0;
     h.transferEncodings = 0;
+    h.whole = true;
     seen = 0;
     req.forEach(takeHeader);
     return h;
@@ -160,10 +164,21 @@ export function readHead(req: HttpRequest, everyHeader: boolean, wants: number):
   h.origin = (wants & WANT_ORIGIN) !== 0 ? req.getHeader(H_ORIGIN) : '';
   h.contentLengths = h.contentLength === '' ? 0 : 1;
   h.transferEncodings = h.transferEncoding === '' ? 0 : 1;
+  h.whole = false;
   return h;
 }
 
 /** True when the head's framing is ambiguous (exact only for a head read with everyHeader). */
 export function hasAmbiguousFraming(h: RequestHead): boolean {
   return h.contentLengths > 1 || (h.contentLengths === 1 && h.transferEncodings > 0);
+}
+
+/**
+ * True when the body is exactly the one Content-Length the head declares: a head read whole with
+ * one Content-Length and no Transfer-Encoding. uWS then reads no more than that, and a route that
+ * checked the declared length against --max-body need not count the body as it comes (request.ts).
+ * A head read by getHeader says only that a Content-Length came, so such a body is counted.
+ */
+export function declaresBodyLength(h: RequestHead): boolean {
+  return h.whole && h.contentLengths === 1 && h.transferEncodings === 0;
 }

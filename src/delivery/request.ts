@@ -68,9 +68,9 @@ export class ContentRequest implements JobSink {
   declare tagUid: boolean;
   declare chunks: Buffer[] | null;
   /**
-   * Bytes of the body so far, counted against --max-body only for a body without Content-Length
-   * (chunked); -1 for one with it: routes.ts checked the declared length before a byte came, and uWS
-   * reads no more than it declares. Not counting spares each chunk's byteLength, a getter that V8
+   * Bytes of the body so far, counted against --max-body unless the head declares the body's length
+   * alone (request-head.ts declaresBodyLength: -1 then): routes.ts checked the declared length before
+   * a byte came, and uWS reads no more than it declares. Not counting spares each chunk's byteLength, a getter that V8
    * runs as a C++ builtin (~40 instructions a request, bench:cost --by-function).
    */
   declare received: number;

@@ -18,7 +18,7 @@ import { Coding, etagValue, matchIfNoneMatch } from './etag.js';
 import { mintStreamToken, verifyStreamToken } from './stream-token.js';
 import { StreamFormat } from './events.js';
 import { EMPTY_BODY } from './context.js';
-import { WANT_LENGTH, WANT_ORIGIN, hasAmbiguousFraming, readHead, type RequestHead } from './request-head.js';
+import { WANT_LENGTH, WANT_ORIGIN, declaresBodyLength, hasAmbiguousFraming, readHead, type RequestHead } from './request-head.js';
 import { noteKeyUse } from './key-use.js';
 import { ContentRequest, Route } from './request.js';
 import type { FrontEndState } from './state.js';
@@ -213,7 +213,7 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
     head.ifNoneMatch,
     acceptedCodings(head.acceptEncoding),
     origin,
-    declared !== '',
+    declaresBodyLength(head),
   );
   res.onAborted(() => r.onAborted());
   res.onData((chunk, isLast) => r.onChunk(chunk, isLast));

@@ -23,6 +23,7 @@ const BUNDLE = {
 };
 const BODY = '{"u":"player-1"}';
 const OFREP_BODY = '{"context":{"targetingKey":"player-1"}}';
+const MAX_BODY = 1024;
 
 interface Answer {
   status: number;
@@ -48,7 +49,7 @@ for (const mode of modes) {
   describe(`request head: ${mode.name}`, () => {
     let server: ServerProcess;
     beforeAll(async () => {
-      server = await startServer({ bundle: BUNDLE, args: ['--cors-origins', ORIGIN, '--compress-min-bytes', '1024', ...mode.args] });
+      server = await startServer({ bundle: BUNDLE, args: ['--cors-origins', ORIGIN, '--compress-min-bytes', '1024', '--max-body', String(MAX_BODY), ...mode.args] });
     });
     afterAll(async () => {
       await server?.dispose();
@@ -108,6 +109,18 @@ for (const mode of modes) {
       const a = await exchange('POST /api/v1/config/Settings', [`X-Api-Key: ${KEY}`, 'Content-Type: application/json', 'Transfer-Encoding: chunked'], chunked, false);
       expect(a.status).toBe(200);
       expect(JSON.parse(a.body)).toEqual({ volume: 7 });
+    });
+
+    it('holds --max-body for a declared length and for a chunked body', async () => {
+      const big = JSON.stringify({ u: 'player-1', p: { pad: 'x'.repeat(MAX_BODY) } });
+      const declared = await post('/api/v1/config/Settings', [`X-Api-Key: ${KEY}`, 'Content-Type: application/json'], big);
+      expect([declared.status, code(declared)]).toEqual([413, 'payload_too_large']);
+      const chunks = `200\r\n${big.slice(0, 512)}\r\n200\r\n${big.slice(512, 1024)}\r\n${(big.length - 1024).toString(16)}\r\n${big.slice(1024)}\r\n0\r\n\r\n`;
+      const chunked = await exchange('POST /api/v1/config/Settings', [`X-Api-Key: ${KEY}`, 'Content-Type: application/json', 'Transfer-Encoding: chunked'], chunks, false);
+      expect([chunked.status, code(chunked)]).toEqual([413, 'payload_too_large']);
+      const ofrep = await exchange('POST /ofrep/v1/evaluate/flags/Settings', [`X-Api-Key: ${KEY}`, 'Content-Type: application/json', 'Transfer-Encoding: chunked'], chunks, false);
+      expect(ofrep.status).toBe(413);
+      expect(code(ofrep)).toBe('payload_too_large');
     });
 
     it('answers 304 to the first If-None-Match and compresses for Accept-Encoding', async () => {

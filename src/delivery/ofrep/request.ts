@@ -67,7 +67,7 @@ export class OfrepRequest implements JobSink {
   /** The answer's entity tag without quotes (etag.ts), set once it is known. */
   declare tag: string;
   declare chunks: Buffer[] | null;
-  /** Bytes of a chunked body so far; -1 when it has a Content-Length (see ContentRequest.received). */
+  /** Bytes of the body so far; -1 when the head declares its length (see ContentRequest.received). */
   declare received: number;
   /** True once answered or aborted: nothing more may touch res. */
   declare done: boolean;

@@ -17,7 +17,7 @@ import { contentIdKey } from '../../store/ids.js';
 import { corsOriginFor } from '../http-policy.js';
 import { enterUwsCall, leaveUwsCall } from '../reply.js';
 import { declaredOver, handlerFailed, headOf, isJsonContentType } from '../routes.js';
-import type { RequestHead } from '../request-head.js';
+import { declaresBodyLength, type RequestHead } from '../request-head.js';
 import type { FrontEndState } from '../state.js';
 import { MetricRoute, Outcome, Phase, S_PHASE, countRequest } from '../../metrics/layout.js';
 import { ERROR_STATUS, type ErrorCode } from '../../runtime/errors.js';
@@ -105,7 +105,7 @@ function evaluate(state: FrontEndState, res: HttpResponse, req: HttpRequest, rou
     refuse(state, res, flag, origin, metric, 'invalid_json', EMPTY_OFREP_BODY);
     return;
   }
-  const r = new OfrepRequest(state, res, route, view.env, view.keyId, flag, idLower, head.ifNoneMatch, origin, declared !== '');
+  const r = new OfrepRequest(state, res, route, view.env, view.keyId, flag, idLower, head.ifNoneMatch, origin, declaresBodyLength(head));
   res.onAborted(() => r.onAborted());
   res.onData((chunk, isLast) => r.onChunk(chunk, isLast));
 }
