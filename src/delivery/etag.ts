@@ -104,11 +104,16 @@ function findTag(memo: readonly object[], kind: number, revId: number, mappingId
   return undefined;
 }
 
+/** An item tag's text: kind, revision hash, mapping and the combination's part ("" without one). */
+function tagText(kind: JobKind, rev: TaggedRevision, mappingId: number, part: string): string {
+  return (kind === JobKind.Wrapped ? 'w' : 's') + rev.hash + '.' + mappingId + '.' + part;
+}
+
 /** itemTag when the combination's last tag is another's: a kept one, else built and kept. */
 function earlierItemTag(kind: JobKind, rev: TaggedRevision, mappingId: number, c: Combination): string {
   let m = findTag(c.itemTags, kind, rev.revId, mappingId);
   if (m === undefined) {
-    m = { kind, rev: rev.revId, mapping: mappingId, tag: (kind === JobKind.Wrapped ? 'w' : 's') + rev.hash + '.' + mappingId + '.' + combinationPart(c) };
+    m = { kind, rev: rev.revId, mapping: mappingId, tag: tagText(kind, rev, mappingId, combinationPart(c)) };
     c.itemTagNext = rememberIn(c.itemTags, m, ITEM_TAG_MEMO, c.itemTagNext);
   }
   c.itemTag = m.tag;
@@ -125,7 +130,7 @@ let bareTagNext = 0;
 function earlierBareTag(kind: JobKind, rev: TaggedRevision, mappingId: number): void {
   let m = findTag(bareTags, kind, rev.revId, mappingId);
   if (m === undefined) {
-    m = { kind, rev: rev.revId, mapping: mappingId, tag: (kind === JobKind.Wrapped ? 'w' : 's') + rev.hash + '.' + mappingId + '.' };
+    m = { kind, rev: rev.revId, mapping: mappingId, tag: tagText(kind, rev, mappingId, '') };
     bareTagNext = rememberIn(bareTags, m, ITEM_TAG_MEMO, bareTagNext);
   }
   lastBareTag = m.tag;

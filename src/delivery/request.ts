@@ -70,8 +70,8 @@ export class ContentRequest implements JobSink {
   /**
    * Bytes of the body so far, counted against --max-body unless the head declares the body's length
    * alone (request-head.ts declaresBodyLength: -1 then): routes.ts checked the declared length before
-   * a byte came, and uWS reads no more than it declares. Not counting spares each chunk's byteLength, a getter that V8
-   * runs as a C++ builtin (~40 instructions a request, bench:cost --by-function).
+   * a byte came, and uWS reads no more than it declares. Not counting spares each chunk's byteLength,
+   * a getter that V8 runs as a C++ builtin (~40 instructions a request, bench:cost --by-function).
    */
   declare received: number;
   /** True once answered or aborted: nothing more may touch res. */

@@ -122,15 +122,13 @@ function decodeId(raw: string): string | undefined {
  * recommended nginx refuses such requests).
  */
 export function refusedAmbiguousFraming(state: FrontEndState, res: HttpResponse, req: HttpRequest): boolean {
-  if (!state.config.rejectAmbiguousFraming || !hasAmbiguousFraming(readHead(req, true, 0))) return false;
-  res.close();
-  return true;
+  return state.config.rejectAmbiguousFraming && headOf(state, res, req, false) === null;
 }
 
 /**
  * The head of a request whose route reads its headers (request-head.ts), or null when its framing is
- * ambiguous: the connection is closed then, as refusedAmbiguousFraming does. `body`: the route reads
- * one (its Content-Length and Transfer-Encoding are wanted).
+ * ambiguous and refused (the connection is closed; see refusedAmbiguousFraming). `body`: the route
+ * reads one (its Content-Length and Transfer-Encoding are wanted).
  */
 export function headOf(state: FrontEndState, res: HttpResponse, req: HttpRequest, body: boolean): RequestHead | null {
   const reject = state.config.rejectAmbiguousFraming;
