@@ -15,7 +15,8 @@
  * - the items behind a mapping (their rules are evaluated per user), with their revision and key;
  * - the tag's fixed part (etag.ts, describedTag), the X-Missing-Content value and the hit count.
  *
- * - per layout, its last answer: the next is written over it, copying only what moved (laidOutAnswer).
+ * - per layout, its last answers (one per set of mapped heads, a few): the next is written over the one
+ *   of its heads, copying only what moved (laidOutAnswer).
  *
  * Measured with bench:cost (instructions per request, callgrind): combine-50 391k before plans, 152k
  * with a copy per run, 118k with layouts, 87k with the digits written as words, 62.8k -> 59.2k with
@@ -138,10 +139,26 @@ export interface UserLayout {
   /** The write program: >= 0 copies `blocks[n]` and fills its gaps; STEP_MAPPED_BASE - k writes mapped item k. */
   readonly program: Int32Array;
   /**
-   * The last answer written with this layout, kept: the next one is written over it in place, and a
-   * step whose bytes already sit where they go (a block at the same position, a mapped item's same
-   * head there) is not copied again; only the users' digits are. See laidOutAnswer.
+   * The last answers written with this layout, one per set of mapped heads (ANSWERS_PER_LAYOUT of them):
+   * the next answer is written over the one kept for its heads (laidOutAnswer).
    */
+  readonly answers: KeptAnswer[];
+  /** The answer slot the next new set of heads takes over (round robin). */
+  nextAnswer: number;
+}
+
+/**
+ * One answer written with a layout, kept: the next one for the same mapped heads is written over it in
+ * place, and a step whose bytes already sit where they go (a block at the same position, a mapped
+ * item's same head there) is not copied again; only the users' digits are. See laidOutAnswer.
+ */
+interface KeptAnswer {
+  /**
+   * The mapped heads it was last written with (PlanTag.heads, one array per combination, or the
+   * planned heads' scratch array): which slot an answer takes. What sits in `answer` is still checked
+   * step by step (`at`, `written`), so a slot shared by other heads is only slower, never wrong.
+   */
+  heads: readonly Rendered[] | null;
   answer: Uint8Array;
   words: DataView;
   /** Per program step, where its bytes sit in `answer` (-1: nowhere). */
@@ -152,6 +169,16 @@ export interface UserLayout {
   view: Uint8Array;
   viewLength: number;
 }
+
+/**
+ * Answers a layout keeps when the plan has mapped items (one otherwise: every answer has the same
+ * heads). Users of one combination share its PlanTag's heads; with a single kept answer, two
+ * combinations whose heads differ in length took turns rewriting everything after the first mapped
+ * item: the bench's combine-50 (two combinations, one user in eight of the other) made 3.2 copies
+ * a request, ~1,700 instructions (bench:cost --by-function, TypedArray set and memmove). A third
+ * slot takes a combination that comes and goes without evicting the two that carry the traffic.
+ */
+const ANSWERS_PER_LAYOUT = 3;
 
 /**
  * Layouts one plan keeps: uids are uniform over uint32 (9-10 digits for 98% of users) and mods mostly
@@ -367,8 +394,8 @@ export function buildPlan(
     found: items.length,
     compressible,
     size:
-      // Each layout: its blocks (the statics with gaps) and its kept answer (a quarter more for growth).
-      staticBytes + (wrapped ? LAYOUTS_PER_PLAN * (staticBytes + (((staticBytes + mappedBytes) * 5) >> 2)) : 0) + (USER_PART_MAX * 4 + 64) * statics.length + 128 * mapped.length + baseTag.length + missingHeader.length + 256 + OWN_TAG_BYTES,
+      // Each layout: its blocks (the statics with gaps) and its kept answers (a quarter more for growth).
+      staticBytes + (wrapped ? LAYOUTS_PER_PLAN * (staticBytes + (mapped.length > 0 ? ANSWERS_PER_LAYOUT : 1) * (((staticBytes + mappedBytes) * 5) >> 2)) : 0) + (USER_PART_MAX * 4 + 64) * statics.length + 128 * mapped.length + baseTag.length + missingHeader.length + 256 + OWN_TAG_BYTES,
     layouts: new Array<UserLayout | null>(USER_PART_MAX + 1).fill(null),
     layoutCount: 0,
     ownTag: { plan: null, tag: baseTag, block: newUidBlock(), heads: null, compressed: false },
@@ -445,13 +472,37 @@ function buildLayout(plan: CombinePlan, userLength: number): UserLayout {
     blocks,
     gaps,
     program: Int32Array.from(program),
+    answers: Array.from({ length: plan.mapped.length > 0 ? ANSWERS_PER_LAYOUT : 1 }, () => newKeptAnswer(program.length)),
+    nextAnswer: 0,
+  };
+}
+
+function newKeptAnswer(steps: number): KeptAnswer {
+  return {
+    heads: null,
     answer: EMPTY_BYTES,
     words: EMPTY_WORDS,
-    at: new Int32Array(program.length).fill(-1),
-    written: new Array<Rendered | null>(program.length).fill(null),
+    at: new Int32Array(steps).fill(-1),
+    written: new Array<Rendered | null>(steps).fill(null),
     view: EMPTY_BYTES,
     viewLength: 0,
   };
+}
+
+/**
+ * The kept answer for these heads: the one last written with them, else the next slot in turn (whose
+ * bytes then mostly move). A few identity compares.
+ */
+function keptAnswerFor(layout: UserLayout, heads: readonly Rendered[]): KeptAnswer {
+  const answers = layout.answers;
+  for (let i = 0; i < answers.length; i++) {
+    const kept = answers[i]!;
+    if (kept.heads === heads) return kept;
+  }
+  const kept = answers[layout.nextAnswer]!;
+  layout.nextAnswer = layout.nextAnswer + 1 === answers.length ? 0 : layout.nextAnswer + 1;
+  kept.heads = heads;
+  return kept;
 }
 
 /** The user's part of every unmapped item's tail, `<uid>,"mod":<mod>`, written once per answer. */
@@ -513,9 +564,9 @@ export function plannedAnswer(plan: CombinePlan, uid: number, mod: number, heads
 }
 
 /**
- * An answer with a layout, written over the layout's last answer: a block is copied only when it does
- * not already sit at its position, a mapped item's head and tailEnd only when another entry or
- * another position is there; the user's digits go into every gap. Once a mapped item's length
+ * An answer with a layout, written over the layout's kept answer for these heads (keptAnswerFor): a
+ * block is copied only when it does not already sit at its position, a mapped item's head and tailEnd
+ * only when another entry or another position is there; the user's digits go into every gap. Once a mapped item's length
  * changes, everything after it moves and is copied; otherwise (the same combinations as the last
  * user's, or heads of the same length) an answer is its digits alone. Every step's bytes tile the
  * answer in order, so a step found at its position was not overwritten since it was written there.
@@ -523,16 +574,17 @@ export function plannedAnswer(plan: CombinePlan, uid: number, mod: number, heads
  * answer, ~4,600 instructions of copy calls and copying.
  */
 function laidOutAnswer(layout: UserLayout, userLength: number, heads: readonly Rendered[], total: number): Uint8Array {
-  if (layout.answer.length < total) {
-    layout.answer = new Uint8Array(total + (total >> 2));
-    layout.words = wordsOf(layout.answer);
-    layout.at.fill(-1);
-    layout.viewLength = -1;
+  const kept = keptAnswerFor(layout, heads);
+  if (kept.answer.length < total) {
+    kept.answer = new Uint8Array(total + (total >> 2));
+    kept.words = wordsOf(kept.answer);
+    kept.at.fill(-1);
+    kept.viewLength = -1;
   }
-  const out = layout.answer;
-  const words = layout.words;
-  const at = layout.at;
-  const written = layout.written;
+  const out = kept.answer;
+  const words = kept.words;
+  const at = kept.at;
+  const written = kept.written;
   const program = layout.program;
   const blocks = layout.blocks;
   const gaps = layout.gaps;
@@ -564,11 +616,11 @@ function laidOutAnswer(layout: UserLayout, userLength: number, heads: readonly R
       pos += headLength + userLength + item.tailEnd.length;
     }
   }
-  if (layout.viewLength !== pos) {
-    layout.view = out.subarray(0, pos);
-    layout.viewLength = pos;
+  if (kept.viewLength !== pos) {
+    kept.view = out.subarray(0, pos);
+    kept.viewLength = pos;
   }
-  return layout.view;
+  return kept.view;
 }
 
 /** Bytes plannedAnswer writes for this user and these mapped heads. */

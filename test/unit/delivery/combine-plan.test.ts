@@ -174,4 +174,25 @@ describe('planned answers of a mapped item whose heads differ in length (a layou
       expect(answer.byteLength).toBe(Buffer.byteLength(expected(123456789, 789, h)));
     }
   });
+
+  it('keeps an answer per set of heads: sets taking turns past the slots, and one array whose head changes, each answer exact', () => {
+    const plan = keepPlan(createPlanCache(1 << 24), 'p', 's', env(1), JobKind.Wrapped, [
+      { entry: q.entries[0]!, content: {} as ContentView, rev: {} as RevisionView, mapped: false, rendered: fixed },
+      { entry: q.entries[1]!, content: {} as ContentView, rev: {} as RevisionView, mapped: true, rendered: head(0) },
+    ], 'cTag', '');
+    // Arrays kept per combination (as PlanTag.heads): five of them, more than a layout keeps answers for.
+    const sets = [1, 2, 3, 4, 5].map((n) => [head(n * 3)]);
+    const turns = [0, 1, 0, 1, 2, 0, 3, 1, 4, 4, 0, 2, 1, 3, 0, 0, 1];
+    turns.forEach((k, i) => {
+      const uid = 400000000 + i * 7919;
+      const answer = plannedAnswer(plan, uid, uid % 1000, sets[k]!);
+      expect(text(answer)).toBe(expected(uid, uid % 1000, sets[k]![0]!));
+    });
+    // One array whose item changes between answers (the planned heads' scratch array does).
+    const scratch = [head(7)];
+    for (const n of [7, 8, 8, 9, 7, 40]) {
+      scratch[0] = head(n);
+      expect(text(plannedAnswer(plan, 512345678, 678, scratch))).toBe(expected(512345678, 678, head(n)));
+    }
+  });
 });
