@@ -22,7 +22,7 @@
  * routes.ts; the head's read and the body's decoding are rcd's own functions, request-head.ts and
  * body.ts): one pass over every header (forEach) for the ambiguous-framing check and the values read
  * (Content-Type, Content-Length, If-None-Match, Accept-Encoding), the route parameter and the query, and for a POST
- * the body copied whole, decoded and given to JSON.parse (a body that is not JSON is answered 400);
+ * the body copied whole, decoded and parsed as JSON (body.ts parseBodyJson; a body that is not JSON is answered 400);
  * a 200 is then written the cheapest way uWS allows (one header block, default status line), as rcd
  * writes it, so the floor is an upper bound for a server and not the ceiling's write path plus work.
  * Its ratio to the ceiling is therefore the most a server on this stack can reach in that scenario:
@@ -32,7 +32,7 @@ import uWS from 'uWebSockets.js';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { statusLine } from '../src/runtime/errors.js';
 import { TLS12_CIPHERS } from '../src/runtime/tls.js';
-import { bodyText, keptChunk } from '../src/delivery/body.js';
+import { bodyText, keptChunk, parseBodyJson } from '../src/delivery/body.js';
 import { hasAmbiguousFraming, readHead } from '../src/delivery/request-head.js';
 import { freePort } from './processes.js';
 
@@ -110,10 +110,10 @@ function floorRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, hasParameter:
   return head.apiKey;
 }
 
-/** The floor's body work, rcd's own (src/delivery/body.ts) then JSON.parse: null when it is not JSON. */
+/** The floor's body work, rcd's own (src/delivery/body.ts: its text, then its JSON): null when it is not JSON. */
 function floorBody(kept: Buffer[] | null, last: ArrayBuffer): unknown {
   try {
-    return JSON.parse(bodyText(kept, last)) as unknown;
+    return parseBodyJson(bodyText(kept, last));
   } catch {
     return null;
   }

@@ -13,6 +13,7 @@
  */
 import { RcdError } from '../runtime/errors.js';
 import { NO_VERSION_KEY, parseAppVersion, versionKey } from '../shared/app-version.js';
+import { parseBodyJson } from './body.js';
 
 export interface UserContext {
   u: string;
@@ -30,7 +31,7 @@ export function parseUserContext(text: string): UserContext {
   if (text.length === 0) throw new RcdError('invalid_json', EMPTY_BODY);
   let root: unknown;
   try {
-    root = JSON.parse(text);
+    root = parseBodyJson(text);
   } catch {
     throw new RcdError('invalid_json', 'the request body is not valid JSON');
   }

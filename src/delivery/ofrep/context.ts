@@ -12,6 +12,7 @@
  */
 import { RcdError } from '../../runtime/errors.js';
 import { appVersionKey, type UserContext } from '../context.js';
+import { parseBodyJson } from '../body.js';
 import { NO_VERSION_KEY } from '../../shared/app-version.js';
 
 /** The context attribute that carries the app version (rcd's `v`). */
@@ -34,7 +35,7 @@ export function parseOfrepContext(text: string): OfrepContext {
   if (text.length === 0) throw new RcdError('invalid_json', EMPTY_OFREP_BODY);
   let root: unknown;
   try {
-    root = JSON.parse(text);
+    root = parseBodyJson(text);
   } catch {
     throw new RcdError('invalid_json', 'the request body is not valid JSON');
   }

@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { compileCondition } from '../../../../src/mapping/condition/validate.js';
 import { generatedPredicate } from '../../../../src/mapping/condition/emit.js';
 import type { MappingProblem } from '../../../../src/mapping/problems.js';
+import { parseBodyJson } from '../../../../src/delivery/body.js';
 
 function oracle(when: unknown): (p: unknown) => boolean {
   return siftPredicate(when);
@@ -423,6 +424,51 @@ for (const mode of MODES) describe(`${mode}: generated conditions agree with sif
       matchRate: true,
       discriminating: true,
     });
+  });
+});
+
+/**
+ * Request bodies are parsed in a realm of their own (src/delivery/body.ts, parseBodyJson): their objects
+ * and arrays have that realm's prototypes. Every condition must answer for such a p exactly as for the
+ * same text parsed here, members Object.prototype also has included.
+ */
+for (const mode of MODES) describe(`${mode}: a body parsed in its own realm matches as one parsed here`, () => {
+  it('generated conditions on generated attributes, and conditions on prototype member names', () => {
+    const gen = new Gen(20261126);
+    const differences: string[] = [];
+    const check = (when: Record<string, unknown>, text: string): boolean => {
+      const ours = compile(when, mode);
+      const here = ours(JSON.parse(text) as Record<string, unknown>);
+      const there = parseBodyJson(text) as Record<string, unknown>;
+      expect(Object.getPrototypeOf(there)).not.toBe(Object.prototype);
+      if (ours(there) !== here) differences.push(`${JSON.stringify(when)} on ${text}: here ${here}`);
+      return here;
+    };
+    let matched = 0;
+    let pairs = 0;
+    for (let c = 0; c < 300; c++) {
+      const when = gen.query(0, true);
+      for (let k = 0; k < 8; k++) {
+        const p = gen.rnd() < 0.5 ? gen.attributes() : gen.aimed(when);
+        if (check(when, JSON.stringify(p))) matched++;
+        pairs++;
+      }
+    }
+    // Conditions may name these (a condition naming constructor or __proto__ is refused); bodies may hold all.
+    const members = ['toString', 'hasOwnProperty', 'valueOf', 'isPrototypeOf'];
+    const held = [...members, 'constructor', '__proto__'];
+    const texts = ['{}', '{"tags":[]}', ...held.map((m) => `{"${m}":"x","tags":["${m}"]}`), ...held.map((m) => `{"a":{"${m}":{"b":1}},"list":[{"${m}":2}]}`)];
+    for (const m of members) {
+      for (const when of [{ [m]: { $exists: true } }, { [m]: 'x' }, { [`a.${m}.b`]: 1 }, { list: { $elemMatch: { [m]: 2 } } }, { tags: { $all: [m] } }, { [m]: { $exists: false } }]) {
+        for (const text of texts) {
+          if (check(when, text)) matched++;
+          pairs++;
+        }
+      }
+    }
+    expect(differences.slice(0, 10)).toEqual([]);
+    // Both outcomes occur, so the comparison decides something.
+    expect(matched > pairs / 10 && matched < (pairs * 9) / 10).toBe(true);
   });
 });
 
