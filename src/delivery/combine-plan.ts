@@ -139,7 +139,7 @@ export interface UserLayout {
   /** The write program: >= 0 copies `blocks[n]` and fills its gaps; STEP_MAPPED_BASE - k writes mapped item k. */
   readonly program: Int32Array;
   /**
-   * The last answers written with this layout, one per set of mapped heads (ANSWERS_PER_LAYOUT of them):
+   * The last answers written with this layout, one per set of mapped heads (keptAnswers of them):
    * the next answer is written over the one kept for its heads (laidOutAnswer).
    */
   readonly answers: KeptAnswer[];
@@ -179,6 +179,11 @@ interface KeptAnswer {
  * slot takes a combination that comes and goes without evicting the two that carry the traffic.
  */
 const ANSWERS_PER_LAYOUT = 3;
+
+/** Answers each layout of a plan with `mappedItems` mapped items keeps (and the plan's size charges). */
+function keptAnswers(mappedItems: number): number {
+  return mappedItems > 0 ? ANSWERS_PER_LAYOUT : 1;
+}
 
 /**
  * Layouts one plan keeps: uids are uniform over uint32 (9-10 digits for 98% of users) and mods mostly
@@ -395,7 +400,7 @@ export function buildPlan(
     compressible,
     size:
       // Each layout: its blocks (the statics with gaps) and its kept answers (a quarter more for growth).
-      staticBytes + (wrapped ? LAYOUTS_PER_PLAN * (staticBytes + (mapped.length > 0 ? ANSWERS_PER_LAYOUT : 1) * (((staticBytes + mappedBytes) * 5) >> 2)) : 0) + (USER_PART_MAX * 4 + 64) * statics.length + 128 * mapped.length + baseTag.length + missingHeader.length + 256 + OWN_TAG_BYTES,
+      staticBytes + (wrapped ? LAYOUTS_PER_PLAN * (staticBytes + keptAnswers(mapped.length) * (((staticBytes + mappedBytes) * 5) >> 2)) : 0) + (USER_PART_MAX * 4 + 64) * statics.length + 128 * mapped.length + baseTag.length + missingHeader.length + 256 + OWN_TAG_BYTES,
     layouts: new Array<UserLayout | null>(USER_PART_MAX + 1).fill(null),
     layoutCount: 0,
     ownTag: { plan: null, tag: baseTag, block: newUidBlock(), heads: null, compressed: false },
@@ -472,7 +477,7 @@ function buildLayout(plan: CombinePlan, userLength: number): UserLayout {
     blocks,
     gaps,
     program: Int32Array.from(program),
-    answers: Array.from({ length: plan.mapped.length > 0 ? ANSWERS_PER_LAYOUT : 1 }, () => newKeptAnswer(program.length)),
+    answers: Array.from({ length: keptAnswers(plan.mapped.length) }, () => newKeptAnswer(program.length)),
     nextAnswer: 0,
   };
 }
@@ -571,10 +576,11 @@ export function plannedAnswer(plan: CombinePlan, uid: number, mod: number, heads
 /**
  * An answer with a layout, written over the layout's kept answer for these heads (keptAnswerFor): a
  * block is copied only when it does not already sit at its position, a mapped item's head and tailEnd
- * only when another entry or another position is there; the user's digits go into every gap. Once a mapped item's length
- * changes, everything after it moves and is copied; otherwise (the same combinations as the last
- * user's, or heads of the same length) an answer is its digits alone. Every step's bytes tile the
- * answer in order, so a step found at its position was not overwritten since it was written there.
+ * only when another entry or another position is there; the user's digits go into every gap. Once a
+ * mapped item's length changes, everything after it moves and is copied; otherwise (the same
+ * combinations as this answer's last user's, or heads of the same length) an answer is its digits
+ * alone. Every step's bytes tile the answer in order, so a step found at its position was not
+ * overwritten since it was written there.
  * Measured with bench:cost (callgrind): combine-50 copied 6 blocks and 5 heads with their tails per
  * answer, ~4,600 instructions of copy calls and copying.
  */
