@@ -150,21 +150,44 @@ describe('a plan found on its key memo (currentPlanOf)', () => {
 });
 
 
-describe('planned answers of a mapped item whose heads differ in length (a layout\'s kept views)', () => {
-  const q = compiledCombineQuery('c=' + encodeURIComponent(JSON.stringify(['A', 'B'])), 50);
+/**
+ * Where the mapped item sits decides which way a layout's answers are anchored in its kept buffer
+ * (the start, or the end when fewer fixed bytes precede the mapped item than follow it): each order is
+ * checked byte for byte.
+ */
+describe.each([
+  { order: 'the mapped item last (answers start at the buffer\'s start)', ids: ['A', 'B'], mappedAt: 1 },
+  { order: 'the mapped item first (answers end at the buffer\'s end)', ids: ['B', 'A'], mappedAt: 0 },
+  { order: 'the mapped item between two fixed ones', ids: ['A', 'B', 'C'], mappedAt: 1 },
+])('planned answers of a mapped item whose heads differ in length, $order', ({ ids, mappedAt }) => {
+  const q = compiledCombineQuery('c=' + encodeURIComponent(JSON.stringify(ids)), 50);
   /** A wrapped front-cache entry: `{"data":<data>,"meta":{"uid":` with the tail of `seg`. */
   const wrapped = (data: string, seg: string) => newRendered(Buffer.from(`{"data":${data},"meta":{"uid":`), Buffer.from(seg), null, null, null);
-  const fixed = wrapped('{"n":1}', '[]');
+  /** The fixed items: the last one long, so that a mapped item before it is anchored at the end. */
+  const fixedOf = (i: number) => wrapped(`{"n":${i},"pad":"${'p'.repeat(i === ids.length - 1 ? 300 : 5)}"}`, '[]');
   /** Head n: one of 70 lengths, so that lengths 64 apart meet in one slot of the layout's views. */
   const head = (n: number) => wrapped(`{"s":"${'x'.repeat(n % 70)}"}`, `["g${n % 70}"]`);
-  const expected = (uid: number, mod: number, h: ReturnType<typeof head>): string =>
-    `{"A":${text(fixed.head)}${uid},"mod":${mod}${text(fixed.tailEnd)},"B":${text(h.head)}${uid},"mod":${mod}${text(h.tailEnd)}}`;
+  const expected = (uid: number, mod: number, h: ReturnType<typeof head>): string => {
+    const parts = ids.map((id, i) => {
+      const item = i === mappedAt ? h : fixedOf(i);
+      return `"${id}":${text(item.head)}${uid},"mod":${mod}${text(item.tailEnd)}`;
+    });
+    return `{${parts.join(',')}}`;
+  };
+  const planOf = (): CombinePlan =>
+    keepPlan(
+      createPlanCache(1 << 24),
+      'p',
+      's',
+      env(1),
+      JobKind.Wrapped,
+      q.entries.map((entry, i) => ({ entry, content: {} as ContentView, rev: {} as RevisionView, mapped: i === mappedAt, rendered: i === mappedAt ? head(0) : fixedOf(i) })),
+      'cTag',
+      '',
+    );
 
   it('writes each answer whole and exactly as long as it is, whichever lengths came before', () => {
-    const plan = keepPlan(createPlanCache(1 << 24), 'p', 's', env(1), JobKind.Wrapped, [
-      { entry: q.entries[0]!, content: {} as ContentView, rev: {} as RevisionView, mapped: false, rendered: fixed },
-      { entry: q.entries[1]!, content: {} as ContentView, rev: {} as RevisionView, mapped: true, rendered: head(0) },
-    ], 'cTag', '');
+    const plan = planOf();
     // One user-part length (one layout), heads of 70 lengths in three orders: forwards, strided, back.
     const order = [...Array.from({ length: 140 }, (_, i) => i), ...Array.from({ length: 70 }, (_, i) => (i * 37) % 70), ...Array.from({ length: 70 }, (_, i) => 69 - i)];
     for (const n of order) {
@@ -176,10 +199,7 @@ describe('planned answers of a mapped item whose heads differ in length (a layou
   });
 
   it('keeps an answer per set of heads: sets taking turns past the slots, and one array whose head changes, each answer exact', () => {
-    const plan = keepPlan(createPlanCache(1 << 24), 'p', 's', env(1), JobKind.Wrapped, [
-      { entry: q.entries[0]!, content: {} as ContentView, rev: {} as RevisionView, mapped: false, rendered: fixed },
-      { entry: q.entries[1]!, content: {} as ContentView, rev: {} as RevisionView, mapped: true, rendered: head(0) },
-    ], 'cTag', '');
+    const plan = planOf();
     // Arrays kept per combination (as PlanTag.heads): five of them, more than a layout keeps answers for.
     const sets = [1, 2, 3, 4, 5].map((n) => [head(n * 3)]);
     const turns = [0, 1, 0, 1, 2, 0, 3, 1, 4, 4, 0, 2, 1, 3, 0, 0, 1];
@@ -193,6 +213,22 @@ describe('planned answers of a mapped item whose heads differ in length (a layou
     for (const n of [7, 8, 8, 9, 7, 40]) {
       scratch[0] = head(n);
       expect(text(plannedAnswer(plan, 512345678, 678, scratch))).toBe(expected(512345678, 678, head(n)));
+    }
+  });
+
+  it('answers of another user-part length (another layout) in between leave each layout\'s answers exact', () => {
+    const plan = planOf();
+    const users = [
+      [123456789, 789],
+      [7, 7],
+      [4000000000, 999],
+      [123456789, 789],
+      [55, 5],
+    ] as const;
+    for (let n = 0; n < 40; n++) {
+      const [uid, mod] = users[n % users.length]!;
+      const h = head((n * 11) % 70);
+      expect(text(plannedAnswer(plan, uid, mod, [h]))).toBe(expected(uid, mod, h));
     }
   });
 });
