@@ -300,7 +300,8 @@ export interface Store {
   /**
    * Calls `wake` when another connection or process may have committed, so that the caller reads the
    * change log after the seq it applied (a wake with nothing new is harmless). SQLite: its
-   * data_version polled every 25 ms. PostgreSQL: LISTEN/NOTIFY, a catch-up wake every second (a lost
+   * data_version read when its WAL is written, and polled (every 250 ms beside that watch, 25 ms
+   * without one). PostgreSQL: LISTEN/NOTIFY, a catch-up wake every second (a lost
    * notification heals) and a wake when the database is reachable again.
    */
   watchCommits(wake: () => void, onError: (err: unknown) => void): Promise<CommitWatch>;

@@ -74,7 +74,7 @@ export class RoutingQueries {
     this.beat = db.prepare('UPDATE nodes SET heartbeat_ms = ?, applied_seq = ? WHERE node_id = ?');
     this.nodes = db.prepare('SELECT node_id, pid, host, started_at, heartbeat_ms, applied_seq FROM nodes ORDER BY node_id');
     this.deleteNode = db.prepare('DELETE FROM nodes WHERE node_id = ?');
-    // A statement, not db.pragma(), which compiles per call: the control thread polls it every 25 ms.
+    // A statement, not db.pragma(), which compiles per call: the control thread polls it (store.ts watchCommits).
     this.dataVersionStmt = db.prepare('PRAGMA data_version');
   }
 

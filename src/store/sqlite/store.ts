@@ -54,8 +54,18 @@ import type {
   SyncReport,
 } from '../types.js';
 
-/** How often data_version is read: the bound on how late another process's commit is noticed. */
+/**
+ * How often data_version is read where the store's WAL cannot be watched (an in-memory store, a file
+ * system without change notifications): the bound on how late another process's commit is noticed.
+ */
 export const COMMIT_POLL_MS = 25;
+/**
+ * How often it is read besides the WAL watch (wal-watch.ts), which reports a commit at once: only the
+ * bound for an event the watch missed. Measured on the 2-core VM with the 25 ms poll beside the watch,
+ * the control thread spent ~0.6% of a core under load and ~0.5% idle, most of it in the poll's 40 wake-ups
+ * a second; see bench/README.md, "Background wake-ups".
+ */
+export const COMMIT_POLL_WATCHED_MS = 250;
 
 export class SqliteStore implements Store {
   readonly readerUrl: string;
@@ -210,7 +220,8 @@ export class SqliteStore implements Store {
   /**
    * Reads SQLite's data_version (it changes when another connection commits) whenever the store's
    * WAL is written (src/store/sqlite/wal-watch.ts: at once, where the platform reports file changes)
-   * and every COMMIT_POLL_MS in any case; wakes the caller when it moved.
+   * and every COMMIT_POLL_WATCHED_MS in any case, or every COMMIT_POLL_MS where there is no watch
+   * (or once it failed); wakes the caller when it moved.
    */
   watchCommits(wake: () => void, onError: (err: unknown) => void): Promise<CommitWatch> {
     return settle(() => {
@@ -228,12 +239,17 @@ export class SqliteStore implements Store {
         }
         wake();
       };
-      const timer = setInterval(check, COMMIT_POLL_MS);
-      timer.unref();
-      const wal = this.path === null ? null : watchWal(this.path, check);
+      let timer: NodeJS.Timeout | null = null;
+      const poll = (everyMs: number): void => {
+        if (timer !== null) clearInterval(timer);
+        timer = setInterval(check, everyMs);
+        timer.unref();
+      };
+      const wal = this.path === null ? null : watchWal(this.path, check, () => poll(COMMIT_POLL_MS));
+      poll(wal === null ? COMMIT_POLL_MS : COMMIT_POLL_WATCHED_MS);
       return {
         stop: () => {
-          clearInterval(timer);
+          if (timer !== null) clearInterval(timer);
           wal?.close();
         },
       };

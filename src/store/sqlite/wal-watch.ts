@@ -1,10 +1,10 @@
 /**
  * Wakes a follower as soon as any connection commits to a SQLite store: every commit appends to the
  * store's write-ahead log (`<file>-wal`), and the kernel reports the write to a watch on the folder
- * (inotify on Linux) at once. The data_version poll stays as the fallback (a file system without
- * change notifications, a missed event); this only makes the common case immediate. Measured on
- * the 2-core VM: another process's edit was noticed after 0-25 ms by the 25 ms poll (12.5 ms on
- * average), at once with the watch.
+ * (inotify on Linux) at once. The data_version poll stays as the fallback (store.ts: every 250 ms
+ * beside a watch, for an event it missed; every 25 ms without one). Measured on the 2-core VM:
+ * another process's edit was noticed after 0-25 ms by the 25 ms poll (12.5 ms on average), at once
+ * with the watch.
  *
  * The folder is watched rather than the file: SQLite may delete the WAL when the last connection
  * closes and create it again, which would end a watch on the file itself. Every event of the folder
@@ -21,9 +21,9 @@ export interface WalWatch {
 /**
  * Calls `onCommit` (at most once per turn of the event loop) whenever the WAL of the database file
  * at `dbPath` is written. Returns null where the platform cannot watch the folder: the caller then
- * relies on polling alone.
+ * relies on polling alone, as it does after `onLost` (the watch failed and closed).
  */
-export function watchWal(dbPath: string, onCommit: () => void): WalWatch | null {
+export function watchWal(dbPath: string, onCommit: () => void, onLost: () => void = noop): WalWatch | null {
   const wal = `${basename(dbPath)}-wal`;
   let scheduled = false;
   const fire = (): void => {
@@ -40,8 +40,14 @@ export function watchWal(dbPath: string, onCommit: () => void): WalWatch | null 
   } catch {
     return null;
   }
-  // A watch that fails later (the folder removed) leaves the poll in charge; the store reports a
-  // vanished file through its own identity check.
-  watcher.on('error', () => watcher.close());
+  // A watch that fails later hands over to the poll (onLost: the store polls as often as without a
+  // watch). A removed folder ends no watch with an error (Linux reports a rename of the folder); the
+  // store reports a vanished file through its own identity check.
+  watcher.on('error', () => {
+    watcher.close();
+    onLost();
+  });
   return { close: () => watcher.close() };
 }
+
+function noop(): void {}
