@@ -240,7 +240,9 @@ export class SqliteStore implements Store {
         wake();
       };
       let timer: NodeJS.Timeout | null = null;
+      let stopped = false;
       const poll = (everyMs: number): void => {
+        if (stopped) return;
         if (timer !== null) clearInterval(timer);
         timer = setInterval(check, everyMs);
         timer.unref();
@@ -249,6 +251,7 @@ export class SqliteStore implements Store {
       poll(wal === null ? COMMIT_POLL_MS : COMMIT_POLL_WATCHED_MS);
       return {
         stop: () => {
+          stopped = true;
           if (timer !== null) clearInterval(timer);
           wal?.close();
         },
