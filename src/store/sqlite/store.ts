@@ -62,8 +62,8 @@ export const COMMIT_POLL_MS = 25;
 /**
  * How often it is read besides the WAL watch (wal-watch.ts), which reports a commit at once: only the
  * bound for an event the watch missed. Measured on the 2-core VM with the 25 ms poll beside the watch,
- * the control thread spent ~0.6% of a core under load and ~0.5% idle, most of it in the poll's 40 wake-ups
- * a second; see bench/README.md, "Background wake-ups".
+ * the control thread spent ~1.1% of a core under the bench's combine load and ~0.5% idle, most of its
+ * samples in the poll's 40 wake-ups a second (bench/README.md, "Background wake-ups").
  */
 export const COMMIT_POLL_WATCHED_MS = 250;
 
