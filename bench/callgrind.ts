@@ -158,15 +158,19 @@ export class CallgrindProcess {
     this.cacheSim = cacheSim;
   }
 
-  /** Zero, count what `work` makes the process do, dump: that dump's figures. */
-  async count(work: () => Promise<void>): Promise<PassFigures> {
+  /** Zero, count what `work` makes the process do, dump: the dump's file (read it with `read`). */
+  async count(work: () => Promise<void>): Promise<string> {
     control(this.pid, '-z');
     control(this.pid, '-i', 'on');
     await work();
     control(this.pid, '-i', 'off');
     control(this.pid, '-d');
     this.part++;
-    const file = join(this.dir, `callgrind.${this.label}.${this.pid}.${this.part}`);
+    return join(this.dir, `callgrind.${this.label}.${this.pid}.${this.part}`);
+  }
+
+  /** A dump's figures (callgrind_annotate: seconds a dump with the cache simulator). */
+  read(file: string): PassFigures {
     if (!this.cacheSim) return { file, ir: readDump(file, 'Ir'), i1: null, d1r: null, d1w: null };
     return { file, ir: readDump(file, 'Ir'), i1: readDump(file, 'I1mr'), d1r: readDump(file, 'D1mr'), d1w: readDump(file, 'D1mw') };
   }
@@ -228,10 +232,19 @@ export async function countInstructions(p: CallgrindProcess, sequence: readonly 
     const i1: number[] = [];
     const d1: number[] = [];
     const files: string[] = [];
+    // The windows run back to back and their dumps are read after: reading one takes seconds (eight
+    // callgrind_annotate runs with the cache simulator), and a keep-alive connection idle for 10 s is
+    // closed by uWS, which ended cache-simulated runs with ECONNRESET.
+    const dumps: string[] = [];
     for (let w = 0; w < windows; w++) {
-      const c = await p.count(async () => {
-        for (const e of sequence) statuses.push(await client.request(e));
-      });
+      dumps.push(
+        await p.count(async () => {
+          for (const e of sequence) statuses.push(await client.request(e));
+        }),
+      );
+    }
+    for (const dump of dumps) {
+      const c = p.read(dump);
       files.push(c.file);
       own.push(ownCount(c.ir) / sequence.length);
       all.push(c.ir.total / sequence.length);
