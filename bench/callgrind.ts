@@ -127,8 +127,6 @@ function readDump(file: string, event: CountedEvent): DumpFigures {
 
 /** What one counted pass read: instructions, and the L1 misses when the cache simulator ran. */
 interface PassFigures {
-  /** The dump it was read from. */
-  readonly file: string;
   readonly ir: DumpFigures;
   readonly i1: DumpFigures | null;
   readonly d1r: DumpFigures | null;
@@ -171,8 +169,8 @@ export class CallgrindProcess {
 
   /** A dump's figures (callgrind_annotate: seconds a dump with the cache simulator). */
   read(file: string): PassFigures {
-    if (!this.cacheSim) return { file, ir: readDump(file, 'Ir'), i1: null, d1r: null, d1w: null };
-    return { file, ir: readDump(file, 'Ir'), i1: readDump(file, 'I1mr'), d1r: readDump(file, 'D1mr'), d1w: readDump(file, 'D1mw') };
+    if (!this.cacheSim) return { ir: readDump(file, 'Ir'), i1: null, d1r: null, d1w: null };
+    return { ir: readDump(file, 'Ir'), i1: readDump(file, 'I1mr'), d1r: readDump(file, 'D1mr'), d1w: readDump(file, 'D1mw') };
   }
 }
 
@@ -231,7 +229,6 @@ export async function countInstructions(p: CallgrindProcess, sequence: readonly 
     const timers: number[] = [];
     const i1: number[] = [];
     const d1: number[] = [];
-    const files: string[] = [];
     // The windows run back to back and their dumps are read after: reading one takes seconds (eight
     // callgrind_annotate runs with the cache simulator), and a keep-alive connection idle for 10 s is
     // closed by uWS, which ended cache-simulated runs with ECONNRESET.
@@ -245,7 +242,6 @@ export async function countInstructions(p: CallgrindProcess, sequence: readonly 
     }
     for (const dump of dumps) {
       const c = p.read(dump);
-      files.push(c.file);
       own.push(ownCount(c.ir) / sequence.length);
       all.push(c.ir.total / sequence.length);
       timers.push(c.ir.timers / sequence.length);
@@ -262,7 +258,7 @@ export async function countInstructions(p: CallgrindProcess, sequence: readonly 
       d1MissesPerRequest: d1.length === 0 ? null : spreadOf(d1),
       requests: sequence.length,
       windows,
-      medianDump: files[medianIndex(own)]!,
+      medianDump: dumps[medianIndex(own)]!,
       statuses,
     };
   } finally {

@@ -171,9 +171,12 @@ interface KeptAnswer {
   readonly at: Int32Array;
   /** Per program step of a mapped item, the front-cache entry whose bytes sit there. */
   readonly written: (Rendered | null)[];
-  /** The view of `answer` last handed out: viewLength bytes from viewStart. */
+  /**
+   * The view of `answer` last handed out and its length. Its start needs no field: a kept answer is
+   * its layout's, whose answers all start at 0 or all end at `answer`'s end (UserLayout.atEnd), so the
+   * same length in the same `answer` is the same view.
+   */
   view: Uint8Array;
-  viewStart: number;
   viewLength: number;
 }
 
@@ -522,7 +525,6 @@ function newKeptAnswer(steps: number): KeptAnswer {
     at: new Int32Array(steps).fill(-1),
     written: new Array<Rendered | null>(steps).fill(null),
     view: EMPTY_BYTES,
-    viewStart: 0,
     viewLength: 0,
   };
 }
@@ -663,9 +665,8 @@ function laidOutAnswer(layout: UserLayout, userLength: number, heads: readonly R
   }
   // plannedLength and the program count the same bytes; an answer anchored at the end must end there.
   if (pos - start !== total) throw new Error(`combine answer of ${pos - start} bytes, planned ${total}`);
-  if (kept.viewStart !== start || kept.viewLength !== total) {
+  if (kept.viewLength !== total) {
     kept.view = out.subarray(start, pos);
-    kept.viewStart = start;
     kept.viewLength = total;
   }
   return kept.view;
