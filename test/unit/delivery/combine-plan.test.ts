@@ -216,6 +216,29 @@ describe.each([
     }
   });
 
+  it('answers for heads already written (only the digits change) are exact for every user-part length', () => {
+    const h = head(12);
+    const other = head(31);
+    // User parts of 9 to 20 bytes (two 8-byte stores up to 16, three past it); a plan lays out three
+    // lengths, so each group of three has a plan of its own. Each length several times in a row over
+    // the same heads, with another set of heads between some of them.
+    const groups = [
+      [[7, 7], [12345678, 8], [12345678, 42]],
+      [[123456789, 42], [4000000000, 99], [4000000001, 999]],
+    ] as const;
+    for (const group of groups) {
+      const plan = planOf();
+      for (let i = 0; i < 24; i++) {
+        const [uid, mod] = group[i % 3]!;
+        const heads = i % 7 === 6 ? [other] : [h];
+        // Digits that differ from the answer before at both ends of the part (the stores overlap).
+        const user = uid + (i % 2);
+        const m = mod - (i % 2);
+        expect(text(plannedAnswer(plan, user, m, heads))).toBe(expected(user, m, heads[0]!));
+      }
+    }
+  });
+
   it('answers of another user-part length (another layout) in between leave each layout\'s answers exact', () => {
     const plan = planOf();
     const users = [
