@@ -618,10 +618,10 @@ const putUser = (words: DataView, at: number, length: number, c0: number, c1: nu
  * layout covers) the reply's reused buffer.
  */
 export function plannedAnswer(plan: CombinePlan, uid: number, mod: number, heads: readonly Rendered[]): Uint8Array {
-  const total = plannedLength(plan, uid, mod, heads);
   const userLength = plan.kind === JobKind.Plain ? 0 : writeUserPart(userPartWords, 0, uid, mod);
   const layout = userLength === 0 ? null : layoutFor(plan, userLength);
-  if (layout !== null) return laidOutAnswer(layout, userLength, heads, total);
+  if (layout !== null) return laidOutAnswer(plan, layout, uid, mod, userLength, heads);
+  const total = plannedLength(plan, uid, mod, heads);
   const out = answerBuffer(total);
   const statics = plan.statics;
   const steps = plan.steps;
@@ -662,13 +662,15 @@ export function plannedAnswer(plan: CombinePlan, uid: number, mod: number, heads
  * request (the walk checked 11 steps and loaded each block's gaps from a typed array); combine, whose
  * mapped head changes on most answers, takes the walk as before (43,778 -> 43,810).
  */
-function laidOutAnswer(layout: UserLayout, userLength: number, heads: readonly Rendered[], total: number): Uint8Array {
+function laidOutAnswer(plan: CombinePlan, layout: UserLayout, uid: number, mod: number, userLength: number, heads: readonly Rendered[]): Uint8Array {
   const kept = keptAnswerFor(layout, heads);
-  if (kept.ready && kept.viewLength === total && holdsHeads(kept.held, heads)) {
+  // The same entries in the same layout (one user-part length) make an answer of the same length:
+  // not summed again (plannedLength reads every mapped head's and tail's length, objects of their own).
+  if (kept.ready && holdsHeads(kept.held, heads)) {
     putSpots(kept.words, kept.spots, userLength);
     return kept.view;
   }
-  return rewrittenAnswer(layout, kept, userLength, heads, total);
+  return rewrittenAnswer(layout, kept, userLength, heads, plannedLength(plan, uid, mod, heads));
 }
 
 /** Whether the mapped items' bytes in a kept answer are these heads' (the same entries, by index). */
