@@ -165,7 +165,7 @@ interface KeptAnswer {
   /**
    * The mapped heads it was last written with (PlanTag.heads, one array per combination, or the
    * planned heads' scratch array): which slot an answer takes. What sits in `answer` is still checked
-   * step by step (`at`, `written`), so a slot shared by other heads is only slower, never wrong.
+   * step by step (`at`, `held`), so a slot shared by other heads is only slower, never wrong.
    */
   heads: readonly Rendered[] | null;
   answer: Uint8Array;
@@ -177,8 +177,6 @@ interface KeptAnswer {
   words: DataView;
   /** Per program step, where its bytes sit in `answer` (-1: nowhere). */
   readonly at: Int32Array;
-  /** Per program step of a mapped item, the front-cache entry whose bytes sit there. */
-  readonly written: (Rendered | null)[];
   /**
    * The view of `answer` last handed out and its length. Its start needs no field: a kept answer is
    * its layout's, whose answers all start at 0 or all end at `answer`'s end (UserLayout.atEnd), so the
@@ -187,12 +185,12 @@ interface KeptAnswer {
   view: Uint8Array;
   viewLength: number;
   /**
-   * Where each user part of `answer` starts (the layout's gaps, then the mapped items', in program
+   * Where each user part of `answer` starts (the layout's gaps and the mapped items', in program
    * order), valid while `ready`: an answer for the same heads finds every block and head where it
    * left them, so it writes the digits at these spots and nothing else (laidOutAnswer).
    */
   readonly spots: number[];
-  /** The mapped items' entries whose bytes sit in `answer` (by mapped index), valid while `ready`. */
+  /** Per mapped item (by its index), the front-cache entry whose bytes sit in `answer` at `at`. */
   readonly held: (Rendered | null)[];
   /** True once `answer` holds a whole answer for `held` (a write in progress or thrown clears it). */
   ready: boolean;
@@ -501,9 +499,9 @@ function buildLayout(plan: CombinePlan, userLength: number): UserLayout {
     program.push(step);
   }
   flush();
-  let spots = plan.mapped.length;
-  for (const g of gaps) spots += g.length;
   const mapped = plan.mapped.length;
+  let spots = mapped;
+  for (const g of gaps) spots += g.length;
   return {
     blocks,
     gaps,
@@ -545,7 +543,6 @@ function newKeptAnswer(steps: number, spots: number, mapped: number): KeptAnswer
     words: EMPTY_WORDS,
     store: EMPTY_BYTES.buffer,
     at: new Int32Array(steps).fill(-1),
-    written: new Array<Rendered | null>(steps).fill(null),
     view: EMPTY_BYTES,
     viewLength: 0,
     spots: smiArray(spots),
@@ -729,7 +726,7 @@ function rewrittenAnswer(
   const out = kept.answer;
   const words = kept.words;
   const at = kept.at;
-  const written = kept.written;
+  const held = kept.held;
   const spots = kept.spots;
   const program = layout.program;
   const blocks = layout.blocks;
@@ -756,13 +753,14 @@ function rewrittenAnswer(
       }
       pos += block.length;
     } else {
-      const item = heads[STEP_MAPPED_BASE - op]!;
+      const k = STEP_MAPPED_BASE - op;
+      const item = heads[k]!;
       const headLength = item.head.length;
-      if (at[i] !== pos || written[i] !== item) {
+      if (at[i] !== pos || held[k] !== item) {
         putBytes(out, item.head, pos);
         putBytes(out, item.tailEnd, pos + headLength + userLength);
         at[i] = pos;
-        written[i] = item;
+        held[k] = item;
       }
       putUser(words, pos + headLength, userLength, c0, c1, c2);
       spots[spot++] = pos + headLength;
@@ -775,8 +773,6 @@ function rewrittenAnswer(
     kept.view = new Uint8Array(kept.store, start, total);
     kept.viewLength = total;
   }
-  const held = kept.held;
-  for (let k = 0; k < held.length; k++) held[k] = heads[k]!;
   kept.ready = true;
   return kept.view;
 }
