@@ -14,6 +14,7 @@ import { ControlThread } from './control/client.js';
 import type { DemoNotice } from './control/protocol.js';
 import { DEMO_CONTENT_ID } from './runtime/demo.js';
 import { gcThreadsDescription, holdYoungGeneration, operatorSizedYoungGeneration } from './runtime/heap.js';
+import { inliningDescription, operatorSetInlining, widenInlining } from './runtime/inlining.js';
 import { loopDelayInterval, startLoopDelayLog } from './runtime/loop-delay.js';
 import { claimPort, rotationMigratesHandshakes } from './delivery/listener.js';
 import type { DeliveryLoop } from './delivery/loop.js';
@@ -58,6 +59,9 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   // First: the directory and the pool allocate enough to grow the young generation.
   const holdYoung = !operatorSizedYoungGeneration(process.execArgv, process.env.NODE_OPTIONS);
   if (holdYoung) holdYoungGeneration();
+  // Before any delivery code is optimized: the flags apply to the functions V8 optimizes from now on.
+  const widened = !operatorSetInlining(process.execArgv);
+  if (widened) widenInlining();
   // Here, in the main thread: the control thread and the workers open the store (a memory: store
   // needs it set in the process's real environment, which their process.env is a copy of).
   enableUriFilenames();
@@ -160,6 +164,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   }
   logInfo(delivery.description);
   logInfo(gcThreadsDescription(process.execArgv));
+  logInfo(inliningDescription(widened));
   if (metrics !== null) logInfo(`metrics at ${config.metricsTls === null ? 'http' : 'https'}://${config.metricsHost}:${metrics.port}/metrics`);
   const loops = config.httpThreads === 1 ? '' : `${config.httpThreads} delivery loops, `;
   const scheme = tls === null ? 'http' : 'https';

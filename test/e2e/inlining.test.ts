@@ -1,0 +1,74 @@
+// `rcd serve` raises TurboFan's inlining budget when it starts (src/runtime/inlining.ts), unless the
+// operator gave node a budget of their own. Read from the real server's log and from V8's own trace
+// of its inlining decisions (node --trace-turbo-inlining lists each callee it considers with its
+// bytecode size; by default none over 460 bytes is considered).
+import { afterAll, describe, expect, it } from 'vitest';
+import { INLINING_FLAGS, operatorSetInlining } from '../../src/runtime/inlining.js';
+import { BIN, call, startServer, type ServerProcess } from '../helpers/server-process.js';
+
+const KEY = 'key-inlining-1';
+const ADMIN_TOKEN = 'test-admin-token';
+/** V8 11.3's default --max-inlined-bytecode-size. */
+const DEFAULT_CALLEE_LIMIT = 460;
+const running: ServerProcess[] = [];
+
+afterAll(async () => {
+  for (const s of running) await s.dispose();
+});
+
+/** Enough mapped and combine requests for the delivery code to be optimized; all must answer 200. */
+async function load(srv: ServerProcess): Promise<void> {
+  const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  expect((await fetch(`${srv.adminUrl!}/admin/v1/environments/demo/keys`, { method: 'POST', headers: auth, body: JSON.stringify({ key: KEY }) })).status).toBe(201);
+  const statuses = new Set<number>();
+  await Promise.all(
+    Array.from({ length: 4 }, async (_, worker) => {
+      for (let i = 0; i < 1500; i++) {
+        const body = JSON.stringify({ u: `player-${worker}-${i}`, p: { level: i % 40 } });
+        const path = i % 2 === 0 ? '/api/v1/config/PlayerSettings/dynamic' : `/api/v1/combine/?c=${encodeURIComponent('["PlayerSettings"]')}&dynamic=true`;
+        statuses.add((await call(srv.url, path, { key: KEY, body })).status);
+      }
+    }),
+  );
+  expect([...statuses]).toEqual([200]);
+}
+
+/** The bytecode sizes of the callees TurboFan considered for inlining, from --trace-turbo-inlining. */
+function consideredSizes(log: string): number[] {
+  return [...log.matchAll(/- target: [^\n]*?, bytecode size: (\d+)/g)].map((m) => Number(m[1]));
+}
+
+describe("TurboFan's inlining budget (rcd serve)", () => {
+  it('is raised at start: callees over V8\'s default size are considered while requests are answered', async () => {
+    const srv = await startServer({ admin: true, seedDemo: true, command: [process.execPath, '--trace-turbo-inlining', BIN] });
+    running.push(srv);
+    expect(srv.stdout()).toContain(`inlining: ${INLINING_FLAGS.join(' ')}`);
+    await load(srv);
+    expect(await srv.stop()).toBe(0);
+    const sizes = consideredSizes(srv.stdout());
+    expect(sizes.length).toBeGreaterThan(0);
+    expect(Math.max(...sizes)).toBeGreaterThan(DEFAULT_CALLEE_LIMIT);
+  });
+
+  it("keeps the operator's own budget from node's command line", async () => {
+    const srv = await startServer({
+      admin: true,
+      seedDemo: true,
+      command: [process.execPath, '--trace-turbo-inlining', `--max-inlined-bytecode-size=${DEFAULT_CALLEE_LIMIT}`, BIN],
+    });
+    running.push(srv);
+    expect(srv.stdout()).toContain("inlining: the operator's V8 flags");
+    await load(srv);
+    expect(await srv.stop()).toBe(0);
+    const sizes = consideredSizes(srv.stdout());
+    expect(sizes.length).toBeGreaterThan(0);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(DEFAULT_CALLEE_LIMIT);
+  });
+
+  it('recognises the budget flags in either spelling', () => {
+    expect(operatorSetInlining([])).toBe(false);
+    expect(operatorSetInlining(['--single-threaded-gc', '--max-old-space-size=512'])).toBe(false);
+    expect(operatorSetInlining(['--max-inlined-bytecode-size=900'])).toBe(true);
+    expect(operatorSetInlining(['--max_inlined_bytecode_size_cumulative=2000'])).toBe(true);
+  });
+});
