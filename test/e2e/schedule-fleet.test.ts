@@ -67,6 +67,11 @@ async function seed(a: ServerProcess): Promise<string> {
   return key;
 }
 
+/** The node's /healthz: `status` is `ok` again once its own store calls reach the database. */
+async function health(node: ServerProcess): Promise<{ status?: string; store?: string }> {
+  return (await call(node.url, '/healthz', { method: 'GET', key: null, contentType: null })).json as { status?: string; store?: string };
+}
+
 /** What a node serves of Shop: its body, ETag, and the catalog's ETag. */
 async function observe(node: ServerProcess, key: string): Promise<{ theme: string; etag: string | null; catalog: string | null }> {
   const r = await call(node.url, '/api/v1/config/Shop', { key });
@@ -231,6 +236,9 @@ describe('scheduled changes across an outage of the database', () => {
     for (const n of nodes) expect((await observe(n, key)).theme).toBe('default');
     await pg.start();
     await until('the change on both nodes', async () => (await Promise.all(nodes.map((n) => observe(n, key)))).every((s) => s.theme === 'spring'), 30_000);
+    // A node follows changes on its reader connections; its admin API answers 503 store_unavailable
+    // until its own reconnection probe (backing off up to a second) finds the database again.
+    await until('both nodes to report the store available', async () => (await Promise.all(nodes.map(health))).every((h) => h.status === 'ok'), 10_000);
     const done = await adm<Schedule>(nodes[0]!, 'GET', `environments/live/schedules/${sch.id}`);
     expect(done.status).toBe('applied');
     expect(done.lateMs).toBeGreaterThanOrEqual(2000);
