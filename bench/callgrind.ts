@@ -39,7 +39,10 @@ export function callgrindLauncher(dir: string, label: string, cacheSim = false, 
     '--tool=callgrind',
     '--instr-atstart=no',
     ...(cacheSim ? ['--cache-sim=yes'] : []),
-    ...(perInstruction ? ['--dump-instr=yes'] : []),
+    // Without line numbers: the tables need addresses only, and callgrind_annotate (3.19) stopped on
+    // a per-instruction dump at a cost line whose line number was relative and negative ("too many
+    // event counts": its running line fell below zero), in a wrapped,mapped --by-function run.
+    ...(perInstruction ? ['--dump-instr=yes', '--dump-line=no'] : []),
     `--callgrind-out-file=${join(dir, `callgrind.${label}.%p`)}`,
     '--log-file=/dev/null',
   ];
