@@ -166,6 +166,9 @@ interface ScenarioCost {
   /** rcd req/s ÷ floor req/s, median of the rounds (reported, not judged). */
   readonly reqPerSecRatio: number;
   readonly cpuUsPerReq: { readonly rcd: number; readonly floor: number };
+  /** The same split into user and system time (each the median of its rounds, so the two need not sum to the above). */
+  readonly userUsPerReq: { readonly rcd: number; readonly floor: number };
+  readonly systemUsPerReq: { readonly rcd: number; readonly floor: number };
   readonly instructions: InstructionFigures | null;
   readonly verdict: 'pass' | 'FAIL' | 'n/a';
 }
@@ -204,7 +207,8 @@ async function cpuPart(s: Scenario, rcd: Target, floor: Target, dir: string, opt
     const r = await loadBoth(rcd, floor, script, opts, opts.durationSec);
     rounds.push(r);
     process.stdout.write(
-      `  ${s.name} round ${i + 1}: rcd ${fixed(r.rcd.cpuUsPerReq, 2)} µs/req ${fixed(r.rcd.wrk.reqPerSec, 0)} req/s, floor ${fixed(r.floor.cpuUsPerReq, 2)} µs/req ${fixed(r.floor.wrk.reqPerSec, 0)} req/s, efficiency ${fixed(r.floor.cpuUsPerReq / r.rcd.cpuUsPerReq, 3)}\n`,
+      `  ${s.name} round ${i + 1}: rcd ${fixed(r.rcd.cpuUsPerReq, 2)} µs/req (user ${fixed(r.rcd.userUsPerReq, 2)}, system ${fixed(r.rcd.systemUsPerReq, 2)}) ${fixed(r.rcd.wrk.reqPerSec, 0)} req/s, ` +
+        `floor ${fixed(r.floor.cpuUsPerReq, 2)} µs/req (user ${fixed(r.floor.userUsPerReq, 2)}, system ${fixed(r.floor.systemUsPerReq, 2)}) ${fixed(r.floor.wrk.reqPerSec, 0)} req/s, efficiency ${fixed(r.floor.cpuUsPerReq / r.rcd.cpuUsPerReq, 3)}\n`,
     );
   }
   return { rounds, bodyBytes };
@@ -222,6 +226,8 @@ function summarize(s: Scenario, rounds: readonly CpuRound[], bodyBytes: number, 
     efficiency,
     reqPerSecRatio: median(rounds.map((r) => r.rcd.wrk.reqPerSec / r.floor.wrk.reqPerSec)),
     cpuUsPerReq: { rcd: median(rounds.map((r) => r.rcd.cpuUsPerReq)), floor: median(rounds.map((r) => r.floor.cpuUsPerReq)) },
+    userUsPerReq: { rcd: median(rounds.map((r) => r.rcd.userUsPerReq)), floor: median(rounds.map((r) => r.floor.userUsPerReq)) },
+    systemUsPerReq: { rcd: median(rounds.map((r) => r.rcd.systemUsPerReq)), floor: median(rounds.map((r) => r.floor.systemUsPerReq)) },
     instructions,
     verdict: target === null ? 'n/a' : efficiency.median >= target ? 'pass' : 'FAIL',
   };
@@ -262,6 +268,31 @@ function renderCostTable(results: readonly ScenarioCost[], cacheSim: boolean): s
         ]
       : []),
     r.verdict,
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n') + '\n';
+}
+
+/**
+ * CPU per request split into user time (the process's own code: JavaScript, V8, uWS) and system time
+ * (the kernel on its behalf: the TCP stack behind each send and receive). Reported, not judged: the
+ * two servers make the same system calls for the same bytes, so a gap in system time is the kernel
+ * running slower for one of them (its caches, preemptions), and the user-time ratio falls further
+ * below the instruction ratio the more of the gap is misses rather than instructions.
+ */
+function renderCpuSplit(results: readonly ScenarioCost[]): string {
+  const head = ['scenario', 'rcd user', 'floor user', 'user eff', 'rcd system', 'floor system', 'system eff'];
+  // A short run may read no system tick at all (the clock counts in 10 ms steps): no ratio then.
+  const ratio = (floor: number, rcd: number): string => (rcd > 0 ? fixed(floor / rcd, 3) : 'n/a');
+  const rows = results.map((r) => [
+    r.scenario,
+    fixed(r.userUsPerReq.rcd, 2),
+    fixed(r.userUsPerReq.floor, 2),
+    ratio(r.userUsPerReq.floor, r.userUsPerReq.rcd),
+    fixed(r.systemUsPerReq.rcd, 2),
+    fixed(r.systemUsPerReq.floor, 2),
+    ratio(r.systemUsPerReq.floor, r.systemUsPerReq.rcd),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
@@ -367,6 +398,8 @@ async function main(): Promise<number> {
     process.stdout.write(`\ncost against the floor (CPU eff = floor CPU/req ÷ rcd CPU/req, median of ${opts.rounds} rounds; Ir = instructions per request outside V8's compilers and GC and libuv's timer phase, median of the windows; Ir eff = floor Ir/req ÷ rcd Ir/req):\n`);
     process.stdout.write(renderCostTable(results, opts.cacheSim));
     process.stdout.write(`\ncost targets: ${passed} pass, ${failed} FAIL\n`);
+    process.stdout.write(`\nCPU per request by kind, µs (medians of the rounds; reported, not judged):\n`);
+    process.stdout.write(renderCpuSplit(results));
     if (opts.out !== null) {
       writeFileSync(opts.out, JSON.stringify({ date: new Date().toISOString(), options: { ...opts, scenarios: opts.scenarios.map((s) => s.name) }, results }, null, 2) + '\n');
       process.stdout.write(`results: ${opts.out}\n`);

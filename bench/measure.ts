@@ -20,14 +20,28 @@ export function clockTicksPerSecond(): number {
   return ticksPerSecond;
 }
 
-/** utime + stime of the whole process (all threads, not children) in microseconds. */
-export function processCpuMicros(pid: number): number {
+/** CPU time of the whole process (all threads, not children), in microseconds. */
+export interface CpuTimes {
+  /** utime: the process's own code (JavaScript, V8, libuv, uWS). */
+  readonly user: number;
+  /** stime: the kernel on its behalf (system calls, the TCP stack behind send and receive, faults). */
+  readonly system: number;
+}
+
+/** utime and stime of the whole process (all threads, not children) in microseconds. */
+export function processCpuTimes(pid: number): CpuTimes {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name (field 2) is in parentheses and may contain spaces: split after the last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // fields[0] is field 3 (state), so utime (field 14) is fields[11] and stime (field 15) fields[12].
-  const ticks = Number(fields[11]) + Number(fields[12]);
-  return (ticks * 1e6) / clockTicksPerSecond();
+  const perTick = 1e6 / clockTicksPerSecond();
+  return { user: Number(fields[11]) * perTick, system: Number(fields[12]) * perTick };
+}
+
+/** utime + stime of the whole process (all threads, not children) in microseconds. */
+export function processCpuMicros(pid: number): number {
+  const t = processCpuTimes(pid);
+  return t.user + t.system;
 }
 
 export interface MemoryStatus {

@@ -13,7 +13,7 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RequestEntry } from './scenarios.js';
-import { processCpuMicros } from './measure.js';
+import { processCpuTimes } from './measure.js';
 
 export interface WrkStats {
   readonly reqPerSec: number;
@@ -208,17 +208,23 @@ export function runWrk(url: string, script: string, connections: number, duratio
 /** One wrk run against a server, with the server's CPU over it (all its threads, from /proc). */
 export interface WrkLoad {
   readonly wrk: WrkStats;
-  /** Server CPU per request, µs. */
+  /** Server CPU per request, µs (user + system). */
   readonly cpuUsPerReq: number;
+  /** Of which in the process's own code (utime) and in the kernel on its behalf (stime), µs per request. */
+  readonly userUsPerReq: number;
+  readonly systemUsPerReq: number;
 }
 
 /** runWrk against `target`, reading its process's CPU before and after. */
 export async function loadWithCpu(target: { readonly url: string; readonly pid: number }, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void): Promise<WrkLoad> {
-  const cpu0 = processCpuMicros(target.pid);
+  const cpu0 = processCpuTimes(target.pid);
   const wrk = await runWrk(target.url, script, connections, durationSec, track);
-  const cpu = processCpuMicros(target.pid) - cpu0;
+  const cpu1 = processCpuTimes(target.pid);
   const requests = wrk.reqPerSec * durationSec;
-  return { wrk, cpuUsPerReq: requests > 0 ? cpu / requests : 0 };
+  const per = (micros: number): number => (requests > 0 ? micros / requests : 0);
+  const user = per(cpu1.user - cpu0.user);
+  const system = per(cpu1.system - cpu0.system);
+  return { wrk, cpuUsPerReq: user + system, userUsPerReq: user, systemUsPerReq: system };
 }
 
 function wholeSeconds(durationSec: number): number {

@@ -244,6 +244,21 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
       expect(Number(row![8])).toBeCloseTo(floorIr / rcdIr, 2);
     }
     expect(output).toMatch(/^cost targets: \d+ pass, \d+ FAIL$/m);
+    // The same CPU split into user and system time: with one round the two make the total.
+    const split = output.slice(output.indexOf('CPU per request by kind'));
+    for (const name of COST_SCENARIOS) {
+      const row = new RegExp(`^${name} +([\\d.]+) +([\\d.]+) +([\\d.]+) +([\\d.]+) +([\\d.]+) +([\\d.]+|n/a)$`, 'm').exec(split);
+      expect(row, `${name}\n${split}`).not.toBeNull();
+      const [rcdUser, floorUser, userEff, rcdSystem, floorSystem] = row!.slice(1, 6).map(Number) as [number, number, number, number, number];
+      const systemEff = row![6]!;
+      const total = new RegExp(`^${name} +[\\d.]+ +[\\d.]+ +[\\d.]+-[\\d.]+ +([\\d.]+) +([\\d.]+) `, 'm').exec(output)!.slice(1, 3).map(Number) as [number, number];
+      expect(rcdUser + rcdSystem).toBeCloseTo(total[0], 1);
+      expect(floorUser + floorSystem).toBeCloseTo(total[1], 1);
+      expect(rcdUser).toBeGreaterThan(0);
+      expect(userEff).toBeCloseTo(floorUser / rcdUser, 2);
+      if (rcdSystem > 0) expect(Number(systemEff)).toBeCloseTo(floorSystem / rcdSystem, 2);
+      else expect(systemEff).toBe('n/a');
+    }
     const json = JSON.parse(readFileSync(out, 'utf8')) as { results: { scenario: string; instructions: { rcd: { perRequest: { median: number } } } | null; rounds: unknown[] }[] };
     expect(json.results.map((r) => r.scenario)).toEqual(COST_SCENARIOS);
     for (const r of json.results) {
