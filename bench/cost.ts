@@ -26,7 +26,8 @@ import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { repoRoot, writeBundle } from './fixtures/generate.js';
 import { probe } from './probe.js';
 import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
-import { loadWithCpu, median, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
+import { loadWithCpu, median, onCpu, tasksetAvailable, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
+import { cpusAllowed } from './measure.js';
 import { CallgrindProcess, callgrindAvailable, callgrindLauncher, countInstructions, type InstructionCount, type Spread } from './callgrind.js';
 import { functionCostsOfFiles, renderFunctionTable } from './callgrind-functions.js';
 
@@ -44,6 +45,9 @@ const COST_TARGETS: Readonly<Record<string, number>> = {
 const USAGE = `usage: npm run bench:cost -- [options]
   --scenario LIST          scenarios (default: ${Object.keys(COST_TARGETS).join(',')})
   --rounds N               rounds of both servers loaded at once (default 5, 1..50)
+  --pinned                 each round loads rcd and then the floor, each alone on CPU 0 (the whole
+                           process) with its wrk on CPU 1 (taskset), instead of both at once on
+                           whatever cores the scheduler picks; needs 2 CPUs
   --duration S             seconds per round (default 5, 1..120)
   --warmup S               seconds of load before the first round, not counted (default 2, 0..60)
   --connections N          connections of each server's wrk (default 50)
@@ -80,6 +84,8 @@ interface CostOptions {
   readonly byFunction: number;
   readonly check: boolean;
   readonly nodeFlags: readonly string[];
+  /** CPU rounds with each server alone on CPU 0 and its wrk on CPU 1, in turn (--pinned). */
+  readonly pinned: boolean;
 }
 
 function parseOptions(argv: string[]): CostOptions {
@@ -102,6 +108,7 @@ function parseOptions(argv: string[]): CostOptions {
       'by-function': { type: 'string' },
       check: { type: 'boolean', default: false },
       'node-flags': { type: 'string', default: '' },
+      pinned: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -124,6 +131,7 @@ function parseOptions(argv: string[]): CostOptions {
   if (!callgrind && values['cache-sim'] === true) throw new UsageError('--cache-sim runs under callgrind: drop --no-callgrind');
   if (!callgrind && values['by-function'] !== undefined) throw new UsageError('--by-function reads callgrind\'s dumps: drop --no-callgrind');
   if (!wrkAvailable()) throw new UsageError('bench:cost needs wrk on PATH (Debian: apt-get install wrk)');
+  if (values.pinned === true && !tasksetAvailable()) throw new UsageError('--pinned binds processes to CPUs 0 and 1 with taskset: it needs util-linux and 2 CPUs');
   if (callgrind && !callgrindAvailable()) throw new UsageError('bench:cost needs valgrind for the instruction counts (Debian: apt-get install valgrind), or --no-callgrind');
   return {
     scenarios,
@@ -141,10 +149,15 @@ function parseOptions(argv: string[]): CostOptions {
     byFunction: values['by-function'] === undefined ? 0 : intOption('by-function', values['by-function'], 0, 1, 500),
     check: values.check === true,
     nodeFlags: nodeFlagsOption(values['node-flags']),
+    pinned: values.pinned === true,
   };
 }
 
 const sup = new Supervisor();
+
+/** --pinned: the servers run on this CPU, their wrk on the other. */
+const SERVER_CPU = 0;
+const WRK_CPU = 1;
 
 interface CpuRound {
   readonly rcd: WrkLoad;
@@ -178,8 +191,16 @@ function checked(label: string, load: WrkLoad): WrkLoad {
   return load;
 }
 
-/** Both servers loaded at once for `seconds`, each by its own wrk. */
+/**
+ * Both servers loaded at once for `seconds`, each by its own wrk; with --pinned, rcd and then the
+ * floor, each with the whole of CPU 0 (where it was started) and its wrk alone on CPU 1.
+ */
 async function loadBoth(rcd: Target, floor: Target, script: string, opts: CostOptions, seconds: number): Promise<CpuRound> {
+  if (opts.pinned) {
+    const a = await loadWithCpu(rcd, script, opts.connections, seconds, (c) => sup.track(c), WRK_CPU);
+    const b = await loadWithCpu(floor, script, opts.connections, seconds, (c) => sup.track(c), WRK_CPU);
+    return { rcd: checked('rcd', a), floor: checked('floor', b) };
+  }
   const [a, b] = await Promise.all([
     loadWithCpu(rcd, script, opts.connections, seconds, (c) => sup.track(c)),
     loadWithCpu(floor, script, opts.connections, seconds, (c) => sup.track(c)),
@@ -375,12 +396,15 @@ async function main(): Promise<number> {
   writeBundle(bundle);
   try {
     // One delivery loop each, the floor with one loop: like for like on any box.
+    const launcher = opts.pinned ? onCpu(SERVER_CPU) : [];
     const [rcd, floor] = await Promise.all([
-      startServer(sup, { root: repoRoot(), store: `sqlite:${join(dir, 'cost.db')}`, bundle, threads: null, httpThreads: 1, label: 'rcd', nodeArgs: opts.nodeFlags }),
-      startCeiling(sup, null, 1, true),
+      startServer(sup, { root: repoRoot(), store: `sqlite:${join(dir, 'cost.db')}`, bundle, threads: null, httpThreads: 1, label: 'rcd', nodeArgs: opts.nodeFlags, launcher }),
+      startCeiling(sup, null, 1, true, launcher),
     ]);
     process.stdout.write(
-      `rcd (pid ${rcd.pid}) and the floor (pid ${floor.pid}) loaded at once: ${opts.rounds} rounds of ${opts.durationSec} s, ${opts.connections} connections each\n`,
+      opts.pinned
+        ? `rcd (pid ${rcd.pid}, CPUs ${cpusAllowed(rcd.pid)}) and the floor (pid ${floor.pid}, CPUs ${cpusAllowed(floor.pid)}) in turn, each alone with its wrk on CPU ${WRK_CPU}: ${opts.rounds} rounds of ${opts.durationSec} s each, ${opts.connections} connections\n`
+        : `rcd (pid ${rcd.pid}) and the floor (pid ${floor.pid}) loaded at once: ${opts.rounds} rounds of ${opts.durationSec} s, ${opts.connections} connections each\n`,
     );
     const cpu = new Map<string, { rounds: CpuRound[]; bodyBytes: number }>();
     for (const s of opts.scenarios) {
@@ -395,7 +419,7 @@ async function main(): Promise<number> {
     });
     const failed = results.filter((r) => r.verdict === 'FAIL').length;
     const passed = results.filter((r) => r.verdict === 'pass').length;
-    process.stdout.write(`\ncost against the floor (CPU eff = floor CPU/req ÷ rcd CPU/req, median of ${opts.rounds} rounds; Ir = instructions per request outside V8's compilers and GC and libuv's timer phase, median of the windows; Ir eff = floor Ir/req ÷ rcd Ir/req):\n`);
+    process.stdout.write(`\ncost against the floor (CPU eff = floor CPU/req ÷ rcd CPU/req, median of ${opts.rounds} rounds${opts.pinned ? ' of each alone on one CPU' : ''}; Ir = instructions per request outside V8's compilers and GC and libuv's timer phase, median of the windows; Ir eff = floor Ir/req ÷ rcd Ir/req):\n`);
     process.stdout.write(renderCostTable(results, opts.cacheSim));
     process.stdout.write(`\ncost targets: ${passed} pass, ${failed} FAIL\n`);
     process.stdout.write(`\nCPU per request by kind, µs (medians of the rounds; reported, not judged):\n`);

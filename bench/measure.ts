@@ -44,6 +44,12 @@ export function processCpuMicros(pid: number): number {
   return t.user + t.system;
 }
 
+/** The CPUs a process may run on, as /proc/PID/status lists them (e.g. "0" or "0-1"). */
+export function cpusAllowed(pid: number): string {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return /^Cpus_allowed_list:\s*(\S+)$/m.exec(status)?.[1] ?? '?';
+}
+
 export interface MemoryStatus {
   /** Resident set size now, bytes. */
   readonly rss: number;

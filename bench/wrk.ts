@@ -198,11 +198,26 @@ function runToEnd<T>(label: string, cmd: string, args: readonly string[], track:
  * One wrk run (one thread, `connections` connections); `track` registers the child for cleanup (and
  * may keep it: SIGINT ends wrk early with its report of the run so far). `timeoutSec` replaces wrk's
  * 2 s request timeout, for runs that measure pauses longer than that rather than count them as errors.
+ * `cpu` runs wrk on that CPU alone (taskset; see tasksetAvailable).
  */
-export function runWrk(url: string, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void, timeoutSec?: number): Promise<WrkStats> {
+export function runWrk(url: string, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void, timeoutSec?: number, cpu?: number): Promise<WrkStats> {
   const args = ['-t1', `-c${connections}`, `-d${wholeSeconds(durationSec)}s`, '-s', script, url];
   if (timeoutSec !== undefined) args.splice(3, 0, '--timeout', `${wholeSeconds(timeoutSec)}s`);
+  if (cpu !== undefined) {
+    const [launcher, ...options] = onCpu(cpu);
+    return runToEnd('wrk', launcher!, [...options, 'wrk', ...args], track, parseWrkOutput);
+  }
   return runToEnd('wrk', 'wrk', args, track, parseWrkOutput);
+}
+
+/** The launcher that runs a command on one CPU (util-linux's taskset; its threads inherit the mask). */
+export function onCpu(cpu: number): string[] {
+  return ['taskset', '-c', String(cpu)];
+}
+
+/** Whether taskset can bind a command to CPUs 0 and 1 here (a machine of one CPU cannot). */
+export function tasksetAvailable(): boolean {
+  return succeeds('taskset', ['-c', '1', 'true']);
 }
 
 /** One wrk run against a server, with the server's CPU over it (all its threads, from /proc). */
@@ -215,10 +230,10 @@ export interface WrkLoad {
   readonly systemUsPerReq: number;
 }
 
-/** runWrk against `target`, reading its process's CPU before and after. */
-export async function loadWithCpu(target: { readonly url: string; readonly pid: number }, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void): Promise<WrkLoad> {
+/** runWrk against `target` (wrk on CPU `cpu` when given), reading its process's CPU before and after. */
+export async function loadWithCpu(target: { readonly url: string; readonly pid: number }, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void, cpu?: number): Promise<WrkLoad> {
   const cpu0 = processCpuTimes(target.pid);
-  const wrk = await runWrk(target.url, script, connections, durationSec, track);
+  const wrk = await runWrk(target.url, script, connections, durationSec, track, undefined, cpu);
   const cpu1 = processCpuTimes(target.pid);
   const requests = wrk.reqPerSec * durationSec;
   const per = (micros: number): number => (requests > 0 ? micros / requests : 0);

@@ -328,6 +328,22 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     expect([refused.code, refused.output.includes('--node-flags takes node options')]).toEqual([2, true]);
   }, 150_000);
 
+  it('--pinned runs both servers on CPU 0 and their wrk on CPU 1, one server after the other in each round', async () => {
+    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--pinned', '--scenario', 'plain', '--rounds', '2'], 120_000, 'dist/bench/cost.js');
+    if (!wrkAvailable()) {
+      expect(code).toBe(2);
+      return;
+    }
+    expect(code, output).toBe(0);
+    // Read from /proc/PID/status once both had started: the mask reached the servers themselves.
+    expect(output).toMatch(/^rcd \(pid \d+, CPUs 0\) and the floor \(pid \d+, CPUs 0\) in turn, each alone with its wrk on CPU 1: 2 rounds/m);
+    const rounds = [...output.matchAll(/^ +plain round \d: rcd ([\d.]+) µs\/req .* floor ([\d.]+) µs\/req .* efficiency ([\d.]+)$/gm)];
+    expect(rounds, output).toHaveLength(2);
+    for (const r of rounds) expect(Number(r[3])).toBeCloseTo(Number(r[2]) / Number(r[1]), 2);
+    expect(output).toMatch(/median of 2 rounds of each alone on one CPU/);
+    expect(output).toMatch(/^plain +0\.90 +[\d.]+ +[\d.]+-[\d.]+ .* (pass|FAIL)$/m);
+  }, 150_000);
+
   it('--check exits 1 exactly when a scenario FAILs its target; a scenario answering errors is refused with 2', async () => {
     const { code, output } = await runBench(['--scenario', 'combine-50', '--rounds', '1', '--duration', '1', '--warmup', '0', '--no-callgrind', '--check'], 120_000, 'dist/bench/cost.js');
     if (!wrkAvailable()) {
