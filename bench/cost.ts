@@ -265,6 +265,13 @@ function missCell(s: Spread | null | undefined): string {
   return s === null || s === undefined ? 'n/a' : Math.round(s.median).toLocaleString('en-US');
 }
 
+/** A table under its head and a rule: the first column left-aligned, the others right-aligned. */
+function renderColumns(head: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n') + '\n';
+}
+
 /** The verdict table: one line per scenario; with the cache simulator, L1 misses per request too. */
 function renderCostTable(results: readonly ScenarioCost[], cacheSim: boolean): string {
   const missHead = cacheSim ? ['rcd I1 miss', 'floor I1 miss', 'rcd D1 miss', 'floor D1 miss'] : [];
@@ -290,9 +297,7 @@ function renderCostTable(results: readonly ScenarioCost[], cacheSim: boolean): s
       : []),
     r.verdict,
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n') + '\n';
+  return renderColumns(head, rows);
 }
 
 /**
@@ -315,9 +320,7 @@ function renderCpuSplit(results: readonly ScenarioCost[]): string {
     fixed(r.systemUsPerReq.floor, 2),
     ratio(r.systemUsPerReq.floor, r.systemUsPerReq.rcd),
   ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n') + '\n';
+  return renderColumns(head, rows);
 }
 
 /** node's perf map of a process (--perf-basic-prof). */

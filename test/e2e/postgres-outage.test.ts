@@ -6,7 +6,7 @@
  * catch up and serve what is written next.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, errorCode, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { call, errorCode, healthOf, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
@@ -31,10 +31,6 @@ async function admin(srv: ServerProcess, method: string, path: string, body?: st
   const res = await fetch(`${srv.adminUrl}/admin/v1/${path}`, { method, headers: AUTH, body, signal: AbortSignal.timeout(10_000) });
   const json = (await res.json()) as { error?: { code?: string } };
   return { status: res.status, code: json.error?.code, ms: Date.now() - t };
-}
-
-async function health(srv: ServerProcess): Promise<{ status?: string; store?: string }> {
-  return (await call(srv.url, '/healthz', { method: 'GET', key: null, contentType: null })).json as { status?: string; store?: string };
 }
 
 async function until(what: string, cond: () => Promise<boolean>, ms: number): Promise<void> {
@@ -96,7 +92,7 @@ describe('PostgreSQL outage', () => {
       expect(w.code).toBe('store_unavailable');
       expect(w.ms).toBeLessThan(1500);
     }
-    await until('/healthz to report the store unreachable', async () => (await health(a)).store === 'unavailable', 5000);
+    await until('/healthz to report the store unreachable', async () => (await healthOf(a)).store === 'unavailable', 5000);
 
     // A node started while the database is down says so and keeps retrying.
     const late = await startServer({ dir, admin: true, store: storeUrl, args: SLOW_MACHINE, readyWhen: /is unreachable.*retrying/ });
@@ -106,7 +102,7 @@ describe('PostgreSQL outage', () => {
 
     await pg.start();
     const upAt = Date.now();
-    await until('/healthz to report the store available', async () => (await health(a)).status === 'ok', 10_000);
+    await until('/healthz to report the store available', async () => (await healthOf(a)).status === 'ok', 10_000);
     const recoveredMs = Date.now() - upAt;
     const result = await load.stop();
     expect(result.failed).toEqual([]);

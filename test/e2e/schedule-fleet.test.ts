@@ -6,7 +6,7 @@
  * and the change applies once when it returns; the kill switch is live on every node when it answers.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { call, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { call, healthOf, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
@@ -65,11 +65,6 @@ async function seed(a: ServerProcess): Promise<string> {
   const { key } = await adm<{ key: string }>(a, 'POST', 'environments/live/keys');
   await adm(a, 'PUT', 'environments/live/content/Shop', '{"theme":"default"}');
   return key;
-}
-
-/** The node's /healthz: `status` is `ok` again once its own store calls reach the database. */
-async function health(node: ServerProcess): Promise<{ status?: string; store?: string }> {
-  return (await call(node.url, '/healthz', { method: 'GET', key: null, contentType: null })).json as { status?: string; store?: string };
 }
 
 /** What a node serves of Shop: its body, ETag, and the catalog's ETag. */
@@ -238,7 +233,7 @@ describe('scheduled changes across an outage of the database', () => {
     await until('the change on both nodes', async () => (await Promise.all(nodes.map((n) => observe(n, key)))).every((s) => s.theme === 'spring'), 30_000);
     // A node follows changes on its reader connections; its admin API answers 503 store_unavailable
     // until its own reconnection probe (backing off up to a second) finds the database again.
-    await until('both nodes to report the store available', async () => (await Promise.all(nodes.map(health))).every((h) => h.status === 'ok'), 10_000);
+    await until('both nodes to report the store available', async () => (await Promise.all(nodes.map(healthOf))).every((h) => h.status === 'ok'), 10_000);
     const done = await adm<Schedule>(nodes[0]!, 'GET', `environments/live/schedules/${sch.id}`);
     expect(done.status).toBe('applied');
     expect(done.lateMs).toBeGreaterThanOrEqual(2000);

@@ -199,6 +199,11 @@ export async function call(
   return { status: res.status, headers: res.headers, text, json };
 }
 
+/** A node's /healthz: `status` ok, or degraded with `store` unavailable while its store is unreachable. */
+export async function healthOf(srv: { readonly url: string }): Promise<{ status?: string; store?: string }> {
+  return (await call(srv.url, '/healthz', { method: 'GET', key: null, contentType: null })).json as { status?: string; store?: string };
+}
+
 /** The stable error code of an error reply. */
 export function errorCode(r: Reply): string | undefined {
   return (r.json as { error?: { code?: string } } | undefined)?.error?.code;
