@@ -14,6 +14,7 @@
  * thread's scavenges and, through survivors, its old generation grow with it (bench/README.md,
  * "Memory"). Bytes are measured with --expose-gc (the bench:micro script passes it).
  */
+import { NO_VERSION } from '../../src/shared/app-version.js';
 import { parseUserContext } from '../../src/delivery/context.js';
 import { frontKey, frontKeyOf, type FrontKey } from '../../src/delivery/front-cache.js';
 import { wrappedTailLength, writeWrappedTail } from '../../src/delivery/tail.js';
@@ -58,7 +59,7 @@ export function runAllocMicro(minMs?: number): Row[] {
   const mapping = compileMapping(readFixture('mapping-10.json'));
   for (let i = 0; i <= mask; i++) {
     const c = contexts[i]!;
-    if (evaluateByKeyString(mapping, c.p, mods[i]!) !== evaluateMapping(mapping, c.p, '', mods[i]!)) {
+    if (evaluateByKeyString(mapping, c.p, mods[i]!) !== evaluateMapping(mapping, c.p, NO_VERSION, mods[i]!)) {
       throw new Error('the string-key evaluation and the path lookup disagree');
     }
   }
@@ -69,7 +70,7 @@ export function runAllocMicro(minMs?: number): Row[] {
   const scratch = Buffer.allocUnsafe(64 * 1024);
   const scratchWords = wordsOf(scratch);
   const cache = new Map<FrontKey, number>();
-  const combos = contexts.map((c, i) => evaluateMapping(mapping, c.p, c.vKey, mods[i]!));
+  const combos = contexts.map((c, i) => evaluateMapping(mapping, c.p, c.version, mods[i]!));
   // Stored under the memoized strings, as the front cache stores what a miss was requested under.
   for (const c of combos) {
     if (frontKeyOf(JobKind.Wrapped, 7, 3, c) !== frontKey(JobKind.Wrapped, 7, 3, c.key)) throw new Error('the memoized and built cache keys disagree');
@@ -80,7 +81,7 @@ export function runAllocMicro(minMs?: number): Row[] {
     const ctx = parseUserContext(decoder.decode(chunks[i & mask]));
     const uid = userUid(ctx.u);
     const mod = uid % 1000;
-    const combination = evaluateMapping(mapping, ctx.p, ctx.vKey, mod);
+    const combination = evaluateMapping(mapping, ctx.p, ctx.version, mod);
     const key = frontKeyOf(JobKind.Wrapped, 7, 3, combination);
     scratch.set(head, 0);
     return writeWrappedTail(scratch, scratchWords, head.byteLength, uid, mod, segBytes) + (cache.get(key) ?? 0);
@@ -90,7 +91,7 @@ export function runAllocMicro(minMs?: number): Row[] {
     measureWithBytes('body text: Buffer.from(chunk).toString() [before]', (i) => Buffer.from(chunks[i & mask]!).toString('utf8').length, minMs),
     measureWithBytes('body text: TextDecoder.decode(chunk) [after]', (i) => decoder.decode(chunks[i & mask]).length, minMs),
     measureWithBytes('combination: key string per request + Map lookup [before]', (i) => evaluateByKeyString(mapping, contexts[i & mask]!.p, mods[i & mask]!).patches.length, minMs),
-    measureWithBytes('combination: path lookup by (rule, choice) edges [after]', (i) => evaluateMapping(mapping, contexts[i & mask]!.p, '', mods[i & mask]!).patches.length, minMs),
+    measureWithBytes('combination: path lookup by (rule, choice) edges [after]', (i) => evaluateMapping(mapping, contexts[i & mask]!.p, NO_VERSION, mods[i & mask]!).patches.length, minMs),
     measureWithBytes('tail: string + new Buffer(head + tail) [before]', (i) => {
       const uid = mods[i & mask]! * 4_000_000 + i;
       const tail = uid + ',"mod":' + mods[i & mask]! + ',"seg":' + seg + '}}';

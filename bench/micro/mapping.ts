@@ -30,7 +30,7 @@ import {
   type Selection,
 } from '../../src/mapping/index.js';
 import { compileVersionRange, versionInRange } from '../../src/mapping/rules/version-range.js';
-import { NO_VERSION_KEY, versionKeyOf } from '../../src/shared/app-version.js';
+import { NO_VERSION, comparableVersion, versionKeyOf } from '../../src/shared/app-version.js';
 import { applyPatchToValue } from '../../src/mapping/patch/patch.js';
 import { renderPatched } from '../../src/mapping/render/fallback/copy-on-write.js';
 import { largeDoc, largeMapping } from '../fixtures/generate.js';
@@ -138,7 +138,7 @@ export function benchContent(bytes: number): string {
 export function runMappingMicro(minMs = 1000): Row[] {
   const ps = attributes(1024);
   const mask = 1023;
-  const V150 = versionKeyOf('1.5.0');
+  const V150 = comparableVersion('1.5.0');
   // A caret range and a two-set range: what appVersion rules look like.
   const rangeText = '^1.4.0 || >=2.1.0 <3.0.0';
   const semverRange = new semver.Range(rangeText);
@@ -183,7 +183,7 @@ export function runMappingMicro(minMs = 1000): Row[] {
   const bigText = benchContent(512 * 1024);
   const big = prepareDoc(bigText);
   const bigMapping = compileMapping({ rules: [{ segment: 's', patch: { shop: { banner: 'summer', discount: 20 } } }] });
-  const bigSelection: Selection = selectCombination(big, evaluateMapping(bigMapping, {}, NO_VERSION_KEY, 0));
+  const bigSelection: Selection = selectCombination(big, evaluateMapping(bigMapping, {}, NO_VERSION, 0));
   renderSelection(big, bigSelection); // offsets of the patched containers found once
   const naivePatch = bigSelection.patches[0]!;
   const cache = new LRUCache<string, SharedArrayBuffer>({ max: 1000 });
@@ -214,7 +214,7 @@ export function runMappingMicro(minMs = 1000): Row[] {
     measure('512 KiB miss: splice + UTF-8 encode (bytes for the head)', () => Buffer.byteLength(renderSelection(big, bigSelection)), minMs),
     measure('512 KiB miss, first on the revision (parse + offsets + splice)', () => {
       const fresh = prepareDoc(bigText);
-      return renderSelection(fresh, selectCombination(fresh, evaluateMapping(bigMapping, {}, NO_VERSION_KEY, 0))).length;
+      return renderSelection(fresh, selectCombination(fresh, evaluateMapping(bigMapping, {}, NO_VERSION, 0))).length;
     }, minMs),
     measure('512 KiB naive: JSON.parse + apply + JSON.stringify', () => JSON.stringify(applyPatchToValue(JSON.parse(bigText), naivePatch, null)).length, minMs),
     ...largeFixtureRows(minMs),
@@ -273,7 +273,7 @@ function largeFixtureRows(minMs: number): Row[] {
     for (let k = 0; k < 14; k++) if (((Math.imul(i, 2654435761) >>> k) & 1) === 1) flags.push(`f${k}`);
     flagSets.push({ tier: i % 2 === 0 ? 'gold' : 'silver', flags });
   }
-  const selections: Selection[] = flagSets.slice(0, 64).map((p, i) => selectCombination(doc, evaluateMapping(mapping, p, NO_VERSION_KEY, (i * 37) % 1000)));
+  const selections: Selection[] = flagSets.slice(0, 64).map((p, i) => selectCombination(doc, evaluateMapping(mapping, p, NO_VERSION, (i * 37) % 1000)));
   const prefix = '{"data":';
   const suffix = ',"hash":"00112233445566778899aabbccddeeff","meta":{"uid":';
   for (const s of selections) {
@@ -293,6 +293,6 @@ function largeFixtureRows(minMs: number): Row[] {
       source.copy(Buffer.from(sab));
       return sab.byteLength;
     }, minMs),
-    measure('fixture rule selection: 16 rules, 1,024 flag combinations', (i) => selectCombination(doc, evaluateMapping(mapping, flagSets[i & 1023]!, NO_VERSION_KEY, i % 1000)).key.length, minMs),
+    measure('fixture rule selection: 16 rules, 1,024 flag combinations', (i) => selectCombination(doc, evaluateMapping(mapping, flagSets[i & 1023]!, NO_VERSION, i % 1000)).key.length, minMs),
   ];
 }

@@ -12,7 +12,7 @@
  * keep the result object's fields in one order.
  */
 import { RcdError } from '../runtime/errors.js';
-import { NO_VERSION_KEY, parseAppVersion, versionKey } from '../shared/app-version.js';
+import { NO_VERSION, comparableVersionOf, parseAppVersion, type ComparableVersion } from '../shared/app-version.js';
 import { parseBodyJson } from './body.js';
 
 export interface UserContext {
@@ -20,8 +20,8 @@ export interface UserContext {
   p: Record<string, unknown>;
   /** As sent, "" when absent. */
   v: string;
-  /** Comparable form of v (versionKey: compare with <=), "" when absent. */
-  vKey: string;
+  /** v's comparable forms (app-version.ts), NO_VERSION when absent. */
+  version: ComparableVersion;
 }
 
 export const EMPTY_BODY = 'the request body is empty; send a JSON object such as {"u":"","p":{}}';
@@ -59,29 +59,31 @@ export function validateUserContext(root: unknown): UserContext {
     pOut = p as Record<string, unknown>;
   }
   let vOut = '';
-  let vKey = NO_VERSION_KEY;
+  let version = NO_VERSION;
   if (v !== undefined) {
     if (typeof v !== 'string') throw new RcdError('invalid_body', 'v must be a string of the form X.Y.Z');
     vOut = v;
-    vKey = appVersionKey(v);
+    version = appVersionOf(v);
   }
-  return { u: uOut, p: pOut, v: vOut, vKey };
+  return { u: uOut, p: pOut, v: vOut, version };
 }
 
 // Clients in the field run a handful of app versions: each is matched against the pattern and keyed
-// once (the match array and its strings were ~150 bytes of garbage per request). Bounded: past the
+// once (the match array and its strings were ~150 bytes of garbage per request), and a request of
+// that version shares its ComparableVersion. Bounded: past the
 // limit (a client inventing versions) versions are matched per request.
 const VERSION_MEMO_LIMIT = 1024;
-const versionMemo = new Map<string, string>();
+const versionMemo = new Map<string, ComparableVersion>();
 
-export function appVersionKey(v: string): string {
-  let key = versionMemo.get(v);
-  if (key !== undefined) return key;
+/** The comparable forms of a request's `v`; throws RcdError invalid_body when it is not X.Y.Z. */
+export function appVersionOf(v: string): ComparableVersion {
+  let version = versionMemo.get(v);
+  if (version !== undefined) return version;
   const parts = parseAppVersion(v);
   if (parts === null) throw new RcdError('invalid_body', 'v must be a string of the form X.Y.Z (e.g. "1.4.2")');
-  key = versionKey(parts[0], parts[1], parts[2]);
-  if (versionMemo.size < VERSION_MEMO_LIMIT) versionMemo.set(v, key);
-  return key;
+  version = comparableVersionOf(parts[0], parts[1], parts[2]);
+  if (versionMemo.size < VERSION_MEMO_LIMIT) versionMemo.set(v, version);
+  return version;
 }
 
 // Shared, frozen: a body without p gets this one object instead of a fresh {} per request.

@@ -14,7 +14,7 @@ import { apiKeyDigest } from '../store/ids.js';
 import type { RoutedDelta, RoutedSnapshot } from '../control/protocol.js';
 import { PackedContentReader } from '../control/routed.js';
 import type { KeyDigest, RevisionReader } from '../store/types.js';
-import { NO_VERSION_KEY, versionKeyOf } from '../shared/app-version.js';
+import { NO_VERSION, NO_VERSION_KEY, versionAtMost, versionKeyOf, versionNumberOf, type ComparableVersion } from '../shared/app-version.js';
 import { catalogTag } from '../shared/catalog-tag.js';
 import { ShardedMap, integerShard, stringShard } from './sharded-map.js';
 
@@ -23,6 +23,8 @@ export interface RevisionView {
   readonly hash: string;
   /** minAppVersion as a comparison key (versionKey), or "" when absent (matches every v). */
   readonly minVersion: string;
+  /** minAppVersion as a comparison number (app-version.ts versionNumberOf: 0 when absent, TOO_WIDE when too wide for one). */
+  readonly minVersionNum: number;
 }
 
 /**
@@ -326,7 +328,8 @@ export class Directory {
       // Sized up front: an array grown by push starts with room for 17.
       older = new Array<RevisionView>(count - 1);
       for (let i = count - 2, at = 0; i >= 0; i--, at++) {
-        older[at] = { revId: c.revId(i), hash: c.hash(i), minVersion: minVersionKey(c.minAppVersion(i)) };
+        const min = c.minAppVersion(i);
+        older[at] = { revId: c.revId(i), hash: c.hash(i), minVersion: minVersionKey(min), minVersionNum: versionNumberOf(min) };
       }
     }
     const mappingId = c.mappingId;
@@ -339,6 +342,7 @@ export class Directory {
       revId: c.revId(newest),
       hash: c.hash(newest),
       minVersion: minVersionKey(c.minAppVersion(newest)),
+      minVersionNum: versionNumberOf(c.minAppVersion(newest)),
       id: c.id,
       older,
       mappingId: mappingId ?? 0,
@@ -375,24 +379,24 @@ export function lookupContent(env: EnvView, idLower: string): ContentView | unde
 }
 
 /**
- * The revision a client of app version `v` (a versionKey) gets: the newest whose minAppVersion is
- * absent or <= v. `v` = "" means "no version sent": the newest revision. Undefined when every
- * revision needs a newer app.
+ * The revision a client of app version `v` gets: the newest whose minAppVersion is absent or <= v.
+ * NO_VERSION means "no version sent": the newest revision. Undefined when every revision needs a
+ * newer app.
  */
-export function chooseRevision(content: ContentView, v: string): RevisionView | undefined {
-  if (v === NO_VERSION_KEY || content.minVersion <= v) return content;
+export function chooseRevision(content: ContentView, v: ComparableVersion): RevisionView | undefined {
+  if (v === NO_VERSION || versionAtMost(content.minVersion, content.minVersionNum, v)) return content;
   const older = content.older;
   if (older === null) return undefined;
   for (let i = 0; i < older.length; i++) {
     const r = older[i]!;
-    if (r.minVersion <= v) return r;
+    if (versionAtMost(r.minVersion, r.minVersionNum, v)) return r;
   }
   return undefined;
 }
 
 /** Every revision of `content`, newest first (tests and diagnostics; the hot path uses chooseRevision). */
 export function revisionsOf(content: ContentView): RevisionView[] {
-  const newest: RevisionView = { revId: content.revId, hash: content.hash, minVersion: content.minVersion };
+  const newest: RevisionView = { revId: content.revId, hash: content.hash, minVersion: content.minVersion, minVersionNum: content.minVersionNum };
   return content.older === null ? [newest] : [newest, ...content.older];
 }
 

@@ -308,7 +308,7 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
   }
   const content = lookupContent(r.env, r.idLower);
   if (content === undefined) throw new RcdError('content_not_found', 'content not found in this environment');
-  const rev = chooseRevision(content, ctx.vKey);
+  const rev = chooseRevision(content, ctx.version);
   if (rev === undefined) {
     throw new RcdError('content_not_found', `no revision of this content is available for app version ${ctx.v}`);
   }
@@ -340,7 +340,7 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
 function startCombine(r: ContentRequest, ctx: UserContext): void {
   const q = compiledCombineQuery(r.query, r.state.config.maxCombineIds);
   prepareUser(r, q.kind, ctx);
-  const memo = planMemoOf(q, ctx.vKey);
+  const memo = planMemoOf(q, ctx.version.key);
   const plan = currentPlanOf(r.state.combinePlans, memo, r.env);
   if (plan !== null && (!plan.compressible || (r.accept & ACCEPT_GZIP) === 0) && answeredByPlan(r, plan, ctx)) return;
   startCombineItems(r, q, ctx, plan === null ? memo.key : null);
@@ -470,7 +470,7 @@ function startCombineItems(r: ContentRequest, q: CompiledCombineQuery, ctx: User
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i]!;
     const content = contents.get(entry.lookup);
-    const rev = content === undefined ? undefined : chooseRevision(content, ctx.vKey);
+    const rev = content === undefined ? undefined : chooseRevision(content, ctx.version);
     if (content === undefined || rev === undefined) {
       missing.push(entry.id);
       description += entry.tagPrefix;
@@ -538,7 +538,7 @@ function combinationOf(r: ContentRequest, kind: JobKind, content: ContentView, c
   if (content.mappingBroken) throw new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
   const mapping = content.mapping!;
   if (mapping === r.evaluatedMapping) return r.evaluated;
-  const combination = evaluateMapping(mapping, ctx.p, ctx.vKey, r.mod);
+  const combination = evaluateMapping(mapping, ctx.p, ctx.version, r.mod);
   r.evaluatedMapping = mapping;
   r.evaluated = combination;
   return combination;

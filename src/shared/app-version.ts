@@ -57,6 +57,68 @@ export function versionKeyPart(n: number): string {
   return s.length >= 9 ? s : '000000000'.slice(s.length) + s;
 }
 
+/** versionNumber of a version with a part of 1024 or more: compared by its key. */
+export const TOO_WIDE = -2;
+
+/**
+ * X.Y.Z → a small integer that orders exactly like the version: each part in 10 bits, for versions
+ * whose parts are all below 1024 (nearly every app version in the field); TOO_WIDE otherwise, and
+ * such a version is compared by its key (versionKey). A small integer (a V8 Smi) is compared inline
+ * by optimized code, where two version keys went through V8's string comparison builtins (three
+ * calls a mapped request of the bench's mapping, ~190 instructions: bench:cost --by-function), and it
+ * is stored in an object without a box of its own, which a double would need (12 bytes a revision).
+ */
+export function versionNumber(major: number, minor: number, patch: number): number {
+  return major < 1024 && minor < 1024 && patch < 1024 ? major * 0x100000 + minor * 0x400 + patch : TOO_WIDE;
+}
+
+/**
+ * A request's app version in both comparable forms, made once per version text (the front end
+ * memoizes it per text): `key` (versionKey; "" for no version) and `num` (versionNumber; -1 for no
+ * version, TOO_WIDE when too wide). Two versions that both have a number (>= 0) compare by it, any
+ * other pair by their keys (versionAtMost).
+ */
+export interface ComparableVersion {
+  readonly key: string;
+  readonly num: number;
+}
+
+/** No version sent: below every version, and outside every appVersion range (program.ts). */
+export const NO_VERSION: ComparableVersion = Object.freeze({ key: NO_VERSION_KEY, num: -1 });
+
+/** The comparable forms of a valid X.Y.Z's parts. */
+export function comparableVersionOf(major: number, minor: number, patch: number): ComparableVersion {
+  return { key: versionKey(major, minor, patch), num: versionNumber(major, minor, patch) };
+}
+
+/** The comparable forms of a text already known to be valid (tests, previews); throws otherwise. */
+export function comparableVersion(text: string): ComparableVersion {
+  const v = parseAppVersion(text);
+  if (v === null) throw new Error(`not an app version: ${text}`);
+  return comparableVersionOf(v[0], v[1], v[2]);
+}
+
+/**
+ * True when a stored lower bound, its key `key` and number `num` (versionNumberOf), is at most the
+ * version `v` (not NO_VERSION). HOT PATH (revision choice, every content request): one compare when
+ * both have a number.
+ */
+export function versionAtMost(key: string, num: number, v: ComparableVersion): boolean {
+  const n = v.num;
+  return (num | n) >= 0 ? num <= n : key <= v.key;
+}
+
+/**
+ * The number of a stored lower bound's text (versionNumber), and 0 for none: 0.0.0's number, at or
+ * below every version's, as the bound's key "" is below every key.
+ */
+export function versionNumberOf(text: string | null): number {
+  if (text === null) return 0;
+  const v = parseAppVersion(text);
+  if (v === null) throw new Error(`not an app version: ${text}`);
+  return versionNumber(v[0], v[1], v[2]);
+}
+
 /** versionKey of a text already known to be valid (stored minAppVersion). */
 export function versionKeyOf(text: string): string {
   const v = parseAppVersion(text);

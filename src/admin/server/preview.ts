@@ -49,7 +49,7 @@ export function previewContent(detail: ContentDetail, body: unknown): Preview {
   const ctx = validateUserContext(body);
   const uid = userUid(ctx.u);
   const mod = userMod(uid);
-  const rev = chooseRevision(detail.revisions, ctx.v === '' ? NO_VERSION_KEY : versionKeyOf(ctx.v));
+  const rev = chooseRevision(detail.revisions, ctx.version.key);
   if (rev === undefined) {
     throw new RcdError('content_not_found', `no revision of "${detail.id}" serves app version ${ctx.v}`);
   }
@@ -59,7 +59,7 @@ export function previewContent(detail: ContentDetail, body: unknown): Preview {
   const rules: PreviewRule[] = [];
   if (detail.mapping !== null) {
     const mapping = compileMapping(detail.mapping);
-    const combination = evaluateMapping(mapping, ctx.p, ctx.vKey, mod);
+    const combination = evaluateMapping(mapping, ctx.p, ctx.version, mod);
     const doc = prepareDoc(content.minified);
     const selection = selectCombination(doc, combination);
     data = renderSelection(doc, selection);

@@ -11,9 +11,9 @@
  * HOT PATH: once per OFREP request.
  */
 import { RcdError } from '../../runtime/errors.js';
-import { appVersionKey, type UserContext } from '../context.js';
+import { appVersionOf, type UserContext } from '../context.js';
 import { parseBodyJson } from '../body.js';
-import { NO_VERSION_KEY } from '../../shared/app-version.js';
+import { NO_VERSION } from '../../shared/app-version.js';
 
 /** The context attribute that carries the app version (rcd's `v`). */
 export const VERSION_ATTRIBUTE = 'appVersion';
@@ -43,7 +43,7 @@ export function parseOfrepContext(text: string): OfrepContext {
     throw new RcdError('invalid_body', 'the request body must be a JSON object {"context":{…}}');
   }
   const context = (root as Record<string, unknown>).context;
-  if (context === undefined) return { user: { u: '', p: EMPTY_P, v: '', vKey: NO_VERSION_KEY }, targeted: false };
+  if (context === undefined) return { user: { u: '', p: EMPTY_P, v: '', version: NO_VERSION }, targeted: false };
   if (typeof context !== 'object' || context === null || Array.isArray(context)) {
     throw new RcdError('invalid_body', 'context must be a JSON object');
   }
@@ -52,17 +52,17 @@ export function parseOfrepContext(text: string): OfrepContext {
   if (targetingKey !== undefined && typeof targetingKey !== 'string') throw new RcdError('invalid_body', 'context.targetingKey must be a string');
   const version = attributes[VERSION_ATTRIBUTE];
   let v = '';
-  let vKey = NO_VERSION_KEY;
+  let comparable = NO_VERSION;
   if (version !== undefined) {
     if (typeof version !== 'string') throw new RcdError('invalid_body', `context.${VERSION_ATTRIBUTE} must be a string of the form X.Y.Z (e.g. "1.4.2")`);
     try {
-      vKey = appVersionKey(version);
+      comparable = appVersionOf(version);
     } catch {
       throw new RcdError('invalid_body', `context.${VERSION_ATTRIBUTE} must be a string of the form X.Y.Z (e.g. "1.4.2")`);
     }
     v = version;
   }
-  return { user: { u: targetingKey ?? '', p: otherAttributes(attributes), v, vKey }, targeted: targetingKey !== undefined };
+  return { user: { u: targetingKey ?? '', p: otherAttributes(attributes), v, version: comparable }, targeted: targetingKey !== undefined };
 }
 
 /** The attributes other than targetingKey and the app version: rcd's p. */

@@ -288,7 +288,7 @@ function combinationOf(r: OfrepRequest, content: ContentView, ctx: OfrepContext)
   const mapping = content.mapping!;
   if (!ctx.targeted && hasSplit(mapping)) throw new RcdError('targeting_key_missing', SPLIT_MESSAGE);
   if (mapping === r.evaluatedMapping) return r.evaluated;
-  const combination = evaluateMapping(mapping, ctx.user.p, ctx.user.vKey, r.mod);
+  const combination = evaluateMapping(mapping, ctx.user.p, ctx.user.version, r.mod);
   r.evaluatedMapping = mapping;
   r.evaluated = combination;
   return combination;
@@ -297,7 +297,7 @@ function combinationOf(r: OfrepRequest, content: ContentView, ctx: OfrepContext)
 function startFlag(r: OfrepRequest, ctx: OfrepContext): void {
   const content = lookupContent(r.env, r.idLower);
   if (content === undefined) throw new RcdError('content_not_found', NOT_FOUND_MESSAGE);
-  const rev = chooseRevision(content, ctx.user.vKey);
+  const rev = chooseRevision(content, ctx.user.version);
   if (rev === undefined) throw new RcdError('content_not_found', `no revision of this content is available for app version ${ctx.user.v}`);
   r.uid = userUid(ctx.user.u);
   r.mod = userMod(r.uid);
@@ -352,7 +352,7 @@ function startBulk(r: OfrepRequest, ctx: OfrepContext): void {
     const entry = entries[i]!;
     keys[i] = '';
     const content = contents.get(entry.lookup);
-    const rev = content === undefined ? undefined : chooseRevision(content, user.vKey);
+    const rev = content === undefined ? undefined : chooseRevision(content, user.version);
     if (content === undefined || rev === undefined) {
       const message = content === undefined ? NOT_FOUND_MESSAGE : `no revision of this content is available for app version ${user.v}`;
       list[i] = { item: null, hash: '', id: entry.id, failure: failureOf(entry.id, 'content_not_found', message) };

@@ -8,7 +8,7 @@
  */
 import { MAX_RULES, NO_CHOICE, PATCH_CHOICE, type CompiledMapping, type CompiledRule } from './compile.js';
 import { EMPTY_COMBINATION, EMPTY_SELECTION, newCombination, type Combination, type Selection } from './combination.js';
-import { NO_VERSION_KEY } from '../../shared/app-version.js';
+import type { ComparableVersion } from '../../shared/app-version.js';
 import { pathEdge, pathKey } from './interning.js';
 import { PatchKind, type CompiledPatch } from '../patch/patch.js';
 import { compileRuleProgram, type RuleProgram } from './program.js';
@@ -19,15 +19,15 @@ import { versionInRange } from './version-range.js';
 const path = new Int32Array(MAX_RULES);
 
 /**
- * Which rules apply to this request. `vKey` is the versionKey of the request's app version
- * (NO_VERSION_KEY, "", when it has none): a rule with an appVersion range never applies without one.
+ * Which rules apply to this request. `version` is the request's app version (NO_VERSION when it has
+ * none): a rule with an appVersion range never applies without one.
  * `mod` is meta.mod (uid % 1000).
  * HOT PATH: a repeat combination allocates nothing.
  */
-export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unknown>, vKey: string, mod: number): Combination {
+export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unknown>, version: ComparableVersion, mod: number): Combination {
   let program = mapping.program;
   if (program === null) program = mapping.program = compileRuleProgram(mapping.rules) ?? interpreterOf(mapping.rules);
-  const length = program(p, vKey, mod, path);
+  const length = program(p, version, mod, path);
   if (length === 0) return EMPTY_COMBINATION;
   const found = mapping.combinations.byPath(path, length);
   if (found !== null) return found;
@@ -40,17 +40,17 @@ export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unkn
  * The rules run one by one (ruleChoice): the reference the generated program (program.ts) is tested
  * against, and what runs where code generation is refused. Writes the edges to `out`, returns how many.
  */
-export function interpretRules(rules: readonly CompiledRule[], p: Record<string, unknown>, vKey: string, mod: number, out: Int32Array): number {
+export function interpretRules(rules: readonly CompiledRule[], p: Record<string, unknown>, version: ComparableVersion, mod: number, out: Int32Array): number {
   let length = 0;
   for (let i = 0; i < rules.length; i++) {
-    const choice = ruleChoice(rules[i]!, p, vKey, mod);
+    const choice = ruleChoice(rules[i]!, p, version, mod);
     if (choice !== NO_CHOICE) out[length++] = pathEdge(i, choice);
   }
   return length;
 }
 
 function interpreterOf(rules: readonly CompiledRule[]): RuleProgram {
-  return (p, vKey, mod, out) => interpretRules(rules, p, vKey, mod, out);
+  return (p, version, mod, out) => interpretRules(rules, p, version, mod, out);
 }
 
 /**
@@ -67,13 +67,14 @@ export function combinationForKey(mapping: CompiledMapping, key: string): Combin
 }
 
 /** NO_CHOICE: the rule does not apply; PATCH_CHOICE: its patch applies; k >= 0: variant k applies. */
-function ruleChoice(rule: CompiledRule, p: Record<string, unknown>, vKey: string, mod: number): number {
+function ruleChoice(rule: CompiledRule, p: Record<string, unknown>, version: ComparableVersion, mod: number): number {
   let choice = PATCH_CHOICE;
   if (rule.variantOfMod !== null) {
     choice = rule.variantOfMod[mod]!; // mod is 0..MOD_COUNT-1, the table's length
     if (choice === NO_CHOICE) return NO_CHOICE;
   }
-  if (rule.versions !== null && (vKey === NO_VERSION_KEY || !versionInRange(rule.versions, vKey))) return NO_CHOICE;
+  // By the keys: the interpreter is the reference the program's comparisons of numbers are tested against.
+  if (rule.versions !== null && (version.num === -1 || !versionInRange(rule.versions, version.key))) return NO_CHOICE;
   if (rule.predicate !== null && !rule.predicate(p)) return NO_CHOICE;
   return choice;
 }

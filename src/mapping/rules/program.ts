@@ -1,10 +1,10 @@
 /**
- * A mapping's rules as one generated function, the rule program: (p, vKey, mod, path) → how many
+ * A mapping's rules as one generated function, the rule program: (p, version, mod, path) → how many
  * (rule, choice) edges it wrote to `path`, the same edges in the same order as the interpreter
  * (evaluate.ts, interpretRules). HOT PATH: runs for every wrapped request of a mapped item.
  *
  * Per rule, in the interpreter's order: the A/B table read (`c = table[mod]`), the app-version range
- * as string comparisons with its keys written in (version-range.ts, versionRangeSource), then the
+ * as comparisons with its versions' numbers written in (version-range.ts, versionRangeSource), then the
  * condition's statements (condition/emit.ts), each failing test a `break` out of the rule's block.
  * Disabled rules apply to nobody and are left out. Nothing is called for a rule whose attributes are
  * scalars; the interpreter, for the same work, walks rules, fields and operators through a call and
@@ -18,15 +18,15 @@
  * build one). Where code generation from strings is refused (EvalError), there is no program and the
  * interpreter runs.
  */
-import { CodeUnit, scalarSource } from '../codegen.js';
+import { CodeUnit } from '../codegen.js';
 import { emitCondition } from '../condition/emit.js';
-import { NO_VERSION_KEY } from '../../shared/app-version.js';
+import type { ComparableVersion } from '../../shared/app-version.js';
 import { NO_CHOICE, PATCH_CHOICE, type CompiledRule } from './compile.js';
 import { pathEdge } from './interning.js';
 import { versionRangeSource } from './version-range.js';
 
 /** Writes the applied (rule, choice) edges of this request to `path`; returns how many. */
-export type RuleProgram = (p: Record<string, unknown>, vKey: string, mod: number, path: Int32Array) => number;
+export type RuleProgram = (p: Record<string, unknown>, version: ComparableVersion, mod: number, path: Int32Array) => number;
 
 /** Source characters per chunk: well under the size up to which V8 optimizes a function. */
 const CHUNK_SOURCE = 24 * 1024;
@@ -46,14 +46,14 @@ export function compileRuleProgram(rules: readonly CompiledRule[]): RuleProgram 
   }
   if (chunk !== '' || chunks.length === 0) chunks.push(chunk);
   const head = 'let c = 0, v, h = false;\n';
-  if (chunks.length === 1) return unit.build<RuleProgram>(`return function rules(p, vKey, mod, path) {\nlet n = 0;\n${head}${chunks[0]}return n;\n};`);
+  if (chunks.length === 1) return unit.build<RuleProgram>(`return function rules(p, version, mod, path) {\nlet n = 0;\n${head}${chunks[0]}return n;\n};`);
   let body = '';
   let driver = '';
   for (let k = 0; k < chunks.length; k++) {
-    body += `function chunk${k}(p, vKey, mod, path, n) {\n${head}${chunks[k]}return n;\n}\n`;
-    driver += `n = chunk${k}(p, vKey, mod, path, n);\n`;
+    body += `function chunk${k}(p, version, mod, path, n) {\n${head}${chunks[k]}return n;\n}\n`;
+    driver += `n = chunk${k}(p, version, mod, path, n);\n`;
   }
-  return unit.build<RuleProgram>(`${body}return function rules(p, vKey, mod, path) {\nlet n = 0;\n${driver}return n;\n};`);
+  return unit.build<RuleProgram>(`${body}return function rules(p, version, mod, path) {\nlet n = 0;\n${driver}return n;\n};`);
 }
 
 function ruleSource(rule: CompiledRule, index: number, unit: CodeUnit): string {
@@ -64,7 +64,8 @@ function ruleSource(rule: CompiledRule, index: number, unit: CodeUnit): string {
   let code = `${label}: {\n`;
   if (table !== null) code += `c = ${unit.bind('table', table)}[mod];\nif (c === ${NO_CHOICE}) ${fail}\n`;
   if (rule.versions !== null) {
-    code += `if (vKey === ${scalarSource(NO_VERSION_KEY)} || !${versionRangeSource(rule.versions, 'vKey')}) ${fail}\n`;
+    // num -1: no version sent (app-version.ts NO_VERSION), outside every range.
+    code += `if (version.num === -1 || !${versionRangeSource(rule.versions, 'version')}) ${fail}\n`;
   }
   if (rule.predicate !== null) code += emitCondition(rule.predicate.root, unit, fail);
   // pathEdge(index, choice): a constant for a patch rule; linear in the choice read from the table.

@@ -2,8 +2,9 @@
  * A rule's `appVersion` (an npm-semver range) compiled to comparisons of version keys
  * (src/shared/app-version.ts).
  *
- * Why: the front end already holds each request's version as its key (`UserContext.vKey`), and a
- * key comparison is one string `<`. Testing a semver Range needs a parsed SemVer per version (a
+ * Why: the front end already holds each request's version in comparable forms
+ * (`UserContext.version`: a key, and a number for every version in the field), and a comparison of
+ * them is one `<`. Testing a semver Range needs a parsed SemVer per version (a
  * second memo beside the key's) and walks comparator objects through semver's generic compare: the
  * two range rules of the bench mapping cost ~1% of a mapped request's delivery-thread time (profile,
  * bench/README.md). semver still parses the range (the one grammar users know); only the test is
@@ -19,7 +20,7 @@
  * - build metadata takes no part in semver's ordering.
  */
 import semver from 'semver';
-import { flatKey, versionKey, versionKeyPart } from '../../shared/app-version.js';
+import { TOO_WIDE, flatKey, versionKey, versionKeyPart, versionNumber } from '../../shared/app-version.js';
 
 const enum VersionOp {
   Lt = 0,
@@ -35,6 +36,8 @@ const enum VersionOp {
 export interface VersionRange {
   readonly ops: Uint8Array;
   readonly keys: readonly string[];
+  /** Each comparator's version as a number (versionNumber), TOO_WIDE where it has none: compared by key. */
+  readonly nums: Int32Array;
   readonly setStarts: Int32Array;
 }
 
@@ -43,22 +46,24 @@ const MAX_PART = 999_999_999;
 export function compileVersionRange(range: semver.Range): VersionRange {
   const ops: number[] = [];
   const keys: string[] = [];
+  const nums: number[] = [];
   const setStarts: number[] = [];
   for (const set of range.set) {
     setStarts.push(ops.length);
     for (const comparator of set) {
-      const [op, key] = compileComparator(comparator);
+      const [op, key, num] = compileComparator(comparator);
       ops.push(op);
       keys.push(key);
+      nums.push(num);
     }
   }
   setStarts.push(ops.length);
-  return { ops: Uint8Array.from(ops), keys, setStarts: Int32Array.from(setStarts) };
+  return { ops: Uint8Array.from(ops), keys, nums: Int32Array.from(nums), setStarts: Int32Array.from(setStarts) };
 }
 
-function compileComparator(comparator: semver.Comparator): [VersionOp, string] {
+function compileComparator(comparator: semver.Comparator): [VersionOp, string, number] {
   // semver's ANY comparator (`*`, `x`, ""): its `semver` is a symbol, not a SemVer.
-  if (!(comparator.semver instanceof semver.SemVer)) return [VersionOp.Always, ''];
+  if (!(comparator.semver instanceof semver.SemVer)) return [VersionOp.Always, '', TOO_WIDE];
   const c = comparator.semver;
   const below = comparator.operator === '<' || comparator.operator === '<=';
   const above = comparator.operator === '>' || comparator.operator === '>=';
@@ -66,22 +71,24 @@ function compileComparator(comparator: semver.Comparator): [VersionOp, string] {
   if (beyond !== '' || c.prerelease.length > 0) {
     // No request version equals C, so only "below" and "at or above" remain.
     const key = beyond !== '' ? beyond : versionKey(c.major, c.minor, c.patch);
-    if (below) return [VersionOp.Lt, key];
-    if (above) return [VersionOp.Ge, key];
-    return [VersionOp.Never, ''];
+    const num = beyond !== '' ? TOO_WIDE : versionNumber(c.major, c.minor, c.patch);
+    if (below) return [VersionOp.Lt, key, num];
+    if (above) return [VersionOp.Ge, key, num];
+    return [VersionOp.Never, '', TOO_WIDE];
   }
   const key = versionKey(c.major, c.minor, c.patch);
+  const num = versionNumber(c.major, c.minor, c.patch);
   switch (comparator.operator) {
     case '<':
-      return [VersionOp.Lt, key];
+      return [VersionOp.Lt, key, num];
     case '<=':
-      return [VersionOp.Le, key];
+      return [VersionOp.Le, key, num];
     case '>':
-      return [VersionOp.Gt, key];
+      return [VersionOp.Gt, key, num];
     case '>=':
-      return [VersionOp.Ge, key];
+      return [VersionOp.Ge, key, num];
     default:
-      return [VersionOp.Eq, key];
+      return [VersionOp.Eq, key, num];
   }
 }
 
@@ -132,39 +139,36 @@ function comparatorHolds(op: VersionOp, key: string, vKey: string): boolean {
   }
 }
 
+/** The JavaScript operator of a comparison op (Lt..Eq). */
+const OPERATOR = ['<', '<=', '>', '>=', '==='];
+
 /**
- * versionInRange(range, vKey) as a JavaScript expression on the variable named `vKey`, for the
- * generated rule program (program.ts): each comparator one string comparison with its key written
- * in, sets joined by `||`. Keys are version keys (digits and separators), written through JSON.stringify.
+ * versionInRange as a JavaScript expression on the ComparableVersion named `version`, for the
+ * generated rule program (program.ts), sets joined by `||`. A comparator whose version has a number
+ * compares the request's number with it, written in, unless the request has none (TOO_WIDE): then,
+ * as a comparator without a number, the keys, the key written in through JSON.stringify (digits and
+ * separators). Numbers and keys order versions alike wherever both sides have a number
+ * (app-version.ts), which the differential test of the program against the interpreter holds it to.
  */
-export function versionRangeSource(range: VersionRange, vKey: string): string {
+export function versionRangeSource(range: VersionRange, version: string): string {
   const sets: string[] = [];
   for (let s = 0; s + 1 < range.setStarts.length; s++) {
     const terms: string[] = [];
     for (let i = range.setStarts[s]!; i < range.setStarts[s + 1]!; i++) {
-      const key = JSON.stringify(range.keys[i]!);
-      switch (range.ops[i]! as VersionOp) {
-        case VersionOp.Lt:
-          terms.push(`${vKey} < ${key}`);
-          break;
-        case VersionOp.Le:
-          terms.push(`${vKey} <= ${key}`);
-          break;
-        case VersionOp.Gt:
-          terms.push(`${vKey} > ${key}`);
-          break;
-        case VersionOp.Ge:
-          terms.push(`${vKey} >= ${key}`);
-          break;
-        case VersionOp.Eq:
-          terms.push(`${vKey} === ${key}`);
-          break;
-        case VersionOp.Always:
-          terms.push('true');
-          break;
-        default:
-          terms.push('false');
+      const op = range.ops[i]! as VersionOp;
+      if (op === VersionOp.Always) {
+        terms.push('true');
+        continue;
       }
+      if (op === VersionOp.Never) {
+        terms.push('false');
+        continue;
+      }
+      const operator = OPERATOR[op]!;
+      const byKey = `${version}.key ${operator} ${JSON.stringify(range.keys[i]!)}`;
+      const num = range.nums[i]!;
+      if (num === TOO_WIDE) terms.push(byKey);
+      else terms.push(`(${version}.num >= 0 ? ${version}.num ${operator} ${String(num)} : ${byKey})`);
     }
     sets.push(terms.length === 0 ? 'true' : `(${terms.join(' && ')})`);
   }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { RcdError } from '../../../src/runtime/errors.js';
 import { parseUserContext } from '../../../src/delivery/context.js';
 import { userContextSchema } from '../../../src/openapi/schemas.js';
+import { NO_VERSION, TOO_WIDE, versionAtMost, versionNumberOf } from '../../../src/shared/app-version.js';
 import { isJsonContentType } from '../../../src/delivery/routes.js';
 
 const CASES: [string, boolean][] = [
@@ -45,13 +46,14 @@ describe('parseUserContext', () => {
     });
   }
 
-  it('fills the defaults: u "", p {}, v "" and vKey ""', () => {
+  it('fills the defaults: u "", p {}, v "" and no version', () => {
     const ctx = parseUserContext('{}');
-    expect(ctx).toEqual({ u: '', p: {}, v: '', vKey: '' });
+    expect(ctx).toEqual({ u: '', p: {}, v: '', version: NO_VERSION });
+    expect(ctx.version).toBe(NO_VERSION);
   });
 
   it('keys versions so that <= orders them numerically, exactly, up to 9 digits per part', () => {
-    const key = (v: string): string => parseUserContext(JSON.stringify({ v })).vKey;
+    const key = (v: string): string => parseUserContext(JSON.stringify({ v })).version.key;
     const ordered = ['0.0.0', '0.0.1', '0.9.99', '1.0.0', '1.9.99', '1.10.0', '3.1.4', '3.1.5', '3.1.999999999', '3.2.0', '10.0.0', '999999999.999999999.999999998', '999999999.999999999.999999999'];
     for (let i = 1; i < ordered.length; i++) {
       const [a, b] = [key(ordered[i - 1]!), key(ordered[i]!)];
@@ -63,12 +65,40 @@ describe('parseUserContext', () => {
     expect('' < key('0.0.0')).toBe(true);
   });
 
+  it('numbers versions whose parts are all below 1024 in the same order, the rest TOO_WIDE', () => {
+    const version = (v: string): { key: string; num: number } => parseUserContext(JSON.stringify({ v })).version;
+    const ordered = ['0.0.0', '0.0.1', '0.0.1023', '0.1.0', '0.1023.1023', '1.0.0', '1.9.99', '1.10.0', '3.1.4', '3.1.5', '1023.1023.1023'];
+    for (let i = 1; i < ordered.length; i++) {
+      const [a, b] = [version(ordered[i - 1]!).num, version(ordered[i]!).num];
+      expect(a < b, `${ordered[i - 1]} < ${ordered[i]}`).toBe(true);
+    }
+    // Small integers: stored in an object without a box of their own.
+    expect(version('1023.1023.1023').num).toBe(2 ** 30 - 1);
+    for (const wide of ['1024.0.0', '1.1024.0', '1.0.1024', '2024.11.3', '999999999.999999999.999999999']) expect(version(wide).num).toBe(TOO_WIDE);
+    expect(NO_VERSION.num).toBe(-1);
+  });
+
+  it('compares a stored lower bound with a request version by number where both have one, else by key', () => {
+    const version = (v: string): { key: string; num: number } => parseUserContext(JSON.stringify({ v })).version;
+    // Each side with and without a number: every mix answers as the keys do.
+    const texts = ['0.0.0', '0.9.9', '1.0.0', '1.0.1023', '1.0.1024', '1.1.0', '1023.0.0', '1024.0.0', '2024.11.3'];
+    for (const boundText of texts) {
+      const bound = version(boundText);
+      for (const vText of texts) {
+        const v = version(vText);
+        expect(versionAtMost(bound.key, bound.num, v), `${boundText} <= ${vText}`).toBe(bound.key <= v.key);
+      }
+      // No bound (key "", number 0) is at most every version, with a number or without.
+      expect(versionAtMost('', versionNumberOf(null), bound)).toBe(true);
+    }
+  });
+
   it('gives every version the same number on every request, past the memo of parsed versions too', () => {
     const first = new Map<string, string>();
     for (let round = 0; round < 2; round++) {
       for (let i = 0; i < 1500; i++) {
         const v = `${i % 7}.${i}.${i % 13}`;
-        const key = parseUserContext(JSON.stringify({ v })).vKey;
+        const key = parseUserContext(JSON.stringify({ v })).version.key;
         if (round === 0) first.set(v, key);
         else expect(key).toBe(first.get(v));
       }

@@ -4,7 +4,7 @@ import type { RoutedDelta } from '../../../src/control/protocol.js';
 import { packChanges, routedSnapshot } from '../../../src/control/routed.js';
 import { Directory, MappingLibrary, chooseRevision, revisionsOf } from '../../../src/delivery/directory.js';
 import type { RevisionReader } from '../../../src/store/types.js';
-import { versionKeyOf as parseVersion } from '../../../src/shared/app-version.js';
+import { NO_VERSION, comparableVersion as parseVersion } from '../../../src/shared/app-version.js';
 import type { DirectorySnapshot, RoutingDelta } from '../../../src/store/types.js';
 import { createHash } from 'node:crypto';
 
@@ -54,7 +54,7 @@ describe('Directory', () => {
 
   it('chooses the newest revision whose minAppVersion is absent or <= v', () => {
     const game = dir.environments.get('prod')!.contents.get('game')!;
-    expect(chooseRevision(game, '')?.revId).toBe(3);
+    expect(chooseRevision(game, NO_VERSION)?.revId).toBe(3);
     expect(chooseRevision(game, parseVersion('1.4.9'))?.revId).toBe(1);
     expect(chooseRevision(game, parseVersion('1.5.0'))?.revId).toBe(3);
     expect(chooseRevision(game, parseVersion('2.0.0'))?.revId).toBe(3);
@@ -71,7 +71,7 @@ describe('Directory', () => {
     const l = d.environments.get('e')!.contents.get('l')!;
     const cases: [string, number][] = [['0.9.9', 1], ['1.0.0', 4], ['1.4.99', 4], ['2.0.0', 4], ['10.0.0', 4]];
     for (const [v, revId] of cases) expect(chooseRevision(l, parseVersion(v))?.revId).toBe(revId);
-    expect(chooseRevision(l, '')?.revId).toBe(4);
+    expect(chooseRevision(l, NO_VERSION)?.revId).toBe(4);
   });
 
   it('returns undefined when every revision needs a newer app', () => {

@@ -1,3 +1,4 @@
+import { NO_VERSION } from '../../../src/shared/app-version.js';
 import { describe, expect, it } from 'vitest';
 import { itemTag, wrappedTag, type TaggedRevision } from '../../../src/delivery/etag.js';
 import { compileMapping, evaluateMapping } from '../../../src/mapping/index.js';
@@ -12,7 +13,7 @@ function revision(revId: number): TaggedRevision {
 }
 
 describe('item tags (etag.ts)', () => {
-  const eu = evaluateMapping(MAPPING, { country: 'DE' }, '', 0);
+  const eu = evaluateMapping(MAPPING, { country: 'DE' }, NO_VERSION, 0);
   const revisions = Array.from({ length: 12 }, (_, i) => revision(100 + i));
 
   it('name the kind, the revision hash, the mapping and the combination', () => {

@@ -1,3 +1,4 @@
+import { NO_VERSION } from '../../../src/shared/app-version.js';
 import { describe, expect, it } from 'vitest';
 import { createFrontCache, frontEntryOf, frontKey, frontKeyOf, keepEntry, newRendered, type FrontCache, type FrontKey, type Rendered } from '../../../src/delivery/front-cache.js';
 import { EMPTY_BYTES } from '../../../src/delivery/tail.js';
@@ -37,11 +38,11 @@ describe('front cache keys', () => {
 
   it('memoized on the interned combination: the same string as frontKey, rebuilt when revision, kind or mapping change', () => {
     const mapping = compileMapping(MAPPING);
-    const de = evaluateMapping(mapping, { country: 'DE' }, '', 600);
+    const de = evaluateMapping(mapping, { country: 'DE' }, NO_VERSION, 600);
     const first = frontKeyOf(JobKind.Wrapped, 7, 3, de);
     expect(first).toBe(frontKey(JobKind.Wrapped, 7, 3, de.key));
     // Another request selecting the same combination gets the very same key.
-    const again = evaluateMapping(mapping, { country: 'DE', level: 2 }, '', 999);
+    const again = evaluateMapping(mapping, { country: 'DE', level: 2 }, NO_VERSION, 999);
     expect(again).toBe(de);
     expect(frontKeyOf(JobKind.Wrapped, 7, 3, again)).toBe(first);
     for (const [kind, rev, mappingId] of [
@@ -53,8 +54,8 @@ describe('front cache keys', () => {
       expect(frontKeyOf(kind, rev, mappingId, de)).toBe(frontKey(kind, rev, mappingId, de.key));
     }
     // The shared empty combination (no rule applied) stays correct across contents too.
-    const none = evaluateMapping(mapping, { country: 'FR' }, '', 600);
-    const other = evaluateMapping(compileMapping({ rules: [MAPPING.rules[0]] }), {}, '', 0);
+    const none = evaluateMapping(mapping, { country: 'FR' }, NO_VERSION, 600);
+    const other = evaluateMapping(compileMapping({ rules: [MAPPING.rules[0]] }), {}, NO_VERSION, 0);
     expect(none.key).toBe('1.1;');
     expect(other.key).toBe('');
     expect(frontKeyOf(JobKind.Wrapped, 9, 5, other)).toBe(frontKey(JobKind.Wrapped, 9, 0, ''));
@@ -65,7 +66,7 @@ describe('front cache keys', () => {
   });
 
   it('one combination serving items of many revisions (a combine): each key right, past the memo too', () => {
-    const de = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, '', 600);
+    const de = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, NO_VERSION, 600);
     for (let pass = 0; pass < 3; pass++) {
       for (let rev = 1; rev <= 20; rev++) {
         for (const kind of [JobKind.Wrapped, JobKind.Serialized]) expect(frontKeyOf(kind, rev, 3, de)).toBe(frontKey(kind, rev, 3, de.key));
@@ -98,7 +99,7 @@ describe('front-cache entries found on their key memo (frontEntryOf)', () => {
 
   it('finds the entry the cache holds, and nothing once the cache evicted it (the memo lets it go)', () => {
     const cache = cacheOfThree();
-    const de = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, '', 600);
+    const de = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, NO_VERSION, 600);
     const key = frontKeyOf(JobKind.Wrapped, 7, 3, de);
     expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, de)).toBeUndefined();
     const entry = entryOf(1);
@@ -118,7 +119,7 @@ describe('front-cache entries found on their key memo (frontEntryOf)', () => {
 
   it('an entry answered through its memo stays recent in the cache: an entry not used since is evicted first', () => {
     const cache = cacheOfThree();
-    const de = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, '', 600);
+    const de = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, NO_VERSION, 600);
     const key = frontKeyOf(JobKind.Wrapped, 7, 3, de);
     keepEntry(cache, key, entryOf(1));
     expect(frontEntryOf(cache, JobKind.Wrapped, 7, 3, de)).toBeDefined();
@@ -133,8 +134,8 @@ describe('front-cache entries found on their key memo (frontEntryOf)', () => {
 
   it('two combination objects of one key (a mapping compiled twice): the entry is on one memo at a time, on none once evicted', () => {
     const cache = cacheOfThree();
-    const one = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, '', 600);
-    const two = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, '', 600);
+    const one = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, NO_VERSION, 600);
+    const two = evaluateMapping(compileMapping(MAPPING), { country: 'DE' }, NO_VERSION, 600);
     expect(two).not.toBe(one);
     const key = frontKeyOf(JobKind.Wrapped, 7, 3, one);
     expect(frontKeyOf(JobKind.Wrapped, 7, 3, two)).toBe(key);

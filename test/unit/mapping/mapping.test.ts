@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { RcdError } from '../../../src/runtime/errors.js';
 import { userMod, userUid } from '../../../src/shared/identity.js';
-import { NO_VERSION_KEY, versionKeyOf } from '../../../src/shared/app-version.js';
+import { NO_VERSION, comparableVersion } from '../../../src/shared/app-version.js';
 import {
   combinationForKey,
   compileMapping,
@@ -22,7 +22,7 @@ function deliver(mapping: unknown, p: Record<string, unknown>, v: string, mod: n
   const doc = prepareDoc(content);
   // As in production: the delivery thread evaluates the rules and sends the combination's key; the
   // worker turns the key back into the combination and selects what applies to the revision.
-  const key = evaluateMapping(compiled, p, v === '' ? NO_VERSION_KEY : versionKeyOf(v), mod).key;
+  const key = evaluateMapping(compiled, p, v === '' ? NO_VERSION : comparableVersion(v), mod).key;
   const selection = selectCombination(doc, combinationForKey(compiled, key));
   return { data: JSON.parse(renderSelection(doc, selection)) as unknown, seg: JSON.parse(selection.seg) as unknown };
 }
@@ -137,10 +137,10 @@ describe('rules', () => {
   it('a repeat combination returns the same interned selection (no allocation, same cache key)', () => {
     const compiled = compileMapping(AB);
     const doc = prepareDoc(CONTENT);
-    const a = selectCombination(doc, evaluateMapping(compiled, {}, NO_VERSION_KEY, 10));
-    const b = selectCombination(doc, evaluateMapping(compiled, { other: 1 }, NO_VERSION_KEY, 20));
+    const a = selectCombination(doc, evaluateMapping(compiled, {}, NO_VERSION, 10));
+    const b = selectCombination(doc, evaluateMapping(compiled, { other: 1 }, NO_VERSION, 20));
     expect(a).toBe(b);
-    expect(a.key).not.toBe(selectCombination(doc, evaluateMapping(compiled, {}, NO_VERSION_KEY, 600)).key);
+    expect(a.key).not.toBe(selectCombination(doc, evaluateMapping(compiled, {}, NO_VERSION, 600)).key);
   });
 
   it('interns combinations: evaluation and the key a job carries reach the same object', () => {
@@ -152,14 +152,14 @@ describe('rules', () => {
       ],
     };
     const compiled = compileMapping(mapping);
-    const de = evaluateMapping(compiled, { country: 'DE' }, '', 600);
+    const de = evaluateMapping(compiled, { country: 'DE' }, NO_VERSION, 600);
     // Key format (Job.comboKey): "rule.choice;" per applied rule, -1 for a patch rule, k for variant k.
     expect(de.key).toBe('0.-1;2.1;');
-    expect(evaluateMapping(compiled, { country: 'DE', spend: 1 }, '', 999)).toBe(de);
+    expect(evaluateMapping(compiled, { country: 'DE', spend: 1 }, NO_VERSION, 999)).toBe(de);
     expect(combinationForKey(compiled, '0.-1;2.1;')).toBe(de);
-    expect(evaluateMapping(compiled, { spend: 20 }, '', 0).key).toBe('1.-1;2.0;');
-    expect(evaluateMapping(compiled, { country: 'DE', spend: 20 }, '', 0).key).toBe('0.-1;1.-1;2.0;');
-    expect(evaluateMapping(compileMapping({ rules: [mapping.rules[0]] }), {}, '', 0).key).toBe('');
+    expect(evaluateMapping(compiled, { spend: 20 }, NO_VERSION, 0).key).toBe('1.-1;2.0;');
+    expect(evaluateMapping(compiled, { country: 'DE', spend: 20 }, NO_VERSION, 0).key).toBe('0.-1;1.-1;2.0;');
+    expect(evaluateMapping(compileMapping({ rules: [mapping.rules[0]] }), {}, NO_VERSION, 0).key).toBe('');
   });
 
   it('stays correct past the interning bound (4,096 combinations)', () => {
@@ -171,7 +171,7 @@ describe('rules', () => {
     const first = new Map<number, unknown>();
     for (let round = 0; round < 2; round++) {
       for (let n = 0; n < 8192; n++) {
-        const c = evaluateMapping(compiled, attrs(n), '', 0);
+        const c = evaluateMapping(compiled, attrs(n), NO_VERSION, 0);
         expect(c.key).toBe(expectedKey(n));
         expect(c.segEntries).toHaveLength(expectedKey(n).split(';').length - 1);
         if (round === 0) first.set(n, c);
@@ -184,7 +184,7 @@ describe('rules', () => {
   it('hash stays the base revision: rendering never changes the base text', () => {
     const compiled = compileMapping(AB);
     const doc = prepareDoc(CONTENT);
-    renderSelection(doc, selectCombination(doc, evaluateMapping(compiled, {}, NO_VERSION_KEY, 1)));
+    renderSelection(doc, selectCombination(doc, evaluateMapping(compiled, {}, NO_VERSION, 1)));
     expect(doc.text).toBe(CONTENT);
   });
 });
@@ -267,16 +267,17 @@ describe('stickiness and distribution of mod', () => {
   const script = `
     const { compileMapping, evaluateMapping, prepareDoc, selectCombination } = await import(${JSON.stringify(root + 'dist/src/mapping/index.js')});
     const { userUid, userMod } = await import(${JSON.stringify(root + 'dist/src/shared/identity.js')});
+    const { NO_VERSION } = await import(${JSON.stringify(root + 'dist/src/shared/app-version.js')});
     const ids = ${JSON.stringify(ids)};
     const m = compileMapping(${JSON.stringify(AB)});
     const doc = prepareDoc(${JSON.stringify(CONTENT)});
-    const out = ids.map((u) => selectCombination(doc, evaluateMapping(m, {}, '', userMod(userUid(u)))).seg).join('|');
+    const out = ids.map((u) => selectCombination(doc, evaluateMapping(m, {}, NO_VERSION, userMod(userUid(u)))).seg).join('|');
   `;
 
   function local(): string {
     const m = compileMapping(AB);
     const doc = prepareDoc(CONTENT);
-    return ids.map((u) => selectCombination(doc, evaluateMapping(m, {}, NO_VERSION_KEY, userMod(userUid(u)))).seg).join('|');
+    return ids.map((u) => selectCombination(doc, evaluateMapping(m, {}, NO_VERSION, userMod(userUid(u)))).seg).join('|');
   }
 
   it('the same u gets the same variant in worker threads and in a new process', async () => {

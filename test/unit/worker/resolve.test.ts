@@ -11,7 +11,7 @@ import { RcdError } from '../../../src/runtime/errors.js';
 import { compileMapping, evaluateMapping } from '../../../src/mapping/index.js';
 import { JobKind, type BatchResult, type Job, type JobResult } from '../../../src/pool/protocol.js';
 import { openRevisionReader, openStore, type RevisionReader, type Store } from '../../../src/store/index.js';
-import { NO_VERSION_KEY, versionKeyOf } from '../../../src/shared/app-version.js';
+import { NO_VERSION, comparableVersion } from '../../../src/shared/app-version.js';
 import { createCache, type RevisionEntry } from '../../../src/worker/content-cache.js';
 import { resolveJob, type WorkerState } from '../../../src/worker/resolve.js';
 import { tempDir } from '../store/helpers.js';
@@ -73,7 +73,7 @@ function job(kind: JobKind, revId: number, mappingId = 0, comboKey = ''): Job {
 /** The front end's side: the combination key of (p, v, mod), from its own compilation of the mapping. */
 const frontMapping = compileMapping(MAPPING);
 function comboKey(p: Record<string, unknown>, v: string, mod: number): string {
-  return evaluateMapping(frontMapping, p, v === '' ? NO_VERSION_KEY : versionKeyOf(v), mod).key;
+  return evaluateMapping(frontMapping, p, v === '' ? NO_VERSION : comparableVersion(v), mod).key;
 }
 
 function text(result: JobResult): string {

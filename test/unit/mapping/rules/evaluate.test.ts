@@ -3,7 +3,7 @@ import type { CompiledMapping } from '../../../../src/mapping/rules/compile.js';
 import { EMPTY_COMBINATION, EMPTY_SELECTION, type Combination } from '../../../../src/mapping/rules/combination.js';
 import { combinationForKey, evaluateMapping, partialSelection } from '../../../../src/mapping/rules/evaluate.js';
 import { compileMapping } from '../../../../src/mapping/index.js';
-import { NO_VERSION_KEY, versionKeyOf } from '../../../../src/shared/app-version.js';
+import { NO_VERSION, comparableVersion, type ComparableVersion } from '../../../../src/shared/app-version.js';
 
 // A patch rule with a condition, an A/B test restricted by condition and app version, a JSON Patch
 // rule, and an A/B test with a gap in its mod ranges.
@@ -32,8 +32,8 @@ const MAPPING = {
   ],
 };
 
-const V2 = versionKeyOf('2.0.0');
-const V1 = versionKeyOf('1.9.9');
+const V2 = comparableVersion('2.0.0');
+const V1 = comparableVersion('1.9.9');
 
 function compiled(): CompiledMapping {
   return compileMapping(MAPPING);
@@ -55,7 +55,7 @@ function describeCombination(mapping: CompiledMapping, c: Combination): { key: s
 describe('evaluateMapping', () => {
   it('no rule applies: the one empty combination, whose selection is seg []', () => {
     const m = compiled();
-    const c = evaluateMapping(m, { country: 'FR' }, NO_VERSION_KEY, 500);
+    const c = evaluateMapping(m, { country: 'FR' }, NO_VERSION, 500);
     expect(c).toBe(EMPTY_COMBINATION);
     expect(c.key).toBe('');
     expect(c.patches).toEqual([]);
@@ -83,11 +83,11 @@ describe('evaluateMapping', () => {
 
   it('a variant applies only when its mod range, the app version range and the condition all hold', () => {
     const m = compiled();
-    const applies = (p: Record<string, unknown>, vKey: string, mod: number): boolean => /(^|;)1\./.test(evaluateMapping(m, p, vKey, mod).key);
+    const applies = (p: Record<string, unknown>, version: ComparableVersion, mod: number): boolean => /(^|;)1\./.test(evaluateMapping(m, p, version, mod).key);
     expect(applies({ level: 10 }, V2, 0)).toBe(true);
     expect(applies({ level: 9 }, V2, 0)).toBe(false);
     expect(applies({ level: 10 }, V1, 0)).toBe(false);
-    expect(applies({ level: 10 }, NO_VERSION_KEY, 0)).toBe(false);
+    expect(applies({ level: 10 }, NO_VERSION, 0)).toBe(false);
     expect(applies({}, V2, 0)).toBe(false);
     // Variant boundaries, with the variant's own info overriding the rule's.
     const seg = (mod: number): unknown => JSON.parse(evaluateMapping(m, { level: 10 }, V2, mod).whole.seg);
@@ -99,17 +99,17 @@ describe('evaluateMapping', () => {
 
   it('a mod in the gap between variant ranges leaves that rule out, the others still apply', () => {
     const m = compiled();
-    expect(evaluateMapping(m, { country: 'DE' }, NO_VERSION_KEY, 99).key).toBe('0.-1;3.0;');
-    expect(evaluateMapping(m, { country: 'DE' }, NO_VERSION_KEY, 100).key).toBe('0.-1;');
-    expect(evaluateMapping(m, { country: 'DE' }, NO_VERSION_KEY, 899).key).toBe('0.-1;');
-    expect(evaluateMapping(m, { country: 'DE' }, NO_VERSION_KEY, 900).key).toBe('0.-1;3.1;');
-    expect(evaluateMapping(m, {}, NO_VERSION_KEY, 500)).toBe(EMPTY_COMBINATION);
+    expect(evaluateMapping(m, { country: 'DE' }, NO_VERSION, 99).key).toBe('0.-1;3.0;');
+    expect(evaluateMapping(m, { country: 'DE' }, NO_VERSION, 100).key).toBe('0.-1;');
+    expect(evaluateMapping(m, { country: 'DE' }, NO_VERSION, 899).key).toBe('0.-1;');
+    expect(evaluateMapping(m, { country: 'DE' }, NO_VERSION, 900).key).toBe('0.-1;3.1;');
+    expect(evaluateMapping(m, {}, NO_VERSION, 500)).toBe(EMPTY_COMBINATION);
   });
 
   it('equal outcomes are one interned combination whatever else the request holds; different outcomes differ', () => {
     const m = compiled();
     const a = evaluateMapping(m, { country: 'DE', level: 10, name: 'x' }, V2, 10);
-    const b = evaluateMapping(m, { country: 'DE', level: 99, other: [1] }, versionKeyOf('7.0.0'), 99);
+    const b = evaluateMapping(m, { country: 'DE', level: 99, other: [1] }, comparableVersion('7.0.0'), 99);
     expect(b).toBe(a);
     const seen = new Map<string, Combination>();
     for (const country of ['DE', 'FR']) {
@@ -134,23 +134,23 @@ describe('evaluateMapping', () => {
 
   it('a shorter path after a longer one (the scratch path is reused) gets its own combination', () => {
     const m = compiled();
-    const long = evaluateMapping(m, { country: 'DE', spend: 1 }, NO_VERSION_KEY, 0);
+    const long = evaluateMapping(m, { country: 'DE', spend: 1 }, NO_VERSION, 0);
     expect(long.key).toBe('0.-1;2.-1;3.0;');
     // A prefix of the interned path: the trie node exists but holds no combination of its own.
-    const prefix = evaluateMapping(m, { country: 'DE', spend: 1 }, NO_VERSION_KEY, 500);
+    const prefix = evaluateMapping(m, { country: 'DE', spend: 1 }, NO_VERSION, 500);
     expect(prefix.key).toBe('0.-1;2.-1;');
     expect(prefix.patches).toHaveLength(2);
-    const first = evaluateMapping(m, { country: 'DE' }, NO_VERSION_KEY, 500);
+    const first = evaluateMapping(m, { country: 'DE' }, NO_VERSION, 500);
     expect(first.key).toBe('0.-1;');
-    expect(evaluateMapping(m, { country: 'DE', spend: 1 }, NO_VERSION_KEY, 0)).toBe(long);
-    expect(evaluateMapping(m, { country: 'DE', spend: 1 }, NO_VERSION_KEY, 500)).toBe(prefix);
+    expect(evaluateMapping(m, { country: 'DE', spend: 1 }, NO_VERSION, 0)).toBe(long);
+    expect(evaluateMapping(m, { country: 'DE', spend: 1 }, NO_VERSION, 500)).toBe(prefix);
   });
 
   it('keys are stable across separate compilations: the key a front end sends names the same patches in a worker', () => {
     const front = compiled();
     const worker = compiled();
-    const inputs: [Record<string, unknown>, string, number][] = [
-      [{ country: 'DE' }, NO_VERSION_KEY, 0],
+    const inputs: [Record<string, unknown>, ComparableVersion, number][] = [
+      [{ country: 'DE' }, NO_VERSION, 0],
       [{ level: 50, spend: 3 }, V2, 333],
       [{ country: 'DE', level: 50, spend: 3 }, V2, 999],
     ];
@@ -170,8 +170,8 @@ describe('evaluateMapping', () => {
   it('mayFail is set exactly when a JSON Patch is among the patches (merge patches always apply)', () => {
     const m = compiled();
     expect(evaluateMapping(m, { country: 'DE', level: 10 }, V2, 0).mayFail).toBe(false);
-    expect(evaluateMapping(m, { spend: 1 }, NO_VERSION_KEY, 500).mayFail).toBe(true);
-    expect(evaluateMapping(m, { country: 'DE', spend: 1 }, NO_VERSION_KEY, 0).mayFail).toBe(true);
+    expect(evaluateMapping(m, { spend: 1 }, NO_VERSION, 500).mayFail).toBe(true);
+    expect(evaluateMapping(m, { country: 'DE', spend: 1 }, NO_VERSION, 0).mayFail).toBe(true);
     expect(EMPTY_COMBINATION.mayFail).toBe(false);
   });
 });

@@ -3,7 +3,7 @@ import { EMPTY_COMBINATION, type Combination } from '../../../../src/mapping/rul
 import { evaluateMapping } from '../../../../src/mapping/rules/evaluate.js';
 import { compileMapping } from '../../../../src/mapping/index.js';
 import { CombinationIndex, pathEdge, pathKey } from '../../../../src/mapping/rules/interning.js';
-import { NO_VERSION_KEY } from '../../../../src/shared/app-version.js';
+import { NO_VERSION } from '../../../../src/shared/app-version.js';
 
 /** A distinct stand-in combination (the index stores and returns objects, it never looks inside). */
 function combo(key: string): Combination {
@@ -136,11 +136,11 @@ describe('interning through evaluation', () => {
     const rules = Array.from({ length: 13 }, (_v, i) => ({ segment: `f${i}`, when: { [`f${i}`]: true }, patch: { [`f${i}`]: i } }));
     const mapping = compileMapping({ rules });
     const attrs = (n: number): Record<string, unknown> => Object.fromEntries(rules.map((_v, i) => [`f${i}`, (n & (1 << i)) !== 0]));
-    for (let n = 1; n <= MAX_INTERNED; n++) evaluateMapping(mapping, attrs(n), NO_VERSION_KEY, 0);
+    for (let n = 1; n <= MAX_INTERNED; n++) evaluateMapping(mapping, attrs(n), NO_VERSION, 0);
     expect(mapping.combinations.size).toBe(MAX_INTERNED);
     const late = MAX_INTERNED + 1;
-    const once = evaluateMapping(mapping, attrs(late), NO_VERSION_KEY, 0);
-    const twice = evaluateMapping(mapping, attrs(late), NO_VERSION_KEY, 0);
+    const once = evaluateMapping(mapping, attrs(late), NO_VERSION, 0);
+    const twice = evaluateMapping(mapping, attrs(late), NO_VERSION, 0);
     expect(twice).not.toBe(once);
     expect(twice.key).toBe(once.key);
     expect(twice.segEntries).toEqual(once.segEntries);
@@ -148,6 +148,6 @@ describe('interning through evaluation', () => {
     // A path that is not interned by key must not be reachable by path either (one object per key).
     expect(mapping.combinations.byPath(Int32Array.of(pathEdge(0, -1), pathEdge(12, -1)), 2)).toBeNull();
     // Interned ones are still the same objects.
-    expect(evaluateMapping(mapping, attrs(1), NO_VERSION_KEY, 0)).toBe(evaluateMapping(mapping, attrs(1), NO_VERSION_KEY, 0));
+    expect(evaluateMapping(mapping, attrs(1), NO_VERSION, 0)).toBe(evaluateMapping(mapping, attrs(1), NO_VERSION, 0));
   });
 });

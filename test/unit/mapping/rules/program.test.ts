@@ -10,7 +10,7 @@ import { prng, pick, readFixture } from '../../../../bench/fixtures/generate.js'
 import { compileMapping, evaluateMapping, interpretRules } from '../../../../src/mapping/index.js';
 import { compileRuleProgram } from '../../../../src/mapping/rules/program.js';
 import type { CompiledMapping } from '../../../../src/mapping/rules/compile.js';
-import { NO_VERSION_KEY, versionKeyOf } from '../../../../src/shared/app-version.js';
+import { NO_VERSION, comparableVersion } from '../../../../src/shared/app-version.js';
 
 // Every kind of rule part: A/B tables with gaps, gated and disabled rules, app-version ranges of one
 // and of several comparator sets, inlined operators on one- and two-segment paths, long $in lists (a
@@ -43,11 +43,16 @@ const MAPPING: { rules: Record<string, unknown>[] } = {
     { segment: 'str', when: { name: { $gte: 'm' }, level: { $size: 2 } }, patch: { a: 17 } },
     { segment: 'deep', when: { device: { os: 'ios', ram: 4096 }, tags: ['vip', 'new'] }, patch: { a: 18 } },
     { segment: 'tester', when: { tags: 'tester' }, appVersion: '>=1.0.0', patch: { a: 19 } },
+    // Bounds with and without a version number (app-version.ts versionNumber: every part below
+    // 1024), a prerelease, and a part beyond 9 digits (a key of its own).
+    { segment: 'wide', appVersion: '>=1.1023.0 <1024.0.0 || 1.0.1024 || >2024.11.2', patch: { a: 20 } },
+    { segment: 'beyond', appVersion: '>=1.1000000000.0 || <0.9.1-rc.1 || <=1023.1023.1023 >1023.1023.1022', patch: { a: 21 } },
   ],
 };
 
 const VALUES: unknown[] = ['DE', 'US', 'FR', 'ios', 'android', 'A9', 'm', 'zed', 'player', '1.2.0', '1.10.3', 'x', '', 0, 3, 5, 20, 21, 500, 501, 2048, 4096, -1, 2.5, 7, true, false, null];
-const VERSIONS = ['', '0.9.0', '1.4.9', '1.5.0', '2.0.0', '2.0.5', '2.1.0', '3.0.0'];
+// Request versions with a number and too wide for one (compared by key), on both sides of the bounds.
+const VERSIONS = ['', '0.9.0', '1.4.9', '1.5.0', '2.0.0', '2.0.5', '2.1.0', '3.0.0', '1.0.1023', '1.0.1024', '1.1023.0', '1.1024.0', '1.999999999.0', '1023.1023.1023', '1024.0.0', '2024.11.2', '2024.11.3'];
 
 function randomValue(rand: () => number, depth: number): unknown {
   const r = rand();
@@ -85,10 +90,10 @@ function agreeOn(mapping: CompiledMapping, seed: number, inputs: number): { rich
   for (let i = 0; i < inputs; i++) {
     const p = randomP(rand);
     const v = pick(rand, VERSIONS);
-    const vKey = v === '' ? NO_VERSION_KEY : versionKeyOf(v);
+    const version = v === '' ? NO_VERSION : comparableVersion(v);
     const mod = Math.floor(rand() * 1000);
-    const got = edges(a, program!(p, vKey, mod, a));
-    const expected = edges(b, interpretRules(mapping.rules, p, vKey, mod, b));
+    const got = edges(a, program!(p, version, mod, a));
+    const expected = edges(b, interpretRules(mapping.rules, p, version, mod, b));
     if (expected.length >= 2) rich++;
     for (const edge of expected) lastRule = Math.max(lastRule, Math.floor(edge / 1024));
     if (got.join() !== expected.join()) disagreements.push(`${JSON.stringify(p)} v=${v} mod=${mod}: ${got.join()} != ${expected.join()}`);
@@ -123,7 +128,7 @@ describe("the rule program writes the interpreter's edges", () => {
   it('evaluateMapping builds the program on first use and answers as the interpreter', () => {
     const mapping = compileMapping(MAPPING);
     expect(mapping.program).toBeNull();
-    const combination = evaluateMapping(mapping, { country: 'DE', spend: 30, level: 4 }, versionKeyOf('1.0.0'), 150);
+    const combination = evaluateMapping(mapping, { country: 'DE', spend: 30, level: 4 }, comparableVersion('1.0.0'), 150);
     expect(mapping.program).not.toBeNull();
     // No device: `device.ram` is not there (8), `device.os` is missing and so matches null (9); no
     // toString of its own, no valueOf (13).
@@ -138,17 +143,17 @@ describe('where code generation from strings is refused', () => {
     const script = `
       const { compileMapping, evaluateMapping } = await import(${JSON.stringify(root + 'dist/src/mapping/index.js')});
       const { compileRuleProgram } = await import(${JSON.stringify(root + 'dist/src/mapping/rules/program.js')});
-      const { versionKeyOf, NO_VERSION_KEY } = await import(${JSON.stringify(root + 'dist/src/shared/app-version.js')});
+      const { comparableVersion, NO_VERSION } = await import(${JSON.stringify(root + 'dist/src/shared/app-version.js')});
       const m = compileMapping(${JSON.stringify(MAPPING)});
       const inputs = ${JSON.stringify(inputs)};
-      const keys = inputs.map((x) => evaluateMapping(m, x.p, x.v === '' ? NO_VERSION_KEY : versionKeyOf(x.v), x.mod).key);
+      const keys = inputs.map((x) => evaluateMapping(m, x.p, x.v === '' ? NO_VERSION : comparableVersion(x.v), x.mod).key);
       process.stdout.write(JSON.stringify({ program: compileRuleProgram(m.rules), keys }));
     `;
     const out = JSON.parse(
       execFileSync(process.execPath, ['--disallow-code-generation-from-strings', '--input-type=module', '-e', script], { encoding: 'utf8' }),
     ) as { program: unknown; keys: string[] };
     const mapping = compileMapping(MAPPING);
-    const expected = inputs.map((x) => evaluateMapping(mapping, x.p, x.v === '' ? NO_VERSION_KEY : versionKeyOf(x.v), x.mod).key);
+    const expected = inputs.map((x) => evaluateMapping(mapping, x.p, x.v === '' ? NO_VERSION : comparableVersion(x.v), x.mod).key);
     expect(out.program).toBeNull();
     expect(out.keys).toEqual(expected);
     expect(new Set(expected).size).toBeGreaterThan(20);

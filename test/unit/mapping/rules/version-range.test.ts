@@ -2,7 +2,7 @@ import semver from 'semver';
 import { describe, expect, it } from 'vitest';
 import { compileMapping, evaluateMapping } from '../../../../src/mapping/index.js';
 import { compileVersionRange, versionInRange } from '../../../../src/mapping/rules/version-range.js';
-import { NO_VERSION_KEY, versionKeyOf } from '../../../../src/shared/app-version.js';
+import { NO_VERSION, comparableVersion, versionKeyOf } from '../../../../src/shared/app-version.js';
 
 // Every shape of npm range an appVersion rule can hold: operators, x-ranges, caret/tilde (also on
 // 0.x), hyphen ranges, unions, prerelease comparators (which the key form rewrites), build metadata
@@ -88,8 +88,8 @@ describe('appVersion ranges compiled to version-key comparisons', () => {
     const mapping = compileMapping({
       rules: [{ segment: 'legacy', appVersion: '<1.5.0', patch: { old: true } }, { segment: 'all', patch: { all: true } }],
     });
-    expect(evaluateMapping(mapping, {}, versionKeyOf('1.4.9'), 0).key).toBe('0.-1;1.-1;');
-    expect(evaluateMapping(mapping, {}, versionKeyOf('1.5.0'), 0).key).toBe('1.-1;');
-    expect(evaluateMapping(mapping, {}, NO_VERSION_KEY, 0).key).toBe('1.-1;');
+    expect(evaluateMapping(mapping, {}, comparableVersion('1.4.9'), 0).key).toBe('0.-1;1.-1;');
+    expect(evaluateMapping(mapping, {}, comparableVersion('1.5.0'), 0).key).toBe('1.-1;');
+    expect(evaluateMapping(mapping, {}, NO_VERSION, 0).key).toBe('1.-1;');
   });
 });

@@ -18,7 +18,7 @@ import { compilePatch, type CompiledPatch } from '../../../../../src/mapping/pat
 import type { MappingProblem } from '../../../../../src/mapping/problems.js';
 import { createBaseDocument, patchesThatApply as patchesThatApplyCopying, renderPatched } from '../../../../../src/mapping/render/fallback/copy-on-write.js';
 import { prng } from '../../../../../bench/fixtures/generate.js';
-import { NO_VERSION_KEY } from '../../../../../src/shared/app-version.js';
+import { NO_VERSION } from '../../../../../src/shared/app-version.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -395,7 +395,7 @@ describe('a render-cache miss on the 512 KiB fixture', () => {
   const mapping: CompiledMapping = compileMapping(largeMapping());
 
   function render(doc: PreparedDoc, p: Record<string, unknown>): string {
-    const selection = selectCombination(doc, evaluateMapping(mapping, p, NO_VERSION_KEY, 0));
+    const selection = selectCombination(doc, evaluateMapping(mapping, p, NO_VERSION, 0));
     const sab = renderSelectionInto(doc, selection, '{"data":', ',"hash":"h","meta":{"uid":');
     return Buffer.from(sab).toString('utf8');
   }
@@ -435,7 +435,7 @@ describe('a render-cache miss on the 512 KiB fixture', () => {
         { segment: 'b', patch: [{ op: 'remove', path: '/levels/L9999' }] },
       ],
     });
-    const selection = selectCombination(doc, evaluateMapping(m, {}, NO_VERSION_KEY, 0));
+    const selection = selectCombination(doc, evaluateMapping(m, {}, NO_VERSION, 0));
     expect(selection.seg).toBe('[{"n":"a","v":null}]');
     expect(doc.parsed).toBe(false);
     const out = JSON.parse(renderSelection(doc, selection)) as { levels: Record<string, { boss: string }> };
