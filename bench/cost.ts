@@ -323,6 +323,24 @@ function renderCpuSplit(results: readonly ScenarioCost[]): string {
   return renderColumns(head, rows);
 }
 
+/**
+ * Instructions on the request path alone (callgrind.ts REQUEST_PATH: uWS's handler of a read, with
+ * everything it calls), the least window of each: steadier than the judged figure, whose windows
+ * also hold the loop's other phases and what V8 does between requests. Reported, not judged: it
+ * shows a change of a few hundred instructions in one run.
+ */
+function renderRequestPath(results: readonly ScenarioCost[]): string {
+  const head = ['scenario', 'rcd Ir/req', '(windows)', 'floor Ir/req', '(windows)', 'Ir eff'];
+  const count = (n: number): string => Math.round(n).toLocaleString('en-US');
+  const rows = results.flatMap((r) => {
+    if (r.instructions === null) return [];
+    const a = r.instructions.rcd.requestPathPerRequest;
+    const b = r.instructions.floor.requestPathPerRequest;
+    return [[r.scenario, count(a.min), `${count(a.min)}-${count(a.max)}`, count(b.min), `${count(b.min)}-${count(b.max)}`, a.min > 0 ? fixed(b.min / a.min, 3) : 'n/a']];
+  });
+  return renderColumns(head, rows);
+}
+
 /** node's perf map of a process (--perf-basic-prof). */
 function perfMapOf(pid: number): string {
   return `/tmp/perf-${pid}.map`;
@@ -427,6 +445,10 @@ async function main(): Promise<number> {
     process.stdout.write(`\ncost targets: ${passed} pass, ${failed} FAIL\n`);
     process.stdout.write(`\nCPU per request by kind, µs (medians of the rounds; reported, not judged):\n`);
     process.stdout.write(renderCpuSplit(results));
+    if (opts.callgrind) {
+      process.stdout.write(`\nInstructions on the request path (uWS's handler of a read and all it calls; the least of the windows; reported, not judged):\n`);
+      process.stdout.write(renderRequestPath(results));
+    }
     if (opts.out !== null) {
       writeFileSync(opts.out, JSON.stringify({ date: new Date().toISOString(), options: { ...opts, scenarios: opts.scenarios.map((s) => s.name) }, results }, null, 2) + '\n');
       process.stdout.write(`results: ${opts.out}\n`);

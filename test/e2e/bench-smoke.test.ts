@@ -259,11 +259,28 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
       if (rcdSystem > 0) expect(Number(systemEff)).toBeCloseTo(floorSystem / rcdSystem, 2);
       else expect(systemEff).toBe('n/a');
     }
-    const json = JSON.parse(readFileSync(out, 'utf8')) as { results: { scenario: string; instructions: { rcd: { perRequest: { median: number } } } | null; rounds: unknown[] }[] };
+    // The request path's instructions (uWS's handler of a read), the least window: a part of the whole.
+    const path = output.slice(output.indexOf('Instructions on the request path'));
+    for (const name of COST_SCENARIOS) {
+      const row = new RegExp(`^${name} +([\\d,]+) +([\\d,]+)-([\\d,]+) +([\\d,]+) +([\\d,]+)-([\\d,]+) +([\\d.]+)$`, 'm').exec(path);
+      expect(row, `${name}\n${path}`).not.toBeNull();
+      const [rcd, rcdLeast, rcdMost, floor, floorLeast] = row!.slice(1, 6).map((c) => Number(c.replaceAll(',', ''))) as [number, number, number, number, number];
+      expect(rcd).toBe(rcdLeast);
+      expect(rcdMost).toBeGreaterThanOrEqual(rcdLeast);
+      expect(floor).toBe(floorLeast);
+      expect(floor).toBeGreaterThan(1000);
+      expect(Number(row![7])).toBeCloseTo(floor / rcd, 2);
+      const whole = new RegExp(`^${name} +[\\d.]+ +[\\d.]+ +[\\d.]+-[\\d.]+ +[\\d.]+ +[\\d.]+ +[\\d.]+ +([\\d,]+) `, 'm').exec(output)!;
+      expect(rcd).toBeLessThan(Number(whole[1]!.replaceAll(',', '')) * 1.2);
+    }
+    const json = JSON.parse(readFileSync(out, 'utf8')) as {
+      results: { scenario: string; instructions: { rcd: { perRequest: { median: number }; requestPathPerRequest: { min: number } } } | null; rounds: unknown[] }[];
+    };
     expect(json.results.map((r) => r.scenario)).toEqual(COST_SCENARIOS);
     for (const r of json.results) {
       expect(r.rounds).toHaveLength(1);
       expect(r.instructions?.rcd.perRequest.median).toBeGreaterThan(1000);
+      expect(r.instructions?.rcd.requestPathPerRequest.min).toBeGreaterThan(1000);
     }
   }, 330_000);
 
