@@ -14,7 +14,7 @@ import { apiKeyDigest } from '../store/ids.js';
 import type { RoutedDelta, RoutedSnapshot } from '../control/protocol.js';
 import { PackedContentReader } from '../control/routed.js';
 import type { KeyDigest, RevisionReader } from '../store/types.js';
-import { NO_VERSION, NO_VERSION_KEY, versionAtMost, versionKeyOf, versionNumberOf, type ComparableVersion } from '../shared/app-version.js';
+import { NO_VERSION, lowerBoundOf, versionAtMost, type ComparableVersion } from '../shared/app-version.js';
 import { catalogTag } from '../shared/catalog-tag.js';
 import { ShardedMap, integerShard, stringShard } from './sharded-map.js';
 
@@ -23,7 +23,7 @@ export interface RevisionView {
   readonly hash: string;
   /** minAppVersion as a comparison key (versionKey), or "" when absent (matches every v). */
   readonly minVersion: string;
-  /** minAppVersion as a comparison number (app-version.ts versionNumberOf: 0 when absent, TOO_WIDE when too wide for one). */
+  /** minAppVersion as a comparison number (app-version.ts lowerBoundOf: 0 when absent, TOO_WIDE when too wide for one). */
   readonly minVersionNum: number;
 }
 
@@ -328,8 +328,8 @@ export class Directory {
       // Sized up front: an array grown by push starts with room for 17.
       older = new Array<RevisionView>(count - 1);
       for (let i = count - 2, at = 0; i >= 0; i--, at++) {
-        const min = c.minAppVersion(i);
-        older[at] = { revId: c.revId(i), hash: c.hash(i), minVersion: minVersionKey(min), minVersionNum: versionNumberOf(min) };
+        const min = lowerBoundOf(c.minAppVersion(i));
+        older[at] = { revId: c.revId(i), hash: c.hash(i), minVersion: min.key, minVersionNum: min.num };
       }
     }
     const mappingId = c.mappingId;
@@ -338,11 +338,12 @@ export class Directory {
       mapping = this.mappings.get(mappingId);
       this.mappingRefs.set(mappingId, (this.mappingRefs.get(mappingId) ?? 0) + 1);
     }
+    const newestMin = lowerBoundOf(c.minAppVersion(newest));
     env.contents.set(c.idLower, {
       revId: c.revId(newest),
       hash: c.hash(newest),
-      minVersion: minVersionKey(c.minAppVersion(newest)),
-      minVersionNum: versionNumberOf(c.minAppVersion(newest)),
+      minVersion: newestMin.key,
+      minVersionNum: newestMin.num,
       id: c.id,
       older,
       mappingId: mappingId ?? 0,
@@ -406,8 +407,4 @@ function noteChanged(changed: Map<string, string[] | null>, envId: string, id: s
   if (ids === null) return;
   if (ids === undefined) changed.set(envId, [id]);
   else ids.push(id);
-}
-
-function minVersionKey(minAppVersion: string | null): string {
-  return minAppVersion === null ? NO_VERSION_KEY : versionKeyOf(minAppVersion);
 }

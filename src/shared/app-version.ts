@@ -99,7 +99,7 @@ export function comparableVersion(text: string): ComparableVersion {
 }
 
 /**
- * True when a stored lower bound, its key `key` and number `num` (versionNumberOf), is at most the
+ * True when a stored lower bound, its key `key` and number `num` (lowerBoundOf), is at most the
  * version `v` (not NO_VERSION). HOT PATH (revision choice, every content request): one compare when
  * both have a number.
  */
@@ -108,15 +108,12 @@ export function versionAtMost(key: string, num: number, v: ComparableVersion): b
   return (num | n) >= 0 ? num <= n : key <= v.key;
 }
 
-/**
- * The number of a stored lower bound's text (versionNumber), and 0 for none: 0.0.0's number, at or
- * below every version's, as the bound's key "" is below every key.
- */
-export function versionNumberOf(text: string | null): number {
-  if (text === null) return 0;
-  const v = parseAppVersion(text);
-  if (v === null) throw new Error(`not an app version: ${text}`);
-  return versionNumber(v[0], v[1], v[2]);
+/** No lower bound: key "" below every key, number 0 (0.0.0's) at or below every version's. */
+const NO_BOUND: ComparableVersion = Object.freeze({ key: NO_VERSION_KEY, num: 0 });
+
+/** A stored lower bound (minAppVersion, already known to be valid) in both comparable forms; null: none. */
+export function lowerBoundOf(text: string | null): ComparableVersion {
+  return text === null ? NO_BOUND : comparableVersion(text);
 }
 
 /** versionKey of a text already known to be valid (stored minAppVersion). */

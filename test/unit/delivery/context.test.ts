@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { RcdError } from '../../../src/runtime/errors.js';
 import { parseUserContext } from '../../../src/delivery/context.js';
 import { userContextSchema } from '../../../src/openapi/schemas.js';
-import { NO_VERSION, TOO_WIDE, versionAtMost, versionNumberOf } from '../../../src/shared/app-version.js';
+import { NO_VERSION, TOO_WIDE, lowerBoundOf, versionAtMost } from '../../../src/shared/app-version.js';
 import { isJsonContentType } from '../../../src/delivery/routes.js';
 
 const CASES: [string, boolean][] = [
@@ -89,7 +89,8 @@ describe('parseUserContext', () => {
         expect(versionAtMost(bound.key, bound.num, v), `${boundText} <= ${vText}`).toBe(bound.key <= v.key);
       }
       // No bound (key "", number 0) is at most every version, with a number or without.
-      expect(versionAtMost('', versionNumberOf(null), bound)).toBe(true);
+      const none = lowerBoundOf(null);
+      expect(versionAtMost(none.key, none.num, bound)).toBe(true);
     }
   });
 
