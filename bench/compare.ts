@@ -71,7 +71,7 @@ function div(b: number | null | undefined, a: number | null | undefined): number
 
 export function compareResults(a: BenchResults, b: BenchResults): string {
   const header = ['scenario', 'A req/s', 'B req/s', 'B/A req/s', 'A ratio', 'B ratio', 'B/A ratio', 'A µs/req', 'B µs/req', 'B/A CPU', 'A cpu eff', 'B cpu eff'];
-  const rows: string[][] = [header];
+  const rows: string[][] = [];
   const byKey = new Map<string, ScenarioResult>(a.scenarios.map((s) => [s.key, s]));
   const missing: string[] = [];
   for (const sb of b.scenarios) {
@@ -97,9 +97,7 @@ export function compareResults(a: BenchResults, b: BenchResults): string {
     ]);
   }
   for (const key of byKey.keys()) missing.push(`${key} (only in A)`);
-  const widths = header.map((_, i) => Math.max(...rows.map((r) => (r[i] as string).length)));
-  const lines = rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  '));
-  lines.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('  '));
+  const lines = textTable(header, rows).split('\n');
   lines.push('');
   lines.push('B/A req/s and B/A ratio > 1: B is faster. B/A CPU < 1: B spends less server CPU per request.');
   lines.push('Prefer the ratio and CPU columns when A and B ran at different times: both are relative to their own run.');

@@ -26,6 +26,7 @@ import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { repoRoot, writeBundle } from './fixtures/generate.js';
 import { probe } from './probe.js';
 import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
+import { textTable } from './report.js';
 import { loadWithCpu, median, onCpu, tasksetAvailable, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
 import { cpusAllowed } from './measure.js';
 import { CallgrindProcess, callgrindAvailable, callgrindLauncher, countInstructions, type InstructionCount, type Spread } from './callgrind.js';
@@ -265,13 +266,6 @@ function missCell(s: Spread | null | undefined): string {
   return s === null || s === undefined ? 'n/a' : Math.round(s.median).toLocaleString('en-US');
 }
 
-/** A table under its head and a rule: the first column left-aligned, the others right-aligned. */
-function renderColumns(head: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  return [line(head), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n') + '\n';
-}
-
 /** The verdict table: one line per scenario; with the cache simulator, L1 misses per request too. */
 function renderCostTable(results: readonly ScenarioCost[], cacheSim: boolean): string {
   const missHead = cacheSim ? ['rcd I1 miss', 'floor I1 miss', 'rcd D1 miss', 'floor D1 miss'] : [];
@@ -297,7 +291,7 @@ function renderCostTable(results: readonly ScenarioCost[], cacheSim: boolean): s
       : []),
     r.verdict,
   ]);
-  return renderColumns(head, rows);
+  return textTable(head, rows) + '\n';
 }
 
 /**
@@ -320,7 +314,7 @@ function renderCpuSplit(results: readonly ScenarioCost[]): string {
     fixed(r.systemUsPerReq.floor, 2),
     ratio(r.systemUsPerReq.floor, r.systemUsPerReq.rcd),
   ]);
-  return renderColumns(head, rows);
+  return textTable(head, rows) + '\n';
 }
 
 /**
@@ -338,7 +332,7 @@ function renderRequestPath(results: readonly ScenarioCost[]): string {
     const b = r.instructions.floor.requestPathPerRequest;
     return [[r.scenario, count(a.min), `${count(a.min)}-${count(a.max)}`, count(b.min), `${count(b.min)}-${count(b.max)}`, a.min > 0 ? fixed(b.min / a.min, 3) : 'n/a']];
   });
-  return renderColumns(head, rows);
+  return textTable(head, rows) + '\n';
 }
 
 /** node's perf map of a process (--perf-basic-prof). */

@@ -206,10 +206,10 @@ function wrkRow(s: ScenarioResult): string[] {
 }
 
 /** Columns padded to their widest cell (first column left-aligned), a dashed rule under the header. */
-export function textTable(columns: readonly string[], body: string[][]): string {
-  const rows = [columns as string[], ...body];
+export function textTable(columns: readonly string[], body: readonly (readonly string[])[]): string {
+  const rows = [columns, ...body];
   const widths = columns.map((_, i) => Math.max(...rows.map((r) => (r[i] as string).length)));
-  const line = (r: string[]): string => r.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
+  const line = (r: readonly string[]): string => r.map((c, i) => (i === 0 ? c.padEnd(widths[i] as number) : c.padStart(widths[i] as number))).join('  ');
   return [line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }
 
