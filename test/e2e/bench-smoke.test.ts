@@ -270,17 +270,19 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
       expect(floor).toBe(floorLeast);
       expect(floor).toBeGreaterThan(1000);
       expect(Number(row![7])).toBeCloseTo(floor / rcd, 2);
-      const whole = new RegExp(`^${name} +[\\d.]+ +[\\d.]+ +[\\d.]+-[\\d.]+ +[\\d.]+ +[\\d.]+ +[\\d.]+ +([\\d,]+) `, 'm').exec(output)!;
-      expect(rcd).toBeLessThan(Number(whole[1]!.replaceAll(',', '')) * 1.2);
     }
-    const json = JSON.parse(readFileSync(out, 'utf8')) as {
-      results: { scenario: string; instructions: { rcd: { perRequest: { median: number }; requestPathPerRequest: { min: number } } } | null; rounds: unknown[] }[];
-    };
+    type Count = { perRequest: { median: number }; allPerRequest: { min: number }; requestPathPerRequest: { min: number } };
+    const json = JSON.parse(readFileSync(out, 'utf8')) as { results: { scenario: string; instructions: { rcd: Count; floor: Count } | null; rounds: unknown[] }[] };
     expect(json.results.map((r) => r.scenario)).toEqual(COST_SCENARIOS);
     for (const r of json.results) {
       expect(r.rounds).toHaveLength(1);
       expect(r.instructions?.rcd.perRequest.median).toBeGreaterThan(1000);
-      expect(r.instructions?.rcd.requestPathPerRequest.min).toBeGreaterThan(1000);
+      // The request path is a part of each pass's whole count (compilers, collections and timers
+      // included: a smoke pass tiers code up inside requests, so not of the judged figure).
+      for (const c of [r.instructions!.rcd, r.instructions!.floor]) {
+        expect(c.requestPathPerRequest.min).toBeGreaterThan(1000);
+        expect(c.requestPathPerRequest.min).toBeLessThanOrEqual(c.allPerRequest.min);
+      }
     }
   }, 330_000);
 

@@ -237,8 +237,12 @@ describe('scheduled changes across an outage of the database', () => {
     const done = await adm<Schedule>(nodes[0]!, 'GET', `environments/live/schedules/${sch.id}`);
     expect(done.status).toBe('applied');
     expect(done.lateMs).toBeGreaterThanOrEqual(2000);
-    const audit = await adm<{ entries: { action: string; detail: { schedule?: { id: string; lateMs: number } } }[] }>(nodes[0]!, 'GET', 'audit?limit=50');
-    const entries = audit.entries.filter((e) => e.detail?.schedule?.id === sch.id);
+    // The audit entry is appended once the change is live on the fleet (runWrite waits for the nodes
+    // first): a moment after the schedule reads applied.
+    type Audit = { entries: { action: string; detail: { schedule?: { id: string; lateMs: number } } }[] };
+    const auditOf = async (): Promise<Audit['entries']> => (await adm<Audit>(nodes[0]!, 'GET', 'audit?limit=50')).entries.filter((e) => e.detail?.schedule?.id === sch.id);
+    await until('the audit entry of the change', async () => (await auditOf()).length > 0, 10_000);
+    const entries = await auditOf();
     expect(entries).toHaveLength(1);
     expect(entries[0]!.detail.schedule!.lateMs).toBe(done.lateMs);
     const detail = await adm<{ revisions: unknown[] }>(nodes[1]!, 'GET', 'environments/live/content/Shop');
