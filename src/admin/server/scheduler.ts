@@ -68,6 +68,12 @@ export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = { limits: DEFAULT_SCH
 export interface WriteOutcome {
   readonly result: AdminResult;
   readonly propagation: Propagation | null;
+  /**
+   * Why a committed change could not be published on this node (the store failed a moment after the
+   * commit), or null. The change and its audit entry are written; the nodes apply it from the change
+   * log once the store answers.
+   */
+  readonly unpublished: Error | null;
 }
 
 function* renewLease(holder: string): Step<LeaseHolder> {
@@ -228,6 +234,7 @@ export class Scheduler {
         this.log(`scheduled changes: ${settled.length} settled (written in ${writtenMs.toFixed(0)} ms, live and audited after ${(performance.now() - t0).toFixed(0)} ms)`);
       }
       this.observe(settled, outcome.propagation);
+      if (outcome.unpublished !== null) throw outcome.unpublished;
       if (settled.length === 0) return POLL_MS;
     }
     return POLL_MS;

@@ -252,7 +252,9 @@ async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerRe
       return;
     }
     const handler = entry.prepare === null ? entry.handler : await entry.prepare(shared.ctx, call);
-    const { result, propagation } = await shared.writes.run(() => runWrite(shared, handler, call), entry.urgent ? Lane.Urgent : Lane.Normal);
+    const { result, propagation, unpublished } = await shared.writes.run(() => runWrite(shared, handler, call), entry.urgent ? Lane.Urgent : Lane.Normal);
+    // Committed and audited, but not published: answered as the store's failure, as before the commit.
+    if (unpublished !== null) throw unpublished;
     sendJson(res, result.status, result.body, propagation);
   } catch (err) {
     sendError(shared, res, err);
@@ -323,10 +325,22 @@ async function runWrite(shared: Shared, handler: AdminHandler, call: AdminCall):
   if (change === null) {
     // A write that changed nothing announces nothing; anything it did add still goes out.
     await releaseDeliveries(shared, call.announced);
-    return { result, propagation: null };
+    return { result, propagation: null, unpublished: null };
   }
-  requireDurableStore(shared.ctx.store);
-  const propagation = change.live ? await shared.onChange() : null;
+  // Committed: from here nothing throws before the audit entry is written. A store that fails a
+  // moment after the commit (a database coming back from an outage refuses some connections while
+  // it accepts others) stops this node's publication, not the change: the nodes apply it from the
+  // change log once the store answers. A scheduled change that fell due is settled by its commit and
+  // never runs again: its audit entry is written here or nowhere.
+  let propagation: Propagation | null = null;
+  let unpublished: Error | null = null;
+  if (change.live) {
+    try {
+      propagation = await shared.onChange();
+    } catch (err) {
+      unpublished = err instanceof Error ? err : new Error(String(err));
+    }
+  }
   const entries = result.audits ?? [{ actor: call.actor, tokenId: call.principal.tokenId, action: change.action, env: change.env, target: change.target, detail: change.detail }];
   try {
     await shared.state.appendAudits(entries);
@@ -335,8 +349,9 @@ async function runWrite(shared: Shared, handler: AdminHandler, call: AdminCall):
     shared.log(`admin: audit entry for ${change.action} not written: ${(err as Error).message}`);
   }
   for (const e of entries) shared.log(`admin: ${e.actor} ${e.action}${e.env === null ? '' : ' env=' + e.env}${e.target === null ? '' : ' target=' + e.target}`);
-  await releaseDeliveries(shared, call.announced);
-  return { result, propagation };
+  // Unpublished, the webhooks stay held: they fall due when their hold ends, as after a writer's crash.
+  if (unpublished === null) await releaseDeliveries(shared, call.announced);
+  return { result, propagation, unpublished };
 }
 
 /**

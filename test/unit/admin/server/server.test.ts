@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bearerToken, startAdminServer, type AdminServer } from '../../../../src/admin/server/server.js';
 import { openAdminState, type AdminStateStore } from '../../../../src/admin/server/state.js';
 import { openStore } from '../../../../src/store/index.js';
+import { RcdError } from '../../../../src/runtime/errors.js';
 import type { DirectorySnapshot, Store } from '../../../../src/store/types.js';
 import { field, parseAnswer, type Answer } from '../../../helpers/answers.js';
 
@@ -27,6 +28,8 @@ let base: string;
 let live: DirectorySnapshot;
 let changes: number;
 let changeDelayMs: number;
+/** When set, publishing a committed change fails with it (a store that failed just after the commit). */
+let publishFailure: Error | null;
 let logs: string[];
 
 async function start(maxBodyBytes?: number): Promise<void> {
@@ -38,6 +41,7 @@ async function start(maxBodyBytes?: number): Promise<void> {
     state,
     onChange: async () => {
       if (changeDelayMs > 0) await new Promise((r) => setTimeout(r, changeDelayMs));
+      if (publishFailure !== null) throw publishFailure;
       live = await store.loadDirectory();
       changes++;
       return null;
@@ -55,6 +59,7 @@ beforeEach(async () => {
   live = await store.loadDirectory();
   changes = 0;
   changeDelayMs = 0;
+  publishFailure = null;
   logs = [];
   await start();
 });
@@ -315,6 +320,19 @@ describe('audit and webhooks', () => {
     expect((await admin('GET', 'audit?limit=1')).json.entries).toHaveLength(1);
     expect((await admin('GET', `audit?before=${entries?.[0]?.id}`)).json.entries?.map((e: { action: string }) => e.action)).toEqual(['environment.create']);
     expect((await admin('GET', 'audit?limit=0')).json.error?.code).toBe('invalid_query');
+  });
+
+  it('audits a committed change whose publication failed, and answers with the failure', async () => {
+    await admin('PUT', 'environments/dev');
+    publishFailure = new RcdError('store_unavailable', 'the store is unreachable (read ECONNRESET); retrying in the background');
+    const put = await admin('PUT', 'environments/dev/content/a', '{"x":1}');
+    expect(put.status).toBe(503);
+    expect(put.json.error?.code).toBe('store_unavailable');
+    publishFailure = null;
+    // Committed: the nodes apply it from the change log; its audit entry is there, once.
+    expect((await store.loadDirectory()).contents.some((c) => c.envId === 'dev' && c.idLower === 'a')).toBe(true);
+    const entries = (await admin('GET', 'audit')).json.entries;
+    expect(entries?.map((e: { action: string; target: string | null }) => `${e.action} ${e.target}`)).toEqual(['content.put a', 'environment.create null']);
   });
 
   it('delivers signed events to a registered receiver without slowing the call', async () => {
