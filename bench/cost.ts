@@ -45,7 +45,11 @@ const COST_TARGETS: Readonly<Record<string, number>> = {
 
 const USAGE = `usage: npm run bench:cost -- [options]
   --scenario LIST          scenarios (default: ${Object.keys(COST_TARGETS).join(',')})
-  --rounds N               rounds of both servers loaded at once (default 5, 1..50)
+  --rounds N               rounds of both servers loaded at once (default 5, 1..50), per start
+  --starts N               start both servers N times for the CPU rounds (default 1, 1..20): each start runs
+                           every scenario's warm-up and rounds, and the figures are the median of all rounds
+                           of all starts; a table shows each start's median (a process keeps one speed for
+                           its whole life, so starts differ more than rounds)
   --pinned                 each round loads rcd and then the floor, each alone on CPU 0 (the whole
                            process) with its wrk on CPU 1 (taskset), instead of both at once on
                            whatever cores the scheduler picks; needs 2 CPUs
@@ -71,6 +75,8 @@ const USAGE = `usage: npm run bench:cost -- [options]
 interface CostOptions {
   readonly scenarios: readonly Scenario[];
   readonly rounds: number;
+  /** Starts of both servers for the CPU rounds (--starts). */
+  readonly starts: number;
   readonly durationSec: number;
   readonly warmupSec: number;
   readonly connections: number;
@@ -95,6 +101,7 @@ function parseOptions(argv: string[]): CostOptions {
     options: {
       scenario: { type: 'string' },
       rounds: { type: 'string' },
+      starts: { type: 'string' },
       duration: { type: 'string' },
       warmup: { type: 'string' },
       connections: { type: 'string' },
@@ -137,6 +144,7 @@ function parseOptions(argv: string[]): CostOptions {
   return {
     scenarios,
     rounds: intOption('rounds', values.rounds, smoke ? 1 : 5, 1, 50),
+    starts: intOption('starts', values.starts, 1, 1, 20),
     durationSec: intOption('duration', values.duration, smoke ? 1 : 5, 1, 120),
     warmupSec: intOption('warmup', values.warmup, smoke ? 0 : 2, 0, 60),
     connections: intOption('connections', values.connections, 50, 1, 10000),
@@ -161,6 +169,8 @@ const SERVER_CPU = 0;
 const WRK_CPU = 1;
 
 interface CpuRound {
+  /** Which start of the servers (1-based, --starts) the round ran in. */
+  readonly start: number;
   readonly rcd: WrkLoad;
   readonly floor: WrkLoad;
 }
@@ -175,8 +185,10 @@ interface ScenarioCost {
   readonly target: number | null;
   readonly bodyBytes: number;
   readonly rounds: readonly CpuRound[];
-  /** floor CPU/req ÷ rcd CPU/req: median, min, max of the rounds. */
+  /** floor CPU/req ÷ rcd CPU/req: median, min, max of the rounds (of every start). */
   readonly efficiency: { readonly median: number; readonly min: number; readonly max: number };
+  /** The median efficiency of each start's rounds, in start order (one entry without --starts). */
+  readonly byStart: readonly number[];
   /** rcd req/s ÷ floor req/s, median of the rounds (reported, not judged). */
   readonly reqPerSecRatio: number;
   readonly cpuUsPerReq: { readonly rcd: number; readonly floor: number };
@@ -196,17 +208,17 @@ function checked(label: string, load: WrkLoad): WrkLoad {
  * Both servers loaded at once for `seconds`, each by its own wrk; with --pinned, rcd and then the
  * floor, each with the whole of CPU 0 (where it was started) and its wrk alone on CPU 1.
  */
-async function loadBoth(rcd: Target, floor: Target, script: string, opts: CostOptions, seconds: number): Promise<CpuRound> {
+async function loadBoth(rcd: Target, floor: Target, script: string, opts: CostOptions, seconds: number, start: number): Promise<CpuRound> {
   if (opts.pinned) {
     const a = await loadWithCpu(rcd, script, opts.connections, seconds, (c) => sup.track(c), WRK_CPU);
     const b = await loadWithCpu(floor, script, opts.connections, seconds, (c) => sup.track(c), WRK_CPU);
-    return { rcd: checked('rcd', a), floor: checked('floor', b) };
+    return { start, rcd: checked('rcd', a), floor: checked('floor', b) };
   }
   const [a, b] = await Promise.all([
     loadWithCpu(rcd, script, opts.connections, seconds, (c) => sup.track(c)),
     loadWithCpu(floor, script, opts.connections, seconds, (c) => sup.track(c)),
   ]);
-  return { rcd: checked('rcd', a), floor: checked('floor', b) };
+  return { start, rcd: checked('rcd', a), floor: checked('floor', b) };
 }
 
 function fixed(n: number, digits: number): string {
@@ -220,32 +232,44 @@ async function configureFloor(s: Scenario, rcd: Target, floors: readonly Target[
   return pr.bodyBytes;
 }
 
-async function cpuPart(s: Scenario, rcd: Target, floor: Target, dir: string, opts: CostOptions): Promise<{ rounds: CpuRound[]; bodyBytes: number }> {
+/** One start's rounds of scenario `s` (after its warm-up). */
+async function cpuPart(s: Scenario, rcd: Target, floor: Target, dir: string, opts: CostOptions, start: number): Promise<{ rounds: CpuRound[]; bodyBytes: number }> {
   const bodyBytes = await configureFloor(s, rcd, [floor]);
   const script = writeWrkScript(dir, s.name, s.pool(BASE_SEED));
-  if (opts.warmupSec > 0) await loadBoth(rcd, floor, script, opts, opts.warmupSec);
+  if (opts.warmupSec > 0) await loadBoth(rcd, floor, script, opts, opts.warmupSec, start);
   const rounds: CpuRound[] = [];
+  const of = opts.starts > 1 ? `, start ${start}` : '';
   for (let i = 0; i < opts.rounds && !sup.stopping; i++) {
-    const r = await loadBoth(rcd, floor, script, opts, opts.durationSec);
+    const r = await loadBoth(rcd, floor, script, opts, opts.durationSec, start);
     rounds.push(r);
     process.stdout.write(
-      `  ${s.name} round ${i + 1}: rcd ${fixed(r.rcd.cpuUsPerReq, 2)} µs/req (user ${fixed(r.rcd.userUsPerReq, 2)}, system ${fixed(r.rcd.systemUsPerReq, 2)}) ${fixed(r.rcd.wrk.reqPerSec, 0)} req/s, ` +
+      `  ${s.name} round ${i + 1}${of}: rcd ${fixed(r.rcd.cpuUsPerReq, 2)} µs/req (user ${fixed(r.rcd.userUsPerReq, 2)}, system ${fixed(r.rcd.systemUsPerReq, 2)}) ${fixed(r.rcd.wrk.reqPerSec, 0)} req/s, ` +
         `floor ${fixed(r.floor.cpuUsPerReq, 2)} µs/req (user ${fixed(r.floor.userUsPerReq, 2)}, system ${fixed(r.floor.systemUsPerReq, 2)}) ${fixed(r.floor.wrk.reqPerSec, 0)} req/s, efficiency ${fixed(r.floor.cpuUsPerReq / r.rcd.cpuUsPerReq, 3)}\n`,
     );
   }
   return { rounds, bodyBytes };
 }
 
-function summarize(s: Scenario, rounds: readonly CpuRound[], bodyBytes: number, instructions: InstructionFigures | null): ScenarioCost {
-  const eff = rounds.map((r) => r.floor.cpuUsPerReq / r.rcd.cpuUsPerReq);
+function roundEfficiency(r: CpuRound): number {
+  return r.floor.cpuUsPerReq / r.rcd.cpuUsPerReq;
+}
+
+function summarize(s: Scenario, rounds: readonly CpuRound[], bodyBytes: number, instructions: InstructionFigures | null, starts: number): ScenarioCost {
+  const eff = rounds.map(roundEfficiency);
   const target = COST_TARGETS[s.name] ?? null;
   const efficiency = { median: median(eff), min: Math.min(...eff), max: Math.max(...eff) };
+  const byStart: number[] = [];
+  for (let start = 1; start <= starts; start++) {
+    const own = rounds.filter((r) => r.start === start);
+    if (own.length > 0) byStart.push(median(own.map(roundEfficiency)));
+  }
   return {
     scenario: s.name,
     target,
     bodyBytes,
     rounds,
     efficiency,
+    byStart,
     reqPerSecRatio: median(rounds.map((r) => r.rcd.wrk.reqPerSec / r.floor.wrk.reqPerSec)),
     cpuUsPerReq: { rcd: median(rounds.map((r) => r.rcd.cpuUsPerReq)), floor: median(rounds.map((r) => r.floor.cpuUsPerReq)) },
     userUsPerReq: { rcd: median(rounds.map((r) => r.rcd.userUsPerReq)), floor: median(rounds.map((r) => r.floor.userUsPerReq)) },
@@ -264,6 +288,20 @@ function misses(c: InstructionCount): string {
 /** A miss count of the table, or n/a. */
 function missCell(s: Spread | null | undefined): string {
   return s === null || s === undefined ? 'n/a' : Math.round(s.median).toLocaleString('en-US');
+}
+
+/**
+ * Each start's median efficiency (--starts): how far the servers' per-process speed moves the figure.
+ * The spread is the largest start's median over the least one's.
+ */
+function renderByStart(results: readonly ScenarioCost[], starts: number): string {
+  const head = ['scenario', ...Array.from({ length: starts }, (_, i) => `start ${i + 1}`), 'spread'];
+  const rows = results.map((r) => [
+    r.scenario,
+    ...Array.from({ length: starts }, (_, i) => (r.byStart[i] === undefined ? 'n/a' : fixed(r.byStart[i], 3))),
+    r.byStart.length === 0 ? 'n/a' : fixed(Math.max(...r.byStart) / Math.min(...r.byStart), 3),
+  ]);
+  return textTable(head, rows) + '\n';
 }
 
 /** The verdict table: one line per scenario; with the cache simulator, L1 misses per request too. */
@@ -412,31 +450,42 @@ async function main(): Promise<number> {
   try {
     // One delivery loop each, the floor with one loop: like for like on any box.
     const launcher = opts.pinned ? onCpu(SERVER_CPU) : [];
-    const [rcd, floor] = await Promise.all([
-      startServer(sup, { root: repoRoot(), store: `sqlite:${join(dir, 'cost.db')}`, bundle, threads: null, httpThreads: 1, label: 'rcd', nodeArgs: opts.nodeFlags, launcher }),
-      startCeiling(sup, null, 1, true, launcher),
-    ]);
-    process.stdout.write(
-      opts.pinned
-        ? `rcd (pid ${rcd.pid}, CPUs ${cpusAllowed(rcd.pid)}) and the floor (pid ${floor.pid}, CPUs ${cpusAllowed(floor.pid)}) in turn, each alone with its wrk on CPU ${WRK_CPU}: ${opts.rounds} rounds of ${opts.durationSec} s each, ${opts.connections} connections\n`
-        : `rcd (pid ${rcd.pid}) and the floor (pid ${floor.pid}) loaded at once: ${opts.rounds} rounds of ${opts.durationSec} s, ${opts.connections} connections each\n`,
-    );
     const cpu = new Map<string, { rounds: CpuRound[]; bodyBytes: number }>();
-    for (const s of opts.scenarios) {
-      if (sup.stopping) break;
-      cpu.set(s.name, await cpuPart(s, rcd, floor, dir, opts));
+    for (let start = 1; start <= opts.starts && !sup.stopping; start++) {
+      if (opts.starts > 1) process.stdout.write(`start ${start} of ${opts.starts}\n`);
+      const [rcd, floor] = await Promise.all([
+        startServer(sup, { root: repoRoot(), store: `sqlite:${join(dir, `cost-${start}.db`)}`, bundle, threads: null, httpThreads: 1, label: 'rcd', nodeArgs: opts.nodeFlags, launcher }),
+        startCeiling(sup, null, 1, true, launcher),
+      ]);
+      process.stdout.write(
+        opts.pinned
+          ? `rcd (pid ${rcd.pid}, CPUs ${cpusAllowed(rcd.pid)}) and the floor (pid ${floor.pid}, CPUs ${cpusAllowed(floor.pid)}) in turn, each alone with its wrk on CPU ${WRK_CPU}: ${opts.rounds} rounds of ${opts.durationSec} s each, ${opts.connections} connections\n`
+          : `rcd (pid ${rcd.pid}) and the floor (pid ${floor.pid}) loaded at once: ${opts.rounds} rounds of ${opts.durationSec} s, ${opts.connections} connections each\n`,
+      );
+      for (const s of opts.scenarios) {
+        if (sup.stopping) break;
+        const part = await cpuPart(s, rcd, floor, dir, opts, start);
+        const kept = cpu.get(s.name);
+        if (kept === undefined) cpu.set(s.name, part);
+        else kept.rounds.push(...part.rounds);
+      }
+      await Promise.all([sup.stopChild(rcd.child), sup.stopChild(floor.child)]);
     }
-    await Promise.all([sup.stopChild(rcd.child), sup.stopChild(floor.child)]);
     const instructions = opts.callgrind ? await instructionPart(opts, dir, bundle) : new Map<string, InstructionFigures>();
     const results = opts.scenarios.map((s) => {
       const c = cpu.get(s.name)!;
-      return summarize(s, c.rounds, c.bodyBytes, instructions.get(s.name) ?? null);
+      return summarize(s, c.rounds, c.bodyBytes, instructions.get(s.name) ?? null, opts.starts);
     });
     const failed = results.filter((r) => r.verdict === 'FAIL').length;
     const passed = results.filter((r) => r.verdict === 'pass').length;
-    process.stdout.write(`\ncost against the floor (CPU eff = floor CPU/req ÷ rcd CPU/req, median of ${opts.rounds} rounds${opts.pinned ? ' of each alone on one CPU' : ''}; Ir = instructions per request outside V8's compilers and GC and libuv's timer phase, median of the windows; Ir eff = floor Ir/req ÷ rcd Ir/req):\n`);
+    const roundsText = opts.starts > 1 ? `${opts.rounds * opts.starts} rounds (${opts.rounds} in each of ${opts.starts} starts)` : `${opts.rounds} rounds`;
+    process.stdout.write(`\ncost against the floor (CPU eff = floor CPU/req ÷ rcd CPU/req, median of ${roundsText}${opts.pinned ? ' of each alone on one CPU' : ''}; Ir = instructions per request outside V8's compilers and GC and libuv's timer phase, median of the windows; Ir eff = floor Ir/req ÷ rcd Ir/req):\n`);
     process.stdout.write(renderCostTable(results, opts.cacheSim));
     process.stdout.write(`\ncost targets: ${passed} pass, ${failed} FAIL\n`);
+    if (opts.starts > 1) {
+      process.stdout.write(`\nCPU eff by start (the median of each start's rounds; reported, not judged):\n`);
+      process.stdout.write(renderByStart(results, opts.starts));
+    }
     process.stdout.write(`\nCPU per request by kind, µs (medians of the rounds; reported, not judged):\n`);
     process.stdout.write(renderCpuSplit(results));
     if (opts.callgrind) {

@@ -368,6 +368,43 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     expect(output).toMatch(/^plain +0\.90 +[\d.]+ +[\d.]+-[\d.]+ .* (pass|FAIL)$/m);
   }, 150_000);
 
+  it('--starts runs the CPU rounds on fresh servers each time, judges the median of every round and shows each start\'s median', async () => {
+    const out = join(outDir, 'cost-starts.json');
+    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--scenario', 'plain', '--starts', '2', '--out', out], 150_000, 'dist/bench/cost.js');
+    if (!wrkAvailable()) {
+      expect(code).toBe(2);
+      return;
+    }
+    expect(code, output).toBe(0);
+    expect(output).toMatch(/^start 1 of 2$/m);
+    expect(output).toMatch(/^start 2 of 2$/m);
+    // Two processes of each server, not one loaded twice.
+    const pids = [...output.matchAll(/^rcd \(pid (\d+)\) and the floor \(pid (\d+)\)/gm)].map((m) => [m[1], m[2]]);
+    expect(pids, output).toHaveLength(2);
+    expect(pids[0]![0]).not.toBe(pids[1]![0]);
+    expect(pids[0]![1]).not.toBe(pids[1]![1]);
+    const rounds = [...output.matchAll(/^ +plain round 1, start (\d): .* efficiency ([\d.]+)$/gm)];
+    expect(rounds.map((r) => r[1])).toEqual(['1', '2']);
+    expect(output).toContain('median of 2 rounds (1 in each of 2 starts)');
+    const table = output.slice(output.indexOf('CPU eff by start'));
+    const row = /^plain +([\d.]+) +([\d.]+) +([\d.]+)$/m.exec(table);
+    expect(row, table).not.toBeNull();
+    const [first, second, spread] = row!.slice(1, 4).map(Number) as [number, number, number];
+    // One round a start: each start's median is its round.
+    expect(first).toBeCloseTo(Number(rounds[0]![2]), 2);
+    expect(second).toBeCloseTo(Number(rounds[1]![2]), 2);
+    expect(spread).toBeCloseTo(Math.max(first, second) / Math.min(first, second), 2);
+    const json = JSON.parse(readFileSync(out, 'utf8')) as { options: { starts: number }; results: { efficiency: { median: number }; byStart: number[]; rounds: { start: number }[] }[] };
+    expect(json.options.starts).toBe(2);
+    const r = json.results[0]!;
+    expect(r.rounds.map((x) => x.start)).toEqual([1, 2]);
+    expect(r.byStart).toHaveLength(2);
+    // The judged figure is the median of all rounds: of two, their mean.
+    expect(r.efficiency.median).toBeCloseTo((r.byStart[0]! + r.byStart[1]!) / 2, 6);
+    const refused = await runBench(['--no-callgrind', '--starts', '0'], 30_000, 'dist/bench/cost.js');
+    expect(refused.code).toBe(2);
+  }, 180_000);
+
   it('--check exits 1 exactly when a scenario FAILs its target; a scenario answering errors is refused with 2', async () => {
     const { code, output } = await runBench(['--scenario', 'combine-50', '--rounds', '1', '--duration', '1', '--warmup', '0', '--no-callgrind', '--check'], 120_000, 'dist/bench/cost.js');
     if (!wrkAvailable()) {
