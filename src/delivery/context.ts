@@ -70,8 +70,8 @@ export function validateUserContext(root: unknown): UserContext {
 
 // Clients in the field run a handful of app versions: each is matched against the pattern and keyed
 // once (the match array and its strings were ~150 bytes of garbage per request), and a request of
-// that version shares its ComparableVersion. Bounded: past the
-// limit (a client inventing versions) versions are matched per request.
+// that version shares its ComparableVersion. Bounded: past the limit (a client inventing versions)
+// versions are matched per request.
 const VERSION_MEMO_LIMIT = 1024;
 const versionMemo = new Map<string, ComparableVersion>();
 

@@ -60,6 +60,9 @@ export function versionKeyPart(n: number): string {
 /** versionNumber of a version with a part of 1024 or more: compared by its key. */
 export const TOO_WIDE = -2;
 
+/** ComparableVersion.num of no version (NO_VERSION): below every version, outside every range. */
+export const NO_VERSION_NUM = -1;
+
 /**
  * X.Y.Z → a small integer that orders exactly like the version: each part in 10 bits, for versions
  * whose parts are all below 1024 (nearly every app version in the field); TOO_WIDE otherwise, and
@@ -74,8 +77,8 @@ export function versionNumber(major: number, minor: number, patch: number): numb
 
 /**
  * A request's app version in both comparable forms, made once per version text (the front end
- * memoizes it per text): `key` (versionKey; "" for no version) and `num` (versionNumber; -1 for no
- * version, TOO_WIDE when too wide). Two versions that both have a number (>= 0) compare by it, any
+ * memoizes it per text): `key` (versionKey; "" for no version) and `num` (versionNumber;
+ * NO_VERSION_NUM for no version, TOO_WIDE when too wide). Two versions that both have a number (>= 0) compare by it, any
  * other pair by their keys (versionAtMost).
  */
 export interface ComparableVersion {
@@ -84,7 +87,7 @@ export interface ComparableVersion {
 }
 
 /** No version sent: below every version, and outside every appVersion range (program.ts). */
-export const NO_VERSION: ComparableVersion = Object.freeze({ key: NO_VERSION_KEY, num: -1 });
+export const NO_VERSION: ComparableVersion = Object.freeze({ key: NO_VERSION_KEY, num: NO_VERSION_NUM });
 
 /** The comparable forms of a valid X.Y.Z's parts. */
 export function comparableVersionOf(major: number, minor: number, patch: number): ComparableVersion {

@@ -8,7 +8,7 @@
  */
 import { MAX_RULES, NO_CHOICE, PATCH_CHOICE, type CompiledMapping, type CompiledRule } from './compile.js';
 import { EMPTY_COMBINATION, EMPTY_SELECTION, newCombination, type Combination, type Selection } from './combination.js';
-import type { ComparableVersion } from '../../shared/app-version.js';
+import { NO_VERSION_NUM, type ComparableVersion } from '../../shared/app-version.js';
 import { pathEdge, pathKey } from './interning.js';
 import { PatchKind, type CompiledPatch } from '../patch/patch.js';
 import { compileRuleProgram, type RuleProgram } from './program.js';
@@ -74,7 +74,7 @@ function ruleChoice(rule: CompiledRule, p: Record<string, unknown>, version: Com
     if (choice === NO_CHOICE) return NO_CHOICE;
   }
   // By the keys: the interpreter is the reference the program's comparisons of numbers are tested against.
-  if (rule.versions !== null && (version.num === -1 || !versionInRange(rule.versions, version.key))) return NO_CHOICE;
+  if (rule.versions !== null && (version.num === NO_VERSION_NUM || !versionInRange(rule.versions, version.key))) return NO_CHOICE;
   if (rule.predicate !== null && !rule.predicate(p)) return NO_CHOICE;
   return choice;
 }

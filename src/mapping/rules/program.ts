@@ -20,7 +20,7 @@
  */
 import { CodeUnit } from '../codegen.js';
 import { emitCondition } from '../condition/emit.js';
-import type { ComparableVersion } from '../../shared/app-version.js';
+import { NO_VERSION_NUM, type ComparableVersion } from '../../shared/app-version.js';
 import { NO_CHOICE, PATCH_CHOICE, type CompiledRule } from './compile.js';
 import { pathEdge } from './interning.js';
 import { versionRangeSource } from './version-range.js';
@@ -64,8 +64,8 @@ function ruleSource(rule: CompiledRule, index: number, unit: CodeUnit): string {
   let code = `${label}: {\n`;
   if (table !== null) code += `c = ${unit.bind('table', table)}[mod];\nif (c === ${NO_CHOICE}) ${fail}\n`;
   if (rule.versions !== null) {
-    // num -1: no version sent (app-version.ts NO_VERSION), outside every range.
-    code += `if (version.num === -1 || !${versionRangeSource(rule.versions, 'version')}) ${fail}\n`;
+    // No version sent (app-version.ts NO_VERSION): outside every range.
+    code += `if (version.num === ${NO_VERSION_NUM} || !${versionRangeSource(rule.versions, 'version')}) ${fail}\n`;
   }
   if (rule.predicate !== null) code += emitCondition(rule.predicate.root, unit, fail);
   // pathEdge(index, choice): a constant for a patch rule; linear in the choice read from the table.
