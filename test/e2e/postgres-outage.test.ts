@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, errorCode, healthOf, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
+import { until } from '../helpers/until.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
 const ITEMS = 20;
@@ -31,14 +32,6 @@ async function admin(srv: ServerProcess, method: string, path: string, body?: st
   const res = await fetch(`${srv.adminUrl}/admin/v1/${path}`, { method, headers: AUTH, body, signal: AbortSignal.timeout(10_000) });
   const json = (await res.json()) as { error?: { code?: string } };
   return { status: res.status, code: json.error?.code, ms: Date.now() - t };
-}
-
-async function until(what: string, cond: () => Promise<boolean>, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** Requests in a loop over every item until stopped; counts answers that are not 200 with the right body. */

@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { BIN, call, errorCode, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 import { freePort } from '../helpers/free-port.js';
+import { until } from '../helpers/until.js';
 
 const KEY = 'key-ready-1';
 const KEY_LATE = 'key-ready-late';
@@ -30,14 +31,6 @@ afterAll(async () => {
 async function ready(base: string): Promise<{ status: number; code: string | undefined }> {
   const r = await call(base, '/readyz', { method: 'GET', key: null, contentType: null });
   return { status: r.status, code: errorCode(r) };
-}
-
-async function until(what: string, cond: () => Promise<boolean>, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** Sends `text` on a raw connection and resolves with everything read until `done` matches. */

@@ -8,6 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN, call, startServer, type ServerProcess } from '../helpers/server-process.js';
+import { until } from '../helpers/until.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
 let srv: ServerProcess;
@@ -45,14 +46,6 @@ async function served(id: string): Promise<unknown> {
   return (await call(srv.url, `/api/v1/config/${id}`, { key })).json;
 }
 
-async function until(cond: () => Promise<boolean>, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 beforeAll(async () => {
   srv = await startServer({ admin: true });
   await fetch(`${srv.adminUrl}/admin/v1/environments/live`, { method: 'PUT', headers: AUTH });
@@ -76,7 +69,7 @@ describe('rcd schedule', () => {
     expect(table.stdout).toContain(made.id);
     expect(table.stdout).toContain('Halloween on');
     expect(await served('Shop')).toEqual({ theme: 'default' });
-    await until(async () => ((await served('Shop')) as { theme: string }).theme === 'halloween', 15_000);
+    await until('the scheduled theme served', async () => ((await served('Shop')) as { theme: string }).theme === 'halloween', 15_000);
     expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(made.at));
     const all = await json<{ schedules: { id: string; status: string }[] }>(['schedule', 'ls']);
     expect(all.schedules.find((s) => s.id === made.id)?.status).toBe('applied');

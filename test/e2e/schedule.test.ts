@@ -9,6 +9,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { until } from '../helpers/until.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
 const running: ServerProcess[] = [];
@@ -36,14 +37,6 @@ async function ok<T = unknown>(srv: ServerProcess, method: string, path: string,
   const r = await adm<T>(srv, method, path, body);
   if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.json)}`);
   return r.json;
-}
-
-async function until(what: string, cond: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 function isoIn(ms: number): string {

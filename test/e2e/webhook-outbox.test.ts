@@ -16,6 +16,7 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase } from '../helpers/postgres.js';
 import { BIN, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { until } from '../helpers/until.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
 const SECRET = 'whsec_' + Buffer.from('outbox-test-key-bytes-0123456789').toString('base64');
@@ -66,14 +67,6 @@ async function admin(srv: ServerProcess, method: string, path: string, body?: un
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   return { status: res.status, json: (await res.json()) as Record<string, unknown> };
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`not in time: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 function cli(srv: ServerProcess, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -155,7 +148,7 @@ describe.each(BACKENDS)('webhook outbox ($name)', (backend) => {
     receiver.hold = true;
     const put = await admin(srv, 'PUT', 'environments/live/content/Store', '{"price": 5}');
     expect(put.status).toBe(200);
-    await until('the first attempt reaches the receiver', () => receiver.hits.length === 1);
+    await until('the first attempt reaches the receiver', () => receiver.hits.length === 1, 30_000);
     // The receiver has not answered: the delivery is in the store's outbox, committed with the change.
     const pending = await ctx.outboxRows();
     expect(pending).toEqual([{ id: receiver.hits[0]!.headers['webhook-id'], dead_at: null }]);
@@ -168,14 +161,14 @@ describe.each(BACKENDS)('webhook outbox ($name)', (backend) => {
     receiver.hold = false;
     const before = receiver.hits.length;
     srv = await startServer({ admin: true, dir, store: ctx.store, args });
-    await until('the delivery after the restart', () => receiver.hits.length > before);
+    await until('the delivery after the restart', () => receiver.hits.length > before, 30_000);
     const hit = receiver.hits[receiver.hits.length - 1]!;
     // The maintained Standard Webhooks verifier: signature, and a timestamp within its tolerance.
     expect(new Webhook(SECRET).verify(hit.body, hit.headers)).toMatchObject({ event: 'content.updated', env: 'live', id: 'Store', hash: put.json.hash });
     // One delivery, one id across the process boundary: the receiver can drop the repeat.
     expect(hit.headers['webhook-id']).toBe(receiver.hits[0]!.headers['webhook-id']);
     expect(hit.body).toBe(receiver.hits[0]!.body);
-    await until('the outbox empties', async () => (await ctx.outboxRows()).length === 0);
+    await until('the outbox empties', async () => (await ctx.outboxRows()).length === 0, 30_000);
     const dead = await admin(srv, 'GET', 'webhooks/dead-letters');
     expect(dead.json).toEqual({ pending: 0, dead: 0, deadLetters: [] });
   }, 90_000);
@@ -189,7 +182,7 @@ describe.each(BACKENDS)('webhook outbox ($name)', (backend) => {
     const before = receiver.hits.length;
     const put = await admin(srv, 'PUT', 'environments/live/content/Store', '{"price": 7}');
     expect(put.status).toBe(200);
-    await until('the attempt reaches the receiver', () => receiver.hits.length === before + 1);
+    await until('the attempt reaches the receiver', () => receiver.hits.length === before + 1, 30_000);
     const first = receiver.hits[before]!;
     srv.child.kill('SIGKILL');
     await srv.stop();
@@ -202,7 +195,7 @@ describe.each(BACKENDS)('webhook outbox ($name)', (backend) => {
     const hit = receiver.hits[receiver.hits.length - 1]!;
     expect(hit.headers['webhook-id']).toBe(first.headers['webhook-id']);
     expect(new Webhook(SECRET).verify(hit.body, hit.headers)).toMatchObject({ id: 'Store', hash: put.json.hash });
-    await until('the outbox empties', async () => (await ctx.outboxRows()).length === 0);
+    await until('the outbox empties', async () => (await ctx.outboxRows()).length === 0, 30_000);
   }, 90_000);
 
   it('a receiver that keeps failing ends in the dead-letter list the CLI shows, after exactly --webhook-attempts attempts', async () => {
@@ -219,7 +212,7 @@ describe.each(BACKENDS)('webhook outbox ($name)', (backend) => {
       expect(r.code).toBe(0);
       listed = JSON.parse(r.stdout) as NonNullable<typeof listed>;
       return listed.dead === 1;
-    });
+    }, 30_000);
     const letters = listed!;
     expect(letters.pending).toBe(0);
     const ours = receiver.hits.slice(before);
