@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { RcdError } from '../../runtime/errors.js';
-import { connect, isSessionTerminated, isUnreachable, pgFailure, type Sql } from '../../store/postgres/connection.js';
+import { OnLost, connect, pgFailure, runOnPool, type Sql } from '../../store/postgres/connection.js';
 import { openSealed, sealSecret } from './sealed.js';
 import {
   newTokenRow,
@@ -34,12 +34,6 @@ interface WebhookRow {
 /** The admin state's own small pool: audit writes never wait behind routing reads. */
 const ADMIN_POOL_SIZE = 2;
 
-/** Whether a statement whose connection was lost is run once more (PostgresAdminState.call). */
-const enum Again {
-  Never = 0,
-  WhenLost = 1,
-}
-
 export class PostgresAdminState implements AdminStateStore {
   private readonly sql: Sql;
   private readonly sealKey: Buffer;
@@ -53,24 +47,16 @@ export class PostgresAdminState implements AdminStateStore {
   }
 
   /**
-   * Runs a statement, sorting its failure (connection.ts). A pooled connection that was idle while the
-   * database restarted (or whose session the server ended) fails its next statement: with the
-   * shutdown's error (57P01), or as a lost connection (write CONNECTION_CLOSED, read ECONNRESET). A
-   * 57P01 statement is run again on another connection, writes included (the server rolled the
-   * session's transaction back). A lost connection is tried once more when `again` says the
-   * statement may run twice: reads, and audit entries (were the connection lost after the server
-   * committed one, it would be listed twice; not retried, it is lost, and a scheduled change's entry
-   * cannot be written again).
+   * Runs a statement (connection.ts runOnPool: again on a connection a restart ended), sorting its
+   * failure. A lost connection is tried once more for reads and for audit entries: were it lost
+   * after the server committed an entry, the entry would be listed twice; not retried, it is lost,
+   * and a scheduled change's entry is never written again. Webhook and token writes are not retried.
    */
-  private async call<T>(fn: () => Promise<T>, again: Again): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (isSessionTerminated(err) && attempt < ADMIN_POOL_SIZE) continue;
-        if (again === Again.WhenLost && isUnreachable(err) && attempt === 0) continue;
-        throw pgFailure(err);
-      }
+  private async call<T>(fn: () => Promise<T>, onLost: OnLost): Promise<T> {
+    try {
+      return await runOnPool(fn, ADMIN_POOL_SIZE, onLost);
+    } catch (err) {
+      throw pgFailure(err);
     }
   }
 
@@ -93,7 +79,7 @@ export class PostgresAdminState implements AdminStateStore {
         target: entry.target,
         detail: JSON.parse(detail) as unknown,
       };
-    }, Again.WhenLost);
+    }, OnLost.RetryOnce);
   }
 
   async appendAudits(entries: readonly NewAuditEntry[]): Promise<void> {
@@ -113,7 +99,7 @@ export class PostgresAdminState implements AdminStateStore {
           entries.map((e) => JSON.stringify(e.detail ?? null)),
         ] as never[],
       ),
-      Again.WhenLost,
+      OnLost.RetryOnce,
     );
   }
 
@@ -124,7 +110,7 @@ export class PostgresAdminState implements AdminStateStore {
           ? await this.sql.unsafe<AuditRow[]>('SELECT * FROM admin_audit ORDER BY id DESC LIMIT $1', [limit])
           : await this.sql.unsafe<AuditRow[]>('SELECT * FROM admin_audit WHERE id < $1 ORDER BY id DESC LIMIT $2', [before, limit]);
       return rows.map(auditFromRow);
-    }, Again.WhenLost);
+    }, OnLost.RetryOnce);
   }
 
   addWebhook(url: string, events: readonly WebhookEvent[], secret: string): Promise<WebhookRegistration> {
@@ -139,7 +125,7 @@ export class PostgresAdminState implements AdminStateStore {
         createdAt,
       ]);
       return { id, url, events: [...events], createdAt, secret };
-    }, Again.Never);
+    }, OnLost.Throw);
   }
 
   private rows(): Promise<WebhookRow[]> {
@@ -161,18 +147,18 @@ export class PostgresAdminState implements AdminStateStore {
         out.push({ ...webhookInfoFromRow(row), secret });
       }
       return out;
-    }, Again.WhenLost);
+    }, OnLost.RetryOnce);
   }
 
   listWebhookInfo(): Promise<WebhookInfo[]> {
-    return this.call(async () => (await this.rows()).map(webhookInfoFromRow), Again.WhenLost);
+    return this.call(async () => (await this.rows()).map(webhookInfoFromRow), OnLost.RetryOnce);
   }
 
   deleteWebhook(id: string): Promise<void> {
     return this.call(async () => {
       const result = await this.sql.unsafe('DELETE FROM admin_webhooks WHERE id = $1', [id]);
       if (result.count === 0) throw new RcdError('not_found', `no webhook with id "${id}"`);
-    }, Again.Never);
+    }, OnLost.Throw);
   }
 
   async createToken(token: NewAdminToken): Promise<AdminTokenInfo> {
@@ -193,7 +179,7 @@ export class PostgresAdminState implements AdminStateStore {
   listTokens(): Promise<AdminTokenInfo[]> {
     return this.call(async () =>
       (await this.sql.unsafe<TokenRow[]>('SELECT * FROM admin_tokens ORDER BY created_at COLLATE "C", id COLLATE "C"')).map(tokenFromRow),
-      Again.WhenLost,
+      OnLost.RetryOnce,
     );
   }
 
@@ -207,14 +193,14 @@ export class PostgresAdminState implements AdminStateStore {
       const row = rows[0];
       if (row === undefined) throw new RcdError('not_found', `no live admin token named "${name}"`);
       return tokenFromRow(row);
-    }, Again.Never);
+    }, OnLost.Throw);
   }
 
   findToken(digest: string): Promise<AdminTokenInfo | undefined> {
     return this.call(async () => {
       const rows = await this.sql.unsafe<TokenRow[]>('SELECT * FROM admin_tokens WHERE digest = $1 AND revoked_at IS NULL', [digest], { prepare: true });
       return rows[0] === undefined ? undefined : tokenFromRow(rows[0]);
-    }, Again.WhenLost);
+    }, OnLost.RetryOnce);
   }
 
   async close(): Promise<void> {

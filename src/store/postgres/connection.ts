@@ -104,6 +104,34 @@ export function isSessionTerminated(err: unknown): boolean {
   return (err as { code?: unknown } | null)?.code === '57P01';
 }
 
+/** What runOnPool does when a statement's connection was lost (not when the server ended its session). */
+export const enum OnLost {
+  /** The statement may have run (a write: a connection lost during COMMIT may have committed). */
+  Throw = 0,
+  /** The statement may run twice (a read): once more. During a partition each try may wait for the connect timeout. */
+  RetryOnce = 1,
+}
+
+/**
+ * Runs a statement (or transaction) on a pool of `poolSize` connections, again where its failure says
+ * nothing about the statement. A pooled connection that was idle while the database restarted, or
+ * whose session the server ended, hands the shutdown's error (57P01) to its next statement: the
+ * server rolled that session's transaction back, so the statement runs again on the next connection,
+ * writes included, up to once per connection. A lost connection is tried once more as `onLost` says.
+ * Throws the last failure as the driver gave it (pgFailure sorts it).
+ */
+export async function runOnPool<T>(fn: () => Promise<T>, poolSize: number, onLost: OnLost): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (isSessionTerminated(err) && attempt < poolSize) continue;
+      if (onLost === OnLost.RetryOnce && isUnreachable(err) && attempt === 0) continue;
+      throw err;
+    }
+  }
+}
+
 /** lock_not_available: the write lock was held elsewhere past lock_timeout. */
 const LOCK_TIMEOUT = '55P03';
 

@@ -54,7 +54,7 @@ import type {
   Store,
   SyncReport,
 } from '../types.js';
-import { describePgError, isSessionTerminated, isUnreachable, pgFailure, type Sql, type Tx } from './connection.js';
+import { OnLost, describePgError, isUnreachable, pgFailure, runOnPool, type Sql, type Tx } from './connection.js';
 import { contentDetail } from '../rows.js';
 import { PgRows } from './rows.js';
 import * as routing from './routing.js';
@@ -90,27 +90,18 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Runs a call against the database, sorting its failure (connection.ts) and tracking
-   * reachability. A pooled connection that was idle while the database restarted holds the
-   * shutdown's error (57P01, admin_shutdown) and hands it to its next query; that call is run again
-   * on another connection. A read is retried once on any lost connection; a write only on 57P01: the
-   * server sends it when it terminates a session, which rolls back the open transaction, so
-   * nothing of the first attempt was committed (a connection lost during COMMIT may have
-   * committed, and is not retried).
+   * Runs a call against the database (connection.ts runOnPool: again on a connection a restart
+   * ended; a read once more on a lost connection, a write not), sorting its failure and tracking
+   * reachability.
    */
-  private async call<T>(fn: () => Promise<T>, idempotent = true): Promise<T> {
+  private async call<T>(fn: () => Promise<T>, onLost = OnLost.RetryOnce): Promise<T> {
     if (this.closed) throw new RcdError('internal', 'the store is closed');
     if (this.unreachable !== null) throw new RcdError('store_unavailable', `the store is unreachable (${this.unreachable}); retrying in the background`);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await fn();
-      } catch (err) {
-        if (isSessionTerminated(err) && attempt < this.poolSize) continue;
-        // Once more only: during a partition each attempt may wait for the connect timeout.
-        if (idempotent && isUnreachable(err) && attempt === 0) continue;
-        if (isUnreachable(err)) this.markUnreachable(describePgError(err));
-        throw pgFailure(err);
-      }
+    try {
+      return await runOnPool(fn, this.poolSize, onLost);
+    } catch (err) {
+      if (isUnreachable(err)) this.markUnreachable(describePgError(err));
+      throw pgFailure(err);
     }
   }
 
@@ -129,7 +120,7 @@ export class PostgresStore implements Store {
           }
           return result;
         }) as Promise<T>,
-      false,
+      OnLost.Throw,
     );
   }
 
@@ -144,7 +135,7 @@ export class PostgresStore implements Store {
   }
 
   leaseStep<T>(step: () => Step<T>): Promise<T> {
-    return this.call(() => this.sql.begin((tx) => runRowsAsync(new PgRows(tx), step())) as Promise<T>, false);
+    return this.call(() => this.sql.begin((tx) => runRowsAsync(new PgRows(tx), step())) as Promise<T>, OnLost.Throw);
   }
 
   readStep<T>(step: () => Step<T>): Promise<T> {
@@ -172,14 +163,7 @@ export class PostgresStore implements Store {
       // Each pooled connection that was idle across a restart hands its shutdown error (57P01) to
       // its next query, this probe included: those say nothing about the database now, so the
       // probe tries the next connection at once instead of backing off once per dead connection.
-      for (let attempt = 0; ; attempt++) {
-        try {
-          await this.sql.unsafe('SELECT 1');
-          break;
-        } catch (err) {
-          if (!isSessionTerminated(err) || attempt >= this.poolSize) throw err;
-        }
-      }
+      await runOnPool(() => this.sql.unsafe('SELECT 1'), this.poolSize, OnLost.Throw);
     } catch (err) {
       this.unreachable = describePgError(err);
       this.probeDelayMs = Math.min(this.probeDelayMs * 2, PROBE_MAX_MS);
@@ -453,15 +437,15 @@ export class PostgresStore implements Store {
   }
 
   claimOutbox(nowMs: number, leaseUntilMs: number, limit: number): Promise<OutboxEntry[]> {
-    return this.call(() => outboxRows.claimOutbox(this.sql, nowMs, leaseUntilMs, limit), false);
+    return this.call(() => outboxRows.claimOutbox(this.sql, nowMs, leaseUntilMs, limit), OnLost.Throw);
   }
 
   settleOutbox(id: string, outcome: OutboxOutcome): Promise<void> {
-    return this.call(() => outboxRows.settleOutbox(this.sql, id, outcome, Date.now()), false);
+    return this.call(() => outboxRows.settleOutbox(this.sql, id, outcome, Date.now()), OnLost.Throw);
   }
 
   releaseOutbox(ids: readonly string[], atMs: number): Promise<void> {
-    return this.call(() => outboxRows.releaseOutbox(this.sql, ids, atMs), false);
+    return this.call(() => outboxRows.releaseOutbox(this.sql, ids, atMs), OnLost.Throw);
   }
 
   listDeadLetters(limit: number): Promise<OutboxEntry[]> {
