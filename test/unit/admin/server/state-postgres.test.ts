@@ -74,19 +74,25 @@ describe('admin state on PostgreSQL', () => {
     expect(lines.some((l) => l.includes(hook.id))).toBe(true);
   });
 
-  it('writes an audit entry on a connection whose session the server ended while it was idle (57P01), without losing it', async () => {
+  it('writes an audit entry on a connection whose session the server ended while it was idle (57P01 or lost), without losing it', async () => {
     const state = open(tempDir());
-    await state.appendAudits([{ actor: 'cli', tokenId: 'abcd1234', action: 'content.put', env: 'dev', target: 'before', detail: null }]);
-    // As a database restart does to every idle session: the server ends the admin state's session.
     const raw = postgres(url, { max: 1, onnotice: () => undefined });
+    const written: string[] = [];
     try {
-      const ended = await raw.unsafe<{ ended: boolean }[]>('SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
-      expect(ended.length).toBeGreaterThan(0);
-      expect(ended.every((r) => r.ended)).toBe(true);
+      // Whether the idle connection hands on the server's 57P01 or is found lost depends on when the
+      // driver reads its end: several rounds meet both.
+      for (let i = 0; i < 6; i++) {
+        await state.appendAudits([{ actor: 'cli', tokenId: 'abcd1234', action: 'content.put', env: 'dev', target: `t${i}`, detail: null }]);
+        written.unshift(`t${i}`);
+        // As a database restart does to every idle session: the server ends the admin state's session.
+        const ended = await raw.unsafe<{ ended: boolean }[]>('SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+        expect(ended.length).toBeGreaterThan(0);
+        expect(ended.every((r) => r.ended)).toBe(true);
+      }
     } finally {
       await raw.end();
     }
     await state.appendAudits([{ actor: 'scheduler', tokenId: 'scheduler', action: 'content.put', env: 'dev', target: 'after', detail: null }]);
-    expect((await state.listAudit(10)).map((e) => e.target)).toEqual(['after', 'before']);
+    expect((await state.listAudit(10)).map((e) => e.target)).toEqual(['after', ...written]);
   });
 });
