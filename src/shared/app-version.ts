@@ -78,8 +78,8 @@ export function versionNumber(major: number, minor: number, patch: number): numb
 /**
  * A request's app version in both comparable forms, made once per version text (the front end
  * memoizes it per text): `key` (versionKey; "" for no version) and `num` (versionNumber;
- * NO_VERSION_NUM for no version, TOO_WIDE when too wide). Two versions that both have a number (>= 0) compare by it, any
- * other pair by their keys (versionAtMost).
+ * NO_VERSION_NUM for no version, TOO_WIDE when too wide). Two versions that both have a number
+ * (>= 0) compare by it, any other pair by their keys (versionAtMost).
  */
 export interface ComparableVersion {
   readonly key: string;
