@@ -19,6 +19,8 @@ export interface FunctionCost {
   i1mr: number;
   d1mr: number;
   d1mw: number;
+  /** Second-level misses, code and data (ILmr + DLmr + DLmw). */
+  l2: number;
 }
 
 /** Code objects of a perf map, sorted by start address. */
@@ -64,7 +66,7 @@ export const UNNAMED_JIT = 'JavaScript (not in the perf map)';
 
 /**
  * Per-function events of a dump written with `--dump-instr=yes`, in the order of its `events:` line
- * (Ir, and with the cache simulator I1mr, D1mr and D1mw among them). JIT code (object `???`) is named
+ * (Ir, and with the cache simulator I1mr, D1mr, D1mw, ILmr, DLmr and DLmw among them). JIT code (object `???`) is named
  * `JS <name from the perf map>`.
  */
 export function functionCosts(dump: string, map: PerfMap | null): Map<string, FunctionCost> {
@@ -76,7 +78,7 @@ export function functionCosts(dump: string, map: PerfMap | null): Map<string, Fu
     if (m[2] !== undefined) names[kind].set(m[1]!, m[2]);
     return names[kind].get(m[1]!) ?? '?';
   };
-  let columns: Record<keyof FunctionCost, number> = { ir: -1, i1mr: -1, d1mr: -1, d1mw: -1 };
+  let columns: Record<'ir' | 'i1mr' | 'd1mr' | 'd1mw' | 'ilmr' | 'dlmr' | 'dlmw', number> = { ir: -1, i1mr: -1, d1mr: -1, d1mw: -1, ilmr: -1, dlmr: -1, dlmw: -1 };
   let positions = 1;
   let ob = '';
   let fn = '';
@@ -100,12 +102,16 @@ export function functionCosts(dump: string, map: PerfMap | null): Map<string, Fu
       const name = jit ? `JS ${(map === null ? null : perfName(map, address)) ?? UNNAMED_JIT}` : fn;
       let cost = out.get(name);
       if (cost === undefined) {
-        cost = { ir: 0, i1mr: 0, d1mr: 0, d1mw: 0 };
+        cost = { ir: 0, i1mr: 0, d1mr: 0, d1mw: 0, l2: 0 };
         out.set(name, cost);
       }
       for (const key of ['ir', 'i1mr', 'd1mr', 'd1mw'] as const) {
         const col = columns[key];
         if (col >= 0) cost[key] += Number(parts[positions + col] ?? 0);
+      }
+      for (const key of ['ilmr', 'dlmr', 'dlmw'] as const) {
+        const col = columns[key];
+        if (col >= 0) cost.l2 += Number(parts[positions + col] ?? 0);
       }
       continue;
     }
@@ -117,7 +123,15 @@ export function functionCosts(dump: string, map: PerfMap | null): Map<string, Fu
     else if (line.startsWith('positions:')) positions = line.slice(10).trim().split(/\s+/).length;
     else if (line.startsWith('events:')) {
       const events = line.slice(7).trim().split(/\s+/);
-      columns = { ir: events.indexOf('Ir'), i1mr: events.indexOf('I1mr'), d1mr: events.indexOf('D1mr'), d1mw: events.indexOf('D1mw') };
+      columns = {
+        ir: events.indexOf('Ir'),
+        i1mr: events.indexOf('I1mr'),
+        d1mr: events.indexOf('D1mr'),
+        d1mw: events.indexOf('D1mw'),
+        ilmr: events.indexOf('ILmr'),
+        dlmr: events.indexOf('DLmr'),
+        dlmw: events.indexOf('DLmw'),
+      };
     }
   }
   return out;
@@ -128,11 +142,11 @@ export function renderFunctionTable(costs: Map<string, FunctionCost>, requests: 
   const rows = [...costs.entries()];
   const misses = rows.some(([, c]) => c.d1mr + c.d1mw + c.i1mr > 0);
   rows.sort((a, b) => (misses ? b[1].d1mr + b[1].d1mw - (a[1].d1mr + a[1].d1mw) : b[1].ir - a[1].ir));
-  const total: FunctionCost = { ir: 0, i1mr: 0, d1mr: 0, d1mw: 0 };
-  for (const [, c] of rows) for (const key of ['ir', 'i1mr', 'd1mr', 'd1mw'] as const) total[key] += c[key];
+  const total: FunctionCost = { ir: 0, i1mr: 0, d1mr: 0, d1mw: 0, l2: 0 };
+  for (const [, c] of rows) for (const key of ['ir', 'i1mr', 'd1mr', 'd1mw', 'l2'] as const) total[key] += c[key];
   const fmt = (n: number): string => (n / requests).toFixed(n / requests >= 100 ? 0 : 1);
-  const head = misses ? ['Ir', 'I1 miss', 'D1 read miss', 'D1 write miss', 'function'] : ['Ir', 'function'];
-  const cells = (name: string, c: FunctionCost): string[] => (misses ? [fmt(c.ir), fmt(c.i1mr), fmt(c.d1mr), fmt(c.d1mw), name] : [fmt(c.ir), name]);
+  const head = misses ? ['Ir', 'I1 miss', 'D1 read miss', 'D1 write miss', 'L2 miss', 'function'] : ['Ir', 'function'];
+  const cells = (name: string, c: FunctionCost): string[] => (misses ? [fmt(c.ir), fmt(c.i1mr), fmt(c.d1mr), fmt(c.d1mw), fmt(c.l2), name] : [fmt(c.ir), name]);
   const body = [cells('(every function)', total), ...rows.slice(0, top).map(([name, c]) => cells(name.length > 120 ? name.slice(0, 117) + '...' : name, c))];
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
   const line = (r: readonly string[]): string => r.map((c, i) => (i === r.length - 1 ? c : c.padStart(widths[i]!))).join('  ');

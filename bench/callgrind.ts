@@ -27,18 +27,47 @@ export function callgrindAvailable(): boolean {
   return true;
 }
 
+/** A cache level as callgrind's simulator takes it: bytes, ways, line bytes. */
+export interface CacheGeometry {
+  readonly bytes: number;
+  readonly ways: number;
+  readonly lineBytes: number;
+}
+
+/**
+ * This machine's second-level cache (getconf), or null where it does not say. callgrind simulates two
+ * levels and takes the machine's last level (here a VM's 512 MiB L3, which nothing a server touches
+ * leaves) as its second: given the L2 instead, its second-level misses are the lines fetched from
+ * beyond L2, which cost several times an L1 miss. An answer kept per rule combination made L1 misses
+ * fewer (combine 1,079 -> 902 data) and these more (147 -> 182 a request) and was slower in CPU time.
+ */
+export function machineL2(): CacheGeometry | null {
+  const read = (name: string): number => {
+    const r = spawnSync('getconf', [name], { encoding: 'utf8' });
+    return r.error === undefined && r.status === 0 ? Number(r.stdout.trim()) : NaN;
+  };
+  const bytes = read('LEVEL2_CACHE_SIZE');
+  const ways = read('LEVEL2_CACHE_ASSOC');
+  const lineBytes = read('LEVEL2_CACHE_LINESIZE');
+  // callgrind needs a power-of-two set count: bytes / (ways * line).
+  const sets = bytes / (ways * lineBytes);
+  if (!(bytes > 0 && ways > 0 && lineBytes > 0 && Number.isInteger(sets) && (sets & (sets - 1)) === 0)) return null;
+  return { bytes, ways, lineBytes };
+}
+
 /**
  * The launcher (processes.ts) that runs node under callgrind, its dumps in `dir`, counting nothing
- * until switched on; with `cacheSim`, callgrind's cache simulator too (I1 and D1 misses: slower);
- * with `perInstruction`, costs dumped per instruction (what callgrind-functions.ts needs to name
- * compiled JavaScript; larger dumps).
+ * until switched on; with `cacheSim`, callgrind's cache simulator too (L1 misses, and misses of
+ * `l2` when given, else of callgrind's default last level: slower); with `perInstruction`, costs
+ * dumped per instruction (what callgrind-functions.ts needs to name compiled JavaScript; larger dumps).
  */
-export function callgrindLauncher(dir: string, label: string, cacheSim = false, perInstruction = false): string[] {
+export function callgrindLauncher(dir: string, label: string, cacheSim = false, perInstruction = false, l2: CacheGeometry | null = null): string[] {
   return [
     'valgrind',
     '--tool=callgrind',
     '--instr-atstart=no',
     ...(cacheSim ? ['--cache-sim=yes'] : []),
+    ...(cacheSim && l2 !== null ? [`--LL=${l2.bytes},${l2.ways},${l2.lineBytes}`] : []),
     // Without line numbers: the tables need addresses only, and callgrind_annotate (3.19) stopped on
     // a per-instruction dump at a cost line whose line number was relative and negative ("too many
     // event counts": its running line fell below zero), in a wrapped,mapped --by-function run.
@@ -108,48 +137,71 @@ interface DumpFigures {
   readonly requestPath: number;
 }
 
-/** The events a dump is read for: instructions, and with the cache simulator L1 misses of code and of data (reads, writes). */
-type CountedEvent = 'Ir' | 'I1mr' | 'D1mr' | 'D1mw';
+/**
+ * The events a dump is read for: instructions, and with the cache simulator the misses of code (I1)
+ * and of data (D1, reads and writes) at the first level and at the second (IL, DL).
+ */
+const CACHE_EVENTS = ['I1mr', 'D1mr', 'D1mw', 'ILmr', 'DLmr', 'DLmw'] as const;
+type CountedEvent = 'Ir' | (typeof CACHE_EVENTS)[number];
 
-function annotate(file: string, inclusive: boolean, event: CountedEvent): string {
-  const args = ['--threshold=100', `--show=${event}`, ...(inclusive ? ['--inclusive=yes'] : []), file];
+function annotate(file: string, inclusive: boolean, events: readonly CountedEvent[]): string {
+  const args = ['--threshold=100', `--show=${events.join(',')}`, ...(inclusive ? ['--inclusive=yes'] : []), file];
   const r = spawnSync('callgrind_annotate', args, { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
   if (r.error !== undefined || r.status !== 0) throw new Error(`callgrind_annotate ${file} failed: ${r.error?.message ?? r.stderr.trim()}`);
   return r.stdout;
 }
 
-/** Per-function lines of callgrind_annotate: instructions and the function's name. */
-function* functionLines(text: string): Generator<[number, string]> {
-  for (const line of text.split('\n')) {
-    const m = /^\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)$/.exec(line);
-    if (m !== null) yield [Number(m[1]!.replaceAll(',', '')), m[2]!];
+/** One count column of callgrind_annotate: a number with its percentage, or "." for none. */
+const COUNT_COLUMN = String.raw`(?:([\d,]+) \(\s*[\d.]+%\)|\.)\s+`;
+
+/** Per-function lines of callgrind_annotate showing `columns` events: their counts (in order) and the function's name. */
+function* functionLines(text: string, columns: number): Generator<[number[], string]> {
+  const line = new RegExp(`^\\s*${COUNT_COLUMN.repeat(columns)}(.*)$`);
+  for (const l of text.split('\n')) {
+    const m = line.exec(l);
+    if (m === null) continue;
+    const counts: number[] = [];
+    for (let i = 1; i <= columns; i++) {
+      const n = m[i];
+      counts.push(n === undefined ? 0 : Number(n.replaceAll(',', '')));
+    }
+    yield [counts, m[columns + 1]!];
   }
 }
 
-/** One event's total in a dump, that of V8's compilers and garbage collector, and the timer phase's. */
-function readDump(file: string, event: CountedEvent): DumpFigures {
-  let total = -1;
-  let housekeeping = 0;
-  for (const [n, name] of functionLines(annotate(file, false, event))) {
-    if (name.startsWith('PROGRAM TOTALS')) total = n;
-    else if (V8_HOUSEKEEPING.test(name)) housekeeping += n;
+/**
+ * Each event's total in a dump, that of V8's compilers and garbage collector, and the timer phase's
+ * (two callgrind_annotate runs for all of them: exclusive and inclusive).
+ */
+function readDump(file: string, events: readonly CountedEvent[]): DumpFigures[] {
+  const total = events.map(() => -1);
+  const housekeeping = events.map(() => 0);
+  for (const [counts, name] of functionLines(annotate(file, false, events), events.length)) {
+    if (name.startsWith('PROGRAM TOTALS')) counts.forEach((n, i) => (total[i] = n));
+    else if (V8_HOUSEKEEPING.test(name)) counts.forEach((n, i) => (housekeeping[i]! += n));
   }
-  if (total < 0) throw new Error(`callgrind_annotate ${file}: no program totals`);
-  let timers = 0;
-  let requestPath = 0;
-  for (const [n, name] of functionLines(annotate(file, true, event))) {
-    if (TIMER_PHASE.test(name)) timers = Math.max(timers, n);
-    else if (REQUEST_PATH.test(name)) requestPath = Math.max(requestPath, n);
+  if (total[0]! < 0) throw new Error(`callgrind_annotate ${file}: no program totals`);
+  const timers = events.map(() => 0);
+  const requestPath = events.map(() => 0);
+  for (const [counts, name] of functionLines(annotate(file, true, events), events.length)) {
+    if (TIMER_PHASE.test(name)) counts.forEach((n, i) => (timers[i] = Math.max(timers[i]!, n)));
+    else if (REQUEST_PATH.test(name)) counts.forEach((n, i) => (requestPath[i] = Math.max(requestPath[i]!, n)));
   }
-  return { total, housekeeping, timers, requestPath };
+  return events.map((_, i) => ({ total: total[i]!, housekeeping: housekeeping[i]!, timers: timers[i]!, requestPath: requestPath[i]! }));
 }
 
-/** What one counted pass read: instructions, and the L1 misses when the cache simulator ran. */
+/** The misses of one cache level in a pass: code, data read, data written. */
+interface LevelMisses {
+  readonly code: DumpFigures;
+  readonly read: DumpFigures;
+  readonly write: DumpFigures;
+}
+
+/** What one counted pass read: instructions, and the misses of both levels when the cache simulator ran. */
 interface PassFigures {
   readonly ir: DumpFigures;
-  readonly i1: DumpFigures | null;
-  readonly d1r: DumpFigures | null;
-  readonly d1w: DumpFigures | null;
+  readonly l1: LevelMisses | null;
+  readonly l2: LevelMisses | null;
 }
 
 /** An event's count outside V8's compilers and garbage collector and the timer phase. */
@@ -188,8 +240,9 @@ export class CallgrindProcess {
 
   /** A dump's figures (callgrind_annotate: seconds a dump with the cache simulator). */
   read(file: string): PassFigures {
-    if (!this.cacheSim) return { ir: readDump(file, 'Ir'), i1: null, d1r: null, d1w: null };
-    return { ir: readDump(file, 'Ir'), i1: readDump(file, 'I1mr'), d1r: readDump(file, 'D1mr'), d1w: readDump(file, 'D1mw') };
+    if (!this.cacheSim) return { ir: readDump(file, ['Ir'])[0]!, l1: null, l2: null };
+    const [ir, i1, d1r, d1w, il, dlr, dlw] = readDump(file, ['Ir', ...CACHE_EVENTS]);
+    return { ir: ir!, l1: { code: i1!, read: d1r!, write: d1w! }, l2: { code: il!, read: dlr!, write: dlw! } };
   }
 }
 
@@ -228,6 +281,11 @@ export interface InstructionCount {
    */
   readonly i1MissesPerRequest: Spread | null;
   readonly d1MissesPerRequest: Spread | null;
+  /**
+   * With the cache simulator: second-level misses per request, code and data together (lines fetched
+   * from beyond the machine's L2 when callgrindLauncher was given it), counted as the L1 misses; else null.
+   */
+  readonly l2MissesPerRequest: Spread | null;
   readonly requests: number;
   readonly windows: number;
   /** The dump of the window whose own instruction count is the median (the lower of two middles). */
@@ -251,6 +309,7 @@ export async function countInstructions(p: CallgrindProcess, sequence: readonly 
     const requestPath: number[] = [];
     const i1: number[] = [];
     const d1: number[] = [];
+    const l2: number[] = [];
     // The windows run back to back and their dumps are read after: reading one takes seconds (eight
     // callgrind_annotate runs with the cache simulator), and a keep-alive connection idle for 10 s is
     // closed by uWS, which ended cache-simulated runs with ECONNRESET.
@@ -268,9 +327,10 @@ export async function countInstructions(p: CallgrindProcess, sequence: readonly 
       all.push(c.ir.total / sequence.length);
       timers.push(c.ir.timers / sequence.length);
       requestPath.push(c.ir.requestPath / sequence.length);
-      if (c.i1 !== null && c.d1r !== null && c.d1w !== null) {
-        i1.push(ownCount(c.i1) / sequence.length);
-        d1.push((ownCount(c.d1r) + ownCount(c.d1w)) / sequence.length);
+      if (c.l1 !== null && c.l2 !== null) {
+        i1.push(ownCount(c.l1.code) / sequence.length);
+        d1.push((ownCount(c.l1.read) + ownCount(c.l1.write)) / sequence.length);
+        l2.push((ownCount(c.l2.code) + ownCount(c.l2.read) + ownCount(c.l2.write)) / sequence.length);
       }
     }
     return {
@@ -280,6 +340,7 @@ export async function countInstructions(p: CallgrindProcess, sequence: readonly 
       requestPathPerRequest: spreadOf(requestPath),
       i1MissesPerRequest: i1.length === 0 ? null : spreadOf(i1),
       d1MissesPerRequest: d1.length === 0 ? null : spreadOf(d1),
+      l2MissesPerRequest: l2.length === 0 ? null : spreadOf(l2),
       requests: sequence.length,
       windows,
       medianDump: dumps[medianIndex(own)]!,

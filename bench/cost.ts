@@ -29,7 +29,7 @@ import { Supervisor, startCeiling, startServer, type Target } from './processes.
 import { textTable } from './report.js';
 import { loadWithCpu, median, onCpu, tasksetAvailable, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
 import { cpusAllowed } from './measure.js';
-import { CallgrindProcess, callgrindAvailable, callgrindLauncher, countInstructions, type InstructionCount, type Spread } from './callgrind.js';
+import { CallgrindProcess, callgrindAvailable, callgrindLauncher, countInstructions, machineL2, type InstructionCount, type Spread } from './callgrind.js';
 import { functionCostsOfFiles, renderFunctionTable } from './callgrind-functions.js';
 
 /** The least CPU efficiency (floor CPU/req ÷ rcd CPU/req, median of rounds) per scenario; bench/README.md, "Cost against the floor". */
@@ -60,7 +60,8 @@ const USAGE = `usage: npm run bench:cost -- [options]
   --callgrind-warmups N    uncounted passes of the sequence first (default 60, 1..500)
   --callgrind-windows N    counted passes, each on its own; the median is the figure (default 7, 1..50)
   --no-callgrind           CPU time only (no valgrind)
-  --cache-sim              callgrind's cache simulator too: L1 misses per request of code (I1) and data (D1), slower
+  --cache-sim              callgrind's cache simulator too: L1 misses per request of code (I1) and data (D1), and
+                           L2 misses (its second level set to this machine's L2, getconf), slower
   --dumps DIR              keep callgrind's dumps in DIR (one per counted pass: callgrind_annotate shows where they go)
   --by-function N          after each scenario, the N functions of rcd and of the floor with the most L1 data
                            misses (with --cache-sim) or instructions, per request, in the median window; rcd's
@@ -279,10 +280,10 @@ function summarize(s: Scenario, rounds: readonly CpuRound[], bodyBytes: number, 
   };
 }
 
-/** `; L1 misses: code N, data N` when the cache simulator ran, else nothing. */
+/** `; L1 misses: code N, data N; L2 misses N` when the cache simulator ran, else nothing. */
 function misses(c: InstructionCount): string {
-  if (c.i1MissesPerRequest === null || c.d1MissesPerRequest === null) return '';
-  return `; L1 misses: code ${Math.round(c.i1MissesPerRequest.median).toLocaleString('en-US')}, data ${Math.round(c.d1MissesPerRequest.median).toLocaleString('en-US')}`;
+  if (c.i1MissesPerRequest === null || c.d1MissesPerRequest === null || c.l2MissesPerRequest === null) return '';
+  return `; L1 misses: code ${Math.round(c.i1MissesPerRequest.median).toLocaleString('en-US')}, data ${Math.round(c.d1MissesPerRequest.median).toLocaleString('en-US')}; L2 misses ${Math.round(c.l2MissesPerRequest.median).toLocaleString('en-US')}`;
 }
 
 /** A miss count of the table, or n/a. */
@@ -304,9 +305,9 @@ function renderByStart(results: readonly ScenarioCost[], starts: number): string
   return textTable(head, rows) + '\n';
 }
 
-/** The verdict table: one line per scenario; with the cache simulator, L1 misses per request too. */
+/** The verdict table: one line per scenario; with the cache simulator, L1 and L2 misses per request too. */
 function renderCostTable(results: readonly ScenarioCost[], cacheSim: boolean): string {
-  const missHead = cacheSim ? ['rcd I1 miss', 'floor I1 miss', 'rcd D1 miss', 'floor D1 miss'] : [];
+  const missHead = cacheSim ? ['rcd I1 miss', 'floor I1 miss', 'rcd D1 miss', 'floor D1 miss', 'rcd L2 miss', 'floor L2 miss'] : [];
   const head = ['scenario', 'target', 'CPU eff', '(min-max)', 'rcd µs/req', 'floor µs/req', 'req/s ratio', 'rcd Ir/req', 'floor Ir/req', 'Ir eff', ...missHead, 'verdict'];
   const rows = results.map((r) => [
     r.scenario,
@@ -325,6 +326,8 @@ function renderCostTable(results: readonly ScenarioCost[], cacheSim: boolean): s
           missCell(r.instructions?.floor.i1MissesPerRequest),
           missCell(r.instructions?.rcd.d1MissesPerRequest),
           missCell(r.instructions?.floor.d1MissesPerRequest),
+          missCell(r.instructions?.rcd.l2MissesPerRequest),
+          missCell(r.instructions?.floor.l2MissesPerRequest),
         ]
       : []),
     r.verdict,
@@ -398,6 +401,14 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
   const dumps = opts.dumps ?? dir;
   if (opts.dumps !== null) mkdirSync(dumps, { recursive: true });
   process.stdout.write('\ninstruction counts: starting rcd and the floor under valgrind (tens of seconds)...\n');
+  const l2 = opts.cacheSim ? machineL2() : null;
+  if (opts.cacheSim) {
+    process.stdout.write(
+      l2 === null
+        ? '  cache simulator: getconf names no L2 here; the L2 columns are misses of callgrind\'s default last level\n'
+        : `  cache simulator: second level = this machine's L2 (${l2.bytes / 1024} KiB, ${l2.ways} ways, ${l2.lineBytes}-byte lines)\n`,
+    );
+  }
   // One pool worker and one delivery loop: the counted work is the request's, not idle threads'.
   const [rcd, floor] = await Promise.all([
     startServer(sup, {
@@ -409,10 +420,10 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
       label: 'rcd under valgrind',
       // Its perf map names each compiled function for --by-function (written as code is made: no cost counted in a window).
       nodeArgs: opts.byFunction > 0 && !opts.nodeFlags.includes('--perf-basic-prof') ? [...opts.nodeFlags, '--perf-basic-prof'] : opts.nodeFlags,
-      launcher: callgrindLauncher(dumps, 'rcd', opts.cacheSim, opts.byFunction > 0),
+      launcher: callgrindLauncher(dumps, 'rcd', opts.cacheSim, opts.byFunction > 0, l2),
       startTimeoutMs: 300_000,
     }),
-    startCeiling(sup, null, 1, true, callgrindLauncher(dumps, 'floor', opts.cacheSim, opts.byFunction > 0)),
+    startCeiling(sup, null, 1, true, callgrindLauncher(dumps, 'floor', opts.cacheSim, opts.byFunction > 0, l2)),
   ]);
   const counted = [new CallgrindProcess(rcd, dumps, 'rcd', opts.cacheSim), new CallgrindProcess(floor, dumps, 'floor', opts.cacheSim)] as const;
   for (const s of opts.scenarios) {

@@ -286,7 +286,7 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     }
   }, 330_000);
 
-  it('--cache-sim adds L1 misses of code and data per request, for both servers, to the line and the table; --by-function lists where they go', async () => {
+  it('--cache-sim adds L1 misses of code and data and L2 misses per request, for both servers, to the line and the table; --by-function lists where they go', async () => {
     const out = join(outDir, 'cost-cache.json');
     const dumps = join(outDir, 'cost-dumps');
     const { code, output } = await runBench(['--smoke', '--cache-sim', '--scenario', 'mapped', '--by-function', '8', '--dumps', dumps, '--out', out], 300_000, 'dist/bench/cost.js');
@@ -295,15 +295,23 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
       return;
     }
     expect(code, output).toBe(0);
-    expect(output).toMatch(/^ +mapped: rcd .*; L1 misses: code [\d,]+, data [\d,]+\), floor .*; L1 misses: code [\d,]+, data [\d,]+\)/m);
-    const row = /^mapped +([\d.]+) +.* +([\d,]+) +([\d,]+) +([\d,]+) +([\d,]+) +(pass|FAIL)$/m.exec(output);
+    expect(output).toMatch(/^ +mapped: rcd .*; L1 misses: code [\d,]+, data [\d,]+; L2 misses [\d,]+\), floor .*; L1 misses: code [\d,]+, data [\d,]+; L2 misses [\d,]+\)/m);
+    // The simulated second level is this machine's L2 where getconf names one.
+    expect(output).toMatch(/^ +cache simulator: (second level = this machine's L2 \(\d+ KiB, \d+ ways, \d+-byte lines\)|getconf names no L2 here)/m);
+    const row = /^mapped +([\d.]+) +.* +([\d,]+) +([\d,]+) +([\d,]+) +([\d,]+) +([\d,]+) +([\d,]+) +(pass|FAIL)$/m.exec(output);
     expect(row, output).not.toBeNull();
-    const [rcdI1, floorI1, rcdD1, floorD1] = row!.slice(2, 6).map((v) => Number(v.replaceAll(',', ''))) as [number, number, number, number];
+    const [rcdI1, floorI1, rcdD1, floorD1, rcdL2, floorL2] = row!.slice(2, 8).map((v) => Number(v.replaceAll(',', ''))) as [number, number, number, number, number, number];
     // A request runs through tens of kilobytes of code and touches its data: misses, but far fewer than its instructions.
     for (const n of [rcdI1, floorI1, rcdD1, floorD1]) expect(n).toBeGreaterThan(1);
-    const json = JSON.parse(readFileSync(out, 'utf8')) as { results: { instructions: { rcd: { perRequest: { median: number }; allPerRequest: { median: number }; i1MissesPerRequest: { median: number } } } }[] };
+    // The second level is looked up only on a first-level miss: never more misses there.
+    expect(rcdL2).toBeLessThanOrEqual(rcdI1 + rcdD1);
+    expect(floorL2).toBeLessThanOrEqual(floorI1 + floorD1);
+    const json = JSON.parse(readFileSync(out, 'utf8')) as {
+      results: { instructions: { rcd: { perRequest: { median: number }; allPerRequest: { median: number }; i1MissesPerRequest: { median: number }; l2MissesPerRequest: { median: number } } } }[];
+    };
     const rcd = json.results[0]!.instructions.rcd;
     expect(Math.round(rcd.i1MissesPerRequest.median)).toBe(rcdI1);
+    expect(Math.round(rcd.l2MissesPerRequest.median)).toBe(rcdL2);
     expect(rcd.i1MissesPerRequest.median).toBeLessThan(rcd.perRequest.median);
     // --by-function: per server, the counted window's functions, headed by their total, which is the
     // window's whole count (every instruction of the dump belongs to one function).
@@ -313,9 +321,9 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
       const at = output.indexOf(`mapped, ${label}: the 8 functions with the most L1 data misses, per request`);
       expect(at, output).toBeGreaterThan(0);
       const lines = output.slice(at).split('\n').slice(1, 11);
-      expect(lines[0]).toMatch(/^ +Ir +I1 miss +D1 read miss +D1 write miss +function$/);
-      expect(lines[1]).toMatch(/^ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +\(every function\)$/);
-      for (const row of lines.slice(2, 10)) expect(row).toMatch(/^ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +\S/);
+      expect(lines[0]).toMatch(/^ +Ir +I1 miss +D1 read miss +D1 write miss +L2 miss +function$/);
+      expect(lines[1]).toMatch(/^ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +\(every function\)$/);
+      for (const row of lines.slice(2, 10)) expect(row).toMatch(/^ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+ +\S/);
       if (label === 'rcd') expect(Number(/^ +([\d.]+)/.exec(lines[1]!)![1]) / rcd.allPerRequest.median).toBeCloseTo(1, 2);
     }
     // rcd's perf map, which names its compiled JavaScript, is kept beside the dumps and gone from /tmp.

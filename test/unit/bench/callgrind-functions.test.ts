@@ -19,7 +19,7 @@ ob=(1) /usr/bin/node
 fl=(1) ???
 fn=(1) v8::internal::JsonParser::Parse()
 0x1000 0 10 2 0 1 3 0
-+4 0 5 1 1 0 1 1
++4 0 5 1 1 0 1 1 0 1 0
 cob=(2) ???
 cfn=(2) 0x0000000000c0ffee
 calls=1 0x2000 0
@@ -30,13 +30,13 @@ ob=(2)
 fl=(1)
 fn=(2)
 0x3000 0 7 0 0 2 4
-+16 0 3 0 0 0 1 5
++16 0 3 0 0 0 1 5 1 0 2
 -8 0 2
 0x9000 0 100
 
 fn=(3) memcpy
 ob=(1)
-0x5000 0 4 1 1 0 0 2
+0x5000 0 4 1 1 0 0 2 0 0 1
 `;
 
 const MAP = readPerfMap(['3000 20 JS:*handleContent file:///srv/routes.js:1:1', '2ff0 8 Builtin:Stub', 'ffff unparsable line', ''].join('\n'));
@@ -44,17 +44,17 @@ const MAP = readPerfMap(['3000 20 JS:*handleContent file:///srv/routes.js:1:1', 
 describe('callgrind per-instruction dumps by function', () => {
   it('sums each function\'s own lines (not a call\'s inclusive line) and names JIT code from the perf map', () => {
     const costs = functionCosts(DUMP, MAP);
-    expect(costs.get('v8::internal::JsonParser::Parse()')).toEqual({ ir: 10 + 5 + 1, i1mr: 1, d1mr: 3 + 1, d1mw: 0 + 1 });
-    expect(costs.get('JS JS:*handleContent file:///srv/routes.js:1:1')).toEqual({ ir: 7 + 3 + 2, i1mr: 2, d1mr: 4 + 1, d1mw: 0 + 5 });
-    expect(costs.get(`JS ${UNNAMED_JIT}`)).toEqual({ ir: 100, i1mr: 0, d1mr: 0, d1mw: 0 });
-    expect(costs.get('memcpy')).toEqual({ ir: 4, i1mr: 0, d1mr: 0, d1mw: 2 });
+    expect(costs.get('v8::internal::JsonParser::Parse()')).toEqual({ ir: 10 + 5 + 1, i1mr: 1, d1mr: 3 + 1, d1mw: 0 + 1, l2: 1 });
+    expect(costs.get('JS JS:*handleContent file:///srv/routes.js:1:1')).toEqual({ ir: 7 + 3 + 2, i1mr: 2, d1mr: 4 + 1, d1mw: 0 + 5, l2: 1 + 2 });
+    expect(costs.get(`JS ${UNNAMED_JIT}`)).toEqual({ ir: 100, i1mr: 0, d1mr: 0, d1mw: 0, l2: 0 });
+    expect(costs.get('memcpy')).toEqual({ ir: 4, i1mr: 0, d1mr: 0, d1mw: 2, l2: 1 });
     expect(costs.size).toBe(4);
   });
 
   it('reads only Ir from a dump without the cache simulator, and names nothing it cannot place', () => {
     const plain = DUMP.replace('events: Ir Dr Dw I1mr D1mr D1mw ILmr DLmr DLmw', 'events: Ir').replace(/^(0x[0-9a-f]+|[+-]\d+|\*) 0 (\d+).*$/gm, '$1 0 $2');
     const costs = functionCosts(plain, null);
-    expect(costs.get(`JS ${UNNAMED_JIT}`)).toEqual({ ir: 112, i1mr: 0, d1mr: 0, d1mw: 0 });
+    expect(costs.get(`JS ${UNNAMED_JIT}`)).toEqual({ ir: 112, i1mr: 0, d1mr: 0, d1mw: 0, l2: 0 });
     // Without misses the table lists the most instructions first, under the same total row.
     const table = renderFunctionTable(costs, 1, 2).split('\n');
     expect(table[0]).toMatch(/^\s*Ir\s+function$/);
@@ -67,10 +67,10 @@ describe('callgrind per-instruction dumps by function', () => {
 
   it('lists the functions with the most data misses first, per request, under a total of all of them', () => {
     const table = renderFunctionTable(functionCosts(DUMP, MAP), 2, 2).split('\n');
-    expect(table[0]).toMatch(/^\s*Ir\s+I1 miss\s+D1 read miss\s+D1 write miss\s+function$/);
-    expect(table[1]).toMatch(/^\s*66\.0\s+1\.5\s+4\.5\s+4\.0\s+\(every function\)$/);
-    expect(table[2]).toMatch(/\s6\.0\s+1\.0\s+2\.5\s+2\.5\s+JS JS:\*handleContent/);
-    expect(table[3]).toMatch(/\s8\.0\s+0\.5\s+2\.0\s+0\.5\s+v8::internal::JsonParser::Parse\(\)$/);
+    expect(table[0]).toMatch(/^\s*Ir\s+I1 miss\s+D1 read miss\s+D1 write miss\s+L2 miss\s+function$/);
+    expect(table[1]).toMatch(/^\s*66\.0\s+1\.5\s+4\.5\s+4\.0\s+2\.5\s+\(every function\)$/);
+    expect(table[2]).toMatch(/\s6\.0\s+1\.0\s+2\.5\s+2\.5\s+1\.5\s+JS JS:\*handleContent/);
+    expect(table[3]).toMatch(/\s8\.0\s+0\.5\s+2\.0\s+0\.5\s+0\.5\s+v8::internal::JsonParser::Parse\(\)$/);
     expect(table).toHaveLength(5);
   });
 });
