@@ -12,6 +12,7 @@
  * there, already counted in the callee, so it is skipped.
  */
 import { readFileSync } from 'node:fs';
+import { L2_EVENTS } from './callgrind.js';
 
 /** One function's events in a dump, summed over its instructions. */
 export interface FunctionCost {
@@ -19,7 +20,7 @@ export interface FunctionCost {
   i1mr: number;
   d1mr: number;
   d1mw: number;
-  /** Second-level misses, code and data (ILmr + DLmr + DLmw). */
+  /** Second-level misses, code and data (the L2_EVENTS summed). */
   l2: number;
 }
 
@@ -66,7 +67,7 @@ export const UNNAMED_JIT = 'JavaScript (not in the perf map)';
 
 /**
  * Per-function events of a dump written with `--dump-instr=yes`, in the order of its `events:` line
- * (Ir, and with the cache simulator I1mr, D1mr, D1mw, ILmr, DLmr and DLmw among them). JIT code (object `???`) is named
+ * (Ir, and with the cache simulator I1mr, D1mr, D1mw and L2_EVENTS among them). JIT code (object `???`) is named
  * `JS <name from the perf map>`.
  */
 export function functionCosts(dump: string, map: PerfMap | null): Map<string, FunctionCost> {
@@ -78,7 +79,8 @@ export function functionCosts(dump: string, map: PerfMap | null): Map<string, Fu
     if (m[2] !== undefined) names[kind].set(m[1]!, m[2]);
     return names[kind].get(m[1]!) ?? '?';
   };
-  let columns: Record<'ir' | 'i1mr' | 'd1mr' | 'd1mw' | 'ilmr' | 'dlmr' | 'dlmw', number> = { ir: -1, i1mr: -1, d1mr: -1, d1mw: -1, ilmr: -1, dlmr: -1, dlmw: -1 };
+  let columns: Record<'ir' | 'i1mr' | 'd1mr' | 'd1mw', number> = { ir: -1, i1mr: -1, d1mr: -1, d1mw: -1 };
+  let l2Columns: number[] = [];
   let positions = 1;
   let ob = '';
   let fn = '';
@@ -109,10 +111,7 @@ export function functionCosts(dump: string, map: PerfMap | null): Map<string, Fu
         const col = columns[key];
         if (col >= 0) cost[key] += Number(parts[positions + col] ?? 0);
       }
-      for (const key of ['ilmr', 'dlmr', 'dlmw'] as const) {
-        const col = columns[key];
-        if (col >= 0) cost.l2 += Number(parts[positions + col] ?? 0);
-      }
+      for (const col of l2Columns) if (col >= 0) cost.l2 += Number(parts[positions + col] ?? 0);
       continue;
     }
     if (line.startsWith('ob=')) ob = named('ob', line.slice(3));
@@ -123,15 +122,8 @@ export function functionCosts(dump: string, map: PerfMap | null): Map<string, Fu
     else if (line.startsWith('positions:')) positions = line.slice(10).trim().split(/\s+/).length;
     else if (line.startsWith('events:')) {
       const events = line.slice(7).trim().split(/\s+/);
-      columns = {
-        ir: events.indexOf('Ir'),
-        i1mr: events.indexOf('I1mr'),
-        d1mr: events.indexOf('D1mr'),
-        d1mw: events.indexOf('D1mw'),
-        ilmr: events.indexOf('ILmr'),
-        dlmr: events.indexOf('DLmr'),
-        dlmw: events.indexOf('DLmw'),
-      };
+      columns = { ir: events.indexOf('Ir'), i1mr: events.indexOf('I1mr'), d1mr: events.indexOf('D1mr'), d1mw: events.indexOf('D1mw') };
+      l2Columns = L2_EVENTS.map((e) => events.indexOf(e));
     }
   }
   return out;

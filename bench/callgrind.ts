@@ -38,8 +38,8 @@ export interface CacheGeometry {
  * This machine's second-level cache (getconf), or null where it does not say. callgrind simulates two
  * levels and takes the machine's last level (here a VM's 512 MiB L3, which nothing a server touches
  * leaves) as its second: given the L2 instead, its second-level misses are the lines fetched from
- * beyond L2, which cost several times an L1 miss. An answer kept per rule combination made L1 misses
- * fewer (combine 1,079 -> 902 data) and these more (147 -> 182 a request) and was slower in CPU time.
+ * beyond L2, which cost several times an L1 miss: a change that saves instructions and L1 misses by
+ * touching more memory can cost more CPU (bench/README.md, "Cache misses").
  */
 export function machineL2(): CacheGeometry | null {
   const read = (name: string): number => {
@@ -142,6 +142,8 @@ interface DumpFigures {
  * and of data (D1, reads and writes) at the first level and at the second (IL, DL).
  */
 const CACHE_EVENTS = ['I1mr', 'D1mr', 'D1mw', 'ILmr', 'DLmr', 'DLmw'] as const;
+/** The second-level miss events (code, data read, data written), reported summed as "L2 misses". */
+export const L2_EVENTS: readonly string[] = CACHE_EVENTS.slice(3);
 type CountedEvent = 'Ir' | (typeof CACHE_EVENTS)[number];
 
 function annotate(file: string, inclusive: boolean, events: readonly CountedEvent[]): string {
