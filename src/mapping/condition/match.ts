@@ -39,31 +39,6 @@ import { FastMode, type Field, type Op, type Query } from './nodes.js';
 import { OpKind } from './operators.js';
 import { beginEvaluation, compareTest, hasOwnKey, inList, isComparable, isPresentForSet, literalEquals, regexTest, versionTest } from './value-tests.js';
 
-// The kinds as module constants. Under isolatedModules tsc does not inline a const enum imported
-// from another module: every `OpKind.X` would be a module-variable load plus a property load in the
-// matchers' dispatch. A module constant is one context-slot load, as when the kinds were declared here
-// (bench/micro/mapping.ts, condition rows). Their values come from the one definition, operators.ts.
-const FAST_ELEMENT = FastMode.Element;
-const FAST_LOGIC = FastMode.Logic;
-const FAST_PATH = FastMode.Path;
-const ALL = OpKind.All;
-const AND = OpKind.And;
-const ELEM_MATCH = OpKind.ElemMatch;
-const EQ = OpKind.Eq;
-const EXISTS = OpKind.Exists;
-const GT = OpKind.Gt;
-const GTE = OpKind.Gte;
-const IN = OpKind.In;
-const LT = OpKind.Lt;
-const LTE = OpKind.Lte;
-const NE = OpKind.Ne;
-const NIN = OpKind.Nin;
-const NOR = OpKind.Nor;
-const NOT = OpKind.Not;
-const OR = OpKind.Or;
-const REGEX = OpKind.Regex;
-const SIZE = OpKind.Size;
-const VERSION = OpKind.Version;
 
 /** Whether the condition compiled to `root` matches p. */
 export function evaluateCondition(root: Query, p: Record<string, unknown>): boolean {
@@ -96,17 +71,17 @@ function matchQuery(query: Query, item: unknown, key: string | number | undefine
  */
 export function matchField(field: Field, item: unknown, key: string | number | undefined, owner: unknown): boolean {
   switch (field.fast) {
-    case FAST_PATH:
+    case FastMode.Path:
       if (isPlainObject(item)) {
         const result = matchPath(field, item);
         if (result !== UNDECIDED) return result === MATCH;
       }
       break;
-    case FAST_ELEMENT:
+    case FastMode.Element:
       // An element of an array: there, present and comparable.
       if (typeof key === 'number') return matchOps(field.ops, item, true);
       break;
-    case FAST_LOGIC:
+    case FastMode.Logic:
       if (isPlainObject(item)) return matchLogic(field.ops, item, key, owner);
       break;
     default:
@@ -169,19 +144,19 @@ function matchOps(ops: readonly Op[], value: unknown, present: boolean): boolean
   for (let i = 0; i < ops.length; i++) {
     const op = ops[i]!;
     switch (op.kind) {
-      case EXISTS:
+      case OpKind.Exists:
         if (present !== op.flag) return false;
         break;
-      case NE:
-      case NIN:
+      case OpKind.Ne:
+      case OpKind.Nin:
         if (anyValue(op, value)) return false;
         break;
-      case NOT: {
-        const inner = op.sub!.fields[0]!.ops; // FAST_PATH: a Not holds one field (nodes.ts, isValueTest)
+      case OpKind.Not: {
+        const inner = op.sub!.fields[0]!.ops; // FastMode.Path: a Not holds one field (nodes.ts, isValueTest)
         if (matchOps(inner, value, present)) return false;
         break;
       }
-      case ELEM_MATCH:
+      case OpKind.ElemMatch:
         if (!elemMatchValue(op, value)) return false;
         break;
       default:
@@ -215,22 +190,22 @@ function anyValue(op: Op, value: unknown): boolean {
 /** The test of a value-testing operator on one value ($ne/$nin: the equality they negate). */
 function testValue(op: Op, value: unknown): boolean {
   switch (op.kind) {
-    case EQ:
-    case NE:
+    case OpKind.Eq:
+    case OpKind.Ne:
       return literalEquals(op.literal!, value);
-    case GT:
-    case GTE:
-    case LT:
-    case LTE:
+    case OpKind.Gt:
+    case OpKind.Gte:
+    case OpKind.Lt:
+    case OpKind.Lte:
       return compareTest(op.kind, value, op.operand);
-    case IN:
-    case NIN:
+    case OpKind.In:
+    case OpKind.Nin:
       return inList(op.list, value);
-    case REGEX:
+    case OpKind.Regex:
       return typeof value === 'string' && regexTest(op, value);
-    case SIZE:
+    case OpKind.Size:
       return Array.isArray(value) && value.length === op.count;
-    case VERSION:
+    case OpKind.Version:
       return typeof value === 'string' && versionTest(op, value);
     default:
       return false;
@@ -242,13 +217,13 @@ function matchLogic(ops: readonly Op[], item: unknown, key: string | number | un
   for (let i = 0; i < ops.length; i++) {
     const op = ops[i]!;
     const subs = op.subs;
-    if (op.kind === AND) {
+    if (op.kind === OpKind.And) {
       for (let j = 0; j < subs.length; j++) if (!matchQuery(subs[j]!, item, key, owner)) return false;
       continue;
     }
     let any = false;
     for (let j = 0; j < subs.length && !any; j++) any = matchQuery(subs[j]!, item, key, owner);
-    if (any !== (op.kind === OR)) return false;
+    if (any !== (op.kind === OpKind.Or)) return false;
   }
   return true;
 }
@@ -270,12 +245,12 @@ function resetField(field: Field): void {
 function resetOp(op: Op): void {
   op.done = false;
   // Negations hold until a value refutes them; $exists:false holds until a value turns up.
-  op.keep = op.kind === EXISTS ? !op.flag : op.flag;
+  op.keep = op.kind === OpKind.Exists ? !op.flag : op.flag;
   if (op.sub !== null) resetQuery(op.sub);
   const subs = op.subs;
   for (let i = 0; i < subs.length; i++) resetQuery(subs[i]!);
   // $all of nothing matches nothing: decided before any value is seen.
-  if (op.kind === ALL && subs.length === 0) op.done = true;
+  if (op.kind === OpKind.All && subs.length === 0) op.done = true;
 }
 
 /** One more value for a query: every field not yet decided looks at it. */
@@ -349,50 +324,50 @@ function visitField(field: Field, item: unknown, key: string | number | undefine
 
 function feedOp(op: Op, item: unknown, key: string | number | undefined, owner: unknown, leaf: boolean): void {
   switch (op.kind) {
-    case EQ:
+    case OpKind.Eq:
       if (isComparable(key, owner) && literalEquals(op.literal!, item)) decide(op, true);
       return;
-    case NE:
+    case OpKind.Ne:
       if (isPresentForSet(key, owner) && literalEquals(op.literal!, item)) decide(op, false);
       return;
-    case GT:
-    case GTE:
-    case LT:
-    case LTE:
+    case OpKind.Gt:
+    case OpKind.Gte:
+    case OpKind.Lt:
+    case OpKind.Lte:
       if (isComparable(key, owner) && compareTest(op.kind, item, op.operand)) decide(op, true);
       return;
-    case IN:
+    case OpKind.In:
       if (isPresentForSet(key, owner) && inList(op.list, item)) decide(op, true);
       return;
-    case NIN:
+    case OpKind.Nin:
       if (isPresentForSet(key, owner) && inList(op.list, item)) decide(op, false);
       return;
-    case EXISTS:
+    case OpKind.Exists:
       if (leaf && hasOwnKey(owner, key, item)) decide(op, op.flag);
       return;
-    case REGEX:
+    case OpKind.Regex:
       if (isComparable(key, owner) && typeof item === 'string' && regexTest(op, item)) decide(op, true);
       return;
-    case SIZE:
+    case OpKind.Size:
       if (Array.isArray(item) && item.length === op.count) decide(op, true);
       return;
-    case VERSION:
+    case OpKind.Version:
       if (isComparable(key, owner) && typeof item === 'string' && versionTest(op, item)) decide(op, true);
       return;
-    case ALL:
+    case OpKind.All:
       feedAll(op, item, key, owner, leaf);
       return;
-    case ELEM_MATCH:
+    case OpKind.ElemMatch:
       feedElemMatch(op, item, owner);
       return;
-    case NOT: {
+    case OpKind.Not: {
       const sub = op.sub!;
       feedQuery(sub, item, key, owner, leaf);
       op.done = sub.done;
       op.keep = !sub.keep;
       return;
     }
-    case AND:
+    case OpKind.And:
       feedAll(op, item, key, owner, leaf);
       return;
     default:
@@ -437,7 +412,7 @@ function feedOr(op: Op, item: unknown, key: string | number | undefined, owner: 
     }
   }
   op.done = success;
-  op.keep = op.kind === NOR ? !success : success;
+  op.keep = op.kind === OpKind.Nor ? !success : success;
 }
 
 /**

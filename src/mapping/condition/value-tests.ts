@@ -9,20 +9,6 @@ import { LiteralKind, arrayIndexOf, type Literal, type Op } from './nodes.js';
 import { OpKind, VersionTest } from './operators.js';
 import { MAX_REGEX_INPUT, MAX_REGEX_SCAN, regexMatches } from './regex.js';
 
-// The kinds as module constants. Under isolatedModules tsc does not inline a const enum imported
-// from another module: every `OpKind.X` would be a module-variable load plus a property load in the
-// value tests' dispatch. A module constant is one context-slot load. Their values come from the one
-// definition, operators.ts (kinds) and nodes.ts (literal kinds).
-const LIT_NULL = LiteralKind.Null;
-const LIT_SCALAR = LiteralKind.Scalar;
-const OP_GT = OpKind.Gt;
-const OP_GTE = OpKind.Gte;
-const OP_LT = OpKind.Lt;
-const V_EQ = VersionTest.Eq;
-const V_GT = VersionTest.Gt;
-const V_GTE = VersionTest.Gte;
-const V_LT = VersionTest.Lt;
-const V_NE = VersionTest.Ne;
 
 /**
  * Numbers the evaluations, so that each `$regex` op's read budget starts afresh in a new one
@@ -90,11 +76,11 @@ export function compareTest(kind: OpKind, item: unknown, operand: number | strin
   if (typeof item !== typeof operand) return false;
   const value = item as number | string;
   switch (kind) {
-    case OP_GT:
+    case OpKind.Gt:
       return value > operand;
-    case OP_GTE:
+    case OpKind.Gte:
       return value >= operand;
-    case OP_LT:
+    case OpKind.Lt:
       return value < operand;
     default:
       return value <= operand;
@@ -107,8 +93,8 @@ export function inList(list: readonly Literal[], item: unknown): boolean {
 }
 
 export function literalEquals(literal: Literal, item: unknown): boolean {
-  if (literal.kind === LIT_SCALAR) return item === literal.value;
-  if (literal.kind === LIT_NULL) return item === null || item === undefined;
+  if (literal.kind === LiteralKind.Scalar) return item === literal.value;
+  if (literal.kind === LiteralKind.Null) return item === null || item === undefined;
   return deepEquals(literal.value, item);
 }
 
@@ -165,15 +151,15 @@ export function versionTest(op: Op, text: string): boolean {
     value = 0;
   }
   switch (op.versionTest) {
-    case V_EQ:
+    case VersionTest.Eq:
       return cmp === 0;
-    case V_NE:
+    case VersionTest.Ne:
       return cmp !== 0;
-    case V_GT:
+    case VersionTest.Gt:
       return cmp > 0;
-    case V_GTE:
+    case VersionTest.Gte:
       return cmp >= 0;
-    case V_LT:
+    case VersionTest.Lt:
       return cmp < 0;
     default:
       return cmp <= 0;
