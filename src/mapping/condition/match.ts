@@ -39,7 +39,6 @@ import { FastMode, type Field, type Op, type Query } from './nodes.js';
 import { OpKind } from './operators.js';
 import { beginEvaluation, compareTest, hasOwnKey, inList, isComparable, isPresentForSet, literalEquals, regexTest, versionTest } from './value-tests.js';
 
-
 /** Whether the condition compiled to `root` matches p. */
 export function evaluateCondition(root: Query, p: Record<string, unknown>): boolean {
   beginEvaluation();

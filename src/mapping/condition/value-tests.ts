@@ -9,7 +9,6 @@ import { LiteralKind, arrayIndexOf, type Literal, type Op } from './nodes.js';
 import { OpKind, VersionTest } from './operators.js';
 import { MAX_REGEX_INPUT, MAX_REGEX_SCAN, regexMatches } from './regex.js';
 
-
 /**
  * Numbers the evaluations, so that each `$regex` op's read budget starts afresh in a new one
  * without a pass over the tree to reset it (a double: exact far beyond any process's lifetime).
