@@ -84,7 +84,7 @@ export class Field {
   /**
    * Whether segment d names a member of Object.prototype (`toString`, `__proto__`): only there can a
    * read of a JSON object's member find something that is not its own, so only there does matchPath
-   * pay for an own-property test when the member is found (missing members are tested everywhere).
+   * pay for an own-property test (a read of undefined is a missing member anywhere: JSON has no undefined).
    */
   readonly inherited: readonly boolean[];
   /** Per segment, its read site (member-read.ts). */
