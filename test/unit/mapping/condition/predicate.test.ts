@@ -183,6 +183,19 @@ const EDGE_CASES: Row[] = [
   [{ hasOwnProperty: { $ne: 1 } }, '{}'],
   [{ admin: true }, '{"__proto__":{"admin":true}}'],
   [{ 'a.admin': true }, '{"a":{"__proto__":{"admin":true}}}'],
+  // An array of scalars at a one-member path, tested element by element in the generated code; an
+  // object or array among the elements hands the field to the interpreter.
+  [{ tags: { $ne: 'vip' } }, '{"tags":["new","vip"]}'],
+  [{ tags: { $ne: 'vip' } }, '{"tags":[]}'],
+  [{ tags: { $nin: ['a', 'b'] } }, '{"tags":["c","b"]}'],
+  [{ tags: { $nin: ['a', null] } }, '{"tags":["c"]}'],
+  [{ tags: null }, '{"tags":[1,null]}'],
+  [{ tags: { $in: ['x', null] } }, '{"tags":[]}'],
+  [{ tags: { $gt: 3, $lt: 5 } }, '{"tags":[1,6]}'],
+  [{ tags: { $gte: 'b', $ne: 'c' } }, '{"tags":["a","b"]}'],
+  [{ tags: 'vip' }, '{"tags":[{"a":1},"vip"]}'],
+  [{ tags: { $ne: 'vip' } }, '{"tags":[["vip"],"x"]}'],
+  [{ tags: { $in: [1, 2] } }, '{"tags":[true,"1",2]}'],
 ];
 
 for (const mode of MODES) describe(`${mode}: predicate agrees with sift`, () => {
