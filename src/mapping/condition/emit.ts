@@ -59,11 +59,8 @@ function emitField(field: Field, unit: CodeUnit, fail: string): string {
   if (!isInlinable(field)) return `if (${handOver}) ${fail}\n`;
   const needsPresence = field.ops.some(usesPresence);
   let code = emitRead(field.segments, needsPresence);
-  if (field.segments.length === 1 && field.ops.every(isElementTest)) {
-    code += `if (typeof v === "object" && v !== null) {\n${elementsSource(field.ops, unit, handOver, fail)}}\n`;
-  } else {
-    code += `if (typeof v === "object" && v !== null) { if (${handOver}) ${fail} }\n`;
-  }
+  const objectCase = field.segments.length === 1 && field.ops.every(isElementTest) ? elementsSource(field.ops, unit, handOver, fail) : `if (${handOver}) ${fail}\n`;
+  code += `if (typeof v === "object" && v !== null) {\n${objectCase}}\n`;
   code += `else if (!(${opsExpression(field.ops, unit)})) ${fail}\n`;
   return code;
 }
