@@ -66,12 +66,11 @@ export function perfName(map: PerfMap, address: number): string | null {
 export const UNNAMED_JIT = 'JavaScript (not in the perf map)';
 
 /**
- * Per-function events of a dump written with `--dump-instr=yes`, in the order of its `events:` line
- * (Ir, and with the cache simulator I1mr, D1mr, D1mw and L2_EVENTS among them). JIT code (object `???`) is named
- * `JS <name from the perf map>`.
+ * Calls `visit` with every cost line of a dump written with `--dump-instr=yes`: the object and
+ * function it belongs to, the instruction's address and its events (Ir, I1mr, D1mr, D1mw, and the
+ * L2_EVENTS summed), in a FunctionCost reused from call to call.
  */
-export function functionCosts(dump: string, map: PerfMap | null): Map<string, FunctionCost> {
-  const out = new Map<string, FunctionCost>();
+function forEachCost(dump: string, visit: (ob: string, fn: string, address: number, cost: FunctionCost) => void): void {
   const names: Record<'ob' | 'fn', Map<string, string>> = { ob: new Map(), fn: new Map() };
   const named = (kind: 'ob' | 'fn', value: string): string => {
     const m = /^\((\d+)\)(?: (.*))?$/.exec(value);
@@ -86,12 +85,13 @@ export function functionCosts(dump: string, map: PerfMap | null): Map<string, Fu
   let fn = '';
   let address = 0;
   let skipNext = false;
-  for (const line of dump.split('\n')) {
-    if (line.length === 0) continue;
-    const c = line.charCodeAt(0);
+  const line: FunctionCost = { ir: 0, i1mr: 0, d1mr: 0, d1mw: 0, l2: 0 };
+  for (const text of dump.split('\n')) {
+    if (text.length === 0) continue;
+    const c = text.charCodeAt(0);
     const isCost = (c >= 48 && c <= 57) || c === 43 || c === 45 || c === 42; // digit + - *
     if (isCost) {
-      const parts = line.split(' ');
+      const parts = text.split(' ');
       const p = parts[0]!;
       if (p.startsWith('0x')) address = parseInt(p, 16);
       else if (p[0] === '+') address += Number(p.slice(1));
@@ -100,32 +100,73 @@ export function functionCosts(dump: string, map: PerfMap | null): Map<string, Fu
         skipNext = false;
         continue;
       }
-      const jit = ob === '???';
-      const name = jit ? `JS ${(map === null ? null : perfName(map, address)) ?? UNNAMED_JIT}` : fn;
-      let cost = out.get(name);
-      if (cost === undefined) {
-        cost = { ir: 0, i1mr: 0, d1mr: 0, d1mw: 0, l2: 0 };
-        out.set(name, cost);
-      }
       for (const key of ['ir', 'i1mr', 'd1mr', 'd1mw'] as const) {
         const col = columns[key];
-        if (col >= 0) cost[key] += Number(parts[positions + col] ?? 0);
+        line[key] = col >= 0 ? Number(parts[positions + col] ?? 0) : 0;
       }
-      for (const col of l2Columns) if (col >= 0) cost.l2 += Number(parts[positions + col] ?? 0);
+      line.l2 = 0;
+      for (const col of l2Columns) if (col >= 0) line.l2 += Number(parts[positions + col] ?? 0);
+      visit(ob, fn, address, line);
       continue;
     }
-    if (line.startsWith('ob=')) ob = named('ob', line.slice(3));
-    else if (line.startsWith('fn=')) fn = named('fn', line.slice(3));
-    else if (line.startsWith('cob=')) named('ob', line.slice(4));
-    else if (line.startsWith('cfn=')) named('fn', line.slice(4));
-    else if (line.startsWith('calls=')) skipNext = true;
-    else if (line.startsWith('positions:')) positions = line.slice(10).trim().split(/\s+/).length;
-    else if (line.startsWith('events:')) {
-      const events = line.slice(7).trim().split(/\s+/);
+    if (text.startsWith('ob=')) ob = named('ob', text.slice(3));
+    else if (text.startsWith('fn=')) fn = named('fn', text.slice(3));
+    else if (text.startsWith('cob=')) named('ob', text.slice(4));
+    else if (text.startsWith('cfn=')) named('fn', text.slice(4));
+    else if (text.startsWith('calls=')) skipNext = true;
+    else if (text.startsWith('positions:')) positions = text.slice(10).trim().split(/\s+/).length;
+    else if (text.startsWith('events:')) {
+      const events = text.slice(7).trim().split(/\s+/);
       columns = { ir: events.indexOf('Ir'), i1mr: events.indexOf('I1mr'), d1mr: events.indexOf('D1mr'), d1mw: events.indexOf('D1mw') };
       l2Columns = L2_EVENTS.map((e) => events.indexOf(e));
     }
   }
+}
+
+function addCost(to: FunctionCost, from: FunctionCost): void {
+  to.ir += from.ir;
+  to.i1mr += from.i1mr;
+  to.d1mr += from.d1mr;
+  to.d1mw += from.d1mw;
+  to.l2 += from.l2;
+}
+
+/** A FunctionCost of zeros. */
+export function noCost(): FunctionCost {
+  return { ir: 0, i1mr: 0, d1mr: 0, d1mw: 0, l2: 0 };
+}
+
+/**
+ * Per-function events of a dump written with `--dump-instr=yes`, in the order of its `events:` line
+ * (Ir, and with the cache simulator I1mr, D1mr, D1mw and L2_EVENTS among them). JIT code (object `???`) is named
+ * `JS <name from the perf map>`.
+ */
+export function functionCosts(dump: string, map: PerfMap | null): Map<string, FunctionCost> {
+  const out = new Map<string, FunctionCost>();
+  forEachCost(dump, (ob, fn, address, line) => {
+    const name = ob === '???' ? `JS ${(map === null ? null : perfName(map, address)) ?? UNNAMED_JIT}` : fn;
+    let cost = out.get(name);
+    if (cost === undefined) {
+      cost = noCost();
+      out.set(name, cost);
+    }
+    addCost(cost, line);
+  });
+  return out;
+}
+
+/** The events of each instruction of JIT code in [start, start + size) of a dump, by offset from start. */
+export function codeCosts(dump: string, start: number, size: number): Map<number, FunctionCost> {
+  const out = new Map<number, FunctionCost>();
+  forEachCost(dump, (ob, _fn, address, line) => {
+    if (ob !== '???' || address < start || address >= start + size) return;
+    let cost = out.get(address - start);
+    if (cost === undefined) {
+      cost = noCost();
+      out.set(address - start, cost);
+    }
+    addCost(cost, line);
+  });
   return out;
 }
 
@@ -134,8 +175,8 @@ export function renderFunctionTable(costs: Map<string, FunctionCost>, requests: 
   const rows = [...costs.entries()];
   const misses = rows.some(([, c]) => c.d1mr + c.d1mw + c.i1mr > 0);
   rows.sort((a, b) => (misses ? b[1].d1mr + b[1].d1mw - (a[1].d1mr + a[1].d1mw) : b[1].ir - a[1].ir));
-  const total: FunctionCost = { ir: 0, i1mr: 0, d1mr: 0, d1mw: 0, l2: 0 };
-  for (const [, c] of rows) for (const key of ['ir', 'i1mr', 'd1mr', 'd1mw', 'l2'] as const) total[key] += c[key];
+  const total = noCost();
+  for (const [, c] of rows) addCost(total, c);
   const fmt = (n: number): string => (n / requests).toFixed(n / requests >= 100 ? 0 : 1);
   const head = misses ? ['Ir', 'I1 miss', 'D1 read miss', 'D1 write miss', 'L2 miss', 'function'] : ['Ir', 'function'];
   const cells = (name: string, c: FunctionCost): string[] => (misses ? [fmt(c.ir), fmt(c.i1mr), fmt(c.d1mr), fmt(c.d1mw), fmt(c.l2), name] : [fmt(c.ir), name]);

@@ -18,7 +18,7 @@
  * The verdict (and `--check`, exit 1 on a FAIL) is on the CPU efficiency against COST_TARGETS.
  * Needs wrk on PATH, Linux /proc, and valgrind (unless --no-callgrind).
  */
-import { copyFileSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpuBenchOptions, intOption, nodeFlagsOption, UsageError } from './cli-options.js';
@@ -30,7 +30,8 @@ import { textTable } from './report.js';
 import { loadWithCpu, median, onCpu, tasksetAvailable, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
 import { cpusAllowed } from './measure.js';
 import { CallgrindProcess, callgrindAvailable, callgrindLauncher, countInstructions, machineL2, type InstructionCount, type Spread } from './callgrind.js';
-import { functionCostsOfFiles, renderFunctionTable } from './callgrind-functions.js';
+import { codeCosts, functionCostsOfFiles, readPerfMap, renderFunctionTable } from './callgrind-functions.js';
+import { inlinedCosts, matchingTrace, renderInlinedTable } from './inlined.js';
 
 /** The least CPU efficiency (floor CPU/req ÷ rcd CPU/req, median of rounds) per scenario; bench/README.md, "Cost against the floor". */
 const COST_TARGETS: Readonly<Record<string, number>> = {
@@ -67,6 +68,10 @@ const USAGE = `usage: npm run bench:cost -- [options]
                            misses (with --cache-sim) or instructions, per request, in the median window; rcd's
                            compiled JavaScript named by function (callgrind per instruction and node's
                            --perf-basic-prof map for rcd under valgrind; its map is kept in --dumps DIR) (1..500)
+  --inlined NAME           after each scenario, rcd's optimized function NAME (e.g. startSingle, answeredByPlan)
+                           split among the functions TurboFan inlined into it: instructions, and with
+                           --cache-sim misses, per request in the median window (V8's --trace-turbo for rcd
+                           under valgrind, its JSON kept in --dumps DIR/turbo; bench/inlined.ts)
   --smoke                  1 round of 1 s, one counted pass of 20 requests after 1 pass: checks that it runs
   --node-flags=FLAGS       options of node for rcd (its CPU rounds and its callgrind run), space-separated
                            (e.g. --node-flags=--perf-basic-prof, so that perf names its compiled JavaScript)
@@ -90,6 +95,8 @@ interface CostOptions {
   readonly dumps: string | null;
   /** Functions listed per scenario and server (--by-function), or 0 for none. */
   readonly byFunction: number;
+  /** rcd's optimized function split by what it inlined (--inlined), or null. */
+  readonly inlined: string | null;
   readonly check: boolean;
   readonly nodeFlags: readonly string[];
   /** CPU rounds with each server alone on CPU 0 and its wrk on CPU 1, in turn (--pinned). */
@@ -115,6 +122,7 @@ function parseOptions(argv: string[]): CostOptions {
       out: { type: 'string' },
       dumps: { type: 'string' },
       'by-function': { type: 'string' },
+      inlined: { type: 'string' },
       check: { type: 'boolean', default: false },
       'node-flags': { type: 'string', default: '' },
       pinned: { type: 'boolean', default: false },
@@ -139,6 +147,9 @@ function parseOptions(argv: string[]): CostOptions {
   const callgrind = values['no-callgrind'] !== true;
   if (!callgrind && values['cache-sim'] === true) throw new UsageError('--cache-sim runs under callgrind: drop --no-callgrind');
   if (!callgrind && values['by-function'] !== undefined) throw new UsageError('--by-function reads callgrind\'s dumps: drop --no-callgrind');
+  if (!callgrind && values.inlined !== undefined) throw new UsageError('--inlined reads callgrind\'s dumps: drop --no-callgrind');
+  // A function's name as V8's --trace-turbo-filter matches it and as the trace files are named.
+  if (values.inlined !== undefined && !/^[A-Za-z_$][\w$]{0,99}$/.test(values.inlined)) throw new UsageError(`--inlined takes a function's name (letters, digits, _ and $): ${JSON.stringify(values.inlined)}`);
   if (!wrkAvailable()) throw new UsageError('bench:cost needs wrk on PATH (Debian: apt-get install wrk)');
   if (values.pinned === true && !tasksetAvailable()) throw new UsageError('--pinned binds processes to CPUs 0 and 1 with taskset: it needs util-linux and 2 CPUs');
   if (callgrind && !callgrindAvailable()) throw new UsageError('bench:cost needs valgrind for the instruction counts (Debian: apt-get install valgrind), or --no-callgrind');
@@ -157,6 +168,7 @@ function parseOptions(argv: string[]): CostOptions {
     out: values.out ?? null,
     dumps: values.dumps === undefined ? null : resolve(values.dumps),
     byFunction: values['by-function'] === undefined ? 0 : intOption('by-function', values['by-function'], 0, 1, 500),
+    inlined: values.inlined ?? null,
     check: values.check === true,
     nodeFlags: nodeFlagsOption(values['node-flags']),
     pinned: values.pinned === true,
@@ -396,6 +408,23 @@ function indent(text: string, by: string): string {
     .join('\n');
 }
 
+/**
+ * rcd's optimized `name` in the median window, split by the functions inlined into it (bench/inlined.ts),
+ * or a line saying why not.
+ */
+function inlinedReport(name: string, scenario: string, count: InstructionCount, pid: number, turbo: string): string {
+  const map = readPerfMap(readFileSync(perfMapOf(pid), 'utf8'));
+  const found = matchingTrace(turbo, name, map);
+  if (found === null) return `\n  ${scenario}, rcd: no optimized code of ${name} matches a --trace-turbo trace (not optimized in this run, or optimized again since)\n`;
+  const rows = inlinedCosts(found.code, codeCosts(readFileSync(count.medianDump, 'utf8'), found.start, found.code.size));
+  if (!rows.some((r) => r.self.ir / count.requests >= 0.5)) return `\n  ${scenario}, rcd: ${name}'s optimized code did not run in the median window (not on this scenario's path)\n`;
+  return (
+    `\n  ${scenario}, rcd: ${name}'s code (${found.code.size} bytes) by the function each instruction was inlined from, per request (median window: ${basename(count.medianDump)}; incl: with what that function inlined)\n` +
+    indent(renderInlinedTable(rows, count.requests), '    ') +
+    '\n'
+  );
+}
+
 async function instructionPart(opts: CostOptions, dir: string, bundle: string): Promise<Map<string, InstructionFigures>> {
   const out = new Map<string, InstructionFigures>();
   const dumps = opts.dumps ?? dir;
@@ -409,6 +438,18 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
         : `  cache simulator: second level = this machine's L2 (${l2.bytes / 1024} KiB, ${l2.ways} ways, ${l2.lineBytes}-byte lines)\n`,
     );
   }
+  // Per instruction (and rcd's perf map naming its compiled JavaScript) when a table needs it.
+  const perInstruction = opts.byFunction > 0 || opts.inlined !== null;
+  const turbo = join(dumps, 'turbo');
+  const nodeArgs = [...opts.nodeFlags];
+  // The perf map is written as code is made: no cost counted in a window.
+  if (perInstruction && !nodeArgs.includes('--perf-basic-prof')) nodeArgs.push('--perf-basic-prof');
+  if (opts.inlined !== null) {
+    mkdirSync(turbo, { recursive: true });
+    // Traced while it compiles (not counted: V8's compilers are outside the figures); the C1
+    // visualizer's file, which --trace-turbo also writes, goes beside the JSON, not into the checkout.
+    nodeArgs.push('--trace-turbo', `--trace-turbo-filter=${opts.inlined}`, `--trace-turbo-path=${turbo}`, `--trace-turbo-cfg-file=${join(turbo, 'turbo.cfg')}`);
+  }
   // One pool worker and one delivery loop: the counted work is the request's, not idle threads'.
   const [rcd, floor] = await Promise.all([
     startServer(sup, {
@@ -418,12 +459,11 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
       threads: 1,
       httpThreads: 1,
       label: 'rcd under valgrind',
-      // Its perf map names each compiled function for --by-function (written as code is made: no cost counted in a window).
-      nodeArgs: opts.byFunction > 0 && !opts.nodeFlags.includes('--perf-basic-prof') ? [...opts.nodeFlags, '--perf-basic-prof'] : opts.nodeFlags,
-      launcher: callgrindLauncher(dumps, 'rcd', opts.cacheSim, opts.byFunction > 0, l2),
+      nodeArgs,
+      launcher: callgrindLauncher(dumps, 'rcd', opts.cacheSim, perInstruction, l2),
       startTimeoutMs: 300_000,
     }),
-    startCeiling(sup, null, 1, true, callgrindLauncher(dumps, 'floor', opts.cacheSim, opts.byFunction > 0, l2)),
+    startCeiling(sup, null, 1, true, callgrindLauncher(dumps, 'floor', opts.cacheSim, perInstruction, l2)),
   ]);
   const counted = [new CallgrindProcess(rcd, dumps, 'rcd', opts.cacheSim), new CallgrindProcess(floor, dumps, 'floor', opts.cacheSim)] as const;
   for (const s of opts.scenarios) {
@@ -445,9 +485,10 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
         process.stdout.write(indent(renderFunctionTable(functionCostsOfFiles(count.medianDump, map), count.requests, opts.byFunction), '    ') + '\n');
       }
     }
+    if (opts.inlined !== null) process.stdout.write(inlinedReport(opts.inlined, s.name, a, rcd.pid, turbo));
   }
   await Promise.all([sup.stopChild(rcd.child, 60_000), sup.stopChild(floor.child, 60_000)]);
-  if (opts.byFunction > 0) keepPerfMap(rcd.pid, opts.dumps);
+  if (perInstruction) keepPerfMap(rcd.pid, opts.dumps);
   return out;
 }
 

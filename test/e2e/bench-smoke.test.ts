@@ -286,10 +286,10 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     }
   }, 330_000);
 
-  it('--cache-sim adds L1 misses of code and data and L2 misses per request, for both servers, to the line and the table; --by-function lists where they go', async () => {
+  it('--cache-sim adds L1 misses of code and data and L2 misses per request, for both servers, to the line and the table; --by-function lists where they go; --inlined traces one function', async () => {
     const out = join(outDir, 'cost-cache.json');
     const dumps = join(outDir, 'cost-dumps');
-    const { code, output } = await runBench(['--smoke', '--cache-sim', '--scenario', 'mapped', '--by-function', '8', '--dumps', dumps, '--out', out], 300_000, 'dist/bench/cost.js');
+    const { code, output } = await runBench(['--smoke', '--cache-sim', '--scenario', 'mapped', '--by-function', '8', '--inlined', 'startSingle', '--dumps', dumps, '--out', out], 300_000, 'dist/bench/cost.js');
     if (!wrkAvailable()) {
       expect(code).toBe(2);
       return;
@@ -329,10 +329,21 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     // rcd's perf map, which names its compiled JavaScript, is kept beside the dumps and gone from /tmp.
     expect(readFileSync(join(dumps, `perf-rcd.${rcdPid!}.map`), 'utf8')).toMatch(/ JS:/);
     expect(readdirSync('/tmp')).not.toContain(`perf-${rcdPid!}.map`);
+    // --inlined: rcd ran with V8's --trace-turbo for that function, its traces kept beside the dumps and
+    // none of its files left in the checkout. A smoke run's few requests seldom get the function
+    // optimized: then a line says so instead of the table (bench/inlined.ts is tested on a real trace
+    // in test/unit/bench/inlined.test.ts).
+    expect(output).toMatch(/^ {2}mapped, rcd: (startSingle's code \(\d+ bytes\) by the function each instruction was inlined from|no optimized code of startSingle matches a --trace-turbo trace|startSingle's optimized code did not run)/m);
+    expect(readdirSync(join(dumps, 'turbo'))).toContain('turbo.cfg');
+    expect(readdirSync(root).filter((f) => /^turbo-.*\.cfg$/.test(f))).toEqual([]);
     const refused = await runBench(['--no-callgrind', '--cache-sim'], 30_000, 'dist/bench/cost.js');
     expect([refused.code, refused.output.includes('--cache-sim runs under callgrind')]).toEqual([2, true]);
     const refusedByFunction = await runBench(['--no-callgrind', '--by-function', '5'], 30_000, 'dist/bench/cost.js');
     expect([refusedByFunction.code, refusedByFunction.output.includes('--by-function reads callgrind')]).toEqual([2, true]);
+    const refusedInlined = await runBench(['--no-callgrind', '--inlined', 'startSingle'], 30_000, 'dist/bench/cost.js');
+    expect([refusedInlined.code, refusedInlined.output.includes('--inlined reads callgrind')]).toEqual([2, true]);
+    const notAName = await runBench(['--inlined', 'start Single'], 30_000, 'dist/bench/cost.js');
+    expect([notAName.code, notAName.output.includes("--inlined takes a function's name")]).toEqual([2, true]);
   }, 330_000);
 
   it('--node-flags reaches rcd: with --perf-basic-prof it writes the map perf names its JavaScript by; a word that is no flag is refused with 2', async () => {

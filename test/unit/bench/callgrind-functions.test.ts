@@ -5,7 +5,7 @@
  * map. The real dumps are read in test/e2e/bench-smoke.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { UNNAMED_JIT, functionCosts, perfName, readPerfMap, renderFunctionTable } from '../../../bench/callgrind-functions.js';
+import { UNNAMED_JIT, codeCosts, functionCosts, perfName, readPerfMap, renderFunctionTable } from '../../../bench/callgrind-functions.js';
 
 /** A dump as callgrind writes it with --dump-instr=yes --cache-sim=yes (events in its order). */
 const DUMP = `# callgrind format
@@ -72,5 +72,17 @@ describe('callgrind per-instruction dumps by function', () => {
     expect(table[2]).toMatch(/\s6\.0\s+1\.0\s+2\.5\s+2\.5\s+1\.5\s+JS JS:\*handleContent/);
     expect(table[3]).toMatch(/\s8\.0\s+0\.5\s+2\.0\s+0\.5\s+0\.5\s+v8::internal::JsonParser::Parse\(\)$/);
     expect(table).toHaveLength(5);
+  });
+
+  it('gives each instruction of one JIT code object its own events, by offset, and nothing outside it', () => {
+    // --inlined (bench/inlined.ts) splits these among the functions inlined into the code.
+    const costs = codeCosts(DUMP, 0x3000, 0x20);
+    expect([...costs.keys()].sort((a, b) => a - b)).toEqual([0, 8, 16]);
+    expect(costs.get(0)).toEqual({ ir: 7, i1mr: 2, d1mr: 4, d1mw: 0, l2: 0 });
+    expect(costs.get(8)).toEqual({ ir: 2, i1mr: 0, d1mr: 0, d1mw: 0, l2: 0 });
+    expect(costs.get(16)).toEqual({ ir: 3, i1mr: 0, d1mr: 1, d1mw: 5, l2: 3 });
+    // Native code at those addresses is not JIT code; nothing of 0x9000 (past the code's end) is read.
+    expect(codeCosts(DUMP, 0x1000, 0x10).size).toBe(0);
+    expect(codeCosts(DUMP, 0x3000, 0x10).has(16)).toBe(false);
   });
 });
