@@ -11,27 +11,53 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { HttpResponse } from 'uWebSockets.js';
-import { chooseRevision, lookupContent, type ContentView, type EnvView, type RevisionView } from './directory.js';
+import * as directory from './directory.js';
+import type { ContentView, EnvView, RevisionView } from './directory.js';
 import { ERROR_STATUS, RcdError, errorResponse, responseForError, type ErrorCode } from '../runtime/errors.js';
-import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE, recordTimedRequest } from '../metrics/layout.js';
+import * as metrics from '../metrics/layout.js';
+import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE } from '../metrics/layout.js';
 import { recordAccess } from './access-log.js';
-import { userMod, userUid } from '../shared/identity.js';
-import { evaluateMapping, type Combination, type CompiledMapping } from '../mapping/index.js';
+import * as identity from '../shared/identity.js';
+import * as mapping from '../mapping/index.js';
+import type { Combination, CompiledMapping } from '../mapping/index.js';
 import type { JobSink } from '../pool/batcher.js';
 import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
-import { bodyText, keptChunk } from './body.js';
-import { parseUserContext, type UserContext } from './context.js';
-import { frontEntryOf, frontKeyOf, keepEntry, renderedOf, type FrontKey, type Rendered } from './front-cache.js';
-import { checkPlainQuery, compiledCombineQuery, wrappedKind, type CombineEntry, type CompiledCombineQuery } from './query.js';
-import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, answerWords, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendError, sendUidContent, sendNotModified, sendOverloaded, sendStarting, sendWrapped } from './reply.js';
+import * as body from './body.js';
+import * as context from './context.js';
+import type { UserContext } from './context.js';
+import * as frontCache from './front-cache.js';
+import { frontKeyOf, keepEntry, renderedOf, type FrontKey, type Rendered } from './front-cache.js';
+import * as query from './query.js';
+import type { CombineEntry, CompiledCombineQuery } from './query.js';
+import * as reply from './reply.js';
+import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, answerWords, lastAnswerBytes, sendError, sendOverloaded, sendStarting } from './reply.js';
 import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
-import { Coding, combineTag, describedTag, etagValue, itemTag, matchIfNoneMatch, withMappedPart, withUid } from './etag.js';
-import { currentPlanOf, keepPlan, planMemoOf, planShapeKey, planTagOf, plannedAnswer, type CombinePlan, type PlanItem, type PlanTag } from './combine-plan.js';
+import * as etag from './etag.js';
+import { Coding, combineTag, describedTag, withMappedPart } from './etag.js';
+import * as combinePlan from './combine-plan.js';
+import { keepPlan, planShapeKey, type CombinePlan, type PlanItem, type PlanTag } from './combine-plan.js';
 import type { UidBlock } from './header-block.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
 import { putBytes } from '../shared/bytes.js';
 import { GzipBuilder, gzipBound } from '../shared/gzip.js';
 import type { FrontEndState } from './state.js';
+
+// The functions a request calls, as this module's own consts. An imported binding lives in its
+// module's cell, and TurboFan reads the cell (and compares the function in it) before each call it
+// inlines; a module's own const is folded into the code of a function inlined from this module.
+// These are function declarations where they come from, set before any module is evaluated, so
+// reading them here is safe whatever the import order.
+const { chooseRevision, lookupContent } = directory;
+const { recordTimedRequest } = metrics;
+const { userMod, userUid } = identity;
+const { evaluateMapping } = mapping;
+const { bodyText, keptChunk } = body;
+const { parseUserContext } = context;
+const { frontEntryOf } = frontCache;
+const { checkPlainQuery, compiledCombineQuery, wrappedKind } = query;
+const { enterUwsCall, leaveUwsCall, sendContent, sendNotModified, sendUidContent, sendWrapped } = reply;
+const { etagValue, itemTag, matchIfNoneMatch, withUid } = etag;
+const { currentPlanOf, planMemoOf, planTagOf, plannedAnswer } = combinePlan;
 
 export const enum Route {
   Plain = 0,
@@ -357,9 +383,9 @@ const plannedCombinations: (Combination | null)[] = [];
  * bench's combine-50: five mappings of one rule), and comparing objects sent every user of that
  * segment down the per-request tag (its strings built and written byte by byte).
  */
-function sameTagPart(a: Combination | null, b: Combination | null): boolean {
+const sameTagPart = (a: Combination | null, b: Combination | null): boolean => {
   return a === b || (a !== null && b !== null && a.key === b.key);
-}
+};
 
 /**
  * Answers from a plan (combine-plan.ts) when every mapped item's head is a front-cache hit and the
@@ -522,18 +548,18 @@ function startCombineItems(r: ContentRequest, q: CompiledCombineQuery, ctx: User
 }
 
 /** uid and mod for wrapped kinds (the per-user tail); plain answers do not depend on the user. */
-function prepareUser(r: ContentRequest, kind: JobKind, ctx: UserContext): void {
+const prepareUser = (r: ContentRequest, kind: JobKind, ctx: UserContext): void => {
   r.kind = kind;
   if (kind === JobKind.Plain) return;
   r.uid = userUid(ctx.u);
   r.mod = userMod(r.uid);
-}
+};
 
 /**
  * The item's combination of applied rules; null for plain answers and content without a mapping. The
  * mapping's rules are evaluated here, per user, in the front end.
  */
-function combinationOf(r: ContentRequest, kind: JobKind, content: ContentView, ctx: UserContext): Combination | null {
+const combinationOf = (r: ContentRequest, kind: JobKind, content: ContentView, ctx: UserContext): Combination | null => {
   if (kind === JobKind.Plain || content.mappingId === 0) return null;
   if (content.mappingBroken) throw new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
   const mapping = content.mapping!;
@@ -542,7 +568,7 @@ function combinationOf(r: ContentRequest, kind: JobKind, content: ContentView, c
   r.evaluatedMapping = mapping;
   r.evaluated = combination;
   return combination;
-}
+};
 
 /** The pool job that renders an item the front cache does not hold. */
 export function missJob(kind: JobKind, rev: RevisionView, content: ContentView, combination: Combination | null): Job {
@@ -550,16 +576,16 @@ export function missJob(kind: JobKind, rev: RevisionView, content: ContentView, 
 }
 
 /** Cache-Control of the answer: personalised answers (they carry meta.uid) are private. */
-function cacheControlOf(r: ContentRequest): Uint8Array {
+const cacheControlOf = (r: ContentRequest): Uint8Array => {
   return r.kind === JobKind.Plain ? CC_SHARED : CC_PRIVATE;
-}
+};
 
 /**
  * 304 when If-None-Match names the answer's tag (r.tag) in any coding; returns whether it answered.
  * POST included, on purpose: these POSTs read (the body is the user context, nothing changes), so a
  * client revalidates them as a GET (docs/api.md, "Conditional requests").
  */
-function answeredNotModified(r: ContentRequest): boolean {
+const answeredNotModified = (r: ContentRequest): boolean => {
   // Tested here, not only inside: a call that returns at once runs too little bytecode for V8 to
   // compile it soon, and ran interpreted (~230 instructions per request under bench:cost).
   if (r.ifNoneMatch.length === 0) return false;
@@ -572,7 +598,7 @@ function answeredNotModified(r: ContentRequest): boolean {
   r.outcome = Outcome.NotModified;
   r.finish();
   return true;
-}
+};
 
 /** 503 overloaded: the pool's pending-job bound is reached. */
 function answerOverloaded(r: ContentRequest): void {
@@ -583,13 +609,13 @@ function answerOverloaded(r: ContentRequest): void {
 }
 
 /** The coding a single item goes out in: what the client accepts among what was compressed for it. */
-function codingOf(accept: number, item: Rendered): Coding {
+const codingOf = (accept: number, item: Rendered): Coding => {
   if (item.br !== null && (accept & ACCEPT_BR) !== 0 && ((accept & PREFER_BR) !== 0 || (accept & ACCEPT_GZIP) === 0)) return Coding.Br;
   if (item.gzip !== null && (accept & ACCEPT_GZIP) !== 0) return Coding.Gzip;
   return Coding.Identity;
-}
+};
 
-function answerSingle(r: ContentRequest, item: Rendered): void {
+const answerSingle = (r: ContentRequest, item: Rendered): void => {
   r.writing = true;
   const coding = codingOf(r.accept, item);
   const http = r.state.http;
@@ -602,7 +628,7 @@ function answerSingle(r: ContentRequest, item: Rendered): void {
     sendWrapped(r.res, http, item, r.uid, r.mod, coding, r.tag, r.origin, r.state.shuttingDown);
   }
   r.finish();
-}
+};
 
 const H_MISSING_CONTENT = 'x-missing-content';
 
