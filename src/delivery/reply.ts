@@ -20,28 +20,23 @@
  */
 import type { HttpResponse } from 'uWebSockets.js';
 import { errorResponse, type ErrorResponse } from '../runtime/errors.js';
-import { ReusedBuffer, putBytes, wordsOf } from '../shared/bytes.js';
+import * as sharedBytes from '../shared/bytes.js';
+import { ReusedBuffer } from '../shared/bytes.js';
 import { GzipBuilder, gzipBound } from '../shared/gzip.js';
 import { Coding } from './etag.js';
 import { ANSWER_VIEWS, type Rendered } from './front-cache.js';
-import { blockSize, moveBlock, representationBlock, wrappedBlock, type UidBlock } from './header-block.js';
-import {
-  H_ALLOW,
-  H_ALLOW_HEADERS,
-  H_ALLOW_METHODS,
-  H_ALLOW_ORIGIN,
-  H_CACHE_CONTROL,
-  H_CONNECTION,
-  H_CONTENT_ENCODING,
-  H_CONTENT_TYPE,
-  H_ETAG,
-  H_EXPOSE_HEADERS,
-  H_MAX_AGE,
-  H_RETRY_AFTER,
-  H_VARY,
-} from './header-names.js';
+import * as headerBlock from './header-block.js';
+import type { UidBlock } from './header-block.js';
+import * as headerNames from './header-names.js';
 import type { HttpPolicy } from './http-policy.js';
-import { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, appendTailToGzip, wrappedTailLength, writeUserPart } from './tail.js';
+import * as tail from './tail.js';
+
+// What an answer is written with, as this module's own consts: folded into the writers that inline
+// them, where an import is a cell read (and a function compared) before each use (request.ts).
+const { putBytes, wordsOf } = sharedBytes;
+const { blockSize, moveBlock, representationBlock, wrappedBlock } = headerBlock;
+const { H_ALLOW, H_ALLOW_HEADERS, H_ALLOW_METHODS, H_ALLOW_ORIGIN, H_CACHE_CONTROL, H_CONNECTION, H_CONTENT_ENCODING, H_CONTENT_TYPE, H_ETAG, H_EXPOSE_HEADERS, H_MAX_AGE, H_RETRY_AFTER, H_VARY } = headerNames;
+const { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, appendTailToGzip, wrappedTailLength, writeUserPart } = tail;
 
 export const JSON_TYPE = 'application/json';
 export const STATUS_OK = '200 OK';

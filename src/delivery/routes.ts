@@ -11,20 +11,30 @@ import { errorResponse } from '../runtime/errors.js';
 import type { KeyView } from './directory.js';
 import { contentIdKey } from '../store/ids.js';
 import { CC_SHARED, JSON_TYPE, STATUS_OK, joinPieces, send, sendContent, sendError, sendNotModified, sendPreflight, sendStarting } from './reply.js';
-import { corsOriginFor, corsOriginOf } from './http-policy.js';
+import * as httpPolicy from './http-policy.js';
+import { corsOriginOf } from './http-policy.js';
 import { H_API_KEY, H_LAST_EVENT_ID, H_RETRY_AFTER } from './header-names.js';
-import { ACCEPT_GZIP, acceptedCodings } from './encoding.js';
+import * as encoding from './encoding.js';
+import { ACCEPT_GZIP } from './encoding.js';
 import { Coding, etagValue, matchIfNoneMatch } from './etag.js';
 import { mintStreamToken, verifyStreamToken } from './stream-token.js';
 import { StreamFormat } from './events.js';
 import { EMPTY_BODY } from './context.js';
-import { WANT_LENGTH, WANT_ORIGIN, declaresBodyLength, hasAmbiguousFraming, readHead, type RequestHead } from './request-head.js';
-import { noteKeyUse } from './key-use.js';
+import * as requestHead from './request-head.js';
+import { WANT_LENGTH, WANT_ORIGIN, type RequestHead } from './request-head.js';
+import * as keyUse from './key-use.js';
 import { ContentRequest, Route } from './request.js';
 import type { FrontEndState } from './state.js';
 import { ERROR_STATUS } from '../runtime/errors.js';
 import { MetricRoute, Outcome, Phase, S_PHASE, S_STORE_DOWN_SINCE, countRequest } from '../metrics/layout.js';
 import { METRIC_ROUTE } from './request.js';
+
+// The functions a content request's head goes through, as this module's own consts: folded into the
+// handlers that inline them, where an import is a cell read and compared before each call (request.ts).
+const { corsOriginFor } = httpPolicy;
+const { acceptedCodings } = encoding;
+const { declaresBodyLength, hasAmbiguousFraming, readHead } = requestHead;
+const { noteKeyUse } = keyUse;
 
 const MISSING_KEY = errorResponse('missing_api_key', 'the X-Api-Key header is required');
 const INVALID_KEY = errorResponse('invalid_api_key', 'the API key is unknown or revoked');
@@ -69,7 +79,7 @@ function refuseUnknownKey(state: FrontEndState, res: HttpResponse, origin: Uint8
 }
 
 /** Key then Content-Type; answers and returns undefined when either fails. */
-function authorize(state: FrontEndState, res: HttpResponse, head: RequestHead, origin: Uint8Array | null, route: MetricRoute): KeyView | undefined {
+const authorize = (state: FrontEndState, res: HttpResponse, head: RequestHead, origin: Uint8Array | null, route: MetricRoute): KeyView | undefined => {
   const key = head.apiKey;
   if (key === '') {
     sendError(res, MISSING_KEY, state.shuttingDown, origin);
@@ -89,7 +99,7 @@ function authorize(state: FrontEndState, res: HttpResponse, head: RequestHead, o
   }
   noteKeyUse(state.keyUse, view);
   return view;
-}
+};
 
 // The last id decoded, and its key: a URL parameter is a new string per request, and comparing it
 // with the last costs less than lowercasing it and hashing the result for the content map, which is
@@ -97,7 +107,7 @@ function authorize(state: FrontEndState, res: HttpResponse, head: RequestHead, o
 let lastRawId = '';
 let lastIdKey = '';
 
-function decodeId(raw: string): string | undefined {
+const decodeId = (raw: string): string | undefined => {
   if (raw === lastRawId) return lastIdKey;
   let key: string;
   if (raw.indexOf('%') === -1) key = contentIdKey(raw);
@@ -111,7 +121,7 @@ function decodeId(raw: string): string | undefined {
   lastRawId = raw;
   lastIdKey = key;
   return key;
-}
+};
 
 /**
  * An ambiguous framing (request-head.ts) is refused by closing the connection at once (returns true: the
