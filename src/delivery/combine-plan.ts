@@ -41,15 +41,24 @@
  */
 import { LRUCache } from 'lru-cache';
 import { JobKind } from '../pool/protocol.js';
-import { EMPTY_WORDS, putBytes, wordsOf } from '../shared/bytes.js';
+import * as bytes from '../shared/bytes.js';
 import type { ContentView, EnvView, RevisionView } from './directory.js';
 import { USES_PER_REFRESH, type Rendered } from './front-cache.js';
-import { answerBuffer, answerView } from './reply.js';
+import * as reply from './reply.js';
 import type { CombineEntry, CompiledCombineQuery } from './query.js';
-import { EMPTY_BYTES, USER_PART_MAX, userPartLength, writeUserPart } from './tail.js';
+import * as tail from './tail.js';
 import { rememberIn, type Combination } from '../mapping/index.js';
-import { combineTagPrefix, withMappedPart } from './etag.js';
-import { newUidBlock, type UidBlock } from './header-block.js';
+import * as etag from './etag.js';
+import * as headerBlock from './header-block.js';
+import type { UidBlock } from './header-block.js';
+
+// What an answer from a plan is written with, as this module's own consts (an import is a cell
+// TurboFan reads and compares before each call it inlines; a module's own const is folded: request.ts).
+const { EMPTY_WORDS, putBytes, wordsOf } = bytes;
+const { answerBuffer, answerView } = reply;
+const { EMPTY_BYTES, USER_PART_MAX, userPartLength, writeUserPart } = tail;
+const { combineTagPrefix, withMappedPart } = etag;
+const { newUidBlock } = headerBlock;
 
 /** An item whose rules are evaluated per request. */
 export interface PlannedMapped {
@@ -454,7 +463,7 @@ export function planTagOf(plan: CombinePlan, c: Combination | null): PlanTag {
 }
 
 /** The plan's layout for user parts of `userLength` bytes, or null past LAYOUTS_PER_PLAN of them. */
-function layoutFor(plan: CombinePlan, userLength: number): UserLayout | null {
+const layoutFor = (plan: CombinePlan, userLength: number): UserLayout | null => {
   const known = plan.layouts[userLength];
   if (known !== null && known !== undefined) return known;
   if (plan.layoutCount >= LAYOUTS_PER_PLAN) return null;
@@ -462,7 +471,7 @@ function layoutFor(plan: CombinePlan, userLength: number): UserLayout | null {
   plan.layouts[userLength] = layout;
   plan.layoutCount++;
   return layout;
-}
+};
 
 function buildLayout(plan: CombinePlan, userLength: number): UserLayout {
   const blocks: Uint8Array[] = [];
@@ -568,7 +577,7 @@ function smiArray(length: number): number[] {
  * 2,000 requests), so share one buffer as with a single kept answer, instead of spreading their writes
  * over every slot's lines; combinations that recur get a slot each.
  */
-function keptAnswerFor(layout: UserLayout, heads: readonly Rendered[]): KeptAnswer {
+const keptAnswerFor = (layout: UserLayout, heads: readonly Rendered[]): KeptAnswer => {
   const answers = layout.answers;
   const next = layout.nextAnswer;
   for (let i = 0; i < answers.length; i++) {
@@ -580,7 +589,7 @@ function keptAnswerFor(layout: UserLayout, heads: readonly Rendered[]): KeptAnsw
   const kept = answers[next]!;
   kept.heads = heads;
   return kept;
-}
+};
 
 /** The user's part of every unmapped item's tail, `<uid>,"mod":<mod>`, written once per answer. */
 const userPart = Buffer.allocUnsafeSlow(32);
@@ -618,7 +627,7 @@ export function plannedAnswer(plan: CombinePlan, uid: number, mod: number, heads
   const userLength = plan.kind === JobKind.Plain ? 0 : writeUserPart(userPartWords, 0, uid, mod);
   const layout = userLength === 0 ? null : layoutFor(plan, userLength);
   if (layout !== null) return laidOutAnswer(plan, layout, uid, mod, userLength, heads);
-  const total = plannedLength(plan, uid, mod, heads);
+  const total = lengthOf(plan, uid, mod, heads);
   const out = answerBuffer(total);
   const statics = plan.statics;
   const steps = plan.steps;
@@ -659,7 +668,7 @@ export function plannedAnswer(plan: CombinePlan, uid: number, mod: number, heads
  * request (the walk checked 11 steps and loaded each block's gaps from a typed array); combine, whose
  * mapped head changes on most answers, takes the walk as before (43,778 -> 43,810).
  */
-function laidOutAnswer(plan: CombinePlan, layout: UserLayout, uid: number, mod: number, userLength: number, heads: readonly Rendered[]): Uint8Array {
+const laidOutAnswer = (plan: CombinePlan, layout: UserLayout, uid: number, mod: number, userLength: number, heads: readonly Rendered[]): Uint8Array => {
   const kept = keptAnswerFor(layout, heads);
   // The same entries in the same layout (one user-part length) make an answer of the same length:
   // not summed again (plannedLength reads every mapped head's and tail's length, objects of their own).
@@ -667,14 +676,14 @@ function laidOutAnswer(plan: CombinePlan, layout: UserLayout, uid: number, mod: 
     putSpots(kept.words, kept.spots, userLength);
     return kept.view;
   }
-  return rewrittenAnswer(layout, kept, userLength, heads, plannedLength(plan, uid, mod, heads));
-}
+  return rewrittenAnswer(layout, kept, userLength, heads, lengthOf(plan, uid, mod, heads));
+};
 
 /** Whether the mapped items' bytes in a kept answer are these heads' (the same entries, by index). */
-function holdsHeads(held: readonly (Rendered | null)[], heads: readonly Rendered[]): boolean {
+const holdsHeads = (held: readonly (Rendered | null)[], heads: readonly Rendered[]): boolean => {
   for (let k = 0; k < held.length; k++) if (held[k] !== heads[k]) return false;
   return true;
-}
+};
 
 /**
  * The user's part (userPart) at every spot of a kept answer, as putUser writes it. The chunks are read
@@ -684,7 +693,7 @@ function holdsHeads(held: readonly (Rendered | null)[], heads: readonly Rendered
  * count, the part's length tested once: a loop of putUser calls, which tests it per spot, read ~160
  * instructions more a combine-50 answer.
  */
-function putSpots(words: DataView, spots: readonly number[], userLength: number): void {
+const putSpots = (words: DataView, spots: readonly number[], userLength: number): void => {
   const c0 = userPartWords.getFloat64(0, true);
   const c1 = userPartWords.getFloat64(8, true);
   const last = userLength - 8;
@@ -703,7 +712,7 @@ function putSpots(words: DataView, spots: readonly number[], userLength: number)
       words.setFloat64(at + last, c2, true);
     }
   }
-}
+};
 
 /**
  * laidOutAnswer's way when the kept answer was last written for other heads (or never): the program
@@ -779,7 +788,7 @@ function rewrittenAnswer(
 }
 
 /** Bytes plannedAnswer writes for this user and these mapped heads. */
-export function plannedLength(plan: CombinePlan, uid: number, mod: number, heads: readonly Rendered[]): number {
+const lengthOf = (plan: CombinePlan, uid: number, mod: number, heads: readonly Rendered[]): number => {
   if (plan.kind === JobKind.Plain) return plan.staticBytes;
   const user = userPartLength(uid, mod);
   let total = plan.staticBytes + plan.userSteps * user;
@@ -788,4 +797,8 @@ export function plannedLength(plan: CombinePlan, uid: number, mod: number, heads
     total += item.head.length + user + item.tailEnd.length;
   }
   return total;
+};
+
+export function plannedLength(plan: CombinePlan, uid: number, mod: number, heads: readonly Rendered[]): number {
+  return lengthOf(plan, uid, mod, heads);
 }

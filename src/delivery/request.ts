@@ -15,7 +15,7 @@ import * as directory from './directory.js';
 import type { ContentView, EnvView, RevisionView } from './directory.js';
 import { ERROR_STATUS, RcdError, errorResponse, responseForError, type ErrorCode } from '../runtime/errors.js';
 import * as metrics from '../metrics/layout.js';
-import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE } from '../metrics/layout.js';
+import { MetricRoute, Outcome, Phase, S_PHASE } from '../metrics/layout.js';
 import { recordAccess } from './access-log.js';
 import * as identity from '../shared/identity.js';
 import * as mapping from '../mapping/index.js';
@@ -48,7 +48,7 @@ import type { FrontEndState } from './state.js';
 // These are function declarations where they come from, set before any module is evaluated, so
 // reading them here is safe whatever the import order.
 const { chooseRevision, lookupContent } = directory;
-const { recordTimedRequest } = metrics;
+const { L_FRONT_HITS, L_FRONT_MISSES, recordTimedRequest } = metrics;
 const { userMod, userUid } = identity;
 const { evaluateMapping } = mapping;
 const { bodyText, keptChunk } = body;
@@ -65,8 +65,9 @@ export const enum Route {
   Combine = 2,
 }
 
-/** Route → its metrics label (same order). */
-export const METRIC_ROUTE = [MetricRoute.Config, MetricRoute.Dynamic, MetricRoute.Combine] as const;
+/** Route → its metrics label (same order); exported as METRIC_ROUTE, read here as this module's own const. */
+const ROUTE_METRIC = [MetricRoute.Config, MetricRoute.Dynamic, MetricRoute.Combine] as const;
+export const METRIC_ROUTE = ROUTE_METRIC;
 
 export class ContentRequest implements JobSink {
   declare readonly state: FrontEndState;
@@ -283,7 +284,7 @@ export class ContentRequest implements JobSink {
     this.state.inFlight--;
     const state = this.state;
     const counters = state.counters;
-    const route = METRIC_ROUTE[this.route];
+    const route = ROUTE_METRIC[this.route];
     const ms = performance.now() - this.t0;
     recordTimedRequest(counters, route, this.status, this.outcome, ms);
     const access = state.access;

@@ -8,8 +8,13 @@
  * 2.0 -> 0.4 µs and 2,481 -> 5 bytes of JS heap per answer (bench/micro/alloc.ts).
  */
 
-import { putBytes, wordsOf } from '../shared/bytes.js';
+import * as bytes from '../shared/bytes.js';
 import { STORED_BLOCK_MAX, type GzipBuilder } from '../shared/gzip.js';
+
+// The digit writers call one another through this module's own consts, and export thin functions:
+// an exported binding (an import too) is a cell TurboFan reads and compares before each call it
+// inlines, in its own module as well; a module's own const is folded (src/delivery/request.ts).
+const { putBytes, wordsOf } = bytes;
 
 export const EMPTY_BYTES = new Uint8Array(0);
 
@@ -26,19 +31,27 @@ const CLOSE = 0x7d; // '}'
  * every wrapped answer counts them three times (random uint32s, Node 20: 18-28 ns for the division
  * loop against 9-13 ns; perf had the loop at ~0.4% of mapped).
  */
-export function digitCount(n: number): number {
+const countDigits = (n: number): number => {
   if (n < 100_000) return n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10_000 ? 4 : 5;
   return n < 1_000_000 ? 6 : n < 10_000_000 ? 7 : n < 100_000_000 ? 8 : n < 1_000_000_000 ? 9 : 10;
+};
+
+export function digitCount(n: number): number {
+  return countDigits(n);
 }
 
 /** Length of the whole tail; `tailEnd` is the item's Rendered.tailEnd (tailEndOf). */
 export function wrappedTailLength(uid: number, mod: number, tailEnd: Uint8Array): number {
-  return userPartLength(uid, mod) + tailEnd.length;
+  return partLength(uid, mod) + tailEnd.length;
 }
 
 /** Length of the tail's per-user part, `<uid>,"mod":<mod>` (the same in every item of one answer). */
+const partLength = (uid: number, mod: number): number => {
+  return countDigits(uid) + MOD_FIELD_LENGTH + countDigits(mod);
+};
+
 export function userPartLength(uid: number, mod: number): number {
-  return digitCount(uid) + MOD_FIELD_LENGTH + digitCount(mod);
+  return partLength(uid, mod);
 }
 
 /** `,"mo` and `d":` as little-endian words (writeUserPart stores them whole). */
@@ -49,8 +62,8 @@ const MOD_WORD_1 = 0x3a2264;
  * Writes `<uid>,"mod":<mod>` at pos through `out` (a DataView of the bytes it goes into); returns the
  * position after it. A 3-digit mod shares its word with `d":`: three stores for the field.
  */
-export function writeUserPart(out: DataView, pos: number, uid: number, mod: number): number {
-  pos = writeDecimal(out, pos, uid);
+const userPart = (out: DataView, pos: number, uid: number, mod: number): number => {
+  pos = decimal(out, pos, uid);
   out.setUint32(pos, MOD_WORD_0, true);
   if (mod >= 100) {
     const hundreds = Math.imul(mod, 5243) >>> 19;
@@ -62,7 +75,11 @@ export function writeUserPart(out: DataView, pos: number, uid: number, mod: numb
   }
   out.setUint16(pos + 4, MOD_WORD_1 & 0xffff, true);
   out.setUint8(pos + 6, MOD_WORD_1 >>> 16);
-  return writeShortDecimal(out, pos + 7, mod);
+  return shortDecimal(out, pos + 7, mod);
+};
+
+export function writeUserPart(out: DataView, pos: number, uid: number, mod: number): number {
+  return userPart(out, pos, uid, mod);
 }
 
 /** Four ASCII `0`s as a word: a digit is added to its byte. */
@@ -73,13 +90,13 @@ const ZEROS = 0x30303030;
  * bytes. Divisions by 100 and 10 as multiplications and shifts (exact in these ranges: n * 5243 >>> 19
  * is n / 100 below 43,699; n * 205 >>> 11 is n / 10 below 1,029).
  */
-function fourDigits(n: number): number {
+const fourDigits = (n: number): number => {
   const high = Math.imul(n, 5243) >>> 19;
   const low = n - high * 100;
   const a = Math.imul(high, 205) >>> 11;
   const c = Math.imul(low, 205) >>> 11;
   return ZEROS + a + ((high - a * 10) << 8) + (c << 16) + ((low - c * 10) << 24);
-}
+};
 
 /**
  * Writes the decimal form of a uint32 at pos through `out` (a DataView of the bytes it goes into);
@@ -88,8 +105,8 @@ function fourDigits(n: number): number {
  * byte store per digit and a division per pair were ~300 instructions of straight-line code for one
  * uid, written twice per wrapped answer (bench:cost, mapped: answerInPlace and the header block).
  */
-export function writeDecimal(out: DataView, pos: number, n: number): number {
-  if (n < 100_000_000) return writeShortDecimal(out, pos, n);
+const decimal = (out: DataView, pos: number, n: number): number => {
+  if (n < 100_000_000) return shortDecimal(out, pos, n);
   const top = Math.floor(n / 100_000_000);
   const rest = (n - top * 100_000_000) | 0;
   if (top >= 10) {
@@ -104,12 +121,16 @@ export function writeDecimal(out: DataView, pos: number, n: number): number {
   out.setUint32(pos, fourDigits(upper), true);
   out.setUint32(pos + 4, fourDigits(rest - upper * 10_000), true);
   return pos + 8;
+};
+
+export function writeDecimal(out: DataView, pos: number, n: number): number {
+  return decimal(out, pos, n);
 }
 
 /** writeDecimal of n below 10^8, a byte per digit. */
-function writeShortDecimal(out: DataView, pos: number, n: number): number {
+const shortDecimal = (out: DataView, pos: number, n: number): number => {
   let left = n | 0;
-  const end = pos + digitCount(left);
+  const end = pos + countDigits(left);
   let at = end;
   do {
     const q = (left / 10) | 0;
@@ -117,14 +138,14 @@ function writeShortDecimal(out: DataView, pos: number, n: number): number {
     left = q;
   } while (left > 0);
   return end;
-}
+};
 
 /**
  * Writes the tail at pos (room for wrappedTailLength bytes is the caller's); returns the end. `words`
  * is a DataView of the same bytes as `out`.
  */
 export function writeWrappedTail(out: Uint8Array, words: DataView, pos: number, uid: number, mod: number, tailEnd: Uint8Array): number {
-  return putBytes(out, tailEnd, writeUserPart(words, pos, uid, mod));
+  return putBytes(out, tailEnd, userPart(words, pos, uid, mod));
 }
 
 /**

@@ -7,12 +7,14 @@
  * up to megabytes: the xxhash-addon's native XXH3 is the right tool there.
  */
 import xxhash from 'xxhash-addon';
-import { xxh32String } from './xxh32.js';
+import * as xxh32 from './xxh32.js';
 
 interface StreamingHash {
   update(data: Buffer): void;
   digest(): Buffer;
 }
+// Bound at load: an import is a cell TurboFan reads and compares before each call it inlines (src/delivery/request.ts).
+const { xxh32String } = xxh32;
 const { XXHash128 } = xxhash as unknown as { XXHash128: { hash(data: Buffer): Buffer; new (seed: Buffer): StreamingHash } };
 
 export function userUid(u: string): number {
