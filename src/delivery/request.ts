@@ -45,8 +45,10 @@ import type { FrontEndState } from './state.js';
 // The functions a request calls, as this module's own consts. An imported binding lives in its
 // module's cell, and TurboFan reads the cell (and compares the function in it) before each call it
 // inlines; a module's own const is folded into the code of a function inlined from this module.
-// These are function declarations where they come from, set before any module is evaluated, so
-// reading them here is safe whatever the import order.
+// Reading them here, while this module is evaluated, is safe for function declarations in any
+// import order (they are set before any module runs) and for constants of a module that does not
+// import this one back (it has run by then): the only kinds bound this way, here and in the other
+// modules of the request path.
 const { chooseRevision, lookupContent } = directory;
 const { L_FRONT_HITS, L_FRONT_MISSES, recordTimedRequest } = metrics;
 const { userMod, userUid } = identity;
