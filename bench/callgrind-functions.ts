@@ -123,7 +123,8 @@ function forEachCost(dump: string, visit: (ob: string, fn: string, address: numb
   }
 }
 
-function addCost(to: FunctionCost, from: FunctionCost): void {
+/** Adds `from`'s events to `to`'s. */
+export function addCost(to: FunctionCost, from: FunctionCost): void {
   to.ir += from.ir;
   to.i1mr += from.i1mr;
   to.d1mr += from.d1mr;

@@ -19,7 +19,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { noCost, type FunctionCost, type PerfMap } from './callgrind-functions.js';
+import { addCost, noCost, type FunctionCost, type PerfMap } from './callgrind-functions.js';
 
 /** No graph node owns the code (prologue, jumps, moves). */
 const NO_NODE = -2;
@@ -136,19 +136,16 @@ export function inlinedCosts(code: TurboCode, costs: ReadonlyMap<number, Functio
     }
     return r;
   };
-  const add = (to: FunctionCost, from: FunctionCost): void => {
-    for (const key of ['ir', 'i1mr', 'd1mr', 'd1mw', 'l2'] as const) to[key] += from[key];
-  };
   for (const [offset, cost] of costs) {
     const id = inliningAt(code, offset);
-    add(row(nameOf(id)).self, cost);
+    addCost(row(nameOf(id)).self, cost);
     // Each function once along the chain (a function inlined into itself is not counted twice).
     const chain = new Set<string>([nameOf(id)]);
     if (id !== NO_NODE) {
       chain.add(code.name);
       for (let at = id; at !== OWN && at !== NO_NODE; at = code.inlined.get(at)?.caller ?? OWN) chain.add(nameOf(at));
     }
-    for (const name of chain) add(row(name).inclusive, cost);
+    for (const name of chain) addCost(row(name).inclusive, cost);
   }
   return [...rows.entries()].map(([name, r]) => ({ name, self: r.self, inclusive: r.inclusive })).sort((a, b) => b.self.ir - a.self.ir);
 }

@@ -627,7 +627,7 @@ export function plannedAnswer(plan: CombinePlan, uid: number, mod: number, heads
   const userLength = plan.kind === JobKind.Plain ? 0 : writeUserPart(userPartWords, 0, uid, mod);
   const layout = userLength === 0 ? null : layoutFor(plan, userLength);
   if (layout !== null) return laidOutAnswer(plan, layout, uid, mod, userLength, heads);
-  const total = lengthOf(plan, uid, mod, heads);
+  const total = plannedLength(plan, uid, mod, heads);
   const out = answerBuffer(total);
   const statics = plan.statics;
   const steps = plan.steps;
@@ -676,7 +676,7 @@ const laidOutAnswer = (plan: CombinePlan, layout: UserLayout, uid: number, mod: 
     putSpots(kept.words, kept.spots, userLength);
     return kept.view;
   }
-  return rewrittenAnswer(layout, kept, userLength, heads, lengthOf(plan, uid, mod, heads));
+  return rewrittenAnswer(layout, kept, userLength, heads, plannedLength(plan, uid, mod, heads));
 };
 
 /** Whether the mapped items' bytes in a kept answer are these heads' (the same entries, by index). */
@@ -788,7 +788,7 @@ function rewrittenAnswer(
 }
 
 /** Bytes plannedAnswer writes for this user and these mapped heads. */
-const lengthOf = (plan: CombinePlan, uid: number, mod: number, heads: readonly Rendered[]): number => {
+const plannedLength = (plan: CombinePlan, uid: number, mod: number, heads: readonly Rendered[]): number => {
   if (plan.kind === JobKind.Plain) return plan.staticBytes;
   const user = userPartLength(uid, mod);
   let total = plan.staticBytes + plan.userSteps * user;
@@ -798,7 +798,3 @@ const lengthOf = (plan: CombinePlan, uid: number, mod: number, heads: readonly R
   }
   return total;
 };
-
-export function plannedLength(plan: CombinePlan, uid: number, mod: number, heads: readonly Rendered[]): number {
-  return lengthOf(plan, uid, mod, heads);
-}

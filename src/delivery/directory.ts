@@ -16,11 +16,11 @@ import { PackedContentReader } from '../control/routed.js';
 import type { KeyDigest, RevisionReader } from '../store/types.js';
 import * as appVersion from '../shared/app-version.js';
 import { NO_VERSION, lowerBoundOf, type ComparableVersion } from '../shared/app-version.js';
+import { catalogTag } from '../shared/catalog-tag.js';
+import { ShardedMap, integerShard, stringShard } from './sharded-map.js';
 
 // chooseRevision's comparison, bound at load (an import is a cell read before each inlined call: request.ts).
 const { versionAtMost } = appVersion;
-import { catalogTag } from '../shared/catalog-tag.js';
-import { ShardedMap, integerShard, stringShard } from './sharded-map.js';
 
 export interface RevisionView {
   readonly revId: number;

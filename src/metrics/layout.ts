@@ -99,21 +99,20 @@ const slotOf = (route: MetricRoute, statusClass: number, outcome: Outcome): numb
 };
 
 /** 200 → 1 (2xx) ... 503 → 4 (5xx); 0 (no answer) → 0. */
-const classOf = (status: number): number => {
+const statusClassOf = (status: number): number => {
   return status === 0 ? 0 : Math.min(4, Math.max(1, Math.floor(status / 100) - 1));
+};
+
+const count = (c: LoopCounters, route: MetricRoute, status: number, outcome: Outcome): void => {
+  c[slotOf(route, statusClassOf(status), outcome)]! += 1;
 };
 
 export function requestSlot(route: MetricRoute, statusClass: number, outcome: Outcome): number {
   return slotOf(route, statusClass, outcome);
 }
 
-/** 200 → 1 (2xx) ... 503 → 4 (5xx); 0 (no answer) → 0. */
-export function statusClassOf(status: number): number {
-  return classOf(status);
-}
-
 export function countRequest(c: LoopCounters, route: MetricRoute, status: number, outcome: Outcome): void {
-  c[slotOf(route, classOf(status), outcome)]! += 1;
+  count(c, route, status, outcome);
 }
 
 /** Every request this loop has answered so far (all routes, status classes and outcomes). */
@@ -132,8 +131,12 @@ const observe = (c: Float64Array, base: number, boundsMs: readonly number[], ms:
   c[base + n + 1]! += ms / 1000;
 };
 
-export function observeLatency(c: LoopCounters, route: MetricRoute, ms: number): void {
+const latency = (c: LoopCounters, route: MetricRoute, ms: number): void => {
   observe(c, LATENCY_AT + route * LATENCY_SLOTS, LATENCY_BOUNDS_MS, ms);
+};
+
+export function observeLatency(c: LoopCounters, route: MetricRoute, ms: number): void {
+  latency(c, route, ms);
 }
 
 /**
@@ -141,8 +144,8 @@ export function observeLatency(c: LoopCounters, route: MetricRoute, ms: number):
  * REQUESTS_AT): the delivery code reads this function's cell and no other.
  */
 export function recordTimedRequest(c: LoopCounters, route: MetricRoute, status: number, outcome: Outcome, ms: number): void {
-  c[slotOf(route, classOf(status), outcome)]! += 1;
-  observe(c, LATENCY_AT + route * LATENCY_SLOTS, LATENCY_BOUNDS_MS, ms);
+  count(c, route, status, outcome);
+  latency(c, route, ms);
 }
 
 export function observePoolJob(c: LoopCounters, ms: number): void {
