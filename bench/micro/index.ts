@@ -9,6 +9,7 @@
  * - metrics (./metrics.ts): the shared-array counters of a request against prom-client's own metrics;
  * - directory (./directory.ts): heap bytes per item of the routing directory and a full GC with it alive;
  * - sharded-map (./sharded-map.ts): the content table's lookup and its longest insert while growing, against a Map;
+ * - store (./store.ts): a store read in a transaction, the wrapper made per call against one made with the store;
  * - here: body parse + validation (the hand-written check in src/delivery/context.ts vs its zod schema) and
  *   the uid hash (xxhash-addon vs the pure-JS XXH32 in src/shared/xxh32.ts that src/shared/identity.ts uses, checked
  *   for identical output before anything is timed).
@@ -27,6 +28,7 @@ import { runIdKeyMicro } from './ids.js';
 import { runMetricsMicro } from './metrics.js';
 import { formatDirectoryTable, runDirectoryMicro } from './directory.js';
 import { formatShardedMapResult, runShardedMapMicro } from './sharded-map.js';
+import { runStoreTransactionMicro } from './store.js';
 import { XXH32_VECTORS, xxh32Bytes, xxh32String } from '../../src/shared/xxh32.js';
 import { MIN_MS, WARMUP_MS, formatTable, measure, type Row } from './measure.js';
 
@@ -114,6 +116,7 @@ function main(): void {
     ['Front-end allocation per mapped request (bench/micro/alloc.ts)', () => runAllocMicro()],
     ['Content-id key (bench/micro/ids.ts)', () => runIdKeyMicro()],
     ['Metrics on the request path (bench/micro/metrics.ts)', () => runMetricsMicro()],
+    ['SQLite store transactions (bench/micro/store.ts)', () => runStoreTransactionMicro()],
   ];
   process.stdout.write(`Node ${process.versions.node}; each row: ${WARMUP_MS} ms warm-up, >= ${MIN_MS} ms measured.\n\n`);
   for (const [title, run] of groups) process.stdout.write(formatTable(title, run()) + '\n');

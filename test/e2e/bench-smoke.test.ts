@@ -488,6 +488,15 @@ describe('allocation micro-benchmark (bench/micro/alloc.ts)', () => {
   });
 });
 
+describe('store transaction micro-benchmark (bench/micro/store.ts)', () => {
+  it('times a store read with the wrapper made per call [before] and once [after], each reading the row', async () => {
+    const { runStoreTransactionMicro } = await import('../../bench/micro/store.js');
+    const rows = runStoreTransactionMicro(5);
+    expect(rows.map((r) => r.name.slice(r.name.lastIndexOf('[')))).toEqual(['[before]', '[after]']);
+    for (const r of rows) expect(r.nsPerOp, r.name).toBeGreaterThan(0);
+  });
+});
+
 describe('npm run bench:schedule (changes due together on a PostgreSQL fleet under load)', () => {
   it('applies them on a real fleet and prints each round and the verdict of every target', async () => {
     const { code, output } = await runBench(['--changes', '20', '--nodes', '2', '--rounds', '1', '--lead-s', '12', '--window-s', '1', '--connections', '4'], 180_000, 'dist/bench/schedule.js');

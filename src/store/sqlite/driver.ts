@@ -37,9 +37,9 @@ export interface Statement<Row> {
   raw<Tuple extends unknown[]>(toggle: boolean): Statement<Tuple>;
 }
 
-export interface TransactionFunction<T> {
-  (): T;
-  immediate(): T;
+export interface TransactionFunction<T, A extends unknown[] = []> {
+  (...args: A): T;
+  immediate(...args: A): T;
 }
 
 export interface Database {
@@ -47,7 +47,7 @@ export interface Database {
   prepare<Row = unknown>(sql: string): Statement<Row>;
   exec(sql: string): void;
   pragma(sql: string, options?: { simple: boolean }): unknown;
-  transaction<T>(fn: () => T): TransactionFunction<T>;
+  transaction<T, A extends unknown[] = []>(fn: (...args: A) => T): TransactionFunction<T, A>;
   close(): void;
 }
 
