@@ -33,6 +33,9 @@ const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
                        && (cd /tmp/base && npx tsc -p .). This checkout itself shows the noise floor.
   --scenario NAME      one scenario answered 2xx (default mapped; see npm run bench -- --help)
   --rounds N           rounds, both servers loaded at once in each (default 10, max 100)
+  --starts N           start both servers N times, the rounds on each start (default 1, max 20): a
+                       start's figures differ from the next's by several percent (where the code and
+                       heap land), so a change of a few percent is judged on the median of the starts
   --duration S         seconds per round (default 8, 1..120)
   --warmup S           seconds of load on both before the first round, not counted (default 3, max 60)
   --connections N      connections per server (default 100)
@@ -58,6 +61,7 @@ interface AbOptions {
   readonly baseline: string;
   readonly scenario: Scenario;
   readonly rounds: number;
+  readonly starts: number;
   readonly durationSec: number;
   readonly warmupSec: number;
   readonly connections: number;
@@ -78,6 +82,7 @@ function parseOptions(argv: string[]): AbOptions {
       baseline: { type: 'string' },
       scenario: { type: 'string' },
       rounds: { type: 'string' },
+      starts: { type: 'string' },
       duration: { type: 'string' },
       warmup: { type: 'string' },
       connections: { type: 'string' },
@@ -115,12 +120,15 @@ function parseOptions(argv: string[]): AbOptions {
   }
   if (values.store !== 'sqlite' && values.store !== 'postgres') throw new UsageError(`--store must be sqlite or postgres, got "${values.store}"`);
   if (values.pg !== undefined && values.store !== 'postgres') throw new UsageError('--pg goes with --store postgres');
+  const starts = intOption('starts', values.starts, 1, 1, 20);
+  if (starts > 1 && values.store === 'postgres') throw new UsageError('--starts goes with the SQLite store (each start imports into a store of its own)');
   if (!wrkAvailable()) throw new UsageError('bench:ab needs wrk on PATH (Debian: apt-get install wrk)');
   const nodeFlags = nodeFlagsOption(values['node-flags']);
   return {
     baseline,
     scenario,
     rounds: intOption('rounds', values.rounds, 10, 1, 100),
+    starts,
     durationSec: intOption('duration', values.duration, 8, 1, 120),
     warmupSec: intOption('warmup', values.warmup, 3, 0, 60),
     connections: intOption('connections', values.connections, 100, 1, 10000),
@@ -142,6 +150,8 @@ type Side = WrkLoad;
 interface Round {
   readonly base: Side;
   readonly current: Side;
+  /** The start of both servers it ran on (1-based, --starts). */
+  readonly start: number;
 }
 
 const sup = new Supervisor();
@@ -151,7 +161,7 @@ function loadOne(target: Target, script: string, opts: AbOptions, seconds: numbe
 }
 
 /** Both servers loaded at once: the point of the rig (or, with --alternate, one right after the other). */
-async function loadBoth(base: Target, current: Target, script: string, opts: AbOptions, seconds: number): Promise<Round> {
+async function loadBoth(base: Target, current: Target, script: string, opts: AbOptions, seconds: number, start: number): Promise<Round> {
   const [b, c] = opts.alternate
     ? [await loadOne(base, script, opts, seconds), await loadOne(current, script, opts, seconds)]
     : await Promise.all([loadOne(base, script, opts, seconds), loadOne(current, script, opts, seconds)]);
@@ -160,7 +170,7 @@ async function loadBoth(base: Target, current: Target, script: string, opts: AbO
       throw new Error(`${label}: ${side.wrk.non2xx} non-2xx answers and ${side.wrk.socketErrors} socket errors under wrk`);
     }
   }
-  return { base: b, current: c };
+  return { base: b, current: c, start };
 }
 
 function fixed(n: number, digits: number): string {
@@ -193,6 +203,32 @@ function summarize(rounds: readonly Round[]): string {
   ].join('\n');
 }
 
+/** this/base CPU per request of one start: the median of its rounds' ratios. */
+function startCpuRatio(rounds: readonly Round[]): number {
+  return median(rounds.map((r) => r.current.cpuUsPerReq / r.base.cpuUsPerReq));
+}
+
+function startReqRatio(rounds: readonly Round[]): number {
+  return median(rounds.map((r) => r.current.wrk.reqPerSec / r.base.wrk.reqPerSec));
+}
+
+/** With --starts > 1: each start's ratios and their median, the figure a change is judged by. */
+function summarizeStarts(rounds: readonly Round[], starts: number): string {
+  const cpu: number[] = [];
+  const req: number[] = [];
+  for (let start = 1; start <= starts; start++) {
+    const own = rounds.filter((r) => r.start === start);
+    if (own.length === 0) continue;
+    cpu.push(startCpuRatio(own));
+    req.push(startReqRatio(own));
+  }
+  const list = (values: readonly number[]): string => values.map((v) => fixed(v, 3)).join(' / ');
+  return [
+    `this/base CPU per request by start (median of its rounds): ${list(cpu)}; median of the starts ${fixed(median(cpu), 3)}`,
+    `this/base req/s by start (median of its rounds): ${list(req)}; median of the starts ${fixed(median(req), 3)}`,
+  ].join('\n');
+}
+
 async function main(): Promise<number> {
   const opts = cpuBenchOptions('bench:ab', process.argv.slice(2), parseOptions, USAGE);
   if (opts === null) return 2;
@@ -203,27 +239,51 @@ async function main(): Promise<number> {
   if (opts.pendingSchedules > 0 && opts.store === 'postgres') throw new UsageError('--pending-schedules goes with the SQLite store');
   const script = writeWrkScript(dir, opts.scenario.name, opts.scenario.pool(BASE_SEED));
   let embedded: RunningPostgres | null = null;
-  let currentStore = `sqlite:${join(dir, 'this.db')}`;
+  let postgresStore: string | null = null;
   if (opts.store === 'postgres') {
     if (opts.pgUrl === null) embedded = await startPostgres();
-    currentStore = (await createDatabase(opts.pgUrl ?? embedded!.url)).url;
+    postgresStore = (await createDatabase(opts.pgUrl ?? embedded!.url)).url;
   }
   try {
-    // Written into this checkout's store before it starts (as a calendar filled over weeks would be),
-    // so its RSS is the steady state's, not an import's.
-    if (opts.pendingSchedules > 0) importOffline(writeBundleWithSchedules(join(dir, 'bundle-scheduled.json'), opts.pendingSchedules), currentStore);
-    return await compare(opts, bundle, script, currentStore);
+    // A store of its own for each start (--starts; PostgreSQL takes one start).
+    const currentStoreOf = (start: number): string => postgresStore ?? `sqlite:${join(dir, `this-${start}.db`)}`;
+    if (opts.pendingSchedules > 0) {
+      // Written into this checkout's store before it starts (as a calendar filled over weeks would be),
+      // so its RSS is the steady state's, not an import's.
+      const scheduled = writeBundleWithSchedules(join(dir, 'bundle-scheduled.json'), opts.pendingSchedules);
+      for (let start = 1; start <= opts.starts; start++) importOffline(scheduled, currentStoreOf(start));
+    }
+    return await compare(opts, bundle, script, currentStoreOf);
   } finally {
     await sup.stopAll();
     if (embedded !== null) await embedded.destroy();
   }
 }
 
-async function compare(opts: AbOptions, bundle: string, script: string, currentStore: string): Promise<number> {
+async function compare(opts: AbOptions, bundle: string, script: string, currentStoreOf: (start: number) => string): Promise<number> {
+  const rounds: Round[] = [];
+  let last: StartOutcome | null = null;
+  for (let start = 1; start <= opts.starts && !sup.stopping; start++) {
+    if (opts.starts > 1) process.stdout.write(`${start === 1 ? '' : '\n'}start ${start} of ${opts.starts}\n`);
+    last = await runStart(opts, bundle, script, start, currentStoreOf(start), rounds);
+  }
+  if (rounds.length > 0) process.stdout.write('\n' + summarize(rounds) + '\n');
+  if (opts.starts > 1 && rounds.length > 0) process.stdout.write(summarizeStarts(rounds, opts.starts) + '\n');
+  if (opts.pendingSchedules > 0 && last !== null) process.stdout.write(last.footprint + '\n');
+  return 0;
+}
+
+interface StartOutcome {
+  /** --pending-schedules: RSS and store size of both servers after the start's rounds, else "". */
+  readonly footprint: string;
+}
+
+/** One start of both servers: the warm-up and the rounds (appended to `rounds`), then both stopped. */
+async function runStart(opts: AbOptions, bundle: string, script: string, start: number, currentStore: string, rounds: Round[]): Promise<StartOutcome> {
   const dir = dirname(bundle);
   // With pending changes, both run the admin listener and the applier (its poll and lease are the same work on both).
   const args = opts.pendingSchedules === 0 ? [] : ['--admin', 'true', '--admin-port', '0', '--admin-host', '127.0.0.1'];
-  const baseStore = `sqlite:${join(dir, 'base.db')}`;
+  const baseStore = `sqlite:${join(dir, `base-${start}.db`)}`;
   const [base, current] = await Promise.all([
     startServer(sup, { root: opts.baseline, store: baseStore, bundle, threads: opts.threads, httpThreads: opts.baselineHttpThreads, label: 'baseline', args }),
     startServer(sup, { root: repoRoot(), store: currentStore, bundle, threads: opts.threads, httpThreads: opts.httpThreads, label: 'server', nodeArgs: opts.nodeFlags, args }),
@@ -235,16 +295,20 @@ async function compare(opts: AbOptions, bundle: string, script: string, currentS
       `${opts.httpThreads !== null || opts.baselineHttpThreads !== null ? `, delivery loops: baseline ${opts.baselineHttpThreads ?? 'default'}, this ${opts.httpThreads ?? 'default'}` : ''}` +
       `${opts.store === 'postgres' ? ', stores: baseline SQLite, this PostgreSQL' : ''}\n`,
   );
-  if (opts.warmupSec > 0) await loadBoth(base, current, script, opts, opts.warmupSec);
-  const rounds: Round[] = [];
+  if (opts.warmupSec > 0) await loadBoth(base, current, script, opts, opts.warmupSec, start);
+  const own: Round[] = [];
   for (let i = 0; i < opts.rounds && !sup.stopping; i++) {
-    const r = await loadBoth(base, current, script, opts, opts.durationSec);
+    const r = await loadBoth(base, current, script, opts, opts.durationSec, start);
+    own.push(r);
     rounds.push(r);
     process.stdout.write(roundLine(i, r) + '\n');
   }
-  if (rounds.length > 0) process.stdout.write('\n' + summarize(rounds) + '\n');
-  if (opts.pendingSchedules > 0) process.stdout.write(footprint(opts.pendingSchedules, base, current, baseStore, currentStore) + '\n');
-  return 0;
+  if (opts.starts > 1 && own.length > 0) {
+    process.stdout.write(`start ${start}: this/base CPU per request ${fixed(startCpuRatio(own), 3)}, req/s ${fixed(startReqRatio(own), 3)} (medians of its rounds)\n`);
+  }
+  const outcome = { footprint: opts.pendingSchedules > 0 ? footprint(opts.pendingSchedules, base, current, baseStore, currentStore) : '' };
+  await Promise.all([sup.stopChild(base.child), sup.stopChild(current.child)]);
+  return outcome;
 }
 
 /** What the pending changes cost: each server's RSS now, and its SQLite store's size (its pages, WAL included). */

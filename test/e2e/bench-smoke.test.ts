@@ -153,6 +153,27 @@ describe('npm run bench:ab (this checkout against a baseline, both loaded at onc
     expect(output).toMatch(/^server CPU per request: base [\d.]+ µs, this [\d.]+ µs/m);
   }, 120_000);
 
+  it('--starts runs the rounds on each start of both servers and reports each start\'s ratios and their median', async () => {
+    const { code, output } = await runBench(['--baseline', root, '--starts', '2', '--rounds', '1', '--duration', '1', '--warmup', '0', '--connections', '8'], 150_000, 'dist/bench/ab.js');
+    if (!wrkAvailable()) {
+      expect(code).toBe(2);
+      return;
+    }
+    expect(code, output).toBe(0);
+    expect(output).toMatch(/^start 1 of 2$/m);
+    expect(output).toMatch(/^start 2 of 2$/m);
+    // Two server processes per start: a start's pids are not the other's.
+    const pids = [...output.matchAll(/\(pid (\d+)\)/g)].map((m) => m[1]);
+    expect(new Set(pids).size, output).toBe(4);
+    expect([...output.matchAll(/^round +1 +base /gm)], output).toHaveLength(2);
+    for (const start of [1, 2]) expect(output).toMatch(new RegExp(`^start ${start}: this/base CPU per request [\\d.]+, req/s [\\d.]+ \\(medians of its rounds\\)$`, 'm'));
+    const byStart = /^this\/base CPU per request by start \(median of its rounds\): ([\d.]+) \/ ([\d.]+); median of the starts ([\d.]+)$/m.exec(output);
+    expect(byStart, output).not.toBeNull();
+    const [a, b, mid] = byStart!.slice(1).map(Number) as [number, number, number];
+    expect(mid).toBeCloseTo((a + b) / 2, 2);
+    expect(output).toMatch(/^this\/base req\/s by start \(median of its rounds\): [\d.]+ \/ [\d.]+; median of the starts [\d.]+$/m);
+  }, 180_000);
+
   it('--pending-schedules gives this checkout\'s store pending changes and reports RSS and store size of both servers', async () => {
     const { code, output } = await runBench(
       ['--baseline', root, '--rounds', '1', '--duration', '1', '--warmup', '0', '--connections', '8', '--pending-schedules', '200'],
@@ -183,6 +204,9 @@ describe('npm run bench:ab (this checkout against a baseline, both loaded at onc
     const errors = await runBench(['--baseline', root, '--scenario', 'bad-requests'], 30_000, 'dist/bench/ab.js');
     expect(errors.code).toBe(2);
     expect(errors.output).toContain('answers errors on purpose');
+    const postgresStarts = await runBench(['--baseline', root, '--starts', '2', '--store', 'postgres'], 30_000, 'dist/bench/ab.js');
+    expect(postgresStarts.code).toBe(2);
+    expect(postgresStarts.output).toContain('--starts goes with the SQLite store');
     const noBaseline = await runBench([], 30_000, 'dist/bench/ab.js');
     expect(noBaseline.code).toBe(2);
     expect(noBaseline.output).toContain('--baseline DIR is required');
