@@ -36,6 +36,22 @@ function runBench(args: string[], timeoutMs: number, script = 'dist/bench/run.js
   });
 }
 
+/**
+ * A `--starts 2` run of a CPU bench (bench:cost, bench:ab): null when wrk is missing (the bench then
+ * refuses with exit 2, checked here), else its output, having exited 0 and announced both starts.
+ */
+async function runTwoStarts(args: string[], script: string): Promise<string | null> {
+  const { code, output } = await runBench([...args, '--starts', '2'], 150_000, script);
+  if (!wrkAvailable()) {
+    expect(code).toBe(2);
+    return null;
+  }
+  expect(code, output).toBe(0);
+  expect(output).toMatch(/^start 1 of 2$/m);
+  expect(output).toMatch(/^start 2 of 2$/m);
+  return output;
+}
+
 describe('npm run bench -- --smoke', () => {
   it('drives every scenario against the real server and the ceiling with zero errors', async () => {
     const { code, output } = await runBench(['--smoke', '--duration', '1', '--out', outDir], 240_000);
@@ -154,14 +170,8 @@ describe('npm run bench:ab (this checkout against a baseline, both loaded at onc
   }, 120_000);
 
   it('--starts runs the rounds on each start of both servers and reports each start\'s ratios and their median', async () => {
-    const { code, output } = await runBench(['--baseline', root, '--starts', '2', '--rounds', '1', '--duration', '1', '--warmup', '0', '--connections', '8'], 150_000, 'dist/bench/ab.js');
-    if (!wrkAvailable()) {
-      expect(code).toBe(2);
-      return;
-    }
-    expect(code, output).toBe(0);
-    expect(output).toMatch(/^start 1 of 2$/m);
-    expect(output).toMatch(/^start 2 of 2$/m);
+    const output = await runTwoStarts(['--baseline', root, '--rounds', '1', '--duration', '1', '--warmup', '0', '--connections', '8'], 'dist/bench/ab.js');
+    if (output === null) return;
     // Two server processes per start: a start's pids are not the other's.
     const pids = [...output.matchAll(/\(pid (\d+)\)/g)].map((m) => m[1]);
     expect(new Set(pids).size, output).toBe(4);
@@ -413,14 +423,8 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
 
   it('--starts runs the CPU rounds on fresh servers each time, judges the median of every round and shows each start\'s median', async () => {
     const out = join(outDir, 'cost-starts.json');
-    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--scenario', 'plain', '--starts', '2', '--out', out], 150_000, 'dist/bench/cost.js');
-    if (!wrkAvailable()) {
-      expect(code).toBe(2);
-      return;
-    }
-    expect(code, output).toBe(0);
-    expect(output).toMatch(/^start 1 of 2$/m);
-    expect(output).toMatch(/^start 2 of 2$/m);
+    const output = await runTwoStarts(['--smoke', '--no-callgrind', '--scenario', 'plain', '--out', out], 'dist/bench/cost.js');
+    if (output === null) return;
     // Two processes of each server, not one loaded twice.
     const pids = [...output.matchAll(/^rcd \(pid (\d+)\) and the floor \(pid (\d+)\)/gm)].map((m) => [m[1], m[2]]);
     expect(pids, output).toHaveLength(2);
