@@ -33,9 +33,9 @@ const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
                        && (cd /tmp/base && npx tsc -p .). This checkout itself shows the noise floor.
   --scenario NAME      one scenario answered 2xx (default mapped; see npm run bench -- --help)
   --rounds N           rounds, both servers loaded at once in each (default 10, max 100)
-  --starts N           start both servers N times, the rounds on each start (default 1, max 20): a
-                       start's figures differ from the next's by several percent (where the code and
-                       heap land), so a change of a few percent is judged on the median of the starts
+  --starts N           start both servers N times, the rounds on each start (default 1, max 20): one
+                       start's figures can differ from the next's by several percent, so a change of
+                       a few percent is judged on the median of the starts
   --duration S         seconds per round (default 8, 1..120)
   --warmup S           seconds of load on both before the first round, not counted (default 3, max 60)
   --connections N      connections per server (default 100)
