@@ -24,7 +24,7 @@ import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
 import { BENCH_ENV, buildBundle, repoRoot, writeBundle } from './fixtures/generate.js';
 import { memoryStatus } from './measure.js';
 import { Supervisor, startServer, type Target } from './processes.js';
-import { loadWithCpu, median, medianOfRuns, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
+import { loadWithCpu, median, medianOfRuns, mediansByStart, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../test/helpers/postgres.js';
 
 const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
@@ -192,7 +192,7 @@ function roundLine(i: number, r: Round): string {
 
 /** The summary a change is judged by, printed last. */
 function summarize(rounds: readonly Round[]): string {
-  const ratios = rounds.map((r) => r.current.wrk.reqPerSec / r.base.wrk.reqPerSec);
+  const ratios = rounds.map(reqRatio);
   const ahead = ratios.filter((x) => x > 1).length;
   const baseCpu = mean(rounds.map((r) => r.base.cpuUsPerReq));
   const curCpu = mean(rounds.map((r) => r.current.cpuUsPerReq));
@@ -203,25 +203,20 @@ function summarize(rounds: readonly Round[]): string {
   ].join('\n');
 }
 
-/** this/base CPU per request of one start: the median of its rounds' ratios. */
-function startCpuRatio(rounds: readonly Round[]): number {
-  return median(rounds.map((r) => r.current.cpuUsPerReq / r.base.cpuUsPerReq));
+/** A round's this/base CPU per request. */
+function cpuRatio(r: Round): number {
+  return r.current.cpuUsPerReq / r.base.cpuUsPerReq;
 }
 
-function startReqRatio(rounds: readonly Round[]): number {
-  return median(rounds.map((r) => r.current.wrk.reqPerSec / r.base.wrk.reqPerSec));
+/** A round's this/base req/s. */
+function reqRatio(r: Round): number {
+  return r.current.wrk.reqPerSec / r.base.wrk.reqPerSec;
 }
 
 /** With --starts > 1: each start's ratios and their median, the figure a change is judged by. */
 function summarizeStarts(rounds: readonly Round[], starts: number): string {
-  const cpu: number[] = [];
-  const req: number[] = [];
-  for (let start = 1; start <= starts; start++) {
-    const own = rounds.filter((r) => r.start === start);
-    if (own.length === 0) continue;
-    cpu.push(startCpuRatio(own));
-    req.push(startReqRatio(own));
-  }
+  const cpu = mediansByStart(rounds, starts, cpuRatio);
+  const req = mediansByStart(rounds, starts, reqRatio);
   const list = (values: readonly number[]): string => values.map((v) => fixed(v, 3)).join(' / ');
   return [
     `this/base CPU per request by start (median of its rounds): ${list(cpu)}; median of the starts ${fixed(median(cpu), 3)}`,
@@ -304,7 +299,7 @@ async function runStart(opts: AbOptions, bundle: string, script: string, start: 
     process.stdout.write(roundLine(i, r) + '\n');
   }
   if (opts.starts > 1 && own.length > 0) {
-    process.stdout.write(`start ${start}: this/base CPU per request ${fixed(startCpuRatio(own), 3)}, req/s ${fixed(startReqRatio(own), 3)} (medians of its rounds)\n`);
+    process.stdout.write(`start ${start}: this/base CPU per request ${fixed(median(own.map(cpuRatio)), 3)}, req/s ${fixed(median(own.map(reqRatio)), 3)} (medians of its rounds)\n`);
   }
   const outcome = { footprint: opts.pendingSchedules > 0 ? footprint(opts.pendingSchedules, base, current, baseStore, currentStore) : '' };
   await Promise.all([sup.stopChild(base.child), sup.stopChild(current.child)]);

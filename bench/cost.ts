@@ -27,7 +27,7 @@ import { repoRoot, writeBundle } from './fixtures/generate.js';
 import { probe } from './probe.js';
 import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
 import { textTable } from './report.js';
-import { loadWithCpu, median, onCpu, tasksetAvailable, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
+import { loadWithCpu, median, mediansByStart, onCpu, tasksetAvailable, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
 import { cpusAllowed } from './measure.js';
 import { CallgrindProcess, callgrindAvailable, callgrindLauncher, countInstructions, machineL2, type InstructionCount, type Spread } from './callgrind.js';
 import { codeCosts, functionCostsOfFiles, readPerfMap, renderFunctionTable } from './callgrind-functions.js';
@@ -271,11 +271,7 @@ function summarize(s: Scenario, rounds: readonly CpuRound[], bodyBytes: number, 
   const eff = rounds.map(roundEfficiency);
   const target = COST_TARGETS[s.name] ?? null;
   const efficiency = { median: median(eff), min: Math.min(...eff), max: Math.max(...eff) };
-  const byStart: number[] = [];
-  for (let start = 1; start <= starts; start++) {
-    const own = rounds.filter((r) => r.start === start);
-    if (own.length > 0) byStart.push(median(own.map(roundEfficiency)));
-  }
+  const byStart = mediansByStart(rounds, starts, roundEfficiency);
   return {
     scenario: s.name,
     target,

@@ -147,6 +147,19 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/**
+ * Per start of the servers (rounds tagged 1..starts, `--starts`), the median of `figure` over that
+ * start's rounds, in start order; a start without rounds is left out.
+ */
+export function mediansByStart<R extends { readonly start: number }>(rounds: readonly R[], starts: number, figure: (r: R) => number): number[] {
+  const out: number[] = [];
+  for (let start = 1; start <= starts; start++) {
+    const own = rounds.filter((r) => r.start === start);
+    if (own.length > 0) out.push(median(own.map(figure)));
+  }
+  return out;
+}
+
 /** Figure-by-figure median of several runs; errors are summed (any error in any round is a problem). */
 export function medianOfRuns(runs: readonly WrkStats[]): WrkStats {
   if (runs.length === 0) throw new Error('medianOfRuns needs at least one run');
