@@ -208,6 +208,9 @@ interface ScenarioCost {
   /** The same split into user and system time (each the median of its rounds, so the two need not sum to the above). */
   readonly userUsPerReq: { readonly rcd: number; readonly floor: number };
   readonly systemUsPerReq: { readonly rcd: number; readonly floor: number };
+  /** Preemptions and waits of each server's main thread (its one delivery loop) per request, medians of the rounds. */
+  readonly preemptionsPerReq: { readonly rcd: number; readonly floor: number };
+  readonly waitsPerReq: { readonly rcd: number; readonly floor: number };
   readonly instructions: InstructionFigures | null;
   readonly verdict: 'pass' | 'FAIL' | 'n/a';
 }
@@ -283,6 +286,8 @@ function summarize(s: Scenario, rounds: readonly CpuRound[], bodyBytes: number, 
     cpuUsPerReq: { rcd: median(rounds.map((r) => r.rcd.cpuUsPerReq)), floor: median(rounds.map((r) => r.floor.cpuUsPerReq)) },
     userUsPerReq: { rcd: median(rounds.map((r) => r.rcd.userUsPerReq)), floor: median(rounds.map((r) => r.floor.userUsPerReq)) },
     systemUsPerReq: { rcd: median(rounds.map((r) => r.rcd.systemUsPerReq)), floor: median(rounds.map((r) => r.floor.systemUsPerReq)) },
+    preemptionsPerReq: { rcd: median(rounds.map((r) => r.rcd.preemptionsPerReq)), floor: median(rounds.map((r) => r.floor.preemptionsPerReq)) },
+    waitsPerReq: { rcd: median(rounds.map((r) => r.rcd.waitsPerReq)), floor: median(rounds.map((r) => r.floor.waitsPerReq)) },
     instructions,
     verdict: target === null ? 'n/a' : efficiency.median >= target ? 'pass' : 'FAIL',
   };
@@ -362,6 +367,26 @@ function renderCpuSplit(results: readonly ScenarioCost[]): string {
     fixed(r.systemUsPerReq.rcd, 2),
     fixed(r.systemUsPerReq.floor, 2),
     ratio(r.systemUsPerReq.floor, r.systemUsPerReq.rcd),
+  ]);
+  return textTable(head, rows) + '\n';
+}
+
+/**
+ * How often the kernel took each server's delivery loop off its core while it could run
+ * (preemptions), and how often the loop slept for want of work (waits), per 1,000 answers. Reported,
+ * not judged: with both servers loaded at once their clients share the two cores, and a client woken
+ * by its server's send may take that server's core; every preemption costs the switch and the caches
+ * the other task filled, in system and user time alike (bench/README.md, "Preemptions").
+ */
+function renderSwitches(results: readonly ScenarioCost[]): string {
+  const head = ['scenario', 'rcd preempted', 'floor preempted', 'rcd waits', 'floor waits'];
+  const perThousand = (n: number): string => fixed(n * 1000, 0);
+  const rows = results.map((r) => [
+    r.scenario,
+    perThousand(r.preemptionsPerReq.rcd),
+    perThousand(r.preemptionsPerReq.floor),
+    perThousand(r.waitsPerReq.rcd),
+    perThousand(r.waitsPerReq.floor),
   ]);
   return textTable(head, rows) + '\n';
 }
@@ -536,6 +561,8 @@ async function main(): Promise<number> {
     }
     process.stdout.write(`\nCPU per request by kind, µs (medians of the rounds; reported, not judged):\n`);
     process.stdout.write(renderCpuSplit(results));
+    process.stdout.write(`\nContext switches of each server's delivery loop per 1,000 answers (medians of the rounds; reported, not judged):\n`);
+    process.stdout.write(renderSwitches(results));
     if (opts.callgrind) {
       process.stdout.write(`\nInstructions on the request path (uWS's handler of a read and all it calls; the least of the windows; reported, not judged):\n`);
       process.stdout.write(renderRequestPath(results));

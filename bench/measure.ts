@@ -44,6 +44,29 @@ export function processCpuMicros(pid: number): number {
   return t.user + t.system;
 }
 
+/**
+ * Context switches of a process's main thread (/proc/PID/task/PID/status): the delivery loop of rcd
+ * and of the floor when each runs one loop, as bench:cost starts them.
+ */
+export interface ContextSwitches {
+  /** The thread gave the CPU up itself: it waited (epoll found nothing to do, a lock). */
+  readonly voluntary: number;
+  /** The kernel took the CPU from the thread while it could run: another task was preferred (a preemption). */
+  readonly involuntary: number;
+}
+
+export function mainThreadSwitches(pid: number): ContextSwitches {
+  const status = readFileSync(`/proc/${pid}/task/${pid}/status`, 'utf8');
+  return { voluntary: statusCount(status, 'voluntary_ctxt_switches:'), involuntary: statusCount(status, 'nonvoluntary_ctxt_switches:') };
+}
+
+/** A count field of a status text at the start of its line (nonvoluntary_… also ends in voluntary_…). */
+function statusCount(status: string, field: string): number {
+  const m = new RegExp(`^${field}\\s*(\\d+)$`, 'm').exec(status);
+  if (m === null) throw new Error(`${field} is missing from /proc's status of the thread`);
+  return Number(m[1]);
+}
+
 /** The CPUs a process may run on, as /proc/PID/status lists them (e.g. "0" or "0-1"). */
 export function cpusAllowed(pid: number): string {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

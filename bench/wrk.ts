@@ -13,7 +13,7 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RequestEntry } from './scenarios.js';
-import { processCpuTimes } from './measure.js';
+import { mainThreadSwitches, processCpuTimes } from './measure.js';
 
 export interface WrkStats {
   readonly reqPerSec: number;
@@ -241,18 +241,34 @@ export interface WrkLoad {
   /** Of which in the process's own code (utime) and in the kernel on its behalf (stime), µs per request. */
   readonly userUsPerReq: number;
   readonly systemUsPerReq: number;
+  /**
+   * Context switches of the server's main thread per request (measure.ts mainThreadSwitches):
+   * preemptions (the kernel ran another task while the loop could run: each costs the switch and
+   * the caches the other task evicted) and waits (the loop slept in epoll: it was not saturated).
+   */
+  readonly preemptionsPerReq: number;
+  readonly waitsPerReq: number;
 }
 
 /** runWrk against `target` (wrk on CPU `cpu` when given), reading its process's CPU before and after. */
 export async function loadWithCpu(target: { readonly url: string; readonly pid: number }, script: string, connections: number, durationSec: number, track: (c: ChildProcess) => void, cpu?: number): Promise<WrkLoad> {
   const cpu0 = processCpuTimes(target.pid);
+  const switches0 = mainThreadSwitches(target.pid);
   const wrk = await runWrk(target.url, script, connections, durationSec, track, undefined, cpu);
   const cpu1 = processCpuTimes(target.pid);
+  const switches1 = mainThreadSwitches(target.pid);
   const requests = wrk.reqPerSec * durationSec;
-  const per = (micros: number): number => (requests > 0 ? micros / requests : 0);
+  const per = (n: number): number => (requests > 0 ? n / requests : 0);
   const user = per(cpu1.user - cpu0.user);
   const system = per(cpu1.system - cpu0.system);
-  return { wrk, cpuUsPerReq: user + system, userUsPerReq: user, systemUsPerReq: system };
+  return {
+    wrk,
+    cpuUsPerReq: user + system,
+    userUsPerReq: user,
+    systemUsPerReq: system,
+    preemptionsPerReq: per(switches1.involuntary - switches0.involuntary),
+    waitsPerReq: per(switches1.voluntary - switches0.voluntary),
+  };
 }
 
 function wholeSeconds(durationSec: number): number {

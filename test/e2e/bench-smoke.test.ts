@@ -293,6 +293,14 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
       if (rcdSystem > 0) expect(Number(systemEff)).toBeCloseTo(floorSystem / rcdSystem, 2);
       else expect(systemEff).toBe('n/a');
     }
+    // Each loop's preemptions and waits per 1,000 answers, from /proc: counts, and the JSON's per answer.
+    const switches = output.slice(output.indexOf("Context switches of each server's delivery loop per 1,000 answers"));
+    const switchRows = new Map<string, number[]>();
+    for (const name of COST_SCENARIOS) {
+      const row = new RegExp(`^${name} +(\\d+) +(\\d+) +(\\d+) +(\\d+)$`, 'm').exec(switches);
+      expect(row, `${name}\n${switches}`).not.toBeNull();
+      switchRows.set(name, row!.slice(1, 5).map(Number));
+    }
     // The request path's instructions (uWS's handler of a read), the least window: a part of the whole.
     const path = output.slice(output.indexOf('Instructions on the request path'));
     for (const name of COST_SCENARIOS) {
@@ -306,10 +314,18 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
       expect(Number(row![7])).toBeCloseTo(floor / rcd, 2);
     }
     type Count = { perRequest: { median: number }; allPerRequest: { min: number }; requestPathPerRequest: { min: number } };
-    const json = JSON.parse(readFileSync(out, 'utf8')) as { results: { scenario: string; instructions: { rcd: Count; floor: Count } | null; rounds: unknown[] }[] };
+    type PerServer = { rcd: number; floor: number };
+    const json = JSON.parse(readFileSync(out, 'utf8')) as {
+      results: { scenario: string; instructions: { rcd: Count; floor: Count } | null; rounds: unknown[]; preemptionsPerReq: PerServer; waitsPerReq: PerServer }[];
+    };
     expect(json.results.map((r) => r.scenario)).toEqual(COST_SCENARIOS);
     for (const r of json.results) {
       expect(r.rounds).toHaveLength(1);
+      const [rcdPreempted, floorPreempted, rcdWaits, floorWaits] = switchRows.get(r.scenario)!;
+      expect(Math.round(r.preemptionsPerReq.rcd * 1000)).toBe(rcdPreempted);
+      expect(Math.round(r.preemptionsPerReq.floor * 1000)).toBe(floorPreempted);
+      expect(Math.round(r.waitsPerReq.rcd * 1000)).toBe(rcdWaits);
+      expect(Math.round(r.waitsPerReq.floor * 1000)).toBe(floorWaits);
       expect(r.instructions?.rcd.perRequest.median).toBeGreaterThan(1000);
       // The request path is a part of each pass's whole count (compilers, collections and timers
       // included: a smoke pass tiers code up inside requests, so not of the judged figure).
