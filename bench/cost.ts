@@ -22,7 +22,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSyn
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpuBenchOptions, intOption, nodeFlagsOption, UsageError } from './cli-options.js';
-import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
+import { BASE_SEED, POOL_VARIANTS, poolVariant, selectScenarios, type PoolVariant, type Scenario } from './scenarios.js';
 import { repoRoot, writeBundle } from './fixtures/generate.js';
 import { probe } from './probe.js';
 import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
@@ -73,6 +73,9 @@ const USAGE = `usage: npm run bench:cost -- [options]
                            --cache-sim misses, per request in the median window (V8's --trace-turbo for rcd
                            under valgrind, its JSON kept in --dumps DIR/turbo; bench/inlined.ts)
   --smoke                  1 round of 1 s, one counted pass of 20 requests after 1 pass: checks that it runs
+  --pool all|one|attributes  the requests sent (default all, the scenario's pool): one, its first request
+                           alone (one user, one answer); attributes, every user with the first request's p
+                           and v (few rule combinations): what the variety of users costs each server
   --node-flags=FLAGS       options of node for rcd (its CPU rounds and its callgrind run), space-separated
                            (e.g. --node-flags=--perf-basic-prof, so that perf names its compiled JavaScript)
   --out FILE               also write every figure as JSON
@@ -101,6 +104,8 @@ interface CostOptions {
   readonly nodeFlags: readonly string[];
   /** CPU rounds with each server alone on CPU 0 and its wrk on CPU 1, in turn (--pinned). */
   readonly pinned: boolean;
+  /** Which of each scenario's requests are sent (--pool), in the CPU rounds and the counted sequence. */
+  readonly pool: PoolVariant;
 }
 
 function parseOptions(argv: string[]): CostOptions {
@@ -126,6 +131,7 @@ function parseOptions(argv: string[]): CostOptions {
       check: { type: 'boolean', default: false },
       'node-flags': { type: 'string', default: '' },
       pinned: { type: 'boolean', default: false },
+      pool: { type: 'string', default: 'all' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -143,6 +149,8 @@ function parseOptions(argv: string[]): CostOptions {
   for (const s of scenarios) {
     if (!s.expectedStatuses.every((code) => code < 300)) throw new UsageError(`${s.name} answers errors on purpose; its cost is not compared with the floor's 200s`);
   }
+  const pool = values.pool as PoolVariant;
+  if (!POOL_VARIANTS.includes(pool)) throw new UsageError(`--pool takes ${POOL_VARIANTS.join(', ')}: ${JSON.stringify(values.pool)}`);
   const smoke = values.smoke === true;
   const callgrind = values['no-callgrind'] !== true;
   if (!callgrind && values['cache-sim'] === true) throw new UsageError('--cache-sim runs under callgrind: drop --no-callgrind');
@@ -172,8 +180,15 @@ function parseOptions(argv: string[]): CostOptions {
     check: values.check === true,
     nodeFlags: nodeFlagsOption(values['node-flags']),
     pinned: values.pinned === true,
+    pool,
   };
 }
+
+const POOL_DESCRIPTIONS: Readonly<Record<PoolVariant, string>> = {
+  all: "each scenario's pool",
+  one: "the first request of each scenario's pool alone",
+  attributes: "each scenario's users with the p and v of its first request",
+};
 
 const sup = new Supervisor();
 
@@ -251,7 +266,7 @@ async function configureFloor(s: Scenario, rcd: Target, floors: readonly Target[
 /** One start's rounds of scenario `s` (after its warm-up). */
 async function cpuPart(s: Scenario, rcd: Target, floor: Target, dir: string, opts: CostOptions, start: number): Promise<{ rounds: CpuRound[]; bodyBytes: number }> {
   const bodyBytes = await configureFloor(s, rcd, [floor]);
-  const script = writeWrkScript(dir, s.name, s.pool(BASE_SEED));
+  const script = writeWrkScript(dir, s.name, poolVariant(s.pool(BASE_SEED), opts.pool));
   if (opts.warmupSec > 0) await loadBoth(rcd, floor, script, opts, opts.warmupSec, start);
   const rounds: CpuRound[] = [];
   const of = opts.starts > 1 ? `, start ${start}` : '';
@@ -376,7 +391,7 @@ function renderCpuSplit(results: readonly ScenarioCost[]): string {
  * (preemptions), and how often the loop slept for want of work (waits), per 1,000 answers. Reported,
  * not judged: with both servers loaded at once their clients share the two cores, and a client woken
  * by its server's send may take that server's core; every preemption costs the switch and the caches
- * the other task filled, in system and user time alike (bench/README.md, "Preemptions").
+ * the other task filled, in system and user time alike (bench/README.md, "Inside the two largest functions": Preemption).
  */
 function renderSwitches(results: readonly ScenarioCost[]): string {
   const head = ['scenario', 'rcd preempted', 'floor preempted', 'rcd waits', 'floor waits'];
@@ -490,7 +505,7 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
   for (const s of opts.scenarios) {
     if (sup.stopping) break;
     await configureFloor(s, rcd, [floor]);
-    const pool = s.pool(BASE_SEED);
+    const pool = poolVariant(s.pool(BASE_SEED), opts.pool);
     const sequence = Array.from({ length: opts.callgrindRequests }, (_, i) => pool[i % pool.length]!);
     const a = await countInstructions(counted[0], sequence, opts.callgrindWarmups, opts.callgrindWindows);
     const b = await countInstructions(counted[1], sequence, opts.callgrindWarmups, opts.callgrindWindows);
@@ -520,6 +535,7 @@ async function main(): Promise<number> {
   const dir = sup.tempDir('rcd-cost-');
   const bundle = join(dir, 'bundle.json');
   writeBundle(bundle);
+  if (opts.pool !== 'all') process.stdout.write(`requests: ${POOL_DESCRIPTIONS[opts.pool]} (--pool ${opts.pool}), in the CPU rounds and the counted sequence\n`);
   try {
     // One delivery loop each, the floor with one loop: like for like on any box.
     const launcher = opts.pinned ? onCpu(SERVER_CPU) : [];

@@ -577,6 +577,28 @@ export const SCENARIOS: readonly Scenario[] = [
   combine50Scenario(),
 ];
 
+/** Which requests of a scenario's pool a run sends (bench:cost --pool). */
+export type PoolVariant = 'all' | 'one' | 'attributes';
+export const POOL_VARIANTS: readonly PoolVariant[] = ['all', 'one', 'attributes'];
+
+/**
+ * A pool as --pool asks. `all`: as it is. `one`: its first request alone, so every request is one
+ * user's and gets one answer. `attributes`: every request with the first one's p and v, so each user
+ * keeps its id (its uid, mod and A/B buckets) while the segment rules see one player: a few rule
+ * combinations where the pool makes hundreds. Comparing them says what the variety of users and of
+ * their answers costs a server (bench/README.md, "One answer against many"). Requests without a body
+ * are left as they are.
+ */
+export function poolVariant(pool: readonly RequestEntry[], variant: PoolVariant): RequestEntry[] {
+  if (variant === 'all' || pool.length === 0) return [...pool];
+  const first = pool[0]!;
+  if (variant === 'one') return [first];
+  return pool.map((e) => {
+    if (e.body === undefined) return e;
+    return { ...e, body: contextBody(e.ctx.u, first.ctx.p, first.ctx.v), ctx: { ...e.ctx, p: first.ctx.p, v: first.ctx.v } };
+  });
+}
+
 export function scenarioByName(name: string): Scenario {
   const s = SCENARIOS.find((x) => x.name === name);
   if (s === undefined) throw new Error(`unknown scenario ${name}`);

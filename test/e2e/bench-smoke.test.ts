@@ -468,6 +468,23 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     expect(refused.code).toBe(2);
   }, 180_000);
 
+  it('--pool sends part of the pool (here one request) in the rounds, says so and keeps it in the JSON; an unknown variant is refused with 2', async () => {
+    const out = join(outDir, 'cost-pool.json');
+    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--scenario', 'mapped', '--pool', 'one', '--out', out], 120_000, 'dist/bench/cost.js');
+    if (!wrkAvailable()) {
+      expect(code).toBe(2);
+      return;
+    }
+    expect(code, output).toBe(0);
+    expect(output).toContain("requests: the first request of each scenario's pool alone (--pool one)");
+    expect(output).toMatch(/^mapped +0\.90 +[\d.]+ +[\d.]+-[\d.]+ .* (pass|FAIL)$/m);
+    const json = JSON.parse(readFileSync(out, 'utf8')) as { options: { pool: string }; results: { rounds: unknown[] }[] };
+    expect(json.options.pool).toBe('one');
+    expect(json.results[0]!.rounds).toHaveLength(1);
+    const refused = await runBench(['--no-callgrind', '--pool', 'some'], 30_000, 'dist/bench/cost.js');
+    expect([refused.code, refused.output.includes('--pool takes all, one, attributes')]).toEqual([2, true]);
+  }, 150_000);
+
   it('--check exits 1 exactly when a scenario FAILs its target; a scenario answering errors is refused with 2', async () => {
     const { code, output } = await runBench(['--scenario', 'combine-50', '--rounds', '1', '--duration', '1', '--warmup', '0', '--no-callgrind', '--check'], 120_000, 'dist/bench/cost.js');
     if (!wrkAvailable()) {
