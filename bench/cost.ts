@@ -184,8 +184,8 @@ function parseOptions(argv: string[]): CostOptions {
   };
 }
 
-const POOL_DESCRIPTIONS: Readonly<Record<PoolVariant, string>> = {
-  all: "each scenario's pool",
+/** What the start of a run says it sends, for each --pool but the default. */
+const POOL_DESCRIPTIONS: Readonly<Record<Exclude<PoolVariant, 'all'>, string>> = {
   one: "the first request of each scenario's pool alone",
   attributes: "each scenario's users with the p and v of its first request",
 };
@@ -285,6 +285,11 @@ function roundEfficiency(r: CpuRound): number {
   return r.floor.cpuUsPerReq / r.rcd.cpuUsPerReq;
 }
 
+/** A figure of each server's wrk load, the median of the rounds. */
+function mediansOf(rounds: readonly CpuRound[], figure: (load: WrkLoad) => number): { rcd: number; floor: number } {
+  return { rcd: median(rounds.map((r) => figure(r.rcd))), floor: median(rounds.map((r) => figure(r.floor))) };
+}
+
 function summarize(s: Scenario, rounds: readonly CpuRound[], bodyBytes: number, instructions: InstructionFigures | null, starts: number): ScenarioCost {
   const eff = rounds.map(roundEfficiency);
   const target = COST_TARGETS[s.name] ?? null;
@@ -298,11 +303,11 @@ function summarize(s: Scenario, rounds: readonly CpuRound[], bodyBytes: number, 
     efficiency,
     byStart,
     reqPerSecRatio: median(rounds.map((r) => r.rcd.wrk.reqPerSec / r.floor.wrk.reqPerSec)),
-    cpuUsPerReq: { rcd: median(rounds.map((r) => r.rcd.cpuUsPerReq)), floor: median(rounds.map((r) => r.floor.cpuUsPerReq)) },
-    userUsPerReq: { rcd: median(rounds.map((r) => r.rcd.userUsPerReq)), floor: median(rounds.map((r) => r.floor.userUsPerReq)) },
-    systemUsPerReq: { rcd: median(rounds.map((r) => r.rcd.systemUsPerReq)), floor: median(rounds.map((r) => r.floor.systemUsPerReq)) },
-    preemptionsPerReq: { rcd: median(rounds.map((r) => r.rcd.preemptionsPerReq)), floor: median(rounds.map((r) => r.floor.preemptionsPerReq)) },
-    waitsPerReq: { rcd: median(rounds.map((r) => r.rcd.waitsPerReq)), floor: median(rounds.map((r) => r.floor.waitsPerReq)) },
+    cpuUsPerReq: mediansOf(rounds, (l) => l.cpuUsPerReq),
+    userUsPerReq: mediansOf(rounds, (l) => l.userUsPerReq),
+    systemUsPerReq: mediansOf(rounds, (l) => l.systemUsPerReq),
+    preemptionsPerReq: mediansOf(rounds, (l) => l.preemptionsPerReq),
+    waitsPerReq: mediansOf(rounds, (l) => l.waitsPerReq),
     instructions,
     verdict: target === null ? 'n/a' : efficiency.median >= target ? 'pass' : 'FAIL',
   };
