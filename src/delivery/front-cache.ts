@@ -62,6 +62,10 @@ export interface Rendered extends UidBlock, KeyedEntry {
   owner: FrontCache | null;
   /** Answers taken from it without the cache seeing them since the cache last did (frontEntryOf). */
   uses: number;
+  /** Its row in the table of entries by rule path (pathEntryOf), -1 when in none. */
+  pathRow: number;
+  /** Its item tag (etag.ts itemTag, without the uid), set with pathRow: the same for every answer of the entry. */
+  pathTag: string;
 }
 
 /**
@@ -100,6 +104,8 @@ export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array 
     key: 0,
     owner: null,
     uses: 0,
+    pathRow: -1,
+    pathTag: '',
     head,
     seg,
     tailEnd,
@@ -246,6 +252,71 @@ function numberedEntry(cache: FrontCache, key: number): Rendered | undefined {
   return hit;
 }
 
+/**
+ * Entries of mapped items found by the rule path that selected them (evaluatePath), before the path
+ * is turned into its interned Combination: a direct-mapped table per thread, one 64-byte row of
+ * int32 a key, [revision id, mapping id, kind + 4 * length, edges...], and the entry beside it.
+ *
+ * Why: the way through the combination reads ~10 objects a mapped request that each sit in lines of
+ * their own (the interning table's slot, its entry, the path copy and its bytes, the combination's
+ * fields, its key memo array, its elements and the memo), and with a few hundred rule combinations in
+ * use the last request of a combination left them long ago: callgrind's cache simulator, mapped,
+ * `bench:cost --pool all` against `--pool attributes` (one player's attributes), read ~4.7 of
+ * startSingle's ~8.5 extra L2 misses a request in those objects. A row is one line, the entry list's
+ * slot one more. A path longer than PATH_EDGES, or ids past int32, take the way through the
+ * combination only. An entry is in one row at most (its key names one path), and the cache's dispose
+ * takes it out, as it does for the memos and the numbered slots.
+ */
+const PATH_ROWS = 4096;
+const PATH_STRIDE = 16;
+const PATH_EDGES = PATH_STRIDE - 3;
+const pathRows = new Int32Array(PATH_ROWS * PATH_STRIDE);
+const pathEntries: (Rendered | null)[] = new Array<Rendered | null>(PATH_ROWS).fill(null);
+
+/**
+ * The row of (revision, mapping, kind, path): a hash of them, or -1 when they do not fit a row. An
+ * empty path is not filed: its entry is the revision's own (a numeric key, found in its slot), shared
+ * by every mapping of the content, where a row holds one.
+ */
+function pathRowOf(kind: JobKind, revId: number, mappingId: number, path: Int32Array, length: number): number {
+  if (length === 0 || length > PATH_EDGES || (revId | 0) !== revId || (mappingId | 0) !== mappingId) return -1;
+  let h = Math.imul(revId ^ 0x2545f491, 0x9e3779b1) ^ Math.imul(mappingId, 0x85ebca77) ^ kind;
+  for (let i = 0; i < length; i++) h = Math.imul(h ^ path[i]!, 0x9e3779b1);
+  return (h ^ (h >>> 15)) & (PATH_ROWS - 1);
+}
+
+/**
+ * The front-cache entry of a mapped item by its rule path (the first `length` edges of `path`), held
+ * by `cache`, or null: then the item goes the way through its combination (frontEntryOf), and
+ * rememberPathEntry files what that finds. HOT PATH: one row and one slot read.
+ */
+export function pathEntryOf(cache: FrontCache, kind: JobKind, revId: number, mappingId: number, path: Int32Array, length: number): Rendered | null {
+  const row = pathRowOf(kind, revId, mappingId, path, length);
+  if (row < 0) return null;
+  const at = row * PATH_STRIDE;
+  if (pathRows[at] !== revId || pathRows[at + 1] !== mappingId || pathRows[at + 2] !== kind + 4 * length) return null;
+  for (let i = 0; i < length; i++) if (pathRows[at + 3 + i] !== path[i]) return null;
+  const known = pathEntries[row]!;
+  if (known === null || known.owner !== cache) return null;
+  return used(cache, known);
+}
+
+/** Files `entry` (found through its combination, tagged `tag`) under its rule path for pathEntryOf. */
+export function rememberPathEntry(kind: JobKind, revId: number, mappingId: number, path: Int32Array, length: number, entry: Rendered, tag: string): void {
+  const row = pathRowOf(kind, revId, mappingId, path, length);
+  if (row < 0 || pathEntries[row] === entry) return;
+  const at = row * PATH_STRIDE;
+  pathRows[at] = revId;
+  pathRows[at + 1] = mappingId;
+  pathRows[at + 2] = kind + 4 * length;
+  for (let i = 0; i < length; i++) pathRows[at + 3 + i] = path[i]!;
+  const held = pathEntries[row]!;
+  if (held !== null) held.pathRow = -1;
+  pathEntries[row] = entry;
+  entry.pathRow = row;
+  entry.pathTag = tag;
+}
+
 /** An entry answered without the cache: the cache sees one use in USES_PER_REFRESH. */
 function used(cache: FrontCache, entry: Rendered): Rendered {
   if ((++entry.uses & (USES_PER_REFRESH - 1)) === 0) cache.get(entry.key);
@@ -258,6 +329,11 @@ function releaseEntry(entry: Rendered): void {
   if (memo !== null) {
     if (memo.entry === entry) memo.entry = null;
     entry.memo = null;
+  }
+  const row = entry.pathRow;
+  if (row >= 0) {
+    if (pathEntries[row] === entry) pathEntries[row] = null;
+    entry.pathRow = -1;
   }
   const key = entry.key;
   if (typeof key !== 'number') return;

@@ -52,10 +52,10 @@ import type { FrontEndState } from './state.js';
 const { chooseRevision, lookupContent } = directory;
 const { L_FRONT_HITS, L_FRONT_MISSES, recordTimedRequest } = metrics;
 const { userMod, userUid } = identity;
-const { evaluateMapping } = mapping;
+const { combinationOfPath, evaluateMapping, evaluatePath, rulePath } = mapping;
 const { bodyText, keptChunk } = body;
 const { parseUserContext } = context;
-const { frontEntryOf } = frontCache;
+const { frontEntryOf, pathEntryOf, rememberPathEntry } = frontCache;
 const { checkPlainQuery, compiledCombineQuery, wrappedKind } = query;
 const { enterUwsCall, leaveUwsCall, sendContent, sendNotModified, sendUidContent, sendWrapped } = reply;
 const { etagValue, itemTag, matchIfNoneMatch, withUid } = etag;
@@ -342,15 +342,27 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
     throw new RcdError('content_not_found', `no revision of this content is available for app version ${ctx.v}`);
   }
   prepareUser(r, kind, ctx);
-  const combination = combinationOf(r, kind, content, ctx);
+  let combination: Combination | null = null;
+  let pathLength = 0;
   if (kind === JobKind.Plain) r.tag = rev.hash;
   else {
+    if (content.mappingId !== 0) {
+      // The rules' path first: an answer kept for it is found without its combination's objects.
+      pathLength = rulePathOf(r, content, ctx);
+      const known = pathEntryOf(r.state.frontCache, kind, rev.revId, content.mappingId, rulePath, pathLength);
+      if (known !== null) {
+        answerKnown(r, known);
+        return;
+      }
+      combination = combinationOfPath(content.mapping!, pathLength);
+    }
     r.tag = itemTag(kind, rev, content.mappingId, combination);
     r.tagUid = true;
   }
   if (answeredNotModified(r)) return;
   const hit = frontEntryOf(r.state.frontCache, kind, rev.revId, content.mappingId, combination);
   if (hit !== undefined) {
+    if (combination !== null) rememberPathEntry(kind, rev.revId, content.mappingId, rulePath, pathLength, hit, r.tag);
     r.state.counters[L_FRONT_HITS]! += 1;
     answerSingle(r, hit);
     return;
@@ -571,6 +583,21 @@ const combinationOf = (r: ContentRequest, kind: JobKind, content: ContentView, c
   r.evaluatedMapping = mapping;
   r.evaluated = combination;
   return combination;
+};
+
+/** Evaluates a mapped item's rules for this user into rulePath; returns the path's length. */
+const rulePathOf = (r: ContentRequest, content: ContentView, ctx: UserContext): number => {
+  if (content.mappingBroken) throw new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
+  return evaluatePath(content.mapping!, ctx.p, ctx.version, r.mod);
+};
+
+/** A wrapped item's answer from the entry kept for its rule path (pathEntryOf), or 304. */
+const answerKnown = (r: ContentRequest, entry: Rendered): void => {
+  r.tag = entry.pathTag;
+  r.tagUid = true;
+  if (answeredNotModified(r)) return;
+  r.state.counters[L_FRONT_HITS]! += 1;
+  answerSingle(r, entry);
 };
 
 /** The pool job that renders an item the front cache does not hold. */

@@ -18,6 +18,9 @@ import { versionInRange } from './version-range.js';
 // for every call: evaluation is synchronous and rules are at most MAX_RULES.
 const path = new Int32Array(MAX_RULES);
 
+/** The path evaluatePath wrote last: read it before the next evaluation (one array for all). */
+export const rulePath: Int32Array = path;
+
 /**
  * Which rules apply to this request. `version` is the request's app version (NO_VERSION when it has
  * none): a rule with an appVersion range never applies without one.
@@ -25,9 +28,22 @@ const path = new Int32Array(MAX_RULES);
  * HOT PATH: a repeat combination allocates nothing.
  */
 export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unknown>, version: ComparableVersion, mod: number): Combination {
+  return combinationOfPath(mapping, evaluatePath(mapping, p, version, mod));
+}
+
+/**
+ * The rules' half of evaluateMapping: writes the applied (rule, choice) pairs to `rulePath` and returns
+ * how many. The front end looks an answer up by the path itself (src/delivery/front-cache.ts
+ * pathEntryOf) before it turns the path into its Combination. HOT PATH: allocates nothing.
+ */
+export function evaluatePath(mapping: CompiledMapping, p: Record<string, unknown>, version: ComparableVersion, mod: number): number {
   let program = mapping.program;
   if (program === null) program = mapping.program = compileRuleProgram(mapping.rules) ?? interpreterOf(mapping.rules);
-  const length = program(p, version, mod, path);
+  return program(p, version, mod, path);
+}
+
+/** The interned combination of the path evaluatePath wrote last (its first `length` edges). */
+export function combinationOfPath(mapping: CompiledMapping, length: number): Combination {
   if (length === 0) return EMPTY_COMBINATION;
   const found = mapping.combinations.byPath(path, length);
   if (found !== null) return found;

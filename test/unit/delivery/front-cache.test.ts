@@ -1,8 +1,8 @@
 import { NO_VERSION } from '../../../src/shared/app-version.js';
 import { describe, expect, it } from 'vitest';
-import { createFrontCache, frontEntryOf, frontKey, frontKeyOf, keepEntry, newRendered, type FrontCache, type FrontKey, type Rendered } from '../../../src/delivery/front-cache.js';
+import { createFrontCache, frontEntryOf, frontKey, frontKeyOf, keepEntry, newRendered, pathEntryOf, rememberPathEntry, type FrontCache, type FrontKey, type Rendered } from '../../../src/delivery/front-cache.js';
 import { EMPTY_BYTES } from '../../../src/delivery/tail.js';
-import { compileMapping, evaluateMapping, rememberIn, type Combination, type FrontKeyMemo } from '../../../src/mapping/index.js';
+import { compileMapping, evaluateMapping, evaluatePath, rememberIn, rulePath, type Combination, type FrontKeyMemo } from '../../../src/mapping/index.js';
 import { JobKind } from '../../../src/pool/protocol.js';
 
 const MAPPING = {
@@ -186,5 +186,113 @@ describe('front-cache entries found on their key memo (frontEntryOf)', () => {
     keepEntry(cache, 'd', entryOf(4));
     expect(cache.has(key)).toBe(true);
     expect(cache.has('b')).toBe(false);
+  });
+});
+
+describe('front-cache entries found by their rule path (pathEntryOf)', () => {
+  const entryOf = (fill: number): Rendered => newRendered(new Uint8Array(1000).fill(fill), EMPTY_BYTES, null, null, null);
+  const cacheOfThree = (): FrontCache => {
+    const cache = createFrontCache(1 << 30);
+    cache.set('probe', entryOf(0));
+    const bytes = cache.calculatedSize;
+    return createFrontCache(bytes * 3);
+  };
+  /** The path `p` selects in MAPPING at mod 600 (DE: the eu rule and variant B), copied out of the shared scratch. */
+  const pathOf = (p: Record<string, unknown>, mod = 600): Int32Array => {
+    const length = evaluatePath(compileMapping(MAPPING), p, NO_VERSION, mod);
+    return rulePath.slice(0, length);
+  };
+  const find = (cache: FrontCache, kind: JobKind, rev: number, mappingId: number, path: Int32Array): Rendered | null =>
+    pathEntryOf(cache, kind, rev, mappingId, path, path.length);
+
+  it('finds the entry filed for (kind, revision, mapping, path) while its cache holds it, with its tag; nothing for any other', () => {
+    const cache = cacheOfThree();
+    const de = pathOf({ country: 'DE' });
+    expect(Array.from(de)).toEqual([0, 1026]);
+    const entry = entryOf(1);
+    keepEntry(cache, 'w7:3:0.-1;1.1;', entry);
+    expect(find(cache, JobKind.Wrapped, 7, 3, de)).toBeNull();
+    rememberPathEntry(JobKind.Wrapped, 7, 3, de, de.length, entry, 'w-tag');
+    for (let i = 0; i < 40; i++) expect(find(cache, JobKind.Wrapped, 7, 3, de)).toBe(entry);
+    expect(entry.pathTag).toBe('w-tag');
+    // Another revision, mapping, kind or path; a path that is a prefix of it; another cache of this thread.
+    expect(find(cache, JobKind.Wrapped, 8, 3, de)).toBeNull();
+    expect(find(cache, JobKind.Wrapped, 7, 4, de)).toBeNull();
+    expect(find(cache, JobKind.Serialized, 7, 3, de)).toBeNull();
+    expect(find(cache, JobKind.Wrapped, 7, 3, pathOf({ country: 'DE' }, 100))).toBeNull();
+    expect(find(cache, JobKind.Wrapped, 7, 3, de.subarray(0, 1))).toBeNull();
+    expect(find(cacheOfThree(), JobKind.Wrapped, 7, 3, de)).toBeNull();
+    // Evicted: the cache's dispose takes it out of its row, and a new entry for the key is found only once filed.
+    for (let n = 0; n < 3; n++) keepEntry(cache, `other${n}`, entryOf(2));
+    expect(cache.has('w7:3:0.-1;1.1;')).toBe(false);
+    expect(entry.pathRow).toBe(-1);
+    expect(find(cache, JobKind.Wrapped, 7, 3, de)).toBeNull();
+    const again = entryOf(3);
+    keepEntry(cache, 'w7:3:0.-1;1.1;', again);
+    expect(find(cache, JobKind.Wrapped, 7, 3, de)).toBeNull();
+    rememberPathEntry(JobKind.Wrapped, 7, 3, de, de.length, again, 'w-tag');
+    expect(find(cache, JobKind.Wrapped, 7, 3, de)).toBe(again);
+  });
+
+  it('files no empty path (the revision\'s own entry, shared by its mappings), no path past a row and no id past int32', () => {
+    const cache = cacheOfThree();
+    const cases: [number, number, Int32Array][] = [
+      [7, 3, new Int32Array(0)],
+      [7, 3, Int32Array.from({ length: 14 }, (_, i) => i * 1024)],
+      [2 ** 31, 3, pathOf({ country: 'DE' })],
+      [7, 2 ** 32 + 3, pathOf({ country: 'DE' })],
+    ];
+    for (const [rev, mappingId, path] of cases) {
+      const entry = entryOf(1);
+      keepEntry(cache, `k${rev}:${mappingId}:${path.length}`, entry);
+      rememberPathEntry(JobKind.Wrapped, rev, mappingId, path, path.length, entry, 'tag');
+      expect(entry.pathRow).toBe(-1);
+      expect(find(cache, JobKind.Wrapped, rev, mappingId, path)).toBeNull();
+    }
+    // 13 edges fit a row.
+    const longest = Int32Array.from({ length: 13 }, (_, i) => i * 1024);
+    const entry = entryOf(2);
+    keepEntry(cache, 'longest', entry);
+    rememberPathEntry(JobKind.Wrapped, 7, 3, longest, longest.length, entry, 'tag');
+    expect(find(cache, JobKind.Wrapped, 7, 3, longest)).toBe(entry);
+  });
+
+  it('an entry answered by its path stays recent in the cache', () => {
+    const cache = cacheOfThree();
+    const de = pathOf({ country: 'DE' });
+    const entry = entryOf(1);
+    keepEntry(cache, 'a', entry);
+    rememberPathEntry(JobKind.Wrapped, 9, 3, de, de.length, entry, 'tag');
+    keepEntry(cache, 'b', entryOf(2));
+    keepEntry(cache, 'c', entryOf(3));
+    for (let i = 0; i < 16; i++) expect(find(cache, JobKind.Wrapped, 9, 3, de)).toBe(entry);
+    keepEntry(cache, 'd', entryOf(4));
+    expect(cache.has('a')).toBe(true);
+    expect(cache.has('b')).toBe(false);
+  });
+
+  it('two keys of one row: the later takes it, and the earlier one\'s eviction leaves it be', () => {
+    const cache = createFrontCache(1 << 30);
+    const de = pathOf({ country: 'DE' });
+    const first = entryOf(1);
+    keepEntry(cache, 'first', first);
+    rememberPathEntry(JobKind.Wrapped, 1, 3, de, de.length, first, 'first');
+    // Revisions filed one by one until one lands in the first's row (4,096 rows: found within a few thousand).
+    let rev = 2;
+    let second: Rendered | null = null;
+    for (; rev < 200_000; rev++) {
+      const entry = entryOf(2);
+      keepEntry(cache, `r${rev}`, entry);
+      rememberPathEntry(JobKind.Wrapped, rev, 3, de, de.length, entry, 'second');
+      if (find(cache, JobKind.Wrapped, 1, 3, de) === null) {
+        second = entry;
+        break;
+      }
+    }
+    expect(second).not.toBeNull();
+    expect(first.pathRow).toBe(-1);
+    expect(second!.pathRow).toBeGreaterThanOrEqual(0);
+    cache.delete('first');
+    expect(find(cache, JobKind.Wrapped, rev, 3, de)).toBe(second);
   });
 });
