@@ -44,6 +44,7 @@ import { JobKind } from '../pool/protocol.js';
 import * as bytes from '../shared/bytes.js';
 import type { ContentView, EnvView, RevisionView } from './directory.js';
 import { USES_PER_REFRESH, type Rendered } from './front-cache.js';
+import { PathTable } from './path-table.js';
 import * as reply from './reply.js';
 import type { CombineEntry, CompiledCombineQuery } from './query.js';
 import * as tail from './tail.js';
@@ -103,6 +104,8 @@ export interface CombinePlan {
   readonly ownTag: PlanTag;
   /** The memos that found it (currentPlanOf), at most MEMOS_PER_PLAN: the cache's dispose clears them. */
   readonly memos: PlanKeyMemo[];
+  /** Its number in the table of PlanTags by rule path (planTagOfPath): int32, not unique past 2^32 plans (a row is checked by identity too). */
+  readonly serial: number;
 }
 
 /**
@@ -325,6 +328,10 @@ function releasePlan(plan: CombinePlan, key: string): void {
     const m = memos[i]!;
     if (m.key === key && m.plan === plan) m.plan = null;
   }
+  // Its PlanTags leave the path table, also where another key still holds the plan (each is then found
+  // through its combination and filed again). A pass over the table's 4,096 slots: a plan leaves the
+  // cache after a request built another, which costs far more.
+  byPath.clearWhere((t) => t.plan === plan);
 }
 
 /**
@@ -364,6 +371,9 @@ export interface PlanItem {
 
 const CLOSE_OBJECT = Buffer.from('}', 'latin1');
 const OPEN_OBJECT = Buffer.from('{}', 'latin1');
+
+/** The last plan's serial (CombinePlan.serial). */
+let nextPlanSerial = 0;
 
 /**
  * Builds a plan from the items of an answer (in answer order). Run once per plan, off the per-request
@@ -440,7 +450,32 @@ export function buildPlan(
     layoutCount: 0,
     ownTag: { plan: null, tag: baseTag, block: newUidBlock(), heads: null, compressed: false },
     memos: [],
+    serial: (nextPlanSerial = (nextPlanSerial + 1) | 0),
   };
+}
+
+/**
+ * PlanTags of dynamic answers whose mapped items all selected one rule path, found by the plan and
+ * that path before the path becomes a Combination (path-table.ts says why; front-cache.ts finds a
+ * single item's entry the same way): the way through the combination read the interning table's
+ * slot, entry and path copy, the combination, its PlanTag memo and the PlanTags searched in it. A row
+ * keeps its PlanTag (its plan and heads) until another key takes the row or the plan leaves the
+ * cache (releasePlan), so what the table holds is bounded by its rows and the plans the cache holds.
+ */
+const byPath = new PathTable<PlanTag>();
+
+/**
+ * The PlanTag of `plan` for answers whose mapped items all selected the rule path `path` (its first
+ * `length` edges), once an answer found its heads (rememberPlanTagPath), or null. HOT PATH.
+ */
+export function planTagOfPath(plan: CombinePlan, path: Int32Array, length: number): PlanTag | null {
+  const known = byPath.find(plan.serial, 0, 0, path, length);
+  return known !== null && known.plan === plan ? known : null;
+}
+
+/** Files `planTag` (its heads found) under its plan and rule path for planTagOfPath. */
+export function rememberPlanTagPath(plan: CombinePlan, path: Int32Array, length: number, planTag: PlanTag): void {
+  byPath.keep(plan.serial, 0, 0, path, length, planTag);
 }
 
 /**

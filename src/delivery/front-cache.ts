@@ -16,6 +16,7 @@ import { rememberIn, type Combination, type FrontKeyMemo, type KeyedEntry } from
 import { JobKind, type JobResult } from '../pool/protocol.js';
 import { GZIP_HEADER, GZIP_TRAILER_BYTES, FINAL_EMPTY_BLOCK, crc32Shift, type CompressedPart } from '../shared/gzip.js';
 import { BLOCK_VIEWS, type UidBlock } from './header-block.js';
+import { PathTable } from './path-table.js';
 import { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, tailEndOf } from './tail.js';
 import { EMPTY_WORDS } from '../shared/bytes.js';
 
@@ -253,67 +254,40 @@ function numberedEntry(cache: FrontCache, key: number): Rendered | undefined {
 }
 
 /**
- * Entries of mapped items found by the rule path that selected them (evaluatePath), before the path
- * is turned into its interned Combination: a direct-mapped table per thread, one 64-byte row of
- * int32 a key, [revision id, mapping id, kind + 4 * length, edges...], and the entry beside it.
- *
- * Why: the way through the combination reads ~10 objects a mapped request that each sit in lines of
- * their own (the interning table's slot, its entry, the path copy and its bytes, the combination's
- * fields, its key memo array, its elements and the memo), and with a few hundred rule combinations in
- * use the last request of a combination left them long ago: callgrind's cache simulator, mapped,
- * `bench:cost --pool all` against `--pool attributes` (one player's attributes), read ~4.7 of
- * startSingle's ~8.5 extra L2 misses a request in those objects. A row is one line, the entry list's
- * slot one more. A path longer than PATH_EDGES, or ids past int32, take the way through the
- * combination only. An entry is in one row at most (its key names one path), and the cache's dispose
- * takes it out, as it does for the memos and the numbered slots.
+ * Entries of mapped items found by the rule path that selected them, before the path becomes its
+ * Combination (path-table.ts says why): one table per thread, keyed by (revision id, mapping id,
+ * kind, path). callgrind --cache-sim, mapped, `bench:cost --inlined`: the stages of the way through the
+ * combination missed L2 4.7 times a request, the table 1.6. An empty path is not kept: its entry is
+ * the revision's own (a numeric key, found in its slot), shared by every mapping of the content,
+ * where a row holds one; nor ids past int32. An entry is in one row at most (its key names one
+ * path), and the cache's dispose takes it out, as it does for the memos and the numbered slots.
  */
-const PATH_ROWS = 4096;
-const PATH_STRIDE = 16;
-const PATH_EDGES = PATH_STRIDE - 3;
-const pathRows = new Int32Array(PATH_ROWS * PATH_STRIDE);
-const pathEntries: (Rendered | null)[] = new Array<Rendered | null>(PATH_ROWS).fill(null);
+const byPath = new PathTable<Rendered>();
 
-/**
- * The row of (revision, mapping, kind, path): a hash of them, or -1 when they do not fit a row. An
- * empty path is not filed: its entry is the revision's own (a numeric key, found in its slot), shared
- * by every mapping of the content, where a row holds one.
- */
-function pathRowOf(kind: JobKind, revId: number, mappingId: number, path: Int32Array, length: number): number {
-  if (length === 0 || length > PATH_EDGES || (revId | 0) !== revId || (mappingId | 0) !== mappingId) return -1;
-  let h = Math.imul(revId ^ 0x2545f491, 0x9e3779b1) ^ Math.imul(mappingId, 0x85ebca77) ^ kind;
-  for (let i = 0; i < length; i++) h = Math.imul(h ^ path[i]!, 0x9e3779b1);
-  return (h ^ (h >>> 15)) & (PATH_ROWS - 1);
+/** Whether (revision, mapping, path) can be kept in the table. */
+function pathKeyed(revId: number, mappingId: number, length: number): boolean {
+  return length > 0 && (revId | 0) === revId && (mappingId | 0) === mappingId;
 }
 
 /**
  * The front-cache entry of a mapped item by its rule path (the first `length` edges of `path`), held
  * by `cache`, or null: then the item goes the way through its combination (frontEntryOf), and
- * rememberPathEntry files what that finds. HOT PATH: one row and one slot read.
+ * rememberPathEntry files what that finds. HOT PATH.
  */
 export function pathEntryOf(cache: FrontCache, kind: JobKind, revId: number, mappingId: number, path: Int32Array, length: number): Rendered | null {
-  const row = pathRowOf(kind, revId, mappingId, path, length);
-  if (row < 0) return null;
-  const at = row * PATH_STRIDE;
-  if (pathRows[at] !== revId || pathRows[at + 1] !== mappingId || pathRows[at + 2] !== kind + 4 * length) return null;
-  for (let i = 0; i < length; i++) if (pathRows[at + 3 + i] !== path[i]) return null;
-  const known = pathEntries[row]!;
+  if (!pathKeyed(revId, mappingId, length)) return null;
+  const known = byPath.find(revId, mappingId, kind, path, length);
   if (known === null || known.owner !== cache) return null;
   return used(cache, known);
 }
 
-/** Files `entry` (found through its combination, tagged `tag`) under its rule path for pathEntryOf. */
+/**
+ * Files `entry` (found through its combination, tagged `tag`) under its rule path for pathEntryOf:
+ * called when pathEntryOf did not find it (never filed, or its row was taken by another key since).
+ */
 export function rememberPathEntry(kind: JobKind, revId: number, mappingId: number, path: Int32Array, length: number, entry: Rendered, tag: string): void {
-  const row = pathRowOf(kind, revId, mappingId, path, length);
-  if (row < 0 || pathEntries[row] === entry) return;
-  const at = row * PATH_STRIDE;
-  pathRows[at] = revId;
-  pathRows[at + 1] = mappingId;
-  pathRows[at + 2] = kind + 4 * length;
-  for (let i = 0; i < length; i++) pathRows[at + 3 + i] = path[i]!;
-  const held = pathEntries[row]!;
-  if (held !== null) held.pathRow = -1;
-  pathEntries[row] = entry;
-  entry.pathRow = row;
+  if (!pathKeyed(revId, mappingId, length)) return;
+  entry.pathRow = byPath.keep(revId, mappingId, kind, path, length, entry);
   entry.pathTag = tag;
 }
 
@@ -330,9 +304,8 @@ function releaseEntry(entry: Rendered): void {
     if (memo.entry === entry) memo.entry = null;
     entry.memo = null;
   }
-  const row = entry.pathRow;
-  if (row >= 0) {
-    if (pathEntries[row] === entry) pathEntries[row] = null;
+  if (entry.pathRow >= 0) {
+    byPath.clear(entry.pathRow, entry);
     entry.pathRow = -1;
   }
   const key = entry.key;

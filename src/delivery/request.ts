@@ -59,7 +59,7 @@ const { frontEntryOf, pathEntryOf, rememberPathEntry } = frontCache;
 const { checkPlainQuery, compiledCombineQuery, wrappedKind } = query;
 const { enterUwsCall, leaveUwsCall, sendContent, sendNotModified, sendUidContent, sendWrapped } = reply;
 const { etagValue, itemTag, matchIfNoneMatch, withUid } = etag;
-const { currentPlanOf, planMemoOf, planTagOf, plannedAnswer } = combinePlan;
+const { currentPlanOf, planMemoOf, planTagOf, planTagOfPath, plannedAnswer, rememberPlanTagPath } = combinePlan;
 
 export const enum Route {
   Plain = 0,
@@ -409,6 +409,16 @@ const sameTagPart = (a: Combination | null, b: Combination | null): boolean => {
 function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext): boolean {
   const mapped = plan.mapped;
   const gzip = (r.accept & ACCEPT_GZIP) !== 0;
+  if (plan.kind !== JobKind.Plain && mapped.length > 0) {
+    // The mapped items' rule paths first: a PlanTag kept for their one path is found without their combinations.
+    const known = planTagOfPaths(r, plan, ctx);
+    if (known !== null) {
+      if (gzip && known.compressed) return false;
+      r.tag = known.tag;
+      r.tagUid = true;
+      return answerPlanned(r, plan, known.heads!, known.block);
+    }
+  }
   // The mapped items' combinations (their rules, per user), and whether they put one part into the tag.
   let uniform = true;
   let first: Combination | null = null;
@@ -434,11 +444,54 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
     r.tag = planTag.tag;
     r.tagUid = true;
     block = planTag.block;
+    // One combination for all mapped items is one rule path (a key names its path): filed by it.
+    if (planTag.heads !== null && mapped.length > 0 && plannedPathLength >= 0) rememberPlanTagPath(plan, plannedPath, plannedPathLength, planTag);
   } else {
     let parts = '';
     for (let k = 0; k < mapped.length; k++) parts = withMappedPart(parts, k, plannedCombinations[k]!);
     r.tag = combineTag(plan.baseTag, plan.kind, r.uid, parts, mapped.length);
   }
+  return answerPlanned(r, plan, heads, block);
+}
+
+/**
+ * The rule path every mapped item of a dynamic plan selected for this user, copied into plannedPath
+ * (its length in plannedPathLength; -1 when the items' paths differ), and the PlanTag filed for it
+ * (rememberPlanTagPath), or null. Consecutive items of one mapping are evaluated once.
+ */
+const plannedPath = new Int32Array(64);
+let plannedPathLength = -1;
+
+function planTagOfPaths(r: ContentRequest, plan: CombinePlan, ctx: UserContext): PlanTag | null {
+  const mapped = plan.mapped;
+  let last: ContentView | null = null;
+  let length = -1;
+  for (let k = 0; k < mapped.length; k++) {
+    const content = mapped[k]!.content;
+    if (last !== null && content.mapping === last.mapping) continue;
+    last = content;
+    const n = rulePathOf(r, content, ctx);
+    if (length < 0) {
+      length = n;
+      if (n > plannedPath.length) break;
+      for (let i = 0; i < n; i++) plannedPath[i] = rulePath[i]!;
+    } else if (n !== length || !samePath(n)) {
+      length = -1;
+      break;
+    }
+  }
+  plannedPathLength = length > plannedPath.length ? -1 : length;
+  return plannedPathLength < 0 ? null : planTagOfPath(plan, plannedPath, plannedPathLength);
+}
+
+/** Whether rulePath's first `length` edges are plannedPath's. */
+const samePath = (length: number): boolean => {
+  for (let i = 0; i < length; i++) if (rulePath[i] !== plannedPath[i]) return false;
+  return true;
+};
+
+/** The rest of an answer from a plan, once its tag and heads are known: 304, or the planned bytes. */
+function answerPlanned(r: ContentRequest, plan: CombinePlan, heads: readonly Rendered[], block: UidBlock | null): boolean {
   if (answeredNotModified(r)) return true;
   r.state.counters[L_FRONT_HITS]! += plan.found;
   let body: Uint8Array;

@@ -5,7 +5,8 @@
  * in test/e2e/combine-plans.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { createPlanCache, currentPlan, currentPlanOf, keepPlan, planMemoOf, planShapeKey, plannedAnswer, type CombinePlan, type PlanCache, type PlanItem } from '../../../src/delivery/combine-plan.js';
+import { createPlanCache, currentPlan, currentPlanOf, keepPlan, planMemoOf, planShapeKey, planTagOfPath, plannedAnswer, rememberPlanTagPath, type CombinePlan, type PlanCache, type PlanItem, type PlanTag } from '../../../src/delivery/combine-plan.js';
+import { newUidBlock } from '../../../src/delivery/header-block.js';
 import { compiledCombineQuery, type CompiledCombineQuery } from '../../../src/delivery/query.js';
 import { newRendered } from '../../../src/delivery/front-cache.js';
 import type { ContentView, EnvView, RevisionView } from '../../../src/delivery/directory.js';
@@ -253,5 +254,47 @@ describe.each([
       const h = head((n * 11) % 70);
       expect(text(plannedAnswer(plan, uid, mod, [h]))).toBe(expected(uid, mod, h));
     }
+  });
+});
+
+describe('a dynamic plan\'s PlanTag found by its rule path (planTagOfPath)', () => {
+  const q = compiledCombineQuery('c=' + encodeURIComponent(JSON.stringify(['A', 'B'])), 50);
+  const path = Int32Array.from([0, 1026]);
+  const planIn = (cache: PlanCache, key: string, heads: readonly number[]): CombinePlan =>
+    keepPlan(cache, key, 'shape-' + key, env(1), JobKind.Wrapped, items(q, heads), 'cTag', '');
+  const planTagFor = (plan: CombinePlan): PlanTag => ({ plan, tag: 'cTag.0.-1;1.1;', block: newUidBlock(), heads: [], compressed: false });
+
+  it('finds the PlanTag filed for (plan, path), nothing for another plan or path, nothing once the plan leaves the cache', () => {
+    const cache = createPlanCache(1 << 24);
+    const plan = planIn(cache, 'k1', [1, 2]);
+    const other = planIn(cache, 'k2', [3, 4]);
+    expect(planTagOfPath(plan, path, path.length)).toBeNull();
+    const planTag = planTagFor(plan);
+    rememberPlanTagPath(plan, path, path.length, planTag);
+    for (let i = 0; i < 40; i++) expect(planTagOfPath(plan, path, path.length)).toBe(planTag);
+    expect(planTagOfPath(other, path, path.length)).toBeNull();
+    expect(planTagOfPath(plan, Int32Array.from([0, 1025]), 2)).toBeNull();
+    expect(planTagOfPath(plan, path, 1)).toBeNull();
+    // An empty path (no rule applied to any mapped item) is a path like any other.
+    const none = planTagFor(plan);
+    rememberPlanTagPath(plan, path, 0, none);
+    expect(planTagOfPath(plan, path, 0)).toBe(none);
+    expect(planTagOfPath(plan, path, path.length)).toBe(planTag);
+    // The cache lets the plan go (under either key it was kept by): its PlanTags leave the table with it.
+    cache.delete('shape-k1');
+    expect(planTagOfPath(plan, path, path.length)).toBeNull();
+    expect(planTagOfPath(plan, path, 0)).toBeNull();
+  });
+
+  it('files no path longer than a row holds', () => {
+    const cache = createPlanCache(1 << 24);
+    const plan = planIn(cache, 'k3', [1, 2]);
+    const long = Int32Array.from({ length: 13 }, (_, i) => i * 1024);
+    rememberPlanTagPath(plan, long, long.length, planTagFor(plan));
+    expect(planTagOfPath(plan, long, long.length)).toBeNull();
+    const fits = long.subarray(0, 12);
+    const tag = planTagFor(plan);
+    rememberPlanTagPath(plan, fits, fits.length, tag);
+    expect(planTagOfPath(plan, fits, fits.length)).toBe(tag);
   });
 });
