@@ -629,7 +629,7 @@ const prepareUser = (r: ContentRequest, kind: JobKind, ctx: UserContext): void =
  */
 const combinationOf = (r: ContentRequest, kind: JobKind, content: ContentView, ctx: UserContext): Combination | null => {
   if (kind === JobKind.Plain || content.mappingId === 0) return null;
-  if (content.mappingBroken) throw new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
+  if (content.mappingBroken) throw brokenMapping(content);
   const mapping = content.mapping!;
   if (mapping === r.evaluatedMapping) return r.evaluated;
   const combination = evaluateMapping(mapping, ctx.p, ctx.version, r.mod);
@@ -640,9 +640,14 @@ const combinationOf = (r: ContentRequest, kind: JobKind, content: ContentView, c
 
 /** Evaluates a mapped item's rules for this user into rulePath; returns the path's length. */
 const rulePathOf = (r: ContentRequest, content: ContentView, ctx: UserContext): number => {
-  if (content.mappingBroken) throw new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
+  if (content.mappingBroken) throw brokenMapping(content);
   return evaluatePath(content.mapping!, ctx.p, ctx.version, r.mod);
 };
+
+/** A mapped item whose mapping did not compile: an internal error (500), the log says which. */
+function brokenMapping(content: ContentView): Error {
+  return new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
+}
 
 /** A wrapped item's answer from the entry kept for its rule path (pathEntryOf), or 304. */
 const answerKnown = (r: ContentRequest, entry: Rendered): void => {
