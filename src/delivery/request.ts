@@ -37,6 +37,7 @@ import { Coding, combineTag, describedTag, withMappedPart } from './etag.js';
 import * as combinePlan from './combine-plan.js';
 import { keepPlan, planShapeKey, type CombinePlan, type PlanItem, type PlanTag } from './combine-plan.js';
 import type { UidBlock } from './header-block.js';
+import { PATH_EDGES } from './path-table.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
 import { putBytes } from '../shared/bytes.js';
 import { GzipBuilder, gzipBound } from '../shared/gzip.js';
@@ -456,10 +457,11 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
 
 /**
  * The rule path every mapped item of a dynamic plan selected for this user, copied into plannedPath
- * (its length in plannedPathLength; -1 when the items' paths differ), and the PlanTag filed for it
- * (rememberPlanTagPath), or null. Consecutive items of one mapping are evaluated once.
+ * (its length in plannedPathLength; -1 when the items' paths differ, or when it is longer than the
+ * path table keeps), and the PlanTag filed for it (rememberPlanTagPath), or null. Consecutive items
+ * of one mapping are evaluated once.
  */
-const plannedPath = new Int32Array(64);
+const plannedPath = new Int32Array(PATH_EDGES);
 let plannedPathLength = -1;
 
 function planTagOfPaths(r: ContentRequest, plan: CombinePlan, ctx: UserContext): PlanTag | null {
