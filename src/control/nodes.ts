@@ -69,12 +69,14 @@ export class NodeRegistry {
         nodes = [];
       }
       const now = Date.now();
-      const live = nodes.filter((n) => n.nodeId === this.nodeId || now - n.heartbeatMs <= NODE_LIVENESS_MS);
-      const behind = live.filter((n) => n.nodeId !== this.nodeId && n.appliedSeq < seq);
+      // This node counts whether or not its record is there (the writer applied its own write): a
+      // record can be missing for a moment, e.g. when another node forgot it after a long stall.
+      const others = nodes.filter((n) => n.nodeId !== this.nodeId && now - n.heartbeatMs <= NODE_LIVENESS_MS);
+      const behind = others.filter((n) => n.appliedSeq < seq);
       if (behind.length === 0 || now >= deadline) {
         const missed = behind.map((n) => `${n.nodeId} (pid ${n.pid} on ${n.host}, applied ${n.appliedSeq})`);
         if (missed.length > 0) this.log(`change ${seq} not applied within ${timeoutMs} ms by: ${missed.join(', ')}`);
-        return { seq, nodes: Math.max(live.length, 1), applied: Math.max(live.length, 1) - behind.length, missed: behind.map((n) => n.nodeId) };
+        return { seq, nodes: others.length + 1, applied: others.length + 1 - behind.length, missed: behind.map((n) => n.nodeId) };
       }
       await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
     }

@@ -140,6 +140,9 @@ async function open(): Promise<void> {
   store = timeStoreWrites(await openStoreRetrying(), init.counters);
   post({ type: 'store-open', readerUrl: store.readerUrl });
   await publish();
+  // A member of the fleet before the admin address answers: a write taken at once counts this node.
+  nodes = new NodeRegistry(store, logError);
+  await nodes.start(feeds.appliedSeq);
   let adminPort: number | null = null;
   if (token !== null) {
     if (token.source === 'file') logInfo(`admin token in ${token.path}`);
@@ -169,8 +172,6 @@ async function open(): Promise<void> {
     }
     adminPort = admin.port;
   }
-  nodes = new NodeRegistry(store, logError);
-  await nodes.start(feeds.appliedSeq);
   follower = new StoreFollower(store, followExternalWrite, (err) => {
     // An unreachable store is reported once by checkStore, not once per catch-up attempt.
     if (err instanceof RcdError && err.code === 'store_unavailable') return;

@@ -49,6 +49,20 @@ describe('NodeRegistry', () => {
     await me.stop();
   });
 
+  it('counts itself when its own record is not in the registry', async () => {
+    const s = await open();
+    const me = new NodeRegistry(s, () => undefined);
+    const other = new NodeRegistry(s, () => undefined);
+    await me.start(0);
+    await other.start(0);
+    await s.removeNode(me.nodeId);
+    await other.applied(7);
+    expect(await me.waitFor(7, 1000)).toEqual({ seq: 7, nodes: 2, applied: 2, missed: [] });
+    expect(await me.waitFor(8, 50)).toEqual({ seq: 8, nodes: 2, applied: 1, missed: [other.nodeId] });
+    await other.stop();
+    await me.stop();
+  });
+
   it('stops waiting for a node whose heartbeat lapsed', async () => {
     const s = await open();
     const me = new NodeRegistry(s, () => undefined);
