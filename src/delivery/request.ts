@@ -421,10 +421,14 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
     }
   }
   // The mapped items' combinations (their rules, per user), and whether they put one part into the tag.
+  // Where planTagOfPaths found one rule path for them all (it is still in rulePath), each is that
+  // path's combination in its mapping: the rules are not evaluated again.
+  const onePath = plan.kind !== JobKind.Plain && mapped.length > 0 ? plannedPathLength : -1;
   let uniform = true;
   let first: Combination | null = null;
   for (let k = 0; k < mapped.length; k++) {
-    const combination = combinationOf(r, plan.kind, mapped[k]!.content, ctx);
+    const content = mapped[k]!.content;
+    const combination = onePath >= 0 ? combinationOfPath(content.mapping!, onePath) : combinationOf(r, plan.kind, content, ctx);
     plannedCombinations[k] = combination;
     if (k === 0) first = combination;
     else if (!sameTagPart(combination, first)) uniform = false;
