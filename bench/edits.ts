@@ -38,7 +38,7 @@ import {
 } from './edits-report.js';
 import { BENCH_ENV, BENCH_KEY, buildBundle, prng, repoRoot, smallItemDoc, type FixtureItem } from './fixtures/generate.js';
 import { isLinuxProcAvailable, memoryStatus } from './measure.js';
-import { Supervisor, drain, freePort } from './processes.js';
+import { Supervisor, drain, freePort, launcherNodeFlags } from './processes.js';
 import type { RequestEntry } from './scenarios.js';
 import { loopDelayIn, parseLoopDelayLine, type LoopDelayLine } from './loop-pauses.js';
 import { medianOfRuns, mergeStallStats, runWrk, startStallProbe, wrkAvailable, writeWrkScript, type StallStats, type WrkStats } from './wrk.js';
@@ -176,14 +176,11 @@ interface Served {
   readonly deliveryPriority: string | null;
 }
 
-/** node's own flags for A and B, as `npm start`, bin/rcd.js and the systemd unit give them (src/runtime/heap.ts). */
-const SERVE_NODE_FLAGS = ['--single-threaded-gc'];
-
 /** Starts `rcd serve` on the store without importing anything; resolves at "listening on". */
 async function startServe(label: string, dbPath: string, dataDir: string, loopDelay: boolean): Promise<Served> {
   const root = repoRoot();
   const [port, adminPort] = [await freePort(), await freePort()];
-  const args = [...SERVE_NODE_FLAGS, join(root, 'bin', 'rcd.js'), 'serve', '--store', `sqlite:${dbPath}`, '--data-dir', dataDir, '--host', '127.0.0.1', '--port', String(port)];
+  const args = [...launcherNodeFlags(root), join(root, 'bin', 'rcd.js'), 'serve', '--store', `sqlite:${dbPath}`, '--data-dir', dataDir, '--host', '127.0.0.1', '--port', String(port)];
   args.push('--admin-host', '127.0.0.1', '--admin-port', String(adminPort), '--seed-demo', 'false');
   const env: NodeJS.ProcessEnv = { ...process.env, RCD_ADMIN_TOKEN: ADMIN_TOKEN, RCD_METRICS_PORT: '0', RCD_LOG_FORMAT: 'pretty' };
   if (loopDelay) env.RCD_LOOP_DELAY_LOG_MS = String(LOOP_DELAY_LOG_MS);

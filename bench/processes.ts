@@ -5,7 +5,7 @@
  * side-by-side comparison (ab.ts).
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -137,7 +137,7 @@ export interface ServerStart {
   readonly label: string;
   /** More `rcd serve` options (e.g. --tls-cert and --tls-key). */
   readonly args?: readonly string[];
-  /** Options of node itself, before bin/rcd.js (e.g. V8's --single-threaded-gc). */
+  /** Options of node itself after the launcher's own (launcherNodeFlags), before bin/rcd.js. */
   readonly nodeArgs?: readonly string[];
   /** A command that runs node (e.g. valgrind and its options, bench/callgrind.ts); none when absent. */
   readonly launcher?: readonly string[];
@@ -145,10 +145,24 @@ export interface ServerStart {
   readonly startTimeoutMs?: number;
 }
 
+/**
+ * node's own options for `rcd serve` from `root`, as its launcher gives them: the flags after `node`
+ * on bin/rcd.js's first line (`#!/usr/bin/env -S node --single-threaded-gc`), which `npm start` and
+ * the systemd unit pass too. A benchmark measures rcd as it runs: without them V8's helper threads
+ * share every scavenge, and bench:ab (mapped, 3 starts of 4 rounds, this flag against none) read CPU
+ * per request 0.983 / 0.986 / 0.990 with it. An older checkout's launcher gives its own flags.
+ */
+export function launcherNodeFlags(root: string): string[] {
+  const first = readFileSync(join(root, 'bin', 'rcd.js'), 'utf8').split('\n', 1)[0]!;
+  const m = /^#!\S*\benv\s+-S\s+node((?:\s+--\S+)*)\s*$/.exec(first);
+  return m === null ? [] : m[1]!.trim().split(/\s+/).filter((f) => f !== '');
+}
+
 /** Starts `rcd serve` from `root` on a free port; resolves once it printed "listening on". */
 export async function startServer(sup: Supervisor, start: ServerStart): Promise<Target> {
   const port = await freePort();
   const args = [
+    ...launcherNodeFlags(start.root),
     ...(start.nodeArgs ?? []),
     join(start.root, 'bin', 'rcd.js'),
     'serve',

@@ -24,7 +24,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { drain, freePort, Supervisor } from './processes.js';
+import { drain, freePort, launcherNodeFlags, Supervisor } from './processes.js';
 import { runWrk, wrkAvailable, writeWrkScript, type WrkStats } from './wrk.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../test/helpers/postgres.js';
 
@@ -75,7 +75,7 @@ async function startNode(storeUrl: string, dir: string): Promise<Node> {
   const args = [join(ROOT, 'bin', 'rcd.js'), 'serve', '--store', storeUrl, '--host', '127.0.0.1', '--port', String(port), '--admin-port', String(adminPort), '--seed-demo', 'false', '--threads', '1'];
   // As the suite runs servers: delivery at the priority of everything else on the shared box.
   const env = { ...process.env, RCD_ADMIN_TOKEN: TOKEN, RCD_METRICS_PORT: '0', RCD_LOG_FORMAT: 'pretty', RCD_DELIVERY_NICE: '0' };
-  const child = sup.track(spawn(process.execPath, ['--single-threaded-gc', ...args], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = sup.track(spawn(process.execPath, [...launcherNodeFlags(ROOT), ...args], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] }));
   const tail: string[] = [];
   drain(child.stderr as NodeJS.ReadableStream, tail);
   await new Promise<void>((resolve, reject) => {
