@@ -2,7 +2,8 @@
  * Small secret files in the data directory (admin token, webhook key): read with their mode
  * tightened, created once with mode 0600 (the directory 0700 when rcd creates it), never replaced.
  */
-import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { makeDirectories } from './directories.js';
 
@@ -24,15 +25,24 @@ export function readSecretFile(path: string): string | undefined {
 
 /**
  * Writes `text` to a new file (0600). False when the file exists already: another process wrote it a
- * moment ago, and replacing it would lose what that process handed out ('wx').
+ * moment ago, and replacing it would lose what that process handed out.
+ *
+ * The text goes into a file of its own first, which is then linked to `path` (link fails when `path`
+ * exists): a process that finds the file finds it whole. Creating `path` itself and writing it left a
+ * moment in which a second server starting in the same data directory read it empty and refused to
+ * start ("exists but holds no token"; seen with two servers started at once by bench:ab).
  */
 export function createSecretFile(path: string, text: string): boolean {
   makeDirectories(dirname(path), 0o700);
+  const draft = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(draft, text, { mode: 0o600, flag: 'wx' });
   try {
-    writeFileSync(path, text, { mode: 0o600, flag: 'wx' });
+    linkSync(draft, path);
     return true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw err;
+  } finally {
+    unlinkSync(draft);
   }
 }
