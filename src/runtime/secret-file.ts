@@ -3,7 +3,7 @@
  * tightened, created once with mode 0600 (the directory 0700 when rcd creates it), never replaced.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, linkSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { makeDirectories } from './directories.js';
 
@@ -35,14 +35,15 @@ export function readSecretFile(path: string): string | undefined {
 export function createSecretFile(path: string, text: string): boolean {
   makeDirectories(dirname(path), 0o700);
   const draft = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  writeFileSync(draft, text, { mode: 0o600, flag: 'wx' });
   try {
+    writeFileSync(draft, text, { mode: 0o600, flag: 'wx' });
     linkSync(draft, path);
     return true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw err;
   } finally {
-    unlinkSync(draft);
+    // Also when the write failed part-way (a full disk): no draft is left behind.
+    rmSync(draft, { force: true });
   }
 }
