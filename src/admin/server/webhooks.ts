@@ -133,6 +133,11 @@ const LEASE_MARGIN_MS = 5000;
 const MAX_POLL_MS = 1000;
 /** Polling faster than this buys nothing (a retry this early is within the jitter) and costs queries. */
 const MIN_POLL_MS = 50;
+/**
+ * Retries of this process with a wake-up of their own (a one-shot timer at the time they are due);
+ * beyond this many the poll sends them, up to its interval late.
+ */
+const WAKES_MAX = 1000;
 
 export class WebhookDispatcher {
   private readonly store: Store;
@@ -149,6 +154,8 @@ export class WebhookDispatcher {
   private readonly running = new Map<string, AbortController>();
   private readonly settled = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | null = null;
+  /** One per retry waiting for its time (wakeAt): a retry goes out when due, not at the next poll. */
+  private readonly wakes = new Set<NodeJS.Timeout>();
   /** The pass running, awaited by close(). */
   private passing: Promise<void> | null = null;
   private again = false;
@@ -205,6 +212,8 @@ export class WebhookDispatcher {
     this.closed = true;
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
+    for (const wake of this.wakes) clearTimeout(wake);
+    this.wakes.clear();
     for (const controller of this.running.values()) controller.abort();
     await this.passing;
     for (const controller of this.running.values()) controller.abort();
@@ -329,7 +338,25 @@ export class WebhookDispatcher {
       return;
     }
     this.retried++;
-    await this.record(entry, { kind: 'retry', atMs: Date.now() + this.backoff(made), error: problem, counted: true });
+    const atMs = Date.now() + this.backoff(made);
+    await this.record(entry, { kind: 'retry', atMs, error: problem, counted: true });
+    this.wakeAt(atMs);
+  }
+
+  /**
+   * Claims at `atMs` (a retry's due time) without waiting for the poll, which would send it up to its
+   * interval (up to 1 s) late: the retry's delay is the backoff the docs give, and growing delays
+   * stay growing whatever the poll's phase.
+   */
+  private wakeAt(atMs: number): void {
+    if (this.closed || this.wakes.size >= WAKES_MAX) return;
+    // One millisecond past the due time: a timer may fire within the millisecond it was due.
+    const wake = setTimeout(() => {
+      this.wakes.delete(wake);
+      this.kick();
+    }, Math.max(0, atMs - Date.now() + 1));
+    wake.unref();
+    this.wakes.add(wake);
   }
 
   /** The wait after the n-th failed attempt: retryMinMs doubling, capped, with ±20% jitter so failing hooks do not retry in lockstep. */

@@ -139,6 +139,17 @@ describe('WebhookDispatcher over the store outbox', () => {
     expect(d.stats().retried).toBe(2);
   });
 
+  it('sends a retry when it is due, not at the next poll (none runs here: the dispatcher is not started)', async () => {
+    const r = await receiver([500]);
+    const { d, write } = await rig(r.url, ['content.updated'], { retryMinMs: 300, retryMaxMs: 1000 });
+    await write([PAYLOAD]);
+    await until(() => d.stats().delivered === 1, 5000);
+    expect(r.received).toHaveLength(2);
+    // The backoff is 300 ms with ±20% jitter.
+    expect(r.received[1]!.at - r.received[0]!.at).toBeGreaterThanOrEqual(235);
+    expect(d.stats().retried).toBe(1);
+  });
+
   it('dead-letters after the last attempt, with the attempts and the last error', async () => {
     const r = await receiver(new Array<number>(100).fill(500));
     const { d, store, logs, write } = await rig(r.url, ['content.updated'], { attempts: 3 });
