@@ -30,7 +30,7 @@ export function readSecretFile(path: string): string | undefined {
  * The text goes into a file of its own first, which is then linked to `path` (link fails when `path`
  * exists): a process that finds the file finds it whole. Creating `path` itself and writing it left a
  * moment in which a second server starting in the same data directory read it empty and refused to
- * start ("exists but holds no token"; seen with two servers started at once by bench:ab).
+ * start ("exists but holds no token").
  */
 export function createSecretFile(path: string, text: string): boolean {
   makeDirectories(dirname(path), 0o700);
