@@ -43,9 +43,24 @@ export interface CeilingAnswer {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
+/**
+ * A request pool's own answers, for the floor of bench:cost: `answers` holds one answer per distinct
+ * answer of the pool (answers that differ only in the user's uid, as rcd's wrapped answers do in their
+ * ETag's last part and meta, count as one: rcd keeps one entry for them and writes the uid into it),
+ * `order` the index of each request's answer in the pool's order. They are sent in that order, from
+ * the first again after the last: wrk (one thread) and the sequential client send a pool in order, so
+ * each answer goes out as often as the server under test sends it.
+ */
+export interface PoolAnswers {
+  readonly answers: readonly CeilingAnswer[];
+  readonly order: readonly number[];
+}
+
 export interface CeilingConfig {
-  /** The answer to every request on a known route, unless the key check below says otherwise. */
+  /** The answer to every request on a known route, unless the key check or `pool` below say otherwise. */
   readonly ok: CeilingAnswer;
+  /** When set, a request the key check lets through gets the next of these instead of `ok`. */
+  readonly pool?: PoolAnswers;
   /** When set, a request whose X-Api-Key differs gets `unauthorized` (scenario 8's 401s). */
   readonly validKey: string | null;
   readonly unauthorized: CeilingAnswer | null;
@@ -68,22 +83,44 @@ interface Prepared {
   block: Buffer;
 }
 
-function prepare(a: CeilingAnswer): Prepared {
+/**
+ * `text`'s bytes in an ArrayBuffer of their own. Buffer.from packs short strings into shared 8 KiB
+ * slabs; rcd keeps each answer and header block in its own, and the floor's pool answers are laid out
+ * the same way, so neither side's bytes sit closer together in memory than the other's.
+ */
+function ownBytes(text: string, encoding: BufferEncoding): Buffer {
+  const packed = packedBytes(text, encoding);
+  const own = Buffer.allocUnsafeSlow(packed.length);
+  packed.copy(own);
+  return own;
+}
+
+/** `text`'s bytes as Buffer.from lays them out (short ones packed into a shared slab). */
+function packedBytes(text: string, encoding: BufferEncoding): Buffer {
+  return Buffer.from(text, encoding);
+}
+
+function prepare(a: CeilingAnswer, bytesOf: (text: string, encoding: BufferEncoding) => Buffer = packedBytes): Prepared {
   // Encoded once: the real server also sends ready bytes, so the ceiling must not pay UTF-8 encoding per request.
   const headers = Object.entries(a.headers ?? {});
   return {
     status: a.status,
     statusLine: statusLine(a.status),
-    body: Buffer.from(a.body, 'utf8'),
+    body: bytesOf(a.body, 'utf8'),
     headers: headers.map(([k, v]) => [Buffer.from(k, 'latin1'), Buffer.from(v, 'latin1')] as const),
     empty: a.status === 304,
-    block: Buffer.from(['application/json', ...headers.map(([k, v]) => `${k}: ${v}`)].join('\r\n'), 'latin1'),
+    block: bytesOf(['application/json', ...headers.map(([k, v]) => `${k}: ${v}`)].join('\r\n'), 'latin1'),
   };
 }
 
 let ok: Prepared = prepare({ status: 503, body: '{"error":"ceiling not configured"}' });
 let validKey: string | null = null;
 let unauthorized: Prepared | null = null;
+/** A pool's answers (PoolAnswers), prepared; empty when every request gets `ok`. */
+let poolAnswers: Prepared[] = [];
+let poolOrder = new Int32Array(0);
+/** The position in poolOrder of the next request's answer. */
+let poolAt = 0;
 const notFound: Prepared = prepare({ status: 404, body: '{"error":{"status":404,"code":"not_found","message":"Not found"}}' });
 
 /** Set by `--floor` (for every loop): requests pay for the work of floorRequest/floorBody first. */
@@ -121,7 +158,11 @@ function floorBody(kept: Buffer[] | null, last: ArrayBuffer): unknown {
 
 function choose(apiKey: string): Prepared {
   if (validKey !== null && unauthorized !== null && apiKey !== validKey) return unauthorized;
-  return ok;
+  if (poolAnswers.length === 0) return ok;
+  // What any server answering many users must do at the least: pick the answer, here by position.
+  const answer = poolAnswers[poolOrder[poolAt]!]!;
+  poolAt = poolAt + 1 === poolOrder.length ? 0 : poolAt + 1;
+  return answer;
 }
 
 const H_CONTENT_TYPE = Buffer.from('content-type', 'latin1');
@@ -222,6 +263,9 @@ function apply(config: CeilingConfig): void {
   ok = prepare(config.ok);
   validKey = config.validKey;
   unauthorized = config.unauthorized === null ? null : prepare(config.unauthorized);
+  poolAnswers = config.pool === undefined ? [] : config.pool.answers.map((a) => prepare(a, ownBytes));
+  poolOrder = Int32Array.from(config.pool?.order ?? []);
+  poolAt = 0;
 }
 
 /** uSockets' LIBUS_LISTEN_DEFAULT: SO_REUSEPORT, so every loop can bind the one port. */

@@ -4,7 +4,9 @@
  *
  * What rcd costs per answered request against the floor (bench/ceiling.ts --floor: bare uWS paying
  * only the header reads, framing check and body parse any server of this API must make, then
- * sending the same bytes). Two figures per scenario, side by side in one run:
+ * sending the same bytes: rcd's own answers to the requests sent, one buffer per distinct answer,
+ * in the requests' order; --floor-answers one sends one answer to all). Two figures per scenario,
+ * side by side in one run:
  *
  * - **CPU time per answered request**: rcd and the floor are loaded at once by one wrk each, round
  *   after round; each process's user+sys time over the round (from /proc) divided by the answers it
@@ -22,9 +24,9 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSyn
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { cpuBenchOptions, intOption, nodeFlagsOption, UsageError } from './cli-options.js';
-import { BASE_SEED, POOL_VARIANTS, poolVariant, selectScenarios, type PoolVariant, type Scenario } from './scenarios.js';
+import { BASE_SEED, POOL_VARIANTS, poolVariant, selectScenarios, type PoolVariant, type RequestEntry, type Scenario } from './scenarios.js';
 import { repoRoot, writeBundle } from './fixtures/generate.js';
-import { probe } from './probe.js';
+import { poolAnswers, probe } from './probe.js';
 import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
 import { textTable } from './report.js';
 import { loadWithCpu, median, mediansByStart, onCpu, tasksetAvailable, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
@@ -76,6 +78,10 @@ const USAGE = `usage: npm run bench:cost -- [options]
   --pool all|one|attributes  the requests sent (default all, the scenario's pool): one, its first request
                            alone (one user, one answer); attributes, every user with the first request's p
                            and v (few rule combinations): what the variety of users costs each server
+  --floor-answers pool|one  what the floor sends (default pool): pool, the answers rcd gives the requests sent,
+                           one per distinct answer (the uid taken out of the ETag), headers included, in
+                           the order of the requests; one, a single answer of median size (its body under
+                           Content-Type alone) to every request, the floor before it carried the pool's answers
   --node-flags=FLAGS       options of node for rcd (its CPU rounds and its callgrind run), space-separated
                            (e.g. --node-flags=--perf-basic-prof, so that perf names its compiled JavaScript)
   --out FILE               also write every figure as JSON
@@ -106,7 +112,12 @@ interface CostOptions {
   readonly pinned: boolean;
   /** Which of each scenario's requests are sent (--pool), in the CPU rounds and the counted sequence. */
   readonly pool: PoolVariant;
+  /** What the floor sends (--floor-answers): the requests' own answers, or one answer to all. */
+  readonly floorAnswers: FloorAnswers;
 }
+
+const FLOOR_ANSWERS = ['pool', 'one'] as const;
+type FloorAnswers = (typeof FLOOR_ANSWERS)[number];
 
 function parseOptions(argv: string[]): CostOptions {
   const { values } = parseArgs({
@@ -132,6 +143,7 @@ function parseOptions(argv: string[]): CostOptions {
       'node-flags': { type: 'string', default: '' },
       pinned: { type: 'boolean', default: false },
       pool: { type: 'string', default: 'all' },
+      'floor-answers': { type: 'string', default: 'pool' },
       help: { type: 'boolean', short: 'h', default: false },
     },
     strict: true,
@@ -151,6 +163,8 @@ function parseOptions(argv: string[]): CostOptions {
   }
   const pool = values.pool as PoolVariant;
   if (!POOL_VARIANTS.includes(pool)) throw new UsageError(`--pool takes ${POOL_VARIANTS.join(', ')}: ${JSON.stringify(values.pool)}`);
+  const floorAnswers = values['floor-answers'] as FloorAnswers;
+  if (!FLOOR_ANSWERS.includes(floorAnswers)) throw new UsageError(`--floor-answers takes ${FLOOR_ANSWERS.join(', ')}: ${JSON.stringify(values['floor-answers'])}`);
   const smoke = values.smoke === true;
   const callgrind = values['no-callgrind'] !== true;
   if (!callgrind && values['cache-sim'] === true) throw new UsageError('--cache-sim runs under callgrind: drop --no-callgrind');
@@ -181,6 +195,7 @@ function parseOptions(argv: string[]): CostOptions {
     nodeFlags: nodeFlagsOption(values['node-flags']),
     pinned: values.pinned === true,
     pool,
+    floorAnswers,
   };
 }
 
@@ -212,6 +227,8 @@ interface ScenarioCost {
   readonly scenario: string;
   readonly target: number | null;
   readonly bodyBytes: number;
+  /** How many distinct answers the floor sent in the CPU rounds (--floor-answers pool), or null for one to all. */
+  readonly floorAnswers: number | null;
   readonly rounds: readonly CpuRound[];
   /** floor CPU/req ÷ rcd CPU/req: median, min, max of the rounds (of every start). */
   readonly efficiency: { readonly median: number; readonly min: number; readonly max: number };
@@ -256,17 +273,34 @@ function fixed(n: number, digits: number): string {
   return n.toFixed(digits);
 }
 
-async function configureFloor(s: Scenario, rcd: Target, floors: readonly Target[]): Promise<number> {
+/** What the floor was given for a scenario: the probe's answer's size, and how many answers it sends (null: one). */
+interface FloorSetup {
+  readonly bodyBytes: number;
+  readonly answers: number | null;
+}
+
+/**
+ * The floor made to send what rcd sends: with --floor-answers pool, rcd's answers to `requests` (the
+ * sequence the floor is then loaded with, in order); else the probe's one answer.
+ */
+async function configureFloor(s: Scenario, rcd: Target, floors: readonly Target[], requests: readonly RequestEntry[], answers: FloorAnswers): Promise<FloorSetup> {
   const pr = await probe(s, rcd);
   if (pr.problems.length > 0) throw new Error(`${s.name}: rcd's answers failed the scenario's checks:\n  ${pr.problems.join('\n  ')}`);
-  for (const f of floors) await f.configure(pr.config);
-  return pr.bodyBytes;
+  const config = answers === 'pool' ? { ...pr.config, pool: await poolAnswers(rcd.url, requests) } : pr.config;
+  const count = config.pool?.answers.length ?? null;
+  if (count !== null) {
+    const plural = (n: number, word: string): string => `${n.toLocaleString('en-US')} ${word}${n === 1 ? '' : 's'}`;
+    process.stdout.write(`  ${s.name}: the floor sends rcd's ${plural(count, 'distinct answer')} to ${plural(requests.length, 'request')}, in order\n`);
+  }
+  for (const f of floors) await f.configure(config);
+  return { bodyBytes: pr.bodyBytes, answers: count };
 }
 
 /** One start's rounds of scenario `s` (after its warm-up). */
-async function cpuPart(s: Scenario, rcd: Target, floor: Target, dir: string, opts: CostOptions, start: number): Promise<{ rounds: CpuRound[]; bodyBytes: number }> {
-  const bodyBytes = await configureFloor(s, rcd, [floor]);
-  const script = writeWrkScript(dir, s.name, poolVariant(s.pool(BASE_SEED), opts.pool));
+async function cpuPart(s: Scenario, rcd: Target, floor: Target, dir: string, opts: CostOptions, start: number): Promise<{ rounds: CpuRound[]; setup: FloorSetup }> {
+  const requests = poolVariant(s.pool(BASE_SEED), opts.pool);
+  const setup = await configureFloor(s, rcd, [floor], requests, opts.floorAnswers);
+  const script = writeWrkScript(dir, s.name, requests);
   if (opts.warmupSec > 0) await loadBoth(rcd, floor, script, opts, opts.warmupSec, start);
   const rounds: CpuRound[] = [];
   const of = opts.starts > 1 ? `, start ${start}` : '';
@@ -278,7 +312,7 @@ async function cpuPart(s: Scenario, rcd: Target, floor: Target, dir: string, opt
         `floor ${fixed(r.floor.cpuUsPerReq, 2)} µs/req (user ${fixed(r.floor.userUsPerReq, 2)}, system ${fixed(r.floor.systemUsPerReq, 2)}) ${fixed(r.floor.wrk.reqPerSec, 0)} req/s, efficiency ${fixed(r.floor.cpuUsPerReq / r.rcd.cpuUsPerReq, 3)}\n`,
     );
   }
-  return { rounds, bodyBytes };
+  return { rounds, setup };
 }
 
 function roundEfficiency(r: CpuRound): number {
@@ -290,7 +324,7 @@ function mediansOf(rounds: readonly CpuRound[], figure: (load: WrkLoad) => numbe
   return { rcd: median(rounds.map((r) => figure(r.rcd))), floor: median(rounds.map((r) => figure(r.floor))) };
 }
 
-function summarize(s: Scenario, rounds: readonly CpuRound[], bodyBytes: number, instructions: InstructionFigures | null, starts: number): ScenarioCost {
+function summarize(s: Scenario, rounds: readonly CpuRound[], setup: FloorSetup, instructions: InstructionFigures | null, starts: number): ScenarioCost {
   const eff = rounds.map(roundEfficiency);
   const target = COST_TARGETS[s.name] ?? null;
   const efficiency = { median: median(eff), min: Math.min(...eff), max: Math.max(...eff) };
@@ -298,7 +332,8 @@ function summarize(s: Scenario, rounds: readonly CpuRound[], bodyBytes: number, 
   return {
     scenario: s.name,
     target,
-    bodyBytes,
+    bodyBytes: setup.bodyBytes,
+    floorAnswers: setup.answers,
     rounds,
     efficiency,
     byStart,
@@ -509,9 +544,10 @@ async function instructionPart(opts: CostOptions, dir: string, bundle: string): 
   const counted = [new CallgrindProcess(rcd, dumps, 'rcd', opts.cacheSim), new CallgrindProcess(floor, dumps, 'floor', opts.cacheSim)] as const;
   for (const s of opts.scenarios) {
     if (sup.stopping) break;
-    await configureFloor(s, rcd, [floor]);
     const pool = poolVariant(s.pool(BASE_SEED), opts.pool);
     const sequence = Array.from({ length: opts.callgrindRequests }, (_, i) => pool[i % pool.length]!);
+    // The floor's answers in the sequence's order: every pass starts at its first request, as they do.
+    await configureFloor(s, rcd, [floor], sequence, opts.floorAnswers);
     const a = await countInstructions(counted[0], sequence, opts.callgrindWarmups, opts.callgrindWindows);
     const b = await countInstructions(counted[1], sequence, opts.callgrindWarmups, opts.callgrindWindows);
     const bad = [...a.statuses, ...b.statuses].filter((st) => !s.expectedStatuses.includes(st));
@@ -544,7 +580,7 @@ async function main(): Promise<number> {
   try {
     // One delivery loop each, the floor with one loop: like for like on any box.
     const launcher = opts.pinned ? onCpu(SERVER_CPU) : [];
-    const cpu = new Map<string, { rounds: CpuRound[]; bodyBytes: number }>();
+    const cpu = new Map<string, { rounds: CpuRound[]; setup: FloorSetup }>();
     for (let start = 1; start <= opts.starts && !sup.stopping; start++) {
       if (opts.starts > 1) process.stdout.write(`start ${start} of ${opts.starts}\n`);
       const [rcd, floor] = await Promise.all([
@@ -568,7 +604,7 @@ async function main(): Promise<number> {
     const instructions = opts.callgrind ? await instructionPart(opts, dir, bundle) : new Map<string, InstructionFigures>();
     const results = opts.scenarios.map((s) => {
       const c = cpu.get(s.name)!;
-      return summarize(s, c.rounds, c.bodyBytes, instructions.get(s.name) ?? null, opts.starts);
+      return summarize(s, c.rounds, c.setup, instructions.get(s.name) ?? null, opts.starts);
     });
     const failed = results.filter((r) => r.verdict === 'FAIL').length;
     const passed = results.filter((r) => r.verdict === 'pass').length;

@@ -4,7 +4,7 @@
  * ceiling or the floor sends, so both sides put the same bytes on the wire. Shared by the suite
  * (run.ts) and bench:cost (cost.ts).
  */
-import type { CeilingAnswer, CeilingConfig } from './ceiling.js';
+import type { CeilingAnswer, CeilingConfig, PoolAnswers } from './ceiling.js';
 import { BENCH_KEY } from './fixtures/generate.js';
 import type { Target } from './processes.js';
 import { BASE_SEED, syntheticResponse, type RequestEntry, type Scenario } from './scenarios.js';
@@ -66,4 +66,42 @@ export async function probe(s: Scenario, server: Target | null): Promise<ProbeRe
   }
   const config = ceilingConfig(s, answers);
   return { problems, config, bodyBytes: Buffer.byteLength(config.ok.body) };
+}
+
+/** Headers uWS writes itself (or the floor's header block starts with): not copied into a pool answer. */
+const WRITTEN_BY_UWS = new Set(['content-type', 'content-length', 'date', 'uwebsockets', 'connection', 'keep-alive', 'transfer-encoding']);
+
+/** A user's uid at the end of an entity tag (src/delivery/etag.ts withUid), before any coding suffix. */
+const UID_OF_TAG = /\.\d+(?=(\.gz|\.br)?"$)/;
+
+/**
+ * The answer `url` gives each of `entries`, in order, as the floor keeps them (PoolAnswers): answers
+ * whose status and ETag agree once the uid is taken out of the tag are one answer, sent with the first
+ * such answer's bytes (other users' answers differ from it in their uid's and mod's digits alone). An
+ * answer without an ETag is one of its own bytes.
+ */
+export async function poolAnswers(url: string, entries: readonly RequestEntry[]): Promise<PoolAnswers> {
+  const answers: CeilingAnswer[] = [];
+  const order: number[] = [];
+  const byKey = new Map<string, number>();
+  for (const e of entries) {
+    const init: RequestInit = { method: e.method, headers: e.headers };
+    if (e.body !== undefined) init.body = e.body;
+    const res = await fetch(url + e.path, init);
+    const body = await res.text();
+    const tag = res.headers.get('etag');
+    const key = `${res.status} ${tag === null ? body : tag.replace(UID_OF_TAG, '')}`;
+    let index = byKey.get(key);
+    if (index === undefined) {
+      const headers: Record<string, string> = {};
+      res.headers.forEach((value, name) => {
+        if (!WRITTEN_BY_UWS.has(name)) headers[name] = value;
+      });
+      index = answers.length;
+      answers.push({ status: res.status, body, headers });
+      byKey.set(key, index);
+    }
+    order.push(index);
+  }
+  return { answers, order };
 }

@@ -76,6 +76,34 @@ describe('the floor (bench/ceiling.ts --floor)', () => {
     const c = await post(ceiling, '/api/v1/config/Item', body, `Content-Length: ${body.length}\r\nContent-Length: ${body.length}\r\n`);
     expect(c.status).toBe(200);
   });
+
+  it("sends a pool's answers (bench:cost's floor) in the pool's order, each with its own headers, from the first again after the last", async () => {
+    const a = { status: 200, body: '{"data":{"a":1}}', headers: { 'cache-control': 'private, max-age=60', etag: '"t.a.17"' } };
+    const b = { status: 200, body: '{"data":{"b":22}}', headers: { 'cache-control': 'private, max-age=60', etag: '"t.b.17"' } };
+    await floor.configure({ ok: { status: 200, body: BODY }, validKey: null, unauthorized: null, pool: { answers: [a, b], order: [0, 1, 1] } });
+    try {
+      const sent: { body: string; etag: string | undefined }[] = [];
+      for (let i = 0; i < 4; i++) {
+        const [answer] = responsesIn((await post(floor, '/api/v1/config/Item/dynamic', '{"u":"user-3","p":{}}')).bytes);
+        expect(answer?.status).toBe(200);
+        expect(answer?.headers).toMatch(/^content-type: application\/json$/im);
+        expect(answer?.headers).toMatch(/^cache-control: private, max-age=60$/im);
+        sent.push({ body: answer!.body.toString(), etag: /^etag: (.*)$/im.exec(answer!.headers)?.[1]?.trim() });
+      }
+      expect(sent).toEqual([
+        { body: a.body, etag: '"t.a.17"' },
+        { body: b.body, etag: '"t.b.17"' },
+        { body: b.body, etag: '"t.b.17"' },
+        { body: a.body, etag: '"t.a.17"' },
+      ]);
+      // Still the floor: a body that is not JSON is refused whatever the pool.
+      expect(responsesIn((await post(floor, '/api/v1/config/Item', '{"u": not json')).bytes)[0]?.status).toBe(400);
+    } finally {
+      await floor.configure({ ok: { status: 200, body: BODY }, validKey: null, unauthorized: null });
+    }
+    const [again] = responsesIn((await post(floor, '/api/v1/config/Item', '{"u":"user-4"}')).bytes);
+    expect(again?.body.toString()).toBe(BODY);
+  });
 });
 
 describe('npm run bench -- --target floor', () => {

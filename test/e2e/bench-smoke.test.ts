@@ -278,6 +278,18 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
       expect(Number(row![8])).toBeCloseTo(floorIr / rcdIr, 2);
     }
     expect(output).toMatch(/^cost targets: \d+ pass, \d+ FAIL$/m);
+    // The floor sends rcd's own answers to the requests, one per distinct answer: a wrapped answer is
+    // one answer whatever the user (only the uid differs), a mapped pool's users get many.
+    const results = (JSON.parse(readFileSync(out, 'utf8')) as { results: { scenario: string; floorAnswers: number | null }[] }).results;
+    for (const name of COST_SCENARIOS) {
+      const line = new RegExp(`^  ${name}: the floor sends rcd's ([\\d,]+) distinct answers? to ([\\d,]+) requests?, in order$`, 'm').exec(output);
+      expect(line, `${name}\n${output}`).not.toBeNull();
+      const [answers, requests] = [line![1], line![2]].map((v) => Number(v!.replaceAll(',', ''))) as [number, number];
+      expect(answers).toBeLessThanOrEqual(requests);
+      expect(results.find((r) => r.scenario === name)?.floorAnswers).toBe(answers);
+      if (name === 'plain' || name === 'wrapped') expect(answers).toBe(1);
+      if (name === 'mapped' || name === 'combine') expect(answers).toBeGreaterThan(50);
+    }
     // The same CPU split into user and system time: with one round the two make the total.
     const split = output.slice(output.indexOf('CPU per request by kind'));
     for (const name of COST_SCENARIOS) {
@@ -477,12 +489,30 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     }
     expect(code, output).toBe(0);
     expect(output).toContain("requests: the first request of each scenario's pool alone (--pool one)");
+    expect(output).toContain("mapped: the floor sends rcd's 1 distinct answer to 1 request, in order");
     expect(output).toMatch(/^mapped +0\.90 +[\d.]+ +[\d.]+-[\d.]+ .* (pass|FAIL)$/m);
     const json = JSON.parse(readFileSync(out, 'utf8')) as { options: { pool: string }; results: { rounds: unknown[] }[] };
     expect(json.options.pool).toBe('one');
     expect(json.results[0]!.rounds).toHaveLength(1);
     const refused = await runBench(['--no-callgrind', '--pool', 'some'], 30_000, 'dist/bench/cost.js');
     expect([refused.code, refused.output.includes('--pool takes all, one, attributes')]).toEqual([2, true]);
+  }, 150_000);
+
+  it('--floor-answers one sends one answer to every request (the floor without the pool\'s variety); an unknown value is refused with 2', async () => {
+    const out = join(outDir, 'cost-floor-one.json');
+    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--scenario', 'mapped', '--floor-answers', 'one', '--out', out], 120_000, 'dist/bench/cost.js');
+    if (!wrkAvailable()) {
+      expect(code).toBe(2);
+      return;
+    }
+    expect(code, output).toBe(0);
+    expect(output).not.toContain('the floor sends rcd');
+    expect(output).toMatch(/^mapped +0\.90 +[\d.]+ +[\d.]+-[\d.]+ .* (pass|FAIL)$/m);
+    const json = JSON.parse(readFileSync(out, 'utf8')) as { options: { floorAnswers: string }; results: { floorAnswers: number | null }[] };
+    expect(json.options.floorAnswers).toBe('one');
+    expect(json.results[0]!.floorAnswers).toBeNull();
+    const refused = await runBench(['--no-callgrind', '--floor-answers', 'all'], 30_000, 'dist/bench/cost.js');
+    expect([refused.code, refused.output.includes('--floor-answers takes pool, one')]).toEqual([2, true]);
   }, 150_000);
 
   it('--check exits 1 exactly when a scenario FAILs its target; a scenario answering errors is refused with 2', async () => {
