@@ -18,11 +18,16 @@ export interface ProbeResult {
   readonly bodyBytes: number;
 }
 
-/** One request of a pool, answered by the server at `url`. */
-export async function send(url: string, e: RequestEntry): Promise<{ status: number; body: string }> {
+/** One request of a pool sent to the server at `url`: its response, body unread. */
+function fetchEntry(url: string, e: RequestEntry): Promise<Response> {
   const init: RequestInit = { method: e.method, headers: e.headers };
   if (e.body !== undefined) init.body = e.body;
-  const res = await fetch(url + e.path, init);
+  return fetch(url + e.path, init);
+}
+
+/** One request of a pool, answered by the server at `url`. */
+export async function send(url: string, e: RequestEntry): Promise<{ status: number; body: string }> {
+  const res = await fetchEntry(url, e);
   return { status: res.status, body: await res.text() };
 }
 
@@ -85,9 +90,7 @@ export async function poolAnswers(url: string, entries: readonly RequestEntry[])
   const order: number[] = [];
   const byKey = new Map<string, number>();
   for (const e of entries) {
-    const init: RequestInit = { method: e.method, headers: e.headers };
-    if (e.body !== undefined) init.body = e.body;
-    const res = await fetch(url + e.path, init);
+    const res = await fetchEntry(url, e);
     const body = await res.text();
     const tag = res.headers.get('etag');
     const key = `${res.status} ${tag === null ? body : tag.replace(UID_OF_TAG, '')}`;
