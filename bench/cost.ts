@@ -60,7 +60,7 @@ const USAGE = `usage: npm run bench:cost -- [options]
   --warmup S               seconds of load before the first round, not counted (default 2, 0..60)
   --connections N          connections of each server's wrk (default 50)
   --callgrind-requests N   requests in the counted sequence (default 400, 10..100000)
-  --callgrind-warmups N    uncounted passes of the sequence first (default 60, 1..500)
+  --callgrind-warmups N    uncounted passes of the sequence first (default 300, 1..2000)
   --callgrind-windows N    counted passes, each on its own; the median is the figure (default 7, 1..50)
   --no-callgrind           CPU time only (no valgrind)
   --cache-sim              callgrind's cache simulator too: L1 misses per request of code (I1) and data (D1), and
@@ -184,7 +184,7 @@ function parseOptions(argv: string[]): CostOptions {
     connections: intOption('connections', values.connections, 50, 1, 10000),
     callgrind,
     callgrindRequests: intOption('callgrind-requests', values['callgrind-requests'], smoke ? 20 : 400, 10, 100_000),
-    callgrindWarmups: intOption('callgrind-warmups', values['callgrind-warmups'], smoke ? 1 : 60, 1, 500),
+    callgrindWarmups: intOption('callgrind-warmups', values['callgrind-warmups'], smoke ? 1 : 300, 1, 2000),
     callgrindWindows: intOption('callgrind-windows', values['callgrind-windows'], smoke ? 1 : 7, 1, 50),
     cacheSim: values['cache-sim'] === true,
     out: values.out ?? null,
