@@ -135,6 +135,8 @@ describe('metrics', () => {
     expect(cumulative).toHaveLength(15);
     expect(cumulative.every((v, i) => i === 0 || v >= cumulative[i - 1]!)).toBe(true);
     expect(latency.sum).toBeGreaterThan(0);
+    // In seconds: 12 local requests take well under a second each (milliseconds would read ~1,000 times more).
+    expect(latency.sum).toBeLessThan(12);
     expect(histogram(m, 'rcd_http_request_duration_seconds', { route: 'combine' }).count).toBe(1);
 
     // Front cache: 5 config lookups (the 304s and 404s never look) + 2 combine items.

@@ -10,12 +10,12 @@
  *
  * HOT PATH: fields are initialised in one order in the constructor.
  */
-import { performance } from 'node:perf_hooks';
 import type { HttpResponse } from 'uWebSockets.js';
 import { chooseRevision, lookupContent, type ContentView, type EnvView } from '../directory.js';
 import { ERROR_STATUS, RcdError, type ErrorCode } from '../../runtime/errors.js';
 import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE, recordTimedRequest } from '../../metrics/layout.js';
 import { recordAccess } from '../access-log.js';
+import { nowMs } from '../../metrics/clock.js';
 import { userMod, userUid } from '../../shared/identity.js';
 import { xxh32String } from '../../shared/xxh32.js';
 import { evaluateMapping, type Combination, type CompiledMapping } from '../../mapping/index.js';
@@ -130,7 +130,7 @@ export class OfrepRequest implements JobSink {
     this.remaining = 0;
     this.status = 200;
     this.outcome = Outcome.Hit;
-    this.t0 = performance.now();
+    this.t0 = nowMs();
     state.inFlight++;
   }
 
@@ -241,7 +241,7 @@ export class OfrepRequest implements JobSink {
     const state = this.state;
     const counters = state.counters;
     const route = METRIC_ROUTE[this.route];
-    const ms = performance.now() - this.t0;
+    const ms = nowMs() - this.t0;
     recordTimedRequest(counters, route, this.status, this.outcome, ms);
     const access = state.access;
     if (access !== null && --access.countdown === 0) {
