@@ -86,9 +86,15 @@ export function renderedOf(result: JobResult, head: ArrayBuffer): Rendered {
 /** A front-cache entry; `seg` empty for plain answers. Every entry is made here (one object shape). */
 export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array | null, gzPart: CompressedPart | null, br: Uint8Array | null): Rendered {
   const tailEnd = seg.length === 0 ? EMPTY_BYTES : tailEndOf(seg);
-  // The fields an answer reads first, in the order it reads them (an answer of an entry no longer in
-  // the cache loads them from as few lines as there are).
+  // The fields an answer reads, in the order it reads them (found: owner, uses, pathTag; its coding;
+  // its block; its bytes), before those it does not: an entry is cold when its next user comes, and
+  // each line of it an answer touches is a wait (bench/README.md, "Where rcd's CPU over the floor goes").
   return {
+    owner: null,
+    uses: 0,
+    pathTag: '',
+    gzip,
+    br,
     blockTag: '',
     blockControl: null,
     blockVary: null,
@@ -101,18 +107,13 @@ export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array 
     answerWords: EMPTY_WORDS,
     headLength: head.length,
     tailAt: -1,
+    tailEnd,
     memo: null,
     key: 0,
-    owner: null,
-    uses: 0,
     pathRow: -1,
-    pathTag: '',
     head,
     seg,
-    tailEnd,
-    gzip,
     gzPart,
-    br,
   };
 }
 

@@ -160,7 +160,11 @@ export function newUidBlock(): UidBlock {
  * (bench:cost, callgrind). Valid until the next call for the item, as representationBlock's.
  */
 export function wrappedBlock(item: UidBlock, cacheControl: Uint8Array, vary: Uint8Array, itemTag: string, uid: number, coding: Coding): Uint8Array {
-  if (item.blockTag !== itemTag || item.blockControl !== cacheControl || item.blockVary !== vary) keepItemBlock(item, cacheControl, vary, itemTag);
+  // Object.is, not ===: the two are nearly always one string object, and SameValue answers that from
+  // the references, where === on strings first checks each is a string (a load of the item's tag,
+  // seldom in the cache: bench/README.md, "Where rcd's CPU over the floor goes"). Both are strings,
+  // so the answers are the same.
+  if (!Object.is(item.blockTag, itemTag) || item.blockControl !== cacheControl || item.blockVary !== vary) keepItemBlock(item, cacheControl, vary, itemTag);
   const out = item.block;
   const start = item.blockStart;
   let at = writeDecimal(item.blockWords, start, uid);

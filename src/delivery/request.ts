@@ -704,8 +704,9 @@ function answerOverloaded(r: ContentRequest): void {
 
 /** The coding a single item goes out in: what the client accepts among what was compressed for it. */
 const codingOf = (accept: number, item: Rendered): Coding => {
-  if (item.br !== null && (accept & ACCEPT_BR) !== 0 && ((accept & PREFER_BR) !== 0 || (accept & ACCEPT_GZIP) === 0)) return Coding.Br;
-  if (item.gzip !== null && (accept & ACCEPT_GZIP) !== 0) return Coding.Gzip;
+  // The client's flags first: one that takes no compression reads nothing of the entry here.
+  if ((accept & ACCEPT_BR) !== 0 && item.br !== null && ((accept & PREFER_BR) !== 0 || (accept & ACCEPT_GZIP) === 0)) return Coding.Br;
+  if ((accept & ACCEPT_GZIP) !== 0 && item.gzip !== null) return Coding.Gzip;
   return Coding.Identity;
 };
 

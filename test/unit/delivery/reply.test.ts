@@ -91,7 +91,9 @@ function route(res: HttpResponse, url: string, query: string): void {
       // kept=1: one front-cache entry per head answers every request, as the front cache's would (its
       // identity answers are written in place, front-cache.ts Rendered.answer).
       const entry = args.get('kept') === '1' ? keptItem(head) : item(head, gz);
-      sendWrapped(res, POLICY, entry, Number(args.get('uid')), Number(args.get('mod')), gz ? Coding.Gzip : Coding.Identity, 'w1', null, close);
+      // tag: the item tag (default w1); built at run time, so that equal tags are distinct strings.
+      const tag = args.get('tag') ?? 'w1';
+      sendWrapped(res, POLICY, entry, Number(args.get('uid')), Number(args.get('mod')), gz ? Coding.Gzip : Coding.Identity, tag, null, close);
       return;
     }
     case '/content': {
@@ -486,6 +488,20 @@ describe('sendWrapped: one front-cache entry answering user after user (answers 
     const again = await one('/wrapped?size=700&kept=1&uid=5&mod=55');
     expect(header(again, 'etag')).toEqual(['"w1.5"']);
     expect(JSON.parse(again.body.toString('utf8'))).toEqual(wrappedValue(head, 5, 55));
+  });
+
+  it("an entry answered under another item tag (one entry shared by two mappings' items) sends each answer's own tag", async () => {
+    // w1, then w2, then w1 again as another string of the same text, in both codings: the header
+    // block is rebuilt when the tag differs and kept when only the string object does.
+    const tags = ['w1', 'w2x', 'w1', 'w2x', 'w2x'];
+    for (let i = 0; i < tags.length; i++) {
+      const tag = tags[i]!;
+      const plain = await one(`/wrapped?size=900&kept=1&uid=${1000 + i}&mod=${i}&tag=${tag}`);
+      expect(header(plain, 'etag')).toEqual([`"${tag}.${1000 + i}"`]);
+      expect(JSON.parse(plain.body.toString('utf8'))).toEqual(wrappedValue(headOf(900), 1000 + i, i));
+      const gz = await one(`/wrapped?size=900&kept=1&gzip=1&uid=${7 + i}&mod=${i}&tag=${tag}`);
+      expect(header(gz, 'etag')).toEqual([`"${tag}.${7 + i}.gz"`]);
+    }
   });
 
   it('a client that reads late still gets its own bytes after the entry answered another user', async () => {
