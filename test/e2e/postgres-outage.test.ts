@@ -29,7 +29,14 @@ afterAll(async () => {
 
 async function admin(srv: ServerProcess, method: string, path: string, body?: string): Promise<{ status: number; code: string | undefined; ms: number }> {
   const t = Date.now();
-  const res = await fetch(`${srv.adminUrl}/admin/v1/${path}`, { method, headers: AUTH, body, signal: AbortSignal.timeout(10_000) });
+  let res: Response;
+  try {
+    res = await fetch(`${srv.adminUrl}/admin/v1/${path}`, { method, headers: AUTH, body, signal: AbortSignal.timeout(10_000) });
+  } catch (err) {
+    // Not reached at all: say whether the server is still running and what it last wrote.
+    const state = srv.child.exitCode === null && srv.child.signalCode === null ? 'still running' : `exited (code ${srv.child.exitCode}, signal ${srv.child.signalCode})`;
+    throw new Error(`${method} ${path}: ${(err as Error).message}; the server ${state}; its output ends:\n${srv.stdout().slice(-1500)}\n${srv.stderr().slice(-1500)}`, { cause: err });
+  }
   const json = (await res.json()) as { error?: { code?: string } };
   return { status: res.status, code: json.error?.code, ms: Date.now() - t };
 }
