@@ -36,7 +36,7 @@ import * as tail from './tail.js';
 const { putBytes, wordsOf } = sharedBytes;
 const { blockSize, moveBlock, representationBlock, wrappedBlock } = headerBlock;
 const { H_ALLOW, H_ALLOW_HEADERS, H_ALLOW_METHODS, H_ALLOW_ORIGIN, H_CACHE_CONTROL, H_CONNECTION, H_CONTENT_ENCODING, H_CONTENT_TYPE, H_ETAG, H_EXPOSE_HEADERS, H_MAX_AGE, H_RETRY_AFTER, H_VARY } = headerNames;
-const { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, appendTailToGzip, wrappedTailLength, writeUserPart } = tail;
+const { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, appendTailToGzip, wrappedTailLength, writeUserPartAfter } = tail;
 
 export const JSON_TYPE = 'application/json';
 export const STATUS_OK = '200 OK';
@@ -267,7 +267,8 @@ function writeWrappedCorked(): void {
 function answerInPlace(item: Rendered, uid: number, mod: number): Uint8Array {
   const out = item.answer.length === 0 ? placeAnswer(item) : item.answer;
   const headLength = item.headLength;
-  const userEnd = writeUserPart(item.answerWords, headLength, uid, mod);
+  // The uid's digits come from the header block, written just before (writeWrapped).
+  const userEnd = writeUserPartAfter(item.answerWords, headLength, uid, mod, item.blockWords, item.blockStart);
   if (item.tailAt !== userEnd) {
     putBytes(out, item.tailEnd, userEnd);
     item.tailAt = userEnd;

@@ -334,7 +334,7 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
   } else {
     // Tested here, not only inside: a call that returns at once runs too little bytecode for V8 to
     // optimize it, and ran as baseline code (~100 instructions a request, bench:cost).
-    kind = r.query === '' ? JobKind.Wrapped : wrappedKind(r.query);
+    kind = r.query.length === 0 ? JobKind.Wrapped : wrappedKind(r.query);
   }
   const content = lookupContent(r.env, r.idLower);
   if (content === undefined) throw new RcdError('content_not_found', 'content not found in this environment');

@@ -98,8 +98,9 @@ const slotOf = (route: MetricRoute, statusClass: number, outcome: Outcome): numb
   return REQUESTS_AT + (route * STATUSES + statusClass) * OUTCOMES + outcome;
 };
 
-/** 200 → 1 (2xx) ... 503 → 4 (5xx); 0 (no answer) → 0. */
+/** 200 → 1 (2xx) ... 503 → 4 (5xx); 0 (no answer) → 0. 200, nearly every answer, is decided first. */
 const statusClassOf = (status: number): number => {
+  if (status === 200) return 1;
   return status === 0 ? 0 : Math.min(4, Math.max(1, Math.floor(status / 100) - 1));
 };
 

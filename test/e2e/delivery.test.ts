@@ -7,6 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { contentHash } from '../../src/shared/identity.js';
+import { xxh32String } from '../../src/shared/xxh32.js';
 import { BIN, call, errorCode, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 
 const PLAYER_SETTINGS_TEXT = `{
@@ -232,6 +233,26 @@ describe('endpoint 1: wrapped', () => {
     expect(meta(a1)).toEqual(meta(a2));
     expect(meta(a1).uid).not.toBe(meta(b).uid);
     expect(meta(a1).mod).toBe(meta(a1).uid % 1000);
+  });
+
+  it('writes each user\'s uid in the body and the ETag whatever its length, users of every length through one kept answer', async () => {
+    // The body's uid is copied from the ETag's digits for 8 digits or more and written for fewer
+    // (src/delivery/tail.ts): users whose uids have 6 to 10 digits, found by their XXH32, take turns.
+    const byLength = new Map<number, string>();
+    for (let i = 0; byLength.size < 5 && i < 5_000_000; i++) {
+      const u = `len-${i}`;
+      const digits = String(xxh32String(u)).length;
+      if (digits >= 6 && !byLength.has(digits)) byLength.set(digits, u);
+    }
+    expect([...byLength.keys()].sort()).toEqual([10, 6, 7, 8, 9]);
+    const order = [10, 6, 9, 7, 8, 10, 8, 6, 9, 7].map((d) => byLength.get(d)!);
+    for (const u of order) {
+      const r = await call(server.url, '/api/v1/config/Shop/dynamic', { ...prod, body: JSON.stringify({ u }) });
+      const uid = xxh32String(u);
+      expect(r.json).toEqual({ data: { items: ['sword', 'shield'], sale: false }, hash: expect.any(String) as string, meta: { uid, mod: uid % 1000, seg: [] } });
+      expect(r.headers.get('etag')).toMatch(new RegExp(`\\.${uid}"$`));
+      expect(r.headers.get('content-length')).toBe(String(Buffer.byteLength(r.text)));
+    }
   });
 
   it('responseType=serialized makes data the minified JSON text; hash and meta unchanged', async () => {

@@ -123,6 +123,23 @@ for (const mode of modes) {
       expect(code(ofrep)).toBe('payload_too_large');
     });
 
+    // routes.ts declaredOver decides a short Content-Length by its length: it relies on uWS letting
+    // only digits (spaces around them allowed) reach a handler.
+    it('closes the connection, unanswered, on a Content-Length that is not digits; takes digits with spaces and leading zeros', async () => {
+      const port = Number(new URL(server.url).port);
+      for (const value of ['1e1', '+16', '0x10', '-1', 'abc', '1.6e1', '16x', '99999999999999999999']) {
+        const raw = `POST /api/v1/config/Settings HTTP/1.1\r\nHost: rcd\r\nX-Api-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${value}\r\n\r\n${BODY}`;
+        const out = await rawExchange(port, [raw], { waitMs: 3000 });
+        expect(out.closed, `closed on ${value}`).toBe(true);
+        expect(out.bytes.length, `no answer to ${value}`).toBe(0);
+      }
+      for (const value of [` ${BODY.length}`, `${BODY.length} `, `000${BODY.length}`]) {
+        const raw = `POST /api/v1/config/Settings HTTP/1.1\r\nHost: rcd\r\nX-Api-Key: ${KEY}\r\nContent-Type: application/json\r\nContent-Length: ${value}\r\n\r\n${BODY}`;
+        const [first] = responsesIn((await rawExchange(port, [raw], { untilResponses: 1 })).bytes);
+        expect(first?.status, `answered with Content-Length "${value}"`).toBe(200);
+      }
+    });
+
     it('answers 304 to the first If-None-Match and compresses for Accept-Encoding', async () => {
       const first = await post('/api/v1/config/Big', [`X-Api-Key: ${KEY}`, 'Content-Type: application/json', 'Accept-Encoding: gzip']);
       expect(first.status).toBe(200);

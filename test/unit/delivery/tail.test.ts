@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { digitCount, tailEndOf, wrappedTailLength, writeDecimal, writeUserPart, writeWrappedTail } from '../../../src/delivery/tail.js';
+import { digitCount, tailEndOf, wrappedTailLength, writeDecimal, writeUserPart, writeUserPartAfter, writeWrappedTail } from '../../../src/delivery/tail.js';
 import { wordsOf } from '../../../src/shared/bytes.js';
 
 describe('wrapped tail bytes', () => {
@@ -82,6 +82,28 @@ describe('decimal digits written as words', () => {
       const part = `${uid},"mod":${mod}`;
       expect(end).toBe(3 + part.length);
       expect(out.toString('latin1')).toBe('...' + part + '.'.repeat(48 - 3 - part.length));
+    }
+  });
+
+  it('writes the user part with the uid copied from where its digits were written, bytes after it untouched', () => {
+    // As a wrapped answer does: the uid's digits in the header block first (an ETag: digits, then a
+    // quote), then the body's user part, whose end is followed by the tail written by an earlier answer.
+    const block = Buffer.alloc(32, 0x2e);
+    const blockWords = wordsOf(block);
+    const out = Buffer.alloc(48);
+    const words = wordsOf(out);
+    const uids = [0, 7, 9_999_999, 10_000_000, 12_345_678, 99_999_999, 100_000_000, 123_456_789, 999_999_999, 1_000_000_000, 4_294_967_295];
+    for (const uid of uids) {
+      for (const mod of [0, 5, 10, 99, 100, 999]) {
+        block.fill(0x2e);
+        const digitsEnd = writeDecimal(blockWords, 4, uid);
+        block[digitsEnd] = 0x22;
+        out.fill(0x7d);
+        const end = writeUserPartAfter(words, 3, uid, mod, blockWords, 4);
+        const part = `${uid},"mod":${mod}`;
+        expect(end, `${uid} ${mod}`).toBe(3 + part.length);
+        expect(out.toString('latin1'), `${uid} ${mod}`).toBe('}}}' + part + '}'.repeat(48 - 3 - part.length));
+      }
     }
   });
 });
