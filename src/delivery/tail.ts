@@ -83,7 +83,7 @@ export function writeUserPartAfter(out: DataView, pos: number, uid: number, mod:
   out.setUint32(pos, from.getUint32(at, true), true);
   out.setUint32(pos + 4, from.getUint32(at + 4, true), true);
   out.setUint16(pos + 8, from.getUint16(at + 8, true), true);
-  return modPart(out, pos + (uid < 100_000_000 ? 8 : uid < 1_000_000_000 ? 9 : 10), mod);
+  return modPart(out, pos + countDigits(uid), mod);
 }
 
 /**
