@@ -38,6 +38,19 @@ function fmtInt(n: number): string {
   return Math.round(n).toLocaleString('en-US');
 }
 
+/**
+ * A measured figure as a verdict line shows it beside its bound: rounded to `digits`, except where the
+ * rounding would contradict the verdict (a ratio of 0.8996 against ">= 0.90" read "0.900 FAIL"); it is
+ * then shown one step further from the bound. The verdict itself is decided on the figure unrounded.
+ * `atLeast`: the bound is a minimum (>=), else a maximum (<=).
+ */
+export function figureAgainst(value: number, digits: number, bound: number, atLeast: boolean): string {
+  let shown = Number(value.toFixed(digits));
+  const passes = atLeast ? value >= bound : value <= bound;
+  if ((atLeast ? shown >= bound : shown <= bound) !== passes) shown += (atLeast ? -1 : 1) * 10 ** -digits;
+  return shown.toFixed(digits);
+}
+
 /** The headline figure of a scenario: wrk's saturation ratio, or null when the run had no wrk pass. */
 export function saturationRatio(s: ScenarioResult): number | null {
   const w = s.wrk ?? null;
@@ -55,7 +68,7 @@ function ratioCheck(s: ScenarioResult, min: number): TargetCheck {
   return {
     what,
     verdict: ratio >= min ? 'pass' : 'FAIL',
-    measured: `${ratio.toFixed(2)} (server ${fmtInt(w.server.reqPerSec)} req/s, ceiling ${fmtInt(w.ceiling.reqPerSec)} req/s)`,
+    measured: `${figureAgainst(ratio, 2, min, true)} (server ${fmtInt(w.server.reqPerSec)} req/s, ceiling ${fmtInt(w.ceiling.reqPerSec)} req/s)`,
   };
 }
 
@@ -104,7 +117,7 @@ export function evaluateTargets(results: BenchResults): TargetCheck[] {
       out.push({
         what: `${s.key}: CPU efficiency (autocannon) >= ${MAPPED_CPU_EFF.toFixed(2)}`,
         verdict: eff === null ? 'n/a' : eff >= MAPPED_CPU_EFF ? 'pass' : 'FAIL',
-        measured: eff === null ? 'not measured' : eff.toFixed(2),
+        measured: eff === null ? 'not measured' : figureAgainst(eff, 2, MAPPED_CPU_EFF, true),
       });
       const at10 = s.server.rssAt10sBytes;
       const grew = at10 === null ? null : s.server.rssEndBytes / at10 - 1;
@@ -156,7 +169,7 @@ function relativeThroughput(s: ScenarioResult, base: ScenarioResult | undefined,
   return {
     what,
     verdict: r >= min ? 'pass' : 'FAIL',
-    measured: `${r.toFixed(2)}x (${mine.toFixed(2)} vs ${theirs.toFixed(2)}; ${fmtInt(s.wrk!.server.reqPerSec)} vs ${fmtInt(base.wrk!.server.reqPerSec)} req/s)`,
+    measured: `${figureAgainst(r, 2, min, true)}x (${mine.toFixed(2)} vs ${theirs.toFixed(2)}; ${fmtInt(s.wrk!.server.reqPerSec)} vs ${fmtInt(base.wrk!.server.reqPerSec)} req/s)`,
   };
 }
 
@@ -167,7 +180,7 @@ function relativeCpu(s: ScenarioResult, base: ScenarioResult | undefined, max: n
   const theirs = base?.server.cpuUsPerReq ?? null;
   if (mine === null || theirs === null) return { what, verdict: 'n/a', measured: 'run the native scenario in the same run' };
   const r = mine / theirs;
-  return { what, verdict: r <= max ? 'pass' : 'FAIL', measured: `${r.toFixed(2)}x (${mine.toFixed(1)} vs ${theirs.toFixed(1)} µs)` };
+  return { what, verdict: r <= max ? 'pass' : 'FAIL', measured: `${figureAgainst(r, 2, max, false)}x (${mine.toFixed(1)} vs ${theirs.toFixed(1)} µs)` };
 }
 
 /** True when some target FAILed (n/a is not a failure: the run could not judge it). */

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { BenchResults } from '../../../bench/report.js';
-import { evaluateTargets } from '../../../bench/targets.js';
+import { evaluateTargets, figureAgainst } from '../../../bench/targets.js';
 import type { WrkStats } from '../../../bench/wrk.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
@@ -111,5 +111,29 @@ describe('npm run bench:compare -- --history', () => {
     expect(existsSync(svg)).toBe(true);
     expect(readFileSync(svg, 'utf8')).toMatch(/^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
     expect(cli('compare.js', ['--history', 'no-such-scenario', '--dir', hist]).code).toBe(2);
+  });
+});
+
+describe('a figure beside its bound reads as its verdict', () => {
+  it('is rounded as usual, and moved one step away from the bound where rounding would cross it', () => {
+    // A minimum: 0.8996 fails ">= 0.90" and must not read 0.900.
+    expect(figureAgainst(0.8996, 3, 0.9, true)).toBe('0.899');
+    expect(figureAgainst(0.9, 3, 0.9, true)).toBe('0.900');
+    expect(figureAgainst(0.9004, 3, 0.9, true)).toBe('0.900');
+    expect(figureAgainst(0.9126, 3, 0.9, true)).toBe('0.913');
+    expect(figureAgainst(0.6951, 2, 0.7, true)).toBe('0.69');
+    expect(figureAgainst(0.7049, 2, 0.7, true)).toBe('0.70');
+    // A maximum: 1.1049 is over "<= 1.10" and must not read 1.10.
+    expect(figureAgainst(1.1049, 2, 1.1, false)).toBe('1.11');
+    expect(figureAgainst(1.1, 2, 1.1, false)).toBe('1.10');
+    expect(figureAgainst(1.0951, 2, 1.1, false)).toBe('1.10');
+    // Every figure shown agrees with the verdict on the unrounded value.
+    for (let i = 0; i < 2000; i++) {
+      const v = 0.85 + i * 0.0000501;
+      const shown = Number(figureAgainst(v, 3, 0.9, true));
+      expect(shown >= 0.9, `${v} shown ${shown}`).toBe(v >= 0.9);
+      const up = Number(figureAgainst(v, 2, 0.9, false));
+      expect(up <= 0.9, `${v} shown ${up} against a maximum`).toBe(v <= 0.9);
+    }
   });
 });
