@@ -58,6 +58,12 @@ export interface Rendered extends UidBlock, KeyedEntry {
   readonly headLength: number;
   /** Where tailEnd sits in `answer` (-1: not written yet). */
   tailAt: number;
+  /**
+   * The identity answer's view ending at answerViewEnd (-1: none yet), kept for the longest user part
+   * (a ten-digit uid and a three-digit mod: 70% of users): that answer reads no views array.
+   */
+  answerViewEnd: number;
+  answerView: Uint8Array;
   /** The key it is cached under and its cache (keepEntry), for the ways it is found without a lookup. */
   key: FrontKey;
   owner: FrontCache | null;
@@ -87,8 +93,9 @@ export function renderedOf(result: JobResult, head: ArrayBuffer): Rendered {
 export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array | null, gzPart: CompressedPart | null, br: Uint8Array | null): Rendered {
   const tailEnd = seg.length === 0 ? EMPTY_BYTES : tailEndOf(seg);
   // The fields an answer reads, in the order it reads them (found: owner, uses, pathTag; its coding;
-  // its block; its bytes), before those it does not: an entry is cold when its next user comes, and
-  // each line of it an answer touches is a wait (bench/README.md, "Where rcd's CPU over the floor goes").
+  // its block; its bytes; the views kept for the commonest lengths), before those it does not (the
+  // views array is read for the other lengths): an entry is cold when its next user comes, and each
+  // line of it an answer touches is a wait (bench/README.md, "Where rcd's CPU over the floor goes").
   return {
     owner: null,
     uses: 0,
@@ -102,12 +109,16 @@ export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array 
     blockWords: EMPTY_WORDS,
     blockStart: 0,
     blockFrom: 0,
-    blockViews: seg.length === 0 ? NO_VIEWS : new Array<Uint8Array | undefined>(ENTRY_VIEWS).fill(undefined),
+    blockViewEnd: -1,
+    blockView: EMPTY_BYTES,
     answer: EMPTY_BYTES,
     answerWords: EMPTY_WORDS,
     headLength: head.length,
     tailAt: -1,
     tailEnd,
+    answerViewEnd: -1,
+    answerView: EMPTY_BYTES,
+    blockViews: seg.length === 0 ? NO_VIEWS : new Array<Uint8Array | undefined>(ENTRY_VIEWS).fill(undefined),
     memo: null,
     key: 0,
     pathRow: -1,

@@ -33,7 +33,7 @@ import * as tail from './tail.js';
 
 // What an answer is written with, as this module's own consts: folded into the writers that inline
 // them, where an import is a cell read (and a function compared) before each use (request.ts).
-const { putBytes, wordsOf } = sharedBytes;
+const { EMPTY_WORDS, putBytes, wordsOf } = sharedBytes;
 const { blockSize, moveBlock, representationBlock, wrappedBlock } = headerBlock;
 const { H_ALLOW, H_ALLOW_HEADERS, H_ALLOW_METHODS, H_ALLOW_ORIGIN, H_CACHE_CONTROL, H_CONNECTION, H_CONTENT_ENCODING, H_CONTENT_TYPE, H_ETAG, H_EXPOSE_HEADERS, H_MAX_AGE, H_RETRY_AFTER, H_VARY } = headerNames;
 const { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, appendTailToGzip, wrappedTailLength, writeUserPartAfter } = tail;
@@ -265,20 +265,29 @@ function writeWrappedCorked(): void {
  * item's next answer: uWS copies it before end() returns.
  */
 function answerInPlace(item: Rendered, uid: number, mod: number): Uint8Array {
-  const out = item.answer.length === 0 ? placeAnswer(item) : item.answer;
+  // Tested on the DataView's reference, not the buffer's length: a typed array's length is read
+  // through its object and its buffer's (a detach check), two lines an answer of the same length as
+  // the entry's last one does not otherwise touch.
+  if (item.answerWords === EMPTY_WORDS) placeAnswer(item);
   const headLength = item.headLength;
   // The uid's digits come from the header block, written just before (writeWrapped).
   const userEnd = writeUserPartAfter(item.answerWords, headLength, uid, mod, item.blockWords, item.blockStart);
   if (item.tailAt !== userEnd) {
-    putBytes(out, item.tailEnd, userEnd);
+    putBytes(item.answer, item.tailEnd, userEnd);
     item.tailAt = userEnd;
   }
+  // The view kept on the entry first, as the header block's (header-block.ts wrappedBlock).
+  if (userEnd === item.answerViewEnd) return item.answerView;
   const index = ANSWER_VIEWS + userEnd - headLength - USER_PART_MIN;
   const views = item.blockViews;
   let view = views[index];
   if (view === undefined) {
-    view = out.subarray(0, userEnd + item.tailEnd.length);
+    view = item.answer.subarray(0, userEnd + item.tailEnd.length);
     views[index] = view;
+  }
+  if (userEnd - headLength === USER_PART_MAX) {
+    item.answerViewEnd = userEnd;
+    item.answerView = view;
   }
   return view;
 }
@@ -288,7 +297,7 @@ function answerInPlace(item: Rendered, uid: number, mod: number): Uint8Array {
  * its header block (built by the writer just before) behind it: one ArrayBuffer, one DataView and one
  * views array for both (moveBlock).
  */
-function placeAnswer(item: Rendered): Uint8Array {
+function placeAnswer(item: Rendered): void {
   const head = item.head;
   const size = head.length + USER_PART_MAX + item.tailEnd.length;
   const out = new Uint8Array(size + blockSize(item));
@@ -298,7 +307,6 @@ function placeAnswer(item: Rendered): Uint8Array {
   item.answer = out;
   item.answerWords = words;
   if (item.block.length > 0) moveBlock(item, out, words, size);
-  return out;
 }
 
 const CLOSE = bytes('close');

@@ -15,6 +15,7 @@ import { newRendered, type Rendered } from '../../../src/delivery/front-cache.js
 import { buildServeConfig, resolveOptions, SERVE_OPTIONS } from '../../../src/runtime/config.js';
 import { compressPart, gzipMember } from '../../../src/shared/gzip.js';
 import { gunzipSync } from 'node:zlib';
+import { USER_PART_MAX } from '../../../src/delivery/tail.js';
 
 /** The size up to which reply.ts once joined a wrapped head and its tail (larger ones went chunked). */
 const JOIN_LIMIT = 64 * 1024;
@@ -458,6 +459,30 @@ describe('sendWrapped: one front-cache entry answering user after user (answers 
       expect(header(gz, 'etag')).toEqual([`"w1.${uid}.gz"`]);
       expect(gunzipSync(gz.body).equals(plain.body)).toBe(true);
     }
+  });
+
+  it('the views kept on the entry for ten-digit uids serve only answers of their own length, whatever the coding', async () => {
+    // A ten-digit uid's identity ETag ends where a seven-digit uid's gzip ETag (`.gz"`) ends: one
+    // length, one view. Then shorter and longer parts around the kept ones.
+    const steps: [uid: number, mod: number, gzip: boolean][] = [
+      [4_000_000_001, 123, false],
+      [1_234_567, 8, true],
+      [4_000_000_001, 123, false],
+      [3_999_999_999, 5, false],
+      [2_000_000_000, 999, true],
+      [123_456_789, 42, false],
+      [4_294_967_295, 999, false],
+    ];
+    for (const [uid, mod, gzip] of steps) {
+      const a = await one(`/wrapped?size=600&kept=1&uid=${uid}&mod=${mod}${gzip ? '&gzip=1' : ''}`);
+      expect(header(a, 'etag')).toEqual([gzip ? `"w1.${uid}.gz"` : `"w1.${uid}"`]);
+      const body = gzip ? gunzipSync(a.body) : a.body;
+      expect(JSON.parse(body.toString('utf8'))).toEqual(wrappedValue(headOf(600), uid, mod));
+      if (!gzip) expect(header(a, 'content-length')).toEqual([String(a.body.length)]);
+    }
+    const entry = keptItem(headOf(600));
+    expect(entry.answerViewEnd - entry.headLength).toBe(USER_PART_MAX);
+    expect(entry.blockViewEnd).toBeGreaterThan(entry.blockStart);
   });
 
   it('an entry answered only gzip keeps its head where the worker put it; the first identity answer moves it and the header block', async () => {
