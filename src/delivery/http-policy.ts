@@ -1,7 +1,13 @@
 /**
- * What the operator's configuration makes of every answer's headers, compiled once at start: CORS
- * (--cors-origins), the Vary value, the compression threshold (--compress-min-bytes). Header values
- * are bytes for the reason given in reply.ts.
+ * What the operator's configuration makes of every request's framing and body and of every answer's
+ * headers, compiled once at start: the framing check (--reject-ambiguous-framing), the body limit
+ * (--max-body), CORS (--cors-origins), the Vary value, the compression threshold
+ * (--compress-min-bytes). Header values are bytes for the reason given in reply.ts.
+ *
+ * The two request limits are the configuration's values, kept here too because every content
+ * request reads them beside the CORS fields: one object, where the configuration's fields sit in
+ * two other lines of a larger one (bench/README.md, "Where rcd's CPU over the floor goes"). The
+ * fields are in the order a request reads them.
  *
  * CORS: with `*` every answer carries `Access-Control-Allow-Origin: *` (the API key travels in a
  * header, never in a cookie, so no credentials mode is needed); with a list, an answer to a request
@@ -14,6 +20,10 @@ import type { ServeConfig } from '../runtime/config.js';
 import { H_ORIGIN } from './header-names.js';
 
 export interface HttpPolicy {
+  /** --reject-ambiguous-framing (routes.ts headOf). */
+  readonly rejectAmbiguousFraming: boolean;
+  /** --max-body in bytes (routes.ts, request.ts). */
+  readonly maxBodyBytes: number;
   readonly compressMinBytes: number;
   /** Vary of content and catalog answers. */
   readonly vary: Buffer;
@@ -29,11 +39,13 @@ export interface HttpPolicy {
 export function compileHttpPolicy(config: ServeConfig): HttpPolicy {
   const list = config.corsOrigins !== null && config.corsOrigins !== '*' ? config.corsOrigins : null;
   return {
-    compressMinBytes: config.compressMinBytes,
-    vary: Buffer.from(list === null ? 'accept-encoding, x-api-key' : 'accept-encoding, x-api-key, origin', 'latin1'),
-    corsEnabled: config.corsOrigins !== null,
+    rejectAmbiguousFraming: config.rejectAmbiguousFraming,
     corsAny: config.corsOrigins === '*' ? Buffer.from('*', 'latin1') : null,
     corsOrigins: list === null ? null : new Map(list.map((o) => [o, Buffer.from(o, 'latin1')])),
+    maxBodyBytes: config.maxBodyBytes,
+    vary: Buffer.from(list === null ? 'accept-encoding, x-api-key' : 'accept-encoding, x-api-key, origin', 'latin1'),
+    corsEnabled: config.corsOrigins !== null,
+    compressMinBytes: config.compressMinBytes,
   };
 }
 

@@ -125,29 +125,30 @@ export class DeliveryLoop {
     const { config, index } = opts;
     const loops = config.httpThreads;
     const threads = poolShare(config.threads, loops, index);
+    // The fields every content request reads first, in one or two lines of the object; the rest after.
     const state: FrontEndState = {
       directory: opts.feed.directory,
-      // The pending-job bound is shared out like the pool; a combine (and an OFREP bulk evaluation)
-      // still needs room for all its items.
-      batcher: new Batcher(pool, threads, Math.max(config.maxCombineIds, config.ofrepBulkMaxItems, Math.ceil(config.maxPendingJobs / loops)), opts.counters),
+      http: compileHttpPolicy(config),
+      keyUse: newKeyUse(),
+      inFlight: 0,
+      shuttingDown: false,
       // A loop's share of --cache-mb: seven eighths for rendered heads, one for combine plans
       // (a plan copies heads that the front cache also holds, so the two stay within the share).
       frontCache: createFrontCache(Math.max(1, Math.floor((config.cacheBytes / loops) * FRONT_CACHE_SHARE))),
+      counters: opts.counters,
+      access: newAccessSampler(config.accessLogRate, config.accessLogBuffer),
+      // The pending-job bound is shared out like the pool; a combine (and an OFREP bulk evaluation)
+      // still needs room for all its items.
+      batcher: new Batcher(pool, threads, Math.max(config.maxCombineIds, config.ofrepBulkMaxItems, Math.ceil(config.maxPendingJobs / loops)), opts.counters),
       combinePlans: createPlanCache(Math.max(1, Math.floor((config.cacheBytes / loops) * (1 - FRONT_CACHE_SHARE)))),
       config,
       loop: index,
-      http: compileHttpPolicy(config),
       events: new EventStreams(
         { maxStreams: config.maxStreams, heartbeatMs: config.streamHeartbeatMs, jitterMs: config.streamJitterMs },
         opts.feed.directory.seq,
       ),
-      inFlight: 0,
-      shuttingDown: false,
       storeAvailable: true,
-      keyUse: newKeyUse(),
-      counters: opts.counters,
       server: opts.server,
-      access: newAccessSampler(config.accessLogRate, config.accessLogBuffer),
       onInternalError: rateLimitedErrorLogger(1000),
     };
     opts.feed.attach(state);

@@ -63,15 +63,17 @@ const { enterUwsCall, leaveUwsCall, sendContent, sendNotModified, sendUidContent
 const { etagValue, itemTag, matchIfNoneMatch, withUid } = etag;
 const { currentPlanOf, planMemoOf, planTagOf, planTagOfPath, plannedAnswer, rememberPlanTagPath } = combinePlan;
 
+/** The content routes, numbered as their metrics labels: a route is its own label (metricRouteOf). */
 export const enum Route {
-  Plain = 0,
-  Wrapped = 1,
-  Combine = 2,
+  Plain = MetricRoute.Config,
+  Wrapped = MetricRoute.Dynamic,
+  Combine = MetricRoute.Combine,
 }
 
-/** Route → its metrics label (same order); exported as METRIC_ROUTE, read here as this module's own const. */
-const ROUTE_METRIC = [MetricRoute.Config, MetricRoute.Dynamic, MetricRoute.Combine] as const;
-export const METRIC_ROUTE = ROUTE_METRIC;
+/** A content route's metrics label: the same number, without a table read per request. */
+export function metricRouteOf(route: Route): MetricRoute {
+  return route as number;
+}
 
 export class ContentRequest implements JobSink {
   declare readonly state: FrontEndState;
@@ -208,9 +210,9 @@ export class ContentRequest implements JobSink {
     if (this.done) return;
     if (this.received >= 0) {
       this.received += chunk.byteLength;
-      if (this.received > this.state.config.maxBodyBytes) {
+      if (this.received > this.state.http.maxBodyBytes) {
         // The rest of the body would still arrive on this connection: close it after answering.
-        this.answerError('payload_too_large', `the request body exceeds ${this.state.config.maxBodyBytes} bytes`, true);
+        this.answerError('payload_too_large', `the request body exceeds ${this.state.http.maxBodyBytes} bytes`, true);
         return;
       }
     }
@@ -287,7 +289,7 @@ export class ContentRequest implements JobSink {
     this.state.inFlight--;
     const state = this.state;
     const counters = state.counters;
-    const route = ROUTE_METRIC[this.route];
+    const route: MetricRoute = this.route as number;
     const ms = nowMs() - this.t0;
     recordTimedRequest(counters, route, this.status, this.outcome, ms);
     const access = state.access;

@@ -27,7 +27,7 @@ import { ContentRequest, Route } from './request.js';
 import type { FrontEndState } from './state.js';
 import { ERROR_STATUS } from '../runtime/errors.js';
 import { MetricRoute, Outcome, Phase, S_PHASE, S_STORE_DOWN_SINCE, countRequest } from '../metrics/layout.js';
-import { METRIC_ROUTE } from './request.js';
+import * as request from './request.js';
 
 // The functions a content request's head goes through, as this module's own consts: folded into the
 // handlers that inline them, where an import is a cell read and compared before each call (request.ts).
@@ -35,6 +35,7 @@ const { corsOriginFor } = httpPolicy;
 const { acceptedCodings } = encoding;
 const { declaresBodyLength, hasAmbiguousFraming, readHead } = requestHead;
 const { noteKeyUse } = keyUse;
+const { metricRouteOf } = request;
 
 const MISSING_KEY = errorResponse('missing_api_key', 'the X-Api-Key header is required');
 const INVALID_KEY = errorResponse('invalid_api_key', 'the API key is unknown or revoked');
@@ -132,7 +133,7 @@ const decodeId = (raw: string): string | undefined => {
  * recommended nginx refuses such requests).
  */
 export function refusedAmbiguousFraming(state: FrontEndState, res: HttpResponse, req: HttpRequest): boolean {
-  return state.config.rejectAmbiguousFraming && headOf(state, res, req, false) === null;
+  return state.http.rejectAmbiguousFraming && headOf(state, res, req, false) === null;
 }
 
 /**
@@ -141,8 +142,9 @@ export function refusedAmbiguousFraming(state: FrontEndState, res: HttpResponse,
  * reads one (its Content-Length and Transfer-Encoding are wanted).
  */
 export function headOf(state: FrontEndState, res: HttpResponse, req: HttpRequest, body: boolean): RequestHead | null {
-  const reject = state.config.rejectAmbiguousFraming;
-  const head = readHead(req, reject, (state.http.corsOrigins !== null ? WANT_ORIGIN : 0) | (body ? WANT_LENGTH : 0));
+  const http = state.http;
+  const reject = http.rejectAmbiguousFraming;
+  const head = readHead(req, reject, (http.corsOrigins !== null ? WANT_ORIGIN : 0) | (body ? WANT_LENGTH : 0));
   if (!reject || !hasAmbiguousFraming(head)) return head;
   res.close();
   return null;
@@ -191,10 +193,10 @@ export function handleContent(state: FrontEndState, res: HttpResponse, req: Http
   const head = headOf(state, res, req, true);
   if (head === null) return;
   const origin = corsOriginFor(state.http, head.origin);
-  const metricRoute = METRIC_ROUTE[route];
+  const metricRoute = metricRouteOf(route);
   const view = authorize(state, res, head, origin, metricRoute);
   if (view === undefined) return;
-  const maxBody = state.config.maxBodyBytes;
+  const maxBody = state.http.maxBodyBytes;
   const declared = head.contentLength;
   if (declared !== '' && declaredOver(declared, maxBody)) {
     // Refuse before reading a byte; close since the client is about to send the body anyway.

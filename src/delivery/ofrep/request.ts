@@ -159,7 +159,7 @@ export class OfrepRequest implements JobSink {
     if (this.done) return;
     if (this.received >= 0) {
       this.received += chunk.byteLength;
-      const max = this.state.config.maxBodyBytes;
+      const max = this.state.http.maxBodyBytes;
       if (this.received > max) {
         // The rest of the body would still arrive on this connection: close it after answering.
         this.answerError('payload_too_large', `the request body exceeds ${max} bytes`, true);

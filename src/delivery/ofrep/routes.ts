@@ -92,7 +92,7 @@ function evaluate(state: FrontEndState, res: HttpResponse, req: HttpRequest, rou
   }
   const view = authorize(state, res, head, origin, metric, flag);
   if (view === undefined) return;
-  const maxBody = state.config.maxBodyBytes;
+  const maxBody = state.http.maxBodyBytes;
   const declared = head.contentLength;
   if (declared !== '' && declaredOver(declared, maxBody)) {
     // Refuse before reading a byte; close since the client is about to send the body anyway.
