@@ -228,6 +228,11 @@ export function moveBlock(item: UidBlock, into: Uint8Array, words: DataView, at:
   item.blockFrom = at;
   item.block = into;
   item.blockWords = words;
+  forgetBlockViews(item);
+}
+
+/** Drops the views of the item's block (kept and in its array): its bytes moved or were rebuilt. */
+function forgetBlockViews(item: UidBlock): void {
   item.blockViewEnd = -1;
   item.blockViews.fill(undefined, 0, BLOCK_VIEWS);
 }
@@ -242,8 +247,7 @@ function keepItemBlock(item: UidBlock, cacheControl: Uint8Array, vary: Uint8Arra
   item.blockWords = wordsOf(start);
   item.blockStart = at + 1;
   item.blockFrom = 0;
-  item.blockViewEnd = -1;
-  item.blockViews.fill(undefined, 0, BLOCK_VIEWS);
+  forgetBlockViews(item);
   item.blockControl = cacheControl;
   item.blockVary = vary;
   item.blockTag = itemTag;

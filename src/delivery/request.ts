@@ -289,7 +289,7 @@ export class ContentRequest implements JobSink {
     this.state.inFlight--;
     const state = this.state;
     const counters = state.counters;
-    const route: MetricRoute = this.route as number;
+    const route = metricRouteOf(this.route);
     const ms = nowMs() - this.t0;
     recordTimedRequest(counters, route, this.status, this.outcome, ms);
     const access = state.access;

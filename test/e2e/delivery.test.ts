@@ -244,7 +244,7 @@ describe('endpoint 1: wrapped', () => {
       const digits = String(xxh32String(u)).length;
       if (digits >= 6 && !byLength.has(digits)) byLength.set(digits, u);
     }
-    expect([...byLength.keys()].sort()).toEqual([10, 6, 7, 8, 9]);
+    expect([...byLength.keys()].sort((a, b) => a - b)).toEqual([6, 7, 8, 9, 10]);
     const order = [10, 6, 9, 7, 8, 10, 8, 6, 9, 7].map((d) => byLength.get(d)!);
     for (const u of order) {
       const r = await call(server.url, '/api/v1/config/Shop/dynamic', { ...prod, body: JSON.stringify({ u }) });
