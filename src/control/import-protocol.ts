@@ -6,12 +6,15 @@
  */
 import type { ErrorCode } from '../runtime/errors.js';
 import type { PreparedImport } from '../store/bundle/bundle.js';
+import type { ContentLimits } from '../shared/json-limits.js';
 
 export interface ImportWorkerOptions {
   /** Added to the thread's nice value when it starts (0: the priority of the control thread). */
   readonly niceIncrement: number;
   /** Hold V8's young generation again (src/runtime/heap.ts): this thread's start undid it for the whole process. */
   readonly holdYoungGeneration: boolean;
+  /** The configured limits of stored content (--max-content-depth and the rest). */
+  readonly contentLimits: ContentLimits;
 }
 
 export interface ImportTask {

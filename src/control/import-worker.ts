@@ -16,6 +16,7 @@ import { holdYoungGeneration } from '../runtime/heap.js';
 import { lowerThreadPriority } from '../runtime/priority.js';
 import { parseJsonBytes } from '../shared/json-body.js';
 import { prepareImport } from '../store/bundle/bundle.js';
+import { setContentLimits } from '../store/jsonc.js';
 import type { ImportOutcome, ImportTask, ImportWorkerOptions } from './import-protocol.js';
 
 const options = workerData as ImportWorkerOptions;
@@ -24,6 +25,7 @@ const options = workerData as ImportWorkerOptions;
 if (options.holdYoungGeneration) holdYoungGeneration();
 // Where the system refuses (or off Linux), every outcome's `nice` says so to the pool.
 lowerThreadPriority(options.niceIncrement);
+setContentLimits(options.contentLimits);
 
 export default function prepare(task: ImportTask): ImportOutcome {
   const nice = getPriority(0);

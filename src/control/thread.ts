@@ -23,6 +23,7 @@ import { holdYoungGeneration } from '../runtime/heap.js';
 import { configureLog, logError, logInfo } from '../runtime/log.js';
 import { describeStoreUrl, isPostgresUrl, openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
+import { setContentLimits } from '../store/jsonc.js';
 import { Feeds } from './feeds.js';
 import { ImportPool } from './import-pool.js';
 import { BulkPriority } from '../runtime/priority.js';
@@ -52,6 +53,7 @@ const lifecycle = parentPort;
 if (lifecycle === null) throw new Error('src/control/thread.ts runs as a worker thread');
 const init = workerData as ControlInit;
 const config: ServeConfig = init.config;
+setContentLimits(config.content);
 // This thread's start put V8's process-wide growth factor back to its default; set it again.
 if (init.holdYoungGeneration) holdYoungGeneration();
 
@@ -83,7 +85,7 @@ const feeds = new Feeds(init.feeds, onKeyUse, logError, {
 
 let nodes: NodeRegistry | null = null;
 let follower: StoreFollower | null = null;
-const imports = new ImportPool({ niceIncrement: config.importNice, holdYoungGeneration: init.holdYoungGeneration }, logInfo);
+const imports = new ImportPool({ niceIncrement: config.importNice, holdYoungGeneration: init.holdYoungGeneration, contentLimits: config.content }, logInfo);
 
 /**
  * Brings every delivery loop to the store's current state, then records it as this node's applied

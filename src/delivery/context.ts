@@ -14,6 +14,7 @@
 import { RcdError } from '../runtime/errors.js';
 import { NO_VERSION, comparableVersionOf, parseAppVersion, type ComparableVersion } from '../shared/app-version.js';
 import { parseBodyJson } from './body.js';
+import { MAX_JSON_DEPTH, exceedsDepth } from '../shared/json-limits.js';
 
 export interface UserContext {
   u: string;
@@ -35,10 +36,34 @@ export function parseUserContext(text: string): UserContext {
   } catch {
     throw new RcdError('invalid_json', 'the request body is not valid JSON');
   }
-  return validateUserContext(root);
+  return validateUserContext(root, text.length);
 }
 
-export function validateUserContext(root: unknown): UserContext {
+/**
+ * How deeply `p` may nest (p itself is the first level): everything that walks it (conditions, deep
+ * equality) then has a bounded stack. Far past what the spec's attributes ("numbers, strings, arrays
+ * of strings and similar JSON values") need.
+ */
+export const MAX_P_DEPTH = MAX_JSON_DEPTH;
+/**
+ * A body shorter than this cannot nest p deeper than MAX_P_DEPTH (that takes MAX_P_DEPTH + 2
+ * brackets open and as many closed, the body's own included): most bodies skip the walk for one
+ * comparison.
+ */
+const DEPTH_WALK_FROM = 2 * (MAX_P_DEPTH + 2);
+
+/**
+ * Throws invalid_body (with `message`) when p nests deeper than MAX_P_DEPTH. `bodyLength`: the
+ * characters of the body p was parsed from (unknown: Infinity, p is walked).
+ */
+export function checkDepthOfP(p: Record<string, unknown>, bodyLength: number, message: string): void {
+  if (bodyLength >= DEPTH_WALK_FROM && exceedsDepth(p, MAX_P_DEPTH)) throw new RcdError('invalid_body', message);
+}
+
+const P_TOO_DEEP = `p must not nest deeper than ${MAX_P_DEPTH} levels of arrays and objects`;
+
+/** The user context of a parsed body; `bodyLength` as checkDepthOfP's. Throws invalid_body. */
+export function validateUserContext(root: unknown, bodyLength = Infinity): UserContext {
   if (typeof root !== 'object' || root === null || Array.isArray(root)) {
     throw new RcdError('invalid_body', 'the request body must be a JSON object');
   }
@@ -57,6 +82,7 @@ export function validateUserContext(root: unknown): UserContext {
       throw new RcdError('invalid_body', 'p must be a JSON object');
     }
     pOut = p as Record<string, unknown>;
+    checkDepthOfP(pOut, bodyLength, P_TOO_DEEP);
   }
   let vOut = '';
   let version = NO_VERSION;

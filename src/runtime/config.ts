@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import type { TlsFiles } from './tls.js';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
+import { DEFAULT_CONTENT_LIMITS, type ContentLimits } from '../shared/json-limits.js';
 
 export interface ServeConfig {
   readonly storeUrl: string;
@@ -59,6 +60,8 @@ export interface ServeConfig {
   /** Scheduled changes (src/store/schedule/): how far ahead, and how many not settled yet in the whole store. */
   readonly scheduleMaxDays: number;
   readonly scheduleMaxPending: number;
+  /** What stored content may nest and weigh, per text and per write (src/store/jsonc.ts). */
+  readonly content: ContentLimits;
   /** How often the certificate files are checked for a change (which reloads them as SIGHUP does); 0: only on SIGHUP. */
   readonly tlsWatchMs: number;
   /**
@@ -153,6 +156,9 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'webhook-dead-letters', env: 'RCD_WEBHOOK_DEAD_LETTERS', fallback: '1000', help: 'dead-lettered webhook deliveries kept; the oldest beyond go (1..1000000)' },
   { flag: 'schedule-max-days', env: 'RCD_SCHEDULE_MAX_DAYS', fallback: '366', help: 'how many days ahead a change may be scheduled (1..3660)' },
   { flag: 'schedule-max-pending', env: 'RCD_SCHEDULE_MAX_PENDING', fallback: '100000', help: 'scheduled changes not yet applied, in the whole store, before scheduling is refused with too_many_schedules (1..10000000)' },
+  { flag: 'max-content-depth', env: 'RCD_MAX_CONTENT_DEPTH', fallback: String(DEFAULT_CONTENT_LIMITS.maxDepth), help: 'how deeply stored content may nest arrays and objects; a write past it answers 400 invalid_content (1..1000)' },
+  { flag: 'max-content-bytes', env: 'RCD_MAX_CONTENT_BYTES', fallback: String(DEFAULT_CONTENT_LIMITS.maxBytes), help: 'bytes of one stored content text (content given as json: its indented text); a write past it answers 400 invalid_content (1..268435456)' },
+  { flag: 'max-write-bytes', env: 'RCD_MAX_WRITE_BYTES', fallback: String(DEFAULT_CONTENT_LIMITS.maxWriteBytes), help: 'bytes of content text one import or scheduled change stores in all; past it 400 invalid_content / invalid_bundle (1..1073741824)' },
   { flag: 'tls-watch-interval', env: 'RCD_TLS_WATCH_INTERVAL_MS', fallback: '60000', help: 'ms between checks of the certificate files for a change, which reloads them as SIGHUP does (0: SIGHUP only; 0..86400000)' },
   { flag: 'cors-origins', env: 'RCD_CORS_ORIGINS', fallback: '', help: 'origins browsers may call the delivery API from: comma-separated (https://game.example.com) or * (default: none, CORS off)' },
   { flag: 'compress-min-bytes', env: 'RCD_COMPRESS_MIN_BYTES', fallback: '1024', help: 'answers at least this long are sent gzip/br when the client accepts it (0..16777216)' },
@@ -358,6 +364,11 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     }),
     scheduleMaxDays: intIn('schedule-max-days', get('schedule-max-days'), 1, 3660),
     scheduleMaxPending: intIn('schedule-max-pending', get('schedule-max-pending'), 1, 10_000_000),
+    content: Object.freeze({
+      maxDepth: intIn('max-content-depth', get('max-content-depth'), 1, 1000),
+      maxBytes: intIn('max-content-bytes', get('max-content-bytes'), 1, 256 * 1024 * 1024),
+      maxWriteBytes: intIn('max-write-bytes', get('max-write-bytes'), 1, 1024 * 1024 * 1024),
+    }),
     tlsWatchMs: intIn('tls-watch-interval', get('tls-watch-interval'), 0, 86_400_000),
     corsOrigins: corsOrigins(get('cors-origins')),
     compressMinBytes: intIn('compress-min-bytes', get('compress-min-bytes'), 0, 16 * 1024 * 1024),

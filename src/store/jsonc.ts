@@ -17,6 +17,7 @@
  */
 import { RcdError } from '../runtime/errors.js';
 import { contentHash } from '../shared/identity.js';
+import { DEFAULT_CONTENT_LIMITS, exceedsDepth, type ContentLimits } from '../shared/json-limits.js';
 import { skipWsText as skipWs } from '../mapping/render/json-scan.js';
 
 export interface CompiledContent {
@@ -34,6 +35,18 @@ export interface ContentProblem {
   readonly reason: string;
 }
 
+// Set once per thread that writes (the control thread, the import thread) from the configuration;
+// the defaults elsewhere (the CLI's offline commands).
+let limits: ContentLimits = DEFAULT_CONTENT_LIMITS;
+
+export function setContentLimits(next: ContentLimits): void {
+  limits = next;
+}
+
+export function contentLimits(): ContentLimits {
+  return limits;
+}
+
 const SLASH = 0x2f;
 const STAR = 0x2a;
 const QUOTE = 0x22;
@@ -47,6 +60,8 @@ const BOM = 0xfeff;
  * and column; `details` is `{ line, column, reason }`.
  */
 export function compileContent(text: string): CompiledContent {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > limits.maxBytes) throw contentError(text, 0, tooLargeReason(bytes));
   const stripped = stripComments(text);
   let value: unknown;
   try {
@@ -58,6 +73,7 @@ export function compileContent(text: string): CompiledContent {
     if (at === null) throw contentError(text, 0, `invalid JSON (${(err as Error).message})`);
     throw contentError(text, at.index, at.reason);
   }
+  if (exceedsDepth(value, limits.maxDepth)) throw contentError(text, deepIndex(stripped, limits.maxDepth), tooDeepReason());
   let minified: string;
   try {
     minified = JSON.stringify(value);
@@ -66,6 +82,86 @@ export function compileContent(text: string): CompiledContent {
     throw contentError(text, 0, 'the document is nested too deeply');
   }
   return { minified, value, hash: contentHash(minified) };
+}
+
+/**
+ * The stored text of content given as a JSON value (schedule ops, bundles): its 2-space indented
+ * text, readable in the admin API, the same value always the same text. Indentation grows with the
+ * depth of every value, so a small deeply nested value makes a text many times its size: the depth
+ * and the text's size are checked before the text is made. Throws invalid_content (also for a value
+ * JSON cannot hold).
+ */
+export function jsonContentText(value: unknown): string {
+  if (exceedsDepth(value, limits.maxDepth)) throw new RcdError('invalid_content', `invalid content: ${tooDeepReason()}`, { reason: tooDeepReason() });
+  const minified = JSON.stringify(value) as string | undefined;
+  if (minified === undefined) throw new RcdError('invalid_content', 'json must be a JSON value', { reason: 'json must be a JSON value' });
+  const bytes = Buffer.byteLength(minified, 'utf8') + indentation(value, 0);
+  if (bytes > limits.maxBytes) throw new RcdError('invalid_content', `invalid content: ${tooLargeReason(bytes)}`, { reason: tooLargeReason(bytes) });
+  return JSON.stringify(value, null, 2);
+}
+
+/**
+ * What JSON.stringify(value, null, 2) adds to JSON.stringify(value): in a non-empty container at
+ * `level`, a line break and the indent of level + 1 before every member (and a space after an
+ * object's colon), a line break and the indent of `level` before the closing bracket. Recursion is
+ * bounded: the value's depth was checked.
+ */
+export function indentation(value: unknown, level: number): number {
+  if (typeof value !== 'object' || value === null) return 0;
+  const inner = 1 + 2 * (level + 1);
+  let added = 0;
+  let members = 0;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) added += inner + indentation(value[i], level + 1);
+    members = value.length;
+  } else {
+    const record = value as Record<string, unknown>;
+    for (const key in record) {
+      added += inner + 1 + indentation(record[key], level + 1);
+      members++;
+    }
+  }
+  return members === 0 ? 0 : added + 1 + 2 * level;
+}
+
+/**
+ * What one write (a bundle, a change set) stores, counted as its texts are made: the sum may not pass
+ * --max-write-bytes. Throws invalid_content.
+ */
+export class WriteBudget {
+  private used = 0;
+
+  take(text: string): void {
+    this.used += Buffer.byteLength(text, 'utf8');
+    if (this.used > limits.maxWriteBytes) {
+      const reason = `the content this write stores is more than ${limits.maxWriteBytes} bytes in all (--max-write-bytes)`;
+      throw new RcdError('invalid_content', `invalid content: ${reason}`, { reason });
+    }
+  }
+}
+
+function tooDeepReason(): string {
+  return `the document is nested deeper than ${limits.maxDepth} levels (--max-content-depth)`;
+}
+
+function tooLargeReason(bytes: number): string {
+  return `the content is ${bytes} bytes, more than ${limits.maxBytes} (--max-content-bytes)`;
+}
+
+/**
+ * Index of the first bracket that opens a container past `maxDepth` in a valid JSON text (for the
+ * error's line and column). Only called on a text whose value is known to be too deep.
+ */
+function deepIndex(s: string, maxDepth: number): number {
+  let depth = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c === QUOTE) i = skipStringForStrip(s, i + 1) - 1;
+    else if (c === 0x5b /* [ */ || c === 0x7b /* { */) {
+      if (++depth > maxDepth) return i;
+    } else if (c === 0x5d /* ] */ || c === 0x7d /* } */) depth--;
+  }
+  return 0;
 }
 
 /**

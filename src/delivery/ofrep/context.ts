@@ -11,7 +11,7 @@
  * HOT PATH: once per OFREP request.
  */
 import { RcdError } from '../../runtime/errors.js';
-import { appVersionOf, type UserContext } from '../context.js';
+import { MAX_P_DEPTH, appVersionOf, checkDepthOfP, type UserContext } from '../context.js';
 import { parseBodyJson } from '../body.js';
 import { NO_VERSION } from '../../shared/app-version.js';
 
@@ -29,6 +29,8 @@ export const EMPTY_OFREP_BODY = 'the request body is empty; send {"context":{"ta
 
 // Shared and frozen, as the native parser's: a context with no other attribute gets this one object.
 const EMPTY_P: Record<string, unknown> = Object.freeze({});
+
+const CONTEXT_TOO_DEEP = `context must not nest deeper than ${MAX_P_DEPTH} levels of arrays and objects`;
 
 /** Parses and validates a body; throws RcdError invalid_json (OFREP PARSE_ERROR) or invalid_body (INVALID_CONTEXT). */
 export function parseOfrepContext(text: string): OfrepContext {
@@ -62,7 +64,9 @@ export function parseOfrepContext(text: string): OfrepContext {
     }
     v = version;
   }
-  return { user: { u: targetingKey ?? '', p: otherAttributes(attributes), v, version: comparable }, targeted: targetingKey !== undefined };
+  const p = otherAttributes(attributes);
+  checkDepthOfP(p, text.length, CONTEXT_TOO_DEEP);
+  return { user: { u: targetingKey ?? '', p, v, version: comparable }, targeted: targetingKey !== undefined };
 }
 
 /** The attributes other than targetingKey and the app version: rcd's p. */

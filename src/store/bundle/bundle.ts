@@ -21,7 +21,7 @@
  *   the current mapping alone, `"mapping": null` removes it.
  */
 import { z } from 'zod';
-import { compileContent, type CompiledContent } from '../jsonc.js';
+import { WriteBudget, compileContent, jsonContentText, type CompiledContent } from '../jsonc.js';
 import { RcdError } from '../../runtime/errors.js';
 import { validateMapping } from '../../mapping/index.js';
 import { isPlainObject } from '../../shared/json.js';
@@ -171,12 +171,14 @@ export function prepareImport(raw: unknown): PreparedImport {
   // The checks below walk the raw input defensively (the shape may be wrong in places) so that one
   // refusal lists every problem, not only the first layer's.
   const keyChecks: KeyCheck[] = [];
-  const plan = planBundle(raw, problems, keyChecks);
-  const schedules = isPlainObject(raw) ? planSchedules(raw, problems) : { schedules: [], rollouts: [] };
+  // One budget for everything the import stores: its content and its schedules' content.
+  const budget = new WriteBudget();
+  const plan = planBundle(raw, problems, keyChecks, budget);
+  const schedules = isPlainObject(raw) ? planSchedules(raw, problems, budget) : { schedules: [], rollouts: [] };
   return { plan, problems, keyChecks, schedules };
 }
 
-function planBundle(raw: unknown, problems: BundleProblem[], keyChecks: KeyCheck[]): PlannedEnvironment[] {
+function planBundle(raw: unknown, problems: BundleProblem[], keyChecks: KeyCheck[], budget: WriteBudget): PlannedEnvironment[] {
   const plan: PlannedEnvironment[] = [];
   if (!isPlainObject(raw) || !isPlainObject(raw.environments)) return plan;
   const keyOwner = new Map<string, string>();
@@ -205,7 +207,7 @@ function planBundle(raw: unknown, problems: BundleProblem[], keyChecks: KeyCheck
         }
         seen.set(idLower, id);
         if (!isPlainObject(entry)) continue;
-        const content = planContent(id, idLower, entry, path, problems);
+        const content = planContent(id, idLower, entry, path, problems, budget);
         if (content !== null) planned.contents.push(content);
       }
     }
@@ -252,6 +254,7 @@ function planContent(
   entry: Record<string, unknown>,
   path: readonly (string | number)[],
   problems: BundleProblem[],
+  budget: WriteBudget,
 ): PlannedContent | null {
   const forms = Number(has(entry, 'text')) + Number(has(entry, 'json')) + Number(has(entry, 'revisions'));
   if (forms !== 1) {
@@ -274,7 +277,7 @@ function planContent(
         ok = false;
         continue;
       }
-      const r = planRevision(item, [...path, 'revisions', i], problems);
+      const r = planRevision(item, [...path, 'revisions', i], problems, budget);
       if (r === null) ok = false;
       else {
         revisions.push(r.revision);
@@ -282,7 +285,7 @@ function planContent(
       }
     }
   } else {
-    const r = planRevision(entry, path, problems);
+    const r = planRevision(entry, path, problems, budget);
     if (r === null) ok = false;
     else {
       revisions.push(r.revision);
@@ -311,6 +314,7 @@ function planRevision(
   item: Record<string, unknown>,
   path: readonly (string | number)[],
   problems: BundleProblem[],
+  budget: WriteBudget,
 ): { readonly revision: PlannedRevision; readonly value: unknown } | null {
   const before = problems.length;
   if (Number(has(item, 'text')) + Number(has(item, 'json')) !== 1) {
@@ -331,19 +335,20 @@ function planRevision(
     text = item.text;
     field = 'text';
   } else {
-    // A JSON value is stored as its 2-space indented text: readable in the admin API, and the same
-    // value always gives the same text, so re-importing it is recognised as unchanged.
-    const serialized = JSON.stringify(item.json, null, 2) as string | undefined;
-    if (serialized === undefined) {
-      problems.push({ path: pointer([...path, 'json']), reason: 'json must be a JSON value' });
+    // A JSON value is stored as its 2-space indented text (jsonc.ts), so re-importing the same value
+    // is recognised as unchanged.
+    try {
+      text = jsonContentText(item.json);
+    } catch (err) {
+      problems.push({ path: pointer([...path, 'json']), reason: err instanceof Error ? err.message : String(err) });
       return null;
     }
-    text = serialized;
     field = 'json';
   }
   let compiled: CompiledContent;
   try {
     compiled = compileContent(text);
+    budget.take(text);
   } catch (err) {
     problems.push({ path: pointer([...path, field]), reason: err instanceof Error ? err.message : String(err) });
     return null;

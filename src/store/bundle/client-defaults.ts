@@ -9,7 +9,7 @@
 import { CLIENT_DEFAULTS_FORMAT, type ClientDefaults, type ClientDefaultsItem } from '../../client/defaults.js';
 import { RcdError } from '../../runtime/errors.js';
 import { parseAppVersion, versionKeyOf } from '../../shared/app-version.js';
-import { compileContent } from '../jsonc.js';
+import { compileContent, jsonContentText } from '../jsonc.js';
 import { BundleSchema } from './bundle.js';
 
 interface BundleRevision {
@@ -44,5 +44,5 @@ export function clientDefaults(bundle: unknown, envId: string, appVersion: strin
 }
 
 function textOf(revision: BundleRevision): string {
-  return revision.text ?? JSON.stringify(revision.json, null, 2);
+  return revision.text ?? jsonContentText(revision.json);
 }

@@ -18,6 +18,7 @@ import { isoOf, parseInstant } from '../../shared/instant.js';
 import { contentIdKey, envIdProblem } from '../ids.js';
 import { call, type Step } from '../ops/rows.js';
 import { parseOps, type ChangeOp } from './changes.js';
+import type { WriteBudget } from '../jsonc.js';
 import { createSchedules, isRefusal, requireRoomFor, type ScheduleLimits } from './lifecycle.js';
 import { bundleError } from '../bundle/problems.js';
 import { createRollout, type StoredStep } from './rollouts.js';
@@ -79,7 +80,7 @@ export interface ImportScheduler {
 export const STORE_IMPORT: ImportScheduler = { createdBy: 'import', tokenId: 'import', limits: { maxAheadMs: 3660 * 86_400_000, maxOpen: 10_000_000 } };
 
 /** The checks that need no store, each problem with its pointer; entries with a problem plan nothing. */
-export function planSchedules(raw: Record<string, unknown>, problems: { path: string; reason: string }[]): SchedulePlan {
+export function planSchedules(raw: Record<string, unknown>, problems: { path: string; reason: string }[], budget: WriteBudget): SchedulePlan {
   const schedules: PlannedSchedule[] = [];
   const rollouts: PlannedRollout[] = [];
   const instant = (text: unknown, path: string): number | null => {
@@ -100,7 +101,7 @@ export function planSchedules(raw: Record<string, unknown>, problems: { path: st
     const dueMs = instant(e.at, `${path}/at`);
     if (!env(e.env, `${path}/env`) || dueMs === null) return;
     try {
-      schedules.push({ path, envId: e.env, dueMs, ops: parseOps(e.ops, e.env), note: e.note ?? '' });
+      schedules.push({ path, envId: e.env, dueMs, ops: parseOps(e.ops, e.env, budget), note: e.note ?? '' });
     } catch (err) {
       if (!(err instanceof RcdError)) throw err;
       problems.push({ path: `${path}/ops`, reason: err.message });

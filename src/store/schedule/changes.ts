@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import { RcdError } from '../../runtime/errors.js';
-import { compileContent, type CompiledContent } from '../jsonc.js';
+import { WriteBudget, compileContent, jsonContentText, type CompiledContent } from '../jsonc.js';
 import { appVersionProblem, contentIdKey, contentIdProblem, envIdProblem } from '../ids.js';
 import { isPlainObject } from '../../shared/json.js';
 import * as content from '../ops/content.js';
@@ -66,15 +66,17 @@ export type OpResult =
 /**
  * The ops of a request body, checked and normalised (a `json` content becomes its 2-space text, as in
  * bundles). Throws invalid_body (shape, with the path), invalid_request (an id or version the store
- * refuses) or invalid_content (JSONC that does not parse, with the op's index).
+ * refuses) or invalid_content (JSONC that does not parse, content nested too deeply or too large, with
+ * the op's index). `budget`: what the write these ops belong to stores in all (a bundle's, or the
+ * change's own).
  */
-export function parseOps(raw: unknown, envId: string): ChangeOp[] {
+export function parseOps(raw: unknown, envId: string, budget: WriteBudget = new WriteBudget()): ChangeOp[] {
   if (!Array.isArray(raw) || raw.length === 0) throw new RcdError('invalid_body', `ops must be a non-empty array of changes (at most ${MAX_OPS})`);
   if (raw.length > MAX_OPS) throw new RcdError('invalid_body', `at most ${MAX_OPS} ops in one change`);
-  return raw.map((op, i) => parseOp(op, i, envId));
+  return raw.map((op, i) => parseOp(op, i, envId, budget));
 }
 
-function parseOp(raw: unknown, index: number, envId: string): ChangeOp {
+function parseOp(raw: unknown, index: number, envId: string, budget: WriteBudget): ChangeOp {
   const parsed = ChangeOpSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
@@ -99,8 +101,9 @@ function parseOp(raw: unknown, index: number, envId: string): ChangeOp {
     const minAppVersion = op.minAppVersion ?? null;
     const vProblem = minAppVersion === null ? '' : appVersionProblem(minAppVersion);
     if (vProblem !== '') throw new RcdError('invalid_request', `${at}.minAppVersion: ${vProblem}`, { path: `${at}.minAppVersion` });
-    const text = op.text ?? JSON.stringify(op.json, null, 2);
+    const text = op.text ?? opJsonText(op.json, index);
     compileOpText(text, index);
+    withOpPath(() => budget.take(text), index, 'text');
     return { op: 'content.put', id: op.id, text, minAppVersion, ...(op.baseRevision === undefined ? {} : { baseRevision: op.baseRevision }) };
   }
   if (op.op === 'mapping.put' && !isPlainObject(op.mapping)) {
@@ -110,10 +113,19 @@ function parseOp(raw: unknown, index: number, envId: string): ChangeOp {
 }
 
 function compileOpText(text: string, index: number): CompiledContent {
+  return withOpPath(() => compileContent(text), index, 'text');
+}
+
+function opJsonText(json: unknown, index: number): string {
+  return withOpPath(() => jsonContentText(json), index, 'json');
+}
+
+/** `fn`'s result; its refusal names the op's field. */
+function withOpPath<T>(fn: () => T, index: number, field: string): T {
   try {
-    return compileContent(text);
+    return fn();
   } catch (err) {
-    if (err instanceof RcdError) throw new RcdError(err.code, `ops.${index}.text: ${err.message}`, { path: `ops.${index}.text` });
+    if (err instanceof RcdError) throw new RcdError(err.code, `ops.${index}.${field}: ${err.message}`, { path: `ops.${index}.${field}` });
     throw err;
   }
 }

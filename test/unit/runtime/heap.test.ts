@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { operatorSizedYoungGeneration } from '../../../src/runtime/heap.js';
+import { DEFAULT_CONTENT_LIMITS } from '../../../src/shared/json-limits.js';
 import { ROOT } from '../../helpers/server-process.js';
 
 // Runs in a fresh node process (the V8 flag is process-wide and cannot be undone): churns objects
@@ -31,7 +32,7 @@ let pool = null;
 if (mode.startsWith('hold+import-thread')) {
   // The control thread's import thread (src/control/import-pool.ts), started by a body over 64 KiB.
   const { ImportPool } = await import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'src', 'control', 'import-pool.js')).href)});
-  pool = new ImportPool({ niceIncrement: 0, holdYoungGeneration: mode === 'hold+import-thread' }, () => undefined);
+  pool = new ImportPool({ niceIncrement: 0, holdYoungGeneration: mode === 'hold+import-thread', contentLimits: ${JSON.stringify(DEFAULT_CONTENT_LIMITS)} }, () => undefined);
   const content = {};
   for (let i = 0; i < 2000; i++) content['Item' + i] = { json: { index: i, name: 'item-' + i } };
   await pool.prepare(Buffer.from(JSON.stringify({ environments: { e: { content } } })));
