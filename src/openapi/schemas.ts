@@ -16,8 +16,7 @@ import { ERROR_STATUS, type ErrorCode } from '../runtime/errors.js';
 import { BundleSchema } from '../store/bundle/bundle.js';
 import { ENV_ID } from '../store/ids.js';
 import { ChangeOpSchema, MAX_OPS } from '../store/schedule/changes.js';
-import { MAX_ROLLOUT_STEPS } from '../store/schedule/rollouts.js';
-import { SCHEDULE_STATUSES } from '../store/schedule/rows.js';
+import { MAX_ROLLOUT_STEPS, SCHEDULE_STATUSES } from '../store/schedule/rows.js';
 
 /** Every schema named in the documents' components, by component name. */
 export const registry = z.registry<{ id: string }>();
@@ -324,6 +323,8 @@ const scheduleShape = {
   at: TIME,
   status: z.enum(SCHEDULE_STATUSES),
   items: z.array(z.string()),
+  allItems: z.boolean().describe('it holds a sync of every item (which names no id)'),
+  into: z.array(z.string()).describe('the environments its syncs write into (besides its own): moving or cancelling it needs them in scope too'),
   ops: z.array(z.record(z.string(), z.unknown())).describe('In a listing, content texts and mappings are left out (bytes says how big)'),
   note: z.string(),
   rollout: z.strictObject({ id: z.string(), step: z.number().int().nullable() }).nullable(),

@@ -39,6 +39,10 @@ export const ERROR_STATUS = {
   base_revision_changed: 409,
   /** A rule edit (rollout step, kill of one rule) found another rule, or no such variant, at the index it names. */
   target_changed: 409,
+  /** A move would apply a rollout's step before the step before it or after the step after it (docs/schedule.md). */
+  rollout_step_order: 409,
+  /** A rollout's first step would serve fewer players than its rule (or variant) serves now (docs/schedule.md). */
+  rollout_shrinks: 409,
   /** The store already holds --schedule-max-pending scheduled changes that are not settled. */
   too_many_schedules: 409,
   overloaded: 503,

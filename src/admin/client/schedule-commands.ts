@@ -40,6 +40,7 @@ interface ScheduleRow {
   at: string;
   status: string;
   items: string[];
+  allItems?: boolean;
   ops: { op: string }[];
   note: string;
   lateMs: number | null;
@@ -80,7 +81,7 @@ function scheduleLines(rows: readonly ScheduleRow[]): string {
       r.at,
       r.status,
       r.ops.map((o) => o.op).join(' '),
-      r.items.join(' '),
+      r.allItems === true ? ['(every item)', ...r.items].join(' ') : r.items.join(' '),
       r.error !== null ? `${r.error.code}: ${r.error.message}` : r.cancelReason ?? (r.lateMs === null ? r.note : `${r.note}${r.note === '' ? '' : ' '}(applied ${r.lateMs} ms late)`),
     ]),
   );

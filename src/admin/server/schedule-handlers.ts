@@ -106,6 +106,7 @@ function scheduleQuery(call: AdminCall, envIds: readonly string[] | null): Sched
   if (id !== null && envIds?.length !== 1) throw new RcdError('invalid_query', 'id needs one environment (env=...)');
   return {
     envIds,
+    incoming: true,
     idLower: id === null ? null : contentIdKey(id),
     statuses: parseStatuses(q.get('status')),
     fromMs: parseQueryInstant(q, 'from'),
@@ -153,7 +154,7 @@ async function moveScheduleRoute(ctx: AdminContext, call: AdminCall): Promise<Ad
   const id = param(call, 1);
   const body = bodyObject(call, '{"at":"<RFC 3339 time>"}');
   const dueMs = parseAt(body.at, 'at');
-  const moved = await ctx.store.writeStep(() => moveSchedule(env, id, dueMs, ctx.schedules.limits));
+  const moved = await ctx.store.writeStep(() => moveSchedule(env, id, dueMs, ctx.schedules.limits, (targets) => requireTargetsInScope(call.principal, targets)));
   ctx.schedules.kick();
   return changed(200, scheduleView(moved, true), { live: false, action: 'schedule.move', env, target: id, detail: { at: isoOf(dueMs) } });
 }
@@ -162,7 +163,7 @@ async function cancelScheduleRoute(ctx: AdminContext, call: AdminCall): Promise<
   const env = param(call, 0);
   const id = param(call, 1);
   const cancelled = await ctx.store.writeStep(
-    () => cancelSchedule(env, id, `cancelled by ${call.actor}`),
+    () => cancelSchedule(env, id, `cancelled by ${call.actor}`, (targets) => requireTargetsInScope(call.principal, targets)),
     await announcing<ScheduleRow>(ctx, call, (r) => cancelledEvents([r], now())),
   );
   return changed(200, scheduleView(cancelled, true), { live: false, action: 'schedule.cancel', env, target: id, detail: null });

@@ -4,10 +4,10 @@
  * have, in the name of the token that scheduled it, naming the schedule) and the webhook events
  * (the same events as that write, plus the schedule.* ones).
  */
-import { idsOf, type ChangeOp, type OpResult } from '../../store/schedule/changes.js';
+import { idsOf, syncsEveryItem, targetEnvironments, type ChangeOp, type OpResult } from '../../store/schedule/changes.js';
 import type { Settled } from '../../store/schedule/lifecycle.js';
 import type { RolloutView, StoredStep } from '../../store/schedule/rollouts.js';
-import type { RolloutRow, ScheduleRow } from '../../store/schedule/rows.js';
+import { OPEN_STATUSES, type RolloutRow, type ScheduleRow } from '../../store/schedule/rows.js';
 import { isoOf } from '../../shared/instant.js';
 import type { NewAuditEntry } from './state.js';
 import type { ScheduleEventBody, WebhookPayload } from './webhooks.js';
@@ -33,6 +33,8 @@ export function scheduleView(row: ScheduleRow, full: boolean): Record<string, un
     at: isoOf(row.due_ms),
     status: row.status,
     items: idsOf(ops),
+    allItems: syncsEveryItem(ops),
+    into: targetEnvironments(ops),
     ops: full ? ops : ops.map(summaryOf),
     note: row.note,
     rollout: row.rollout_id === null ? null : { id: row.rollout_id, step: row.step },
@@ -47,9 +49,14 @@ export function scheduleView(row: ScheduleRow, full: boolean): Record<string, un
   };
 }
 
-/** `completed` when every step applied; otherwise the stored status. */
+/**
+ * `completed` when every step applied; `cancelled` when no step is left to apply and some were
+ * cancelled (by hand, or with their creator's token); otherwise the stored status.
+ */
 function rolloutStatus(rollout: RolloutRow, steps: readonly ScheduleRow[]): string {
-  if (rollout.status === 'active' && steps.length > 0 && steps.every((s) => s.status === 'applied')) return 'completed';
+  if ((rollout.status !== 'active' && rollout.status !== 'paused') || steps.length === 0) return rollout.status;
+  if (steps.every((s) => s.status === 'applied')) return rollout.status === 'active' ? 'completed' : rollout.status;
+  if (!steps.some((s) => OPEN_STATUSES.includes(s.status)) && steps.some((s) => s.status === 'cancelled')) return 'cancelled';
   return rollout.status;
 }
 
@@ -87,11 +94,13 @@ export function rolloutView(view: RolloutView): Record<string, unknown> {
 }
 
 export function scheduleEventBody(row: ScheduleRow): ScheduleEventBody {
+  const ops = JSON.parse(row.ops) as ChangeOp[];
   return {
     id: row.schedule_id,
     at: isoOf(row.due_ms),
     status: row.status,
-    items: idsOf(JSON.parse(row.ops) as ChangeOp[]),
+    items: idsOf(ops),
+    allItems: syncsEveryItem(ops),
     rollout: row.rollout_id,
     lateMs: row.late_ms,
     error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? '' },

@@ -40,6 +40,8 @@ export interface ScheduleEventBody {
   readonly status: string;
   /** The content ids it names. */
   readonly items: readonly string[];
+  /** It holds a sync of every item (which names no id). */
+  readonly allItems: boolean;
   readonly rollout: string | null;
   readonly lateMs: number | null;
   readonly error: { readonly code: string; readonly message: string } | null;

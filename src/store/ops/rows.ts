@@ -63,8 +63,9 @@ export interface Rows {
    */
   pendingTouching(envId: string, keys: readonly string[], beforeMs: number, beforeId: string): ScheduleRow[];
   /**
-   * Pending and paused schedules that name the item (a sync of every item does not count), or, with
-   * ALL_ITEMS, every one of the environment or writing into it.
+   * Pending and paused schedules that write the item: those that name it, and the syncs of every item
+   * from another environment into this one (a sync of every item from this one does not write it);
+   * with ALL_ITEMS, every one of the environment or writing into it.
    */
   openTouching(envId: string, idLower: string): ScheduleRow[];
   /** Open (pending or paused) schedules created with this token. */

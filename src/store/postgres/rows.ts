@@ -260,9 +260,18 @@ export class PgRows implements AsyncRows {
       params.push(value);
       return `$${params.length}`;
     };
-    if (q.envIds !== null) where.push(`s.env_id = ANY(${param(q.envIds)}::text[])`);
+    if (q.envIds !== null) {
+      const envs = param(q.envIds);
+      where.push(
+        q.incoming
+          ? `(s.env_id = ANY(${envs}::text[]) OR EXISTS (SELECT 1 FROM schedule_items i WHERE i.schedule_id = s.schedule_id AND i.env_id = ANY(${envs}::text[])))`
+          : `s.env_id = ANY(${envs}::text[])`,
+      );
+    }
     if (q.idLower !== null) {
-      where.push(`EXISTS (SELECT 1 FROM schedule_items i WHERE i.schedule_id = s.schedule_id AND i.env_id = s.env_id AND (i.id_lower = ${param(q.idLower)} OR i.id_lower = ''))`);
+      // The item of the listed environment: a sync into it names the item there.
+      const itemEnv = param(q.incoming && q.envIds !== null ? q.envIds[0] ?? null : null);
+      where.push(`EXISTS (SELECT 1 FROM schedule_items i WHERE i.schedule_id = s.schedule_id AND i.env_id = coalesce(${itemEnv}::text, s.env_id) AND (i.id_lower = ${param(q.idLower)} OR i.id_lower = ''))`);
     }
     if (q.statuses !== null) where.push(`s.status = ANY(${param(q.statuses)}::text[])`);
     if (q.fromMs !== null) where.push(`s.due_ms >= ${param(q.fromMs)}`);
@@ -308,7 +317,8 @@ export class PgRows implements AsyncRows {
     return this.tx.unsafe<ScheduleRow[]>(
       `SELECT ${SCHEDULE_COLUMNS} FROM schedules s
         WHERE s.status IN ('pending', 'paused')
-          AND EXISTS (SELECT 1 FROM schedule_items i WHERE i.schedule_id = s.schedule_id AND i.env_id = $1 AND i.id_lower = $2)
+          AND EXISTS (SELECT 1 FROM schedule_items i WHERE i.schedule_id = s.schedule_id AND i.env_id = $1
+                        AND (i.id_lower = $2 OR (i.id_lower = '' AND s.env_id <> $1)))
         ORDER BY ${SCHEDULE_ORDER}`,
       [envId, idLower],
     );

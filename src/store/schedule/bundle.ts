@@ -145,7 +145,7 @@ export function* importSchedules(plan: SchedulePlan, by: ImportScheduler): Step<
   const mode = { allowPast: true, openChecked: true };
   const fresh: PlannedSchedule[] = [];
   for (const s of plan.schedules) {
-    const open = yield* call('listSchedules', { envIds: [s.envId], idLower: null, statuses: OPEN_STATUSES, fromMs: s.dueMs, toMs: s.dueMs + 1, rolloutId: null, limit: 1000 });
+    const open = yield* call('listSchedules', { envIds: [s.envId], incoming: false, idLower: null, statuses: OPEN_STATUSES, fromMs: s.dueMs, toMs: s.dueMs + 1, rolloutId: null, limit: 1000 });
     const ops = JSON.stringify(s.ops);
     if (!open.some((o) => o.ops === ops && o.rollout_id === null)) fresh.push(s);
   }
@@ -178,7 +178,7 @@ export function* importSchedules(plan: SchedulePlan, by: ImportScheduler): Step<
 
 /** The open changes (not rollout steps) and the active or paused rollouts with their steps not applied yet, in the bundle's form. */
 export function* exportSchedules(): Step<{ schedules: ScheduleEntry[]; rollouts: RolloutEntry[] }> {
-  const open = yield* call('listSchedules', { envIds: null, idLower: null, statuses: OPEN_STATUSES, fromMs: null, toMs: null, rolloutId: null, limit: 10_000_000 });
+  const open = yield* call('listSchedules', { envIds: null, incoming: false, idLower: null, statuses: OPEN_STATUSES, fromMs: null, toMs: null, rolloutId: null, limit: 10_000_000 });
   const schedules: ScheduleEntry[] = [];
   for (const s of open) {
     if (s.rollout_id !== null) continue;

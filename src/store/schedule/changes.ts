@@ -159,6 +159,11 @@ export function targetEnvironments(ops: readonly ChangeOp[]): string[] {
   return [...new Set(ops.flatMap((op) => (op.op === 'sync' ? [op.to] : [])))];
 }
 
+/** Whether a change set holds a sync of every item (no `ids`): it names no content id, yet writes every item of its target. */
+export function syncsEveryItem(ops: readonly ChangeOp[]): boolean {
+  return ops.some((op) => op.op === 'sync' && (op.ids === undefined || op.ids === null));
+}
+
 /** The content ids a change set names, as written (for display). */
 export function idsOf(ops: readonly ChangeOp[]): string[] {
   return [...new Set(ops.flatMap((op) => (op.op === 'sync' ? (op.ids ?? []) : [op.id])))];

@@ -16,8 +16,8 @@ import type { ContentDetail } from '../types.js';
 import { editRules, type RuleEditResult } from '../ops/rules.js';
 import { ALL_ITEMS, call, parallel, type ScheduleItem, type Step } from '../ops/rows.js';
 import { applyAll, type ChangeSet } from './batch.js';
-import { applyOps, itemsOf, type ChangeOp, type OpResult } from './changes.js';
-import { OPEN_STATUSES, type ScheduleRow } from './rows.js';
+import { applyOps, itemsOf, targetEnvironments, type ChangeOp, type OpResult } from './changes.js';
+import { MAX_ROLLOUT_STEPS, OPEN_STATUSES, type ScheduleRow } from './rows.js';
 
 export interface ScheduleLimits {
   /** How far ahead a change may be scheduled (ms). */
@@ -52,12 +52,13 @@ export function newScheduleId(nowMs: number): string {
   return `sch_${nowMs.toString(16).padStart(12, '0')}${randomBytes(4).toString('hex')}`;
 }
 
-export function checkDue(dueMs: number, nowMs: number, limits: ScheduleLimits): void {
+/** `field` names the time in the request (`at`, a rollout's `steps[i].at`). */
+export function checkDue(dueMs: number, nowMs: number, limits: ScheduleLimits, field = 'at'): void {
   if (dueMs <= nowMs) {
-    throw new RcdError('invalid_body', `at must be in the future (the store's clock reads ${isoOf(nowMs)}); to change something now, send the write itself`);
+    throw new RcdError('invalid_body', `${field} must be in the future (the store's clock reads ${isoOf(nowMs)}); to change something now, send the write itself`, { path: field });
   }
   if (dueMs - nowMs > limits.maxAheadMs) {
-    throw new RcdError('invalid_body', `at is more than ${Math.round(limits.maxAheadMs / 86_400_000)} days ahead (--schedule-max-days)`);
+    throw new RcdError('invalid_body', `${field} is more than ${Math.round(limits.maxAheadMs / 86_400_000)} days ahead (--schedule-max-days)`, { path: field });
   }
 }
 
@@ -81,7 +82,7 @@ export function* requireRoomFor(count: number, limits: ScheduleLimits): Step<voi
 /** Records a change after a rehearsal: refused now (invalid_*, content_not_found, ...) means refused. */
 export function* createSchedule(s: NewSchedule, limits: ScheduleLimits, mode: ScheduleMode = BY_API): Step<ScheduleRow> {
   const now = yield* call('storeNowMs');
-  if (!mode.allowPast || s.dueMs > now) checkDue(s.dueMs, now, limits);
+  if (!mode.allowPast || s.dueMs > now) checkDue(s.dueMs, now, limits, s.rollout === undefined ? 'at' : `steps[${s.rollout.step}].at`);
   if (!mode.openChecked) yield* requireRoomFor(1, limits);
   const id = newScheduleId(now);
   const items = itemsOf(s.envId, s.ops);
@@ -385,19 +386,59 @@ function* cancelRows(rows: readonly ScheduleRow[], reason: string): Step<Schedul
   return out;
 }
 
-export function* cancelSchedule(envId: string, scheduleId: string, reason: string): Step<ScheduleRow> {
+/**
+ * Checks the caller may change this schedule: every environment it writes besides its own (its
+ * syncs' targets) must be in the caller's scope, as when it was created.
+ */
+export type ScheduleGuard = (targets: readonly string[]) => void;
+
+function guarded(row: ScheduleRow, guard: ScheduleGuard): ChangeOp[] {
+  const ops = JSON.parse(row.ops) as ChangeOp[];
+  guard(targetEnvironments(ops));
+  return ops;
+}
+
+export function* cancelSchedule(envId: string, scheduleId: string, reason: string, guard: ScheduleGuard): Step<ScheduleRow> {
   const row = yield* requireSchedule(envId, scheduleId);
+  guarded(row, guard);
   requireOpen(row);
   const [cancelled] = yield* cancelRows([row], reason);
   return cancelled as ScheduleRow;
 }
 
-/** Moves an open change to `dueMs`, rehearsed at its new place. */
-export function* moveSchedule(envId: string, scheduleId: string, dueMs: number, limits: ScheduleLimits): Step<ScheduleRow> {
+/** A rollout's steps (its scheduled changes), in step order. */
+export function* rolloutSteps(envId: string, rolloutId: string): Step<ScheduleRow[]> {
+  const rows = yield* call('listSchedules', { envIds: [envId], incoming: false, idLower: null, statuses: null, fromMs: null, toMs: null, rolloutId, limit: MAX_ROLLOUT_STEPS });
+  return rows.sort((a, b) => (a.step ?? 0) - (b.step ?? 0));
+}
+
+/**
+ * A rollout's step may move only between the open steps before and after it: ranges grow step by
+ * step, so a step applied after a later one would shrink the range and take players out.
+ */
+function* requireStepOrder(row: ScheduleRow, dueMs: number): Step<void> {
+  if (row.rollout_id === null || row.step === null) return;
+  const step = row.step;
+  for (const other of yield* rolloutSteps(row.env_id, row.rollout_id)) {
+    if (other.step === null || other.step === step || !OPEN_STATUSES.includes(other.status)) continue;
+    const before = other.step < step;
+    if (before ? other.due_ms >= dueMs : other.due_ms <= dueMs) {
+      throw new RcdError(
+        'rollout_step_order',
+        `step ${step + 1} of rollout ${row.rollout_id} must stay ${before ? 'after' : 'before'} step ${other.step + 1} (due ${isoOf(other.due_ms)}): steps apply in their order, so nobody leaves the rollout`,
+        { rollout: row.rollout_id, step, other: other.step, otherAt: isoOf(other.due_ms) },
+      );
+    }
+  }
+}
+
+/** Moves an open change to `dueMs`, rehearsed at its new place (a rollout's step stays between its neighbours). */
+export function* moveSchedule(envId: string, scheduleId: string, dueMs: number, limits: ScheduleLimits, guard: ScheduleGuard): Step<ScheduleRow> {
   const row = yield* requireSchedule(envId, scheduleId);
+  const ops = guarded(row, guard);
   requireOpen(row);
   checkDue(dueMs, yield* call('storeNowMs'), limits);
-  const ops = JSON.parse(row.ops) as ChangeOp[];
+  yield* requireStepOrder(row, dueMs);
   yield* rehearse(envId, ops, itemsOf(envId, ops), dueMs, scheduleId);
   yield* call('moveSchedule', scheduleId, dueMs);
   return { ...row, due_ms: dueMs };
@@ -421,7 +462,9 @@ export interface KillResult {
 
 /**
  * The kill switch: one rule (or every rule) of the item's mapping disabled, and every open
- * scheduled change of the item cancelled (its rollouts with them), in one transaction.
+ * scheduled change that would write the item cancelled (its rollouts with them), in one
+ * transaction: those that name it, and the syncs of every item into its environment, which would
+ * copy the mapping back with the rule live.
  */
 export function* kill(envId: string, id: string, rule: number | null, segment: string | null): Step<KillResult> {
   const mapping = yield* editRules(envId, id, { rule, segment, variant: null, disabled: true });

@@ -16,11 +16,9 @@ import { requireContent } from '../ops/content.js';
 import { editRules, ruleState, type RuleEditResult, type RuleState } from '../ops/rules.js';
 import { call, type Step } from '../ops/rows.js';
 import type { ChangeOp } from './changes.js';
-import { createSchedule, type ScheduleLimits, type ScheduleMode } from './lifecycle.js';
-import { OPEN_STATUSES, type RolloutRow, type ScheduleRow } from './rows.js';
+import { createSchedule, rolloutSteps, type ScheduleLimits, type ScheduleMode } from './lifecycle.js';
+import { MAX_ROLLOUT_STEPS, OPEN_STATUSES, type RolloutRow, type ScheduleRow } from './rows.js';
 
-/** Steps of one rollout: a few in practice; each is a scheduled change. */
-export const MAX_ROLLOUT_STEPS = 100;
 const MOD_VALUES = 1000;
 
 export interface RolloutStepPlan {
@@ -80,6 +78,7 @@ export function* createRollout(r: NewRollout, limits: ScheduleLimits, mode?: Sch
   const before = ruleState(rule, r.variant);
   const start = r.start ?? before.mod?.[0] ?? 0;
   if (!Number.isInteger(start) || start < 0 || start >= MOD_VALUES) throw new RcdError('invalid_body', `start must be an integer mod value, 0..${MOD_VALUES - 1}`);
+  requireNoShrink(before, start, widthOf(r.steps[0]!.percent), r.variant);
   const now = yield* call('storeNowMs');
   const rolloutId = newRolloutId(now);
   const segment = String(rule.segment);
@@ -135,23 +134,33 @@ export function* createRollout(r: NewRollout, limits: ScheduleLimits, mode?: Sch
   return { rollout: row, steps: schedules };
 }
 
+/**
+ * The first step must keep every player the target serves now (an enabled patch rule without a
+ * range serves everyone): ranges only grow from there, and a first step narrower than the current
+ * range would take players out, who come back at a later step.
+ */
+function requireNoShrink(before: RuleState, start: number, firstWidth: number, variant: string | null): void {
+  if (before.disabled) return;
+  const [lo, hi] = before.mod ?? [0, MOD_VALUES - 1];
+  const first: [number, number] = [start, start + firstWidth - 1];
+  if (first[0] <= lo && first[1] >= hi) return;
+  const target = variant === null ? 'the rule' : `variant ${JSON.stringify(variant)}`;
+  throw new RcdError(
+    'rollout_shrinks',
+    `${target} serves mod ${lo}..${hi} now; the first step (mod ${first[0]}..${first[1]}) would take players out` +
+      (before.mod === null ? ' (a rule without a range serves everyone: add it with "disabled": true to roll it out)' : ''),
+    { current: [lo, hi], first },
+  );
+}
+
 export function* requireRollout(envId: string, rolloutId: string): Step<RolloutRow> {
   const row = yield* call('getRollout', rolloutId);
   if (row === undefined || row.env_id !== envId) throw new RcdError('not_found', `no rollout ${JSON.stringify(rolloutId)} in environment ${JSON.stringify(envId)}`);
   return row;
 }
 
-function* stepsOf(rollout: RolloutRow): Step<ScheduleRow[]> {
-  const rows = yield* call('listSchedules', {
-    envIds: [rollout.env_id],
-    idLower: null,
-    statuses: null,
-    fromMs: null,
-    toMs: null,
-    rolloutId: rollout.rollout_id,
-    limit: MAX_ROLLOUT_STEPS,
-  });
-  return rows.sort((a, b) => (a.step ?? 0) - (b.step ?? 0));
+function stepsOf(rollout: RolloutRow): Step<ScheduleRow[]> {
+  return rolloutSteps(rollout.env_id, rollout.rollout_id);
 }
 
 function requireStatus(rollout: RolloutRow, allowed: readonly RolloutRow['status'][], action: string): void {

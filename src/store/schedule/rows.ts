@@ -6,6 +6,9 @@
 export const SCHEDULE_STATUSES = ['pending', 'paused', 'applied', 'failed', 'cancelled'] as const;
 export type ScheduleStatus = (typeof SCHEDULE_STATUSES)[number];
 
+/** Steps of one rollout: a few in practice; each is a scheduled change. */
+export const MAX_ROLLOUT_STEPS = 100;
+
 /** Not settled yet: the applier takes `pending` ones when due; `paused` ones wait for their rollout's resume. */
 export const OPEN_STATUSES: readonly ScheduleStatus[] = ['pending', 'paused'];
 
@@ -64,7 +67,9 @@ export interface RolloutRow {
 export interface ScheduleQuery {
   /** Only these environments (null: every one). */
   readonly envIds: readonly string[] | null;
-  /** Only schedules touching this content key of `envIds[0]` (null: any). */
+  /** With envIds: also the changes of other environments whose syncs write into them. */
+  readonly incoming: boolean;
+  /** Only schedules touching this content key of `envIds[0]` (of their own environment without envIds; null: any). */
   readonly idLower: string | null;
   readonly statuses: readonly ScheduleStatus[] | null;
   /** Due at or after / before (Unix ms). */

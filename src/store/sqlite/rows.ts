@@ -57,10 +57,12 @@ export class SqliteRows extends StoreSql implements Rows {
                         AND (i.id_lower = '' OR i.id_lower IN (SELECT value FROM json_each(@keys)) OR EXISTS (SELECT 1 FROM json_each(@keys) WHERE value = '')))
         ORDER BY s.due_ms, s.schedule_id`,
     );
+    // The item named, or every item of the environment written by a sync from another one.
     this.openTouchingStmt = db.prepare(
       `SELECT ${SCHEDULE_COLUMNS} FROM schedules s
         WHERE s.status IN ('pending', 'paused')
-          AND EXISTS (SELECT 1 FROM schedule_items i WHERE i.schedule_id = s.schedule_id AND i.env_id = ? AND i.id_lower = ?)
+          AND EXISTS (SELECT 1 FROM schedule_items i WHERE i.schedule_id = s.schedule_id AND i.env_id = @env
+                        AND (i.id_lower = @key OR (i.id_lower = '' AND s.env_id <> @env)))
         ORDER BY s.due_ms, s.schedule_id`,
     );
     this.openOfEnvStmt = db.prepare(
@@ -140,12 +142,20 @@ export class SqliteRows extends StoreSql implements Rows {
     const where: string[] = [];
     const params: unknown[] = [];
     if (q.envIds !== null) {
-      where.push(`s.env_id IN (SELECT value FROM json_each(?))`);
-      params.push(JSON.stringify(q.envIds));
+      const envs = JSON.stringify(q.envIds);
+      if (q.incoming) {
+        where.push(`(s.env_id IN (SELECT value FROM json_each(?)) OR EXISTS (SELECT 1 FROM schedule_items i WHERE i.schedule_id = s.schedule_id AND i.env_id IN (SELECT value FROM json_each(?))))`);
+        params.push(envs, envs);
+      } else {
+        where.push(`s.env_id IN (SELECT value FROM json_each(?))`);
+        params.push(envs);
+      }
     }
     if (q.idLower !== null) {
-      where.push(`EXISTS (SELECT 1 FROM schedule_items i WHERE i.schedule_id = s.schedule_id AND i.env_id = s.env_id AND (i.id_lower = ? OR i.id_lower = ''))`);
-      params.push(q.idLower);
+      // The item of the listed environment: a sync into it names the item there.
+      const itemEnv = q.incoming && q.envIds !== null ? q.envIds[0] ?? null : null;
+      where.push(`EXISTS (SELECT 1 FROM schedule_items i WHERE i.schedule_id = s.schedule_id AND i.env_id = coalesce(?, s.env_id) AND (i.id_lower = ? OR i.id_lower = ''))`);
+      params.push(itemEnv, q.idLower);
     }
     if (q.statuses !== null) {
       where.push(`s.status IN (SELECT value FROM json_each(?))`);
@@ -177,7 +187,7 @@ export class SqliteRows extends StoreSql implements Rows {
   }
 
   openTouching(envId: string, idLower: string): ScheduleRow[] {
-    return idLower === '' ? this.openOfEnvStmt.all(envId, envId) : this.openTouchingStmt.all(envId, idLower);
+    return idLower === '' ? this.openOfEnvStmt.all(envId, envId) : this.openTouchingStmt.all({ env: envId, key: idLower });
   }
 
   openOfToken(tokenId: string): ScheduleRow[] {

@@ -33,7 +33,7 @@ function sleep(ms: number): Promise<void> {
 }
 
 function* rowsOf(envId: string): Step<ScheduleRow[]> {
-  return yield* call('listSchedules', { envIds: [envId], idLower: null, statuses: null, fromMs: null, toMs: null, rolloutId: null, limit: 1000 });
+  return yield* call('listSchedules', { envIds: [envId], incoming: false, idLower: null, statuses: null, fromMs: null, toMs: null, rolloutId: null, limit: 1000 });
 }
 
 function put(id: string, json: unknown): ChangeOp {
@@ -167,12 +167,12 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
 
   it('moves and cancels only open changes; a cancelled one never applies', async () => {
     const a = await schedule([put('Shop', { level: 2 })], 300);
-    const moved = await store.writeStep(() => moveSchedule('live', a.schedule_id, Date.now() + 60_000, LIMITS));
+    const moved = await store.writeStep(() => moveSchedule('live', a.schedule_id, Date.now() + 60_000, LIMITS, () => undefined));
     expect(moved.due_ms).toBeGreaterThan(Date.now() + 50_000);
-    const cancelled = await store.writeStep(() => cancelSchedule('live', a.schedule_id, 'changed my mind'));
+    const cancelled = await store.writeStep(() => cancelSchedule('live', a.schedule_id, 'changed my mind', () => undefined));
     expect(cancelled.status).toBe('cancelled');
-    await rejectsWith(store.writeStep(() => cancelSchedule('live', a.schedule_id, 'again')), 'conflict');
-    await rejectsWith(store.writeStep(() => cancelSchedule('qa', a.schedule_id, 'other env')), 'not_found');
+    await rejectsWith(store.writeStep(() => cancelSchedule('live', a.schedule_id, 'again', () => undefined)), 'conflict');
+    await rejectsWith(store.writeStep(() => cancelSchedule('qa', a.schedule_id, 'other env', () => undefined)), 'not_found');
     await sleep(350);
     expect(await store.writeStep(() => applyDue(10))).toEqual([]);
   });
