@@ -175,14 +175,20 @@ export function combineTagPrefix(base: string, mappedParts: string, mappedCount:
 }
 
 /**
- * Whether If-None-Match names `opaque` in any coding: the coding it names (so a 304 repeats the tag the
- * client holds), or -1. `*` matches any current answer and is answered with `fallback`. Tags carry no
- * quote inside, so a quoted occurrence of the opaque part is a whole tag of the list; a `W/` prefix
- * does not matter (weak comparison).
+ * matchIfNoneMatch's `star` on the content POSTs: `*` names no copy the client holds, so it matches
+ * nothing there and the request is answered as without it (docs/api.md, "If-None-Match: *").
  */
-export function matchIfNoneMatch(header: string, opaque: string, fallback: Coding): number {
+export const STAR_IGNORED = -1;
+
+/**
+ * Whether If-None-Match names `opaque` in any coding: the coding it names (so a 304 repeats the tag the
+ * client holds), or -1. `*` answers `star`: the coding a GET's 304 goes out with (`*` matches any
+ * current answer), or STAR_IGNORED. Tags carry no quote inside, so a quoted occurrence of the opaque
+ * part is a whole tag of the list; a `W/` prefix does not matter (weak comparison).
+ */
+export function matchIfNoneMatch(header: string, opaque: string, star: Coding | typeof STAR_IGNORED): number {
   if (header.length === 0) return -1;
-  if (header === '*' || header.trim() === '*') return fallback;
+  if (header === '*' || header.trim() === '*') return star;
   let at = header.indexOf(opaque);
   while (at !== -1) {
     const after = at + opaque.length;

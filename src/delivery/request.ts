@@ -60,7 +60,7 @@ const { parseUserContext } = context;
 const { frontEntryOf, pathEntryOf, rememberPathEntry } = frontCache;
 const { checkPlainQuery, compiledCombineQuery, wrappedKind } = query;
 const { enterUwsCall, leaveUwsCall, sendContent, sendNotModified, sendUidContent, sendWrapped } = reply;
-const { etagValue, itemTag, matchIfNoneMatch, withUid } = etag;
+const { STAR_IGNORED, etagValue, itemTag, matchIfNoneMatch, withUid } = etag;
 const { currentPlanOf, planMemoOf, planTagOf, planTagOfPath, plannedAnswer, rememberPlanTagPath } = combinePlan;
 
 /** The content routes, numbered as their metrics labels: a route is its own label (metricRouteOf). */
@@ -679,14 +679,15 @@ const cacheControlOf = (r: ContentRequest): Uint8Array => {
 /**
  * 304 when If-None-Match names the answer's tag (r.tag) in any coding; returns whether it answered.
  * POST included, on purpose: these POSTs read (the body is the user context, nothing changes), so a
- * client revalidates them as a GET (docs/api.md, "Conditional requests").
+ * client revalidates them as a GET (docs/api.md, "Conditional requests"); `*` names no copy, and is
+ * ignored.
  */
 const answeredNotModified = (r: ContentRequest): boolean => {
   // Tested here, not only inside: a call that returns at once runs too little bytecode for V8 to
   // compile it soon, and ran interpreted (~230 instructions per request under bench:cost).
   if (r.ifNoneMatch.length === 0) return false;
   const tag = r.tagUid ? withUid(r.tag, r.uid) : r.tag;
-  const coding = matchIfNoneMatch(r.ifNoneMatch, tag, Coding.Identity);
+  const coding = matchIfNoneMatch(r.ifNoneMatch, tag, STAR_IGNORED);
   if (coding === -1) return false;
   r.writing = true;
   sendNotModified(r.res, r.state.http, etagValue(tag, coding), cacheControlOf(r), r.origin, r.state.shuttingDown);

@@ -133,6 +133,18 @@ describe('single-flag evaluation', () => {
     expect(again.headers.get('etag')).toBe(tag);
     expect((await evaluate(srv.url, 'Shop', { targetingKey: 'q', country: 'DE' }, { 'if-none-match': tag })).status).toBe(200);
   });
+
+  it('ignores If-None-Match: * (a POST names no copy by it): the answer, as without it, single and bulk', async () => {
+    const first = await evaluate(srv.url, 'Shop', { targetingKey: 'p', country: 'DE' });
+    const star = await evaluate(srv.url, 'Shop', { targetingKey: 'p', country: 'DE' }, { 'if-none-match': '*' });
+    expect(star.status).toBe(200);
+    expect(star.text).toBe(first.text);
+    expect(star.headers.get('etag')).toBe(first.headers.get('etag'));
+    const all = await bulk(srv.url, { targetingKey: 'p' });
+    const allStar = await bulk(srv.url, { targetingKey: 'p' }, { 'if-none-match': '*' });
+    expect(allStar.status).toBe(200);
+    expect(allStar.text).toBe(all.text);
+  });
 });
 
 describe('bulk evaluation', () => {
@@ -204,6 +216,9 @@ describe('errors', () => {
     ['an unknown bearer key', { key: null, headers: { authorization: 'Bearer not-a-key-at-all' } }, 401, 'GENERAL', 'invalid_api_key'],
     ['a bearer key', { key: null, headers: { authorization: `Bearer ${KEY}` } }, 200, undefined, undefined],
     ['another Content-Type', { contentType: 'text/plain' }, 400, 'GENERAL', 'unsupported_content_type'],
+    ['a Content-Type that only starts as JSON', { contentType: 'application/jsonx' }, 400, 'GENERAL', 'unsupported_content_type'],
+    ['a JSON Content-Type with a suffix after its parameters', { contentType: 'application/json-seq; charset=utf-8' }, 400, 'GENERAL', 'unsupported_content_type'],
+    ['a JSON Content-Type in another letter case, with a charset', { contentType: 'Application/JSON; charset=UTF-8' }, 200, undefined, undefined],
     ['a body that is not JSON', { body: '{"context":' }, 400, 'PARSE_ERROR', 'invalid_json'],
     ['an empty body', { body: '' }, 400, 'PARSE_ERROR', 'invalid_json'],
     ['a context that is not an object', { body: '{"context":[1]}' }, 400, 'INVALID_CONTEXT', 'invalid_body'],

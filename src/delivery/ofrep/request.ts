@@ -25,7 +25,7 @@ import { bodyText, keptChunk } from '../body.js';
 import { frontEntryOf, frontKeyOf, keepEntry, renderedOf, type FrontKey, type Rendered } from '../front-cache.js';
 import { missJob } from '../request.js';
 import { CC_PRIVATE, answerBuffer, answerWords, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendNotModified } from '../reply.js';
-import { Coding, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
+import { Coding, STAR_IGNORED, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
 import type { HttpPolicy } from '../http-policy.js';
 import type { FrontEndState } from '../state.js';
 import { bulkAnswer, singleAnswer, type BulkItem } from './answer.js';
@@ -419,7 +419,7 @@ function ofrepPolicy(policy: HttpPolicy): HttpPolicy {
 /** 304 when If-None-Match names the answer's tag; returns whether it answered. */
 function answeredNotModified(r: OfrepRequest): boolean {
   if (r.ifNoneMatch.length === 0) return false; // as request.ts answeredNotModified
-  const coding = matchIfNoneMatch(r.ifNoneMatch, r.tag, Coding.Identity);
+  const coding = matchIfNoneMatch(r.ifNoneMatch, r.tag, STAR_IGNORED);
   if (coding === -1) return false;
   r.writing = true;
   sendNotModified(r.res, ofrepPolicy(r.state.http), etagValue(r.tag, coding), CC_PRIVATE, r.origin, r.state.shuttingDown);

@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { Coding, etagValue, matchIfNoneMatch } from '../../../src/delivery/etag.js';
+import { Coding, STAR_IGNORED, etagValue, matchIfNoneMatch } from '../../../src/delivery/etag.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR, acceptedCodings } from '../../../src/delivery/encoding.js';
 import { mintStreamToken, verifyStreamToken } from '../../../src/delivery/stream-token.js';
 import { Directory, MappingLibrary } from '../../../src/delivery/directory.js';
@@ -48,6 +48,12 @@ describe('If-None-Match', () => {
     [tag, -1],
   ])('%j → %i', (header, expected) => {
     expect(matchIfNoneMatch(header, tag, Coding.Gzip)).toBe(expected);
+  });
+
+  it('* matches nothing where it is ignored (the content POSTs), and a tag still does', () => {
+    expect(matchIfNoneMatch('*', tag, STAR_IGNORED)).toBe(-1);
+    expect(matchIfNoneMatch(' * ', tag, STAR_IGNORED)).toBe(-1);
+    expect(matchIfNoneMatch(etagValue(tag, Coding.Gzip), tag, STAR_IGNORED)).toBe(Coding.Gzip);
   });
 });
 
