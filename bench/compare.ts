@@ -1,19 +1,20 @@
 /**
  * `npm run bench:compare A.json B.json`: judge a change (B) against a baseline (A), scenario by scenario.
  * `npm run bench:compare -- --history SCENARIO [--dir DIR] [--out FILE.svg]`: the scenario's figures
- * over every suite run recorded in DIR (default bench/results), printed and drawn as an SVG chart.
+ * over every suite run recorded in DIR (default: the kept baselines in bench/results and the local runs in
+ * $RCD_BENCH_RESULTS or bench/results/local), printed and drawn as an SVG chart.
  *
  * Prints, per scenario present in both files, B/A for server req/s and for server CPU per request, and the
  * two ceiling-relative ratios side by side. The ceiling-relative figures are the ones to trust across runs:
  * absolute req/s drift with whatever else the (shared) machine is doing, while each run's ceiling drifts
  * with it.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { historyChart, type RecordedRun } from './charts.js';
-import { repoRoot } from './fixtures/generate.js';
 import { textTable, type BenchResults, type ScenarioResult } from './report.js';
+import { baselineDir, localResultsDir } from './results-dir.js';
 import { saturationRatio } from './targets.js';
 
 /** A results file of the load suite (`npm run bench`), not of bench:edits, bench:tls or another rig. */
@@ -28,17 +29,20 @@ function load(path: string): BenchResults {
   return parsed;
 }
 
-/** Every suite run recorded in dir that has the scenario, oldest first. */
-export function loadHistory(dir: string, scenario: string): RecordedRun[] {
+/** Every suite run recorded in the directories that has the scenario, oldest first (a missing directory has none). */
+export function loadHistory(dirs: readonly string[], scenario: string): RecordedRun[] {
   const runs: RecordedRun[] = [];
-  for (const f of readdirSync(dir).filter((n) => n.endsWith('.json'))) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(readFileSync(join(dir, f), 'utf8'));
-    } catch {
-      continue;
+  for (const dir of dirs) {
+    if (!existsSync(dir)) continue;
+    for (const f of readdirSync(dir).filter((n) => n.endsWith('.json'))) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(readFileSync(join(dir, f), 'utf8'));
+      } catch {
+        continue;
+      }
+      if (isSuiteResults(parsed) && parsed.scenarios.some((s) => s.key === scenario)) runs.push({ label: basename(f, '.json'), results: parsed });
     }
-    if (isSuiteResults(parsed) && parsed.scenarios.some((s) => s.key === scenario)) runs.push({ label: basename(f, '.json'), results: parsed });
   }
   return runs.sort((a, b) => a.results.date.localeCompare(b.results.date) || a.label.localeCompare(b.label));
 }
@@ -107,7 +111,7 @@ export function compareResults(a: BenchResults, b: BenchResults): string {
 
 const USAGE =
   'usage: npm run bench:compare A.json B.json   (A = baseline, e.g. main; B = the change)\n' +
-  '       npm run bench:compare -- --history SCENARIO [--dir DIR] [--out FILE.svg]   (default dir bench/results, out DIR/history-SCENARIO.svg)\n';
+  '       npm run bench:compare -- --history SCENARIO [--dir DIR] [--out FILE.svg]   (default dirs bench/results and the local results, out LOCAL/history-SCENARIO.svg)\n';
 
 function history(argv: string[]): number {
   let values: { history?: string; dir?: string; out?: string };
@@ -118,19 +122,21 @@ function history(argv: string[]): number {
     return 2;
   }
   const scenario = values.history ?? '';
-  const dir = values.dir ?? join(repoRoot(), 'bench', 'results');
+  const dirs = values.dir !== undefined ? [values.dir] : [baselineDir(), localResultsDir()];
   let runs: RecordedRun[];
   try {
-    runs = loadHistory(dir, scenario);
+    runs = loadHistory(dirs, scenario);
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n`);
     return 2;
   }
   if (runs.length === 0) {
-    process.stderr.write(`no suite run in ${dir} has the scenario "${scenario}"\n`);
+    process.stderr.write(`no suite run in ${dirs.join(' or ')} has the scenario "${scenario}"\n`);
     return 2;
   }
-  const out = values.out ?? join(dir, `history-${scenario.replace(/[^A-Za-z0-9._-]/g, '_')}.svg`);
+  const outDir = values.dir ?? localResultsDir();
+  mkdirSync(outDir, { recursive: true });
+  const out = values.out ?? join(outDir, `history-${scenario.replace(/[^A-Za-z0-9._-]/g, '_')}.svg`);
   writeFileSync(out, historyChart(runs, scenario));
   process.stdout.write(`${historyTable(runs, scenario)}\n\nchart: ${out}\n`);
   return 0;

@@ -1,6 +1,6 @@
 /**
  * The result model of the edits-under-load benchmark (bench/edits.ts), its targets, the stdout table
- * and the files bench/results/<date>-<host>-edits.json and .md.
+ * and the files <date>-<host>-edits.json and .md in the results directory.
  */
 import { writeFileSync } from 'node:fs';
 import { freeResultStem, hostTag, textTable } from './report.js';
@@ -438,7 +438,7 @@ export function renderEditsMarkdown(r: EditsResults): string {
   return lines.join('\n');
 }
 
-/** bench/results/<date>-<host>-edits.json (+ .md); a second run the same day gets -2, -3, ... */
+/** <dir>/<date>-<host>-edits.json (+ .md); a second run the same day gets -2, -3, ... */
 export function writeEditsResults(r: EditsResults, dir: string): { json: string; md: string } {
   const stem = freeResultStem(dir, `${r.date.slice(0, 10)}-${hostTag()}-edits`);
   writeFileSync(`${stem}.json`, JSON.stringify(r, null, 2) + '\n');

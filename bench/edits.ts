@@ -37,6 +37,7 @@ import {
   type WriteStats,
 } from './edits-report.js';
 import { BENCH_ENV, BENCH_KEY, buildBundle, prng, repoRoot, smallItemDoc, type FixtureItem } from './fixtures/generate.js';
+import { localResultsDir } from './results-dir.js';
 import { isLinuxProcAvailable, memoryStatus } from './measure.js';
 import { Supervisor, drain, freePort, launcherNodeFlags } from './processes.js';
 import type { RequestEntry } from './scenarios.js';
@@ -51,7 +52,7 @@ const USAGE = `usage: npm run bench:edits -- [options]
   --write-every MS   one admin write every MS ms during the write phase (default 100; 10..60000)
   --connections N    wrk connections on the plain request (default 10; max 1000)
   --smoke            ~500 items, 2 s phases, a 1 MiB import: checks that every figure is produced, not speed
-  --out DIR          results directory (default bench/results; --smoke: a temp dir)`;
+  --out DIR          results directory (default $RCD_BENCH_RESULTS, else bench/results/local; --smoke: a temp dir)`;
 
 interface Options extends EditsOptions {
   readonly outDir: string;
@@ -122,7 +123,7 @@ function parseOptions(argv: string[]): Options {
     importBytes: smoke ? SMOKE_IMPORT_BYTES : FULL_IMPORT_BYTES,
     visibleWaitMs: VISIBLE_WAIT_MS,
     loopDelayLogMs: LOOP_DELAY_LOG_MS,
-    outDir: values.out ?? (smoke ? join(tmpdir(), 'rcd-bench-smoke') : join(repoRoot(), 'bench', 'results')),
+    outDir: values.out ?? (smoke ? join(tmpdir(), 'rcd-bench-smoke') : localResultsDir()),
   };
 }
 

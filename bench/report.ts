@@ -293,7 +293,7 @@ export function hostTag(): string {
 }
 
 /**
- * bench/results/<date>-<host>.json, its .md summary and its SVG charts beside it (<stem>-ratio.svg,
+ * <dir>/<date>-<host>.json, its .md summary and its SVG charts beside it (<stem>-ratio.svg,
  * <stem>-latency.svg); a second run the same day gets -2, -3, ... rather than overwriting.
  */
 export function writeResults(results: BenchResults, dir: string): { json: string; md: string; charts: string[] } {

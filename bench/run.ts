@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { defaultThreads, httpThreadsFor } from '../src/runtime/config.js';
 import { repoRoot, writeBundle } from './fixtures/generate.js';
+import { localResultsDir } from './results-dir.js';
 import { probe } from './probe.js';
 import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
 import { RssSampler, clientCpu, isLinuxProcAvailable, memoryStatus, processCpuMicros, resetPeakRss, rssAt } from './measure.js';
@@ -92,7 +93,7 @@ const USAGE = `usage: npm run bench -- [options]
                        median round is reported (default 3; --smoke: 1; max 20)
   --check              exit 1 when any target FAILs (the verdict table printed at the end), not only on
                        errors; n/a (not measured by this run) is not a failure
-  --out DIR            results directory (default bench/results; --smoke: a temp dir)`;
+  --out DIR            results directory (default $RCD_BENCH_RESULTS, else bench/results/local; --smoke: a temp dir)`;
 
 function positiveNumber(name: string, raw: string | undefined, fallback: number, max: number): number {
   if (raw === undefined) return fallback;
@@ -146,7 +147,7 @@ function parseOptions(argv: string[]): Options {
     workers: Math.floor(positiveNumber('workers', values.workers, 0, 16)),
     smoke,
     target: values.target,
-    outDir: values.out ?? (smoke ? join(tmpdir(), 'rcd-bench-smoke') : join(repoRoot(), 'bench', 'results')),
+    outDir: values.out ?? (smoke ? join(tmpdir(), 'rcd-bench-smoke') : localResultsDir()),
     wrk: values.wrk === true,
     wrkRounds: Math.max(1, Math.floor(positiveNumber('wrk-rounds', values['wrk-rounds'], smoke ? 1 : 3, 20))),
     check: values.check === true,

@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { CeilingAnswer } from './ceiling.js';
 import { repoRoot, writeBundle } from './fixtures/generate.js';
+import { localResultsDir } from './results-dir.js';
 import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
 import { fmtInt, freeResultStem, hostTag, textTable } from './report.js';
 import { BASE_SEED, scenarioByName, type RequestEntry } from './scenarios.js';
@@ -34,7 +35,7 @@ const USAGE = `usage: npm run bench:tls -- [options]
   --connections N      wrk connections (default 50)
   --rounds N           rounds; each runs every mode, ceiling then server (default 1, max 10)
   --key rsa|ec         the certificate's key: RSA-2048 (default) or ECDSA P-256
-  --out DIR            where the JSON and Markdown results go (default bench/results)`;
+  --out DIR            where the JSON and Markdown results go (default $RCD_BENCH_RESULTS, else bench/results/local)`;
 
 interface Options {
   readonly scenario: string;
@@ -76,7 +77,7 @@ function options(argv: string[]): Options {
     connections: int('connections', values.connections, 50, 10_000),
     rounds: int('rounds', values.rounds, 1, 10),
     key,
-    outDir: values.out ?? join(repoRoot(), 'bench', 'results'),
+    outDir: values.out ?? localResultsDir(),
   };
 }
 

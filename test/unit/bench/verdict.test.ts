@@ -38,8 +38,8 @@ function write(name: string, content: unknown): string {
   return path;
 }
 
-function cli(script: string, args: string[]): { code: number | null; out: string } {
-  const r = spawnSync(process.execPath, [join(root, 'dist/bench', script), ...args], { cwd: root, encoding: 'utf8', timeout: 30_000 });
+function cli(script: string, args: string[], env: NodeJS.ProcessEnv = process.env): { code: number | null; out: string } {
+  const r = spawnSync(process.execPath, [join(root, 'dist/bench', script), ...args], { cwd: root, encoding: 'utf8', timeout: 30_000, env });
   return { code: r.status, out: `${r.stdout}${r.stderr}` };
 }
 
@@ -111,6 +111,24 @@ describe('npm run bench:compare -- --history', () => {
     expect(existsSync(svg)).toBe(true);
     expect(readFileSync(svg, 'utf8')).toMatch(/^<svg [^>]*xmlns="http:\/\/www\.w3\.org\/2000\/svg"/);
     expect(cli('compare.js', ['--history', 'no-such-scenario', '--dir', hist]).code).toBe(2);
+  });
+
+  it('reads the kept baselines and the local results directory together by default, and draws into the local one', () => {
+    const local = mkdtempSync(join(dir, 'local-'));
+    writeFileSync(join(local, '2026-11-22-vm-20.json'), JSON.stringify(recorded('2026-11-22-vm-20.json')));
+    const { code, out } = cli('compare.js', ['--history', 'mapped'], { ...process.env, RCD_BENCH_RESULTS: local });
+    expect(code, out).toBe(0);
+    const rows = [...out.matchAll(/^(2026-11-22-vm-\d+) /gm)].map((m) => m[1]);
+    expect(rows).toEqual(['2026-11-22-vm-20', '2026-11-22-vm-24']);
+    expect(existsSync(join(local, 'history-mapped.svg'))).toBe(true);
+  });
+});
+
+describe('the kept baselines', () => {
+  it('are read by bench:verdict as suite runs', () => {
+    const { code, out } = cli('verdict.js', [join(root, 'bench/results/2026-11-22-vm-24.json')]);
+    expect(code, out).toBe(0);
+    expect(out).toMatch(/^targets: \d+ pass, \d+ FAIL, \d+ n\/a$/m);
   });
 });
 
