@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import { APP_VERSION_PATTERN } from '../shared/app-version.js';
+import { MAX_JSON_DEPTH, exceedsDepth } from '../shared/json-limits.js';
 import { WEBHOOK_EVENTS } from '../admin/server/state.js';
 import { TOKEN_ROLES } from '../admin/server/access.js';
 import { ERROR_STATUS, type ErrorCode } from '../runtime/errors.js';
@@ -51,7 +52,11 @@ export const ErrorEnvelope = named(
  */
 export const userContextSchema = z.object({
   u: z.string().optional(),
-  p: z.record(z.string(), z.unknown()).optional(),
+  // The delivery's MAX_P_DEPTH (src/delivery/context.ts) is this limit.
+  p: z
+    .record(z.string(), z.unknown())
+    .refine((p) => !exceedsDepth(p, MAX_JSON_DEPTH), `p nests at most ${MAX_JSON_DEPTH} levels of arrays and objects (p itself is the first)`)
+    .optional(),
   v: z.string().regex(APP_VERSION_PATTERN).optional(),
 });
 

@@ -125,6 +125,24 @@ export function indentation(value: unknown, level: number): number {
 }
 
 /**
+ * Containers a mapping may nest past --max-content-depth: the rules, variant and patch around a
+ * patch's value, so that a patch may reach into content as deep as the limit allows.
+ */
+export const MAPPING_FRAME_DEPTH = 8;
+
+/**
+ * Refuses a mapping nested deeper than content may be, plus its frame, before anything walks it
+ * (its validation, JSON.stringify and the renderers recurse). Throws invalid_mapping, whose details
+ * are the problem list validateMapping's refusals have.
+ */
+export function checkMappingDepth(mapping: unknown): void {
+  const limit = limits.maxDepth + MAPPING_FRAME_DEPTH;
+  if (!exceedsDepth(mapping, limit)) return;
+  const reason = `the mapping is nested deeper than ${limit} levels (--max-content-depth + ${MAPPING_FRAME_DEPTH})`;
+  throw new RcdError('invalid_mapping', `mapping: ${reason}`, [{ rule: null, path: '', reason }]);
+}
+
+/**
  * What one write (a bundle, a change set) stores, counted as its texts are made: the sum may not pass
  * --max-write-bytes. Throws invalid_content.
  */

@@ -120,6 +120,23 @@ function contentCases(server: () => ServerProcess): void {
     expect(await written(srv)).toEqual(before);
   });
 
+  it('a mapping nested 20,000 deep is refused with invalid_mapping (PUT, a scheduled mapping.put) and invalid_bundle (import)', async () => {
+    const srv = server();
+    const mapping = { rules: [{ segment: 's', when: { tags: { $eq: nested(VERY_DEEP) } }, patch: { difficulty: nested(VERY_DEEP) } }] };
+    const before = await written(srv);
+    const put = await adm(srv, 'PUT', 'environments/live/content/Game/mapping', mapping);
+    expect(put.status).toBe(400);
+    expect(put.json.error?.code).toBe('invalid_mapping');
+    const scheduled = await adm(srv, 'POST', 'environments/live/schedules', { at: isoIn(3_600_000), ops: [{ op: 'mapping.put', id: 'Game', mapping }] });
+    expect(scheduled.status).toBe(400);
+    expect(scheduled.json.error?.code).toBe('invalid_mapping');
+    const imported = await adm(srv, 'POST', 'import', { environments: { live: { content: { Game: { text: '{"difficulty":"normal"}', mapping } } } } });
+    expect(imported.status).toBe(400);
+    expect(imported.json.error?.code).toBe('invalid_bundle');
+    expect(await written(srv)).toEqual(before);
+    expect(((await ok(srv, 'GET', 'environments/live/content/Game')).mapping as { rules: { segment: string }[] }).rules.map((r) => r.segment)).toEqual(['vip']);
+  });
+
   it('content at the limit is taken, by every way in', async () => {
     const srv = server();
     const value = nested(MAX_DEPTH);

@@ -21,7 +21,7 @@
  *   the current mapping alone, `"mapping": null` removes it.
  */
 import { z } from 'zod';
-import { WriteBudget, compileContent, jsonContentText, type CompiledContent } from '../jsonc.js';
+import { WriteBudget, checkMappingDepth, compileContent, jsonContentText, type CompiledContent } from '../jsonc.js';
 import { RcdError } from '../../runtime/errors.js';
 import { validateMapping } from '../../mapping/index.js';
 import { isPlainObject } from '../../shared/json.js';
@@ -299,6 +299,7 @@ function planContent(
     // The mapping is checked against the revision that will be newest after the import: the last.
     if (!ok || revisions.length === 0) return null;
     try {
+      checkMappingDepth(entry.mapping);
       ruleCount = validateMapping(entry.mapping, newestValue).ruleCount;
       mappingJson = JSON.stringify(entry.mapping);
     } catch (err) {

@@ -8,7 +8,7 @@ import { RcdError } from '../../runtime/errors.js';
 import { validateMapping } from '../../mapping/index.js';
 import { contentIdKey } from '../ids.js';
 import { nextNumber, nowIso, sameRevision, type ContentRow } from '../sqlite/sql.js';
-import type { CompiledContent } from '../jsonc.js';
+import { checkMappingDepth, type CompiledContent } from '../jsonc.js';
 import type { ContentRef, MappingResult, PutContentResult, SyncReport } from '../types.js';
 import { call, type NewRevision, type Step } from './rows.js';
 
@@ -103,6 +103,7 @@ export function* putMapping(envId: string, id: string, mapping: unknown): Step<M
   const content = yield* requireContent(envId, id);
   const newest = yield* call('newestRevision', content.content_pk);
   if (newest === undefined) throw new RcdError('internal', `content ${JSON.stringify(content.id)} has no revision`);
+  checkMappingDepth(mapping);
   const compiled = validateMapping(mapping, JSON.parse(newest.minified));
   return yield* storeMapping(content, newest.hash, JSON.stringify(mapping), compiled.ruleCount);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RcdError } from '../../../src/runtime/errors.js';
-import { parseUserContext } from '../../../src/delivery/context.js';
+import { MAX_P_DEPTH, parseUserContext } from '../../../src/delivery/context.js';
 import { userContextSchema } from '../../../src/openapi/schemas.js';
 import { NO_VERSION, TOO_WIDE, lowerBoundOf, versionAtMost } from '../../../src/shared/app-version.js';
 import { isJsonContentType } from '../../../src/delivery/routes.js';
@@ -30,11 +30,18 @@ const CASES: [string, boolean][] = [
   ['[]', false],
   ['"s"', false],
   ['null', false],
+  // p nests at most MAX_P_DEPTH levels, p itself the first.
+  [`{"p":{"a":${'['.repeat(MAX_P_DEPTH - 1)}${']'.repeat(MAX_P_DEPTH - 1)}}}`, true],
+  [`{"p":{"a":${'['.repeat(MAX_P_DEPTH)}${']'.repeat(MAX_P_DEPTH)}}}`, false],
+  [`{"p":{"a":${'{"b":'.repeat(MAX_P_DEPTH)}1${'}'.repeat(MAX_P_DEPTH)}}}`, false],
+  [`{"u":"x","p":{"a":${'['.repeat(20_000)}${']'.repeat(20_000)}}}`, false],
+  // Deep elsewhere in the body is not p: nothing walks it.
+  [`{"x":${'['.repeat(20_000)}${']'.repeat(20_000)}}`, true],
 ];
 
 describe('parseUserContext', () => {
   for (const [body, ok] of CASES) {
-    it(`${ok ? 'accepts' : 'refuses'} ${body}`, () => {
+    it(`${ok ? 'accepts' : 'refuses'} ${body.length > 80 ? `${body.slice(0, 60)}… (${body.length} characters)` : body}`, () => {
       if (ok) {
         expect(() => parseUserContext(body)).not.toThrow();
       } else {

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { RcdError } from '../../../src/runtime/errors.js';
 import { parseOfrepContext } from '../../../src/delivery/ofrep/context.js';
-import { parseUserContext } from '../../../src/delivery/context.js';
+import { MAX_P_DEPTH, parseUserContext } from '../../../src/delivery/context.js';
 import { errorCodeOf, ofrepErrorBody } from '../../../src/delivery/ofrep/errors.js';
 
 function codeOf(text: string): string {
@@ -63,6 +63,13 @@ describe('the OFREP evaluation context', () => {
     ['{"context":{"targetingKey":"a"},"other":1}', 'accepted'],
   ])('%s → %s', (text, code) => {
     expect(codeOf(text)).toBe(code);
+  });
+
+  it('refuses attributes nested past MAX_P_DEPTH (the context is p, its first level) with invalid_body', () => {
+    const body = (levels: number): string => `{"context":{"targetingKey":"a","tags":${'['.repeat(levels)}${']'.repeat(levels)}}}`;
+    expect(codeOf(body(MAX_P_DEPTH - 1))).toBe('accepted');
+    expect(codeOf(body(MAX_P_DEPTH))).toBe('invalid_body');
+    expect(codeOf(body(20_000))).toBe('invalid_body');
   });
 
   it('rcd codes map to the OpenFeature error codes, and the error body carries both', () => {

@@ -1,5 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { compileContent, lineColumn, locateJsonError, stripComments } from '../../../src/store/jsonc.js';
+import {
+  MAPPING_FRAME_DEPTH,
+  WriteBudget,
+  checkMappingDepth,
+  compileContent,
+  indentation,
+  jsonContentText,
+  lineColumn,
+  locateJsonError,
+  setContentLimits,
+  stripComments,
+} from '../../../src/store/jsonc.js';
+import { DEFAULT_CONTENT_LIMITS, type ContentLimits } from '../../../src/shared/json-limits.js';
 import { RcdError } from '../../../src/runtime/errors.js';
 import { contentHash } from '../../../src/shared/identity.js';
 
@@ -149,5 +161,84 @@ describe('lineColumn', () => {
   it('counts LF, CRLF and lone CR as one line break each', () => {
     expect(lineColumn('a\nb\r\nc\rd', 7)).toEqual({ line: 4, column: 1 });
     expect(lineColumn('ab', 1)).toEqual({ line: 1, column: 2 });
+  });
+});
+
+describe('content limits', () => {
+  /** `levels` arrays around 0, as text. */
+  const nestedText = (levels: number): string => '['.repeat(levels) + '0' + ']'.repeat(levels);
+  const limited = (l: Partial<ContentLimits>, fn: () => void): void => {
+    setContentLimits({ ...DEFAULT_CONTENT_LIMITS, ...l });
+    try {
+      fn();
+    } finally {
+      setContentLimits(DEFAULT_CONTENT_LIMITS);
+    }
+  };
+  const codeOf = (fn: () => unknown): string => {
+    try {
+      fn();
+    } catch (err) {
+      return err instanceof RcdError ? err.code : String(err);
+    }
+    return 'none';
+  };
+
+  it('a text nested past the depth limit names the first bracket past it', () => {
+    expect(() => compileContent(nestedText(DEFAULT_CONTENT_LIMITS.maxDepth))).not.toThrow();
+    const p = problemOf('{\n  "s": "[[[[",\n  "a": ' + nestedText(200_000) + '}');
+    expect(p).toMatchObject({ line: 3, column: 8 + DEFAULT_CONTENT_LIMITS.maxDepth - 1 });
+    expect(p.reason).toContain('nested deeper than');
+  });
+
+  it('a text over --max-content-bytes (UTF-8 bytes) is refused', () => {
+    limited({ maxBytes: 10 }, () => {
+      expect(() => compileContent('"12345678"')).not.toThrow();
+      expect(codeOf(() => compileContent('"1234567é"'))).toBe('invalid_content');
+    });
+  });
+
+  it('indentation is what JSON.stringify(value, null, 2) adds to the minified text', () => {
+    const values: unknown[] = [
+      0,
+      'x',
+      [],
+      {},
+      [1, [2, [3, []]], {}],
+      { a: { b: [1, { c: null }], d: {} }, 'é': 'ü', e: [[[]]] },
+      JSON.parse('{"__proto__":[1,{"x":[2]}]}'),
+    ];
+    for (const value of values) {
+      expect(JSON.stringify(value).length + indentation(value, 0)).toBe(JSON.stringify(value, null, 2).length);
+    }
+  });
+
+  it('jsonContentText: the 2-space text, or a refusal before it is made (depth, bytes)', () => {
+    expect(jsonContentText({ a: [1] })).toBe(JSON.stringify({ a: [1] }, null, 2));
+    let deep: unknown = 0;
+    for (let i = 0; i < 100_000; i++) deep = [deep];
+    expect(codeOf(() => jsonContentText(deep))).toBe('invalid_content');
+    const wide = [new Array<number>(100).fill(0)];
+    const size = JSON.stringify(wide, null, 2).length;
+    limited({ maxBytes: size }, () => expect(jsonContentText(wide)).toHaveLength(size));
+    limited({ maxBytes: size - 1 }, () => expect(codeOf(() => jsonContentText(wide))).toBe('invalid_content'));
+  });
+
+  it('a write budget refuses the text that takes the sum past --max-write-bytes', () => {
+    limited({ maxWriteBytes: 10 }, () => {
+      const budget = new WriteBudget();
+      budget.take('12345');
+      budget.take('67890');
+      expect(codeOf(() => budget.take('x'))).toBe('invalid_content');
+    });
+  });
+
+  it('a mapping may nest the content limit and its frame', () => {
+    limited({ maxDepth: 4 }, () => {
+      let value: unknown = 0;
+      for (let i = 0; i < 4 + MAPPING_FRAME_DEPTH - 1; i++) value = [value];
+      expect(() => checkMappingDepth({ v: value })).not.toThrow();
+      expect(codeOf(() => checkMappingDepth({ v: [value] }))).toBe('invalid_mapping');
+    });
   });
 });
