@@ -334,12 +334,12 @@ function adminDocument(schemas: Record<string, Json>): Json {
     '/admin/v1/environments/{env}/schedules/{sid}': {
       parameters: [ENV_PARAM, pathParam('sid', 'schedule id (sch_ + 20 hex)')],
       get: read('One scheduled change, with its texts and mappings', 'Schedule', ['not_found']),
-      patch: write('Move a pending or paused change (checked again at its new time)', { '200': ['moved', 'Schedule'] }, [...JSON_BODY_ERRORS, ...REHEARSAL_ERRORS, 'conflict'], undefined, { schema: REF('ScheduleMove') }),
+      patch: write('Move a pending or paused change (checked again at its new time)', { '200': ['moved', 'Schedule'] }, [...JSON_BODY_ERRORS, ...REHEARSAL_ERRORS, 'conflict', 'rollout_step_order'], undefined, { schema: REF('ScheduleMove') }),
       delete: write('Cancel a pending or paused change', { '200': ['cancelled', 'Schedule'] }, ['not_found', 'conflict']),
     },
     '/admin/v1/environments/{env}/rollouts': {
       parameters: [ENV_PARAM],
-      post: write('Create a staged rollout (its steps are scheduled changes)', { '201': ['created', 'Rollout'] }, [...JSON_BODY_ERRORS, ...REHEARSAL_ERRORS], undefined, { schema: REF('RolloutBody') }),
+      post: write('Create a staged rollout (its steps are scheduled changes)', { '201': ['created', 'Rollout'] }, [...JSON_BODY_ERRORS, ...REHEARSAL_ERRORS, 'rollout_shrinks'], undefined, { schema: REF('RolloutBody') }),
       get: read('Rollouts of the environment, newest first', 'RolloutList', ['invalid_query'], [
         queryParam('id', { type: 'string' }, 'only the rollouts of this content id'),
         queryParam('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'default 100'),

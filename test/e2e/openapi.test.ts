@@ -272,7 +272,9 @@ describe('OpenAPI documents', () => {
     await admin('POST', `environments/live/content/Sched/preview?at=${encodeURIComponent(inTwo)}`, '{"u":"p1"}');
     await admin('DELETE', `environments/live/schedules/${sch.id}`);
     await admin('DELETE', `environments/live/schedules/${sch.id}`);
-    const ro = (await (await admin('POST', 'environments/live/rollouts', JSON.stringify({ id: 'Sched', rule: 0, steps: [{ percent: 10, at: inHour }, { percent: 100, at: inTwo }] }))).json()) as { id: string };
+    const ro = (await (await admin('POST', 'environments/live/rollouts', JSON.stringify({ id: 'Sched', rule: 0, steps: [{ percent: 10, at: inHour }, { percent: 100, at: inTwo }] }))).json()) as { id: string; steps: { scheduleId: string }[] };
+    await admin('PATCH', `environments/live/schedules/${ro.steps[0]!.scheduleId}`, JSON.stringify({ at: new Date(Date.now() + 10_800_000).toISOString() }));
+    await admin('POST', 'environments/live/rollouts', JSON.stringify({ id: 'Sched', rule: 1, steps: [{ percent: 10, at: inHour }] }));
     await admin('GET', 'environments/live/rollouts?id=Sched');
     await admin('GET', `environments/live/rollouts/${ro.id}`);
     await admin('POST', `environments/live/rollouts/${ro.id}/pause`);

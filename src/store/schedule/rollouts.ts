@@ -78,22 +78,15 @@ export function* createRollout(r: NewRollout, limits: ScheduleLimits, mode?: Sch
   const before = ruleState(rule, r.variant);
   const start = r.start ?? before.mod?.[0] ?? 0;
   if (!Number.isInteger(start) || start < 0 || start >= MOD_VALUES) throw new RcdError('invalid_body', `start must be an integer mod value, 0..${MOD_VALUES - 1}`);
-  requireNoShrink(before, start, widthOf(r.steps[0]!.percent), r.variant);
+  const mods = planRanges(r.steps, start);
+  requireNoShrink(before, mods[0]!, r.variant);
   const now = yield* call('storeNowMs');
   const rolloutId = newRolloutId(now);
   const segment = String(rule.segment);
-  let lastWidth = 0;
-  let lastDue = -Infinity;
   const stored: StoredStep[] = [];
   const schedules: ScheduleRow[] = [];
   for (const [i, step] of r.steps.entries()) {
-    const width = widthOf(step.percent);
-    if (width <= lastWidth) throw new RcdError('invalid_body', `steps[${i}]: each step must cover more players than the one before (ranges only grow)`);
-    if (start + width > MOD_VALUES) {
-      throw new RcdError('invalid_body', `steps[${i}]: ${step.percent}% from start ${start} passes mod 999; ranges grow from start, so ${step.percent}% needs start <= ${MOD_VALUES - width}`);
-    }
-    if (step.dueMs <= lastDue) throw new RcdError('invalid_body', `steps[${i}]: steps must be in time order`);
-    const mod: [number, number] = [start, start + width - 1];
+    const mod = mods[i]!;
     const op: ChangeOp = { op: 'rule.set', id: content.id, rule: r.rule, segment, variant: r.variant, mod, disabled: false };
     const row = yield* createSchedule(
       {
@@ -110,8 +103,6 @@ export function* createRollout(r: NewRollout, limits: ScheduleLimits, mode?: Sch
     );
     schedules.push(row);
     stored.push({ percent: step.percent, dueMs: step.dueMs, scheduleId: row.schedule_id, mod });
-    lastWidth = width;
-    lastDue = step.dueMs;
   }
   const row: RolloutRow = {
     rollout_id: rolloutId,
@@ -134,15 +125,31 @@ export function* createRollout(r: NewRollout, limits: ScheduleLimits, mode?: Sch
   return { rollout: row, steps: schedules };
 }
 
+/** Each step's range from `start`: the steps must grow, stay within the mod's values and be in time order. */
+function planRanges(steps: readonly RolloutStepPlan[], start: number): [number, number][] {
+  let lastWidth = 0;
+  let lastDue = -Infinity;
+  return steps.map((step, i) => {
+    const width = widthOf(step.percent);
+    if (width <= lastWidth) throw new RcdError('invalid_body', `steps[${i}]: each step must cover more players than the one before (ranges only grow)`);
+    if (start + width > MOD_VALUES) {
+      throw new RcdError('invalid_body', `steps[${i}]: ${step.percent}% from start ${start} passes mod 999; ranges grow from start, so ${step.percent}% needs start <= ${MOD_VALUES - width}`);
+    }
+    if (step.dueMs <= lastDue) throw new RcdError('invalid_body', `steps[${i}]: steps must be in time order`);
+    lastWidth = width;
+    lastDue = step.dueMs;
+    return [start, start + width - 1];
+  });
+}
+
 /**
  * The first step must keep every player the target serves now (an enabled patch rule without a
  * range serves everyone): ranges only grow from there, and a first step narrower than the current
  * range would take players out, who come back at a later step.
  */
-function requireNoShrink(before: RuleState, start: number, firstWidth: number, variant: string | null): void {
+function requireNoShrink(before: RuleState, first: readonly [number, number], variant: string | null): void {
   if (before.disabled) return;
   const [lo, hi] = before.mod ?? [0, MOD_VALUES - 1];
-  const first: [number, number] = [start, start + firstWidth - 1];
   if (first[0] <= lo && first[1] >= hi) return;
   const target = variant === null ? 'the rule' : `variant ${JSON.stringify(variant)}`;
   throw new RcdError(

@@ -250,6 +250,10 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     await rejectsWith(plan([{ percent: 100, dueMs: t }], 0, null, 10), 'invalid_body');
     await rejectsWith(plan([{ percent: 0.05, dueMs: t }]), 'invalid_body');
     await rejectsWith(plan([{ percent: 5, dueMs: t }], 1), 'invalid_body');
+    // Rule 0 serves everyone now (no range): a first step below 100% would take players out.
+    await rejectsWith(plan([{ percent: 5, dueMs: t }, { percent: 100, dueMs: t + 1 }]), 'rollout_shrinks');
+    // Variant A serves 0..499: a first step of 40% from 0 would take 400..499 out.
+    await rejectsWith(plan([{ percent: 40, dueMs: t }], 1, 'A'), 'rollout_shrinks');
     // Variant B's range may not grow over A's: the rehearsal refuses the overlap.
     await rejectsWith(plan([{ percent: 60, dueMs: t }], 1, 'B', 400), 'invalid_mapping');
     expect(await store.readStep(() => rowsOf('live'))).toEqual([]);
