@@ -17,8 +17,15 @@ import type { AdminStateStore, NewAuditEntry } from './state.js';
 import { outboxEntries, type WebhookPayload } from './webhooks.js';
 
 export interface AdminContext {
+  /**
+   * In a write made with a named token, a view whose writes check in their transaction that the
+   * token is still live (Store.guarded, src/store/write-guard.ts); the store itself otherwise.
+   */
   readonly store: Store;
+  /** As `store`: the admin state, its writes checked the same way in a named token's write. */
   readonly state: AdminStateStore;
+  /** The store without that check: what a revocation does after the token is revoked (its own caller's included). */
+  readonly unguardedStore: Store;
   /** How long a write's webhook deliveries are held if the server never releases them (OutboxOf.holdMs). */
   readonly outboxHoldMs: number;
   readonly imports: ImportPreparer;

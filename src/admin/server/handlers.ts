@@ -485,16 +485,21 @@ async function listTokens(ctx: AdminContext): Promise<AdminResult> {
 /**
  * What the token scheduled is cancelled first (a scheduled change is applied with its creator's
  * rights, which a revocation withdraws), then the token revoked: should the second fail, the
- * token still works but nothing it scheduled applies behind anyone's back.
+ * token still works but nothing it scheduled applies behind anyone's back. Then once more: a write
+ * of the token on another node of the store may have committed between the two (its own check
+ * found the token live); once the token is revoked none can (src/store/write-guard.ts), so this
+ * second pass, made without the caller's check (a token may revoke itself), leaves nothing behind.
  */
 async function revokeToken(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const name = param(call, 0);
   const live = (await ctx.state.listTokens()).find((t) => t.name === name && t.revokedAt === null);
   if (live === undefined) throw new RcdError('not_found', `no live admin token named "${name}"`);
-  const cancelled = await ctx.store.writeStep(() => cancelOfToken(live.id), await announcing<readonly ScheduleRow[]>(ctx, call, (rows) => cancelledEvents(rows, now())));
+  const events = (rows: readonly ScheduleRow[]): WebhookPayload[] => cancelledEvents(rows, now());
+  const cancelled = await ctx.store.writeStep(() => cancelOfToken(live.id), await announcing<readonly ScheduleRow[]>(ctx, call, events));
   const info = await ctx.state.revokeToken(name);
+  const late = await ctx.unguardedStore.writeStep(() => cancelOfToken(live.id), await announcing<readonly ScheduleRow[]>(ctx, call, events));
   return changed(200, { id: info.id, name: info.name, revoked: true }, {
-    live: false, action: 'token.revoke', env: null, target: info.name, detail: { id: info.id, schedulesCancelled: cancelled.map((r) => r.schedule_id) },
+    live: false, action: 'token.revoke', env: null, target: info.name, detail: { id: info.id, schedulesCancelled: [...cancelled, ...late].map((r) => r.schedule_id) },
   });
 }
 
