@@ -148,7 +148,8 @@ async function open(): Promise<void> {
   let adminPort: number | null = null;
   if (token !== null) {
     if (token.source === 'file') logInfo(`admin token in ${token.path}`);
-    adminState = openAdminState(config.storeUrl, { dataDir: config.dataDir, log: logError, busyTimeoutMs: config.storeBusyTimeoutMs });
+    // memory: the store's own in-memory database (its readerUrl names it), where guarded writes read the tokens.
+    adminState = openAdminState(config.storeUrl.startsWith('memory:') ? store.readerUrl : config.storeUrl, { dataDir: config.dataDir, log: logError, busyTimeoutMs: config.storeBusyTimeoutMs });
     try {
       admin = await startAdminServer({
         host: config.adminHost,

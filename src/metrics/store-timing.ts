@@ -5,6 +5,7 @@
  */
 import { RcdError } from '../runtime/errors.js';
 import type { Store } from '../store/types.js';
+import type { WriteGuard } from '../store/write-guard.js';
 import { STORE_WRITES, observeStoreWrite, type ServerCounters } from './layout.js';
 
 /** Failures of the store itself; bad input (invalid_content, conflict, not found) is not one. */
@@ -29,11 +30,14 @@ export function timeStoreWrites(store: Store, counters: ServerCounters): Store {
       }
     });
   });
+  // A guarded view's writes are timed as the store's.
+  const guarded = (guard: WriteGuard): Store => timeStoreWrites(store.guarded(guard), counters);
   // Every other member is the store's own, called on the store itself (its private state stays its own).
   return new Proxy(store, {
     get(target, prop): unknown {
       const wrapped = wrappers.get(prop);
       if (wrapped !== undefined) return wrapped;
+      if (prop === 'guarded') return guarded;
       const value: unknown = Reflect.get(target, prop, target);
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },

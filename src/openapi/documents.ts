@@ -308,7 +308,7 @@ function adminDocument(schemas: Record<string, Json>): Json {
       post: operation({
         summary: 'What the delivery API answers a user context, now or as the item will be at a time (a read: nothing written or audited)',
         params: [queryParam('at', { type: 'string' }, 'RFC 3339 time with an offset: the item with its pending scheduled changes due by then applied (docs/schedule.md)')],
-        body: { schema: REF('UserContext') },
+        body: { schema: REF('PreviewContext') },
         ok: { '200': ['the answer and the rules as this user meets them', 'Preview'] },
         errors: [...ADMIN_COMMON, 'invalid_json', 'invalid_body', 'invalid_query', 'not_found', 'content_not_found'],
       }, 'admin'),
@@ -418,7 +418,7 @@ function adminDocument(schemas: Record<string, Json>): Json {
         'Error', 'Propagation', 'EnvironmentList', 'EnvironmentPut', 'EnvironmentDeleted', 'KeyCreateBody', 'KeyCreated', 'KeyList', 'KeyRevoked',
         'ContentList', 'ContentPut', 'ContentDetail', 'ContentDeleted', 'Mapping', 'MappingPut', 'MappingDeleted', 'SyncBody', 'SyncReport',
         'Bundle', 'ImportReport', 'WebhookBody', 'WebhookCreated', 'WebhookList', 'WebhookDeleted', 'DeadLetters', 'AuditList',
-        'TokenBody', 'TokenCreated', 'TokenList', 'TokenRevoked', 'Preview', 'UserContext', 'Segment',
+        'TokenBody', 'TokenCreated', 'TokenList', 'TokenRevoked', 'Preview', 'PreviewContext', 'UserContext', 'Segment',
         'ChangeOp', 'ScheduleBody', 'ScheduleMove', 'Schedule', 'ScheduleList', 'RolloutBody', 'Rollout', 'RolloutList', 'KillBody', 'Killed',
       ]),
       securitySchemes: { adminToken: { type: 'http', scheme: 'bearer' } },

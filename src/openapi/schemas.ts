@@ -61,6 +61,8 @@ export const userContextSchema = z.object({
 });
 
 export const UserContext = named('UserContext', userContextSchema, 'The request body of content requests');
+/** A preview's body (an admin body: no member the user context does not name). */
+export const PreviewContext = named('PreviewContext', z.strictObject(userContextSchema.shape), 'A user context (UserContext) with no other member');
 
 export const Segment = named(
   'Segment',
@@ -184,10 +186,11 @@ export const EnvironmentList = named(
 export const EnvironmentPut = named('EnvironmentPut', written({ id: z.string(), created: z.boolean() }));
 export const EnvironmentDeleted = named('EnvironmentDeleted', written({ id: z.string(), deleted: z.literal(true), contentDeleted: z.number().int() }));
 
-// Admin request bodies: the handlers validate them by hand (src/admin/server/handlers.ts) and ignore
-// members they do not read, so these are plain objects; test/e2e/openapi.test.ts checks that the
-// server and these schemas accept and refuse the same bodies.
-export const KeyCreateBody = named('KeyCreateBody', z.object({ key: z.string().regex(/^[!-~]{8,256}$/).optional() }), 'Optional: a key you chose (8-256 visible ASCII)');
+// Admin request bodies: the handlers validate them by hand (src/admin/server/handlers.ts) and refuse
+// members they do not know (400 invalid_body), so these are strict objects (additionalProperties:
+// false); test/e2e/openapi.test.ts checks that the server and these schemas accept and refuse the
+// same bodies.
+export const KeyCreateBody = named('KeyCreateBody', z.strictObject({ key: z.string().regex(/^[!-~]{8,256}$/).optional() }), 'Optional: a key you chose (8-256 visible ASCII)');
 export const KeyCreated = named('KeyCreated', written({ id: z.string(), key: z.string() }), 'The only time the key is shown');
 export const KeyList = named(
   'KeyList',
@@ -221,7 +224,11 @@ export const Mapping = named(
 export const MappingPut = named('MappingPut', written({ id: z.string(), mappingId: z.number().int(), ruleCount: z.number().int() }));
 export const MappingDeleted = named('MappingDeleted', written({ id: z.string(), mappingDeleted: z.literal(true) }));
 
-export const SyncBody = named('SyncBody', z.object({ to: z.string().min(1), ids: z.array(z.string().min(1)).nullable().optional() }), 'ids absent or null: all content');
+export const SyncBody = named(
+  'SyncBody',
+  z.strictObject({ to: z.string().min(1), ids: z.array(z.string().min(1)).nullable().optional(), dryRun: z.boolean().optional() }),
+  'ids absent or null: all content; dryRun: what it would do, nothing written',
+);
 export const SyncReport = named(
   'SyncReport',
   written({ from: z.string(), to: z.string(), items: z.array(z.strictObject({ id: z.string(), action: z.enum(['created', 'updated', 'unchanged']), hash: HASH })) }),
@@ -245,7 +252,7 @@ const WebhookEvent = z.enum(WEBHOOK_EVENTS);
 const WEBHOOK_SECRET = /^(?:whsec_(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)|(?!whsec_)[\s\S]+)$/;
 export const WebhookBody = named(
   'WebhookBody',
-  z.object({ url: z.url({ protocol: /^https?$/ }), events: z.array(WebhookEvent).min(1), secret: z.string().min(1).max(512).regex(WEBHOOK_SECRET).optional() }),
+  z.strictObject({ url: z.url({ protocol: /^https?$/ }), events: z.array(WebhookEvent).min(1), secret: z.string().min(1).max(512).regex(WEBHOOK_SECRET).optional() }),
 );
 const webhookShape = { id: z.string(), url: z.string(), events: z.array(WebhookEvent), createdAt: TIME };
 export const WebhookCreated = named('WebhookCreated', written({ ...webhookShape, secret: z.string() }), 'The only time the secret is shown');
@@ -291,7 +298,7 @@ const TokenRoleSchema = z.enum(TOKEN_ROLES);
 const TokenScopeSchema = z.union([z.literal('*'), z.array(z.string().regex(ENV_ID)).min(1)]);
 export const TokenBody = named(
   'TokenBody',
-  z.object({ name: z.string().regex(/^[A-Za-z0-9_.@:-]{1,64}$/), role: TokenRoleSchema, environments: TokenScopeSchema }),
+  z.strictObject({ name: z.string().regex(/^[A-Za-z0-9_.@:-]{1,64}$/), role: TokenRoleSchema, environments: TokenScopeSchema }),
   'A named admin token: role read, editor or admin; environments "*" (all) or a list (docs/admin.md, "Admin tokens")',
 );
 const tokenShape = {
@@ -318,10 +325,10 @@ const SCHEDULE_ERROR = z.strictObject({ code: z.string(), message: z.string() })
 export const ChangeOp = named('ChangeOp', ChangeOpSchema, 'One admin write of a scheduled change (docs/schedule.md, "Ops")');
 export const ScheduleBody = named(
   'ScheduleBody',
-  z.object({ at: INSTANT, ops: z.array(ChangeOp).min(1).max(MAX_OPS), note: z.string().max(1000).optional() }),
+  z.strictObject({ at: INSTANT, ops: z.array(ChangeOp).min(1).max(MAX_OPS), note: z.string().max(1000).optional() }),
   'A change set and the time it takes effect',
 );
-export const ScheduleMove = named('ScheduleMove', z.object({ at: INSTANT }));
+export const ScheduleMove = named('ScheduleMove', z.strictObject({ at: INSTANT }), 'Only the time moves: a change\'s ops are not edited');
 const scheduleShape = {
   id: z.string().regex(/^sch_[0-9a-f]{20}$/),
   env: z.string(),
@@ -346,12 +353,12 @@ export const Schedule = named('Schedule', written(scheduleShape), 'A scheduled c
 export const ScheduleList = named('ScheduleList', z.strictObject({ schedules: z.array(z.strictObject(scheduleShape)) }));
 export const RolloutBody = named(
   'RolloutBody',
-  z.object({
+  z.strictObject({
     id: z.string().min(1),
     rule: z.number().int().min(0),
     variant: z.string().min(1).nullable().optional(),
     start: z.number().int().min(0).max(999).nullable().optional(),
-    steps: z.array(z.object({ percent: z.number(), at: INSTANT })).min(1).max(MAX_ROLLOUT_STEPS),
+    steps: z.array(z.strictObject({ percent: z.number(), at: INSTANT })).min(1).max(MAX_ROLLOUT_STEPS),
     note: z.string().max(1000).optional(),
   }),
   'A staged rollout: each step widens the rule\'s (or the variant\'s) mod range from start',
@@ -384,5 +391,5 @@ const rolloutShape = {
 };
 export const Rollout = named('Rollout', written({ ...rolloutShape, applied: z.record(z.string(), z.unknown()).nullable().optional().describe('advance: the step it applied') }), 'A staged rollout and its steps');
 export const RolloutList = named('RolloutList', z.strictObject({ rollouts: z.array(z.strictObject(rolloutShape)) }));
-export const KillBody = named('KillBody', z.object({ rule: z.number().int().min(0).optional(), segment: z.string().min(1).optional() }), 'Without rule: every rule of the mapping');
+export const KillBody = named('KillBody', z.strictObject({ rule: z.number().int().min(0).optional(), segment: z.string().min(1).optional() }), 'Without rule: every rule of the mapping');
 export const Killed = named('Killed', written({ id: z.string(), rule: z.number().int().nullable(), mappingId: z.number().int(), ruleCount: z.number().int(), cancelled: z.array(z.string()) }));

@@ -2,7 +2,8 @@
  * Instants as the admin API and the CLI take them: RFC 3339 date-times with an offset
  * (`2026-10-31T00:00:00Z`, `2026-10-31T02:00:00+02:00`, fractions of a second allowed). A time
  * without an offset is refused: whose midnight it meant cannot be guessed, and live-ops calendars
- * span time zones.
+ * span time zones. Every year 0000-9999 is read as written (RFC 3339's proleptic Gregorian
+ * calendar): a schedule's time in the past is refused as such, never taken for another century.
  */
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/;
 
@@ -12,8 +13,8 @@ export function parseInstant(text: string): number | null {
   if (m === null) return null;
   const [year, month, day, hour, minute, second] = [m[1], m[2], m[3], m[4], m[5], m[6]].map(Number) as [number, number, number, number, number, number];
   if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return null;
-  const local = Date.UTC(year, month - 1, day, hour, minute, second);
-  // Date.UTC rolls 31 June over to 1 July: a date that does not round-trip does not exist.
+  const local = utcMs(year, month, day, hour, minute, second);
+  // 31 June rolls over to 1 July: a date that does not round-trip does not exist.
   if (new Date(local).getUTCDate() !== day) return null;
   const fraction = m[7] === undefined ? 0 : Math.floor(Number(`0${m[7]}`) * 1000);
   const zone = m[8] as string;
@@ -25,6 +26,17 @@ export function parseInstant(text: string): number | null {
     offsetMin = (zone.startsWith('-') ? -1 : 1) * (oh * 60 + om);
   }
   return local + fraction - offsetMin * 60_000;
+}
+
+/**
+ * Date.UTC with the year as given: Date.UTC (and Date's constructor) read years 0-99 as 1900-1999,
+ * setUTCFullYear does not.
+ */
+function utcMs(year: number, month: number, day: number, hour: number, minute: number, second: number): number {
+  const d = new Date(0);
+  d.setUTCFullYear(year, month - 1, day);
+  d.setUTCHours(hour, minute, second, 0);
+  return d.getTime();
 }
 
 export function isoOf(ms: number): string {

@@ -19,6 +19,7 @@ import type { PreparedImport } from './bundle/bundle.js';
 import type { Step } from './ops/rows.js';
 import type { ScheduleRow } from './schedule/rows.js';
 import type { ImportScheduler } from './schedule/bundle.js';
+import type { WriteGuard } from './write-guard.js';
 
 export interface RevisionMeta {
   /** Global, immutable, never reused: the key worker caches use. */
@@ -391,6 +392,12 @@ export interface Store {
   leaseStep<T>(step: () => Step<T>): Promise<T>;
   /** Runs a step that only reads, in one read transaction (one consistent state). */
   readStep<T>(step: () => Step<T>): Promise<T>;
+
+  /**
+   * This store, whose writes first check inside their own transaction that the admin token of
+   * `guard` is not revoked (src/store/write-guard.ts): unauthorized, and nothing written, when it is.
+   */
+  guarded(guard: WriteGuard): Store;
 
   close(): Promise<void>;
 }

@@ -6,6 +6,7 @@
  */
 import { RcdError } from '../../runtime/errors.js';
 import { parseJsonBytes } from '../../shared/json-body.js';
+import { isPlainObject } from '../../shared/json.js';
 import { settle } from '../../shared/settle.js';
 import { prepareImport, type PreparedImport } from '../../store/bundle/bundle.js';
 import type { ChangeEntry, OutboxOf, RoutingDelta, Store } from '../../store/types.js';
@@ -17,8 +18,15 @@ import type { AdminStateStore, NewAuditEntry } from './state.js';
 import { outboxEntries, type WebhookPayload } from './webhooks.js';
 
 export interface AdminContext {
+  /**
+   * In a write made with a named token, a view whose writes check in their transaction that the
+   * token is still live (Store.guarded, src/store/write-guard.ts); the store itself otherwise.
+   */
   readonly store: Store;
+  /** As `store`: the admin state, its writes checked the same way in a named token's write. */
   readonly state: AdminStateStore;
+  /** The store without that check: what a revocation does after the token is revoked (its own caller's included). */
+  readonly unguardedStore: Store;
   /** How long a write's webhook deliveries are held if the server never releases them (OutboxOf.holdMs). */
   readonly outboxHoldMs: number;
   readonly imports: ImportPreparer;
@@ -121,6 +129,34 @@ export function param(call: AdminCall, index: number): string {
 
 export function parseJsonBody(call: AdminCall): unknown {
   return parseJsonBytes(call.body);
+}
+
+/**
+ * Throws invalid_body when `body` has a member not in `known`. An admin body's unknown member (a
+ * typo such as `Rule`, a field of another route) is refused, never ignored: ignored, it changes
+ * what the call does (a kill without its rule disables every rule). `at` names the object in the
+ * message (`steps[0]`), empty for the body itself.
+ */
+export function refuseUnknownFields(body: Record<string, unknown>, known: readonly string[], at = ''): void {
+  for (const name of Object.keys(body)) {
+    if (!known.includes(name)) {
+      const where = at === '' ? '' : ` in ${at}`;
+      throw new RcdError('invalid_body', `unknown field ${JSON.stringify(name)}${where}; known: ${known.join(', ')}`, { field: at === '' ? name : `${at}.${name}` });
+    }
+  }
+}
+
+/** The body as a JSON object of the members in `known` (each optional here), else invalid_body naming `shape`. */
+export function parseBodyObject(call: AdminCall, shape: string, known: readonly string[]): Record<string, unknown> {
+  const body = parseJsonBody(call);
+  if (!isPlainObject(body)) throw new RcdError('invalid_body', `the body must be ${shape}`);
+  refuseUnknownFields(body, known);
+  return body;
+}
+
+/** A route that takes no body: none, or an empty JSON object; anything else is invalid_body. */
+export function requireNoBody(call: AdminCall): void {
+  if (call.body.length > 0) parseBodyObject(call, 'empty (this call takes no body)', []);
 }
 
 export function positiveInt(query: URLSearchParams, name: string, fallback: number | undefined): number | undefined {

@@ -26,9 +26,12 @@ import {
   changed,
   now,
   param,
+  parseBodyObject,
   parseJsonBody,
   positiveInt,
   read,
+  refuseUnknownFields,
+  requireNoBody,
   route,
   type AdminCall,
   type AdminContext,
@@ -40,6 +43,8 @@ import {
 export { INLINE_IMPORTS, type AdminCall, type AdminContext, type AdminHandler, type AdminPrepare, type AdminResult, type AdminRoute, type ImportPreparer } from './admin-call.js';
 
 const MAX_AUDIT_LIMIT = 1000;
+/** The members of the delivery API's user context (src/delivery/context.ts): a preview's body. */
+const USER_CONTEXT_FIELDS = ['u', 'p', 'v'];
 const MAX_SECRET_LENGTH = 512;
 
 function payload(event: WebhookEvent, env: string, id: string | null, hash: string | null, at: string): WebhookPayload {
@@ -55,6 +60,7 @@ async function listEnvironments(ctx: AdminContext, call: AdminCall): Promise<Adm
 
 async function putEnvironment(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
+  requireNoBody(call);
   const created = await ctx.store.putEnvironment(env);
   if (!created) return read({ id: env, created: false });
   return changed(201, { id: env, created: true }, {
@@ -64,6 +70,7 @@ async function putEnvironment(ctx: AdminContext, call: AdminCall): Promise<Admin
 
 async function deleteEnvironment(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
+  requireNoBody(call);
   const forceRaw = call.query.get('force');
   if (forceRaw !== null && forceRaw !== 'true' && forceRaw !== 'false') {
     throw new RcdError('invalid_query', 'force must be true or false');
@@ -96,8 +103,7 @@ async function createKey(ctx: AdminContext, call: AdminCall): Promise<AdminResul
   const env = param(call, 0);
   let plain: string | undefined;
   if (call.body.length > 0) {
-    const body = parseJsonBody(call);
-    if (!isPlainObject(body)) throw new RcdError('invalid_body', 'the body must be a JSON object');
+    const body = parseBodyObject(call, '{"key":"<your key>"} or empty', ['key']);
     if (body.key !== undefined) {
       // The store's rule, so a key the admin API refuses is exactly one a bundle import refuses.
       const problem = plainKeyProblem(body.key);
@@ -121,6 +127,7 @@ async function listKeys(ctx: AdminContext, call: AdminCall): Promise<AdminResult
 async function revokeKey(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
   const keyId = param(call, 1);
+  requireNoBody(call);
   await ctx.store.revokeKey(env, keyId);
   return changed(200, { id: keyId, revoked: true }, {
     live: true, action: 'key.revoke', env, target: keyId, detail: null,
@@ -162,6 +169,7 @@ async function getContent(ctx: AdminContext, call: AdminCall): Promise<AdminResu
 async function deleteContent(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
   const id = param(call, 1);
+  requireNoBody(call);
   // The store names the item (its id as created) and its last hash from inside the write: no listing.
   const deleted = await ctx.store.deleteContent(env, id, await announcing<ContentRef>(ctx, call, (r) => [payload('content.deleted', env, r.id, r.hash, now())]));
   return changed(200, { id: deleted.id, deleted: true }, {
@@ -172,6 +180,7 @@ async function deleteContent(ctx: AdminContext, call: AdminCall): Promise<AdminR
 async function rollbackContent(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
   const id = param(call, 1);
+  requireNoBody(call);
   const to = positiveInt(call.query, 'to', undefined);
   if (to === undefined) throw new RcdError('invalid_query', 'to (the revision number to restore) is required');
   const result = await ctx.store.rollback(env, id, to, await announcing<PutContentResult>(ctx, call, (r) =>
@@ -200,6 +209,7 @@ async function putMapping(ctx: AdminContext, call: AdminCall): Promise<AdminResu
 async function deleteMapping(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
   const id = param(call, 1);
+  requireNoBody(call);
   const { id: name } = await ctx.store.deleteMapping(env, id, await announcing<ContentRef>(ctx, call, (r) => [payload('mapping.updated', env, r.id, r.hash, now())]));
   return changed(200, { id: name, mappingDeleted: true }, {
     live: true, action: 'mapping.delete', env, target: name, detail: null,
@@ -214,6 +224,8 @@ async function previewMapping(ctx: AdminContext, call: AdminCall): Promise<Admin
   const env = param(call, 0);
   const id = param(call, 1);
   const body = parseJsonBody(call);
+  // The delivery API's user context, with no member it does not know (a misspelt `p` would preview another user).
+  if (isPlainObject(body)) refuseUnknownFields(body, USER_CONTEXT_FIELDS);
   const atText = call.query.get('at');
   let detail;
   if (atText === null) {
@@ -231,8 +243,7 @@ async function previewMapping(ctx: AdminContext, call: AdminCall): Promise<Admin
 
 async function syncEnvironment(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const from = param(call, 0);
-  const body = parseJsonBody(call);
-  if (!isPlainObject(body)) throw new RcdError('invalid_body', 'the body must be {"to":"<env>","ids":[...]}');
+  const body = parseBodyObject(call, '{"to":"<env>","ids":[...],"dryRun":false}', ['to', 'ids', 'dryRun']);
   if (typeof body.to !== 'string' || body.to === '') throw new RcdError('invalid_body', 'to must be a non-empty string');
   let ids: string[] | undefined;
   if (body.ids !== undefined && body.ids !== null) {
@@ -339,8 +350,7 @@ function publicWebhook(w: WebhookInfo): WebhookInfo {
 }
 
 async function addWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
-  const body = parseJsonBody(call);
-  if (!isPlainObject(body)) throw new RcdError('invalid_body', 'the body must be {"url":...,"events":[...],"secret":...}');
+  const body = parseBodyObject(call, '{"url":...,"events":[...],"secret":...}', ['url', 'events', 'secret']);
   const url = parseWebhookUrl(body.url);
   const events = parseEvents(body.events);
   let secret: string;
@@ -395,6 +405,7 @@ async function listWebhooks(ctx: AdminContext): Promise<AdminResult> {
 
 async function deleteWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const id = param(call, 0);
+  requireNoBody(call);
   await ctx.state.deleteWebhook(id);
   return changed(200, { id, deleted: true }, {
     live: false, action: 'webhook.delete', env: null, target: id, detail: null,
@@ -461,8 +472,7 @@ function parseScope(raw: unknown): TokenScope {
 }
 
 async function createToken(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
-  const body = parseJsonBody(call);
-  if (!isPlainObject(body)) throw new RcdError('invalid_body', 'the body must be {"name":...,"role":...,"environments":"*"|[...]}');
+  const body = parseBodyObject(call, '{"name":...,"role":...,"environments":"*"|[...]}', ['name', 'role', 'environments']);
   if (typeof body.name !== 'string' || !TOKEN_NAME_RE.test(body.name) || body.name === BOOTSTRAP_TOKEN_NAME) {
     throw new RcdError('invalid_body', `name must be 1-64 of A-Z a-z 0-9 _ . @ : - and not "${BOOTSTRAP_TOKEN_NAME}"`);
   }
@@ -485,16 +495,22 @@ async function listTokens(ctx: AdminContext): Promise<AdminResult> {
 /**
  * What the token scheduled is cancelled first (a scheduled change is applied with its creator's
  * rights, which a revocation withdraws), then the token revoked: should the second fail, the
- * token still works but nothing it scheduled applies behind anyone's back.
+ * token still works but nothing it scheduled applies behind anyone's back. Then once more: a write
+ * of the token on another node of the store may have committed between the two (its own check
+ * found the token live); once the token is revoked none can (src/store/write-guard.ts), so this
+ * second pass, made without the caller's check (a token may revoke itself), leaves nothing behind.
  */
 async function revokeToken(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const name = param(call, 0);
+  requireNoBody(call);
   const live = (await ctx.state.listTokens()).find((t) => t.name === name && t.revokedAt === null);
   if (live === undefined) throw new RcdError('not_found', `no live admin token named "${name}"`);
-  const cancelled = await ctx.store.writeStep(() => cancelOfToken(live.id), await announcing<readonly ScheduleRow[]>(ctx, call, (rows) => cancelledEvents(rows, now())));
+  const events = (rows: readonly ScheduleRow[]): WebhookPayload[] => cancelledEvents(rows, now());
+  const cancelled = await ctx.store.writeStep(() => cancelOfToken(live.id), await announcing<readonly ScheduleRow[]>(ctx, call, events));
   const info = await ctx.state.revokeToken(name);
+  const late = await ctx.unguardedStore.writeStep(() => cancelOfToken(live.id), await announcing<readonly ScheduleRow[]>(ctx, call, events));
   return changed(200, { id: info.id, name: info.name, revoked: true }, {
-    live: false, action: 'token.revoke', env: null, target: info.name, detail: { id: info.id, schedulesCancelled: cancelled.map((r) => r.schedule_id) },
+    live: false, action: 'token.revoke', env: null, target: info.name, detail: { id: info.id, schedulesCancelled: [...cancelled, ...late].map((r) => r.schedule_id) },
   });
 }
 

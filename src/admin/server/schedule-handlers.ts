@@ -22,7 +22,7 @@ import {
 import { advanceRollout, createRollout, pauseRollout, readRollout, readRollouts, rollBackRollout, type RolledBack } from '../../store/schedule/rollouts.js';
 import { SCHEDULE_STATUSES, type RolloutRow, type ScheduleQuery, type ScheduleRow, type ScheduleStatus } from '../../store/schedule/rows.js';
 import { inScope, type Principal } from './access.js';
-import { announcing, changed, now, param, parseJsonBody, positiveInt, read, route, type AdminCall, type AdminContext, type AdminResult, type AdminRoute } from './admin-call.js';
+import { announcing, changed, now, param, parseBodyObject, positiveInt, read, refuseUnknownFields, requireNoBody, route, type AdminCall, type AdminContext, type AdminResult, type AdminRoute } from './admin-call.js';
 import { cancelledEvents, resultEvents, rolloutView, scheduleEvent, scheduleView, settledAudit, settledEvents } from './schedule-view.js';
 
 /**
@@ -48,11 +48,6 @@ function parseNote(raw: unknown): string {
   return raw;
 }
 
-function bodyObject(call: AdminCall, shape: string): Record<string, unknown> {
-  const body = parseJsonBody(call);
-  if (!isPlainObject(body)) throw new RcdError('invalid_body', `the body must be ${shape}`);
-  return body;
-}
 
 /** A scheduled change writes with its creator's rights: every environment it writes must be in the caller's scope now. */
 function requireTargetsInScope(principal: Principal, envs: readonly string[]): void {
@@ -65,7 +60,7 @@ function requireTargetsInScope(principal: Principal, envs: readonly string[]): v
 
 async function createScheduleRoute(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
-  const body = bodyObject(call, '{"at":"<RFC 3339 time>","ops":[...],"note":"..."}');
+  const body = parseBodyObject(call, '{"at":"<RFC 3339 time>","ops":[...],"note":"..."}', ['at', 'ops', 'note']);
   const dueMs = parseAt(body.at, 'at');
   const ops = parseOps(body.ops, env);
   requireTargetsInScope(call.principal, targetEnvironments(ops));
@@ -84,6 +79,8 @@ function parseStatuses(raw: string | null): ScheduleStatus[] | null {
   if (raw === null) return null;
   const known: readonly string[] = SCHEDULE_STATUSES;
   const out = raw.split(',').filter((s) => s !== '');
+  // `status=` names no status: refused, not read as "none of them" (an empty list).
+  if (out.length === 0) throw new RcdError('invalid_query', `status must name at least one of: ${SCHEDULE_STATUSES.join(', ')}`);
   for (const s of out) {
     if (!known.includes(s)) throw new RcdError('invalid_query', `status must be a comma-separated list of: ${SCHEDULE_STATUSES.join(', ')}`);
   }
@@ -152,7 +149,8 @@ async function getScheduleRoute(ctx: AdminContext, call: AdminCall): Promise<Adm
 async function moveScheduleRoute(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
   const id = param(call, 1);
-  const body = bodyObject(call, '{"at":"<RFC 3339 time>"}');
+  // Only the time moves: ops or a note given here are refused, not ignored.
+  const body = parseBodyObject(call, '{"at":"<RFC 3339 time>"}', ['at']);
   const dueMs = parseAt(body.at, 'at');
   const moved = await ctx.store.writeStep(() => moveSchedule(env, id, dueMs, ctx.schedules.limits, (targets) => requireTargetsInScope(call.principal, targets)));
   ctx.schedules.kick();
@@ -162,6 +160,7 @@ async function moveScheduleRoute(ctx: AdminContext, call: AdminCall): Promise<Ad
 async function cancelScheduleRoute(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
   const id = param(call, 1);
+  requireNoBody(call);
   const cancelled = await ctx.store.writeStep(
     () => cancelSchedule(env, id, `cancelled by ${call.actor}`, (targets) => requireTargetsInScope(call.principal, targets)),
     await announcing<ScheduleRow>(ctx, call, (r) => cancelledEvents([r], now())),
@@ -203,7 +202,7 @@ export async function applyDueChanges(ctx: AdminContext, call: AdminCall, maxBat
 
 async function createRolloutRoute(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
-  const body = bodyObject(call, '{"id":"<content id>","rule":N,"variant":"<name>","steps":[{"percent":5,"at":"<RFC 3339 time>"},...]}');
+  const body = parseBodyObject(call, '{"id":"<content id>","rule":N,"variant":"<name>","steps":[{"percent":5,"at":"<RFC 3339 time>"},...]}', ['id', 'rule', 'variant', 'start', 'steps', 'note']);
   if (typeof body.id !== 'string' || body.id === '') throw new RcdError('invalid_body', 'id must be the content id');
   if (!Number.isInteger(body.rule) || (body.rule as number) < 0) throw new RcdError('invalid_body', 'rule must be the index of a rule of the mapping (0 is the first)');
   if (body.variant !== undefined && body.variant !== null && (typeof body.variant !== 'string' || body.variant === '')) {
@@ -213,6 +212,7 @@ async function createRolloutRoute(ctx: AdminContext, call: AdminCall): Promise<A
   if (!Array.isArray(body.steps)) throw new RcdError('invalid_body', 'steps must be an array of {"percent","at"}');
   const steps = body.steps.map((s: unknown, i: number) => {
     if (!isPlainObject(s) || typeof s.percent !== 'number') throw new RcdError('invalid_body', `steps[${i}] must be {"percent":N,"at":"<RFC 3339 time>"}`);
+    refuseUnknownFields(s, ['percent', 'at'], `steps[${i}]`);
     return { percent: s.percent, dueMs: parseAt(s.at, `steps[${i}].at`) };
   });
   const note = parseNote(body.note);
@@ -257,6 +257,7 @@ async function getRolloutRoute(ctx: AdminContext, call: AdminCall): Promise<Admi
 async function pauseOrResume(ctx: AdminContext, call: AdminCall, pause: boolean): Promise<AdminResult> {
   const env = param(call, 0);
   const id = param(call, 1);
+  requireNoBody(call);
   await ctx.store.writeStep(() => pauseRollout(env, id, pause));
   if (!pause) ctx.schedules.kick();
   const view = await ctx.store.readStep(() => readRollout(env, id));
@@ -267,6 +268,7 @@ async function pauseOrResume(ctx: AdminContext, call: AdminCall, pause: boolean)
 async function advanceRolloutRoute(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
   const id = param(call, 1);
+  requireNoBody(call);
   const step = await ctx.store.writeStep(() => advanceRollout(env, id));
   const { result, settled } = await applyDueChanges(ctx, call);
   const view = await ctx.store.readStep(() => readRollout(env, id));
@@ -283,6 +285,7 @@ async function advanceRolloutRoute(ctx: AdminContext, call: AdminCall): Promise<
 async function rollBackRolloutRoute(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
   const id = param(call, 1);
+  requireNoBody(call);
   const done = await ctx.store.writeStep(
     () => rollBackRollout(env, id),
     await announcing<RolledBack>(ctx, call, (r) => {
@@ -310,7 +313,8 @@ async function killRoute(ctx: AdminContext, call: AdminCall): Promise<AdminResul
   let rule: number | null = null;
   let segment: string | null = null;
   if (call.body.length > 0) {
-    const body = bodyObject(call, '{"rule":N,"segment":"<name>"} (both optional: without rule, every rule)');
+    // `{"Rule":2}` must not read as "no rule" (every rule disabled): unknown members are refused.
+    const body = parseBodyObject(call, '{"rule":N,"segment":"<name>"} (both optional: without rule, every rule)', ['rule', 'segment']);
     if (body.rule !== undefined && body.rule !== null) {
       if (!Number.isInteger(body.rule) || (body.rule as number) < 0) throw new RcdError('invalid_body', 'rule must be the index of a rule of the mapping (0 is the first)');
       rule = body.rule as number;

@@ -161,6 +161,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     ctx: {
       store: opts.store,
       state: opts.state,
+      unguardedStore: opts.store,
       outboxHoldMs: dispatcher.holdMs,
       imports: opts.imports ?? INLINE_IMPORTS,
       bulk: opts.bulk ?? SAME_PRIORITY,
@@ -320,7 +321,7 @@ async function runWrite(shared: Shared, handler: AdminHandler, call: AdminCall):
   // Store writes check the store's files themselves; this covers the admin state's writes (webhooks,
   // audit) too, which share the database file through their own connection.
   requireDurableStore(shared.ctx.store);
-  const result = await handler(shared.ctx, call);
+  const result = await handler(writeContext(shared.ctx, call.principal), call);
   const change = result.change;
   if (change === null) {
     // A write that changed nothing announces nothing; anything it did add still goes out.
@@ -367,6 +368,18 @@ async function releaseDeliveries(shared: Shared, ids: readonly string[]): Promis
     shared.log(`admin: webhook deliveries not released (sent when their hold ends): ${(err as Error).message}`);
   }
   shared.dispatcher.kick();
+}
+
+/**
+ * What a write's handler writes through: for a named token, the store and the admin state as views
+ * that check the token again inside each write's transaction (src/store/write-guard.ts), so a token
+ * revoked after its call was authorised (its body still arriving, or its write queued) writes
+ * nothing. The bootstrap token cannot be revoked; the scheduler writes in its creators' names.
+ */
+function writeContext(ctx: AdminContext, principal: Principal): AdminContext {
+  if (principal.bootstrap || principal === SCHEDULER) return ctx;
+  const guard = { tokenId: principal.tokenId };
+  return { ...ctx, store: ctx.store.guarded(guard), state: ctx.state.guarded(guard) };
 }
 
 function requireDurableStore(store: Store): void {

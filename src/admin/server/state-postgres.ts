@@ -7,7 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { RcdError } from '../../runtime/errors.js';
-import { OnLost, connect, pgFailure, runOnPool, type Sql } from '../../store/postgres/connection.js';
+import { OnLost, connect, pgFailure, runOnPool, type Sql, type Tx } from '../../store/postgres/connection.js';
+import { requireLiveTokenPg } from '../../store/postgres/token-guard.js';
+import { guardedView, WRITE_GUARD, type WriteGuard } from '../../store/write-guard.js';
 import { openSealed, sealSecret } from './sealed.js';
 import {
   newTokenRow,
@@ -39,6 +41,8 @@ export class PostgresAdminState implements AdminStateStore {
   private readonly sealKey: Buffer;
   private readonly log: (line: string) => void;
   private readonly reportedUnreadable = new Set<string>();
+  /** Null here; a guarded view's (guarded()) admin token, checked by its token and webhook writes. */
+  readonly [WRITE_GUARD]: WriteGuard | null = null;
 
   constructor(url: string, sealKey: Buffer, log: (line: string) => void, connectTimeoutMs: number) {
     this.sql = connect(url, { poolSize: ADMIN_POOL_SIZE, connectTimeoutMs });
@@ -58,6 +62,20 @@ export class PostgresAdminState implements AdminStateStore {
     } catch (err) {
       throw pgFailure(err);
     }
+  }
+
+  guarded(guard: WriteGuard): AdminStateStore {
+    return guardedView(this, guard);
+  }
+
+  /** `fn` on the pool, or, on a guarded view, in one transaction after the guard's check. */
+  private write<T>(fn: (q: Pick<Tx, 'unsafe'>) => Promise<T>): Promise<T> {
+    const guard = this[WRITE_GUARD];
+    if (guard === null) return fn(this.sql);
+    return this.sql.begin(async (tx) => {
+      await requireLiveTokenPg(tx, guard);
+      return fn(tx);
+    }) as Promise<T>;
   }
 
   appendAudit(entry: NewAuditEntry): Promise<AuditEntry> {
@@ -117,13 +135,13 @@ export class PostgresAdminState implements AdminStateStore {
     return this.call(async () => {
       const id = 'wh_' + randomUUID().replaceAll('-', '').slice(0, 16);
       const createdAt = new Date().toISOString();
-      await this.sql.unsafe('INSERT INTO admin_webhooks (id, url, events, secret_sealed, created_at) VALUES ($1, $2, $3, $4, $5)', [
+      await this.write((q) => q.unsafe('INSERT INTO admin_webhooks (id, url, events, secret_sealed, created_at) VALUES ($1, $2, $3, $4, $5)', [
         id,
         url,
         JSON.stringify(events),
         sealSecret(this.sealKey, secret, id),
         createdAt,
-      ]);
+      ]));
       return { id, url, events: [...events], createdAt, secret };
     }, OnLost.Throw);
   }
@@ -156,7 +174,7 @@ export class PostgresAdminState implements AdminStateStore {
 
   deleteWebhook(id: string): Promise<void> {
     return this.call(async () => {
-      const result = await this.sql.unsafe('DELETE FROM admin_webhooks WHERE id = $1', [id]);
+      const result = await this.write((q) => q.unsafe('DELETE FROM admin_webhooks WHERE id = $1', [id]));
       if (result.count === 0) throw new RcdError('not_found', `no webhook with id "${id}"`);
     }, OnLost.Throw);
   }
@@ -164,10 +182,10 @@ export class PostgresAdminState implements AdminStateStore {
   async createToken(token: NewAdminToken): Promise<AdminTokenInfo> {
     const row = newTokenRow(token);
     try {
-      await this.sql.unsafe(
+      await this.write((q) => q.unsafe(
         'INSERT INTO admin_tokens (id, name, digest, role, scope, created_at, created_by, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL)',
         [row.id, row.name, row.digest, row.role, row.scope, row.created_at, row.created_by],
-      );
+      ));
     } catch (err) {
       // 23505: unique_violation (the live-name index; a digest collision of 256-bit tokens does not happen).
       if ((err as { code?: unknown }).code === '23505') throw tokenNameTaken(token.name);
@@ -186,10 +204,10 @@ export class PostgresAdminState implements AdminStateStore {
   revokeToken(name: string): Promise<AdminTokenInfo> {
     return this.call(async () => {
       const at = new Date().toISOString();
-      const rows = await this.sql.unsafe<TokenRow[]>(
+      const rows = await this.write((q) => q.unsafe<TokenRow[]>(
         'UPDATE admin_tokens SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL RETURNING *',
         [at, name],
-      );
+      ));
       const row = rows[0];
       if (row === undefined) throw new RcdError('not_found', `no live admin token named "${name}"`);
       return tokenFromRow(row);

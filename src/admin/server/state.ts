@@ -18,9 +18,10 @@ import { dirname, resolve } from 'node:path';
 import { RcdError } from '../../runtime/errors.js';
 import type { TokenRole, TokenScope } from './access.js';
 import { settle } from '../../shared/settle.js';
-import { makeStoreFilesPrivate } from '../../store/sqlite/driver.js';
+import { makeStoreFilesPrivate, memdbFilename } from '../../store/sqlite/driver.js';
+import { guardedView, LIVE_TOKEN_SQL, requireLiveToken, WRITE_GUARD, type WriteGuard } from '../../store/write-guard.js';
 import { DEFAULT_PG_CONNECT_TIMEOUT_MS } from '../../store/postgres/connection.js';
-import { isPostgresUrl } from '../../store/url.js';
+import { enableUriFilenames, isPostgresUrl } from '../../store/url.js';
 import { ephemeralSealKey, loadSealKey, openSealed, sealSecret } from './sealed.js';
 import { PostgresAdminState } from './state-postgres.js';
 import { auditFromRow, tokenFromRow, webhookInfoFromRow, type AuditRow, type TokenRow } from './state-rows.js';
@@ -116,6 +117,12 @@ export interface AdminStateStore {
   listWebhookInfo(): Promise<WebhookInfo[]>;
   /** RcdError not_found when there is no such webhook. */
   deleteWebhook(id: string): Promise<void>;
+  /**
+   * This state, whose token and webhook writes first check, in their own transaction, that the
+   * admin token of `guard` is not revoked (src/store/write-guard.ts). Audit entries are not checked:
+   * they record a change already made.
+   */
+  guarded(guard: WriteGuard): AdminStateStore;
   close(): Promise<void>;
 }
 
@@ -130,7 +137,7 @@ interface SqliteDatabase {
   exec(source: string): unknown;
   prepare(source: string): SqliteStatement;
   close(): void;
-  transaction<T>(fn: () => T): () => T;
+  transaction<T>(fn: () => T): { (): T; immediate(): T };
 }
 type SqliteConstructor = new (filename: string) => SqliteDatabase;
 
@@ -194,20 +201,22 @@ class SqliteAdminState implements AdminStateStore {
   private readonly selectLiveTokenByName: SqliteStatement;
   private readonly selectLiveTokenByDigest: SqliteStatement;
   private readonly markTokenRevoked: SqliteStatement;
+  private readonly selectTokenState: SqliteStatement;
   private readonly sealKey: Buffer;
   private readonly log: (line: string) => void;
   /** Webhooks already reported as unopenable, so each is logged once per process. */
   private readonly reportedUnreadable = new Set<string>();
+  /** Null here; a guarded view's (guarded()) admin token, checked by its token and webhook writes. */
+  readonly [WRITE_GUARD]: WriteGuard | null = null;
 
-  constructor(filename: string, sealKey: Buffer, log: (line: string) => void, busyTimeoutMs: number) {
+  /** @param shared a database the store writes too (a file, or the store's in-memory database) */
+  constructor(filename: string, sealKey: Buffer, log: (line: string) => void, busyTimeoutMs: number, shared: 'file' | 'memory' | 'none') {
     this.sealKey = sealKey;
     this.log = log;
     this.db = new Database(filename);
-    if (filename !== ':memory:') {
-      this.db.pragma('journal_mode = WAL');
-      // The delivery store writes to the same file through its own connection.
-      this.db.pragma(`busy_timeout = ${busyTimeoutMs}`);
-    }
+    if (shared === 'file') this.db.pragma('journal_mode = WAL');
+    // The delivery store writes to the same database through its own connection.
+    if (shared !== 'none') this.db.pragma(`busy_timeout = ${busyTimeoutMs}`);
     // Deleted or rewritten rows are zeroed, not left in free pages: a removed webhook's sealed
     // secret and the clear secrets replaced by sealing do not linger in the file.
     this.db.pragma('secure_delete = ON');
@@ -215,7 +224,7 @@ class SqliteAdminState implements AdminStateStore {
     if (!(this.db.prepare('PRAGMA table_info(admin_webhooks)').all() as { name: string }[]).some((c) => c.name === 'secret_sealed')) {
       this.db.exec('ALTER TABLE admin_webhooks ADD COLUMN secret_sealed TEXT');
     }
-    this.sealClearSecrets(filename !== ':memory:');
+    this.sealClearSecrets(shared === 'file');
     this.insertAudit = this.db.prepare(
       'INSERT INTO admin_audit (at, actor, token_id, action, env, target, detail) VALUES (?, ?, ?, ?, ?, ?, ?)',
     );
@@ -233,10 +242,25 @@ class SqliteAdminState implements AdminStateStore {
     this.selectLiveTokenByName = this.db.prepare('SELECT * FROM admin_tokens WHERE name = ? AND revoked_at IS NULL');
     this.selectLiveTokenByDigest = this.db.prepare('SELECT * FROM admin_tokens WHERE digest = ? AND revoked_at IS NULL');
     this.markTokenRevoked = this.db.prepare('UPDATE admin_tokens SET revoked_at = ? WHERE id = ?');
+    this.selectTokenState = this.db.prepare(LIVE_TOKEN_SQL + '?');
+  }
+
+  guarded(guard: WriteGuard): AdminStateStore {
+    return guardedView(this, guard);
+  }
+
+  /** `fn` in one IMMEDIATE transaction after the guard's check when this is a guarded view; else `fn` alone. */
+  private write<T>(fn: () => T): T {
+    const guard = this[WRITE_GUARD];
+    if (guard === null) return fn();
+    return this.db.transaction(() => {
+      requireLiveToken(this.selectTokenState.all(guard.tokenId)[0] as { revoked_at: string | null } | undefined);
+      return fn();
+    }).immediate();
   }
 
   createToken(token: NewAdminToken): Promise<AdminTokenInfo> {
-    return settle(() => {
+    return settle(() => this.write(() => {
       const row = newTokenRow(token);
       try {
         this.insertToken.run(row.id, row.name, row.digest, row.role, row.scope, row.created_at, row.created_by);
@@ -245,7 +269,7 @@ class SqliteAdminState implements AdminStateStore {
         throw err;
       }
       return tokenFromRow(row);
-    });
+    }));
   }
 
   listTokens(): Promise<AdminTokenInfo[]> {
@@ -253,13 +277,13 @@ class SqliteAdminState implements AdminStateStore {
   }
 
   revokeToken(name: string): Promise<AdminTokenInfo> {
-    return settle(() => {
+    return settle(() => this.write(() => {
       const row = (this.selectLiveTokenByName.all(name) as TokenRow[])[0];
       if (row === undefined) throw new RcdError('not_found', `no live admin token named "${name}"`);
       const at = new Date().toISOString();
       this.markTokenRevoked.run(at, row.id);
       return tokenFromRow({ ...row, revoked_at: at });
-    });
+    }));
   }
 
   findToken(digest: string): Promise<AdminTokenInfo | undefined> {
@@ -322,12 +346,12 @@ class SqliteAdminState implements AdminStateStore {
   }
 
   addWebhook(url: string, events: readonly WebhookEvent[], secret: string): Promise<WebhookRegistration> {
-    return settle(() => {
+    return settle(() => this.write(() => {
       const id = 'wh_' + randomUUID().replaceAll('-', '').slice(0, 16);
       const createdAt = new Date().toISOString();
       this.insertWebhook.run(id, url, JSON.stringify(events), sealSecret(this.sealKey, secret, id), createdAt);
       return { id, url, events: [...events], createdAt, secret };
-    });
+    }));
   }
 
   listWebhooks(): Promise<WebhookRegistration[]> {
@@ -353,9 +377,9 @@ class SqliteAdminState implements AdminStateStore {
   }
 
   deleteWebhook(id: string): Promise<void> {
-    return settle(() => {
+    return settle(() => this.write(() => {
       if (this.removeWebhook.run(id).changes === 0) throw new RcdError('not_found', `no webhook with id "${id}"`);
-    });
+    }));
   }
 
   close(): Promise<void> {
@@ -398,13 +422,19 @@ export interface AdminStateOptions {
 /**
  * Opens the admin state for a store URL: `sqlite:PATH` shares the store's database file and seals
  * webhook secrets with `<dataDir>/webhook-key`; `postgres://` keeps it in the store's database
- * (state-postgres.ts), sealed with `<dataDir>/webhook-key`; `memory:` (any name) keeps the state in
- * this process only, sealed with a key that is never written anywhere.
+ * (state-postgres.ts), sealed with `<dataDir>/webhook-key`; `memory:NAME` keeps it in the in-memory
+ * store of that name (the store's readerUrl), `memory:` in a database of its own; both in this process
+ * only, sealed with a key that is never written anywhere. A guarded write (guarded()) of a store reads
+ * the tokens from the store's database, so a store's admin state is opened on the store's URL.
  */
 export function openAdminState(storeUrl: string, opts: AdminStateOptions = {}): AdminStateStore {
   const log = opts.log ?? (() => undefined);
   const busyTimeoutMs = opts.busyTimeoutMs ?? 5000;
-  if (storeUrl.startsWith('memory:')) return new SqliteAdminState(':memory:', ephemeralSealKey(), log, busyTimeoutMs);
+  if (storeUrl === 'memory:') return new SqliteAdminState(':memory:', ephemeralSealKey(), log, busyTimeoutMs, 'none');
+  if (storeUrl.startsWith('memory:')) {
+    enableUriFilenames();
+    return new SqliteAdminState(memdbFilename(storeUrl.slice('memory:'.length)), ephemeralSealKey(), log, busyTimeoutMs, 'memory');
+  }
   if (isPostgresUrl(storeUrl)) {
     const { key } = loadSealKey(opts.dataDir ?? resolve('data'));
     return new PostgresAdminState(storeUrl, key, log, DEFAULT_PG_CONNECT_TIMEOUT_MS);
@@ -415,7 +445,7 @@ export function openAdminState(storeUrl: string, opts: AdminStateOptions = {}): 
     makeDirectories(dirname(path), 0o700);
     makeStoreFilesPrivate(path);
     const { key } = loadSealKey(opts.dataDir ?? dirname(resolve(path)));
-    return new SqliteAdminState(path, key, log, busyTimeoutMs);
+    return new SqliteAdminState(path, key, log, busyTimeoutMs, 'file');
   }
   throw new RcdError('invalid_request', `unsupported store URL "${storeUrl}" (expected sqlite:PATH, memory: or postgres://...)`);
 }

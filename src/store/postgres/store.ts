@@ -60,6 +60,8 @@ import { PgRows } from './rows.js';
 import * as routing from './routing.js';
 import * as outboxRows from './outbox.js';
 import { CHANGE_CHANNEL, WRITE_LOCK } from './schema.js';
+import { guardedView, WRITE_GUARD, type WriteGuard } from '../write-guard.js';
+import { requireLiveTokenPg } from './token-guard.js';
 
 /** Between two notifications, a node reads the change log anyway: a lost notification heals by then. */
 export const CATCH_UP_MS = 1000;
@@ -77,6 +79,8 @@ export class PostgresStore implements Store {
   private probe: NodeJS.Timeout | null = null;
   private probeDelayMs = PROBE_FIRST_MS;
   private readonly wakers = new Set<() => void>();
+  /** Null here; a guarded view's (guarded()) admin token, checked by every write of the view. */
+  readonly [WRITE_GUARD]: WriteGuard | null = null;
 
   constructor(sql: Sql, readerUrl: string, busyTimeoutMs: number, poolSize: number) {
     this.sql = sql;
@@ -107,11 +111,13 @@ export class PostgresStore implements Store {
 
   /** One transaction under the write lock: `fn`, then the outbox entries it reports (types.ts, OutboxOf). */
   private write<T>(fn: (rows: PgRows) => Promise<T>, outbox?: OutboxOf<T>): Promise<T> {
+    const guard = this[WRITE_GUARD];
     return this.call(
       () =>
         this.sql.begin(async (tx) => {
           await tx.unsafe(`SET LOCAL lock_timeout = ${this.busyTimeoutMs}`);
           await tx.unsafe('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK], { prepare: true });
+          if (guard !== null) await requireLiveTokenPg(tx, guard);
           const result = await fn(new PgRows(tx));
           if (outbox !== undefined) {
             const after = outbox.contents === undefined ? [] : (await routing.delta(tx, outbox.contents, 0, 0)).contents;
@@ -140,6 +146,10 @@ export class PostgresStore implements Store {
 
   readStep<T>(step: () => Step<T>): Promise<T> {
     return this.read((tx) => runRowsAsync(new PgRows(tx), step()));
+  }
+
+  guarded(guard: WriteGuard): Store {
+    return guardedView(this, guard);
   }
 
   private read<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {

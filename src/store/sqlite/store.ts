@@ -32,6 +32,7 @@ import { watchWal } from './wal-watch.js';
 import { migrate } from './schema.js';
 import { anyDue, claimOutbox, insertOutbox, listDeadLetters, outboxCounts, releaseOutbox, settleOutbox } from './outbox.js';
 import { nowIso } from './sql.js';
+import { guardedView, LIVE_TOKEN_SQL, requireLiveToken, WRITE_GUARD, type WriteGuard } from '../write-guard.js';
 import type {
   ChangeBatch,
   ChangeEntry,
@@ -84,6 +85,8 @@ export class SqliteStore implements Store {
    * (Object.defineProperties, ~15,000 instructions: callgrind of the control thread's heartbeat).
    */
   private readonly inTransaction: TransactionFunction<unknown, [() => unknown]>;
+  /** Null here; a guarded view's (guarded()) admin token, checked by every write of the view. */
+  readonly [WRITE_GUARD]: WriteGuard | null = null;
 
   /** @param path the database file (null for an in-memory store): its files are watched for deletion. */
   constructor(db: Database, readerUrl: string, path: string | null = null) {
@@ -119,8 +122,14 @@ export class SqliteStore implements Store {
     if (this.closed) throw new RcdError('internal', 'the store is closed');
     this.requireOwnFiles();
     let result: T;
-    const body = outbox === undefined ? fn : (): T => {
-      const r = fn();
+    const guard = this[WRITE_GUARD];
+    const checked = guard === null ? fn : (): T => {
+      // The admin state's table, in this database file: the transaction holds the write lock a revocation needs.
+      requireLiveToken(this.db.prepare<{ revoked_at: string | null }>(LIVE_TOKEN_SQL + '?').get(guard.tokenId));
+      return fn();
+    };
+    const body = outbox === undefined ? checked : (): T => {
+      const r = checked();
       const after = outbox.contents === undefined ? [] : this.routing().delta(outbox.contents, 0, 0).contents;
       const now = Date.now();
       insertOutbox(this.db, outbox.build(r, after), now, now + outbox.holdMs);
@@ -161,6 +170,10 @@ export class SqliteStore implements Store {
 
   readStep<T>(step: () => Step<T>): Promise<T> {
     return settle(() => this.read(() => runRows(this.sql, step())));
+  }
+
+  guarded(guard: WriteGuard): Store {
+    return guardedView(this, guard);
   }
 
   private requireOwnFiles(): void {

@@ -22,7 +22,7 @@ let adminUrl: string;
 
 beforeAll(async () => {
   store = await openStore('memory:');
-  state = openAdminState('memory:');
+  state = openAdminState(store.readerUrl);
   server = await startAdminServer({
     host: '127.0.0.1', port: 0, token: 'cli-token', store, state, onChange: () => Promise.resolve(null), log: () => undefined,
   });

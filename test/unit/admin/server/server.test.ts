@@ -55,7 +55,7 @@ async function start(maxBodyBytes?: number): Promise<void> {
 
 beforeEach(async () => {
   store = await openStore('memory:');
-  state = openAdminState('memory:');
+  state = openAdminState(store.readerUrl);
   live = await store.loadDirectory();
   changes = 0;
   changeDelayMs = 0;
