@@ -1,12 +1,34 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
-export default defineConfig({
-  test: {
-    include: ['test/**/*.test.ts'],
-    // e2e tests spawn the compiled server (dist/); the global setup builds it once per run.
-    globalSetup: ['test/helpers/global-setup.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    pool: 'forks',
-  },
+// The suite in two parts. `npm test` (`vitest run`) runs everything but the files below, several at
+// a time; `npm run test:slow` (`vitest run --mode slow`) runs exactly these, one at a time, since each
+// drives benchmark harnesses or waits on the wall clock and wants the machine to itself. A new test
+// file belongs to `npm test` unless it is added here. CI (.ci/run) runs both.
+const SLOW_FILES = [
+  // The benchmark harnesses: bench:ab, bench:pair, bench:cost (callgrind), bench:schedule and the
+  // load suite run for real, each loading two servers to saturation.
+  'test/e2e/bench-smoke.test.ts',
+  'test/e2e/bench-floor.test.ts',
+  'test/e2e/bench-edits-smoke.test.ts',
+  // npm installs and packs the checkout.
+  'test/e2e/command.test.ts',
+];
+
+export default defineConfig(({ mode }) => {
+  const slow = mode === 'slow';
+  return {
+    test: {
+      include: slow ? SLOW_FILES : ['test/**/*.test.ts'],
+      exclude: slow ? configDefaults.exclude : [...configDefaults.exclude, ...SLOW_FILES],
+      // e2e tests spawn the compiled server (dist/); the global setup builds it once per run.
+      globalSetup: ['test/helpers/global-setup.ts'],
+      testTimeout: 30_000,
+      hookTimeout: 60_000,
+      pool: 'forks',
+      // Most files wait on server processes rather than compute, so the fast part runs more files than
+      // cores; the slow part runs one file at a time.
+      maxWorkers: slow ? 1 : 3,
+      minWorkers: 1,
+    },
+  };
 });

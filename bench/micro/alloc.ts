@@ -24,7 +24,7 @@ import type { CompiledMapping, Combination } from '../../src/mapping/index.js';
 import { combinationForKey, compileMapping, evaluateMapping } from '../../src/mapping/index.js';
 import { JobKind } from '../../src/pool/protocol.js';
 import { readFixture } from '../fixtures/generate.js';
-import { BASE_SEED, scenarioByName } from '../scenarios.js';
+import { BASE_SEED, scenarioByName } from '../harness/scenarios.js';
 import { measureWithBytes, type Row } from './measure.js';
 
 /** The evaluation this replaced: the same rule checks, the key built as a string per request. */

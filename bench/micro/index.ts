@@ -20,7 +20,7 @@
 import { parseUserContext } from '../../src/delivery/context.js';
 import { userContextSchema } from '../../src/openapi/schemas.js';
 import xxhash from 'xxhash-addon';
-import { BASE_SEED, scenarioByName } from '../scenarios.js';
+import { BASE_SEED, scenarioByName } from '../harness/scenarios.js';
 import { runJsonMicro } from './json.js';
 import { runMappingMicro } from './mapping.js';
 import { runAllocMicro } from './alloc.js';

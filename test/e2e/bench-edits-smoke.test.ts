@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { EditsResults, LoopDelaySummary, PhaseResult } from '../../bench/edits-report.js';
-import { wrkAvailable } from '../../bench/wrk.js';
+import type { EditsResults, LoopDelaySummary, PhaseResult } from '../../bench/edits/edits-report.js';
+import { wrkAvailable } from '../../bench/harness/wrk.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const outDir = mkdtempSync(join(tmpdir(), 'rcd-bench-edits-test-'));
@@ -17,7 +17,7 @@ afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
 function runEdits(args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(root, 'dist/bench/edits.js'), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(root, 'dist/bench/edits/edits.js'), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));

@@ -1,4 +1,4 @@
-// The floor (`npm run bench -- --target floor`, bench/ceiling.ts --floor) is read as "the most any
+// The floor (`npm run bench -- --target floor`, bench/harness/ceiling.ts --floor) is read as "the most any
 // server on this uWS build can reach": that holds only if it really pays for what every request of the
 // delivery API needs. These tests hold it to that with real processes and raw bytes: it parses the body
 // (a body that is not JSON gets 400, where the ceiling answers anything), it refuses ambiguous framing
@@ -9,13 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BenchResults } from '../../bench/report.js';
-import type { Supervisor as SupervisorType, Target } from '../../bench/processes.js';
+import type { BenchResults } from '../../bench/load/results.js';
+import type { Supervisor as SupervisorType, Target } from '../../bench/harness/processes.js';
 import { rawExchange, responsesIn, type RawOutcome } from '../helpers/raw.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-// The compiled suite: the ceiling is forked from dist/bench/ceiling.js beside it.
-const processes = (await import(join(root, 'dist/bench/processes.js'))) as typeof import('../../bench/processes.js');
+// The compiled suite: the ceiling is forked from dist/bench/harness/ceiling.js beside it.
+const processes = (await import(join(root, 'dist/bench/harness/processes.js'))) as typeof import('../../bench/harness/processes.js');
 
 const BODY = '{"data":{"shown":true}}';
 let sup: SupervisorType;
@@ -39,7 +39,7 @@ afterAll(async () => {
   await sup.stopAll();
 });
 
-describe('the floor (bench/ceiling.ts --floor)', () => {
+describe('the floor (bench/harness/ceiling.ts --floor)', () => {
   it('answers a JSON body with the configured answer, as the ceiling does', async () => {
     for (const t of [floor, ceiling]) {
       const r = await post(t, '/api/v1/config/Item/dynamic', '{"u":"user-1","p":{"level":3},"v":"1.2.0"}');
@@ -111,7 +111,7 @@ describe('npm run bench -- --target floor', () => {
     const outDir = mkdtempSync(join(tmpdir(), 'rcd-bench-floor-test-'));
     try {
       const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve, reject) => {
-        const child = spawn(process.execPath, [join(root, 'dist/bench/run.js'), '--smoke', '--target', 'floor', '--scenario', 'plain,catalog', '--duration', '1', '--out', outDir], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+        const child = spawn(process.execPath, [join(root, 'dist/bench/load/run.js'), '--smoke', '--target', 'floor', '--scenario', 'plain,catalog', '--duration', '1', '--out', outDir], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
         let text = '';
         child.stdout.on('data', (d: Buffer) => (text += d.toString()));
         child.stderr.on('data', (d: Buffer) => (text += d.toString()));
@@ -145,7 +145,7 @@ describe('npm run bench -- --target floor', () => {
 
   it('refuses an unknown --target with exit code 2', async () => {
     const code = await new Promise<number | null>((resolve) => {
-      const child = spawn(process.execPath, [join(root, 'dist/bench/run.js'), '--target', 'nginx'], { cwd: root, stdio: 'ignore' });
+      const child = spawn(process.execPath, [join(root, 'dist/bench/load/run.js'), '--target', 'nginx'], { cwd: root, stdio: 'ignore' });
       child.on('exit', resolve);
     });
     expect(code).toBe(2);

@@ -8,17 +8,17 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { userUid } from '../../src/shared/identity.js';
 import { XXH32_VECTORS, xxh32String } from '../../src/shared/xxh32.js';
-import type { BenchResults } from '../../bench/report.js';
-import { evaluateTargets } from '../../bench/targets.js';
-import { SCENARIOS } from '../../bench/scenarios.js';
-import { wrkAvailable } from '../../bench/wrk.js';
+import type { BenchResults } from '../../bench/load/results.js';
+import { evaluateTargets } from '../../bench/load/targets.js';
+import { SCENARIOS } from '../../bench/harness/scenarios.js';
+import { wrkAvailable } from '../../bench/harness/wrk.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const outDir = mkdtempSync(join(tmpdir(), 'rcd-bench-smoke-test-'));
 
 afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
-function runBench(args: string[], timeoutMs: number, script = 'dist/bench/run.js', nodeArgs: string[] = []): Promise<{ code: number | null; output: string }> {
+function runBench(args: string[], timeoutMs: number, script = 'dist/bench/load/run.js', nodeArgs: string[] = []): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [...nodeArgs, join(root, script), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -146,7 +146,7 @@ describe('npm run bench -- --smoke', () => {
 describe('npm run bench:ab (this checkout against a baseline, both loaded at once)', () => {
   it('runs its rounds against a real baseline server and prints the per-round and summary figures', async () => {
     // This checkout as its own baseline: the rig's noise-floor mode, and a real second server process.
-    const { code, output } = await runBench(['--baseline', root, '--rounds', '2', '--duration', '1', '--warmup', '0', '--connections', '8'], 90_000, 'dist/bench/ab.js');
+    const { code, output } = await runBench(['--baseline', root, '--rounds', '2', '--duration', '1', '--warmup', '0', '--connections', '8'], 90_000, 'dist/bench/ab/ab.js');
     if (!wrkAvailable()) {
       expect(code).toBe(2);
       expect(output).toContain('apt-get install wrk');
@@ -170,7 +170,7 @@ describe('npm run bench:ab (this checkout against a baseline, both loaded at onc
   }, 120_000);
 
   it('--starts runs the rounds on each start of both servers and reports each start\'s ratios and their median', async () => {
-    const output = await runTwoStarts(['--baseline', root, '--rounds', '1', '--duration', '1', '--warmup', '0', '--connections', '8'], 'dist/bench/ab.js');
+    const output = await runTwoStarts(['--baseline', root, '--rounds', '1', '--duration', '1', '--warmup', '0', '--connections', '8'], 'dist/bench/ab/ab.js');
     if (output === null) return;
     // Two server processes per start: a start's pids are not the other's.
     const pids = [...output.matchAll(/\(pid (\d+)\)/g)].map((m) => m[1]);
@@ -188,7 +188,7 @@ describe('npm run bench:ab (this checkout against a baseline, both loaded at onc
     const { code, output } = await runBench(
       ['--baseline', root, '--rounds', '1', '--duration', '1', '--warmup', '0', '--connections', '8', '--pending-schedules', '200'],
       120_000,
-      'dist/bench/ab.js',
+      'dist/bench/ab/ab.js',
     );
     if (!wrkAvailable()) {
       expect(code).toBe(2);
@@ -205,19 +205,19 @@ describe('npm run bench:ab (this checkout against a baseline, both loaded at onc
   it('refuses a directory that is not a built checkout, and a scenario that answers errors, with exit code 2', async () => {
     const notBuilt = mkdtempSync(join(tmpdir(), 'rcd-ab-not-built-'));
     try {
-      const missing = await runBench(['--baseline', notBuilt], 30_000, 'dist/bench/ab.js');
+      const missing = await runBench(['--baseline', notBuilt], 30_000, 'dist/bench/ab/ab.js');
       expect(missing.code).toBe(2);
       expect(missing.output).toContain('not a built rcd checkout');
     } finally {
       rmSync(notBuilt, { recursive: true, force: true });
     }
-    const errors = await runBench(['--baseline', root, '--scenario', 'bad-requests'], 30_000, 'dist/bench/ab.js');
+    const errors = await runBench(['--baseline', root, '--scenario', 'bad-requests'], 30_000, 'dist/bench/ab/ab.js');
     expect(errors.code).toBe(2);
     expect(errors.output).toContain('answers errors on purpose');
-    const postgresStarts = await runBench(['--baseline', root, '--starts', '2', '--store', 'postgres'], 30_000, 'dist/bench/ab.js');
+    const postgresStarts = await runBench(['--baseline', root, '--starts', '2', '--store', 'postgres'], 30_000, 'dist/bench/ab/ab.js');
     expect(postgresStarts.code).toBe(2);
     expect(postgresStarts.output).toContain('--starts goes with the SQLite store');
-    const noBaseline = await runBench([], 30_000, 'dist/bench/ab.js');
+    const noBaseline = await runBench([], 30_000, 'dist/bench/ab/ab.js');
     expect(noBaseline.code).toBe(2);
     expect(noBaseline.output).toContain('--baseline DIR is required');
   });
@@ -225,7 +225,7 @@ describe('npm run bench:ab (this checkout against a baseline, both loaded at onc
 
 describe('npm run bench:pair (two scenarios alternated on one server)', () => {
   it('runs its rounds and prints each round and the median ratios of req/s and CPU per request', async () => {
-    const { code, output } = await runBench(['--scenario', 'ofrep-flag', '--against', 'mapped', '--rounds', '2', '--duration', '1', '--warmup', '0', '--connections', '8'], 90_000, 'dist/bench/pair.js');
+    const { code, output } = await runBench(['--scenario', 'ofrep-flag', '--against', 'mapped', '--rounds', '2', '--duration', '1', '--warmup', '0', '--connections', '8'], 90_000, 'dist/bench/ab/pair.js');
     if (!wrkAvailable()) {
       expect(code).toBe(2);
       expect(output).toContain('apt-get install wrk');
@@ -246,9 +246,9 @@ describe('npm run bench:pair (two scenarios alternated on one server)', () => {
   }, 120_000);
 
   it('refuses a missing or erroring scenario with exit code 2', async () => {
-    const missing = await runBench(['--scenario', 'ofrep-flag'], 30_000, 'dist/bench/pair.js');
+    const missing = await runBench(['--scenario', 'ofrep-flag'], 30_000, 'dist/bench/ab/pair.js');
     expect([missing.code, missing.output.includes('--against NAME is required')]).toEqual([2, true]);
-    const errors = await runBench(['--scenario', 'bad-requests', '--against', 'mapped'], 30_000, 'dist/bench/pair.js');
+    const errors = await runBench(['--scenario', 'bad-requests', '--against', 'mapped'], 30_000, 'dist/bench/ab/pair.js');
     expect([errors.code, errors.output.includes('answers errors on purpose')]).toEqual([2, true]);
   });
 });
@@ -258,7 +258,7 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
 
   it('--smoke loads both servers at once, counts instructions under callgrind and prints the verdict table', async () => {
     const out = join(outDir, 'cost.json');
-    const { code, output } = await runBench(['--smoke', '--out', out], 300_000, 'dist/bench/cost.js');
+    const { code, output } = await runBench(['--smoke', '--out', out], 300_000, 'dist/bench/cost/cost.js');
     if (!wrkAvailable()) {
       expect(code).toBe(2);
       expect(output).toContain('apt-get install wrk');
@@ -351,7 +351,7 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
   it('--cache-sim adds L1 misses of code and data and L2 misses per request, for both servers, to the line and the table; --by-function lists where they go; --inlined traces one function', async () => {
     const out = join(outDir, 'cost-cache.json');
     const dumps = join(outDir, 'cost-dumps');
-    const { code, output } = await runBench(['--smoke', '--cache-sim', '--scenario', 'mapped', '--by-function', '8', '--inlined', 'startSingle', '--dumps', dumps, '--out', out], 300_000, 'dist/bench/cost.js');
+    const { code, output } = await runBench(['--smoke', '--cache-sim', '--scenario', 'mapped', '--by-function', '8', '--inlined', 'startSingle', '--dumps', dumps, '--out', out], 300_000, 'dist/bench/cost/cost.js');
     if (!wrkAvailable()) {
       expect(code).toBe(2);
       return;
@@ -393,23 +393,23 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     expect(readdirSync('/tmp')).not.toContain(`perf-${rcdPid!}.map`);
     // --inlined: rcd ran with V8's --trace-turbo for that function, its traces kept beside the dumps and
     // none of its files left in the checkout. A smoke run's few requests seldom get the function
-    // optimized: then a line says so instead of the table (bench/inlined.ts is tested on a real trace
+    // optimized: then a line says so instead of the table (bench/cost/inlined.ts is tested on a real trace
     // in test/unit/bench/inlined.test.ts).
     expect(output).toMatch(/^ {2}mapped, rcd: (startSingle's code \(\d+ bytes\) by the function each instruction was inlined from|no optimized code of startSingle matches a --trace-turbo trace|startSingle's optimized code did not run)/m);
     expect(readdirSync(join(dumps, 'turbo'))).toContain('turbo.cfg');
     expect(readdirSync(root).filter((f) => /^turbo-.*\.cfg$/.test(f))).toEqual([]);
-    const refused = await runBench(['--no-callgrind', '--cache-sim'], 30_000, 'dist/bench/cost.js');
+    const refused = await runBench(['--no-callgrind', '--cache-sim'], 30_000, 'dist/bench/cost/cost.js');
     expect([refused.code, refused.output.includes('--cache-sim runs under callgrind')]).toEqual([2, true]);
-    const refusedByFunction = await runBench(['--no-callgrind', '--by-function', '5'], 30_000, 'dist/bench/cost.js');
+    const refusedByFunction = await runBench(['--no-callgrind', '--by-function', '5'], 30_000, 'dist/bench/cost/cost.js');
     expect([refusedByFunction.code, refusedByFunction.output.includes('--by-function reads callgrind')]).toEqual([2, true]);
-    const refusedInlined = await runBench(['--no-callgrind', '--inlined', 'startSingle'], 30_000, 'dist/bench/cost.js');
+    const refusedInlined = await runBench(['--no-callgrind', '--inlined', 'startSingle'], 30_000, 'dist/bench/cost/cost.js');
     expect([refusedInlined.code, refusedInlined.output.includes('--inlined reads callgrind')]).toEqual([2, true]);
-    const notAName = await runBench(['--inlined', 'start Single'], 30_000, 'dist/bench/cost.js');
+    const notAName = await runBench(['--inlined', 'start Single'], 30_000, 'dist/bench/cost/cost.js');
     expect([notAName.code, notAName.output.includes("--inlined takes a function's name")]).toEqual([2, true]);
   }, 330_000);
 
   it('--node-flags reaches rcd: with --perf-basic-prof it writes the map perf names its JavaScript by; a word that is no flag is refused with 2', async () => {
-    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--scenario', 'plain', '--node-flags=--perf-basic-prof'], 120_000, 'dist/bench/cost.js');
+    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--scenario', 'plain', '--node-flags=--perf-basic-prof'], 120_000, 'dist/bench/cost/cost.js');
     if (!wrkAvailable()) {
       expect(code).toBe(2);
       return;
@@ -424,12 +424,12 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     } finally {
       rmSync(map, { force: true });
     }
-    const refused = await runBench(['--no-callgrind', '--node-flags=perf-basic-prof'], 30_000, 'dist/bench/cost.js');
+    const refused = await runBench(['--no-callgrind', '--node-flags=perf-basic-prof'], 30_000, 'dist/bench/cost/cost.js');
     expect([refused.code, refused.output.includes('--node-flags takes node options')]).toEqual([2, true]);
   }, 150_000);
 
   it('--pinned runs both servers on CPU 0 and their wrk on CPU 1, one server after the other in each round', async () => {
-    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--pinned', '--scenario', 'plain', '--rounds', '2'], 120_000, 'dist/bench/cost.js');
+    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--pinned', '--scenario', 'plain', '--rounds', '2'], 120_000, 'dist/bench/cost/cost.js');
     if (!wrkAvailable()) {
       expect(code).toBe(2);
       return;
@@ -451,7 +451,7 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
 
   it('--starts runs the CPU rounds on fresh servers each time, judges the median of every round and shows each start\'s median', async () => {
     const out = join(outDir, 'cost-starts.json');
-    const output = await runTwoStarts(['--smoke', '--no-callgrind', '--scenario', 'plain', '--out', out], 'dist/bench/cost.js');
+    const output = await runTwoStarts(['--smoke', '--no-callgrind', '--scenario', 'plain', '--out', out], 'dist/bench/cost/cost.js');
     if (output === null) return;
     // Two processes of each server, not one loaded twice.
     const pids = [...output.matchAll(/^rcd \(pid (\d+)\) and the floor \(pid (\d+)\)/gm)].map((m) => [m[1], m[2]]);
@@ -476,13 +476,13 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     expect(r.byStart).toHaveLength(2);
     // The judged figure is the median of all rounds: of two, their mean.
     expect(r.efficiency.median).toBeCloseTo((r.byStart[0]! + r.byStart[1]!) / 2, 6);
-    const refused = await runBench(['--no-callgrind', '--starts', '0'], 30_000, 'dist/bench/cost.js');
+    const refused = await runBench(['--no-callgrind', '--starts', '0'], 30_000, 'dist/bench/cost/cost.js');
     expect(refused.code).toBe(2);
   }, 180_000);
 
   it('--pool sends part of the pool (here one request) in the rounds, says so and keeps it in the JSON; an unknown variant is refused with 2', async () => {
     const out = join(outDir, 'cost-pool.json');
-    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--scenario', 'mapped', '--pool', 'one', '--out', out], 120_000, 'dist/bench/cost.js');
+    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--scenario', 'mapped', '--pool', 'one', '--out', out], 120_000, 'dist/bench/cost/cost.js');
     if (!wrkAvailable()) {
       expect(code).toBe(2);
       return;
@@ -494,13 +494,13 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     const json = JSON.parse(readFileSync(out, 'utf8')) as { options: { pool: string }; results: { rounds: unknown[] }[] };
     expect(json.options.pool).toBe('one');
     expect(json.results[0]!.rounds).toHaveLength(1);
-    const refused = await runBench(['--no-callgrind', '--pool', 'some'], 30_000, 'dist/bench/cost.js');
+    const refused = await runBench(['--no-callgrind', '--pool', 'some'], 30_000, 'dist/bench/cost/cost.js');
     expect([refused.code, refused.output.includes('--pool takes all, one, attributes')]).toEqual([2, true]);
   }, 150_000);
 
   it('--floor-answers one sends one answer to every request (the floor without the pool\'s variety); an unknown value is refused with 2', async () => {
     const out = join(outDir, 'cost-floor-one.json');
-    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--scenario', 'mapped', '--floor-answers', 'one', '--out', out], 120_000, 'dist/bench/cost.js');
+    const { code, output } = await runBench(['--smoke', '--no-callgrind', '--scenario', 'mapped', '--floor-answers', 'one', '--out', out], 120_000, 'dist/bench/cost/cost.js');
     if (!wrkAvailable()) {
       expect(code).toBe(2);
       return;
@@ -511,12 +511,12 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     const json = JSON.parse(readFileSync(out, 'utf8')) as { options: { floorAnswers: string }; results: { floorAnswers: number | null }[] };
     expect(json.options.floorAnswers).toBe('one');
     expect(json.results[0]!.floorAnswers).toBeNull();
-    const refused = await runBench(['--no-callgrind', '--floor-answers', 'all'], 30_000, 'dist/bench/cost.js');
+    const refused = await runBench(['--no-callgrind', '--floor-answers', 'all'], 30_000, 'dist/bench/cost/cost.js');
     expect([refused.code, refused.output.includes('--floor-answers takes pool, one')]).toEqual([2, true]);
   }, 150_000);
 
   it('--check exits 1 exactly when a scenario FAILs its target; a scenario answering errors is refused with 2', async () => {
-    const { code, output } = await runBench(['--scenario', 'combine-50', '--rounds', '1', '--duration', '1', '--warmup', '0', '--no-callgrind', '--check'], 120_000, 'dist/bench/cost.js');
+    const { code, output } = await runBench(['--scenario', 'combine-50', '--rounds', '1', '--duration', '1', '--warmup', '0', '--no-callgrind', '--check'], 120_000, 'dist/bench/cost/cost.js');
     if (!wrkAvailable()) {
       expect(code).toBe(2);
       return;
@@ -525,7 +525,7 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     expect(verdict, output).not.toBeNull();
     expect(code, output).toBe(verdict![1] === 'FAIL' ? 1 : 0);
     expect(output).toMatch(/^combine-50 .* n\/a +n\/a +n\/a +(pass|FAIL)$/m);
-    const errors = await runBench(['--scenario', 'bad-requests'], 30_000, 'dist/bench/cost.js');
+    const errors = await runBench(['--scenario', 'bad-requests'], 30_000, 'dist/bench/cost/cost.js');
     expect([errors.code, errors.output.includes('answers errors on purpose')]).toEqual([2, true]);
   }, 150_000);
 });
@@ -590,7 +590,7 @@ describe('store transaction micro-benchmark (bench/micro/store.ts)', () => {
 
 describe('npm run bench:schedule (changes due together on a PostgreSQL fleet under load)', () => {
   it('applies them on a real fleet and prints each round and the verdict of every target', async () => {
-    const { code, output } = await runBench(['--changes', '20', '--nodes', '2', '--rounds', '1', '--lead-s', '12', '--window-s', '1', '--connections', '4'], 180_000, 'dist/bench/schedule.js');
+    const { code, output } = await runBench(['--changes', '20', '--nodes', '2', '--rounds', '1', '--lead-s', '12', '--window-s', '1', '--connections', '4'], 180_000, 'dist/bench/fleet/schedule.js');
     if (!wrkAvailable()) {
       expect(code).toBe(2);
       expect(output).toContain('apt-get install wrk');

@@ -52,7 +52,7 @@ function canConnect(port: number): Promise<boolean> {
 
 /**
  * Starts nginx on a free loopback port, proxying to rcd's delivery listener at `upstreamPort`.
- * `tls`: nginx terminates HTTPS with these files (bench/tls.ts measures that deployment).
+ * `tls`: nginx terminates HTTPS with these files (bench/http/tls.ts measures that deployment).
  */
 export async function startNginx(
   binary: string,

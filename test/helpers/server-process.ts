@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The checkout: two folders up from here, or three when running compiled from dist/ (bench/tls.ts uses the nginx helper). */
+/** The checkout: two folders up from here, or three when running compiled from dist/ (bench/http/tls.ts uses the nginx helper). */
 const HERE_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const ROOT = basename(HERE_ROOT) === 'dist' ? dirname(HERE_ROOT) : HERE_ROOT;
 export const BIN = join(ROOT, 'bin', 'rcd.js');

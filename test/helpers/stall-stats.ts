@@ -1,9 +1,9 @@
-import type { StallEvent, StallStats } from '../../bench/wrk.js';
+import type { StallEvent, StallStats } from '../../bench/harness/wrk.js';
 
 type Late = [endedAt: number, lateMs: number, cpu: number];
 
 /**
- * What the stall probes would report for these stalls (bench/wrk.ts, StallStats): counts and events
+ * What the stall probes would report for these stalls (bench/harness/wrk.ts, StallStats): counts and events
  * from one list; with `lates`, every late wake-up as well (the probes' --lates-from list).
  */
 export function stallStats(events: Late[], realtime = true, perCpu = true, lates?: Late[]): StallStats {

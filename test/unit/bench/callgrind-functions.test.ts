@@ -1,11 +1,11 @@
 /**
- * bench:cost --by-function reads callgrind's per-instruction dumps (bench/callgrind-functions.ts): a
+ * bench:cost --by-function reads callgrind's per-instruction dumps (bench/cost/callgrind-functions.ts): a
  * function's figures are the sum of its own cost lines, a call's inclusive line is not counted twice,
  * compressed names and relative positions resolve, and compiled JavaScript is named from node's perf
  * map. The real dumps are read in test/e2e/bench-smoke.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { UNNAMED_JIT, codeCosts, functionCosts, perfName, readPerfMap, renderFunctionTable } from '../../../bench/callgrind-functions.js';
+import { UNNAMED_JIT, codeCosts, functionCosts, perfName, readPerfMap, renderFunctionTable } from '../../../bench/cost/callgrind-functions.js';
 
 /** A dump as callgrind writes it with --dump-instr=yes --cache-sim=yes (events in its order). */
 const DUMP = `# callgrind format
@@ -75,7 +75,7 @@ describe('callgrind per-instruction dumps by function', () => {
   });
 
   it('gives each instruction of one JIT code object its own events, by offset, and nothing outside it', () => {
-    // --inlined (bench/inlined.ts) splits these among the functions inlined into the code.
+    // --inlined (bench/cost/inlined.ts) splits these among the functions inlined into the code.
     const costs = codeCosts(DUMP, 0x3000, 0x20);
     expect([...costs.keys()].sort((a, b) => a - b)).toEqual([0, 8, 16]);
     expect(costs.get(0)).toEqual({ ir: 7, i1mr: 2, d1mr: 4, d1mw: 0, l2: 0 });

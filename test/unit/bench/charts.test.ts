@@ -1,13 +1,13 @@
 /**
- * The suite's SVG charts (bench/charts.ts), drawn from runs this suite recorded, parsed by a real
+ * The suite's SVG charts (bench/load/charts.ts), drawn from runs this suite recorded, parsed by a real
  * browser's XML parser: a chart that does not parse, or leaves out a scenario or a series, is a
  * chart nobody can read.
  */
 import { readFileSync } from 'node:fs';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { charts, historyChart } from '../../../bench/charts.js';
-import type { BenchResults } from '../../../bench/report.js';
+import { charts, historyChart } from '../../../bench/load/charts.js';
+import type { BenchResults } from '../../../bench/load/results.js';
 import { launchChromium } from '../../helpers/browser.js';
 
 function recorded(name: string): BenchResults {

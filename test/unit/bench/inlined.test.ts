@@ -1,5 +1,5 @@
 /**
- * bench:cost --inlined (bench/inlined.ts) splits one optimized function's code among the functions
+ * bench:cost --inlined (bench/cost/inlined.ts) splits one optimized function's code among the functions
  * TurboFan inlined into it, from V8's --trace-turbo JSON. The trace here is a real one: node compiles
  * a function that calls another module's function in a loop, with tracing on, in a child process.
  */
@@ -8,8 +8,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readPerfMap, type FunctionCost } from '../../../bench/callgrind-functions.js';
-import { inlinedCosts, matchingTrace, readTurboTrace, renderInlinedTable, type TurboCode } from '../../../bench/inlined.js';
+import { readPerfMap, type FunctionCost } from '../../../bench/cost/callgrind-functions.js';
+import { inlinedCosts, matchingTrace, readTurboTrace, renderInlinedTable, type TurboCode } from '../../../bench/cost/inlined.js';
 
 let dir = '';
 let code: TurboCode;

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { launcherNodeFlags } from '../../../bench/processes.js';
+import { launcherNodeFlags } from '../../../bench/harness/processes.js';
 import { repoRoot } from '../../../bench/fixtures/generate.js';
 
 describe("benchmarks start rcd with its launcher's node flags", () => {

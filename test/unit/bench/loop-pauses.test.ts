@@ -1,8 +1,8 @@
-// bench:edits' reading of the loop-delay log (bench/loop-pauses.ts): which cause each pause over the
+// bench:edits' reading of the loop-delay log (bench/edits/loop-pauses.ts): which cause each pause over the
 // limit is put down to decides the "no pause caused by a write" verdict, so a pause the host caused
 // must be told apart from one the guest's threads caused only when a pinned probe saw that CPU stop.
 import { describe, expect, it } from 'vitest';
-import { loopDelayIn, parseLoopDelayLine, type LoopDelayLine } from '../../../bench/loop-pauses.js';
+import { loopDelayIn, parseLoopDelayLine, type LoopDelayLine } from '../../../bench/edits/loop-pauses.js';
 import { stallStats } from '../../helpers/stall-stats.js';
 
 const T = 1_795_000_000_000;

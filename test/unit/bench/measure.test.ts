@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
-import { mainThreadSwitches } from '../../../bench/measure.js';
+import { mainThreadSwitches } from '../../../bench/harness/measure.js';
 
 const children: ChildProcess[] = [];
 

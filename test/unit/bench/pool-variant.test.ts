@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BASE_SEED, poolVariant, scenarioByName, type RequestEntry } from '../../../bench/scenarios.js';
+import { BASE_SEED, poolVariant, scenarioByName, type RequestEntry } from '../../../bench/harness/scenarios.js';
 
 describe('bench:cost --pool: which requests of a scenario are sent', () => {
   const mapped = scenarioByName('mapped').pool(BASE_SEED);

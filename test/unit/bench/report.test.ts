@@ -6,8 +6,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { BenchResults } from '../../../bench/report.js';
-import { evaluateTargets } from '../../../bench/targets.js';
+import type { BenchResults } from '../../../bench/load/results.js';
+import { evaluateTargets } from '../../../bench/load/targets.js';
 
 function recorded(name: string): BenchResults {
   return JSON.parse(readFileSync(new URL(`../../fixtures/bench/${name}`, import.meta.url), 'utf8')) as BenchResults;

@@ -1,5 +1,5 @@
 /**
- * The verdict table and `--check` (bench/targets.ts, bench/verdict.ts), and bench:compare's
+ * The verdict table and `--check` (bench/load/targets.ts, bench/load/verdict.ts), and bench:compare's
  * --history, run as the user runs them (the compiled CLIs) on results files crafted from a recorded
  * run: targets judged on the wrk saturation ratio, exit 1 on any FAIL only with --check.
  */
@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { BenchResults } from '../../../bench/report.js';
-import { evaluateTargets, figureAgainst } from '../../../bench/targets.js';
-import type { WrkStats } from '../../../bench/wrk.js';
+import type { BenchResults } from '../../../bench/load/results.js';
+import { evaluateTargets, figureAgainst } from '../../../bench/load/targets.js';
+import type { WrkStats } from '../../../bench/harness/wrk.js';
 
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'rcd-bench-verdict-'));
@@ -39,7 +39,7 @@ function write(name: string, content: unknown): string {
 }
 
 function cli(script: string, args: string[], env: NodeJS.ProcessEnv = process.env): { code: number | null; out: string } {
-  const r = spawnSync(process.execPath, [join(root, 'dist/bench', script), ...args], { cwd: root, encoding: 'utf8', timeout: 30_000, env });
+  const r = spawnSync(process.execPath, [join(root, 'dist/bench/load', script), ...args], { cwd: root, encoding: 'utf8', timeout: 30_000, env });
   return { code: r.status, out: `${r.stdout}${r.stderr}` };
 }
 

@@ -4,10 +4,10 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { medianOfRuns, mergeStallStats, parseWrkOutput, writeWrkScript, type WrkStats } from '../../../bench/wrk.js';
+import { medianOfRuns, mergeStallStats, parseWrkOutput, writeWrkScript, type WrkStats } from '../../../bench/harness/wrk.js';
 import { stallStats } from '../../helpers/stall-stats.js';
 
-const PROBE = join(dirname(fileURLToPath(import.meta.url)), '../../../dist/bench/stall-probe.js');
+const PROBE = join(dirname(fileURLToPath(import.meta.url)), '../../../dist/bench/harness/stall-probe.js');
 
 function run(p99: number, non2xx = 0): WrkStats {
   return { reqPerSec: 1000 * p99, latencyMs: { p50: 1, p90: 2, p99, p999: 2 * p99, max: 3 * p99 }, non2xx, socketErrors: 0 };
@@ -118,11 +118,11 @@ describe('bench --wrk: the machine-stall probe', () => {
 
   it('runs one probe pinned to each CPU, so a stop of one CPU is seen and named', async () => {
     // The built module: it starts the probe that sits beside it in dist/.
-    const { startStallProbe } = (await import(join(dirname(PROBE), 'wrk.js'))) as typeof import('../../../bench/wrk.js');
+    const { startStallProbe } = (await import(join(dirname(PROBE), 'wrk.js'))) as typeof import('../../../bench/harness/wrk.js');
     const children: ChildProcess[] = [];
     const probe = startStallProbe(2, (c) => children.push(c));
     await new Promise((r) => setTimeout(r, 700));
-    // Each probe's thread was pinned once its Node was up (not before: see bench/stall-probe.ts).
+    // Each probe's thread was pinned once its Node was up (not before: see bench/harness/stall-probe.ts).
     children.forEach((c, cpu) => expect(readFileSync(`/proc/${c.pid}/status`, 'utf8')).toMatch(new RegExp(`^Cpus_allowed_list:\\s+${cpu}$`, 'm')));
     // The first probe is CPU 0's: stopping it is what the host stopping that CPU looks like to it.
     const stoppedAt = Date.now();

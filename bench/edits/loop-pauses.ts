@@ -2,12 +2,12 @@
  * What paused the delivery loop of a server run with RCD_LOOP_DELAY_LOG_MS (src/runtime/loop-delay.ts):
  * its log lines read back, and each interval whose longest pause was over the limit put down to one
  * cause: a garbage collection, a CPU the host did not run (stall probes pinned one to each CPU saw it
- * stopped for all of the pause but the limit, bench/stall-probe.ts), the loop waiting for a core the
+ * stopped for all of the pause but the limit, bench/harness/stall-probe.ts), the loop waiting for a core the
  * guest gave to another thread, the loop off every CPU (a blocking call, or the VM not run where no
  * probe could tell), or the loop's own work. bench:edits judges "no pause caused by a write" on these.
  */
 import { GC_ATTRIBUTION_SLACK_MS, PAUSE_LIMIT_MS, type LoopDelaySummary, type PauseRecord } from './edits-report.js';
-import type { StallEvent, StallStats } from './wrk.js';
+import type { StallEvent, StallStats } from '../harness/wrk.js';
 
 export interface LoopDelayLine {
   /** performance.now() of the bench when the line was read (the end of the interval it covers). */

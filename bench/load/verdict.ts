@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { BenchResults } from './report.js';
+import type { BenchResults } from './results.js';
 import { anyFailed, evaluateTargets, renderVerdicts } from './targets.js';
 
 const USAGE = 'usage: npm run bench:verdict -- RESULTS.json [--check]   (--check: exit 1 when a target FAILed)\n';

@@ -2,7 +2,7 @@
  * `npm run bench:cost [-- --scenario NAME[,NAME] --rounds N --duration S --connections N
  *                        --callgrind-requests N --no-callgrind --cache-sim --dumps DIR --by-function N --smoke --out FILE --check]`
  *
- * What rcd costs per answered request against the floor (bench/ceiling.ts --floor: bare uWS paying
+ * What rcd costs per answered request against the floor (bench/harness/ceiling.ts --floor: bare uWS paying
  * only the header reads, framing check and body parse any server of this API must make, then
  * sending the same bytes: rcd's own answers to the requests sent, one buffer per distinct answer,
  * in the requests' order; --floor-answers one sends one answer to all). Two figures per scenario,
@@ -23,15 +23,15 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { cpuBenchOptions, intOption, nodeFlagsOption, UsageError } from './cli-options.js';
-import { BASE_SEED, POOL_VARIANTS, poolVariant, selectScenarios, type PoolVariant, type RequestEntry, type Scenario } from './scenarios.js';
-import { repoRoot, writeBundle } from './fixtures/generate.js';
-import { poolAnswers, probe } from './probe.js';
-import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
-import { textTable } from './report.js';
-import { figureAgainst } from './targets.js';
-import { loadWithCpu, median, mediansByStart, onCpu, tasksetAvailable, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
-import { cpusAllowed } from './measure.js';
+import { cpuBenchOptions, intOption, nodeFlagsOption, UsageError } from '../harness/cli-options.js';
+import { BASE_SEED, POOL_VARIANTS, poolVariant, selectScenarios, type PoolVariant, type RequestEntry, type Scenario } from '../harness/scenarios.js';
+import { repoRoot, writeBundle } from '../fixtures/generate.js';
+import { poolAnswers, probe } from '../harness/probe.js';
+import { Supervisor, startCeiling, startServer, type Target } from '../harness/processes.js';
+import { textTable } from '../load/report.js';
+import { figureAgainst } from '../load/targets.js';
+import { loadWithCpu, median, mediansByStart, onCpu, tasksetAvailable, wrkAvailable, writeWrkScript, type WrkLoad } from '../harness/wrk.js';
+import { cpusAllowed } from '../harness/measure.js';
 import { CallgrindProcess, callgrindAvailable, callgrindLauncher, countInstructions, machineL2, type InstructionCount, type Spread } from './callgrind.js';
 import { codeCosts, functionCostsOfFiles, readPerfMap, renderFunctionTable } from './callgrind-functions.js';
 import { inlinedCosts, matchingTrace, renderInlinedTable } from './inlined.js';
@@ -74,7 +74,7 @@ const USAGE = `usage: npm run bench:cost -- [options]
   --inlined NAME           after each scenario, rcd's optimized function NAME (e.g. startSingle, answeredByPlan)
                            split among the functions TurboFan inlined into it: instructions, and with
                            --cache-sim misses, per request in the median window (V8's --trace-turbo for rcd
-                           under valgrind, its JSON kept in --dumps DIR/turbo; bench/inlined.ts)
+                           under valgrind, its JSON kept in --dumps DIR/turbo; bench/cost/inlined.ts)
   --smoke                  1 round of 1 s, one counted pass of 20 requests after 1 pass: checks that it runs
   --pool all|one|attributes  the requests sent (default all, the scenario's pool): one, its first request
                            alone (one user, one answer); attributes, every user with the first request's p
@@ -487,7 +487,7 @@ function indent(text: string, by: string): string {
 }
 
 /**
- * rcd's optimized `name` in the median window, split by the functions inlined into it (bench/inlined.ts),
+ * rcd's optimized `name` in the median window, split by the functions inlined into it (bench/cost/inlined.ts),
  * or a line saying why not.
  */
 function inlinedReport(name: string, scenario: string, count: InstructionCount, pid: number, turbo: string): string {

@@ -2,7 +2,7 @@
  * `npm run bench:tls [-- --duration S --connections N --rounds N --key rsa|ec --scenario NAME]`
  *
  * What HTTPS costs on the delivery listener, against what it costs bare uWS: the real server and the
- * bare-uWS ceiling (bench/ceiling.ts, the same response bytes) over plain HTTP and over HTTPS, each
+ * bare-uWS ceiling (bench/harness/ceiling.ts, the same response bytes) over plain HTTP and over HTTPS, each
  * in two modes: keep-alive (requests on open connections: the cost of encrypting) and one request per
  * connection (wrk's `Connection: close`: a full TCP and TLS handshake per request, as wrk never
  * resumes a session). The target: the server's ratio to its ceiling over HTTPS within noise of the
@@ -19,15 +19,15 @@ import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { CeilingAnswer } from './ceiling.js';
-import { repoRoot, writeBundle } from './fixtures/generate.js';
-import { localResultsDir } from './results-dir.js';
-import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
-import { fmtInt, freeResultStem, hostTag, textTable } from './report.js';
-import { BASE_SEED, scenarioByName, type RequestEntry } from './scenarios.js';
-import { medianOfRuns, runWrk, wrkAvailable, writeWrkScript, type WrkStats } from './wrk.js';
+import type { CeilingAnswer } from '../harness/ceiling-protocol.js';
+import { repoRoot, writeBundle } from '../fixtures/generate.js';
+import { localResultsDir } from '../harness/results-dir.js';
+import { Supervisor, startCeiling, startServer, type Target } from '../harness/processes.js';
+import { fmtInt, freeResultStem, hostTag, textTable } from '../load/report.js';
+import { BASE_SEED, scenarioByName, type RequestEntry } from '../harness/scenarios.js';
+import { medianOfRuns, runWrk, wrkAvailable, writeWrkScript, type WrkStats } from '../harness/wrk.js';
 // The nginx the e2e tests run, on the file docs/deployment.md recommends.
-import { findNginx, startNginx, type NginxProcess } from '../test/helpers/nginx.js';
+import { findNginx, startNginx, type NginxProcess } from '../../test/helpers/nginx.js';
 
 const USAGE = `usage: npm run bench:tls -- [options]
   --scenario NAME      a scenario answered 200 (default mapped)

@@ -19,13 +19,13 @@ import { existsSync, writeFileSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { cpuBenchOptions, intOption, nodeFlagsOption, UsageError } from './cli-options.js';
-import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
-import { BENCH_ENV, buildBundle, repoRoot, writeBundle } from './fixtures/generate.js';
-import { memoryStatus } from './measure.js';
-import { Supervisor, startServer, type Target } from './processes.js';
-import { loadWithCpu, median, medianOfRuns, mediansByStart, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
-import { createDatabase, startPostgres, type RunningPostgres } from '../test/helpers/postgres.js';
+import { cpuBenchOptions, intOption, nodeFlagsOption, UsageError } from '../harness/cli-options.js';
+import { BASE_SEED, selectScenarios, type Scenario } from '../harness/scenarios.js';
+import { BENCH_ENV, buildBundle, repoRoot, writeBundle } from '../fixtures/generate.js';
+import { memoryStatus } from '../harness/measure.js';
+import { Supervisor, startServer, type Target } from '../harness/processes.js';
+import { loadWithCpu, median, medianOfRuns, mediansByStart, wrkAvailable, writeWrkScript, type WrkLoad } from '../harness/wrk.js';
+import { createDatabase, startPostgres, type RunningPostgres } from '../../test/helpers/postgres.js';
 
 const USAGE = `usage: npm run bench:ab -- --baseline DIR [options]
   --baseline DIR       another checkout of rcd, built (npm run build), to compare this one against;

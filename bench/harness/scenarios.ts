@@ -12,7 +12,7 @@
  * must stay synchronous at load time (no top-level await) and cheap to import.
  */
 import { isDeepStrictEqual } from 'node:util';
-import { contentHash } from '../src/shared/identity.js';
+import { contentHash } from '../../src/shared/identity.js';
 import {
   BENCH_KEY,
   CATALOG_ENV,
@@ -31,8 +31,8 @@ import {
   prng,
   revisionFor,
   type FixtureItem,
-} from './fixtures/generate.js';
-import { xxh32String } from '../src/shared/xxh32.js';
+} from '../fixtures/generate.js';
+import { xxh32String } from '../../src/shared/xxh32.js';
 
 /** One prepared request. `ctx` is what was sent, kept for the probe's in-depth validation. */
 export interface RequestEntry {

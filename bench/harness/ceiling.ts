@@ -4,7 +4,7 @@
  * request body to the end like the server must, but parses and validates nothing. Whatever the real
  * server costs above this is the price of its own work, which is what `ratio` and CPU efficiency report.
  *
- * Runs as its own child process (forked by bench/run.ts, IPC channel) so its CPU time is measured
+ * Runs as its own child process (forked by bench/load/run.ts, IPC channel) so its CPU time is measured
  * separately from the bench client's. Protocol:
  *   child -> parent  {type:'listening', port}
  *   parent -> child  {type:'set', config: CeilingConfig}   answered by {type:'ok'}
@@ -14,7 +14,7 @@
  * thread's and N - 1 in worker threads, all bound with SO_REUSEPORT, so a server with N delivery
  * loops is compared with a ceiling of N loops. A new answer goes to every loop before `ok`. With
  * CERT and KEY every app serves HTTPS (SSLApp with the files as they are and the server's TLS 1.2
- * cipher list), for bench/tls.ts.
+ * cipher list), for bench/http/tls.ts.
  *
  * `--floor` (anywhere after N) makes it the floor instead (`npm run bench -- --target floor`): before
  * answering, every request also pays for the uWS calls and the parsing that any server answering the
@@ -30,44 +30,12 @@
  */
 import uWS from 'uWebSockets.js';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { statusLine } from '../src/runtime/errors.js';
-import { TLS12_CIPHERS } from '../src/runtime/tls.js';
-import { bodyText, keptChunk, parseBodyJson } from '../src/delivery/body.js';
-import { hasAmbiguousFraming, readHead } from '../src/delivery/request-head.js';
+import { statusLine } from '../../src/runtime/errors.js';
+import { TLS12_CIPHERS } from '../../src/runtime/tls.js';
+import { bodyText, keptChunk, parseBodyJson } from '../../src/delivery/body.js';
+import { hasAmbiguousFraming, readHead } from '../../src/delivery/request-head.js';
 import { freePort } from './processes.js';
-
-export interface CeilingAnswer {
-  readonly status: number;
-  readonly body: string;
-  /** Extra headers sent as the server sends them (a 304 is all headers); none when absent. */
-  readonly headers?: Readonly<Record<string, string>>;
-}
-
-/**
- * A request pool's own answers, for the floor of bench:cost: `answers` holds one answer per distinct
- * answer of the pool (answers that differ only in the user's uid, as rcd's wrapped answers do in their
- * ETag's last part and meta, count as one: rcd keeps one entry for them and writes the uid into it),
- * `order` the index of each request's answer in the pool's order. They are sent in that order, from
- * the first again after the last: wrk (one thread) and the sequential client send a pool in order, so
- * each answer goes out as often as the server under test sends it.
- */
-export interface PoolAnswers {
-  readonly answers: readonly CeilingAnswer[];
-  readonly order: readonly number[];
-}
-
-export interface CeilingConfig {
-  /** The answer to every request on a known route, unless the key check or `pool` below say otherwise. */
-  readonly ok: CeilingAnswer;
-  /** When set, a request the key check lets through gets the next of these instead of `ok`. */
-  readonly pool?: PoolAnswers;
-  /** When set, a request whose X-Api-Key differs gets `unauthorized` (scenario 8's 401s). */
-  readonly validKey: string | null;
-  readonly unauthorized: CeilingAnswer | null;
-}
-
-export type CeilingMessage = { type: 'set'; config: CeilingConfig };
-export type CeilingReply = { type: 'listening'; port: number } | { type: 'ok' } | { type: 'error'; message: string };
+import type { CeilingAnswer, CeilingConfig, CeilingMessage, CeilingReply } from './ceiling-protocol.js';
 
 interface Prepared {
   status: number;
@@ -300,7 +268,7 @@ async function loopThread(): Promise<void> {
 
 async function main(): Promise<void> {
   if (process.send === undefined) {
-    process.stderr.write('bench/ceiling.js is started by bench/run.js (needs an IPC channel)\n');
+    process.stderr.write('bench/harness/ceiling.js is started by bench/load/run.js (needs an IPC channel)\n');
     process.exit(2);
   }
   const args = process.argv.slice(2);

@@ -1,5 +1,5 @@
 /**
- * Machine-stall probe, run beside each wrk round (bench/wrk.ts).
+ * Machine-stall probe, run beside each wrk round (bench/harness/wrk.ts).
  *
  * Why: on a shared VM the host sometimes stops the whole guest for tens of milliseconds (seen here:
  * 30-70 ms gaps a few times a minute, on an idle guest too). Every request in flight then waits, in
@@ -9,15 +9,15 @@
  *
  * How: sleep 1 ms at a time and count every wake-up that came late by at least a threshold (5 ms: the p99 target's size). Atomics.wait
  * is a futex wait on this thread, so no event loop or timer list sits between the kernel and the
- * measurement. bench/wrk.ts starts it with real-time priority (`chrt -f 1`) where allowed: then no
+ * measurement. bench/harness/wrk.ts starts it with real-time priority (`chrt -f 1`) where allowed: then no
  * process in the guest can delay it, and a late wake-up means the guest itself was not running. At
  * normal priority (no permission) it also counts ordinary CPU contention, and says so.
  *
  * One probe sees the stalls of the CPU it happens to run on. A guest's CPUs are threads of the host,
  * each stopped and started on its own: a delivery loop woken onto a CPU the host is not running waits
- * as long as that CPU does, while a probe on the other CPU wakes on time. bench/wrk.ts therefore runs
+ * as long as that CPU does, while a probe on the other CPU wakes on time. bench/harness/wrk.ts therefore runs
  * one probe pinned to each CPU where it can, and each stall is reported with the moment it ended,
- * so that a pause of the loop can be laid beside the stalls of the same moment (bench/edits.ts).
+ * so that a pause of the loop can be laid beside the stalls of the same moment (bench/edits/edits.ts).
  *
  * Usage: `node stall-probe.js SECONDS THRESHOLD_MS [--await-go] [--lates-from MS]` (SIGINT ends it
  * early; with --await-go it prints `ready` and starts on SIGUSR2). Prints one JSON line: stalls
@@ -26,7 +26,7 @@
  * MAX_EVENTS only). With --lates-from, also lates: every wake-up late by MS or more in the same form,
  * the stalls among them. A host that takes a CPU away in short slices (a few 1-4 ms stops within a
  * pause) passes under the stall threshold one stop at a time; bench:edits adds those stops up over
- * a pause of the loop (bench/loop-pauses.ts). bench/wrk.ts reads it (StallStats).
+ * a pause of the loop (bench/edits/loop-pauses.ts). bench/harness/wrk.ts reads it (StallStats).
  */
 
 /** Wake-ups checked between two turns of the event loop: a turn lets a SIGINT in. */

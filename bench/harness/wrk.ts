@@ -31,7 +31,7 @@ export interface StallEvent {
   readonly cpu: number | null;
 }
 
-/** What bench/stall-probe.ts saw during one wrk run (its probes' figures together). */
+/** What bench/harness/stall-probe.ts saw during one wrk run (its probes' figures together). */
 export interface StallStats {
   /** True when the probe ran with real-time priority: a late wake-up was the machine, not CPU load. */
   readonly realtime: boolean;
@@ -47,7 +47,7 @@ export interface StallStats {
   /**
    * Where asked for (startStallProbe's `latesFromMs`): every wake-up late by that much or more, the
    * stalls among them, in the order they ended. Short stops of a CPU pass under the stall threshold
-   * one at a time; bench/loop-pauses.ts adds them up over a pause of the delivery loop.
+   * one at a time; bench/edits/loop-pauses.ts adds them up over a pause of the delivery loop.
    */
   readonly lates?: readonly StallEvent[];
 }
@@ -304,7 +304,7 @@ const MAX_PINNED_PROBES = 8;
 
 const PROBE = fileURLToPath(new URL('./stall-probe.js', import.meta.url));
 
-/** Starts bench/stall-probe.ts for `durationSec`; resolves with what it saw. */
+/** Starts bench/harness/stall-probe.ts for `durationSec`; resolves with what it saw. */
 export function runStallProbe(durationSec: number, track: (c: ChildProcess) => void): Promise<StallStats> {
   return startStallProbe(durationSec, track).result;
 }
@@ -332,7 +332,7 @@ interface ProbeOutput {
 
 /**
  * Stall probes running for at most `durationSec`, one pinned to each CPU where `taskset` works (a
- * guest's CPUs stall one at a time: bench/stall-probe.ts); `stop()` ends them early with what they
+ * guest's CPUs stall one at a time: bench/harness/stall-probe.ts); `stop()` ends them early with what they
  * saw so far. Their figures are taken from their output whatever way they ended: a SIGINT that lands
  * while node is already exiting ends one by the signal, after it printed them. With `latesFromMs`,
  * the result also lists every wake-up late by that much (`lates`).

@@ -7,7 +7,7 @@
  * kept up with the client, not how close to the ceiling it runs. A run without `--wrk` reports those
  * targets n/a with autocannon's figure beside it.
  */
-import type { BenchResults, ScenarioResult } from './report.js';
+import type { BenchResults, ScenarioResult } from './results.js';
 
 export type Verdict = 'pass' | 'FAIL' | 'n/a';
 

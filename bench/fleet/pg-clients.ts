@@ -4,7 +4,7 @@
  * every write anywhere) and a content put (a transaction: read the newest revision, insert one,
  * touch the content row). Both clients use a pool of 4 connections and run the same SQL.
  *
- *   node dist/bench/pg-clients.js postgres://user:pass@host:port/db [rounds]
+ *   node dist/bench/fleet/pg-clients.js postgres://user:pass@host:port/db [rounds]
  *
  * The database must be a scratch one: the benchmark creates and drops its own tables (bench_*).
  */
@@ -14,7 +14,7 @@ import postgres from 'postgres';
 const url = process.argv[2];
 const rounds = Number(process.argv[3] ?? 2000);
 if (url === undefined) {
-  console.error('usage: node dist/bench/pg-clients.js postgres://... [rounds]');
+  console.error('usage: node dist/bench/fleet/pg-clients.js postgres://... [rounds]');
   process.exit(2);
 }
 

@@ -16,7 +16,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { SequentialClient } from './sequential-client.js';
-import type { RequestEntry } from './scenarios.js';
+import type { RequestEntry } from '../harness/scenarios.js';
 
 /** Whether valgrind and callgrind_control run here. */
 export function callgrindAvailable(): boolean {

@@ -6,7 +6,7 @@
  * baseline per benchmark and HISTORY.md, the record of every run.
  */
 import { join } from 'node:path';
-import { repoRoot } from './fixtures/generate.js';
+import { repoRoot } from '../fixtures/generate.js';
 
 /** The directory a run writes its results into when no `--out` is given. */
 export function localResultsDir(): string {

@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CeilingConfig, CeilingMessage, CeilingReply } from './ceiling.js';
+import type { CeilingConfig, CeilingMessage, CeilingReply } from './ceiling-protocol.js';
 
 export class Supervisor {
   /** Set once a signal asked the run to stop: loops check it between steps. */
@@ -139,7 +139,7 @@ export interface ServerStart {
   readonly args?: readonly string[];
   /** Options of node itself after the launcher's own (launcherNodeFlags), before bin/rcd.js. */
   readonly nodeArgs?: readonly string[];
-  /** A command that runs node (e.g. valgrind and its options, bench/callgrind.ts); none when absent. */
+  /** A command that runs node (e.g. valgrind and its options, bench/cost/callgrind.ts); none when absent. */
   readonly launcher?: readonly string[];
   /** How long start-up may take before it counts as failed, ms (default 120 s). */
   readonly startTimeoutMs?: number;
@@ -224,9 +224,9 @@ export async function startServer(sup: Supervisor, start: ServerStart): Promise<
 }
 
 /**
- * Forks the bare-uWS ceiling (bench/ceiling.ts) with `loops` apps on one port (as many as the
+ * Forks the bare-uWS ceiling (bench/harness/ceiling.ts) with `loops` apps on one port (as many as the
  * server's delivery loops); `tls` (certificate and key files) makes it serve HTTPS; `floor` makes it
- * the floor (bench/ceiling.ts: the request-side work every server on this stack pays). Resolves once
+ * the floor (bench/harness/ceiling.ts: the request-side work every server on this stack pays). Resolves once
  * it listens.
  */
 export async function startCeiling(sup: Supervisor, tls: { cert: string; key: string } | null = null, loops = 1, floor = false, launcher: readonly string[] = []): Promise<Target> {

@@ -13,8 +13,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { historyChart, type RecordedRun } from './charts.js';
-import { textTable, type BenchResults, type ScenarioResult } from './report.js';
-import { baselineDir, localResultsDir } from './results-dir.js';
+import { textTable } from './report.js';
+import type { BenchResults, ScenarioResult } from './results.js';
+import { baselineDir, localResultsDir } from '../harness/results-dir.js';
 import { saturationRatio } from './targets.js';
 
 /** A results file of the load suite (`npm run bench`), not of bench:edits, bench:tls or another rig. */

@@ -7,7 +7,7 @@
  *    requests uncompressed: req/s and server CPU per request;
  * 3. the 304 path (mapped requests that send the ETag they were given) against a bare-uWS ceiling
  *    answering the same 304 (same headers) after reading the body, and the floor (the same 304 after
- *    the uWS calls and body parse any server needs: bench/ceiling.ts --floor) against that ceiling;
+ *    the uWS calls and body parse any server needs: bench/harness/ceiling.ts --floor) against that ceiling;
  * 4. N idle change streams (default 10,000; run first, on a fresh server): the server's RSS before
  *    and after, and the time from an admin write being sent until every stream received its event.
  *
@@ -20,11 +20,11 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { request } from 'node:http';
 import { gzipSync } from 'node:zlib';
-import { BENCH_KEY, LARGE_ID, repoRoot, writeBundle } from './fixtures/generate.js';
-import { memoryStatus, processCpuMicros } from './measure.js';
-import { Supervisor, drain, freePort, startCeiling, type Target } from './processes.js';
-import { scenarioByName, BASE_SEED, type RequestEntry } from './scenarios.js';
-import { runWrk, wrkAvailable, writeWrkScript } from './wrk.js';
+import { BENCH_KEY, LARGE_ID, repoRoot, writeBundle } from '../fixtures/generate.js';
+import { memoryStatus, processCpuMicros } from '../harness/measure.js';
+import { Supervisor, drain, freePort, startCeiling, type Target } from '../harness/processes.js';
+import { scenarioByName, BASE_SEED, type RequestEntry } from '../harness/scenarios.js';
+import { runWrk, wrkAvailable, writeWrkScript } from '../harness/wrk.js';
 
 interface Options {
   rounds: number;
@@ -260,7 +260,7 @@ async function main(): Promise<void> {
   await alternate(o, () => measure(srv, script304, o), () => measure(ceiling, script304, o), 'rcd 304', 'ceiling 304');
   const script200 = writeWrkScript(dir, 'mapped-200', mapped);
   await alternate(o, () => measure(srv, script304, o), () => measure(srv, script200, o), 'rcd 304', 'rcd 200 (same requests)');
-  // The floor (bench/ceiling.ts --floor) answering the same 304 after the header reads, the framing
+  // The floor (bench/harness/ceiling.ts --floor) answering the same 304 after the header reads, the framing
   // check and the body parse every such request needs: the most any server on this uWS build reaches.
   const floor = await startCeiling(sup, null, 1, true);
   await floor.configure(answer304);

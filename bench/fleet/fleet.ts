@@ -26,10 +26,10 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
-import { drain, freePort, Supervisor } from './processes.js';
-import { createDatabase, startPostgres, type RunningPostgres } from '../test/helpers/postgres.js';
+import { drain, freePort, Supervisor } from '../harness/processes.js';
+import { createDatabase, startPostgres, type RunningPostgres } from '../../test/helpers/postgres.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const TOKEN = 'bench-fleet-admin-token';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 

@@ -5,7 +5,7 @@
  * (`bench:compare --history`).
  */
 import * as echarts from 'echarts';
-import type { BenchResults, ScenarioResult } from './report.js';
+import type { BenchResults, ScenarioResult } from './results.js';
 import { RATIO_TARGETS, saturationRatio } from './targets.js';
 
 export interface ChartFile {

@@ -8,7 +8,7 @@
  * transferred. Reported: µs per batch round trip with 1 and with 16 batches in flight, and for the
  * relay the main thread's event-loop utilisation (time taken from loop 0, which serves HTTP there).
  *
- *   npm run build && node dist/bench/pool-reach.js [batches]
+ *   npm run build && node dist/bench/micro/pool-reach.js [batches]
  */
 import { MessageChannel, Worker, isMainThread, workerData, type MessagePort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';

@@ -2,7 +2,7 @@
  * `npm run bench [-- --scenario NAME[,NAME] --duration S --connections N --threads N[,N] --http-threads N[,N] --workers N --smoke]`
  *
  * Seeds a temporary SQLite store from bench/fixtures, starts the real server (`bin/rcd.js serve`) and the
- * bare-uWS ceiling (bench/ceiling.js) as child processes, probes every scenario in depth, then drives the
+ * bare-uWS ceiling (bench/harness/ceiling.js) as child processes, probes every scenario in depth, then drives the
  * ceiling and the server with the same autocannon load, one right after the other, so that each scenario
  * reports ratios measured side by side. Everything it starts is stopped and its temp dir removed on
  * success, failure, Ctrl-C and SIGTERM.
@@ -14,16 +14,17 @@ import { availableParallelism, cpus, hostname, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { defaultThreads, httpThreadsFor } from '../src/runtime/config.js';
-import { repoRoot, writeBundle } from './fixtures/generate.js';
-import { localResultsDir } from './results-dir.js';
-import { probe } from './probe.js';
-import { Supervisor, startCeiling, startServer, type Target } from './processes.js';
-import { RssSampler, clientCpu, isLinuxProcAvailable, memoryStatus, processCpuMicros, resetPeakRss, rssAt } from './measure.js';
-import { TARGET_LABEL, fmtInt, renderTable, writeResults, type BenchResults, type BenchTarget, type RunOptions, type RunStats, type ScenarioResult } from './report.js';
+import { defaultThreads, httpThreadsFor } from '../../src/runtime/config.js';
+import { repoRoot, writeBundle } from '../fixtures/generate.js';
+import { localResultsDir } from '../harness/results-dir.js';
+import { probe } from '../harness/probe.js';
+import { Supervisor, startCeiling, startServer, type Target } from '../harness/processes.js';
+import { RssSampler, clientCpu, isLinuxProcAvailable, memoryStatus, processCpuMicros, resetPeakRss, rssAt } from '../harness/measure.js';
+import { TARGET_LABEL, fmtInt, renderTable, writeResults } from './report.js';
+import type { BenchResults, BenchTarget, RunOptions, RunStats, ScenarioResult } from './results.js';
 import { anyFailed, evaluateTargets, renderVerdicts } from './targets.js';
-import { runWrkPass, wrkAvailable, writeWrkScript } from './wrk.js';
-import { BASE_SEED, SCENARIOS, selectScenarios, setupRequestFor, verifyBodyFor, type Scenario } from './scenarios.js';
+import { runWrkPass, wrkAvailable, writeWrkScript } from '../harness/wrk.js';
+import { BASE_SEED, SCENARIOS, selectScenarios, setupRequestFor, verifyBodyFor, type Scenario } from '../harness/scenarios.js';
 
 // ---------------------------------------------------------------- autocannon (CommonJS, no bundled types)
 
@@ -85,7 +86,7 @@ const USAGE = `usage: npm run bench -- [options]
   --smoke              short runs that assert zero errors and zero unexpected statuses, not speed
   --target ceiling     calibration: a second ceiling stands in for the server (ratios ~1 show the noise floor)
   --target floor       the floor stands in for the server: a bare uWS app that pays only for the uWS calls
-                       and the body parse every request needs (bench/ceiling.ts); its ratio is the most any
+                       and the body parse every request needs (bench/harness/ceiling.ts); its ratio is the most any
                        server on this uWS build can reach, so a target above it is out of reach
   --wrk                after each scenario's autocannon runs, measure its latency with wrk too (needs wrk
                        on PATH: apt-get install wrk); bad-requests is left out
@@ -166,7 +167,7 @@ const track = (c: ChildProcess): ChildProcess => sup.track(c);
 /** Workers mode needs file paths for every function option: tiny CommonJS shims that load this
  *  suite's compiled scenarios (require of an ES module, supported by Node >= 20.19). */
 function workerShims(dir: string, s: Scenario): { setupRequest: string; verifyBody: string } {
-  const scenarios = fileURLToPath(new URL('./scenarios.js', import.meta.url));
+  const scenarios = fileURLToPath(new URL('../harness/scenarios.js', import.meta.url));
   const setupRequest = join(dir, `setup-${s.name}.cjs`);
   const verifyBody = join(dir, `verify-${s.name}.cjs`);
   writeFileSync(

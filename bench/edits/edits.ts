@@ -12,7 +12,7 @@
  * writes again and an ~8 MiB bundle POSTed to A's admin import. The log's own work (a collection
  * counter, a 1 ms timer) can cost time, so latency is judged on the first two phases and pauses on
  * the last three; stall probes pinned one to each CPU run beside every phase, so a pause of A's loop
- * can be laid beside a CPU the host did not run at that moment (bench/stall-probe.ts). Everything
+ * can be laid beside a CPU the host did not run at that moment (bench/harness/stall-probe.ts). Everything
  * it starts is stopped and its temp dir removed on success, failure, Ctrl-C and SIGTERM.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -21,7 +21,7 @@ import { cpus, hostname, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { intOption } from './cli-options.js';
+import { intOption } from '../harness/cli-options.js';
 import {
   evaluateEditsTargets,
   percentileOf,
@@ -36,13 +36,13 @@ import {
   type ProcessStart,
   type WriteStats,
 } from './edits-report.js';
-import { BENCH_ENV, BENCH_KEY, buildBundle, prng, repoRoot, smallItemDoc, type FixtureItem } from './fixtures/generate.js';
-import { localResultsDir } from './results-dir.js';
-import { isLinuxProcAvailable, memoryStatus } from './measure.js';
-import { Supervisor, drain, freePort, launcherNodeFlags } from './processes.js';
-import type { RequestEntry } from './scenarios.js';
+import { BENCH_ENV, BENCH_KEY, buildBundle, prng, repoRoot, smallItemDoc, type FixtureItem } from '../fixtures/generate.js';
+import { localResultsDir } from '../harness/results-dir.js';
+import { isLinuxProcAvailable, memoryStatus } from '../harness/measure.js';
+import { Supervisor, drain, freePort, launcherNodeFlags } from '../harness/processes.js';
+import type { RequestEntry } from '../harness/scenarios.js';
 import { loopDelayIn, parseLoopDelayLine, type LoopDelayLine } from './loop-pauses.js';
-import { medianOfRuns, mergeStallStats, runWrk, startStallProbe, wrkAvailable, writeWrkScript, type StallStats, type WrkStats } from './wrk.js';
+import { medianOfRuns, mergeStallStats, runWrk, startStallProbe, wrkAvailable, writeWrkScript, type StallStats, type WrkStats } from '../harness/wrk.js';
 
 const USAGE = `usage: npm run bench:edits -- [options]
   --items N          content items in the store (default 50000; --smoke: 500; max 1000000)
@@ -81,7 +81,7 @@ const MAX_LOAD_SEC = 600;
 /**
  * The probes list every wake-up late by this much, not only the 5 ms stalls: on this VM the host
  * also takes a CPU in 1-4 ms slices, several within one pause of the loop, which the loop's thread
- * counts as run time and no single stall shows (bench/loop-pauses.ts adds them up). About 2-3 a
+ * counts as run time and no single stall shows (bench/edits/loop-pauses.ts adds them up). About 2-3 a
  * second on each CPU under load.
  */
 const LATES_FROM_MS = 1;

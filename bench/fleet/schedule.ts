@@ -24,11 +24,11 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { drain, freePort, launcherNodeFlags, Supervisor } from './processes.js';
-import { runWrk, wrkAvailable, writeWrkScript, type WrkStats } from './wrk.js';
-import { createDatabase, startPostgres, type RunningPostgres } from '../test/helpers/postgres.js';
+import { drain, freePort, launcherNodeFlags, Supervisor } from '../harness/processes.js';
+import { runWrk, wrkAvailable, writeWrkScript, type WrkStats } from '../harness/wrk.js';
+import { createDatabase, startPostgres, type RunningPostgres } from '../../test/helpers/postgres.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const TOKEN = 'bench-schedule-admin-token';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
 const KEY = 'bench-schedule-key-0001';

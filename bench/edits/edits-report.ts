@@ -1,10 +1,10 @@
 /**
- * The result model of the edits-under-load benchmark (bench/edits.ts), its targets, the stdout table
+ * The result model of the edits-under-load benchmark (bench/edits/edits.ts), its targets, the stdout table
  * and the files <date>-<host>-edits.json and .md in the results directory.
  */
 import { writeFileSync } from 'node:fs';
-import { freeResultStem, hostTag, textTable } from './report.js';
-import type { StallStats, WrkStats } from './wrk.js';
+import { freeResultStem, hostTag, textTable } from '../load/report.js';
+import type { StallStats, WrkStats } from '../harness/wrk.js';
 
 /** A pause of the delivery loop longer than this is what the targets forbid. */
 export const PAUSE_LIMIT_MS = 10;
@@ -40,7 +40,7 @@ export interface LoopDelaySummary {
   /**
    * Of the intervals over the limit not explained by GC, those whose longest pause was within the
    * limit once the time the host did not run the CPU is taken off it (stall probes pinned one to each
-   * CPU woke late for it; bench/stall-probe.ts, bench/loop-pauses.ts). Null when that cannot be seen
+   * CPU woke late for it; bench/harness/stall-probe.ts, bench/edits/loop-pauses.ts). Null when that cannot be seen
    * (the probes not at real-time priority or not one per CPU, or lines without the pause's moment);
    * absent in results from before it was measured.
    */
@@ -99,7 +99,7 @@ export interface PhaseResult {
   readonly durationSec: number;
   readonly wrk: WrkStats;
   readonly loopDelay: LoopDelaySummary;
-  /** bench/stall-probe.ts beside the load: moments the whole machine did not run. */
+  /** bench/harness/stall-probe.ts beside the load: moments the whole machine did not run. */
   readonly machineStalls: StallStats;
 }
 

@@ -5,7 +5,7 @@
  * between runs) and nothing else goes over the connection.
  */
 import { connect, type Socket } from 'node:net';
-import type { RequestEntry } from './scenarios.js';
+import type { RequestEntry } from '../harness/scenarios.js';
 
 const HEAD_END = Buffer.from('\r\n\r\n');
 

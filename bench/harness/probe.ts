@@ -4,8 +4,8 @@
  * ceiling or the floor sends, so both sides put the same bytes on the wire. Shared by the suite
  * (run.ts) and bench:cost (cost.ts).
  */
-import type { CeilingAnswer, CeilingConfig, PoolAnswers } from './ceiling.js';
-import { BENCH_KEY } from './fixtures/generate.js';
+import type { CeilingAnswer, CeilingConfig, PoolAnswers } from './ceiling-protocol.js';
+import { BENCH_KEY } from '../fixtures/generate.js';
 import type { Target } from './processes.js';
 import { BASE_SEED, syntheticResponse, type RequestEntry, type Scenario } from './scenarios.js';
 

@@ -14,11 +14,11 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { UsageError, cpuBenchOptions, intOption } from './cli-options.js';
-import { BASE_SEED, selectScenarios, type Scenario } from './scenarios.js';
-import { repoRoot, writeBundle } from './fixtures/generate.js';
-import { Supervisor, startServer, type Target } from './processes.js';
-import { loadWithCpu, median, wrkAvailable, writeWrkScript, type WrkLoad } from './wrk.js';
+import { UsageError, cpuBenchOptions, intOption } from '../harness/cli-options.js';
+import { BASE_SEED, selectScenarios, type Scenario } from '../harness/scenarios.js';
+import { repoRoot, writeBundle } from '../fixtures/generate.js';
+import { Supervisor, startServer, type Target } from '../harness/processes.js';
+import { loadWithCpu, median, wrkAvailable, writeWrkScript, type WrkLoad } from '../harness/wrk.js';
 
 const USAGE = `usage: npm run bench:pair -- --scenario NAME --against NAME [options]
   --scenario NAME      the scenario judged (e.g. ofrep-flag)
