@@ -59,6 +59,9 @@ export interface ServeConfig {
   /** Scheduled changes (src/store/schedule/): how far ahead, and how many not settled yet in the whole store. */
   readonly scheduleMaxDays: number;
   readonly scheduleMaxPending: number;
+  /** Previews at a time (`preview?at=`): ops of pending changes one replays at most, and how many run at once. */
+  readonly previewMaxOps: number;
+  readonly previewConcurrency: number;
   /** How often the certificate files are checked for a change (which reloads them as SIGHUP does); 0: only on SIGHUP. */
   readonly tlsWatchMs: number;
   /**
@@ -153,6 +156,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'webhook-dead-letters', env: 'RCD_WEBHOOK_DEAD_LETTERS', fallback: '1000', help: 'dead-lettered webhook deliveries kept; the oldest beyond go (1..1000000)' },
   { flag: 'schedule-max-days', env: 'RCD_SCHEDULE_MAX_DAYS', fallback: '366', help: 'how many days ahead a change may be scheduled (1..3660)' },
   { flag: 'schedule-max-pending', env: 'RCD_SCHEDULE_MAX_PENDING', fallback: '100000', help: 'scheduled changes not yet applied, in the whole store, before scheduling is refused with too_many_schedules (1..10000000)' },
+  { flag: 'preview-max-ops', env: 'RCD_PREVIEW_MAX_OPS', fallback: '20000', help: 'ops of pending changes one preview at a time (preview?at=) replays, before it is refused with preview_too_large (1..1000000)' },
+  { flag: 'preview-concurrency', env: 'RCD_PREVIEW_CONCURRENCY', fallback: '2', help: 'previews at a time (preview?at=) running at once on this process; one more answers 503 overloaded (1..64)' },
   { flag: 'tls-watch-interval', env: 'RCD_TLS_WATCH_INTERVAL_MS', fallback: '60000', help: 'ms between checks of the certificate files for a change, which reloads them as SIGHUP does (0: SIGHUP only; 0..86400000)' },
   { flag: 'cors-origins', env: 'RCD_CORS_ORIGINS', fallback: '', help: 'origins browsers may call the delivery API from: comma-separated (https://game.example.com) or * (default: none, CORS off)' },
   { flag: 'compress-min-bytes', env: 'RCD_COMPRESS_MIN_BYTES', fallback: '1024', help: 'answers at least this long are sent gzip/br when the client accepts it (0..16777216)' },
@@ -358,6 +363,8 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     }),
     scheduleMaxDays: intIn('schedule-max-days', get('schedule-max-days'), 1, 3660),
     scheduleMaxPending: intIn('schedule-max-pending', get('schedule-max-pending'), 1, 10_000_000),
+    previewMaxOps: intIn('preview-max-ops', get('preview-max-ops'), 1, 1_000_000),
+    previewConcurrency: intIn('preview-concurrency', get('preview-concurrency'), 1, 64),
     tlsWatchMs: intIn('tls-watch-interval', get('tls-watch-interval'), 0, 86_400_000),
     corsOrigins: corsOrigins(get('cors-origins')),
     compressMinBytes: intIn('compress-min-bytes', get('compress-min-bytes'), 0, 16 * 1024 * 1024),

@@ -142,6 +142,11 @@ export class PostgresStore implements Store {
     return this.read((tx) => runRowsAsync(new PgRows(tx), step()));
   }
 
+  /** A read-only transaction takes no lock a writer waits for, and each row call is a turn of the event loop. */
+  snapshotStep<T>(step: () => Step<T>): Promise<T> {
+    return this.readStep(step);
+  }
+
   private read<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     return this.call(() => this.sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', fn) as Promise<T>);
   }
