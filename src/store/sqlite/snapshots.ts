@@ -31,7 +31,12 @@ export class SnapshotReaders {
   async run<T>(step: Step<T>): Promise<T> {
     if (this.closed) throw new RcdError('internal', 'the store is closed');
     const reader = this.idle.pop() ?? this.open();
-    reader.db.exec('BEGIN');
+    try {
+      reader.db.exec('BEGIN');
+    } catch (err) {
+      reader.db.close();
+      throw err;
+    }
     try {
       return await runSliced(reader.rows, step);
     } finally {
