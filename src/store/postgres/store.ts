@@ -54,13 +54,15 @@ import type {
   Store,
   SyncReport,
 } from '../types.js';
-import { OnLost, describePgError, isUnreachable, pgFailure, runOnPool, type Sql, type Tx } from './connection.js';
+import { DEFAULT_PG_CONNECT_TIMEOUT_MS, OnLost, connect, describePgError, isUnreachable, pgFailure, runOnPool, type Sql, type Tx } from './connection.js';
 import { contentDetail } from '../rows.js';
 import { PgRows } from './rows.js';
 import * as routing from './routing.js';
 import * as outboxRows from './outbox.js';
 import { CHANGE_CHANNEL, WRITE_LOCK } from './schema.js';
 
+/** Connections of long reads (snapshotStep), besides the pool; more wait for one. */
+const SNAPSHOT_CONNECTIONS = 2;
 /** Between two notifications, a node reads the change log anyway: a lost notification heals by then. */
 export const CATCH_UP_MS = 1000;
 /** Reconnection probe backoff: first retry, and the cap it doubles up to. */
@@ -77,6 +79,7 @@ export class PostgresStore implements Store {
   private probe: NodeJS.Timeout | null = null;
   private probeDelayMs = PROBE_FIRST_MS;
   private readonly wakers = new Set<() => void>();
+  private snapshots: Sql | null = null;
 
   constructor(sql: Sql, readerUrl: string, busyTimeoutMs: number, poolSize: number) {
     this.sql = sql;
@@ -142,9 +145,15 @@ export class PostgresStore implements Store {
     return this.read((tx) => runRowsAsync(new PgRows(tx), step()));
   }
 
-  /** A read-only transaction takes no lock a writer waits for, and each row call is a turn of the event loop. */
+  /**
+   * A repeatable-read read-only transaction takes no lock a writer waits for, and each row call is a
+   * turn of the event loop. It runs on connections of its own (SNAPSHOT_CONNECTIONS, opened on first
+   * use): a preview holding one for its replay leaves the pool to the writes and the applier, whose
+   * warm-up takes every connection of the pool at once.
+   */
   snapshotStep<T>(step: () => Step<T>): Promise<T> {
-    return this.readStep(step);
+    const sql = (this.snapshots ??= connect(this.readerUrl, { poolSize: SNAPSHOT_CONNECTIONS, connectTimeoutMs: DEFAULT_PG_CONNECT_TIMEOUT_MS }));
+    return this.call(() => sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', (tx) => runRowsAsync(new PgRows(tx), step())) as Promise<T>);
   }
 
   private read<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
@@ -467,6 +476,7 @@ export class PostgresStore implements Store {
     if (this.probe !== null) clearTimeout(this.probe);
     this.probe = null;
     this.wakers.clear();
+    await this.snapshots?.end({ timeout: 1 });
     await this.sql.end({ timeout: 1 });
   }
 }
