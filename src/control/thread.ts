@@ -169,6 +169,7 @@ async function open(): Promise<void> {
           limits: { maxAheadMs: config.scheduleMaxDays * 86_400_000, maxOpen: config.scheduleMaxPending },
           metrics: scheduleMetrics(init.counters),
         },
+        previews: { maxOps: config.previewMaxOps, concurrency: config.previewConcurrency },
       });
     } catch (err) {
       throw new Error(`cannot listen on the admin address ${config.adminHost}:${config.adminPort}: ${describe(err)}`);

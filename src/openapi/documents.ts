@@ -310,7 +310,7 @@ function adminDocument(schemas: Record<string, Json>): Json {
         params: [queryParam('at', { type: 'string' }, 'RFC 3339 time with an offset: the item with its pending scheduled changes due by then applied (docs/schedule.md)')],
         body: { schema: REF('PreviewContext') },
         ok: { '200': ['the answer and the rules as this user meets them', 'Preview'] },
-        errors: [...ADMIN_COMMON, 'invalid_json', 'invalid_body', 'invalid_query', 'not_found', 'content_not_found'],
+        errors: [...ADMIN_COMMON, 'invalid_json', 'invalid_body', 'invalid_query', 'not_found', 'content_not_found', 'preview_too_large', 'store_unavailable'],
       }, 'admin'),
     },
     '/admin/v1/environments/{env}/content/{id}/kill': {

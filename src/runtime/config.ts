@@ -62,6 +62,9 @@ export interface ServeConfig {
   readonly scheduleMaxPending: number;
   /** What stored content may nest and weigh, per text and per write (src/store/jsonc.ts). */
   readonly content: ContentLimits;
+  /** Previews at a time (`preview?at=`): ops of pending changes one replays at most, and how many run at once. */
+  readonly previewMaxOps: number;
+  readonly previewConcurrency: number;
   /** How often the certificate files are checked for a change (which reloads them as SIGHUP does); 0: only on SIGHUP. */
   readonly tlsWatchMs: number;
   /**
@@ -159,6 +162,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'max-content-depth', env: 'RCD_MAX_CONTENT_DEPTH', fallback: String(DEFAULT_CONTENT_LIMITS.maxDepth), help: 'how deeply stored content may nest arrays and objects; a write past it answers 400 invalid_content (1..1000)' },
   { flag: 'max-content-bytes', env: 'RCD_MAX_CONTENT_BYTES', fallback: String(DEFAULT_CONTENT_LIMITS.maxBytes), help: 'bytes of one stored content text (content given as json: its indented text); a write past it answers 400 invalid_content (1..268435456)' },
   { flag: 'max-write-bytes', env: 'RCD_MAX_WRITE_BYTES', fallback: String(DEFAULT_CONTENT_LIMITS.maxWriteBytes), help: 'bytes of content text one import or scheduled change stores in all; past it 400 invalid_content / invalid_bundle (1..1073741824)' },
+  { flag: 'preview-max-ops', env: 'RCD_PREVIEW_MAX_OPS', fallback: '20000', help: 'ops of pending changes one preview at a time (preview?at=) replays, before it is refused with preview_too_large (1..1000000)' },
+  { flag: 'preview-concurrency', env: 'RCD_PREVIEW_CONCURRENCY', fallback: '2', help: 'previews at a time (preview?at=) running at once on this process; one more answers 503 overloaded (1..64)' },
   { flag: 'tls-watch-interval', env: 'RCD_TLS_WATCH_INTERVAL_MS', fallback: '60000', help: 'ms between checks of the certificate files for a change, which reloads them as SIGHUP does (0: SIGHUP only; 0..86400000)' },
   { flag: 'cors-origins', env: 'RCD_CORS_ORIGINS', fallback: '', help: 'origins browsers may call the delivery API from: comma-separated (https://game.example.com) or * (default: none, CORS off)' },
   { flag: 'compress-min-bytes', env: 'RCD_COMPRESS_MIN_BYTES', fallback: '1024', help: 'answers at least this long are sent gzip/br when the client accepts it (0..16777216)' },
@@ -369,6 +374,8 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
       maxBytes: intIn('max-content-bytes', get('max-content-bytes'), 1, 256 * 1024 * 1024),
       maxWriteBytes: intIn('max-write-bytes', get('max-write-bytes'), 1, 1024 * 1024 * 1024),
     }),
+    previewMaxOps: intIn('preview-max-ops', get('preview-max-ops'), 1, 1_000_000),
+    previewConcurrency: intIn('preview-concurrency', get('preview-concurrency'), 1, 64),
     tlsWatchMs: intIn('tls-watch-interval', get('tls-watch-interval'), 0, 86_400_000),
     corsOrigins: corsOrigins(get('cors-origins')),
     compressMinBytes: intIn('compress-min-bytes', get('compress-min-bytes'), 0, 16 * 1024 * 1024),

@@ -45,6 +45,8 @@ export const ERROR_STATUS = {
   rollout_shrinks: 409,
   /** The store already holds --schedule-max-pending scheduled changes that are not settled. */
   too_many_schedules: 409,
+  /** A preview at a time would replay more ops of pending changes than --preview-max-ops. */
+  preview_too_large: 409,
   overloaded: 503,
   /**
    * OFREP routes only, in place of `overloaded`: OFREP providers honour Retry-After on a 429 alone

@@ -392,6 +392,13 @@ export interface Store {
   leaseStep<T>(step: () => Step<T>): Promise<T>;
   /** Runs a step that only reads, in one read transaction (one consistent state). */
   readStep<T>(step: () => Step<T>): Promise<T>;
+  /**
+   * Runs a step that only reads but may run long (a preview's replay, ops/overlay.ts) on a snapshot
+   * that holds up neither the store's writers nor, on SQLite, this process's event loop for its
+   * whole length: PostgreSQL, a repeatable-read read-only transaction; a SQLite file, a read
+   * transaction on a read-only connection of its own, driven a slice at a time.
+   */
+  snapshotStep<T>(step: () => Step<T>): Promise<T>;
 
   /**
    * This store, whose writes first check inside their own transaction that the admin token of

@@ -60,7 +60,7 @@ const raw: Record<'delivery' | 'admin', unknown> = {} as Record<'delivery' | 'ad
 const observed: Observed[] = [];
 
 beforeAll(async () => {
-  srv = await startServer({ admin: true, bundle: BUNDLE, args: ['--max-body', '2000', '--stream-jitter-ms', '0', '--schedule-max-pending', '6'] });
+  srv = await startServer({ admin: true, bundle: BUNDLE, args: ['--max-body', '2000', '--stream-jitter-ms', '0', '--schedule-max-pending', '6', '--preview-max-ops', '1'] });
   tight = await startServer({ bundle: BUNDLE, args: ['--max-streams', '0', '--max-pending', '1', '--max-combine-ids', '1', '--threads', '1'] });
   for (const name of ['delivery', 'admin'] as const) {
     // No token: the reference is public on the admin listener.
@@ -270,6 +270,10 @@ describe('OpenAPI documents', () => {
     await admin('GET', `environments/live/schedules/${sch.id}`);
     await admin('PATCH', `environments/live/schedules/${sch.id}`, JSON.stringify({ at: inTwo }));
     await admin('POST', `environments/live/content/Sched/preview?at=${encodeURIComponent(inTwo)}`, '{"u":"p1"}');
+    // A second op pending: past --preview-max-ops 1.
+    const two = (await (await admin('POST', 'environments/live/schedules', JSON.stringify({ at: inHour, ops: [{ op: 'content.put', id: 'Sched', json: { a: 4 } }] }))).json()) as { id: string };
+    await admin('POST', `environments/live/content/Sched/preview?at=${encodeURIComponent(inTwo)}`, '{"u":"p1"}');
+    await admin('DELETE', `environments/live/schedules/${two.id}`);
     await admin('DELETE', `environments/live/schedules/${sch.id}`);
     await admin('DELETE', `environments/live/schedules/${sch.id}`);
     const ro = (await (await admin('POST', 'environments/live/rollouts', JSON.stringify({ id: 'Sched', rule: 0, steps: [{ percent: 10, at: inHour }, { percent: 100, at: inTwo }] }))).json()) as { id: string; steps: { scheduleId: string }[] };

@@ -14,6 +14,7 @@ import type { ScheduleLimits } from '../../store/schedule/lifecycle.js';
 import type { BulkRunner } from '../../runtime/priority.js';
 import type { Route } from './router.js';
 import type { Principal, RouteScope, TokenRole } from './access.js';
+import type { PreviewGate } from './preview-gate.js';
 import type { AdminStateStore, NewAuditEntry } from './state.js';
 import { outboxEntries, type WebhookPayload } from './webhooks.js';
 
@@ -33,6 +34,8 @@ export interface AdminContext {
   /** Where an import's or a sync's write runs: at a lower CPU priority than delivery where it may. */
   readonly bulk: BulkRunner;
   readonly schedules: ScheduleContext;
+  /** Previews at a time (`preview?at=`) and what each replays. */
+  readonly previews: PreviewGate;
 }
 
 export interface ScheduleContext {

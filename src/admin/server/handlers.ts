@@ -218,7 +218,8 @@ async function deleteMapping(ctx: AdminContext, call: AdminCall): Promise<AdminR
 
 /**
  * The answer one user context gets, now, or (`?at=`) as it will be at that time: the pending
- * scheduled changes of the item due by then applied in a transaction that is rolled back.
+ * scheduled changes of the item due by then applied in memory over a read snapshot (no write lock;
+ * bounded by the preview gate).
  */
 async function previewMapping(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
@@ -233,7 +234,7 @@ async function previewMapping(ctx: AdminContext, call: AdminCall): Promise<Admin
   } else {
     const atMs = parseInstant(atText);
     if (atMs === null) throw new RcdError('invalid_query', 'at must be an RFC 3339 time with an offset, e.g. 2026-10-31T00:00:00Z');
-    detail = await ctx.store.writeStep(() => contentAt(env, id, atMs));
+    detail = await ctx.previews.run(() => ctx.store.snapshotStep(() => contentAt(env, id, atMs, ctx.previews.limits.maxOps)));
   }
   if (detail === undefined) throw new RcdError('content_not_found', `no content "${id}" in environment "${env}"${atText === null ? '' : ` at ${atText}`}`);
   return read(previewContent(detail, body));

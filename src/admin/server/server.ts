@@ -41,6 +41,7 @@ import { serveConsole } from '../console/assets.js';
 import { WebhookDispatcher, type WebhookDispatcherOptions, type WebhookStats } from './webhooks.js';
 import { SAME_PRIORITY, type BulkRunner } from '../../runtime/priority.js';
 import { DEFAULT_SCHEDULER_OPTIONS, Scheduler, type SchedulerOptions, type WriteOutcome } from './scheduler.js';
+import { DEFAULT_PREVIEW_LIMITS, PreviewGate, type PreviewLimits } from './preview-gate.js';
 
 export const DEFAULT_ADMIN_MAX_BODY = 10 * 1024 * 1024;
 
@@ -69,6 +70,8 @@ export interface AdminServerOptions {
   readonly bulk?: BulkRunner;
   /** Scheduled changes: their bounds, this node's id (the applier's lease), the metrics. */
   readonly schedules?: SchedulerOptions;
+  /** Bounds of previews at a time (preview-gate.ts); DEFAULT_PREVIEW_LIMITS when absent. */
+  readonly previews?: PreviewLimits;
 }
 
 export interface AdminServer {
@@ -166,6 +169,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       imports: opts.imports ?? INLINE_IMPORTS,
       bulk: opts.bulk ?? SAME_PRIORITY,
       schedules: { limits: scheduleOptions.limits, kick: () => scheduler?.kick(), publish: () => publishSoon(opts.publishLocal) },
+      previews: new PreviewGate(opts.previews ?? DEFAULT_PREVIEW_LIMITS),
     },
     router: compileRouter(
       ADMIN_ROUTES.map((r) => ({

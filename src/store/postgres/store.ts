@@ -54,7 +54,7 @@ import type {
   Store,
   SyncReport,
 } from '../types.js';
-import { OnLost, describePgError, isUnreachable, pgFailure, runOnPool, type Sql, type Tx } from './connection.js';
+import { DEFAULT_PG_CONNECT_TIMEOUT_MS, OnLost, connect, describePgError, isUnreachable, pgFailure, runOnPool, type Sql, type Tx } from './connection.js';
 import { contentDetail } from '../rows.js';
 import { PgRows } from './rows.js';
 import * as routing from './routing.js';
@@ -63,6 +63,8 @@ import { CHANGE_CHANNEL, WRITE_LOCK } from './schema.js';
 import { guardedView, WRITE_GUARD, type WriteGuard } from '../write-guard.js';
 import { requireLiveTokenPg } from './token-guard.js';
 
+/** Connections of long reads (snapshotStep), besides the pool; more wait for one. */
+const SNAPSHOT_CONNECTIONS = 2;
 /** Between two notifications, a node reads the change log anyway: a lost notification heals by then. */
 export const CATCH_UP_MS = 1000;
 /** Reconnection probe backoff: first retry, and the cap it doubles up to. */
@@ -81,6 +83,7 @@ export class PostgresStore implements Store {
   private readonly wakers = new Set<() => void>();
   /** Null here; a guarded view's (guarded()) admin token, checked by every write of the view. */
   readonly [WRITE_GUARD]: WriteGuard | null = null;
+  private snapshots: Sql | null = null;
 
   constructor(sql: Sql, readerUrl: string, busyTimeoutMs: number, poolSize: number) {
     this.sql = sql;
@@ -150,6 +153,17 @@ export class PostgresStore implements Store {
 
   guarded(guard: WriteGuard): Store {
     return guardedView(this, guard);
+  }
+
+  /**
+   * A repeatable-read read-only transaction takes no lock a writer waits for, and each row call is a
+   * turn of the event loop. It runs on connections of its own (SNAPSHOT_CONNECTIONS, opened on first
+   * use): a preview holding one for its replay leaves the pool to the writes and the applier, whose
+   * warm-up takes every connection of the pool at once.
+   */
+  snapshotStep<T>(step: () => Step<T>): Promise<T> {
+    const sql = (this.snapshots ??= connect(this.readerUrl, { poolSize: SNAPSHOT_CONNECTIONS, connectTimeoutMs: DEFAULT_PG_CONNECT_TIMEOUT_MS }));
+    return this.call(() => sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', (tx) => runRowsAsync(new PgRows(tx), step())) as Promise<T>);
   }
 
   private read<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
@@ -472,6 +486,7 @@ export class PostgresStore implements Store {
     if (this.probe !== null) clearTimeout(this.probe);
     this.probe = null;
     this.wakers.clear();
+    await this.snapshots?.end({ timeout: 1 });
     await this.sql.end({ timeout: 1 });
   }
 }

@@ -27,6 +27,7 @@ import {
   plainKeyProblem,
 } from '../ids.js';
 import { StoreFiles } from './files.js';
+import { SnapshotReaders } from './snapshots.js';
 import { checkContentWrite, checkRevisionNumber, checkSyncIds } from '../write-checks.js';
 import { watchWal } from './wal-watch.js';
 import { migrate } from './schema.js';
@@ -75,6 +76,8 @@ export class SqliteStore implements Store {
   private closed = false;
   private routingQueries: RoutingQueries | undefined;
   private readonly files: StoreFiles | null;
+  /** A file store's long reads (snapshots.ts); null in memory, where they run as readStep does. */
+  private readonly snapshots: SnapshotReaders | null;
   private readonly path: string | null;
   /** The switch to synchronous NORMAL, and back to the connection's own level (driver.ts: FULL for a file). */
   private readonly relaxSync: Statement<never>;
@@ -97,6 +100,8 @@ export class SqliteStore implements Store {
     this.path = path;
     // After migrate: the WAL connection has created its -wal and -shm files by now.
     this.files = path === null ? null : new StoreFiles([path, `${path}-wal`, `${path}-shm`]);
+    // An in-memory database is not in WAL mode: a read held across turns of the event loop would hold its writer up.
+    this.snapshots = path === null ? null : new SnapshotReaders(path, Number(db.pragma('busy_timeout', { simple: true })));
     this.relaxSync = db.prepare('PRAGMA synchronous = NORMAL');
     this.restoreSync = db.prepare(`PRAGMA synchronous = ${Number(db.pragma('synchronous', { simple: true }))}`);
     this.inTransaction = db.transaction((fn: () => unknown) => fn());
@@ -174,6 +179,15 @@ export class SqliteStore implements Store {
 
   guarded(guard: WriteGuard): Store {
     return guardedView(this, guard);
+  }
+
+  async snapshotStep<T>(step: () => Step<T>): Promise<T> {
+    if (this.snapshots === null) return this.readStep(step);
+    try {
+      return await this.snapshots.run(step());
+    } catch (err) {
+      throw sqliteFailure(err);
+    }
   }
 
   private requireOwnFiles(): void {
@@ -478,6 +492,7 @@ export class SqliteStore implements Store {
     return settle(() => {
       if (this.closed) return;
       this.closed = true;
+      this.snapshots?.close();
       this.db.close();
     });
   }

@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../../src/store/index.js';
+import type { ContentDetail } from '../../../src/store/types.js';
 import { call, type Step } from '../../../src/store/ops/rows.js';
 import type { ChangeOp } from '../../../src/store/schedule/changes.js';
 import {
@@ -157,12 +158,36 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     await schedule([put('Shop', { level: 2 })], 5_000);
     await schedule([put('Shop', { level: 3 })], 10_000);
     const at = (ms: number): Promise<unknown> =>
-      store.writeStep(() => contentAt('live', 'Shop', Date.now() + ms)).then((d) => JSON.parse(d!.revisions[d!.revisions.length - 1]!.text) as unknown);
+      store.snapshotStep(() => contentAt('live', 'Shop', Date.now() + ms, 100)).then((d) => JSON.parse(d!.revisions[d!.revisions.length - 1]!.text) as unknown);
     expect(await at(1_000)).toEqual({ level: 1, color: 'green' });
     expect(await at(6_000)).toEqual({ level: 2 });
     expect(await at(60_000)).toEqual({ level: 3 });
     expect((await store.getContent('live', 'Shop'))!.revisions).toHaveLength(1);
-    expect(await store.writeStep(() => contentAt('live', 'Later', Date.now() + 60_000))).toBeUndefined();
+    expect(await store.snapshotStep(() => contentAt('live', 'Later', Date.now() + 60_000, 100))).toBeUndefined();
+  });
+
+  it('replays a preview in memory: deletes, re-creations, mappings and a failing change as they will apply, at most maxOps ops', async () => {
+    await store.putMapping('live', 'Shop', { rules: [{ segment: 'a', patch: { color: 'red' } }] });
+    // Pinned to revision 1: refused at its time (the item re-created before it is at revision 2), skipped as the applier will.
+    await schedule([{ op: 'content.put', id: 'Shop', text: '{"level":11}', minAppVersion: null, baseRevision: 1 }], 5_000);
+    await schedule([{ op: 'content.delete', id: 'Shop' }], 2_000);
+    await schedule([put('Shop', { level: 9 })], 3_000);
+    await schedule([put('Shop', { level: 9, color: 'blue' })], 3_500);
+    await schedule([{ op: 'mapping.put', id: 'Shop', mapping: { rules: [{ segment: 'b', patch: { level: 10 } }] } }], 4_000);
+    const view = (ms: number, maxOps = 100): Promise<ContentDetail | undefined> => store.snapshotStep(() => contentAt('live', 'Shop', Date.now() + ms, maxOps));
+    expect(await view(2_500)).toBeUndefined();
+    const recreated = (await view(3_200))!;
+    expect(recreated.revisions.map((r) => r.number)).toEqual([1]);
+    expect(recreated.mapping).toBeNull();
+    const mapped = (await view(60_000))!;
+    expect(mapped.revisions.map((r) => r.number)).toEqual([1, 2]);
+    expect(mapped.mapping).toEqual({ rules: [{ segment: 'b', patch: { level: 10 } }] });
+    expect(JSON.parse(mapped.revisions[1]!.text)).toEqual({ level: 9, color: 'blue' });
+    await rejectsWith(view(60_000, 2), 'preview_too_large');
+    // Nothing of it reached the store.
+    const now = (await store.getContent('live', 'Shop'))!;
+    expect(now.revisions).toHaveLength(1);
+    expect(now.mapping).toEqual({ rules: [{ segment: 'a', patch: { color: 'red' } }] });
   });
 
   it('moves and cancels only open changes; a cancelled one never applies', async () => {
