@@ -60,7 +60,7 @@ const raw: Record<'delivery' | 'admin', unknown> = {} as Record<'delivery' | 'ad
 const observed: Observed[] = [];
 
 beforeAll(async () => {
-  srv = await startServer({ admin: true, bundle: BUNDLE, args: ['--max-body', '2000', '--stream-jitter-ms', '0', '--schedule-max-pending', '6'] });
+  srv = await startServer({ admin: true, bundle: BUNDLE, args: ['--max-body', '2000', '--stream-jitter-ms', '0', '--schedule-max-pending', '6', '--webhook-allow-private', 'true'] });
   tight = await startServer({ bundle: BUNDLE, args: ['--max-streams', '0', '--max-pending', '1', '--max-combine-ids', '1', '--threads', '1'] });
   for (const name of ['delivery', 'admin'] as const) {
     // No token: the reference is public on the admin listener.
@@ -362,6 +362,7 @@ describe('the admin bodies the server validates by hand agree with their zod sch
         { url: 'https://example.com/b', events: ['content.updated', 'content.updated'], secret: 's' },
         { url: 'ftp://example.com/', events: ['content.updated'] },
         { url: 'not a url', events: ['content.updated'] },
+        { url: 'http://user:pw@127.0.0.1:9/a', events: ['content.updated'] },
         { url: 'http://127.0.0.1:9/a', events: [] },
         { url: 'http://127.0.0.1:9/a', events: ['nope'] },
         { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: '' },

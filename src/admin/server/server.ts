@@ -162,6 +162,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       store: opts.store,
       state: opts.state,
       outboxHoldMs: dispatcher.holdMs,
+      allowPrivateWebhooks: opts.webhooks?.allowPrivateTargets ?? false,
       imports: opts.imports ?? INLINE_IMPORTS,
       bulk: opts.bulk ?? SAME_PRIORITY,
       schedules: { limits: scheduleOptions.limits, kick: () => scheduler?.kick(), publish: () => publishSoon(opts.publishLocal) },
