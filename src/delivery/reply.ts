@@ -142,6 +142,18 @@ export function answerView(length: number): Uint8Array {
 }
 
 /**
+ * Stops reading `res`'s connection while its answer waits for the render pool; whoever writes that
+ * answer calls res.resume() first. uWS closes a connection on which a request arrives while an
+ * earlier answer is pending, answering neither: paused, a request sent behind this one stays in the
+ * socket until the answer is written, and is then read and answered in order. A request that came in
+ * the same read as this one was parsed before this request's handler returned; uWS still closes
+ * that connection (docs/security.md, "Pipelining").
+ */
+export function holdConnection(res: HttpResponse): void {
+  res.pause();
+}
+
+/**
  * A body given in pieces (a large catalog, src/control/catalog.ts) joined into the reused answer
  * buffer, to be sent with one end() like any other answer; valid until the next answer is built.
  * Streaming the pieces instead (tryEnd, then onWritable on backpressure) would spare this copy

@@ -59,7 +59,7 @@ const { bodyText, keptChunk } = body;
 const { parseUserContext } = context;
 const { frontEntryOf, pathEntryOf, rememberPathEntry } = frontCache;
 const { checkPlainQuery, compiledCombineQuery, wrappedKind } = query;
-const { enterUwsCall, leaveUwsCall, sendContent, sendNotModified, sendUidContent, sendWrapped } = reply;
+const { enterUwsCall, holdConnection, leaveUwsCall, sendContent, sendNotModified, sendUidContent, sendWrapped } = reply;
 const { STAR_IGNORED, etagValue, itemTag, matchIfNoneMatch, withUid } = etag;
 const { currentPlanOf, planMemoOf, planTagOf, planTagOfPath, plannedAnswer, rememberPlanTagPath } = combinePlan;
 
@@ -233,17 +233,23 @@ export class ContentRequest implements JobSink {
       keepEntry(this.state.frontCache, this.keys![slot]!, rendered);
     }
     if (this.done) return;
+    // Each answer from here reads the connection again (holdConnection) before it is written.
     if (rendered === null && (this.route !== Route.Combine || result.error !== 'content_not_found')) {
+      this.res.resume();
       this.answerJobError(result.error);
       return;
     }
     if (this.route !== Route.Combine) {
+      this.res.resume();
       answerSingle(this, rendered!);
       return;
     }
     if (rendered === null) this.missing!.push(this.entries![slot]!.id);
     this.rendered![slot] = rendered;
-    if (--this.remaining === 0) answerCombine(this);
+    if (--this.remaining === 0) {
+      this.res.resume();
+      answerCombine(this);
+    }
   }
 
   onFailure(_slot: number, err: unknown): void {
@@ -257,6 +263,8 @@ export class ContentRequest implements JobSink {
       this.res.close();
       return;
     }
+    // A failure of a pool job: the connection was held for it (holdConnection).
+    if (this.outcome === Outcome.Miss) this.res.resume();
     this.answerError('internal', 'internal error', false);
   }
 
@@ -378,6 +386,7 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
   }
   r.outcome = Outcome.Miss;
   r.keys = [frontKeyOf(kind, rev.revId, content.mappingId, combination)];
+  holdConnection(r.res);
   batcher.enqueue(missJob(kind, rev, content, combination), r, 0);
 }
 
@@ -620,6 +629,7 @@ function startCombineItems(r: ContentRequest, q: CompiledCombineQuery, ctx: User
     return;
   }
   r.outcome = Outcome.Miss;
+  holdConnection(r.res);
   for (let i = 0; i < jobs.length; i++) batcher.enqueue(jobs[i]!, r, slots[i]!);
 }
 

@@ -374,7 +374,7 @@ function adminDocument(schemas: Record<string, Json>): Json {
     },
     '/admin/v1/export': { get: read('Export everything but API keys', 'Bundle') },
     '/admin/v1/webhooks': {
-      post: write('Register a webhook (secret shown once)', { '201': ['registered', 'WebhookCreated'] }, [...JSON_BODY_ERRORS], undefined, { schema: REF('WebhookBody') }),
+      post: write('Register a webhook (secret shown once)', { '201': ['registered', 'WebhookCreated'] }, [...JSON_BODY_ERRORS, 'webhook_target_refused'], undefined, { schema: REF('WebhookBody') }),
       get: read('List webhooks (never the secrets)', 'WebhookList'),
     },
     '/admin/v1/webhooks/dead-letters': {

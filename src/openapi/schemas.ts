@@ -250,9 +250,16 @@ export const ImportReport = named(
 const WebhookEvent = z.enum(WEBHOOK_EVENTS);
 /** `whsec_` + base64 (Standard Webhooks), or any other text used as the key's UTF-8 bytes. */
 const WEBHOOK_SECRET = /^(?:whsec_(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)|(?!whsec_)[\s\S]+)$/;
+/** A webhook URL holds no user or password: it is listed and audited (src/admin/server/webhook-target.ts). */
+function withoutCredentials(url: string): boolean {
+  if (!URL.canParse(url)) return true; // not a URL: z.url says so
+  const parsed = new URL(url);
+  return parsed.username === '' && parsed.password === '';
+}
+
 export const WebhookBody = named(
   'WebhookBody',
-  z.strictObject({ url: z.url({ protocol: /^https?$/ }), events: z.array(WebhookEvent).min(1), secret: z.string().min(1).max(512).regex(WEBHOOK_SECRET).optional() }),
+  z.strictObject({ url: z.url({ protocol: /^https?$/ }).refine(withoutCredentials, 'no credentials (user:password@)'), events: z.array(WebhookEvent).min(1), secret: z.string().min(1).max(512).regex(WEBHOOK_SECRET).optional() }),
 );
 const webhookShape = { id: z.string(), url: z.string(), events: z.array(WebhookEvent), createdAt: TIME };
 export const WebhookCreated = named('WebhookCreated', written({ ...webhookShape, secret: z.string() }), 'The only time the secret is shown');

@@ -107,6 +107,8 @@ export interface WebhookLimits {
   readonly attemptTimeoutMs: number;
   readonly concurrency: number;
   readonly deadLetters: number;
+  /** Webhooks may target addresses that are not public: loopback, private, link-local (src/admin/server/webhook-target.ts). */
+  readonly allowPrivateTargets: boolean;
 }
 
 /** One option: its flag, environment variable, default and parser. Order here is the --help order. */
@@ -157,6 +159,7 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'webhook-timeout', env: 'RCD_WEBHOOK_TIMEOUT_MS', fallback: '10000', help: 'time limit of one webhook attempt, ms (100..120000)' },
   { flag: 'webhook-concurrency', env: 'RCD_WEBHOOK_CONCURRENCY', fallback: '4', help: 'webhook attempts running at once per process (1..64)' },
   { flag: 'webhook-dead-letters', env: 'RCD_WEBHOOK_DEAD_LETTERS', fallback: '1000', help: 'dead-lettered webhook deliveries kept; the oldest beyond go (1..1000000)' },
+  { flag: 'webhook-allow-private', env: 'RCD_WEBHOOK_ALLOW_PRIVATE', fallback: 'false', help: 'let webhooks target addresses that are not public: loopback, private networks, link-local and other reserved ranges, written or resolved (true|false)' },
   { flag: 'schedule-max-days', env: 'RCD_SCHEDULE_MAX_DAYS', fallback: '366', help: 'how many days ahead a change may be scheduled (1..3660)' },
   { flag: 'schedule-max-pending', env: 'RCD_SCHEDULE_MAX_PENDING', fallback: '100000', help: 'scheduled changes not yet applied, in the whole store, before scheduling is refused with too_many_schedules (1..10000000)' },
   { flag: 'max-content-depth', env: 'RCD_MAX_CONTENT_DEPTH', fallback: String(DEFAULT_CONTENT_LIMITS.maxDepth), help: 'how deeply stored content may nest arrays and objects; a write past it answers 400 invalid_content (1..1000)' },
@@ -366,6 +369,7 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
       attemptTimeoutMs: intIn('webhook-timeout', get('webhook-timeout'), 100, 120_000),
       concurrency: intIn('webhook-concurrency', get('webhook-concurrency'), 1, 64),
       deadLetters: intIn('webhook-dead-letters', get('webhook-dead-letters'), 1, 1_000_000),
+      allowPrivateTargets: bool('webhook-allow-private', get('webhook-allow-private')),
     }),
     scheduleMaxDays: intIn('schedule-max-days', get('schedule-max-days'), 1, 3660),
     scheduleMaxPending: intIn('schedule-max-pending', get('schedule-max-pending'), 1, 10_000_000),

@@ -25,6 +25,8 @@ export const ERROR_STATUS = {
   invalid_mapping: 400,
   invalid_bundle: 400,
   invalid_request: 400,
+  /** A webhook URL whose address is not public (loopback, private, link-local...), without --webhook-allow-private. */
+  webhook_target_refused: 400,
   /** OFREP: the content's mapping has an A/B test and the evaluation context has no targetingKey (docs/openfeature.md). */
   targeting_key_missing: 400,
   /** OFREP bulk evaluation: the environment holds more items than --ofrep-bulk-max-items. */

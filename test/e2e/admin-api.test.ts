@@ -36,7 +36,7 @@ async function get(key: string, id: string, dynamic = false): Promise<Reply & { 
 }
 
 beforeAll(async () => {
-  srv = await startServer({ admin: true });
+  srv = await startServer({ admin: true, args: ['--webhook-allow-private', 'true'] });
   if (srv.adminUrl === null) throw new Error(`no admin listener line in:\n${srv.stdout()}`);
   admin = srv.adminUrl;
 });
@@ -259,7 +259,7 @@ describe('admin API against the server process', () => {
     const before = (await adm('GET', 'audit?limit=1000')).json.entries!.length;
     await srv.stop();
     const dir = srv.dir;
-    srv = await startServer({ admin: true, dir });
+    srv = await startServer({ admin: true, dir, args: ['--webhook-allow-private', 'true'] });
     admin = srv.adminUrl!;
     expect((await adm('GET', 'webhooks')).json.webhooks?.map((w: { url: string }) => w.url)).toEqual(['http://127.0.0.1:9/never']);
     expect((await adm('GET', 'audit?limit=1000')).json.entries!.length).toBe(before);

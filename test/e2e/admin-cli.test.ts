@@ -38,7 +38,7 @@ function rcd(args: string[], opts: { env?: Record<string, string>; input?: strin
 }
 
 beforeAll(async () => {
-  srv = await startServer({ admin: true, env: { RCD_ADMIN_TOKEN: '' } });
+  srv = await startServer({ admin: true, env: { RCD_ADMIN_TOKEN: '' }, args: ['--webhook-allow-private', 'true'] });
 });
 
 afterAll(async () => {

@@ -205,7 +205,7 @@ describe('webhook secrets at rest', () => {
     const dir = ownDir();
     const secret = 'never-in-the-db-file-7f3a9c2e51';
     const db = join(dir, 'rcd.db');
-    let srv = await startServer({ dir, admin: true });
+    let srv = await startServer({ dir, admin: true, args: ['--webhook-allow-private', 'true'] });
     try {
       expect((await adm(srv, 'POST', 'webhooks', { url: receiverUrl, events: ['content.updated'], secret })).status).toBe(201);
       await adm(srv, 'PUT', 'environments/dev');
@@ -217,7 +217,7 @@ describe('webhook secrets at rest', () => {
       await srv.stop();
       expect(storeBytes(db).includes(secret)).toBe(false);
 
-      srv = await startServer({ dir, admin: true });
+      srv = await startServer({ dir, admin: true, args: ['--webhook-allow-private', 'true'] });
       await adm(srv, 'PUT', 'environments/dev/content/Store', '{"sale":2}');
       await waitForHits(2);
       expect(signedWith(secret, hits[1]!)).toBe(true);
@@ -244,7 +244,7 @@ describe('webhook secrets at rest', () => {
     old.close();
     expect(storeBytes(db).includes(secret)).toBe(true);
 
-    const srv = await startServer({ dir, admin: true });
+    const srv = await startServer({ dir, admin: true, args: ['--webhook-allow-private', 'true'] });
     try {
       expect(storeBytes(db).includes(secret)).toBe(false);
       const listed = await adm(srv, 'GET', 'webhooks');

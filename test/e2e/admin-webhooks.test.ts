@@ -62,7 +62,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks/rcd`;
-  srv = await startServer({ admin: true });
+  srv = await startServer({ admin: true, args: ['--webhook-allow-private', 'true'] });
 });
 
 afterAll(async () => {

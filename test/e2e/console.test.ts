@@ -89,7 +89,7 @@ async function unnamedControls(): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  srv = await startServer({ admin: true });
+  srv = await startServer({ admin: true, args: ['--webhook-allow-private', 'true'] });
   consoleUrl = `${srv.adminUrl}/console/`;
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
   page = await browser.newPage({ viewport: { width: 1280, height: 900 } });

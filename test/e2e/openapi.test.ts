@@ -241,7 +241,9 @@ describe('OpenAPI documents', () => {
     await admin('DELETE', 'environments/staging/content/Cfg/mapping');
     await admin('POST', 'import', JSON.stringify({ environments: { imported: { content: { X: { json: { x: 1 } } } } } }));
     await admin('GET', 'export');
-    const hook = (await (await admin('POST', 'webhooks', JSON.stringify({ url: 'http://127.0.0.1:9/hook', events: ['content.updated'] }))).json()) as { id: string };
+    // A public address (no name to resolve); a loopback one is refused (docs/security.md, "Webhook targets").
+    await admin('POST', 'webhooks', JSON.stringify({ url: 'http://127.0.0.1:9/hook', events: ['content.updated'] }));
+    const hook = (await (await admin('POST', 'webhooks', JSON.stringify({ url: 'http://8.8.8.8:9/hook', events: ['content.updated'] }))).json()) as { id: string };
     await admin('GET', 'webhooks');
     await admin('GET', 'webhooks/dead-letters?limit=5');
     await admin('DELETE', `webhooks/${hook.id}`);
@@ -364,19 +366,20 @@ describe('the admin bodies the server validates by hand agree with their zod sch
       path: 'webhooks',
       schema: WebhookBody,
       bodies: [
-        { url: 'http://127.0.0.1:9/a', events: ['content.updated'] },
-        { url: 'https://example.com/b', events: ['content.updated', 'content.updated'], secret: 's' },
+        { url: 'http://8.8.8.8:9/a', events: ['content.updated'] },
+        { url: 'https://8.8.4.4/b', events: ['content.updated', 'content.updated'], secret: 's' },
         { url: 'ftp://example.com/', events: ['content.updated'] },
         { url: 'not a url', events: ['content.updated'] },
-        { url: 'http://127.0.0.1:9/a', events: [] },
-        { url: 'http://127.0.0.1:9/a', events: ['nope'] },
-        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: '' },
-        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: 'z'.repeat(513) },
-        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: 'whsec_c2VjcmV0LWtleS1ieXRlcw==' },
-        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: 'whsec_not base64' },
-        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: 'whsec_abc' },
-        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], secret: 'whsec_' },
-        { url: 'http://127.0.0.1:9/a', events: ['content.updated'], extra: 1 },
+        { url: 'http://user:pw@8.8.8.8:9/a', events: ['content.updated'] },
+        { url: 'http://8.8.8.8:9/a', events: [] },
+        { url: 'http://8.8.8.8:9/a', events: ['nope'] },
+        { url: 'http://8.8.8.8:9/a', events: ['content.updated'], secret: '' },
+        { url: 'http://8.8.8.8:9/a', events: ['content.updated'], secret: 'z'.repeat(513) },
+        { url: 'http://8.8.8.8:9/a', events: ['content.updated'], secret: 'whsec_c2VjcmV0LWtleS1ieXRlcw==' },
+        { url: 'http://8.8.8.8:9/a', events: ['content.updated'], secret: 'whsec_not base64' },
+        { url: 'http://8.8.8.8:9/a', events: ['content.updated'], secret: 'whsec_abc' },
+        { url: 'http://8.8.8.8:9/a', events: ['content.updated'], secret: 'whsec_' },
+        { url: 'http://8.8.8.8:9/a', events: ['content.updated'], extra: 1 },
         { events: ['content.updated'] },
         [],
       ],

@@ -113,7 +113,7 @@ describe('pipelined requests', () => {
     expect(text(r).indexOf('"slots"')).toBeLessThan(text(r).indexOf('"status":"ok"'));
   });
 
-  it('closes at once, never hangs, when a request follows one that waits for the render pool (uWS cannot queue it)', async () => {
+  it('closes at once, never hangs, when a request comes in the same read behind one that waits for the render pool (uWS parses it at once)', async () => {
     const writes = rawPost('/api/v1/config/Cold0', HEADERS, '{}') + 'GET /healthz HTTP/1.1\r\nHost: rcd\r\n\r\n';
     const r = await rawExchange(port(), [writes]);
     expect(r.closed).toBe(true);
@@ -123,6 +123,32 @@ describe('pipelined requests', () => {
     const single = await call(server.url, '/api/v1/config/Cold0', { key: KEY, body: '{}' });
     expect(single.json).toEqual({ cold: 0 });
   });
+});
+
+describe('pipelined behind a request that waits for the render pool', () => {
+  // One render thread and three items of a few MB each: a combine of them takes the pool well over a
+  // second, so a request written 300 ms after it arrives in a read of its own while it is pending.
+  const big = (n: number): Record<string, string> => Object.fromEntries(Array.from({ length: 40_000 }, (_, i) => [`k${n}-${i}`, `value ${i} of item ${n}, long enough to weigh`]));
+  const heavy: Record<string, { json: unknown }> = { Light: { json: { light: true } } };
+  for (let i = 0; i < 3; i++) heavy[`Heavy${i}`] = { json: big(i) };
+  const COMBINE = '/api/v1/combine?c=' + encodeURIComponent(JSON.stringify(['Heavy0', 'Heavy1', 'Heavy2']));
+  let slow: ServerProcess;
+  beforeAll(async () => {
+    slow = await startServer({ bundle: { environments: { env: { keys: [KEY], content: heavy } } }, args: ['--threads', '1', '--http-threads', '1'] });
+  }, 120_000);
+  afterAll(async () => {
+    await slow?.dispose();
+  });
+
+  it('answers a request sent behind a front-cache miss, in order, once the miss is answered (both pool misses)', async () => {
+    const r = await rawExchange(Number(new URL(slow.url).port), [rawPost(COMBINE, HEADERS, '{}'), rawPost('/api/v1/config/Light', HEADERS, '{}')], { gapMs: 300, waitMs: 30_000, untilResponses: 2 });
+    // The combine's answer came after the second request was written: the two were pipelined.
+    expect(r.firstByteMs).toBeGreaterThan(0);
+    const answers = responsesIn(r.bytes);
+    expect(answers.map((a) => a.status)).toEqual([200, 200]);
+    expect(Object.keys(JSON.parse(answers[0]!.body.toString('utf8')) as object)).toEqual(['Heavy0', 'Heavy1', 'Heavy2']);
+    expect(JSON.parse(answers[1]!.body.toString('utf8'))).toEqual({ light: true });
+  }, 60_000);
 });
 
 describe('limits that could never be met', () => {

@@ -19,7 +19,7 @@ afterEach(async () => {
 });
 
 async function start(dir?: string): Promise<ServerProcess> {
-  const srv = await startServer({ admin: true, metrics: true, ...(dir === undefined ? {} : { dir }) });
+  const srv = await startServer({ admin: true, metrics: true, args: ['--webhook-allow-private', 'true'], ...(dir === undefined ? {} : { dir }) });
   running.push(srv);
   return srv;
 }

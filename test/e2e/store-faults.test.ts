@@ -90,7 +90,7 @@ describe('a store locked by another connection', () => {
 
 describe('a store deleted or replaced under the running server', () => {
   it('refuses every write with 503 store_unavailable, logs it, reports it in /healthz, keeps delivering', async () => {
-    server = await startServer({ admin: true, bundle: BUNDLE });
+    server = await startServer({ admin: true, bundle: BUNDLE, args: ['--webhook-allow-private', 'true'] });
     expect(await health()).toEqual({ status: 'ok', seq: expect.any(Number) as unknown, loop: expect.any(Number) as unknown });
     for (const suffix of ['', '-wal', '-shm']) rmSync(join(server.dir, `rcd.db${suffix}`), { force: true });
 

@@ -139,7 +139,7 @@ describe.each(BACKENDS)('webhook outbox ($name)', (backend) => {
   });
 
   it('an event written with its change survives a stop before the receiver accepts, and arrives verified after the restart', async () => {
-    const args = ['--webhook-retry-min', '200', '--webhook-retry-max', '1000'];
+    const args = ['--webhook-allow-private', 'true', '--webhook-retry-min', '200', '--webhook-retry-max', '1000'];
     srv = await startServer({ admin: true, dir, store: ctx.store, args });
     expect((await admin(srv, 'PUT', 'environments/live')).status).toBe(201);
     const hook = await admin(srv, 'POST', 'webhooks', { url: receiver.url, events: ['content.updated'], secret: SECRET });
@@ -176,7 +176,7 @@ describe.each(BACKENDS)('webhook outbox ($name)', (backend) => {
   it('a process killed mid-attempt (SIGKILL) leaves the delivery leased; the next process sends it once the lease ends', async () => {
     await srv?.stop();
     // Lease = the attempt's time limit + 5 s.
-    const args = ['--webhook-timeout', '1000', '--webhook-retry-min', '200'];
+    const args = ['--webhook-allow-private', 'true', '--webhook-timeout', '1000', '--webhook-retry-min', '200'];
     srv = await startServer({ admin: true, dir, store: ctx.store, args });
     receiver.hold = true;
     const before = receiver.hits.length;
@@ -200,7 +200,7 @@ describe.each(BACKENDS)('webhook outbox ($name)', (backend) => {
 
   it('a receiver that keeps failing ends in the dead-letter list the CLI shows, after exactly --webhook-attempts attempts', async () => {
     await srv?.stop();
-    srv = await startServer({ admin: true, dir, store: ctx.store, args: ['--webhook-attempts', '3', '--webhook-retry-min', '50', '--webhook-retry-max', '100'] });
+    srv = await startServer({ admin: true, dir, store: ctx.store, args: ['--webhook-allow-private', 'true', '--webhook-attempts', '3', '--webhook-retry-min', '50', '--webhook-retry-max', '100'] });
     receiver.status = 500;
     const before = receiver.hits.length;
     const put = await admin(srv, 'PUT', 'environments/live/content/Store', '{"price": 6}');

@@ -30,6 +30,8 @@ export interface AdminContext {
   readonly unguardedStore: Store;
   /** How long a write's webhook deliveries are held if the server never releases them (OutboxOf.holdMs). */
   readonly outboxHoldMs: number;
+  /** Webhooks may target addresses that are not public (--webhook-allow-private, webhook-target.ts). */
+  readonly allowPrivateWebhooks: boolean;
   readonly imports: ImportPreparer;
   /** Where an import's or a sync's write runs: at a lower CPU priority than delivery where it may. */
   readonly bulk: BulkRunner;

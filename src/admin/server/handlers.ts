@@ -14,6 +14,7 @@ import type { ChangeEntry, ContentRef, ImportReport, MappingResult, PutContentRe
 import { inScope, TOKEN_ROLES, type TokenRole, type TokenScope } from './access.js';
 import { WEBHOOK_EVENTS, type WebhookEvent, type WebhookInfo } from './state.js';
 import { STANDARD_SECRET_PREFIX, webhookSigner, type WebhookPayload } from './webhooks.js';
+import { checkWebhookTarget } from './webhook-target.js';
 import { previewContent } from './preview.js';
 import { planSync } from './sync-plan.js';
 import { parseInstant } from '../../shared/instant.js';
@@ -350,7 +351,11 @@ function publicWebhook(w: WebhookInfo): WebhookInfo {
   return { id: w.id, url: w.url, events: w.events, createdAt: w.createdAt };
 }
 
-async function addWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+/**
+ * A registration's checks, outside the write queue: the target's name may take a DNS round trip,
+ * which must not hold up the writes behind it. Returns the write.
+ */
+async function prepareWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminHandler> {
   const body = parseBodyObject(call, '{"url":...,"events":[...],"secret":...}', ['url', 'events', 'secret']);
   const url = parseWebhookUrl(body.url);
   const events = parseEvents(body.events);
@@ -367,10 +372,17 @@ async function addWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminResu
   } catch {
     throw new RcdError('invalid_body', `a secret starting with ${STANDARD_SECRET_PREFIX} must be followed by base64 (the Standard Webhooks form)`);
   }
-  const hook = await ctx.state.addWebhook(url, events, secret);
-  return changed(201, { ...publicWebhook(hook), secret }, {
-    live: false, action: 'webhook.add', env: null, target: hook.id, detail: { url, events },
-  });
+  await checkWebhookTarget(new URL(url), ctx.allowPrivateWebhooks);
+  return async (c) => {
+    const hook = await c.state.addWebhook(url, events, secret);
+    return changed(201, { ...publicWebhook(hook), secret }, {
+      live: false, action: 'webhook.add', env: null, target: hook.id, detail: { url, events },
+    });
+  };
+}
+
+async function addWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  return (await prepareWebhook(ctx, call))(ctx, call);
 }
 
 function parseWebhookUrl(raw: unknown): string {
@@ -538,7 +550,7 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   route('POST', `${ENV}/sync`, syncEnvironment, true, 'editor', 'env'),
   route('POST', 'import', importBundle, true, 'admin', 'all', prepareImportWrite),
   route('GET', 'export', exportBundle, false, 'read', 'all'),
-  route('POST', 'webhooks', addWebhook, true, 'admin', 'all'),
+  route('POST', 'webhooks', addWebhook, true, 'admin', 'all', prepareWebhook),
   route('GET', 'webhooks', listWebhooks, false, 'admin', 'all'),
   route('GET', 'webhooks/dead-letters', listDeadLetters, false, 'admin', 'all'),
   route('DELETE', 'webhooks/:id', deleteWebhook, true, 'admin', 'all'),

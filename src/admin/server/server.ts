@@ -166,6 +166,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       state: opts.state,
       unguardedStore: opts.store,
       outboxHoldMs: dispatcher.holdMs,
+      allowPrivateWebhooks: opts.webhooks?.allowPrivateTargets ?? false,
       imports: opts.imports ?? INLINE_IMPORTS,
       bulk: opts.bulk ?? SAME_PRIORITY,
       schedules: { limits: scheduleOptions.limits, kick: () => scheduler?.kick(), publish: () => publishSoon(opts.publishLocal) },

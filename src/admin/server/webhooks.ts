@@ -21,6 +21,8 @@ import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { NewOutboxEntry, OutboxEntry, Store } from '../../store/types.js';
 import type { AdminStateStore, WebhookEvent, WebhookInfo, WebhookRegistration } from './state.js';
+import { postWebhook, type WebhookTarget } from './webhook-post.js';
+import { TARGET_REFUSED, TargetRefusedError, checkedLookup } from './webhook-target.js';
 
 export interface WebhookPayload {
   readonly event: WebhookEvent;
@@ -63,6 +65,8 @@ export interface WebhookDispatcherOptions {
   readonly deadLetters?: number;
   /** How long a write's deliveries are held if the writer never releases them. Default 5 s. */
   readonly holdMs?: number;
+  /** Deliver to targets that are not public addresses (--webhook-allow-private, webhook-target.ts). Default false. */
+  readonly allowPrivateTargets?: boolean;
   readonly log?: (line: string) => void;
 }
 
@@ -151,6 +155,7 @@ export class WebhookDispatcher {
   private readonly concurrency: number;
   private readonly deadLetters: number;
   readonly holdMs: number;
+  private readonly target: WebhookTarget;
   private readonly log: (line: string) => void;
 
   private readonly running = new Map<string, AbortController>();
@@ -178,6 +183,8 @@ export class WebhookDispatcher {
     this.concurrency = opts.concurrency ?? 4;
     this.deadLetters = opts.deadLetters ?? 1000;
     this.holdMs = opts.holdMs ?? 5000;
+    const allowPrivate = opts.allowPrivateTargets ?? false;
+    this.target = { allowPrivate, lookup: checkedLookup(allowPrivate) };
     this.log = opts.log ?? (() => undefined);
   }
 
@@ -289,36 +296,41 @@ export class WebhookDispatcher {
     }
     const timeout = setTimeout(() => controller.abort(), this.attemptTimeoutMs);
     let problem: string;
+    let cause = '';
     try {
-      const res = await fetch(hook.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'rcd-webhooks/1',
-          'x-rcd-event': entry.event,
-          // Same webhook-id on every retry so a receiver can drop duplicates; a fresh timestamp.
-          ...signatureHeaders(signer, entry.id, entry.body, new Date()),
-        },
-        body: entry.body,
-        signal: controller.signal,
-        redirect: 'manual',
-      });
-      // Drain so the connection can be reused; the receiver's answer carries no meaning beyond its status.
-      await res.arrayBuffer().catch(() => undefined);
-      if (res.status >= 200 && res.status < 300) {
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': 'rcd-webhooks/1',
+        'x-rcd-event': entry.event,
+        // Same webhook-id on every retry so a receiver can drop duplicates; a fresh timestamp.
+        ...signatureHeaders(signer, entry.id, entry.body, new Date()),
+      };
+      const status = await postWebhook(hook.url, headers, entry.body, controller.signal, this.target);
+      if (status >= 200 && status < 300) {
         this.delivered++;
         await this.record(entry, { kind: 'delivered' });
         return;
       }
-      if (!isRetryableStatus(res.status)) {
+      if (!isRetryableStatus(status)) {
         this.failed++;
-        this.log(`webhooks: ${entry.hookId} answered ${res.status} to ${entry.event} ${entry.id}; dead-lettered (not retried)`);
-        await this.record(entry, { kind: 'dead', error: `status ${res.status} (final)`, keepDead: this.deadLetters });
+        this.log(`webhooks: ${entry.hookId} answered ${status} to ${entry.event} ${entry.id}; dead-lettered (not retried)`);
+        await this.record(entry, { kind: 'dead', error: `status ${status} (final)`, keepDead: this.deadLetters });
         return;
       }
-      problem = `status ${res.status}`;
+      problem = `status ${status}`;
     } catch (err) {
-      problem = controller.signal.aborted ? 'timed out' : (err as Error).message;
+      if (err instanceof TargetRefusedError) {
+        // Final: the target is refused by this server's rule, not failing. The reason names no
+        // address or port, so a dead letter says nothing of what listens on the server's network.
+        this.failed++;
+        this.log(`webhooks: ${entry.hookId} resolves to an address that is not public; ${entry.event} ${entry.id} dead-lettered (--webhook-allow-private allows it)`);
+        await this.record(entry, { kind: 'dead', error: TARGET_REFUSED, keepDead: this.deadLetters });
+        return;
+      }
+      // The socket's own error (refused, reset, unresolved) goes to the log only: the dead letter
+      // says what an admin can act on without describing the network.
+      problem = controller.signal.aborted ? 'timed out' : 'connection failed';
+      cause = controller.signal.aborted ? '' : (err as Error).message;
     } finally {
       clearTimeout(timeout);
     }
@@ -327,15 +339,15 @@ export class WebhookDispatcher {
       await this.record(entry, { kind: 'retry', atMs: Date.now(), error: 'stopped before an answer', counted: false });
       return;
     }
-    await this.retryOrGiveUp(entry, problem);
+    await this.retryOrGiveUp(entry, problem, cause);
   }
 
-  /** A failed attempt: due again after the backoff, or dead-lettered when it was the last. */
-  private async retryOrGiveUp(entry: OutboxEntry, problem: string): Promise<void> {
+  /** A failed attempt: due again after the backoff, or dead-lettered when it was the last. `cause`: for the log only. */
+  private async retryOrGiveUp(entry: OutboxEntry, problem: string, cause = ''): Promise<void> {
     const made = entry.attempts + 1;
     if (made >= this.attempts) {
       this.failed++;
-      this.log(`webhooks: giving up on ${entry.event} ${entry.id} for ${entry.hookId} after ${made} attempts (${problem}); dead-lettered`);
+      this.log(`webhooks: giving up on ${entry.event} ${entry.id} for ${entry.hookId} after ${made} attempts (${cause === '' ? problem : `${problem}: ${cause}`}); dead-lettered`);
       await this.record(entry, { kind: 'dead', error: problem, keepDead: this.deadLetters });
       return;
     }

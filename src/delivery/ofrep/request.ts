@@ -24,7 +24,7 @@ import { JobKind, type Job, type JobResult } from '../../pool/protocol.js';
 import { bodyText, keptChunk } from '../body.js';
 import { frontEntryOf, frontKeyOf, keepEntry, renderedOf, type FrontKey, type Rendered } from '../front-cache.js';
 import { missJob } from '../request.js';
-import { CC_PRIVATE, answerBuffer, answerWords, enterUwsCall, lastAnswerBytes, leaveUwsCall, sendContent, sendNotModified } from '../reply.js';
+import { CC_PRIVATE, answerBuffer, answerWords, enterUwsCall, holdConnection, lastAnswerBytes, leaveUwsCall, sendContent, sendNotModified } from '../reply.js';
 import { Coding, STAR_IGNORED, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
 import type { HttpPolicy } from '../http-policy.js';
 import type { FrontEndState } from '../state.js';
@@ -183,7 +183,9 @@ export class OfrepRequest implements JobSink {
       keepEntry(this.state.frontCache, this.keys![slot]!, rendered);
     }
     if (this.done) return;
+    // Each answer from here reads the connection again (holdConnection) before it is written.
     if (this.route === OfrepRoute.Flag) {
+      this.res.resume();
       if (rendered === null) this.answerJobError(result.error);
       else answerFlag(this, rendered);
       return;
@@ -192,10 +194,14 @@ export class OfrepRequest implements JobSink {
     if (rendered !== null) item.item = rendered;
     else if (result.error === 'content_not_found') item.failure = failureOf(item.id, 'content_not_found', NOT_FOUND_MESSAGE);
     else {
+      this.res.resume();
       this.answerJobError(result.error);
       return;
     }
-    if (--this.remaining === 0) answerBulk(this);
+    if (--this.remaining === 0) {
+      this.res.resume();
+      answerBulk(this);
+    }
   }
 
   onFailure(_slot: number, err: unknown): void {
@@ -209,6 +215,8 @@ export class OfrepRequest implements JobSink {
       this.res.close();
       return;
     }
+    // A failure of a pool job: the connection was held for it (holdConnection).
+    if (this.outcome === Outcome.Miss) this.res.resume();
     this.answerError('internal', 'internal error', false);
   }
 
@@ -322,6 +330,7 @@ function startFlag(r: OfrepRequest, ctx: OfrepContext): void {
   }
   r.outcome = Outcome.Miss;
   r.keys = [frontKeyOf(JobKind.Wrapped, rev.revId, content.mappingId, combination)];
+  holdConnection(r.res);
   batcher.enqueue(missJob(JobKind.Wrapped, rev, content, combination), r, 0);
 }
 
@@ -399,6 +408,7 @@ function startBulk(r: OfrepRequest, ctx: OfrepContext): void {
     return;
   }
   r.outcome = Outcome.Miss;
+  holdConnection(r.res);
   for (let i = 0; i < jobs.length; i++) batcher.enqueue(jobs[i]!, r, slots[i]!);
 }
 

@@ -25,6 +25,7 @@ beforeAll(async () => {
   state = openAdminState(store.readerUrl);
   server = await startAdminServer({
     host: '127.0.0.1', port: 0, token: 'cli-token', store, state, onChange: () => Promise.resolve(null), log: () => undefined,
+    webhooks: { allowPrivateTargets: true },
   });
   adminUrl = `http://127.0.0.1:${server.port}`;
   dir = mkdtempSync(join(tmpdir(), 'rcd-cli-'));

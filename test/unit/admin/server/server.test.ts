@@ -48,7 +48,8 @@ async function start(maxBodyBytes?: number): Promise<void> {
     },
     log: (line) => logs.push(line),
     maxBodyBytes,
-    webhooks: { retryMinMs: 20, retryMaxMs: 100 },
+    // The receivers are on loopback: allowed as --webhook-allow-private allows them.
+    webhooks: { retryMinMs: 20, retryMaxMs: 100, allowPrivateTargets: true },
   });
   base = `http://127.0.0.1:${server.port}/admin/v1/`;
 }
