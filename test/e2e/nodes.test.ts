@@ -116,8 +116,12 @@ describe('nodes of one store', () => {
     expect(imported.json.propagation).toMatchObject({ nodes: 2, applied: 1 });
     await adm(a, 'PUT', 'environments/fleet/content/Bulk7', '{"i":"seven"}');
     b.child.kill('SIGCONT');
+    // Caught up: the import's last item and the edit after it, each answered by whichever delivery loop
+    // takes the request (every loop applies the same updates, each on its own turn).
     const deadline = Date.now() + 5000;
-    while (Date.now() < deadline && JSON.stringify(await served(b, key, 'Bulk7')) !== '{"i":"seven"}') await new Promise((r) => setTimeout(r, 20));
+    const caughtUp = async (): Promise<boolean> =>
+      JSON.stringify(await served(b, key, 'Bulk7')) === '{"i":"seven"}' && JSON.stringify(await served(b, key, 'bulk1199')) === '{"i":1199}';
+    while (Date.now() < deadline && !(await caughtUp())) await new Promise((r) => setTimeout(r, 20));
     expect(await served(b, key, 'Bulk7')).toEqual({ i: 'seven' });
     expect(await served(b, key, 'bulk1199')).toEqual({ i: 1199 });
 
