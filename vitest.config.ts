@@ -25,9 +25,10 @@ export default defineConfig(({ mode }) => {
       testTimeout: 30_000,
       hookTimeout: 60_000,
       pool: 'forks',
-      // Most files wait on server processes rather than compute, so the fast part runs more files than
-      // cores; the slow part runs one file at a time.
-      maxWorkers: slow ? 1 : 3,
+      // One file at a time: many e2e tests hold a server to a deadline (a busy timeout, a catch-up
+      // bound), and on a 2-core machine three files at once made those deadlines flaky while the
+      // whole part finished barely sooner (the files are CPU-bound servers, not idle waits).
+      maxWorkers: 1,
       minWorkers: 1,
     },
   };
