@@ -26,8 +26,7 @@ export default defineConfig(({ mode }) => {
       hookTimeout: 60_000,
       pool: 'forks',
       // One file at a time: many e2e tests hold a server to a deadline (a busy timeout, a catch-up
-      // bound), and on a 2-core machine three files at once made those deadlines flaky while the
-      // whole part finished barely sooner (the files are CPU-bound servers, not idle waits).
+      // bound) that files running side by side on a 2-core machine make flaky.
       maxWorkers: 1,
       minWorkers: 1,
     },
