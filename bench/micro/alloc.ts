@@ -17,7 +17,7 @@
 import { NO_VERSION } from '../../src/shared/app-version.js';
 import { parseUserContext } from '../../src/delivery/context.js';
 import { frontKey, frontKeyOf, type FrontKey } from '../../src/delivery/front-cache.js';
-import { wrappedTailLength, writeWrappedTail } from '../../src/delivery/tail.js';
+import { wrappedTailLength, writeWrappedTail } from '../../src/delivery/wire/tail.js';
 import { wordsOf } from '../../src/shared/bytes.js';
 import { userUid } from '../../src/shared/identity.js';
 import type { CompiledMapping, Combination } from '../../src/mapping/index.js';

@@ -20,7 +20,7 @@ import {
   handlerFailed,
 } from './routes.js';
 import { Route } from './request.js';
-import { enterUwsCall, leaveUwsCall } from './reply.js';
+import { enterUwsCall, leaveUwsCall } from './wire/reply.js';
 import { addOfrepRoutes } from './ofrep/routes.js';
 import type { FrontEndState } from './state.js';
 

@@ -21,7 +21,7 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import type { EnvView } from './directory.js';
 import { etagValue, Coding } from './etag.js';
-import { H_ACCEL_BUFFERING, H_ALLOW_ORIGIN, H_CACHE_CONTROL, H_CONTENT_TYPE } from './header-names.js';
+import { H_ACCEL_BUFFERING, H_ALLOW_ORIGIN, H_CACHE_CONTROL, H_CONTENT_TYPE } from './wire/header-names.js';
 
 /** What changed in one environment: content ids (as created), or null for "everything" (re-fetch all). */
 export interface EnvChange {

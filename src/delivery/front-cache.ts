@@ -15,55 +15,15 @@ import { LRUCache } from 'lru-cache';
 import { rememberIn, type Combination, type FrontKeyMemo, type KeyedEntry } from '../mapping/index.js';
 import { JobKind, type JobResult } from '../pool/protocol.js';
 import { GZIP_HEADER, GZIP_TRAILER_BYTES, FINAL_EMPTY_BLOCK, crc32Shift, type CompressedPart } from '../shared/gzip.js';
-import { BLOCK_VIEWS, type UidBlock } from './header-block.js';
+import { scratchSize, type WireItem } from './wire/item-scratch.js';
 import { PathTable } from './path-table.js';
-import { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, tailEndOf } from './tail.js';
-import { EMPTY_WORDS } from '../shared/bytes.js';
+import { EMPTY_BYTES, tailEndOf } from './wire/tail.js';
 
 /**
- * A rendered item. As a UidBlock it keeps the header block of its wrapped answers up to the uid
- * (header-block.ts wrappedBlock), built on its first one (empty views for plain items, which have none).
+ * A front-cache entry: the bytes a worker rendered for an item (WireItem: they never change; the wire
+ * keeps its own scratch on the entry for in-place answers) and the cache's bookkeeping.
  */
-export interface Rendered extends UidBlock, KeyedEntry {
-  /**
-   * The head bytes: the ArrayBuffer a worker rendered, or, once a wrapped entry gave its first
-   * identity answer, the start of `answer` (the same bytes, moved there once: reply.ts answerInPlace).
-   */
-  head: Uint8Array;
-  /** meta.seg JSON (UTF-8) for wrapped kinds, empty for plain. */
-  readonly seg: Uint8Array;
-  /** `,"seg":<seg>}}` for wrapped kinds (tail.ts tailEndOf), empty for plain: every answer's tail ends with it. */
-  readonly tailEnd: Uint8Array;
-  /**
-   * The head as a whole gzip member, compressed once by the worker (a plain answer sends it as is), or
-   * null when the head is under --compress-min-bytes.
-   */
-  readonly gzip: Uint8Array | null;
-  /** The deflate segment inside `gzip` with the head's CRC: wrapped answers and combines append to it. */
-  readonly gzPart: CompressedPart | null;
-  /** The head in brotli (plain kind only: brotli streams are not appended to), or null. */
-  readonly br: Uint8Array | null;
-  /**
-   * Wrapped kinds: the buffer where an identity answer is written in place (reply.ts answerInPlace):
-   * the head, room behind it for the longest tail, where an answer writes the user's digits and, when
-   * their length differs from the last answer's, tailEnd after them; then the header block (UidBlock:
-   * `block` is this buffer once it moved here). uWS copies an answer before end() returns, so the bytes
-   * are free again at once. Made on the entry's first identity answer (an entry only ever answered gzip
-   * never copies its head); empty until then, and for plain.
-   */
-  answer: Uint8Array;
-  /** A DataView of `answer`: the user's digits are written through it. */
-  answerWords: DataView;
-  /** head.length, read by every in-place answer without touching the head's view. */
-  readonly headLength: number;
-  /** Where tailEnd sits in `answer` (-1: not written yet). */
-  tailAt: number;
-  /**
-   * The identity answer's view ending at answerViewEnd (-1: none yet), kept for the longest user part
-   * (a ten-digit uid and a three-digit mod: 70% of users): that answer reads no views array.
-   */
-  answerViewEnd: number;
-  answerView: Uint8Array;
+export interface Rendered extends WireItem, KeyedEntry {
   /** The key it is cached under and its cache (keepEntry), for the ways it is found without a lookup. */
   key: FrontKey;
   owner: FrontCache | null;
@@ -75,13 +35,6 @@ export interface Rendered extends UidBlock, KeyedEntry {
   pathTag: string;
 }
 
-/**
- * Where an entry's views of `answer` are in its views array (UidBlock.blockViews, one array for the
- * block's and the answer's): index ANSWER_VIEWS + length of the user's part - USER_PART_MIN.
- */
-export const ANSWER_VIEWS = BLOCK_VIEWS;
-const ENTRY_VIEWS = BLOCK_VIEWS + USER_PART_MAX - USER_PART_MIN + 1;
-
 /** The cache entry of a worker's result (its buffers were moved here, not copied). */
 export function renderedOf(result: JobResult, head: ArrayBuffer): Rendered {
   const gzip = result.gzip === null ? null : new Uint8Array(result.gzip);
@@ -91,45 +44,25 @@ export function renderedOf(result: JobResult, head: ArrayBuffer): Rendered {
 
 /** A front-cache entry; `seg` empty for plain answers. Every entry is made here (one object shape). */
 export function newRendered(head: Uint8Array, seg: Uint8Array, gzip: Uint8Array | null, gzPart: CompressedPart | null, br: Uint8Array | null): Rendered {
-  const tailEnd = seg.length === 0 ? EMPTY_BYTES : tailEndOf(seg);
   // The fields an answer reads, in the order it reads them (found: owner, uses, pathTag; its coding;
-  // its block; its bytes; the views kept for the commonest lengths), before those it does not (the
-  // views array is read for the other lengths): an entry is cold when its next user comes, and each
-  // line of it an answer touches is a wait (bench/README.md, "Where rcd's CPU over the floor goes").
+  // the wire's scratch), before those it does not: an entry is cold when its next user comes, and
+  // each line of it an answer touches is a wait.
   return {
     owner: null,
     uses: 0,
     pathTag: '',
     gzip,
     br,
-    blockTag: '',
-    blockControl: null,
-    blockVary: null,
-    block: EMPTY_BYTES,
-    blockWords: EMPTY_WORDS,
-    blockStart: 0,
-    blockFrom: 0,
-    blockViewEnd: -1,
-    blockView: EMPTY_BYTES,
-    answer: EMPTY_BYTES,
-    answerWords: EMPTY_WORDS,
-    headLength: head.length,
-    tailAt: -1,
-    tailEnd,
-    answerViewEnd: -1,
-    answerView: EMPTY_BYTES,
-    blockViews: seg.length === 0 ? NO_VIEWS : new Array<Uint8Array | undefined>(ENTRY_VIEWS).fill(undefined),
+    scratch: null,
+    head,
+    tailEnd: seg.length === 0 ? EMPTY_BYTES : tailEndOf(seg),
     memo: null,
     key: 0,
     pathRow: -1,
-    head,
     seg,
     gzPart,
   };
 }
-
-/** An entry without in-place answers (plain) shares this empty list, frozen: a write to it would be a bug and throws. */
-const NO_VIEWS: (Uint8Array | undefined)[] = Object.freeze([]) as unknown as (Uint8Array | undefined)[];
 
 /** The deflate segment of a one-part member and its CRC (read from the trailer the worker wrote). */
 function partOf(member: Uint8Array, length: number): CompressedPart {
@@ -165,9 +98,8 @@ export function keepEntry(cache: FrontCache, key: FrontKey, entry: Rendered): vo
 }
 
 function renderedSize(r: Rendered): number {
-  // A wrapped entry's answer buffer is counted from the start: the head moves there, with room for a tail.
-  const room = r.seg.byteLength === 0 ? 0 : USER_PART_MAX + r.tailEnd.byteLength;
-  return r.head.byteLength + r.seg.byteLength + r.tailEnd.byteLength + room + 256 + (r.gzip === null ? 0 : r.gzip.byteLength) + (r.br === null ? 0 : r.br.byteLength) + 128;
+  // A wrapped entry is charged for the scratch its in-place answers make (a copy of its head with room).
+  return r.head.byteLength + r.seg.byteLength + r.tailEnd.byteLength + scratchSize(r) + 256 + (r.gzip === null ? 0 : r.gzip.byteLength) + (r.br === null ? 0 : r.br.byteLength) + 128;
 }
 
 const KIND_PREFIX = ['p', 'w', 's'];

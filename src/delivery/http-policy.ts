@@ -17,7 +17,7 @@
  */
 import type { HttpRequest } from 'uWebSockets.js';
 import type { ServeConfig } from '../runtime/config.js';
-import { H_ORIGIN } from './header-names.js';
+import { H_ORIGIN } from './wire/header-names.js';
 
 export interface HttpPolicy {
   /** --reject-ambiguous-framing (routes.ts headOf). */

@@ -29,18 +29,17 @@ import * as frontCache from './front-cache.js';
 import { frontKeyOf, keepEntry, renderedOf, type FrontKey, type Rendered } from './front-cache.js';
 import * as query from './query.js';
 import type { CombineEntry, CompiledCombineQuery } from './query.js';
-import * as reply from './reply.js';
-import { CC_PRIVATE, CC_SHARED, answerBuffer, answerView, answerWords, lastAnswerBytes, sendError, sendOverloaded, sendStarting } from './reply.js';
-import { appendTailToGzip, wrappedTailLength, writeWrappedTail } from './tail.js';
+import * as reply from './wire/reply.js';
+import { CC_PRIVATE, CC_SHARED, lastAnswerBytes, sendError, sendOverloaded, sendStarting } from './wire/reply.js';
 import * as etag from './etag.js';
 import { Coding, combineTag, describedTag, withMappedPart } from './etag.js';
 import * as combinePlan from './combine-plan.js';
+import * as plannedAnswers from './wire/planned-answer.js';
+import * as combineBodies from './wire/combine-body.js';
 import { keepPlan, planShapeKey, type CombinePlan, type PlanItem, type PlanTag } from './combine-plan.js';
-import type { UidBlock } from './header-block.js';
+import type { UidBlock } from './wire/header-block.js';
 import { PATH_EDGES } from './path-table.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
-import { putBytes } from '../shared/bytes.js';
-import { GzipBuilder, gzipBound } from '../shared/gzip.js';
 import type { FrontEndState } from './state.js';
 
 // The functions a request calls, as this module's own consts. An imported binding lives in its
@@ -61,7 +60,9 @@ const { frontEntryOf, pathEntryOf, rememberPathEntry } = frontCache;
 const { checkPlainQuery, compiledCombineQuery, wrappedKind } = query;
 const { enterUwsCall, holdConnection, leaveUwsCall, sendContent, sendNotModified, sendUidContent, sendWrapped } = reply;
 const { STAR_IGNORED, etagValue, itemTag, matchIfNoneMatch, withUid } = etag;
-const { currentPlanOf, planMemoOf, planTagOf, planTagOfPath, plannedAnswer, rememberPlanTagPath } = combinePlan;
+const { currentPlanOf, planMemoOf, planTagOf, planTagOfPath, rememberPlanTagPath } = combinePlan;
+const { plannedAnswer } = plannedAnswers;
+const { combineBody, combineGzipBody } = combineBodies;
 
 /** The content routes, numbered as their metrics labels: a route is its own label (metricRouteOf). */
 export const enum Route {
@@ -751,7 +752,7 @@ function answerCombine(r: ContentRequest): void {
   // Everything that can fail is computed before the first byte is written.
   const missingHeader = missingHeaderOf(r.missing!);
   const gzipped = (r.accept & ACCEPT_GZIP) !== 0 && combineWorthGzip(r);
-  const body = gzipped ? combineGzip(r) : combineBytes(r);
+  const body = gzipped ? combineGzipBody(r.entries!, r.rendered!, r.kind !== JobKind.Plain, r.uid, r.mod) : combineBody(r.entries!, r.rendered!, r.kind !== JobKind.Plain, r.uid, r.mod);
   sendCombine(r, body, gzipped ? Coding.Gzip : Coding.Identity, missingHeader);
 }
 
@@ -774,84 +775,4 @@ function combineWorthGzip(r: ContentRequest): boolean {
     if (item !== null && item !== undefined && item.gzPart !== null) return true;
   }
   return false;
-}
-
-/** The JSON key of an entry as bytes: `{"id":` for the first written, `,"id":` after. */
-function entryKey(entry: CombineEntry, first: boolean): Buffer {
-  return first ? entry.firstKey : entry.nextKey;
-}
-
-/** `{"id":head+tail,...}` as one buffer: sizes first, then copies into the reply's reused buffer. */
-function combineBytes(r: ContentRequest): Uint8Array {
-  const entries = r.entries!;
-  const rendered = r.rendered!;
-  const wrapped = r.kind !== JobKind.Plain;
-  let total = 1;
-  let first = true;
-  for (let i = 0; i < entries.length; i++) {
-    const item = rendered[i];
-    if (item === null || item === undefined) continue;
-    total += entryKey(entries[i]!, first).length + item.head.length + (wrapped ? wrappedTailLength(r.uid, r.mod, item.tailEnd) : 0);
-    first = false;
-  }
-  if (first) return EMPTY_OBJECT;
-  // The reply's reused buffer (sendContent's end() copies it before returning): a 10-id answer is
-  // ~16 KB, which Buffer.allocUnsafe takes from no pool, so each answer was a fresh ArrayBuffer.
-  const out = answerBuffer(total);
-  const words = answerWords();
-  let pos = 0;
-  first = true;
-  for (let i = 0; i < entries.length; i++) {
-    const item = rendered[i];
-    if (item === null || item === undefined) continue;
-    pos = putBytes(out, item.head, putBytes(out, entryKey(entries[i]!, first), pos));
-    first = false;
-    if (wrapped) pos = writeWrappedTail(out, words, pos, r.uid, r.mod, item.tailEnd);
-  }
-  out[pos] = 0x7d; // '}'
-  return answerView(pos + 1);
-}
-
-const EMPTY_OBJECT = Buffer.from('{}');
-
-const combineGzipBuilder = new GzipBuilder();
-
-const CLOSE_BRACE = Buffer.from('}');
-
-/**
- * The same answer as combineBytes, as one gzip member built from the items compressed once: no byte
- * is compressed here. Written into the reply's reused buffer (sendContent copies it before returning).
- */
-function combineGzip(r: ContentRequest): Uint8Array {
-  const entries = r.entries!;
-  const rendered = r.rendered!;
-  const wrapped = r.kind !== JobKind.Plain;
-  let compressed = 0;
-  let raw = 1;
-  let pieces = 1;
-  let first = true;
-  for (let i = 0; i < entries.length; i++) {
-    const item = rendered[i];
-    if (item === null || item === undefined) continue;
-    raw += entryKey(entries[i]!, first).length + (wrapped ? wrappedTailLength(r.uid, r.mod, item.tailEnd) : 0);
-    first = false;
-    if (item.gzPart !== null) compressed += item.gzPart.segment.length;
-    else raw += item.head.length;
-    pieces += 3;
-  }
-  const out = answerBuffer(gzipBound(compressed, raw, pieces));
-  const gz = combineGzipBuilder;
-  gz.begin(out);
-  first = true;
-  for (let i = 0; i < entries.length; i++) {
-    const item = rendered[i];
-    if (item === null || item === undefined) continue;
-    gz.raw(entryKey(entries[i]!, first));
-    first = false;
-    if (item.gzPart !== null) gz.part(item.gzPart);
-    else gz.raw(item.head);
-    if (wrapped) appendTailToGzip(gz, r.uid, r.mod, item.tailEnd);
-  }
-  gz.raw(CLOSE_BRACE);
-  return answerView(gz.end());
 }

@@ -18,7 +18,7 @@
  * variant names the applied rules in rule order, `segment` or `segment:variant`, joined by `,`.
  */
 import type { Rendered } from '../front-cache.js';
-import { digitCount, writeDecimal } from '../tail.js';
+import { digitCount, writeDecimal } from '../wire/tail.js';
 
 /** An item's parts, prepared once per rendered head (and per content id spelling). */
 interface OfrepItem {

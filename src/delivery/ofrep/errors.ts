@@ -10,8 +10,8 @@
  */
 import type { HttpResponse } from 'uWebSockets.js';
 import { ERROR_STATUS, errorResponse, statusLine, type ErrorCode } from '../../runtime/errors.js';
-import { send } from '../reply.js';
-import { H_RETRY_AFTER } from '../header-names.js';
+import { send } from '../wire/reply.js';
+import { H_RETRY_AFTER } from '../wire/header-names.js';
 
 /** The OpenFeature error codes an OFREP answer carries (OFREP 0.3.0, evaluationFailure and flagNotFound). */
 export type OfrepErrorCode = 'FLAG_NOT_FOUND' | 'PARSE_ERROR' | 'TARGETING_KEY_MISSING' | 'INVALID_CONTEXT' | 'GENERAL';

@@ -24,7 +24,7 @@ import { JobKind, type Job, type JobResult } from '../../pool/protocol.js';
 import { bodyText, keptChunk } from '../body.js';
 import { frontEntryOf, frontKeyOf, keepEntry, renderedOf, type FrontKey, type Rendered } from '../front-cache.js';
 import { missJob } from '../request.js';
-import { CC_PRIVATE, answerBuffer, answerWords, enterUwsCall, holdConnection, lastAnswerBytes, leaveUwsCall, sendContent, sendNotModified } from '../reply.js';
+import { CC_PRIVATE, answerBuffer, answerWords, enterUwsCall, holdConnection, lastAnswerBytes, leaveUwsCall, sendContent, sendNotModified } from '../wire/reply.js';
 import { Coding, STAR_IGNORED, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
 import type { HttpPolicy } from '../http-policy.js';
 import type { FrontEndState } from '../state.js';

@@ -15,7 +15,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { KeyView } from '../directory.js';
 import { contentIdKey } from '../../store/ids.js';
 import { corsOriginFor } from '../http-policy.js';
-import { enterUwsCall, leaveUwsCall } from '../reply.js';
+import { enterUwsCall, leaveUwsCall } from '../wire/reply.js';
 import { declaredOver, handlerFailed, headOf, isJsonContentType } from '../routes.js';
 import { declaresBodyLength, type RequestHead } from '../request-head.js';
 import type { FrontEndState } from '../state.js';

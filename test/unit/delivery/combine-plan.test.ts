@@ -5,8 +5,9 @@
  * in test/e2e/combine-plans.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { createPlanCache, currentPlan, currentPlanOf, keepPlan, planMemoOf, planShapeKey, planTagOfPath, plannedAnswer, rememberPlanTagPath, type CombinePlan, type PlanCache, type PlanItem, type PlanTag } from '../../../src/delivery/combine-plan.js';
-import { newUidBlock } from '../../../src/delivery/header-block.js';
+import { createPlanCache, currentPlan, currentPlanOf, keepPlan, planMemoOf, planShapeKey, planTagOfPath, rememberPlanTagPath, type CombinePlan, type PlanCache, type PlanItem, type PlanTag } from '../../../src/delivery/combine-plan.js';
+import { newUidBlock } from '../../../src/delivery/wire/header-block.js';
+import { plannedAnswer } from '../../../src/delivery/wire/planned-answer.js';
 import { compiledCombineQuery, type CompiledCombineQuery } from '../../../src/delivery/query.js';
 import { newRendered } from '../../../src/delivery/front-cache.js';
 import type { ContentView, EnvView, RevisionView } from '../../../src/delivery/directory.js';

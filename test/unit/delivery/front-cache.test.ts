@@ -1,7 +1,7 @@
 import { NO_VERSION } from '../../../src/shared/app-version.js';
 import { describe, expect, it } from 'vitest';
 import { createFrontCache, frontEntryOf, frontKey, frontKeyOf, keepEntry, newRendered, pathEntryOf, rememberPathEntry, type FrontCache, type FrontKey, type Rendered } from '../../../src/delivery/front-cache.js';
-import { EMPTY_BYTES } from '../../../src/delivery/tail.js';
+import { EMPTY_BYTES } from '../../../src/delivery/wire/tail.js';
 import { compileMapping, evaluateMapping, evaluatePath, rememberIn, rulePath, type Combination, type FrontKeyMemo } from '../../../src/mapping/index.js';
 import { JobKind } from '../../../src/pool/protocol.js';
 

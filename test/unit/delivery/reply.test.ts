@@ -8,14 +8,14 @@ import type { HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.j
 import uWS from 'uWebSockets.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorResponse } from '../../../src/runtime/errors.js';
-import { CC_PRIVATE, CC_SHARED, enterUwsCall, leaveUwsCall, send, sendContent, sendError, sendNotModified, sendOverloaded, sendPreflight, sendWrapped } from '../../../src/delivery/reply.js';
+import { CC_PRIVATE, CC_SHARED, enterUwsCall, leaveUwsCall, send, sendContent, sendError, sendNotModified, sendOverloaded, sendPreflight, sendWrapped } from '../../../src/delivery/wire/reply.js';
 import { compileHttpPolicy } from '../../../src/delivery/http-policy.js';
 import { Coding } from '../../../src/delivery/etag.js';
 import { newRendered, type Rendered } from '../../../src/delivery/front-cache.js';
 import { buildServeConfig, resolveOptions, SERVE_OPTIONS } from '../../../src/runtime/config.js';
 import { compressPart, gzipMember } from '../../../src/shared/gzip.js';
 import { gunzipSync } from 'node:zlib';
-import { USER_PART_MAX } from '../../../src/delivery/tail.js';
+import { USER_PART_MAX } from '../../../src/delivery/wire/tail.js';
 
 /** The size up to which reply.ts once joined a wrapped head and its tail (larger ones went chunked). */
 const JOIN_LIMIT = 64 * 1024;
@@ -480,15 +480,16 @@ describe('sendWrapped: one front-cache entry answering user after user (answers 
       expect(JSON.parse(body.toString('utf8'))).toEqual(wrappedValue(headOf(600), uid, mod));
       if (!gzip) expect(header(a, 'content-length')).toEqual([String(a.body.length)]);
     }
-    const entry = keptItem(headOf(600));
+    const entry = keptItem(headOf(600)).scratch!;
     expect(entry.answerViewEnd - entry.headLength).toBe(USER_PART_MAX);
     expect(entry.blockViewEnd).toBeGreaterThan(entry.blockStart);
   });
 
-  it('an entry answered only gzip keeps its head where the worker put it; the first identity answer moves it and the header block', async () => {
+  it('an entry answered only gzip copies no head; the first identity answer copies it and moves the header block behind it', async () => {
     const head = headOf(700);
     for (let i = 0; i < 2; i++) await one(`/wrapped?size=700&kept=1&gzip=1&uid=${i}&mod=${i}`);
-    const entry = keptItem(head);
+    const item = keptItem(head);
+    const entry = item.scratch!;
     expect(entry.answer.length).toBe(0);
     const blockBefore = Buffer.from(entry.block);
     const startBefore = entry.blockStart;
@@ -497,8 +498,10 @@ describe('sendWrapped: one front-cache entry answering user after user (answers 
     expect(JSON.parse(plain.body.toString('utf8'))).toEqual(wrappedValue(head, 77, 7));
     expect(header(plain, 'etag')).toEqual(['"w1.77"']);
     expect(entry.answer.length).toBeGreaterThan(700);
-    expect(Buffer.from(entry.head).equals(head)).toBe(true);
-    expect(entry.head.buffer).toBe(entry.answer.buffer);
+    // The entry's content is not touched: its head stays the worker's bytes.
+    expect(Buffer.from(item.head).equals(head)).toBe(true);
+    expect(item.head.buffer).not.toBe(entry.answer.buffer);
+    expect(Buffer.from(entry.answer.subarray(0, 700)).equals(head)).toBe(true);
     // One buffer and one DataView for the answer and the header block (uWS takes each argument's
     // backing store), the block behind the answer's room.
     expect(entry.block).toBe(entry.answer);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { digitCount, tailEndOf, wrappedTailLength, writeDecimal, writeUserPart, writeUserPartAfter, writeWrappedTail } from '../../../src/delivery/tail.js';
+import { digitCount, tailEndOf, wrappedTailLength, writeDecimal, writeUserPart, writeUserPartAfter, writeWrappedTail } from '../../../src/delivery/wire/tail.js';
 import { wordsOf } from '../../../src/shared/bytes.js';
 
 describe('wrapped tail bytes', () => {

@@ -16,9 +16,9 @@
  * list, keep their own calls (reply.ts).
  */
 
-import * as bytes from '../shared/bytes.js';
-import { ReusedBuffer } from '../shared/bytes.js';
-import { Coding, SUFFIX_BYTES } from './etag.js';
+import * as bytes from '../../shared/bytes.js';
+import { ReusedBuffer } from '../../shared/bytes.js';
+import { Coding, SUFFIX_BYTES } from '../etag.js';
 
 import * as tail from './tail.js';
 

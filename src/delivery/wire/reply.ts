@@ -19,24 +19,26 @@
  * HOT PATH: change with care.
  */
 import type { HttpResponse } from 'uWebSockets.js';
-import { errorResponse, type ErrorResponse } from '../runtime/errors.js';
-import * as sharedBytes from '../shared/bytes.js';
-import { ReusedBuffer } from '../shared/bytes.js';
-import { GzipBuilder, gzipBound } from '../shared/gzip.js';
-import { Coding } from './etag.js';
-import { ANSWER_VIEWS, type Rendered } from './front-cache.js';
+import { errorResponse, type ErrorResponse } from '../../runtime/errors.js';
+import * as sharedBytes from '../../shared/bytes.js';
+import { ReusedBuffer } from '../../shared/bytes.js';
+import { GzipBuilder, gzipBound } from '../../shared/gzip.js';
+import { Coding } from '../etag.js';
+import * as itemScratch from './item-scratch.js';
+import type { WireItem } from './item-scratch.js';
 import * as headerBlock from './header-block.js';
 import type { UidBlock } from './header-block.js';
 import * as headerNames from './header-names.js';
-import type { HttpPolicy } from './http-policy.js';
+import type { HttpPolicy } from '../http-policy.js';
 import * as tail from './tail.js';
 
 // What an answer is written with, as this module's own consts: folded into the writers that inline
 // them, where an import is a cell read (and a function compared) before each use (request.ts).
-const { EMPTY_WORDS, putBytes, wordsOf } = sharedBytes;
-const { blockSize, moveBlock, representationBlock, wrappedBlock } = headerBlock;
+const { putBytes } = sharedBytes;
+const { representationBlock, wrappedBlock } = headerBlock;
+const { answerInPlace, scratchOf } = itemScratch;
 const { H_ALLOW, H_ALLOW_HEADERS, H_ALLOW_METHODS, H_ALLOW_ORIGIN, H_CACHE_CONTROL, H_CONNECTION, H_CONTENT_ENCODING, H_CONTENT_TYPE, H_ETAG, H_EXPOSE_HEADERS, H_MAX_AGE, H_RETRY_AFTER, H_VARY } = headerNames;
-const { EMPTY_BYTES, USER_PART_MAX, USER_PART_MIN, appendTailToGzip, wrappedTailLength, writeUserPartAfter } = tail;
+const { EMPTY_BYTES, appendTailToGzip, wrappedTailLength } = tail;
 
 export const JSON_TYPE = 'application/json';
 export const STATUS_OK = '200 OK';
@@ -101,7 +103,7 @@ let slotCacheControl: Uint8Array = CC_NO_STORE;
 let slotVary: Uint8Array | null = null;
 let slotCoding: Coding = Coding.Identity;
 // Wrapped answers only: the rendered head and the per-user tail's parts.
-let slotItem: Rendered | null = null;
+let slotItem: WireItem | null = null;
 /** A content answer whose ETag is slotTag and the uid (sendUidContent): the header block kept for that tag. */
 let slotUidBlock: UidBlock | null = null;
 let slotUid = 0;
@@ -231,7 +233,7 @@ function writeContent(
 function writeWrapped(
   res: HttpResponse,
   vary: Uint8Array,
-  item: Rendered,
+  item: WireItem,
   uid: number,
   mod: number,
   coding: Coding,
@@ -239,7 +241,8 @@ function writeWrapped(
   origin: Uint8Array | null,
   closeConnection: boolean,
 ): void {
-  res.writeHeader(H_CONTENT_TYPE, wrappedBlock(item, CC_PRIVATE, vary, itemTag, uid, coding));
+  const scratch = scratchOf(item);
+  res.writeHeader(H_CONTENT_TYPE, wrappedBlock(scratch, CC_PRIVATE, vary, itemTag, uid, coding));
   writeCors(res, origin);
   if (coding === Coding.Gzip) {
     res.writeHeader(H_CONTENT_ENCODING, CODING_NAMES[Coding.Gzip]!);
@@ -252,7 +255,7 @@ function writeWrapped(
     res.end(answerView(answerBytes), closeConnection);
     return;
   }
-  const body = answerInPlace(item, uid, mod);
+  const body = answerInPlace(item, scratch, uid, mod);
   answerBytes = body.length;
   res.end(body, closeConnection);
 }
@@ -267,58 +270,6 @@ function writeContentCorked(): void {
 
 function writeWrappedCorked(): void {
   writeWrapped(slotRes!, slotVary!, slotItem!, slotUid, slotMod, slotCoding, slotTag, slotOrigin, slotClose);
-}
-
-/**
- * The item's identity answer for this user, written in place behind its head (front-cache.ts,
- * Rendered.answer): the user's part, then tailEnd only where the last answer's user part had another
- * length. Copying the head and tailEnd into a shared buffer first was two copies (~200 instructions
- * each) and the head's bytes moved once more per answer (bench:cost, callgrind). Valid until the
- * item's next answer: uWS copies it before end() returns.
- */
-function answerInPlace(item: Rendered, uid: number, mod: number): Uint8Array {
-  // Tested on the DataView's reference, not the buffer's length: a typed array's length is read
-  // through its object and its buffer's (a detach check), two lines an answer of the same length as
-  // the entry's last one does not otherwise touch.
-  if (item.answerWords === EMPTY_WORDS) placeAnswer(item);
-  const headLength = item.headLength;
-  // The uid's digits come from the header block, written just before (writeWrapped).
-  const userEnd = writeUserPartAfter(item.answerWords, headLength, uid, mod, item.blockWords, item.blockStart);
-  if (item.tailAt !== userEnd) {
-    putBytes(item.answer, item.tailEnd, userEnd);
-    item.tailAt = userEnd;
-  }
-  // The view kept on the entry first, as the header block's (header-block.ts wrappedBlock).
-  if (userEnd === item.answerViewEnd) return item.answerView;
-  const index = ANSWER_VIEWS + userEnd - headLength - USER_PART_MIN;
-  const views = item.blockViews;
-  let view = views[index];
-  if (view === undefined) {
-    view = item.answer.subarray(0, userEnd + item.tailEnd.length);
-    views[index] = view;
-  }
-  if (userEnd - headLength === USER_PART_MAX) {
-    item.answerViewEnd = userEnd;
-    item.answerView = view;
-  }
-  return view;
-}
-
-/**
- * Moves the item's head into a buffer with room for the longest tail (its first identity answer), and
- * its header block (built by the writer just before) behind it: one ArrayBuffer, one DataView and one
- * views array for both (moveBlock).
- */
-function placeAnswer(item: Rendered): void {
-  const head = item.head;
-  const size = head.length + USER_PART_MAX + item.tailEnd.length;
-  const out = new Uint8Array(size + blockSize(item));
-  putBytes(out, head, 0);
-  const words = wordsOf(out);
-  item.head = out.subarray(0, head.length);
-  item.answer = out;
-  item.answerWords = words;
-  if (item.block.length > 0) moveBlock(item, out, words, size);
 }
 
 const CLOSE = bytes('close');
@@ -490,7 +441,7 @@ function sendTagged(
 export function sendWrapped(
   res: HttpResponse,
   policy: HttpPolicy,
-  item: Rendered,
+  item: WireItem,
   uid: number,
   mod: number,
   coding: Coding,

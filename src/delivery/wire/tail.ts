@@ -8,8 +8,8 @@
  * 2.0 -> 0.4 µs and 2,481 -> 5 bytes of JS heap per answer (bench/micro/alloc.ts).
  */
 
-import * as bytes from '../shared/bytes.js';
-import { STORED_BLOCK_MAX, type GzipBuilder } from '../shared/gzip.js';
+import * as bytes from '../../shared/bytes.js';
+import { STORED_BLOCK_MAX, type GzipBuilder } from '../../shared/gzip.js';
 
 // The digit writers call one another through this module's own consts, and export thin functions:
 // an exported binding (an import too) is a cell TurboFan reads and compares before each call it
