@@ -28,7 +28,7 @@ import { CC_PRIVATE, answerBuffer, answerWords, enterUwsCall, holdConnection, la
 import { Coding, STAR_IGNORED, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
 import type { HttpPolicy } from '../http-policy.js';
 import type { FrontEndState } from '../state.js';
-import { bulkAnswer, singleAnswer, type BulkItem } from './answer.js';
+import { bulkAnswer, singleAnswer, type BulkItem } from '../wire/ofrep-answer.js';
 import { bulkPlanOf } from './bulk-plan.js';
 import { parseOfrepContext, type OfrepContext } from './context.js';
 import { errorCodeOf, sendOfrepError } from './errors.js';

@@ -17,8 +17,8 @@
  * `default`; an A/B variant among the applied rules → `SPLIT`; segments only → `TARGETING_MATCH`. The
  * variant names the applied rules in rule order, `segment` or `segment:variant`, joined by `,`.
  */
-import type { Rendered } from '../front-cache.js';
-import { digitCount, writeDecimal } from '../wire/tail.js';
+import type { WireItem } from './item-scratch.js';
+import { digitCount, writeDecimal } from './tail.js';
 
 /** An item's parts, prepared once per rendered head (and per content id spelling). */
 interface OfrepItem {
@@ -32,7 +32,7 @@ interface OfrepItem {
   readonly middle: Buffer;
 }
 
-const items = new WeakMap<Rendered, OfrepItem>();
+const items = new WeakMap<WireItem, OfrepItem>();
 
 const WRAPPED_PREFIX_BYTES = '{"data":'.length;
 /** `,"hash":"` + hash + `","meta":{"uid":` */
@@ -46,7 +46,7 @@ interface SegEntry {
 }
 
 /** The parts of `item` (a wrapped head of the revision whose hash is `hash`) for the content `id`. */
-function itemOf(item: Rendered, hash: string, id: string): OfrepItem {
+function itemOf(item: WireItem, hash: string, id: string): OfrepItem {
   let parts = items.get(item);
   if (parts === undefined) {
     parts = prepare(item, hash, id);
@@ -62,7 +62,7 @@ function keyPrefixOf(id: string): Buffer {
   return Buffer.from('{"key":' + JSON.stringify(id) + ',"value":', 'utf8');
 }
 
-function prepare(item: Rendered, hash: string, id: string): OfrepItem {
+function prepare(item: WireItem, hash: string, id: string): OfrepItem {
   const head = item.head;
   const segText = Buffer.from(item.seg.buffer, item.seg.byteOffset, item.seg.byteLength).toString('utf8');
   const seg = (segText === '' ? [] : JSON.parse(segText)) as SegEntry[];
@@ -106,7 +106,7 @@ function writeEvaluation(out: Uint8Array, words: DataView, pos: number, parts: O
  * The answer of a single-flag evaluation, written into `buffer(size)` (the reply's reused buffer;
  * `words()` is a DataView of the buffer it last returned).
  */
-export function singleAnswer(buffer: (size: number) => Buffer, words: () => DataView, item: Rendered, hash: string, id: string, uid: number, mod: number): Uint8Array {
+export function singleAnswer(buffer: (size: number) => Buffer, words: () => DataView, item: WireItem, hash: string, id: string, uid: number, mod: number): Uint8Array {
   const parts = itemOf(item, hash, id);
   const out = buffer(evaluationLength(parts, uid, mod));
   return out.subarray(0, writeEvaluation(out, words(), 0, parts, uid, mod));
@@ -119,7 +119,7 @@ const COMMA = 0x2c;
 /** One item of a bulk answer: an evaluation (`item` set) or a failure (`failure`, a whole JSON object). */
 export interface BulkItem {
   /** Set when the pool's render arrives, for an item the front cache lacked. */
-  item: Rendered | null;
+  item: WireItem | null;
   readonly hash: string;
   readonly id: string;
   /** Set instead when the item cannot be evaluated (deleted meanwhile, no revision for the app version, …). */
