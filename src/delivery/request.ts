@@ -1,36 +1,30 @@
 /**
- * One content request after its headers passed: read the body under the limit, validate, turn it
- * into pool jobs, and answer when the results come back.
+ * What a content request means (endpoints 1-3): which item or items, which revision, which rules
+ * apply to this user, which front-cache entries or combine plan answer it, and whether the client's
+ * copy is current (304). The request's life (body, abort, pool, failure, metrics) is lifecycle.ts's;
+ * the bytes of every answer are written below the line, in wire/.
  *
- * uWS contract (see the uWebSockets.js body-reading examples): onAborted is registered before
- * anything else; chunks that are not the last are copied (uWS reuses their memory once the
- * callback returns); every write after the handler returned is corked (reply.ts); nothing is
- * written once aborted.
- *
- * HOT PATH: change with care. Fields are initialised in one order in the constructor.
+ * HOT PATH: change with care.
  */
 import type { HttpResponse } from 'uWebSockets.js';
 import * as directory from './directory.js';
 import type { ContentView, EnvView, RevisionView } from './directory.js';
-import { ERROR_STATUS, RcdError, errorResponse, responseForError, type ErrorCode } from '../runtime/errors.js';
+import { RcdError, errorResponse, type ErrorCode } from '../runtime/errors.js';
 import * as metrics from '../metrics/layout.js';
-import { MetricRoute, Outcome, Phase, S_PHASE } from '../metrics/layout.js';
-import { recordAccess } from './access-log.js';
-import * as clock from '../metrics/clock.js';
+import { MetricRoute, Outcome } from '../metrics/layout.js';
 import * as identity from '../shared/identity.js';
 import * as mapping from '../mapping/index.js';
-import type { Combination, CompiledMapping } from '../mapping/index.js';
-import type { JobSink } from '../pool/batcher.js';
-import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
-import * as body from './body.js';
+import type { Combination } from '../mapping/index.js';
+import { JobKind, type Job } from '../pool/protocol.js';
 import * as context from './context.js';
 import type { UserContext } from './context.js';
 import * as frontCache from './front-cache.js';
-import { frontKeyOf, keepEntry, renderedOf, type FrontKey, type Rendered } from './front-cache.js';
+import { frontKeyOf, type FrontKey, type Rendered } from './front-cache.js';
+import { DeliveryRequest } from './lifecycle.js';
 import * as query from './query.js';
 import type { CombineEntry, CompiledCombineQuery } from './query.js';
 import * as reply from './wire/reply.js';
-import { CC_PRIVATE, CC_SHARED, lastAnswerBytes, sendError, sendOverloaded, sendStarting } from './wire/reply.js';
+import { CC_PRIVATE, CC_SHARED, sendError, sendOverloaded, sendStarting } from './wire/reply.js';
 import * as etag from './etag.js';
 import { Coding, combineTag, describedTag, withMappedPart } from './etag.js';
 import * as combinePlan from './combine-plan.js';
@@ -42,23 +36,15 @@ import { PATH_EDGES } from './path-table.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
 import type { FrontEndState } from './state.js';
 
-// The functions a request calls, as this module's own consts. An imported binding lives in its
-// module's cell, and TurboFan reads the cell (and compares the function in it) before each call it
-// inlines; a module's own const is folded into the code of a function inlined from this module.
-// Reading them here, while this module is evaluated, is safe for function declarations in any
-// import order (they are set before any module runs) and for constants of a module that does not
-// import this one back (it has run by then): the only kinds bound this way, here and in the other
-// modules of the request path.
+// The functions a request calls, as this module's own consts (wire/README.md, "Module consts").
 const { chooseRevision, lookupContent } = directory;
-const { L_FRONT_HITS, L_FRONT_MISSES, recordTimedRequest } = metrics;
+const { L_FRONT_HITS, L_FRONT_MISSES } = metrics;
 const { userMod, userUid } = identity;
-const { nowMs } = clock;
 const { combinationOfPath, evaluateMapping, evaluatePath, rulePath } = mapping;
-const { bodyText, keptChunk } = body;
 const { parseUserContext } = context;
 const { frontEntryOf, pathEntryOf, rememberPathEntry } = frontCache;
 const { checkPlainQuery, compiledCombineQuery, wrappedKind } = query;
-const { enterUwsCall, holdConnection, leaveUwsCall, sendContent, sendNotModified, sendUidContent, sendWrapped } = reply;
+const { holdConnection, sendContent, sendNotModified, sendUidContent, sendWrapped } = reply;
 const { STAR_IGNORED, etagValue, itemTag, matchIfNoneMatch, withUid } = etag;
 const { currentPlanOf, planMemoOf, planTagOf, planTagOfPath, rememberPlanTagPath } = combinePlan;
 const { plannedAnswer } = plannedAnswers;
@@ -76,68 +62,25 @@ export function metricRouteOf(route: Route): MetricRoute {
   return route as number;
 }
 
-export class ContentRequest implements JobSink {
-  declare readonly state: FrontEndState;
-  declare readonly res: HttpResponse;
+const NOT_FOUND_MESSAGE = 'content not found in this environment';
+
+/** A content request (endpoints 1-3): one item, plain or personalised, or a combine of many. */
+export class ContentRequest extends DeliveryRequest {
   declare readonly route: Route;
-  declare readonly env: EnvView;
-  /** The id of the API key that made the request (the access log's; never the key). */
-  declare readonly keyId: string;
-  /** Lower-cased content id (single routes) or "" (combine). */
-  declare readonly idLower: string;
   declare readonly query: string;
-  /** If-None-Match as sent ("" when absent). */
-  declare readonly ifNoneMatch: string;
   /** Accept-Encoding as flags (encoding.ts). */
   declare readonly accept: number;
-  /** Access-Control-Allow-Origin for this request, or null (no CORS headers). */
-  declare readonly origin: Uint8Array | null;
   /**
-   * The answer's entity tag without quotes or coding suffix (etag.ts), set once it is known; for a
-   * single wrapped answer (tagUid) the item's tag, to which the uid belongs (etag.ts wrappedTag): the
-   * header block writes the uid's digits after it, and the whole string is built only to compare it
-   * with If-None-Match.
+   * For a single personalised answer, `tag` is the item's tag, to which the uid belongs (etag.ts
+   * wrappedTag): the header block writes the uid's digits after it, and the whole string is built
+   * only to compare it with If-None-Match.
    */
-  declare tag: string;
   declare tagUid: boolean;
-  declare chunks: Buffer[] | null;
-  /**
-   * Bytes of the body so far, counted against --max-body unless the head declares the body's length
-   * alone (request-head.ts declaresBodyLength: -1 then): routes.ts checked the declared length before
-   * a byte came, and uWS reads no more than it declares. Not counting spares each chunk's byteLength,
-   * a getter that V8 runs as a C++ builtin (~40 instructions a request, bench:cost --by-function).
-   */
-  declare received: number;
-  /** True once answered or aborted: nothing more may touch res. */
-  declare done: boolean;
-  /** True once a success answer started writing: a failure after that cannot answer 500 any more. */
-  declare writing: boolean;
   declare kind: JobKind;
-  /** meta.uid and meta.mod of wrapped requests (the tail is built here, per user). */
-  declare uid: number;
-  declare mod: number;
-  /** Front-cache key per slot, so results coming back from the pool are cached under it. */
-  declare keys: FrontKey[] | null;
   // Combine only: the ids found, in answer order (their keys prepared by the compiled query).
   declare entries: CombineEntry[] | null;
   declare rendered: (Rendered | null)[] | null;
   declare missing: string[] | null;
-  /**
-   * The last mapping evaluated for this request and its result: a combine's items behind one mapping
-   * get the same combination (the same p, app version and mod), so it is evaluated once per mapping,
-   * not once per item (combine-50, five items behind one mapping: ~3,900 instructions each).
-   */
-  declare evaluatedMapping: CompiledMapping | null;
-  declare evaluated: Combination | null;
-  declare remaining: number;
-  /** The answer's HTTP status for the metrics (0: ended without one) and what it came to. */
-  declare status: number;
-  declare outcome: Outcome;
-  /**
-   * The clock (metrics/clock.ts) when the handler took the request: the latency histogram's start.
-   * With the read in finish, two clock reads a request (~25 ns each on the development machine).
-   */
-  declare readonly t0: number;
 
   constructor(
     state: FrontEndState,
@@ -152,92 +95,28 @@ export class ContentRequest implements JobSink {
     origin: Uint8Array | null,
     declaredLength: boolean,
   ) {
-    // Every field is set here, in one order (one hidden class): declared fields, not class fields, which
-    // V8 defines in a separate initializer function first (~135 instructions a request, bench:cost).
-    this.state = state;
-    this.res = res;
+    super(state, res, metricRouteOf(route), env, keyId, idLower, ifNoneMatch, origin, declaredLength);
     this.route = route;
-    this.env = env;
-    this.keyId = keyId;
-    this.idLower = idLower;
     this.query = query;
-    this.ifNoneMatch = ifNoneMatch;
     this.accept = accept;
-    this.origin = origin;
-    this.tag = '';
     this.tagUid = false;
-    this.chunks = null;
-    this.received = declaredLength ? -1 : 0;
-    this.done = false;
-    this.writing = false;
     this.kind = JobKind.Plain;
-    this.uid = 0;
-    this.mod = 0;
-    this.keys = null;
     this.entries = null;
     this.rendered = null;
     this.missing = null;
-    this.evaluatedMapping = null;
-    this.evaluated = null;
-    this.remaining = 0;
-    this.status = 200;
-    this.outcome = Outcome.Hit;
-    this.t0 = nowMs();
-    state.inFlight++;
   }
 
-  onAborted(): void {
-    if (!this.done) {
-      this.status = 0;
-      this.outcome = Outcome.Aborted;
-    }
-    this.finish();
+  protected start(text: string): void {
+    const ctx = parseUserContext(text);
+    if (this.route === Route.Combine) startCombine(this, ctx);
+    else startSingle(this, ctx);
   }
 
-  onChunk(chunk: ArrayBuffer, isLast: boolean): void {
-    // An exception escaping a uWS callback ends the process: contain it to this request. uWS corked
-    // the socket around this call: answers from here are written straight (reply.ts).
-    enterUwsCall();
-    try {
-      this.readChunk(chunk, isLast);
-    } catch (err) {
-      this.onFailure(0, err);
-    } finally {
-      leaveUwsCall();
-    }
-  }
-
-  private readChunk(chunk: ArrayBuffer, isLast: boolean): void {
-    if (this.done) return;
-    if (this.received >= 0) {
-      this.received += chunk.byteLength;
-      if (this.received > this.state.http.maxBodyBytes) {
-        // The rest of the body would still arrive on this connection: close it after answering.
-        this.answerError('payload_too_large', `the request body exceeds ${this.state.http.maxBodyBytes} bytes`, true);
-        return;
-      }
-    }
-    if (!isLast) {
-      (this.chunks ??= []).push(keptChunk(chunk));
-      return;
-    }
-    const text = bodyText(this.chunks, chunk);
-    this.chunks = null;
-    handleBody(this, text);
-  }
-
-  onResult(slot: number, result: JobResult): void {
-    let rendered: Rendered | null = null;
-    if (result.head !== null) {
-      rendered = renderedOf(result, result.head);
-      // Cached even when this request was aborted meanwhile: the next request for it is a hit.
-      keepEntry(this.state.frontCache, this.keys![slot]!, rendered);
-    }
-    if (this.done) return;
+  protected onRendered(slot: number, rendered: Rendered | null, error: string): void {
     // Each answer from here reads the connection again (holdConnection) before it is written.
-    if (rendered === null && (this.route !== Route.Combine || result.error !== 'content_not_found')) {
+    if (rendered === null && (this.route !== Route.Combine || error !== 'content_not_found')) {
       this.res.resume();
-      this.answerJobError(result.error);
+      this.answerJobError(error, NOT_FOUND_MESSAGE);
       return;
     }
     if (this.route !== Route.Combine) {
@@ -253,87 +132,11 @@ export class ContentRequest implements JobSink {
     }
   }
 
-  onFailure(_slot: number, err: unknown): void {
-    this.state.onInternalError(err);
-    if (this.done) return;
-    if (this.writing) {
-      // Part of the answer may be out already; a second status line would desync the connection.
-      this.status = 0;
-      this.outcome = Outcome.Aborted;
-      this.finish();
-      this.res.close();
-      return;
-    }
-    // A failure of a pool job: the connection was held for it (holdConnection).
-    if (this.outcome === Outcome.Miss) this.res.resume();
-    this.answerError('internal', 'internal error', false);
-  }
-
-  answerError(code: ErrorCode, message: string, closeConnection: boolean): void {
-    if (this.done) return;
-    sendError(this.res, errorResponse(code, message), closeConnection || this.state.shuttingDown, this.origin);
-    this.status = ERROR_STATUS[code];
-    this.outcome = Outcome.None;
-    this.finish();
-  }
-
-  private answerJobError(code: string): void {
-    if (code === 'content_not_found') {
-      // The content was deleted between routing and rendering: answer as if it had never been there.
-      this.answerError('content_not_found', 'content not found in this environment', false);
-      return;
-    }
-    if (code === 'store_unavailable') {
-      // A remote store is unreachable and this revision is in no cache yet: retryable, not a fault.
-      this.answerError('store_unavailable', 'the store is unreachable and this content is not loaded on this node yet', false);
-      return;
-    }
-    this.state.onInternalError(new Error(`worker reported ${code}`));
-    this.answerError('internal', 'internal error', false);
-  }
-
-  finish(): void {
-    if (this.done) return;
-    this.done = true;
-    this.state.inFlight--;
-    const state = this.state;
-    const counters = state.counters;
-    const route = metricRouteOf(this.route);
-    const ms = nowMs() - this.t0;
-    recordTimedRequest(counters, route, this.status, this.outcome, ms);
-    const access = state.access;
-    if (access !== null && --access.countdown === 0) {
-      recordAccess(access, counters, state.loop, route, this.status, this.outcome, this.status === 0 ? 0 : lastAnswerBytes(), ms, this.keyId);
-    }
-  }
-}
-
-function handleBody(r: ContentRequest, text: string): void {
-  let ctx: UserContext;
-  try {
-    ctx = parseUserContext(text);
-    if (r.route === Route.Combine) {
-      startCombine(r, ctx);
-    } else {
-      startSingle(r, ctx);
-    }
-  } catch (err) {
-    if (!(err instanceof RcdError) || r.writing) {
-      r.onFailure(0, err);
-      return;
-    }
-    if (!r.done) {
-      // Content the starting server may not have loaded yet (src/delivery/reply.ts, sendStarting).
-      if (err.code === 'content_not_found' && r.state.server[S_PHASE] === Phase.Starting) {
-        sendStarting(r.res, r.state.shuttingDown, r.origin);
-        r.status = ERROR_STATUS.starting;
-      } else {
-        sendError(r.res, responseForError(err), r.state.shuttingDown, r.origin);
-        r.status = err.status;
-      }
-      r.outcome = Outcome.None;
-      r.finish();
-    }
+  protected writeError(code: ErrorCode, message: string, details: unknown, closeConnection: boolean): number {
+    // 503s say when to come back (Retry-After), from answers built once.
+    if (code === 'overloaded') return sendOverloaded(this.res, closeConnection, this.origin);
+    if (code === 'starting') return sendStarting(this.res, closeConnection, this.origin);
+    return sendError(this.res, errorResponse(code, message, details), closeConnection, this.origin);
   }
 }
 
@@ -525,7 +328,7 @@ function answerPlanned(r: ContentRequest, plan: CombinePlan, heads: readonly Ren
     return true;
   }
   r.writing = true;
-  sendUidContent(r.res, r.state.http, body, block, r.tag, r.uid, cacheControlOf(r), plan.missingHeader === '' ? '' : H_MISSING_CONTENT, plan.missingHeader, r.origin, r.state.shuttingDown);
+  r.answeredBytes = sendUidContent(r.res, r.state.http, body, block, r.tag, r.uid, cacheControlOf(r), plan.missingHeader === '' ? '' : H_MISSING_CONTENT, plan.missingHeader, r.origin, r.state.shuttingDown);
   r.finish();
   return true;
 }
@@ -701,7 +504,7 @@ const answeredNotModified = (r: ContentRequest): boolean => {
   const coding = matchIfNoneMatch(r.ifNoneMatch, tag, STAR_IGNORED);
   if (coding === -1) return false;
   r.writing = true;
-  sendNotModified(r.res, r.state.http, etagValue(tag, coding), cacheControlOf(r), r.origin, r.state.shuttingDown);
+  r.answeredBytes = sendNotModified(r.res, r.state.http, etagValue(tag, coding), cacheControlOf(r), r.origin, r.state.shuttingDown);
   r.status = 304;
   r.outcome = Outcome.NotModified;
   r.finish();
@@ -710,10 +513,7 @@ const answeredNotModified = (r: ContentRequest): boolean => {
 
 /** 503 overloaded: the pool's pending-job bound is reached. */
 function answerOverloaded(r: ContentRequest): void {
-  sendOverloaded(r.res, r.state.shuttingDown, r.origin);
-  r.status = 503;
-  r.outcome = Outcome.Overloaded;
-  r.finish();
+  r.answerError('overloaded', 'the server is at capacity; retry shortly', false);
 }
 
 /** The coding a single item goes out in: what the client accepts among what was compressed for it. */
@@ -730,11 +530,11 @@ const answerSingle = (r: ContentRequest, item: Rendered): void => {
   const http = r.state.http;
   if (r.kind === JobKind.Plain) {
     const body = coding === Coding.Identity ? item.head : coding === Coding.Gzip ? item.gzip! : item.br!;
-    sendContent(r.res, http, body, coding, r.tag, CC_SHARED, '', '', r.origin, r.state.shuttingDown);
+    r.answeredBytes = sendContent(r.res, http, body, coding, r.tag, CC_SHARED, '', '', r.origin, r.state.shuttingDown);
   } else {
     // Workers keep no brotli for tail-bearing heads (a brotli stream is not appended to), so codingOf
     // gave gzip or identity here.
-    sendWrapped(r.res, http, item, r.uid, r.mod, coding, r.tag, r.origin, r.state.shuttingDown);
+    r.answeredBytes = sendWrapped(r.res, http, item, r.uid, r.mod, coding, r.tag, r.origin, r.state.shuttingDown);
   }
   r.finish();
 };
@@ -759,7 +559,7 @@ function answerCombine(r: ContentRequest): void {
 /** A combine's 200 (from a plan or assembled item by item), with X-Missing-Content when ids were not found. */
 function sendCombine(r: ContentRequest, body: Uint8Array, coding: Coding, missingHeader: string): void {
   r.writing = true;
-  sendContent(r.res, r.state.http, body, coding, r.tag, cacheControlOf(r), missingHeader === '' ? '' : H_MISSING_CONTENT, missingHeader, r.origin, r.state.shuttingDown);
+  r.answeredBytes = sendContent(r.res, r.state.http, body, coding, r.tag, cacheControlOf(r), missingHeader === '' ? '' : H_MISSING_CONTENT, missingHeader, r.origin, r.state.shuttingDown);
   r.finish();
 }
 

@@ -59,8 +59,8 @@ const RETRY_ONE = Buffer.from('1', 'latin1');
  * Writes an OFREP error answer. 429 and 503 say when to come back (Retry-After: 1 s): the 429 is what
  * OFREP providers wait on (they pause evaluations or polling until then).
  */
-export function sendOfrepError(res: HttpResponse, key: string | null, code: ErrorCode, message: string, closeConnection: boolean, origin: Uint8Array | null): void {
+export function sendOfrepError(res: HttpResponse, key: string | null, code: ErrorCode, message: string, closeConnection: boolean, origin: Uint8Array | null): number {
   const status = ERROR_STATUS[code];
   const retry = status === 429 || status === 503;
-  send(res, statusLine(status), ofrepErrorBody(key, code, message), retry ? H_RETRY_AFTER : '', retry ? RETRY_ONE : '', closeConnection, origin);
+  return send(res, statusLine(status), ofrepErrorBody(key, code, message), retry ? H_RETRY_AFTER : '', retry ? RETRY_ONE : '', closeConnection, origin);
 }

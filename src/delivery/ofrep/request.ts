@@ -5,26 +5,21 @@
  * wrapped head (answer.ts). A single-flag evaluation is endpoint 1 for one item; a bulk evaluation is
  * a combine of every item of the environment (bulk-plan.ts), bounded by --ofrep-bulk-max-items.
  *
- * The uWS contract is the one request.ts keeps: onAborted first, non-last chunks copied, every later
- * write corked (reply.ts), nothing written once done.
- *
- * HOT PATH: fields are initialised in one order in the constructor.
+ * The request's life (body, abort, pool, failure, metrics) is lifecycle.ts's, as a content request's;
+ * this file holds what OFREP adds: its context, its errors, its envelopes.
  */
 import type { HttpResponse } from 'uWebSockets.js';
 import { chooseRevision, lookupContent, type ContentView, type EnvView } from '../directory.js';
-import { ERROR_STATUS, RcdError, type ErrorCode } from '../../runtime/errors.js';
-import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome, Phase, S_PHASE, recordTimedRequest } from '../../metrics/layout.js';
-import { recordAccess } from '../access-log.js';
-import { nowMs } from '../../metrics/clock.js';
+import { RcdError, type ErrorCode } from '../../runtime/errors.js';
+import { L_FRONT_HITS, L_FRONT_MISSES, MetricRoute, Outcome } from '../../metrics/layout.js';
 import { userMod, userUid } from '../../shared/identity.js';
 import { xxh32String } from '../../shared/xxh32.js';
 import { evaluateMapping, type Combination, type CompiledMapping } from '../../mapping/index.js';
-import type { JobSink } from '../../pool/batcher.js';
-import { JobKind, type Job, type JobResult } from '../../pool/protocol.js';
-import { bodyText, keptChunk } from '../body.js';
-import { frontEntryOf, frontKeyOf, keepEntry, renderedOf, type FrontKey, type Rendered } from '../front-cache.js';
+import { JobKind, type Job } from '../../pool/protocol.js';
+import { frontEntryOf, frontKeyOf, type FrontKey, type Rendered } from '../front-cache.js';
+import { DeliveryRequest } from '../lifecycle.js';
 import { missJob } from '../request.js';
-import { CC_PRIVATE, answerBuffer, answerWords, enterUwsCall, holdConnection, lastAnswerBytes, leaveUwsCall, sendContent, sendNotModified } from '../wire/reply.js';
+import { CC_PRIVATE, answerBuffer, answerWords, holdConnection, sendContent, sendNotModified } from '../wire/reply.js';
 import { Coding, STAR_IGNORED, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
 import type { HttpPolicy } from '../http-policy.js';
 import type { FrontEndState } from '../state.js';
@@ -43,53 +38,22 @@ export const enum OfrepRoute {
 
 const METRIC_ROUTE = [MetricRoute.OfrepFlag, MetricRoute.OfrepBulk] as const;
 const NOT_FOUND_MESSAGE = 'no content item of this environment has this id (flag key)';
-const STARTING_MESSAGE = 'the server is starting: its keys and content may not all be loaded yet; retry shortly';
 const TOO_MANY_MESSAGE = 'the server is at capacity; retry after Retry-After seconds';
 const SPLIT_MESSAGE = 'this content has an A/B test: the evaluation context needs a targetingKey to place the user in a group';
 const BROKEN_MESSAGE = "this content's mapping cannot be compiled (the server log says why)";
 const NO_STREAMS = Buffer.alloc(0);
 
-export class OfrepRequest implements JobSink {
-  declare readonly state: FrontEndState;
-  declare readonly res: HttpResponse;
+/** An OFREP evaluation: one flag, or every flag of the environment (bulk). */
+export class OfrepRequest extends DeliveryRequest {
   declare readonly route: OfrepRoute;
-  declare readonly env: EnvView;
-  /** The id of the API key that made the request (the access log's; never the key). */
-  declare readonly keyId: string;
   /** The flag key as sent (decoded), echoed by error answers; null for a bulk evaluation. */
   declare readonly key: string | null;
-  /** The lookup key of the flag (contentIdKey), "" for a bulk evaluation. */
-  declare readonly idLower: string;
-  /** If-None-Match as sent ("" when absent). */
-  declare readonly ifNoneMatch: string;
-  /** Access-Control-Allow-Origin for this request, or null. */
-  declare readonly origin: Uint8Array | null;
-  /** The answer's entity tag without quotes (etag.ts), set once it is known. */
-  declare tag: string;
-  declare chunks: Buffer[] | null;
-  /** Bytes of the body so far; -1 when the head declares its length (see ContentRequest.received). */
-  declare received: number;
-  /** True once answered or aborted: nothing more may touch res. */
-  declare done: boolean;
-  /** True once a success answer started writing. */
-  declare writing: boolean;
-  declare uid: number;
-  declare mod: number;
-  /** Front-cache key per slot (single: one; bulk: one per item of `list`, "" for failures). */
-  declare keys: FrontKey[] | null;
   /** Single: the content id as created and the hash of the revision answered. */
   declare id: string;
   declare hash: string;
   /** Bulk: every item in answer order (a job's slot is its index here) and the eventStreams member. */
   declare list: BulkItem[] | null;
-  /** The last mapping evaluated for this request and its result (as ContentRequest's: once per mapping). */
-  declare evaluatedMapping: CompiledMapping | null;
-  declare evaluated: Combination | null;
   declare streams: Buffer;
-  declare remaining: number;
-  declare status: number;
-  declare outcome: Outcome;
-  declare readonly t0: number;
 
   constructor(
     state: FrontEndState,
@@ -103,99 +67,35 @@ export class OfrepRequest implements JobSink {
     origin: Uint8Array | null,
     declaredLength: boolean,
   ) {
-    // Every field set here, in one order: declared fields, not class fields (see ContentRequest).
-    this.state = state;
-    this.res = res;
+    super(state, res, METRIC_ROUTE[route], env, keyId, idLower, ifNoneMatch, origin, declaredLength);
     this.route = route;
-    this.env = env;
-    this.keyId = keyId;
     this.key = key;
-    this.idLower = idLower;
-    this.ifNoneMatch = ifNoneMatch;
-    this.origin = origin;
-    this.tag = '';
-    this.chunks = null;
-    this.received = declaredLength ? -1 : 0;
-    this.done = false;
-    this.writing = false;
-    this.uid = 0;
-    this.mod = 0;
-    this.keys = null;
     this.id = '';
     this.hash = '';
     this.list = null;
-    this.evaluatedMapping = null;
-    this.evaluated = null;
     this.streams = NO_STREAMS;
-    this.remaining = 0;
-    this.status = 200;
-    this.outcome = Outcome.Hit;
-    this.t0 = nowMs();
-    state.inFlight++;
   }
 
-  onAborted(): void {
-    if (!this.done) {
-      this.status = 0;
-      this.outcome = Outcome.Aborted;
-    }
-    this.finish();
+  protected start(text: string): void {
+    const ctx = parseOfrepContext(text);
+    if (this.route === OfrepRoute.Flag) startFlag(this, ctx);
+    else startBulk(this, ctx);
   }
 
-  onChunk(chunk: ArrayBuffer, isLast: boolean): void {
-    // An exception escaping a uWS callback ends the process: contain it to this request. uWS corked
-    // the socket around this call: answers from here are written straight (reply.ts).
-    enterUwsCall();
-    try {
-      this.readChunk(chunk, isLast);
-    } catch (err) {
-      this.onFailure(0, err);
-    } finally {
-      leaveUwsCall();
-    }
-  }
-
-  private readChunk(chunk: ArrayBuffer, isLast: boolean): void {
-    if (this.done) return;
-    if (this.received >= 0) {
-      this.received += chunk.byteLength;
-      const max = this.state.http.maxBodyBytes;
-      if (this.received > max) {
-        // The rest of the body would still arrive on this connection: close it after answering.
-        this.answerError('payload_too_large', `the request body exceeds ${max} bytes`, true);
-        return;
-      }
-    }
-    if (!isLast) {
-      (this.chunks ??= []).push(keptChunk(chunk));
-      return;
-    }
-    const text = bodyText(this.chunks, chunk);
-    this.chunks = null;
-    handleBody(this, text);
-  }
-
-  onResult(slot: number, result: JobResult): void {
-    let rendered: Rendered | null = null;
-    if (result.head !== null) {
-      rendered = renderedOf(result, result.head);
-      // Cached even when this request was aborted meanwhile: the next request for it is a hit.
-      keepEntry(this.state.frontCache, this.keys![slot]!, rendered);
-    }
-    if (this.done) return;
+  protected onRendered(slot: number, rendered: Rendered | null, error: string): void {
     // Each answer from here reads the connection again (holdConnection) before it is written.
     if (this.route === OfrepRoute.Flag) {
       this.res.resume();
-      if (rendered === null) this.answerJobError(result.error);
+      if (rendered === null) this.answerJobError(error, NOT_FOUND_MESSAGE);
       else answerFlag(this, rendered);
       return;
     }
     const item = this.list![slot]!;
     if (rendered !== null) item.item = rendered;
-    else if (result.error === 'content_not_found') item.failure = failureOf(item.id, 'content_not_found', NOT_FOUND_MESSAGE);
+    else if (error === 'content_not_found') item.failure = failureOf(item.id, 'content_not_found', NOT_FOUND_MESSAGE);
     else {
       this.res.resume();
-      this.answerJobError(result.error);
+      this.answerJobError(error, NOT_FOUND_MESSAGE);
       return;
     }
     if (--this.remaining === 0) {
@@ -204,73 +104,8 @@ export class OfrepRequest implements JobSink {
     }
   }
 
-  onFailure(_slot: number, err: unknown): void {
-    this.state.onInternalError(err);
-    if (this.done) return;
-    if (this.writing) {
-      // Part of the answer may be out already; a second status line would desync the connection.
-      this.status = 0;
-      this.outcome = Outcome.Aborted;
-      this.finish();
-      this.res.close();
-      return;
-    }
-    // A failure of a pool job: the connection was held for it (holdConnection).
-    if (this.outcome === Outcome.Miss) this.res.resume();
-    this.answerError('internal', 'internal error', false);
-  }
-
-  answerError(code: ErrorCode, message: string, closeConnection: boolean): void {
-    if (this.done) return;
-    sendOfrepError(this.res, this.key, code, message, closeConnection || this.state.shuttingDown, this.origin);
-    this.status = ERROR_STATUS[code];
-    this.outcome = code === 'too_many_requests' ? Outcome.Overloaded : Outcome.None;
-    this.finish();
-  }
-
-  private answerJobError(code: string): void {
-    if (code === 'content_not_found') {
-      // Deleted between routing and rendering: as if it had never been there.
-      this.answerError('content_not_found', NOT_FOUND_MESSAGE, false);
-      return;
-    }
-    if (code === 'store_unavailable') {
-      this.answerError('store_unavailable', 'the store is unreachable and this content is not loaded on this node yet', false);
-      return;
-    }
-    this.state.onInternalError(new Error(`worker reported ${code}`));
-    this.answerError('internal', 'internal error', false);
-  }
-
-  finish(): void {
-    if (this.done) return;
-    this.done = true;
-    this.state.inFlight--;
-    const state = this.state;
-    const counters = state.counters;
-    const route = METRIC_ROUTE[this.route];
-    const ms = nowMs() - this.t0;
-    recordTimedRequest(counters, route, this.status, this.outcome, ms);
-    const access = state.access;
-    if (access !== null && --access.countdown === 0) {
-      recordAccess(access, counters, state.loop, route, this.status, this.outcome, this.status === 0 ? 0 : lastAnswerBytes(), ms, this.keyId);
-    }
-  }
-}
-
-function handleBody(r: OfrepRequest, text: string): void {
-  try {
-    const ctx = parseOfrepContext(text);
-    if (r.route === OfrepRoute.Flag) startFlag(r, ctx);
-    else startBulk(r, ctx);
-  } catch (err) {
-    if (!(err instanceof RcdError) || r.writing) {
-      r.onFailure(0, err);
-      return;
-    }
-    // Content the starting server may not have loaded yet (reply.ts, sendStarting).
-    if (err.code === 'content_not_found' && r.state.server[S_PHASE] === Phase.Starting) r.answerError('starting', STARTING_MESSAGE, false);
-    else r.answerError(err.code, err.message, false);
+  protected writeError(code: ErrorCode, message: string, _details: unknown, closeConnection: boolean): number {
+    return sendOfrepError(this.res, this.key, code, message, closeConnection, this.origin);
   }
 }
 
@@ -432,7 +267,7 @@ function answeredNotModified(r: OfrepRequest): boolean {
   const coding = matchIfNoneMatch(r.ifNoneMatch, r.tag, STAR_IGNORED);
   if (coding === -1) return false;
   r.writing = true;
-  sendNotModified(r.res, ofrepPolicy(r.state.http), etagValue(r.tag, coding), CC_PRIVATE, r.origin, r.state.shuttingDown);
+  r.answeredBytes = sendNotModified(r.res, ofrepPolicy(r.state.http), etagValue(r.tag, coding), CC_PRIVATE, r.origin, r.state.shuttingDown);
   r.status = 304;
   r.outcome = Outcome.NotModified;
   r.finish();
@@ -446,13 +281,13 @@ function answeredNotModified(r: OfrepRequest): boolean {
 function answerFlag(r: OfrepRequest, item: Rendered): void {
   r.writing = true;
   const body = singleAnswer(answerBuffer, answerWords, item, r.hash, r.id, r.uid, r.mod);
-  sendContent(r.res, ofrepPolicy(r.state.http), body, Coding.Identity, r.tag, CC_PRIVATE, '', '', r.origin, r.state.shuttingDown);
+  r.answeredBytes = sendContent(r.res, ofrepPolicy(r.state.http), body, Coding.Identity, r.tag, CC_PRIVATE, '', '', r.origin, r.state.shuttingDown);
   r.finish();
 }
 
 function answerBulk(r: OfrepRequest): void {
   r.writing = true;
   const body = bulkAnswer(answerBuffer, answerWords, r.list!, r.uid, r.mod, r.streams);
-  sendContent(r.res, ofrepPolicy(r.state.http), body, Coding.Identity, r.tag, CC_PRIVATE, '', '', r.origin, r.state.shuttingDown);
+  r.answeredBytes = sendContent(r.res, ofrepPolicy(r.state.http), body, Coding.Identity, r.tag, CC_PRIVATE, '', '', r.origin, r.state.shuttingDown);
   r.finish();
 }

@@ -16,6 +16,8 @@
  * the corked writers read (no closure per response). cork runs the callback synchronously, so the
  * slots cannot be overwritten in between.
  *
+ * Every send function returns the body bytes it wrote (0 for a 304 or 204): the access log's figure.
+ *
  * HOT PATH: change with care.
  */
 import type { HttpResponse } from 'uWebSockets.js';
@@ -108,13 +110,9 @@ let slotItem: WireItem | null = null;
 let slotUidBlock: UidBlock | null = null;
 let slotUid = 0;
 let slotMod = 0;
-/** Body bytes of the last answer written (read by the access log right after the answer). */
+/** Body bytes of the answer being written: set by the writer, returned by the send function that called it. */
 let answerBytes = 0;
 
-/** Body bytes of the answer this turn just wrote (0 for a 304 or 204). */
-export function lastAnswerBytes(): number {
-  return answerBytes;
-}
 
 // Where a wrapped answer is assembled. Reused for every response: uWS copies what end() is given
 // before returning (into its cork buffer or the socket's backpressure buffer), so the bytes are free
@@ -343,10 +341,10 @@ export function send(
   headerValue: Uint8Array | string,
   closeConnection: boolean,
   origin: Uint8Array | null,
-): void {
+): number {
   if (uwsCorked) {
     writeAnswer(res, status, body, headerName, headerValue, closeConnection, origin);
-    return;
+    return answerBytes;
   }
   slotRes = res;
   slotStatus = status;
@@ -357,6 +355,7 @@ export function send(
   slotOrigin = origin;
   res.cork(writeAnswerCorked);
   clearSlots();
+  return answerBytes;
 }
 
 /**
@@ -375,8 +374,8 @@ export function sendContent(
   headerValue: string,
   origin: Uint8Array | null,
   closeConnection: boolean,
-): void {
-  sendTagged(res, policy, body, coding, tag, null, 0, cacheControl, headerName, headerValue, origin, closeConnection);
+): number {
+  return sendTagged(res, policy, body, coding, tag, null, 0, cacheControl, headerName, headerValue, origin, closeConnection);
 }
 
 /**
@@ -395,8 +394,8 @@ export function sendUidContent(
   headerValue: string,
   origin: Uint8Array | null,
   closeConnection: boolean,
-): void {
-  sendTagged(res, policy, body, Coding.Identity, tag, block, uid, cacheControl, headerName, headerValue, origin, closeConnection);
+): number {
+  return sendTagged(res, policy, body, Coding.Identity, tag, block, uid, cacheControl, headerName, headerValue, origin, closeConnection);
 }
 
 function sendTagged(
@@ -412,10 +411,10 @@ function sendTagged(
   headerValue: string,
   origin: Uint8Array | null,
   closeConnection: boolean,
-): void {
+): number {
   if (uwsCorked) {
     writeContent(res, body, coding, tag, cacheControl, policy.vary, uidBlock, uid, headerName, headerValue, origin, closeConnection);
-    return;
+    return answerBytes;
   }
   slotRes = res;
   slotBody = body;
@@ -431,6 +430,7 @@ function sendTagged(
   slotClose = closeConnection;
   res.cork(writeContentCorked);
   clearSlots();
+  return answerBytes;
 }
 
 /**
@@ -448,10 +448,10 @@ export function sendWrapped(
   itemTag: string,
   origin: Uint8Array | null,
   closeConnection: boolean,
-): void {
+): number {
   if (uwsCorked) {
     writeWrapped(res, policy.vary, item, uid, mod, coding, itemTag, origin, closeConnection);
-    return;
+    return answerBytes;
   }
   slotRes = res;
   slotItem = item;
@@ -464,6 +464,7 @@ export function sendWrapped(
   slotClose = closeConnection;
   res.cork(writeWrappedCorked);
   clearSlots();
+  return answerBytes;
 }
 
 /** 304: the answer the client holds (named by `etag`) is current. */
@@ -474,10 +475,10 @@ export function sendNotModified(
   cacheControl: Uint8Array,
   origin: Uint8Array | null,
   closeConnection: boolean,
-): void {
+): number {
   if (uwsCorked) {
     writeNotModified(res, etag, cacheControl, policy.vary, origin, closeConnection);
-    return;
+    return answerBytes;
   }
   slotRes = res;
   slotEtag = etag;
@@ -487,14 +488,15 @@ export function sendNotModified(
   slotClose = closeConnection;
   res.cork(writeNotModifiedCorked);
   clearSlots();
+  return answerBytes;
 }
 
 /** 204 to an OPTIONS request; the CORS preflight headers when `origin` is allowed. */
-export function sendPreflight(res: HttpResponse, policy: HttpPolicy, origin: Uint8Array | null, closeConnection: boolean): void {
+export function sendPreflight(res: HttpResponse, policy: HttpPolicy, origin: Uint8Array | null, closeConnection: boolean): number {
   const vary = policy.corsOrigins === null ? null : H_ORIGIN_VARY;
   if (uwsCorked) {
     writePreflight(res, origin, vary, closeConnection);
-    return;
+    return answerBytes;
   }
   slotRes = res;
   slotOrigin = origin;
@@ -502,17 +504,18 @@ export function sendPreflight(res: HttpResponse, policy: HttpPolicy, origin: Uin
   slotClose = closeConnection;
   res.cork(writePreflightCorked);
   clearSlots();
+  return answerBytes;
 }
 
-export function sendError(res: HttpResponse, err: ErrorResponse, closeConnection: boolean, origin: Uint8Array | null): void {
-  send(res, err.statusLine, err.body, '', '', closeConnection, origin);
+export function sendError(res: HttpResponse, err: ErrorResponse, closeConnection: boolean, origin: Uint8Array | null): number {
+  return send(res, err.statusLine, err.body, '', '', closeConnection, origin);
 }
 
 /** 503 with Retry-After: the pool queue is full. Prebuilt: overload is exactly when cost matters most. */
 const OVERLOADED = errorResponse('overloaded', 'the server is at capacity; retry shortly');
 const RETRY_ONE = bytes('1');
-export function sendOverloaded(res: HttpResponse, closeConnection: boolean, origin: Uint8Array | null): void {
-  send(res, OVERLOADED.statusLine, OVERLOADED.body, H_RETRY_AFTER, RETRY_ONE, closeConnection, origin);
+export function sendOverloaded(res: HttpResponse, closeConnection: boolean, origin: Uint8Array | null): number {
+  return send(res, OVERLOADED.statusLine, OVERLOADED.body, H_RETRY_AFTER, RETRY_ONE, closeConnection, origin);
 }
 
 /**
@@ -522,6 +525,6 @@ export function sendOverloaded(res: HttpResponse, closeConnection: boolean, orig
  * be wrong. Those are answers a client does not retry; this one it does.
  */
 const STARTING = errorResponse('starting', 'the server is starting: its keys and content may not all be loaded yet; retry shortly');
-export function sendStarting(res: HttpResponse, closeConnection: boolean, origin: Uint8Array | null): void {
-  send(res, STARTING.statusLine, STARTING.body, H_RETRY_AFTER, RETRY_ONE, closeConnection, origin);
+export function sendStarting(res: HttpResponse, closeConnection: boolean, origin: Uint8Array | null): number {
+  return send(res, STARTING.statusLine, STARTING.body, H_RETRY_AFTER, RETRY_ONE, closeConnection, origin);
 }
