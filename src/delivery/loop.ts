@@ -5,6 +5,7 @@
  * worker thread. Start: pool share (as soon as the store is open), then app and listen (once the
  * feed holds the first directory). Stop: stop accepting, drain, close connections, then the pool share.
  */
+import { newRequestScratch } from './request-scratch.js';
 import { getPriority } from 'node:os';
 import type { Piscina } from 'piscina';
 import type { DeliveryFeed } from '../control/feed.js';
@@ -149,6 +150,7 @@ export class DeliveryLoop {
       ),
       storeAvailable: true,
       server: opts.server,
+      scratch: newRequestScratch(),
       onInternalError: rateLimitedErrorLogger(1000),
     };
     opts.feed.attach(state);

@@ -32,7 +32,6 @@ import * as plannedAnswers from './wire/planned-answer.js';
 import * as combineBodies from './wire/combine-body.js';
 import { keepPlan, planShapeKey, type CombinePlan, type PlanItem, type PlanTag } from './combine-plan.js';
 import type { UidBlock } from './wire/header-block.js';
-import { PATH_EDGES } from './path-table.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
 import type { FrontEndState } from './state.js';
 
@@ -40,7 +39,7 @@ import type { FrontEndState } from './state.js';
 const { chooseRevision, lookupContent } = directory;
 const { L_FRONT_HITS, L_FRONT_MISSES } = metrics;
 const { userMod, userUid } = identity;
-const { combinationOfPath, evaluateMapping, evaluatePath, rulePath } = mapping;
+const { combinationOfPath, evaluateMapping, evaluatePath } = mapping;
 const { parseUserContext } = context;
 const { frontEntryOf, pathEntryOf, rememberPathEntry } = frontCache;
 const { checkPlainQuery, compiledCombineQuery, wrappedKind } = query;
@@ -158,18 +157,20 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
   }
   prepareUser(r, kind, ctx);
   let combination: Combination | null = null;
+  let rulePath: Int32Array | null = null;
   let pathLength = 0;
   if (kind === JobKind.Plain) r.tag = rev.hash;
   else {
     if (content.mappingId !== 0) {
       // The rules' path first: an answer kept for it is found without its combination's objects.
-      pathLength = rulePathOf(r, content, ctx);
+      rulePath = r.state.scratch.rulePath;
+      pathLength = rulePathOf(r, content, ctx, rulePath);
       const known = pathEntryOf(r.state.frontCache, kind, rev.revId, content.mappingId, rulePath, pathLength);
       if (known !== null) {
         answerKnown(r, known);
         return;
       }
-      combination = combinationOfPath(content.mapping!, pathLength);
+      combination = combinationOfPath(content.mapping!, rulePath, pathLength);
     }
     r.tag = itemTag(kind, rev, content.mappingId, combination);
     r.tagUid = true;
@@ -177,7 +178,7 @@ function startSingle(r: ContentRequest, ctx: UserContext): void {
   if (answeredNotModified(r)) return;
   const hit = frontEntryOf(r.state.frontCache, kind, rev.revId, content.mappingId, combination);
   if (hit !== undefined) {
-    if (combination !== null) rememberPathEntry(kind, rev.revId, content.mappingId, rulePath, pathLength, hit, r.tag);
+    if (combination !== null) rememberPathEntry(kind, rev.revId, content.mappingId, rulePath!, pathLength, hit, r.tag);
     r.state.counters[L_FRONT_HITS]! += 1;
     answerSingle(r, hit);
     return;
@@ -203,10 +204,6 @@ function startCombine(r: ContentRequest, ctx: UserContext): void {
   startCombineItems(r, q, ctx, plan === null ? memo.key : null);
 }
 
-/** The mapped items' heads and combinations of the answer being planned (filled and read within one call). */
-const plannedHeads: Rendered[] = [];
-const plannedCombinations: (Combination | null)[] = [];
-
 /**
  * Whether two mapped items' combinations put the same part into a combine's tag (etag.ts: the part is
  * a function of the key). Items behind different mappings have their own combination objects, also
@@ -225,9 +222,14 @@ const sameTagPart = (a: Combination | null, b: Combination | null): boolean => {
 function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext): boolean {
   const mapped = plan.mapped;
   const gzip = (r.accept & ACCEPT_GZIP) !== 0;
+  const scratch = r.state.scratch;
+  const planPath = scratch.planPath;
+  const combinations = scratch.planCombinations;
+  let onePath = -1;
   if (plan.kind !== JobKind.Plain && mapped.length > 0) {
     // The mapped items' rule paths first: a PlanTag kept for their one path is found without their combinations.
-    const known = planTagOfPaths(r, plan, ctx);
+    onePath = sharedRulePath(r, plan, ctx, scratch.rulePath, planPath);
+    const known = onePath < 0 ? null : planTagOfPath(plan, planPath, onePath);
     if (known !== null) {
       if (gzip && known.compressed) return false;
       r.tag = known.tag;
@@ -236,25 +238,24 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
     }
   }
   // The mapped items' combinations (their rules, per user), and whether they put one part into the tag.
-  // Where planTagOfPaths found one rule path for them all (it is still in rulePath), each is that
-  // path's combination in its mapping: the rules are not evaluated again.
-  const onePath = plan.kind !== JobKind.Plain && mapped.length > 0 ? plannedPathLength : -1;
+  // Where the items share one rule path (onePath), each is that path's combination in its mapping:
+  // the rules are not evaluated again.
   let uniform = true;
   let first: Combination | null = null;
   for (let k = 0; k < mapped.length; k++) {
     const content = mapped[k]!.content;
-    const combination = onePath >= 0 ? combinationOfPath(content.mapping!, onePath) : combinationOf(r, plan.kind, content, ctx);
-    plannedCombinations[k] = combination;
+    const combination = onePath >= 0 ? combinationOfPath(content.mapping!, planPath, onePath) : combinationOf(r, plan.kind, content, ctx);
+    combinations[k] = combination;
     if (k === 0) first = combination;
     else if (!sameTagPart(combination, first)) uniform = false;
   }
   // The tag before the uid, its header block and the mapped items' heads, kept for this combination.
   const planTag = plan.kind !== JobKind.Plain && uniform && (mapped.length === 0 || first !== null) ? planTagOf(plan, mapped.length === 0 ? null : first) : null;
-  let heads: readonly Rendered[] = plannedHeads;
+  let heads: readonly Rendered[] = scratch.planHeads;
   if (planTag !== null && planTag.heads !== null) {
     if (gzip && planTag.compressed) return false;
     heads = planTag.heads;
-  } else if (mapped.length > 0 && !plannedHeadsFound(r, plan, gzip, planTag)) {
+  } else if (mapped.length > 0 && !plannedHeadsFound(r, plan, gzip, planTag, combinations, scratch.planHeads)) {
     return false;
   }
   let block: UidBlock | null = null;
@@ -265,25 +266,21 @@ function answeredByPlan(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
     r.tagUid = true;
     block = planTag.block;
     // One combination for all mapped items is one rule path (a key names its path): filed by it.
-    if (planTag.heads !== null && mapped.length > 0 && plannedPathLength >= 0) rememberPlanTagPath(plan, plannedPath, plannedPathLength, planTag);
+    if (planTag.heads !== null && mapped.length > 0 && onePath >= 0) rememberPlanTagPath(plan, planPath, onePath, planTag);
   } else {
     let parts = '';
-    for (let k = 0; k < mapped.length; k++) parts = withMappedPart(parts, k, plannedCombinations[k]!);
+    for (let k = 0; k < mapped.length; k++) parts = withMappedPart(parts, k, combinations[k]!);
     r.tag = combineTag(plan.baseTag, plan.kind, r.uid, parts, mapped.length);
   }
   return answerPlanned(r, plan, heads, block);
 }
 
 /**
- * The rule path every mapped item of a dynamic plan selected for this user, copied into plannedPath
- * (its length in plannedPathLength; -1 when the items' paths differ, or when it is longer than the
- * path table keeps), and the PlanTag filed for it (rememberPlanTagPath), or null. Consecutive items
- * of one mapping are evaluated once.
+ * The rule path every mapped item of a dynamic plan selected for this user, copied into `planPath`;
+ * returns its length, or -1 when the items' paths differ or it is longer than the path table keeps.
+ * `rulePath` receives each evaluation. Consecutive items of one mapping are evaluated once.
  */
-const plannedPath = new Int32Array(PATH_EDGES);
-let plannedPathLength = -1;
-
-function planTagOfPaths(r: ContentRequest, plan: CombinePlan, ctx: UserContext): PlanTag | null {
+function sharedRulePath(r: ContentRequest, plan: CombinePlan, ctx: UserContext, rulePath: Int32Array, planPath: Int32Array): number {
   const mapped = plan.mapped;
   let last: ContentView | null = null;
   let length = -1;
@@ -291,23 +288,21 @@ function planTagOfPaths(r: ContentRequest, plan: CombinePlan, ctx: UserContext):
     const content = mapped[k]!.content;
     if (last !== null && content.mapping === last.mapping) continue;
     last = content;
-    const n = rulePathOf(r, content, ctx);
+    const n = rulePathOf(r, content, ctx, rulePath);
     if (length < 0) {
       length = n;
-      if (n > plannedPath.length) break;
-      for (let i = 0; i < n; i++) plannedPath[i] = rulePath[i]!;
-    } else if (n !== length || !samePath(n)) {
-      length = -1;
-      break;
+      if (n > planPath.length) return -1;
+      for (let i = 0; i < n; i++) planPath[i] = rulePath[i]!;
+    } else if (n !== length || !samePath(rulePath, planPath, n)) {
+      return -1;
     }
   }
-  plannedPathLength = length > plannedPath.length ? -1 : length;
-  return plannedPathLength < 0 ? null : planTagOfPath(plan, plannedPath, plannedPathLength);
+  return length;
 }
 
-/** Whether rulePath's first `length` edges are plannedPath's. */
-const samePath = (length: number): boolean => {
-  for (let i = 0; i < length; i++) if (rulePath[i] !== plannedPath[i]) return false;
+/** Whether the first `length` edges of two rule paths are the same. */
+const samePath = (a: Int32Array, b: Int32Array, length: number): boolean => {
+  for (let i = 0; i < length; i++) if (a[i] !== b[i]) return false;
   return true;
 };
 
@@ -334,26 +329,26 @@ function answerPlanned(r: ContentRequest, plan: CombinePlan, heads: readonly Ren
 }
 
 /**
- * The plan's mapped items' heads from the front cache, for the combinations in plannedCombinations,
- * into plannedHeads; false when one is missing or (for a gzip client) has a gzip form. Kept on
- * `planTag` when given, for the next answer of that combination.
+ * The plan's mapped items' heads from the front cache, for their `combinations`, into `heads`; false
+ * when one is missing or (for a gzip client) has a gzip form. Kept on `planTag` when given, for the
+ * next answer of that combination.
  */
-function plannedHeadsFound(r: ContentRequest, plan: CombinePlan, gzip: boolean, planTag: PlanTag | null): boolean {
+function plannedHeadsFound(r: ContentRequest, plan: CombinePlan, gzip: boolean, planTag: PlanTag | null, combinations: readonly (Combination | null)[], heads: Rendered[]): boolean {
   const mapped = plan.mapped;
   const cache = r.state.frontCache;
   let compressed = false;
   for (let k = 0; k < mapped.length; k++) {
     const m = mapped[k]!;
-    const hit = cache.get(frontKeyOf(plan.kind, m.rev.revId, m.content.mappingId, plannedCombinations[k] ?? null));
+    const hit = cache.get(frontKeyOf(plan.kind, m.rev.revId, m.content.mappingId, combinations[k] ?? null));
     if (hit === undefined) return false;
     if (hit.gzPart !== null) {
       if (gzip) return false;
       compressed = true;
     }
-    plannedHeads[k] = hit;
+    heads[k] = hit;
   }
   if (planTag !== null) {
-    planTag.heads = plannedHeads.slice(0, mapped.length);
+    planTag.heads = heads.slice(0, mapped.length);
     planTag.compressed = compressed;
   }
   return true;
@@ -460,10 +455,10 @@ const combinationOf = (r: ContentRequest, kind: JobKind, content: ContentView, c
   return combination;
 };
 
-/** Evaluates a mapped item's rules for this user into rulePath; returns the path's length. */
-const rulePathOf = (r: ContentRequest, content: ContentView, ctx: UserContext): number => {
+/** Evaluates a mapped item's rules for this user into `out`; returns the path's length. */
+const rulePathOf = (r: ContentRequest, content: ContentView, ctx: UserContext, out: Int32Array): number => {
   if (content.mappingBroken) throw brokenMapping(content);
-  return evaluatePath(content.mapping!, ctx.p, ctx.version, r.mod);
+  return evaluatePath(content.mapping!, ctx.p, ctx.version, r.mod, out);
 };
 
 /** A mapped item whose mapping did not compile: an internal error (500), the log says which. */

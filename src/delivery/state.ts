@@ -13,6 +13,7 @@ import type { EventStreams } from './events.js';
 import type { LoopCounters, ServerCounters } from '../metrics/layout.js';
 import type { AccessSampler } from './access-log.js';
 import type { KeyUse } from './key-use.js';
+import type { RequestScratch } from './request-scratch.js';
 
 export interface FrontEndState {
   directory: Directory;
@@ -42,6 +43,8 @@ export interface FrontEndState {
   readonly server: ServerCounters;
   /** The sampled access log (--access-log), or null when it is off. */
   readonly access: AccessSampler | null;
+  /** Arrays reused by the request this loop is handling (request-scratch.ts). */
+  readonly scratch: RequestScratch;
   /** Called once for each unexpected failure (logged, never sent to the client). */
   readonly onInternalError: (err: unknown) => void;
 }

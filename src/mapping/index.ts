@@ -9,7 +9,7 @@
  * - delivery thread (a front-end event loop, per wrapped request): evaluateMapping, on a mapping that
  *   loop compiled once per mapping id (compileStoredMapping): (p, app version, mod) → an interned
  *   Combination, whose key names the front cache entry; or its two halves, evaluatePath (the applied
- *   rules as a path of small integers in rulePath, by which the front end finds a kept answer first)
+ *   rules as a path of small integers written into the caller's array, by which the front end finds a kept answer first)
  *   and combinationOfPath. HOT PATH: a repeat combination allocates nothing. It never renders;
  * - worker threads (render pool, on a front-cache miss only): compileStoredMapping, prepareDoc once per
  *   revision, combinationForKey (the key the front end sent) and selectCombination, then
@@ -40,7 +40,7 @@ export type { Combination, FrontKeyMemo, KeyedEntry, Selection } from './rules/c
 export type { MappingProblem } from './problems.js';
 export { compileStoredMapping } from './rules/compile.js';
 export { EMPTY_SELECTION, rememberIn } from './rules/combination.js';
-export { combinationForKey, combinationOfPath, evaluateMapping, evaluatePath, interpretRules, rulePath } from './rules/evaluate.js';
+export { combinationForKey, combinationOfPath, evaluateMapping, evaluatePath, interpretRules, newRulePath } from './rules/evaluate.js';
 
 /**
  * A revision prepared for mutation: its UTF-8 bytes with the objects on patched paths indexed on first

@@ -14,17 +14,14 @@ import { PatchKind, type CompiledPatch } from '../patch/patch.js';
 import { compileRuleProgram, type RuleProgram } from './program.js';
 import { versionInRange } from './version-range.js';
 
-// The applied (rule, choice) pairs of the request being evaluated (see interning.ts); one array
-// for every call: evaluation is synchronous and rules are at most MAX_RULES.
-const path = new Int32Array(MAX_RULES);
+// evaluateMapping's rule path: written and read within one call (evaluation is synchronous and
+// rules are at most MAX_RULES).
+const ownPath = new Int32Array(MAX_RULES);
 
-/**
- * The path evaluatePath wrote last: read it before the next evaluation (one array for all). Exported
- * under a second name because an exported binding is read through its module cell, in this module
- * too (bench/README.md, "Imports are cells"); `path`, the module's own const, is folded into the code
- * that inlines evaluatePath.
- */
-export const rulePath: Int32Array = path;
+/** An array for evaluatePath to write a rule path into (a caller keeps one and reuses it). */
+export function newRulePath(): Int32Array {
+  return new Int32Array(MAX_RULES);
+}
 
 /**
  * Which rules apply to this request. `version` is the request's app version (NO_VERSION when it has
@@ -33,22 +30,22 @@ export const rulePath: Int32Array = path;
  * HOT PATH: a repeat combination allocates nothing.
  */
 export function evaluateMapping(mapping: CompiledMapping, p: Record<string, unknown>, version: ComparableVersion, mod: number): Combination {
-  return combinationOfPath(mapping, evaluatePath(mapping, p, version, mod));
+  return combinationOfPath(mapping, ownPath, evaluatePath(mapping, p, version, mod, ownPath));
 }
 
 /**
- * The rules' half of evaluateMapping: writes the applied (rule, choice) pairs to `rulePath` and returns
- * how many. The front end looks an answer up by the path itself (src/delivery/front-cache.ts
+ * The rules' half of evaluateMapping: writes the applied (rule, choice) pairs to `out` (newRulePath)
+ * and returns how many. The front end looks an answer up by the path itself (src/delivery/front-cache.ts
  * pathEntryOf) before it turns the path into its Combination. HOT PATH: allocates nothing.
  */
-export function evaluatePath(mapping: CompiledMapping, p: Record<string, unknown>, version: ComparableVersion, mod: number): number {
+export function evaluatePath(mapping: CompiledMapping, p: Record<string, unknown>, version: ComparableVersion, mod: number, out: Int32Array): number {
   let program = mapping.program;
   if (program === null) program = mapping.program = compileRuleProgram(mapping.rules) ?? interpreterOf(mapping.rules);
-  return program(p, version, mod, path);
+  return program(p, version, mod, out);
 }
 
-/** The interned combination of the path evaluatePath wrote last (its first `length` edges). */
-export function combinationOfPath(mapping: CompiledMapping, length: number): Combination {
+/** The interned combination of a rule path evaluatePath wrote (its first `length` edges). */
+export function combinationOfPath(mapping: CompiledMapping, path: Int32Array, length: number): Combination {
   if (length === 0) return EMPTY_COMBINATION;
   const found = mapping.combinations.byPath(path, length);
   if (found !== null) return found;

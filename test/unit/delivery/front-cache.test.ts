@@ -2,7 +2,7 @@ import { NO_VERSION } from '../../../src/shared/app-version.js';
 import { describe, expect, it } from 'vitest';
 import { createFrontCache, frontEntryOf, frontKey, frontKeyOf, keepEntry, newRendered, pathEntryOf, rememberPathEntry, type FrontCache, type FrontKey, type Rendered } from '../../../src/delivery/front-cache.js';
 import { EMPTY_BYTES } from '../../../src/delivery/wire/tail.js';
-import { compileMapping, evaluateMapping, evaluatePath, rememberIn, rulePath, type Combination, type FrontKeyMemo } from '../../../src/mapping/index.js';
+import { compileMapping, evaluateMapping, evaluatePath, newRulePath, rememberIn, type Combination, type FrontKeyMemo } from '../../../src/mapping/index.js';
 import { JobKind } from '../../../src/pool/protocol.js';
 
 const MAPPING = {
@@ -197,10 +197,11 @@ describe('front-cache entries found by their rule path (pathEntryOf)', () => {
     const bytes = cache.calculatedSize;
     return createFrontCache(bytes * 3);
   };
-  /** The path `p` selects in MAPPING at mod 600 (DE: the eu rule and variant B), copied out of the shared scratch. */
+  /** The path `p` selects in MAPPING at mod 600 (DE: the eu rule and variant B). */
   const pathOf = (p: Record<string, unknown>, mod = 600): Int32Array => {
-    const length = evaluatePath(compileMapping(MAPPING), p, NO_VERSION, mod);
-    return rulePath.slice(0, length);
+    const out = newRulePath();
+    const length = evaluatePath(compileMapping(MAPPING), p, NO_VERSION, mod, out);
+    return out.slice(0, length);
   };
   const find = (cache: FrontCache, kind: JobKind, rev: number, mappingId: number, path: Int32Array): Rendered | null =>
     pathEntryOf(cache, kind, rev, mappingId, path, path.length);
