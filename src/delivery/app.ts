@@ -19,7 +19,7 @@ import {
   handleWrongMethod,
   handlerFailed,
 } from './routes.js';
-import { Route } from './request.js';
+import { Route } from './content-fields.js';
 import { enterUwsCall, leaveUwsCall } from './wire/reply.js';
 import { addOfrepRoutes } from './ofrep/routes.js';
 import type { FrontEndState } from './state.js';

@@ -151,7 +151,7 @@ export interface PlanKeyMemo {
  * query, so the same key string (its hash cached by V8) comes back for every request.
  */
 export function planMemoOf(q: CompiledCombineQuery, vKey: string): PlanKeyMemo {
-  let keys = q.planKeys;
+  let keys = q.planKeys as Map<string, PlanKeyMemo> | null;
   if (keys === null) {
     keys = new Map();
     q.planKeys = keys;

@@ -2,7 +2,6 @@
  * Query-string rules of the content endpoints. Parsed only when a query is present: most
  * requests have none, and those pay nothing here.
  */
-import type { PlanKeyMemo } from './combine-plan.js';
 import { RcdError } from '../runtime/errors.js';
 import { JobKind } from '../pool/protocol.js';
 import { contentIdKey } from '../store/ids.js';
@@ -97,9 +96,10 @@ export interface CompiledCombineQuery extends CombineQuery {
   readonly maxIds: number;
   /**
    * Its combine-plan keys by app-version key, each with the plan found under it, and the number they
-   * start with (src/delivery/combine-plan.ts, planMemoOf): null until a plan is first looked up.
+   * start with (combine-plan.ts planMemoOf, whose PlanKeyMemo the values are: opaque here, so that
+   * queries need not know plans): null until a plan is first looked up.
    */
-  planKeys: Map<string, PlanKeyMemo> | null;
+  planKeys: Map<string, unknown> | null;
   planId: number;
 }
 

@@ -18,7 +18,7 @@ import { evaluateMapping, type Combination, type CompiledMapping } from '../../m
 import { JobKind, type Job } from '../../pool/protocol.js';
 import { frontEntryOf, frontKeyOf, type FrontKey, type Rendered } from '../front-cache.js';
 import { DeliveryRequest } from '../lifecycle.js';
-import { missJob } from '../request.js';
+import { missJob } from '../content-answer.js';
 import { CC_PRIVATE, answerBuffer, answerWords, holdConnection, sendContent, sendNotModified } from '../wire/reply.js';
 import { Coding, STAR_IGNORED, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
 import type { HttpPolicy } from '../http-policy.js';
