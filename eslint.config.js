@@ -17,4 +17,25 @@ export default tseslint.config(
     },
   },
   { files: ['**/*.js', '**/*.mjs'], ...tseslint.configs.disableTypeChecked },
+  // Above the wire, no state is handed between functions through module variables: a module keeps
+  // only memos owned by one function and id counters, each one named const object.
+  // src/delivery/wire/README.md lists the rules that hold below the line.
+  {
+    files: ['src/delivery/**/*.ts'],
+    ignores: [
+      'src/delivery/wire/**',
+      // Temporary: the lead removes it in the same change.
+      'src/delivery/request.ts',
+    ],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        ...['Program > VariableDeclaration[kind="let"]', 'Program > ExportNamedDeclaration > VariableDeclaration[kind="let"]'].map((selector) => ({
+          selector,
+          message:
+            'No module-level let in src/delivery outside src/delivery/wire/: keep a memo or counter as one named const object owned by one function, or move the code below the wire (src/delivery/wire/README.md).',
+        })),
+      ],
+    },
+  },
 );

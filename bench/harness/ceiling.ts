@@ -33,7 +33,7 @@ import { Worker, isMainThread, parentPort, workerData } from 'node:worker_thread
 import { statusLine } from '../../src/runtime/errors.js';
 import { TLS12_CIPHERS } from '../../src/runtime/tls.js';
 import { bodyText, keptChunk, parseBodyJson } from '../../src/delivery/body.js';
-import { hasAmbiguousFraming, readHead } from '../../src/delivery/request-head.js';
+import { hasAmbiguousFraming, readHead } from '../../src/delivery/wire/request-head.js';
 import { freePort } from './processes.js';
 import type { CeilingAnswer, CeilingConfig, CeilingMessage, CeilingReply } from './ceiling-protocol.js';
 
@@ -102,7 +102,7 @@ const floorSink = { bytes: 0 };
  * refused (connection closed).
  */
 function floorRequest(res: uWS.HttpResponse, req: uWS.HttpRequest, hasParameter: boolean): string | null {
-  // rcd's own read of the head (src/delivery/request-head.ts), with the framing check on as rcd's default.
+  // rcd's own read of the head (src/delivery/wire/request-head.ts), with the framing check on as rcd's default.
   const head = readHead(req, true, 0);
   if (hasAmbiguousFraming(head)) {
     res.close();

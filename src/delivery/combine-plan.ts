@@ -135,7 +135,16 @@ function planSize(p: CombinePlan): number {
   return p.size;
 }
 
-let nextQueryId = 0;
+/** The ids this module hands out, each counter advanced by one function alone. */
+interface IdCounters {
+  /** planMemoOf's next query id (CompiledCombineQuery.planId). */
+  nextQueryId: number;
+  /** buildPlan's last plan serial (CombinePlan.serial). */
+  lastPlanSerial: number;
+}
+
+// Id counters, not state handed between functions: planMemoOf and buildPlan each own one field.
+const idCounters: IdCounters = { nextQueryId: 0, lastPlanSerial: 0 };
 
 /** A plan cache key of (query, app version), with the plan the cache holds under it once found. */
 export interface PlanKeyMemo {
@@ -155,7 +164,7 @@ export function planMemoOf(q: CompiledCombineQuery, vKey: string): PlanKeyMemo {
   if (keys === null) {
     keys = new Map();
     q.planKeys = keys;
-    q.planId = nextQueryId++;
+    q.planId = idCounters.nextQueryId++;
   }
   let memo = keys.get(vKey);
   if (memo === undefined) {
@@ -261,9 +270,6 @@ export interface PlanItem {
 const CLOSE_OBJECT = Buffer.from('}', 'latin1');
 const OPEN_OBJECT = Buffer.from('{}', 'latin1');
 
-/** The last plan's serial (CombinePlan.serial). */
-let nextPlanSerial = 0;
-
 /**
  * Builds a plan from the items of an answer (in answer order). Run once per plan, off the per-request
  * path: it copies every unmapped head once.
@@ -337,7 +343,7 @@ export function buildPlan(
     answers: newPlanAnswers(),
     ownTag: { plan: null, tag: baseTag, block: newUidBlock(), heads: null, compressed: false },
     memos: [],
-    serial: (nextPlanSerial = (nextPlanSerial + 1) | 0),
+    serial: (idCounters.lastPlanSerial = (idCounters.lastPlanSerial + 1) | 0),
   };
 }
 

@@ -363,23 +363,29 @@ export class Directory {
   }
 }
 
-// The last single-content lookup: a game's clients ask for the same few ids, and the content map
-// hashes the id into a shard (stringShard reads up to 12 characters) and again for the shard's Map on
-// every request. Valid while the environment object and its generation (bumped by every content
-// change) are the ones it was read under.
-let lastEnv: EnvView | null = null;
-let lastGeneration = -1;
-let lastId = '';
-let lastContent: ContentView | undefined = undefined;
+/** The last single-content lookup (lastLookup): the content read for `id` under `env` at `generation`. */
+interface LastLookup {
+  env: EnvView | null;
+  generation: number;
+  id: string;
+  content: ContentView | undefined;
+}
+
+// Owned by lookupContent, for its next call. A game's clients ask for the same few ids, and the
+// content map hashes the id into a shard (stringShard reads up to 12 characters) and again for the
+// shard's Map on every request. Valid while the environment object and its generation (bumped by
+// every content change) are the ones it was read under.
+const lastLookup: LastLookup = { env: null, generation: -1, id: '', content: undefined };
 
 /** `env.contents.get(idLower)`, answered from the last lookup when nothing changed since (HOT PATH). */
 export function lookupContent(env: EnvView, idLower: string): ContentView | undefined {
-  if (env === lastEnv && env.generation === lastGeneration && idLower === lastId) return lastContent;
+  const last = lastLookup;
+  if (env === last.env && env.generation === last.generation && idLower === last.id) return last.content;
   const content = env.contents.get(idLower);
-  lastEnv = env;
-  lastGeneration = env.generation;
-  lastId = idLower;
-  lastContent = content;
+  last.env = env;
+  last.generation = env.generation;
+  last.id = idLower;
+  last.content = content;
   return content;
 }
 

@@ -50,13 +50,24 @@ function combinationPart(c: Combination | null): string {
   return c.tagKey;
 }
 
-// The last item tag of an item without a combination (a wrapped answer of unmapped content): no
-// string is built per request, and the tag the item's header block was kept for (header-block.ts)
-// is the same object, compared without reading its characters.
-let lastBareKind = -1;
-let lastBareRev = -1;
-let lastBareMapping = -1;
-let lastBareTag = '';
+/**
+ * The item tags of items without a combination (a wrapped answer of unmapped content), the same
+ * fields a Combination keeps for its own (src/mapping/rules/combination.ts): the last one, checked
+ * first, and up to ITEM_TAG_MEMO kept before it.
+ */
+interface BareTagMemo {
+  tag: string;
+  kind: number;
+  rev: number;
+  mapping: number;
+  readonly kept: ItemTagMemo[];
+  next: number;
+}
+
+// Owned by itemTag (earlierBareTag fills it on a miss), for its next call: no string is built per
+// request, and the tag the item's header block was kept for (header-block.ts) is the same object,
+// compared without reading its characters.
+const bareTag: BareTagMemo = { tag: '', kind: -1, rev: -1, mapping: -1, kept: [], next: 0 };
 
 /** What an item tag names of a revision: its id (what the memos compare) and its content hash. */
 export interface TaggedRevision {
@@ -72,8 +83,9 @@ export interface TaggedRevision {
 export function itemTag(kind: JobKind, rev: TaggedRevision, mappingId: number, c: Combination | null): string {
   if (kind === JobKind.Plain) return rev.hash;
   if (c === null) {
-    if ((kind as number) !== lastBareKind || mappingId !== lastBareMapping || rev.revId !== lastBareRev) earlierBareTag(kind, rev, mappingId);
-    return lastBareTag;
+    const bare = bareTag;
+    if ((kind as number) !== bare.kind || mappingId !== bare.mapping || rev.revId !== bare.rev) earlierBareTag(kind, rev, mappingId);
+    return bare.tag;
   }
   if (c.itemTagKind === (kind as number) && c.itemTagMapping === mappingId && c.itemTagRev === rev.revId) return c.itemTag;
   return earlierItemTag(kind, rev, mappingId, c);
@@ -123,20 +135,18 @@ function earlierItemTag(kind: JobKind, rev: TaggedRevision, mappingId: number, c
   return m.tag;
 }
 
-const bareTags: ItemTagMemo[] = [];
-let bareTagNext = 0;
-
-/** Makes lastBareTag the tag of this unmapped item: a kept one, else built and kept. */
+/** Makes bareTag's last tag the tag of this unmapped item: a kept one, else built and kept. */
 function earlierBareTag(kind: JobKind, rev: TaggedRevision, mappingId: number): void {
-  let m = findTag(bareTags, kind, rev.revId, mappingId);
+  const bare = bareTag;
+  let m = findTag(bare.kept, kind, rev.revId, mappingId);
   if (m === undefined) {
     m = { kind, rev: rev.revId, mapping: mappingId, tag: tagText(kind, rev, mappingId, '') };
-    bareTagNext = rememberIn(bareTags, m, ITEM_TAG_MEMO, bareTagNext);
+    bare.next = rememberIn(bare.kept, m, ITEM_TAG_MEMO, bare.next);
   }
-  lastBareTag = m.tag;
-  lastBareKind = kind;
-  lastBareRev = rev.revId;
-  lastBareMapping = mappingId;
+  bare.tag = m.tag;
+  bare.kind = kind;
+  bare.rev = rev.revId;
+  bare.mapping = mappingId;
 }
 
 /** The opaque tag of a single wrapped or serialized answer: the item and the user's uid. */

@@ -9,7 +9,7 @@
  * with Last-Event-ID on any node: events after it are replayed from a bounded in-memory log; a client
  * further behind than that log gets one `"all":true` event (re-fetch everything, with ETags).
  *
- * Frames are built once per environment and change and written to every stream of it, a slice of
+ * Frames are built once per environment and change and written (wire/event-frames.ts) to every stream of it, a slice of
  * streams per event-loop turn. Heartbeats come from one timer per loop, not one per stream.
  *
  * A stream opened with `format=ofrep` (the URL an OFREP bulk evaluation advertises in `eventStreams`,
@@ -21,7 +21,7 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import type { EnvView } from './directory.js';
 import { etagValue, Coding } from './etag.js';
-import { H_ACCEL_BUFFERING, H_ALLOW_ORIGIN, H_CACHE_CONTROL, H_CONTENT_TYPE } from './wire/header-names.js';
+import { endStream, writeStreamFrame, writeStreamOpening } from './wire/event-frames.js';
 
 /** What changed in one environment: content ids (as created), or null for "everything" (re-fetch all). */
 export interface EnvChange {
@@ -40,8 +40,6 @@ export const MAX_IDS_PER_EVENT = 1000;
 /** The replay log keeps at most this many events and bytes (oldest dropped first). */
 const REPLAY_EVENTS = 4096;
 const REPLAY_BYTES = 4 * 1024 * 1024;
-/** EventSource's reconnection delay (the `retry:` field), ms. */
-const RECONNECT_MS = 3000;
 /**
  * Streams written per event-loop turn. A corked write to one stream measured ~50 µs on the loaded
  * development VM (a loopback send also runs the receiver's TCP work): 10,000 streams in one turn held
@@ -49,13 +47,7 @@ const RECONNECT_MS = 3000;
  */
 const STREAMS_PER_TURN = 256;
 
-const EVENT_STREAM = Buffer.from('text/event-stream', 'latin1');
-const NO_STORE = Buffer.from('no-store', 'latin1');
-// X-Accel-Buffering: no. nginx buffers proxied answers unless told not to; an event stream must go out
-// as it is written.
-const NO = Buffer.from('no', 'latin1');
 const HEARTBEAT = Buffer.from(': heartbeat\n\n', 'latin1');
-const OPENING = Buffer.from(`retry: ${RECONNECT_MS}\n\n`, 'latin1');
 
 /** How a stream's events are written: rcd's own (`ready`, `change`) or OFREP's (`refetchEvaluation`). */
 export const enum StreamFormat {
@@ -91,26 +83,6 @@ interface Logged {
   readonly envId: string;
   readonly seq: number;
   readonly frame: Buffer;
-}
-
-// cork() takes a callback: the frame travels through these slots (reply.ts explains why).
-let slotStream: Stream | null = null;
-let slotFrame: Uint8Array = HEARTBEAT;
-let slotOrigin: Uint8Array | null = null;
-let slotWritten = false;
-
-function writeFrameCorked(): void {
-  slotWritten = slotStream!.res.write(slotFrame);
-}
-
-function writeOpeningCorked(): void {
-  const res = slotStream!.res;
-  res.writeHeader(H_CONTENT_TYPE, EVENT_STREAM);
-  res.writeHeader(H_CACHE_CONTROL, NO_STORE);
-  res.writeHeader(H_ACCEL_BUFFERING, NO);
-  if (slotOrigin !== null) res.writeHeader(H_ALLOW_ORIGIN, slotOrigin);
-  res.write(OPENING);
-  slotWritten = res.write(slotFrame);
 }
 
 export class EventStreams {
@@ -161,12 +133,7 @@ export class EventStreams {
       this.timer = setInterval(() => this.heartbeat(), this.limits.heartbeatMs);
       this.timer.unref();
     }
-    slotStream = stream;
-    slotOrigin = origin;
-    slotFrame = format === StreamFormat.Ofrep ? ofrepOpeningFrame(lastEventId, seq) : this.missedFrames(env, lastEventId, seq);
-    res.cork(writeOpeningCorked);
-    slotStream = null;
-    slotOrigin = null;
+    writeStreamOpening(res, origin, format === StreamFormat.Ofrep ? ofrepOpeningFrame(lastEventId, seq) : this.missedFrames(env, lastEventId, seq));
   }
 
   /**
@@ -279,17 +246,13 @@ export class EventStreams {
       this.end(stream);
       return;
     }
-    slotStream = stream;
-    slotFrame = frame;
-    stream.res.cork(writeFrameCorked);
-    slotStream = null;
-    if (!slotWritten) stream.congested = true;
+    if (!writeStreamFrame(stream.res, frame)) stream.congested = true;
   }
 
   private end(stream: Stream): void {
     if (stream.closed) return;
     this.drop(stream);
-    stream.res.cork(() => stream.res.end());
+    endStream(stream.res);
   }
 
   private drop(stream: Stream): void {

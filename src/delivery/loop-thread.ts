@@ -28,13 +28,22 @@ function post(event: LoopEvent): void {
 }
 
 const feed = new DeliveryFeed(init.feed);
-let loop: DeliveryLoop | null = null;
-/** The pool share between its start and the loop's (then the loop owns it). */
-let pool: Piscina | null = null;
+
+/** What this thread runs, as its commands start and stop it. */
+interface ThreadState {
+  /** The loop once started, null before. */
+  loop: DeliveryLoop | null;
+  /** The pool share between its start and the loop's (then the loop owns it). */
+  pool: Piscina | null;
+}
+
+// The thread's singletons, one object: startLoopPool sets the pool, start hands it to the loop, and
+// the other commands (and crashed, which closes the loop's sockets) act on whichever is there.
+const thread: ThreadState = { loop: null, pool: null };
 
 function crashed(err: unknown): void {
   post({ type: 'crashed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
-  loop?.abandon();
+  thread.loop?.abandon();
   process.exit(1);
 }
 process.on('uncaughtException', crashed);
@@ -42,7 +51,7 @@ process.on('unhandledRejection', crashed);
 
 async function startLoopPool(readerUrl: string, nice: number | null): Promise<void> {
   try {
-    pool = await DeliveryLoop.startPool({ index: init.index, config: init.config, readerUrl, holdYoungGeneration: init.holdYoungGeneration, nice });
+    thread.pool = await DeliveryLoop.startPool({ index: init.index, config: init.config, readerUrl, holdYoungGeneration: init.holdYoungGeneration, nice });
   } catch (err) {
     post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
     return;
@@ -51,15 +60,15 @@ async function startLoopPool(readerUrl: string, nice: number | null): Promise<vo
 }
 
 async function start(port: number, tls: TlsMaterial | null): Promise<void> {
-  const started = pool;
+  const started = thread.pool;
   if (started === null) {
     post({ type: 'failed', message: 'the loop has no pool to serve with' });
     return;
   }
   try {
     // The loop owns the pool from here on (start destroys it when it fails).
-    pool = null;
-    loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, port, claimed: true, tls, counters: init.counters, server: init.server }, started);
+    thread.pool = null;
+    thread.loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, port, claimed: true, tls, counters: init.counters, server: init.server }, started);
   } catch (err) {
     post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
     return;
@@ -68,6 +77,7 @@ async function start(port: number, tls: TlsMaterial | null): Promise<void> {
 }
 
 async function rotateTls(id: number, material: TlsMaterial): Promise<void> {
+  const loop = thread.loop;
   if (loop === null) {
     post({ type: 'tls-rotated', id, changed: false, error: 'the loop is not listening' });
     return;
@@ -80,8 +90,8 @@ async function rotateTls(id: number, material: TlsMaterial): Promise<void> {
 }
 
 async function stop(): Promise<void> {
-  if (loop !== null) await loop.stop();
-  else await pool?.destroy();
+  if (thread.loop !== null) await thread.loop.stop();
+  else await thread.pool?.destroy();
   post({ type: 'stopped' });
   // Nothing left to keep the thread alive: it ends once its ports close.
   feed.close();
@@ -100,13 +110,13 @@ lifecycle.on('message', (cmd: LoopCommand) => {
       void rotateTls(cmd.id, cmd.material);
       return;
     case 'shutting-down':
-      loop?.markShuttingDown();
+      thread.loop?.markShuttingDown();
       return;
     case 'stop':
       void stop();
       return;
     case 'abandon':
-      loop?.abandon();
+      thread.loop?.abandon();
       process.exit(0);
   }
 });

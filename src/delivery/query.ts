@@ -112,24 +112,31 @@ export interface CompiledCombineQuery extends CombineQuery {
  * distinct queries pays the parse each time, as it would without the memo.
  */
 const COMPILED_IDS_MAX = 16_384;
-const compiledQueries = new Map<string, CompiledCombineQuery>();
-let compiledIds = 0;
 
-/**
- * The last query compiled or found, checked first: the query string is new on every request, and a
- * Map lookup hashes all of it (a 50-id query is ~700 characters: ~3% of a combine-50 request in
- * perf), while comparing it with the last one is a memcmp and a game build sends one query.
- */
-let lastQuery = '';
-let lastCompiled: CompiledCombineQuery | null = null;
+/** What compiledCombineQuery keeps between its calls. */
+interface CompiledQueries {
+  /** The last query compiled or found, checked first, and what it compiled to (null before the first). */
+  lastQuery: string;
+  last: CompiledCombineQuery | null;
+  readonly byQuery: Map<string, CompiledCombineQuery>;
+  /** Ids held by byQuery's entries (the bound above). */
+  ids: number;
+}
+
+// Owned by compiledCombineQuery, for its next calls. The last query is checked first: the query
+// string is new on every request, and a Map lookup hashes all of it (a 50-id query is ~700
+// characters), while comparing it with the last one is a memcmp and a game build sends one query.
+const compiledQueries: CompiledQueries = { lastQuery: '', last: null, byQuery: new Map(), ids: 0 };
 
 /** parseCombineQuery with each id's keys prepared, memoized by the query string (invalid ones are not kept). */
 export function compiledCombineQuery(query: string, maxIds: number): CompiledCombineQuery {
-  if (lastCompiled !== null && lastCompiled.maxIds === maxIds && query.length === lastQuery.length && query === lastQuery) return lastCompiled;
-  const known = compiledQueries.get(query);
+  const memo = compiledQueries;
+  const last = memo.last;
+  if (last !== null && last.maxIds === maxIds && query.length === memo.lastQuery.length && query === memo.lastQuery) return last;
+  const known = memo.byQuery.get(query);
   if (known !== undefined && known.maxIds === maxIds) {
-    lastQuery = query;
-    lastCompiled = known;
+    memo.lastQuery = query;
+    memo.last = known;
     return known;
   }
   const q = parseCombineQuery(query, maxIds);
@@ -145,13 +152,13 @@ export function compiledCombineQuery(query: string, maxIds: number): CompiledCom
     });
   }
   const compiled: CompiledCombineQuery = { ids: q.ids, kind: q.kind, entries, maxIds, planKeys: null, planId: 0 };
-  if (compiledIds + entries.length > COMPILED_IDS_MAX) {
-    compiledQueries.clear();
-    compiledIds = 0;
+  if (memo.ids + entries.length > COMPILED_IDS_MAX) {
+    memo.byQuery.clear();
+    memo.ids = 0;
   }
-  compiledQueries.set(query, compiled);
-  compiledIds += entries.length;
-  lastQuery = query;
-  lastCompiled = compiled;
+  memo.byQuery.set(query, compiled);
+  memo.ids += entries.length;
+  memo.lastQuery = query;
+  memo.last = compiled;
   return compiled;
 }

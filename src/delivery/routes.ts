@@ -20,8 +20,8 @@ import { Coding, etagValue, matchIfNoneMatch } from './etag.js';
 import { mintStreamToken, verifyStreamToken } from './stream-token.js';
 import { StreamFormat } from './events.js';
 import { EMPTY_BODY } from './context.js';
-import * as requestHead from './request-head.js';
-import { WANT_LENGTH, WANT_ORIGIN, type RequestHead } from './request-head.js';
+import * as requestHead from './wire/request-head.js';
+import { WANT_LENGTH, WANT_ORIGIN, type RequestHead } from './wire/request-head.js';
 import * as keyUse from './key-use.js';
 import { ContentRequest } from './request.js';
 import { Route } from './content-fields.js';
@@ -103,14 +103,20 @@ const authorize = (state: FrontEndState, res: HttpResponse, head: RequestHead, o
   return view;
 };
 
-// The last id decoded, and its key: a URL parameter is a new string per request, and comparing it
-// with the last costs less than lowercasing it and hashing the result for the content map, which is
-// what a repeated id (every client of a game asks for the same few) would otherwise pay each time.
-let lastRawId = '';
-let lastIdKey = '';
+/** The last URL id decodeId decoded (lastDecodedId), and its content-map key. */
+interface LastDecodedId {
+  raw: string;
+  key: string;
+}
+
+// Owned by decodeId, for its next call: a URL parameter is a new string per request, and comparing
+// it with the last costs less than lowercasing it and hashing the result for the content map, which
+// is what a repeated id (every client of a game asks for the same few) would otherwise pay each time.
+const lastDecodedId: LastDecodedId = { raw: '', key: '' };
 
 const decodeId = (raw: string): string | undefined => {
-  if (raw === lastRawId) return lastIdKey;
+  const last = lastDecodedId;
+  if (raw === last.raw) return last.key;
   let key: string;
   if (raw.indexOf('%') === -1) key = contentIdKey(raw);
   else {
@@ -120,8 +126,8 @@ const decodeId = (raw: string): string | undefined => {
       return undefined;
     }
   }
-  lastRawId = raw;
-  lastIdKey = key;
+  last.raw = raw;
+  last.key = key;
   return key;
 };
 

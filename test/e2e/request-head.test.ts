@@ -1,5 +1,5 @@
 /**
- * The headers the delivery routes read (src/delivery/request-head.ts), against the real server in
+ * The headers the delivery routes read (src/delivery/wire/request-head.ts), against the real server in
  * both ways it reads a request's head: one pass over every header (the default, which also checks
  * the framing) and one getHeader per value (--reject-ambiguous-framing false). Both must answer as
  * an HTTP server reading the first header of each name: duplicates, letter case, the key in

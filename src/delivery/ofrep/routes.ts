@@ -17,7 +17,7 @@ import { contentIdKey } from '../../store/ids.js';
 import { corsOriginFor } from '../http-policy.js';
 import { enterUwsCall, leaveUwsCall } from '../wire/reply.js';
 import { declaredOver, handlerFailed, headOf, isJsonContentType } from '../routes.js';
-import { declaresBodyLength, type RequestHead } from '../request-head.js';
+import { declaresBodyLength, type RequestHead } from '../wire/request-head.js';
 import type { FrontEndState } from '../state.js';
 import { MetricRoute, Outcome, Phase, S_PHASE, countRequest } from '../../metrics/layout.js';
 import { ERROR_STATUS, type ErrorCode } from '../../runtime/errors.js';

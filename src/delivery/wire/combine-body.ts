@@ -6,13 +6,15 @@
  * HOT PATH: once per combine not answered from a plan.
  */
 import * as bytes from '../../shared/bytes.js';
-import { GzipBuilder, gzipBound } from '../../shared/gzip.js';
+import * as gzip from '../../shared/gzip.js';
+import { GzipBuilder } from '../../shared/gzip.js';
 import type { WireItem } from './item-scratch.js';
 import * as reply from './reply.js';
 import * as tail from './tail.js';
 
 // The writers used here, as this module's own consts (wire/README.md, "Module consts").
 const { putBytes } = bytes;
+const { gzipBound } = gzip;
 const { answerBuffer, answerView, answerWords } = reply;
 const { appendTailToGzip, wrappedTailLength, writeWrappedTail } = tail;
 

@@ -18,7 +18,10 @@
  * variant names the applied rules in rule order, `segment` or `segment:variant`, joined by `,`.
  */
 import type { WireItem } from './item-scratch.js';
-import { digitCount, writeDecimal } from './tail.js';
+import * as tail from './tail.js';
+
+// The writers used here, as this module's own consts (wire/README.md, "Module consts").
+const { digitCount, writeDecimal } = tail;
 
 /** An item's parts, prepared once per rendered head (and per content id spelling). */
 interface OfrepItem {

@@ -21,7 +21,7 @@
  * HOT PATH: change with care (every request of every route).
  */
 import type { HttpRequest } from 'uWebSockets.js';
-import { H_ACCEPT_ENCODING, H_API_KEY, H_AUTHORIZATION, H_CONTENT_LENGTH, H_CONTENT_TYPE, H_IF_NONE_MATCH, H_ORIGIN, H_TRANSFER_ENCODING } from './wire/header-names.js';
+import { H_ACCEPT_ENCODING, H_API_KEY, H_AUTHORIZATION, H_CONTENT_LENGTH, H_CONTENT_TYPE, H_IF_NONE_MATCH, H_ORIGIN, H_TRANSFER_ENCODING } from './header-names.js';
 
 export interface RequestHead {
   apiKey: string;
