@@ -7,9 +7,9 @@
  * wrapped and serialized items in every coding, combines from plans and item by item, uid content,
  * 304, 204, every error, OFREP single and bulk), interleaved at random as production interleaves
  * them, so the fast writers' reused buffers, kept header blocks, in-place answers and plan layouts
- * carry state from each answer into the next. Plans also take bursts of answers in a row with
- * alternating heads and user-part lengths: the kept answers are where one player would get
- * another's bytes. Each case is answered by the fast wire on one connection and by the reference on
+ * carry state from each answer into the next. Plans and wrapped items also take bursts of answers
+ * in a row with alternating heads, codings and user-part lengths: the kept answers and views are
+ * where one player would get another's bytes. Each case is answered by the fast wire on one connection and by the reference on
  * another, and the two answers compared:
  * - identity bodies (and compressed bodies both sides send as given: a plain item's gzip and br
  *   forms) byte for byte, status line and header lines included;
@@ -210,8 +210,6 @@ interface PlanUse {
   /** The found items in answer order, mapped ones as built (for the reference's item-by-item body). */
   readonly items: readonly PlanItem[];
   readonly combos: readonly Combo[];
-  /** Users whose answers a burst alternates: several user-part lengths, more than a plan lays out. */
-  readonly users: readonly (readonly [number, number])[];
 }
 
 interface World {
@@ -278,8 +276,7 @@ function buildWorld(rng: Rng): World {
         }
       }
     }
-    const users = Array.from({ length: rng.between(3, 6) }, () => [uidOf(rng), modOf(rng)] as const);
-    plans.push({ name: `plan ${p} (${KIND_NAMES[kind]}, ${entries.length} ids, ${items.length} found, ${mapped} mapped)`, plan, items, combos, users });
+    plans.push({ name: `plan ${p} (${KIND_NAMES[kind]}, ${entries.length} ids, ${items.length} found, ${mapped} mapped)`, plan, items, combos });
   }
   return { plain, wrapped, plans, uidBlocks: Array.from({ length: 4 }, () => newUidBlock()) };
 }
@@ -387,7 +384,40 @@ function planConsistency(use: PlanUse, heads: readonly Rendered[], uid: number, 
   return fromItems.equals(fromPlan) ? '' : `the plan's body is not its items' combine: ${firstDifference(fromPlan, fromItems)}`;
 }
 
-function makeCase(rng: Rng, world: World, index: number, burst: PlanUse | null): Case {
+/**
+ * Answers of one plan or one wrapped item in a row (other answers between some of them), for a few
+ * users whose parts have different lengths: the shortest and the longest among them, so that kept
+ * views and layouts of one length meet answers of every other.
+ */
+interface Burst {
+  readonly plan: PlanUse | null;
+  readonly item: WrappedEntry | null;
+  readonly users: readonly (readonly [number, number])[];
+}
+
+function burstOf(rng: Rng, world: World): Burst {
+  const users: [number, number][] = [
+    [rng.int(10), rng.int(10)],
+    [rng.between(1_000_000_000, 4_294_967_295), rng.between(100, 999)],
+  ];
+  for (let i = 0, n = rng.between(1, 4); i < n; i++) users.push([uidOf(rng), modOf(rng)]);
+  if (rng.chance(0.5)) return { plan: rng.pick(world.plans.filter((u) => u.plan.kind !== JobKind.Plain)), item: null, users };
+  return { plan: null, item: pickEntry(rng, world.wrapped, 0.02), users };
+}
+
+/** A wrapped item's answer: identity or (when the item has a gzip form) gzip, under one of its item tags. */
+function wrappedCase(rng: Rng, e: WrappedEntry, uid: number, mod: number, base: Omit<Case, 'what' | 'fast' | 'reference'>, p: PolicyUse, origin: Uint8Array | null): Case {
+  const coding = e.entry.gzip !== null && rng.chance(0.5) ? Coding.Gzip : Coding.Identity;
+  const tag = sameTag(rng, rng.pick(e.tags));
+  return {
+    ...base,
+    what: `${KIND_NAMES[e.kind]} item (${e.entry.head.length} byte head, ${e.entry.seg.length} byte seg, ${CODING_NAMES[coding]}, tag ${tag}), ${describeUser(uid, mod)}`,
+    fast: (res) => fast.sendWrapped(res, p.policy, e.entry, uid, mod, coding, tag, origin, base.close),
+    reference: (res) => reference.sendWrapped(res, p.policy, e.entry, uid, mod, coding, tag, origin, base.close),
+  };
+}
+
+function makeCase(rng: Rng, world: World, index: number, burst: Burst | null): Case {
   const p = rng.pick(POLICIES);
   const origin = rng.pick(p.origins);
   const base = { index, close: rng.chance(0.02), direct: rng.chance(0.5) };
@@ -399,8 +429,10 @@ function makeCase(rng: Rng, world: World, index: number, burst: PlanUse | null):
   if (burst !== null) {
     const [bUid, bMod] = rng.pick(burst.users);
     // Digits that differ from the last answer's at both ends of the user part, now and then.
-    const u = rng.chance(0.3) ? bUid ^ 1 : bUid;
-    return withWhere(plannedCase(rng, world, burst, u >>> 0, bMod, base, p, origin));
+    const u = (rng.chance(0.3) ? bUid ^ 1 : bUid) >>> 0;
+    const m = rng.chance(0.3) ? bMod ^ 1 : bMod;
+    if (burst.plan !== null) return withWhere(plannedCase(rng, world, burst.plan, u, m, base, p, origin));
+    return withWhere(wrappedCase(rng, burst.item!, u, m, base, p, origin));
   }
   const r = rng.next();
   if (r < 0.12) {
@@ -415,17 +447,7 @@ function makeCase(rng: Rng, world: World, index: number, burst: PlanUse | null):
       reference: (res) => reference.sendContent(res, p.policy, bodyOfPlain(e.entry, coding), coding, tag, CC_SHARED, h, hv, origin, base.close),
     });
   }
-  if (r < 0.3) {
-    const e = pickEntry(rng, world.wrapped, 0.05);
-    const coding = e.entry.gzip !== null && rng.chance(0.5) ? Coding.Gzip : Coding.Identity;
-    const tag = sameTag(rng, rng.pick(e.tags));
-    return withWhere({
-      ...base,
-      what: `${KIND_NAMES[e.kind]} item (${e.entry.head.length} byte head, ${e.entry.seg.length} byte seg, ${CODING_NAMES[coding]}, tag ${tag}), ${describeUser(uid, mod)}`,
-      fast: (res) => fast.sendWrapped(res, p.policy, e.entry, uid, mod, coding, tag, origin, base.close),
-      reference: (res) => reference.sendWrapped(res, p.policy, e.entry, uid, mod, coding, tag, origin, base.close),
-    });
-  }
+  if (r < 0.3) return withWhere(wrappedCase(rng, pickEntry(rng, world.wrapped, 0.05), uid, mod, base, p, origin));
   if (r < 0.5) return withWhere(plannedCase(rng, world, rng.pick(world.plans), uid, mod, base, p, origin));
   if (r < 0.62) {
     const kind = rng.pick([JobKind.Plain, JobKind.Wrapped, JobKind.Serialized]);
@@ -530,18 +552,17 @@ function makeCase(rng: Rng, world: World, index: number, burst: PlanUse | null):
   });
 }
 
-/** Every case of a run, in the order the fast wire answers them; bursts of one plan's answers among the rest. */
+/** Every case of a run, in the order the fast wire answers them; bursts of one plan's or item's answers among the rest. */
 function makeCases(seed: number, count: number): Case[] {
   const rng = new Rng(seed);
   const world = buildWorld(rng);
   errorTurn = 0;
   const cases: Case[] = [];
-  let burst: PlanUse | null = null;
+  let burst: Burst | null = null;
   let burstLeft = 0;
   while (cases.length < count) {
-    if (burstLeft === 0 && rng.chance(0.04)) {
-      const dynamic = world.plans.filter((u) => u.plan.kind !== JobKind.Plain);
-      burst = rng.pick(dynamic);
+    if (burstLeft === 0 && rng.chance(0.05)) {
+      burst = burstOf(rng, world);
       burstLeft = rng.between(10, 40);
     }
     const inBurst = burstLeft > 0 && rng.chance(0.75);
@@ -667,26 +688,30 @@ function assembledGzip(f: Answer): boolean {
   return f.headers.some(([n, v]) => n === 'content-encoding' && v === 'gzip');
 }
 
+/** '' when the answers are the same (see the top of the file), else what differs: the first header line, the body. */
 function compare(f: Answer, r: Answer): string {
   const decoded = assembledGzip(f);
   const fh = headLines(f, decoded);
   const rh = headLines(r, decoded);
+  const problems: string[] = [];
   for (let i = 0; i < Math.max(fh.length, rh.length); i++) {
-    if (fh[i] !== rh[i]) return `header line ${i} differs: fast ${JSON.stringify(fh[i])}, reference ${JSON.stringify(rh[i])}`;
+    if (fh[i] === rh[i]) continue;
+    problems.push(`header line ${i} differs: fast ${JSON.stringify(fh[i])}, reference ${JSON.stringify(rh[i])}`);
+    break;
   }
-  if (f.body.equals(r.body)) return '';
+  if (f.body.equals(r.body)) return problems.join('; ');
   if (decoded) {
-    let fb: Buffer;
-    let rb: Buffer;
     try {
-      fb = gunzipSync(f.body);
-      rb = gunzipSync(r.body);
+      const fb = gunzipSync(f.body);
+      const rb = gunzipSync(r.body);
+      if (!fb.equals(rb)) problems.push(`decoded gzip body differs: ${firstDifference(fb, rb)}`);
     } catch (err) {
-      return `gzip body does not decode: ${(err as Error).message}`;
+      problems.push(`gzip body does not decode: ${(err as Error).message}`);
     }
-    return fb.equals(rb) ? '' : `decoded gzip body differs: ${firstDifference(fb, rb)}`;
+  } else {
+    problems.push(`body differs: ${firstDifference(f.body, r.body)}`);
   }
-  return `body differs: ${firstDifference(f.body, r.body)}`;
+  return problems.join('; ');
 }
 
 /** What the run answered, by shape and by what the shapes must cover (checked at the end). */
@@ -736,7 +761,7 @@ async function runBatch(from: number, to: number): Promise<string[]> {
 }
 
 describe('the fast wire answers every shape byte for byte as the plain reference does', () => {
-  it(`${CASES} seeded answers (seed ${SEED}), shapes interleaved, plans in bursts`, async () => {
+  it(`${CASES} seeded answers (seed ${SEED}), shapes interleaved, plans and items in bursts`, async () => {
     cases = makeCases(SEED, CASES);
     const problems: string[] = [];
     let from = 0;
