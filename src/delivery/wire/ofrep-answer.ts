@@ -18,7 +18,7 @@
  * variant names the applied rules in rule order, `segment` or `segment:variant`, joined by `,`.
  */
 import type { WireItem } from './item-scratch.js';
-import { digitCount, writeDecimal } from './tail.js';
+import { checkUser, digitCount, writeDecimal } from './tail.js';
 
 /** An item's parts, prepared once per rendered head (and per content id spelling). */
 interface OfrepItem {
@@ -107,9 +107,13 @@ function writeEvaluation(out: Uint8Array, words: DataView, pos: number, parts: O
  * `words()` is a DataView of the buffer it last returned).
  */
 export function singleAnswer(buffer: (size: number) => Buffer, words: () => DataView, item: WireItem, hash: string, id: string, uid: number, mod: number): Uint8Array {
+  checkUser(uid, mod);
   const parts = itemOf(item, hash, id);
-  const out = buffer(evaluationLength(parts, uid, mod));
-  return out.subarray(0, writeEvaluation(out, words(), 0, parts, uid, mod));
+  const size = evaluationLength(parts, uid, mod);
+  const out = buffer(size);
+  const end = writeEvaluation(out, words(), 0, parts, uid, mod);
+  if (end !== size) throw new Error(`wire: an OFREP evaluation of ${end} bytes, sized ${size}`);
+  return out.subarray(0, end);
 }
 
 const FLAGS_OPEN = Buffer.from('{"flags":[', 'latin1');
@@ -131,6 +135,7 @@ export interface BulkItem {
  * `buffer(size)`: sizes first, then one pass of copies.
  */
 export function bulkAnswer(buffer: (size: number) => Buffer, words: () => DataView, list: readonly BulkItem[], uid: number, mod: number, streams: Buffer): Uint8Array {
+  checkUser(uid, mod);
   const parts = new Array<OfrepItem | null>(list.length);
   let total = FLAGS_OPEN.byteLength + 1 + streams.byteLength + 1;
   for (let i = 0; i < list.length; i++) {
@@ -164,5 +169,7 @@ export function bulkAnswer(buffer: (size: number) => Buffer, words: () => DataVi
   out.set(streams, pos);
   pos += streams.byteLength;
   out[pos++] = CLOSE;
+  // One set of parts per entry (itemOf): an entry listed twice under two ids would size one key and write another.
+  if (pos !== total) throw new Error(`wire: an OFREP bulk answer of ${pos} bytes, sized ${total}`);
   return out.subarray(0, pos);
 }

@@ -788,3 +788,33 @@ describe('the fast wire answers every shape byte for byte as the plain reference
     expect(missing, `seed ${SEED} covered ${JSON.stringify([...coverage].sort())}`).toEqual([]);
   }, 120_000);
 });
+
+describe('the wire refuses inputs its writers would write wrong', () => {
+  const world = buildWorld(new Rng(SEED));
+  const wrappedPlan = world.plans.find((u) => u.plan.kind === JobKind.Wrapped)!;
+  const e = world.wrapped.find((w) => !w.large)!;
+  const entries = queryOf(new Rng(1), JobKind.Wrapped);
+  const rendered = entries.map(() => e.entry);
+
+  it.each([
+    [-1, 5],
+    [4_294_967_296, 5],
+    [1.5, 5],
+    [7, 1000],
+    [7, -1],
+  ])('uid %d, mod %d: no digits are written', (uid, mod) => {
+    expect(() => plannedAnswer(wrappedPlan.plan, uid, mod, wrappedPlan.combos[0]?.heads ?? [])).toThrow(RangeError);
+    expect(() => combineBody(entries, rendered, true, uid, mod)).toThrow(RangeError);
+    expect(() => combineGzipBody(entries, rendered, true, uid, mod)).toThrow(RangeError);
+    expect(() => singleAnswer(answerBuffer, answerWords, e.entry, e.hash, 'Shop', uid, mod)).toThrow(RangeError);
+  });
+
+  it('an OFREP bulk answer listing one entry under two ids throws instead of writing a key it did not size', () => {
+    const list: BulkItem[] = [
+      { item: e.entry, hash: e.hash, id: 'a', failure: null },
+      { item: e.entry, hash: e.hash, id: 'longer-id', failure: null },
+    ];
+    expect(() => bulkAnswer(answerBuffer, answerWords, list, 1, 1, Buffer.alloc(0))).toThrow(/OFREP bulk answer of \d+ bytes, sized \d+/);
+  });
+});
+
