@@ -16,7 +16,7 @@ import * as tail from './tail.js';
 const { putBytes } = bytes;
 const { gzipBound } = gzip;
 const { answerBuffer, answerView, answerWords } = reply;
-const { appendTailToGzip, wrappedTailLength, writeWrappedTail } = tail;
+const { appendTailToGzip, checkUser, wrappedTailLength, writeWrappedTail } = tail;
 
 /** A combine entry's JSON key as bytes (query.ts CombineEntry is one). */
 export interface CombineKey {
@@ -37,6 +37,7 @@ function entryKey(entry: CombineKey, first: boolean): Buffer {
  * copies into the reused answer buffer. Valid until the next answer is built.
  */
 export function combineBody(entries: readonly CombineKey[], rendered: readonly (WireItem | null)[], wrapped: boolean, uid: number, mod: number): Uint8Array {
+  if (wrapped) checkUser(uid, mod);
   let total = 1;
   let first = true;
   for (let i = 0; i < entries.length; i++) {
@@ -60,6 +61,7 @@ export function combineBody(entries: readonly CombineKey[], rendered: readonly (
     if (wrapped) pos = writeWrappedTail(out, words, pos, uid, mod, item.tailEnd);
   }
   out[pos] = 0x7d; // '}'
+  if (pos + 1 !== total) throw new Error(`wire: a combine body of ${pos + 1} bytes, sized ${total}`);
   return answerView(pos + 1);
 }
 
@@ -74,6 +76,7 @@ const CLOSE_BRACE = Buffer.from('}');
  * is compressed here. Written into the reply's reused buffer (sendContent copies it before returning).
  */
 export function combineGzipBody(entries: readonly CombineKey[], rendered: readonly (WireItem | null)[], wrapped: boolean, uid: number, mod: number): Uint8Array {
+  if (wrapped) checkUser(uid, mod);
   let compressed = 0;
   let raw = 1;
   let pieces = 1;
@@ -87,9 +90,9 @@ export function combineGzipBody(entries: readonly CombineKey[], rendered: readon
     else raw += item.head.length;
     pieces += 3;
   }
-  const out = answerBuffer(gzipBound(compressed, raw, pieces));
+  const bound = gzipBound(compressed, raw, pieces);
   const gz = combineGzipBuilder;
-  gz.begin(out);
+  gz.begin(answerBuffer(bound));
   first = true;
   for (let i = 0; i < entries.length; i++) {
     const item = rendered[i];
@@ -101,5 +104,7 @@ export function combineGzipBody(entries: readonly CombineKey[], rendered: readon
     if (wrapped) appendTailToGzip(gz, uid, mod, item.tailEnd);
   }
   gz.raw(CLOSE_BRACE);
-  return answerView(gz.end());
+  const written = gz.end();
+  if (written > bound) throw new RangeError(`wire: a combine gzip body of ${written} bytes, bound ${bound}`);
+  return answerView(written);
 }

@@ -177,6 +177,7 @@ export function newUidBlock(): UidBlock {
  * (bench:cost, callgrind). Valid until the next call for the item, as representationBlock's.
  */
 export function wrappedBlock(item: UidBlock, cacheControl: Uint8Array, vary: Uint8Array, itemTag: string, uid: number, coding: Coding): Uint8Array {
+  if (uid >>> 0 !== uid) throw new RangeError(`wire: uid ${uid} in an ETag is not a uint32`);
   // Object.is, not ===: the two are nearly always one string object, and SameValue answers that from
   // the references, where === on strings first checks each is a string (a load of the item's tag,
   // seldom in the cache: bench/README.md, "Where rcd's CPU over the floor goes"). Both are strings,

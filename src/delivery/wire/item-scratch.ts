@@ -114,6 +114,8 @@ export function answerInPlace(item: WireItem, s: ItemScratch, uid: number, mod: 
   if (s.answerWords === EMPTY_WORDS) placeAnswer(item, s);
   const headLength = s.headLength;
   const userEnd = writeUserPartAfter(s.answerWords, headLength, uid, mod, s.blockWords, s.blockStart);
+  // The room behind the head holds USER_PART_MAX bytes of user part; past them lies the header block.
+  if (userEnd - headLength > USER_PART_MAX) throw new RangeError(`wire: a user part of ${userEnd - headLength} bytes in place, room for ${USER_PART_MAX}`);
   if (s.tailAt !== userEnd) {
     putBytes(s.answer, item.tailEnd, userEnd);
     s.tailAt = userEnd;

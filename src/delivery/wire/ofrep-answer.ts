@@ -21,7 +21,7 @@ import type { WireItem } from './item-scratch.js';
 import * as tail from './tail.js';
 
 // The writers used here, as this module's own consts (wire/README.md, "Module consts").
-const { digitCount, writeDecimal } = tail;
+const { checkUser, digitCount, writeDecimal } = tail;
 
 /** An item's parts, prepared once per rendered head (and per content id spelling). */
 interface OfrepItem {
@@ -110,9 +110,13 @@ function writeEvaluation(out: Uint8Array, words: DataView, pos: number, parts: O
  * `words()` is a DataView of the buffer it last returned).
  */
 export function singleAnswer(buffer: (size: number) => Buffer, words: () => DataView, item: WireItem, hash: string, id: string, uid: number, mod: number): Uint8Array {
+  checkUser(uid, mod);
   const parts = itemOf(item, hash, id);
-  const out = buffer(evaluationLength(parts, uid, mod));
-  return out.subarray(0, writeEvaluation(out, words(), 0, parts, uid, mod));
+  const size = evaluationLength(parts, uid, mod);
+  const out = buffer(size);
+  const end = writeEvaluation(out, words(), 0, parts, uid, mod);
+  if (end !== size) throw new Error(`wire: an OFREP evaluation of ${end} bytes, sized ${size}`);
+  return out.subarray(0, end);
 }
 
 const FLAGS_OPEN = Buffer.from('{"flags":[', 'latin1');
@@ -134,6 +138,7 @@ export interface BulkItem {
  * `buffer(size)`: sizes first, then one pass of copies.
  */
 export function bulkAnswer(buffer: (size: number) => Buffer, words: () => DataView, list: readonly BulkItem[], uid: number, mod: number, streams: Buffer): Uint8Array {
+  checkUser(uid, mod);
   const parts = new Array<OfrepItem | null>(list.length);
   let total = FLAGS_OPEN.byteLength + 1 + streams.byteLength + 1;
   for (let i = 0; i < list.length; i++) {
@@ -167,5 +172,7 @@ export function bulkAnswer(buffer: (size: number) => Buffer, words: () => DataVi
   out.set(streams, pos);
   pos += streams.byteLength;
   out[pos++] = CLOSE;
+  // One set of parts per entry (itemOf): an entry listed twice under two ids would size one key and write another.
+  if (pos !== total) throw new Error(`wire: an OFREP bulk answer of ${pos} bytes, sized ${total}`);
   return out.subarray(0, pos);
 }

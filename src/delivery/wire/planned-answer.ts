@@ -22,7 +22,7 @@ import * as tail from './tail.js';
 // What an answer is written with, as this module's own consts (wire/README.md, "Module consts").
 const { EMPTY_WORDS, putBytes, wordsOf } = bytes;
 const { answerBuffer, answerView } = reply;
-const { EMPTY_BYTES, USER_PART_MAX, userPartLength, writeUserPart } = tail;
+const { EMPTY_BYTES, USER_PART_MAX, checkUser, userPartLength, writeUserPart } = tail;
 
 /**
  * The write program of a plan, one number per step: >= 0 copies `statics[n]`; STEP_USER writes the
@@ -323,6 +323,7 @@ const putUser = (words: DataView, at: number, length: number, c0: number, c1: nu
  * layout covers) the reply's reused buffer.
  */
 export function plannedAnswer(plan: WirePlan, uid: number, mod: number, heads: readonly WireItem[]): Uint8Array {
+  if (plan.kind !== JobKind.Plain) checkUser(uid, mod);
   const userLength = plan.kind === JobKind.Plain ? 0 : writeUserPart(userPartWords, 0, uid, mod);
   const layout = userLength === 0 ? null : layoutFor(plan, userLength);
   if (layout !== null) return laidOutAnswer(plan, layout, uid, mod, userLength, heads);
@@ -347,6 +348,7 @@ export function plannedAnswer(plan: WirePlan, uid: number, mod: number, heads: r
       pos = putBytes(out, item.tailEnd, pos);
     }
   }
+  if (pos !== total) throw new Error(`wire: a combine answer of ${pos} bytes, planned ${total}`);
   return answerView(pos);
 }
 

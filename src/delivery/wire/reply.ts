@@ -24,7 +24,8 @@ import type { HttpResponse } from 'uWebSockets.js';
 import { errorResponse, type ErrorResponse } from '../../runtime/errors.js';
 import * as sharedBytes from '../../shared/bytes.js';
 import { ReusedBuffer } from '../../shared/bytes.js';
-import { GzipBuilder, gzipBound } from '../../shared/gzip.js';
+import * as gzipParts from '../../shared/gzip.js';
+import { GzipBuilder } from '../../shared/gzip.js';
 import { Coding } from '../etag.js';
 import * as itemScratch from './item-scratch.js';
 import type { WireItem } from './item-scratch.js';
@@ -37,10 +38,11 @@ import * as tail from './tail.js';
 // What an answer is written with, as this module's own consts: folded into the writers that inline
 // them, where an import is a cell read (and a function compared) before each use (request.ts).
 const { putBytes } = sharedBytes;
+const { gzipBound } = gzipParts;
 const { representationBlock, wrappedBlock } = headerBlock;
 const { answerInPlace, scratchOf } = itemScratch;
 const { H_ALLOW, H_ALLOW_HEADERS, H_ALLOW_METHODS, H_ALLOW_ORIGIN, H_CACHE_CONTROL, H_CONNECTION, H_CONTENT_ENCODING, H_CONTENT_TYPE, H_ETAG, H_EXPOSE_HEADERS, H_MAX_AGE, H_RETRY_AFTER, H_VARY } = headerNames;
-const { EMPTY_BYTES, appendTailToGzip, wrappedTailLength } = tail;
+const { EMPTY_BYTES, appendTailToGzip, checkUser, wrappedTailLength } = tail;
 
 export const JSON_TYPE = 'application/json';
 export const STATUS_OK = '200 OK';
@@ -138,6 +140,7 @@ export function answerWords(): DataView {
  * on Node 20), on every answer.
  */
 export function answerView(length: number): Uint8Array {
+  if (length > scratch.size) throw new RangeError(`wire: a view of ${length} bytes of the ${scratch.size}-byte answer buffer`);
   return scratch.view(length);
 }
 
@@ -239,17 +242,19 @@ function writeWrapped(
   origin: Uint8Array | null,
   closeConnection: boolean,
 ): void {
+  checkUser(uid, mod);
   const scratch = scratchOf(item);
   res.writeHeader(H_CONTENT_TYPE, wrappedBlock(scratch, CC_PRIVATE, vary, itemTag, uid, coding));
   writeCors(res, origin);
   if (coding === Coding.Gzip) {
     res.writeHeader(H_CONTENT_ENCODING, CODING_NAMES[Coding.Gzip]!);
     const part = item.gzPart!;
-    const out = answerBuffer(gzipBound(part.segment.length, wrappedTailLength(uid, mod, item.tailEnd), 1));
-    gzip.begin(out);
+    const bound = gzipBound(part.segment.length, wrappedTailLength(uid, mod, item.tailEnd), 1);
+    gzip.begin(answerBuffer(bound));
     gzip.part(part);
     appendTailToGzip(gzip, uid, mod, item.tailEnd);
     answerBytes = gzip.end();
+    if (answerBytes > bound) throw new RangeError(`wire: a wrapped gzip answer of ${answerBytes} bytes, bound ${bound}`);
     res.end(answerView(answerBytes), closeConnection);
     return;
   }

@@ -40,6 +40,14 @@ export function digitCount(n: number): number {
   return countDigits(n);
 }
 
+/**
+ * Throws unless `uid` is a uint32 and `mod` is in 0..999: the digit writers here count and write no
+ * other numbers right (USER_PART_MAX). Checked where an answer's digits are first written.
+ */
+export function checkUser(uid: number, mod: number): void {
+  if (uid >>> 0 !== uid || mod >>> 0 !== mod || mod > 999) throw new RangeError(`wire: uid ${uid} and mod ${mod} are not a uint32 and 0..999`);
+}
+
 /** Length of the whole tail; `tailEnd` is the item's Rendered.tailEnd (tailEndOf). */
 export function wrappedTailLength(uid: number, mod: number, tailEnd: Uint8Array): number {
   return partLength(uid, mod) + tailEnd.length;

@@ -16,6 +16,7 @@ import { buildServeConfig, resolveOptions, SERVE_OPTIONS } from '../../../src/ru
 import { compressPart, gzipMember } from '../../../src/shared/gzip.js';
 import { gunzipSync } from 'node:zlib';
 import { USER_PART_MAX } from '../../../src/delivery/wire/tail.js';
+import { header, parseAnswers, type Answer } from '../../helpers/http-answers.js';
 
 /** The size up to which reply.ts once joined a wrapped head and its tail (larger ones went chunked). */
 const JOIN_LIMIT = 64 * 1024;
@@ -151,62 +152,6 @@ beforeAll(async () => {
 afterAll(() => {
   uWS.us_listen_socket_close(listenSocket);
 });
-
-interface Answer {
-  readonly statusLine: string;
-  /** Header names lower-cased, in the order received. */
-  readonly headers: readonly (readonly [string, string])[];
-  readonly body: Buffer;
-  readonly chunked: boolean;
-}
-
-function header(a: Answer, name: string): string[] {
-  return a.headers.filter(([n]) => n === name).map(([, v]) => v);
-}
-
-/**
- * Parses the complete answers at the start of `buf` (Content-Length or chunked framing); returns
- * them and how many bytes they took. An incomplete answer at the end is left unparsed.
- */
-function parseAnswers(buf: Buffer): { answers: Answer[]; used: number } {
-  const answers: Answer[] = [];
-  let at = 0;
-  for (;;) {
-    const headEnd = buf.indexOf('\r\n\r\n', at, 'latin1');
-    if (headEnd < 0) break;
-    const lines = buf.toString('latin1', at, headEnd).split('\r\n');
-    const statusLine = lines[0] ?? '';
-    const headers = lines.slice(1).map((line): [string, string] => {
-      const colon = line.indexOf(':');
-      return [line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim()];
-    });
-    let pos = headEnd + 4;
-    const length = headers.find(([n]) => n === 'content-length');
-    const chunked = headers.some(([n, v]) => n === 'transfer-encoding' && v.toLowerCase() === 'chunked');
-    let body: Buffer;
-    if (chunked) {
-      const parts: Buffer[] = [];
-      for (;;) {
-        const lineEnd = buf.indexOf('\r\n', pos, 'latin1');
-        if (lineEnd < 0) return { answers, used: at };
-        const size = parseInt(buf.toString('latin1', pos, lineEnd), 16);
-        if (buf.length < lineEnd + 2 + size + 2) return { answers, used: at };
-        parts.push(buf.subarray(lineEnd + 2, lineEnd + 2 + size));
-        pos = lineEnd + 2 + size + 2;
-        if (size === 0) break;
-      }
-      body = Buffer.concat(parts);
-    } else {
-      const size = length === undefined ? 0 : Number(length[1]);
-      if (buf.length < pos + size) break;
-      body = buf.subarray(pos, pos + size);
-      pos += size;
-    }
-    answers.push({ statusLine, headers, body, chunked });
-    at = pos;
-  }
-  return { answers, used: at };
-}
 
 /**
  * Sends `requests` in one write on a fresh connection and reads until `count` answers are complete
