@@ -44,7 +44,7 @@ import { JobKind } from '../pool/protocol.js';
 import type { ContentView, EnvView, RevisionView } from './directory.js';
 import { USES_PER_REFRESH, type Rendered } from './front-cache.js';
 import { PathTable } from './path-table.js';
-import { STEP_MAPPED_BASE, STEP_USER, newPlanAnswers, planAnswersSize, type WirePlan } from './wire/planned-answer.js';
+import { STEP_MAPPED_BASE, STEP_USER, newPlanAnswers, planAnswersSize, type WirePlan } from './wire/plan-layout.js';
 import type { CombineEntry, CompiledCombineQuery } from './query.js';
 import * as tail from './wire/tail.js';
 import { rememberIn, type Combination } from '../mapping/index.js';

@@ -12,7 +12,7 @@ import type { Combination } from '../mapping/index.js';
 import { JobKind, type Job } from '../pool/protocol.js';
 import type { UserContext } from './context.js';
 import * as reply from './wire/reply.js';
-import { CC_PRIVATE, CC_SHARED } from './wire/reply.js';
+import { CC_PRIVATE, CC_SHARED } from './wire/header-values.js';
 import * as etag from './etag.js';
 import type { ContentFields } from './content-fields.js';
 

@@ -15,7 +15,7 @@ import * as context from './context.js';
 import { type Rendered } from './front-cache.js';
 import { DeliveryRequest } from './lifecycle.js';
 import type { CombineEntry } from './query.js';
-import { sendError, sendOverloaded, sendStarting } from './wire/reply.js';
+import { sendError, sendOverloaded, sendStarting } from './wire/error-answers.js';
 import type { FrontEndState } from './state.js';
 import { Route } from './content-fields.js';
 import * as single from './single.js';

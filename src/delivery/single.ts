@@ -17,7 +17,7 @@ import * as frontCache from './front-cache.js';
 import { frontKeyOf, type Rendered } from './front-cache.js';
 import * as query from './query.js';
 import * as reply from './wire/reply.js';
-import { CC_SHARED } from './wire/reply.js';
+import { CC_SHARED } from './wire/header-values.js';
 import * as etag from './etag.js';
 import { Coding } from './etag.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';

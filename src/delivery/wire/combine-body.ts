@@ -9,13 +9,13 @@ import * as bytes from '../../shared/bytes.js';
 import * as gzip from '../../shared/gzip.js';
 import { GzipBuilder } from '../../shared/gzip.js';
 import type { WireItem } from './item-scratch.js';
-import * as reply from './reply.js';
+import * as answerBuffers from './answer-buffer.js';
 import * as tail from './tail.js';
 
 // The writers used here, as this module's own consts (wire/README.md, "Module consts").
 const { putBytes } = bytes;
 const { gzipBound } = gzip;
-const { answerBuffer, answerView, answerWords } = reply;
+const { answerBuffer, answerView, answerWords } = answerBuffers;
 const { appendTailToGzip, checkUser, wrappedTailLength, writeWrappedTail } = tail;
 
 /** A combine entry's JSON key as bytes (query.ts CombineEntry is one). */

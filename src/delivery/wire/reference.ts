@@ -18,7 +18,7 @@ import { errorResponse, type ErrorResponse } from '../../runtime/errors.js';
 import { JobKind } from '../../pool/protocol.js';
 import { Coding } from '../etag.js';
 import type { HttpPolicy } from '../http-policy.js';
-import { STEP_MAPPED_BASE, STEP_USER, type WirePlan } from './planned-answer.js';
+import { STEP_MAPPED_BASE, STEP_USER, type WirePlan } from './plan-layout.js';
 
 /** What the reference reads of a front-cache entry: its head, its seg and its compressed forms. */
 export interface PlainItem {

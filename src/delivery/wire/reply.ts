@@ -21,11 +21,10 @@
  * HOT PATH: change with care.
  */
 import type { HttpResponse } from 'uWebSockets.js';
-import { errorResponse, type ErrorResponse } from '../../runtime/errors.js';
-import * as sharedBytes from '../../shared/bytes.js';
-import { ReusedBuffer } from '../../shared/bytes.js';
 import * as gzipParts from '../../shared/gzip.js';
 import { GzipBuilder } from '../../shared/gzip.js';
+import * as answerBuffers from './answer-buffer.js';
+import { ALLOWED_HEADERS, ALLOWED_METHODS, ALLOW_PREFLIGHT, CC_NO_STORE, CC_PRIVATE, CC_SHARED, CODING_NAMES, EXPOSED, H_ORIGIN_VARY, JSON_TYPE_BYTES, PREFLIGHT_MAX_AGE, STATUS_NOT_MODIFIED, STATUS_NO_CONTENT, STATUS_OK, bytes } from './header-values.js';
 import { Coding } from '../etag.js';
 import * as itemScratch from './item-scratch.js';
 import type { WireItem } from './item-scratch.js';
@@ -37,42 +36,12 @@ import * as tail from './tail.js';
 
 // What an answer is written with, as this module's own consts: folded into the writers that inline
 // them, where an import is a cell read (and a function compared) before each use (request.ts).
-const { putBytes } = sharedBytes;
 const { gzipBound } = gzipParts;
+const { answerBuffer, answerView } = answerBuffers;
 const { representationBlock, wrappedBlock } = headerBlock;
 const { answerInPlace, scratchOf } = itemScratch;
-const { H_ALLOW, H_ALLOW_HEADERS, H_ALLOW_METHODS, H_ALLOW_ORIGIN, H_CACHE_CONTROL, H_CONNECTION, H_CONTENT_ENCODING, H_CONTENT_TYPE, H_ETAG, H_EXPOSE_HEADERS, H_MAX_AGE, H_RETRY_AFTER, H_VARY } = headerNames;
-const { EMPTY_BYTES, appendTailToGzip, checkUser, wrappedTailLength } = tail;
-
-export const JSON_TYPE = 'application/json';
-export const STATUS_OK = '200 OK';
-const STATUS_NOT_MODIFIED = '304 Not Modified';
-const STATUS_NO_CONTENT = '204 No Content';
-
-function bytes(text: string): Buffer {
-  return Buffer.from(text, 'latin1');
-}
-
-// Header values as bytes (the names: header-names.ts): uWS reads a byte array in place, while a string
-// argument is UTF-8-encoded into a fresh native allocation on every call (v8::String::Utf8Value). With
-// the method left to uWS's router and 200 to its default status, this measured +7% req/s
-// (bench/README.md).
-export const JSON_TYPE_BYTES = bytes(JSON_TYPE);
-const EXPOSED = bytes('ETag, X-Missing-Content, Retry-After');
-const ALLOWED_METHODS = bytes('GET, POST');
-// Authorization: OFREP providers may send the key as a bearer token (docs/openfeature.md).
-const ALLOWED_HEADERS = bytes('X-Api-Key, Authorization, Content-Type, If-None-Match, Last-Event-ID');
-/** Preflight answers are cached by the browser this long (Chromium caps it at 7,200 s). */
-const PREFLIGHT_MAX_AGE = bytes('600');
-const ALLOW_PREFLIGHT = bytes('GET, POST, OPTIONS');
-const H_ORIGIN_VARY = bytes('origin');
-const CODING_NAMES = [EMPTY_BYTES, bytes('gzip'), bytes('br')];
-
-/** Same for every user of a key: any cache may keep it, revalidating on every use. */
-export const CC_SHARED = bytes('no-cache');
-/** Personalised (carries the user's uid): only the user's own cache may keep it. */
-export const CC_PRIVATE = bytes('private, no-cache');
-const CC_NO_STORE = bytes('no-store');
+const { H_ALLOW, H_ALLOW_HEADERS, H_ALLOW_METHODS, H_ALLOW_ORIGIN, H_CACHE_CONTROL, H_CONNECTION, H_CONTENT_ENCODING, H_CONTENT_TYPE, H_ETAG, H_EXPOSE_HEADERS, H_MAX_AGE, H_VARY } = headerNames;
+const { appendTailToGzip, checkUser, wrappedTailLength } = tail;
 
 /**
  * True while uWS is calling rcd for a request (a route handler, a body chunk: enterUwsCall and
@@ -116,34 +85,6 @@ let slotMod = 0;
 let answerBytes = 0;
 
 
-// Where a wrapped answer is assembled. Reused for every response: uWS copies what end() is given
-// before returning (into its cork buffer or the socket's backpressure buffer), so the bytes are free
-// again at once. A fresh Buffer per response was most of the tail's cost (tail.ts). It grows to the
-// largest answer sent: every answer is one end() with a Content-Length, large ones included.
-let scratch = new ReusedBuffer(64 * 1024 + 4096);
-
-/** The reused answer buffer, at least `size` bytes (its contents are the caller's until it returns). */
-export function answerBuffer(size: number): Buffer {
-  if (scratch.size < size) scratch = new ReusedBuffer(Math.max(size, scratch.size * 2));
-  return scratch.bytes;
-}
-
-/** A DataView of the answer buffer as last returned by answerBuffer (digits are written through it as words). */
-export function answerWords(): DataView {
-  return scratch.words;
-}
-
-/**
- * The first `length` bytes of the answer buffer (as last returned by answerBuffer) as a plain
- * Uint8Array: Buffer's subarray creates its result through the species constructor (a property
- * lookup and Node's FastBuffer constructor in JS), ~60-110 ns against ~50 ns for this view (measured
- * on Node 20), on every answer.
- */
-export function answerView(length: number): Uint8Array {
-  if (length > scratch.size) throw new RangeError(`wire: a view of ${length} bytes of the ${scratch.size}-byte answer buffer`);
-  return scratch.view(length);
-}
-
 /**
  * Stops reading `res`'s connection while its answer waits for the render pool; whoever writes that
  * answer calls res.resume() first. uWS closes a connection on which a request arrives while an
@@ -154,21 +95,6 @@ export function answerView(length: number): Uint8Array {
  */
 export function holdConnection(res: HttpResponse): void {
   res.pause();
-}
-
-/**
- * A body given in pieces (a large catalog, src/control/catalog.ts) joined into the reused answer
- * buffer, to be sent with one end() like any other answer; valid until the next answer is built.
- * Streaming the pieces instead (tryEnd, then onWritable on backpressure) would spare this copy
- * (~0.3-0.5 ms for a 6 MB body), but this uWS build never calls onWritable for an answer that has
- * pipelined requests queued behind it: the connection stalls (measured with a bare uWS app), while
- * end() buffers what the socket does not take and drains it in either case.
- */
-export function joinPieces(pieces: readonly Uint8Array[], total: number): Buffer {
-  const out = answerBuffer(total);
-  let at = 0;
-  for (const p of pieces) at = putBytes(out, p, at);
-  return out.subarray(0, at);
 }
 
 const gzip = new GzipBuilder();
@@ -510,26 +436,4 @@ export function sendPreflight(res: HttpResponse, policy: HttpPolicy, origin: Uin
   res.cork(writePreflightCorked);
   clearSlots();
   return answerBytes;
-}
-
-export function sendError(res: HttpResponse, err: ErrorResponse, closeConnection: boolean, origin: Uint8Array | null): number {
-  return send(res, err.statusLine, err.body, '', '', closeConnection, origin);
-}
-
-/** 503 with Retry-After: the pool queue is full. Prebuilt: overload is exactly when cost matters most. */
-const OVERLOADED = errorResponse('overloaded', 'the server is at capacity; retry shortly');
-const RETRY_ONE = bytes('1');
-export function sendOverloaded(res: HttpResponse, closeConnection: boolean, origin: Uint8Array | null): number {
-  return send(res, OVERLOADED.statusLine, OVERLOADED.body, H_RETRY_AFTER, RETRY_ONE, closeConnection, origin);
-}
-
-/**
- * 503 `starting` with Retry-After, in place of an unknown key or content while the server has not
- * finished starting: the listener is up before `--import` and the demo seed are in (the store is
- * written only once the port is held), and until they are, "no such key" or "no such content" may
- * be wrong. Those are answers a client does not retry; this one it does.
- */
-const STARTING = errorResponse('starting', 'the server is starting: its keys and content may not all be loaded yet; retry shortly');
-export function sendStarting(res: HttpResponse, closeConnection: boolean, origin: Uint8Array | null): number {
-  return send(res, STARTING.statusLine, STARTING.body, H_RETRY_AFTER, RETRY_ONE, closeConnection, origin);
 }

@@ -8,7 +8,9 @@ import type { HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.j
 import uWS from 'uWebSockets.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorResponse } from '../../../src/runtime/errors.js';
-import { CC_PRIVATE, CC_SHARED, enterUwsCall, leaveUwsCall, send, sendContent, sendError, sendNotModified, sendOverloaded, sendPreflight, sendWrapped } from '../../../src/delivery/wire/reply.js';
+import { enterUwsCall, leaveUwsCall, send, sendContent, sendNotModified, sendPreflight, sendWrapped } from '../../../src/delivery/wire/reply.js';
+import { CC_PRIVATE, CC_SHARED } from '../../../src/delivery/wire/header-values.js';
+import { sendError, sendOverloaded } from '../../../src/delivery/wire/error-answers.js';
 import { compileHttpPolicy } from '../../../src/delivery/http-policy.js';
 import { Coding } from '../../../src/delivery/etag.js';
 import { newRendered, type Rendered } from '../../../src/delivery/front-cache.js';

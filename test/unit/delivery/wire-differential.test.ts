@@ -30,8 +30,11 @@ import type { HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.j
 import uWS from 'uWebSockets.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as fast from '../../../src/delivery/wire/reply.js';
+import * as fastErrors from '../../../src/delivery/wire/error-answers.js';
 import * as reference from '../../../src/delivery/wire/reference.js';
-import { CC_PRIVATE, CC_SHARED, answerBuffer, answerWords, enterUwsCall, leaveUwsCall } from '../../../src/delivery/wire/reply.js';
+import { enterUwsCall, leaveUwsCall } from '../../../src/delivery/wire/reply.js';
+import { CC_PRIVATE, CC_SHARED } from '../../../src/delivery/wire/header-values.js';
+import { answerBuffer, answerWords } from '../../../src/delivery/wire/answer-buffer.js';
 import { plannedAnswer } from '../../../src/delivery/wire/planned-answer.js';
 import { combineBody, combineGzipBody } from '../../../src/delivery/wire/combine-body.js';
 import { bulkAnswer, singleAnswer, type BulkItem } from '../../../src/delivery/wire/ofrep-answer.js';
@@ -473,10 +476,10 @@ function makeCase(rng: Rng, world: World, index: number, burst: Burst | null): C
     if (which < 2) {
       const code = ERROR_CODES[errorTurn++ % ERROR_CODES.length]!;
       const err = errorResponse(code, randomString(rng, 3));
-      return withWhere({ ...base, what: `error ${code}`, fast: (res) => fast.sendError(res, err, base.close, origin), reference: (res) => reference.sendError(res, err, base.close, origin) });
+      return withWhere({ ...base, what: `error ${code}`, fast: (res) => fastErrors.sendError(res, err, base.close, origin), reference: (res) => reference.sendError(res, err, base.close, origin) });
     }
-    if (which === 2) return withWhere({ ...base, what: 'overloaded', fast: (res) => fast.sendOverloaded(res, base.close, origin), reference: (res) => reference.sendOverloaded(res, base.close, origin) });
-    if (which === 3) return withWhere({ ...base, what: 'starting', fast: (res) => fast.sendStarting(res, base.close, origin), reference: (res) => reference.sendStarting(res, base.close, origin) });
+    if (which === 2) return withWhere({ ...base, what: 'overloaded', fast: (res) => fastErrors.sendOverloaded(res, base.close, origin), reference: (res) => reference.sendOverloaded(res, base.close, origin) });
+    if (which === 3) return withWhere({ ...base, what: 'starting', fast: (res) => fastErrors.sendStarting(res, base.close, origin), reference: (res) => reference.sendStarting(res, base.close, origin) });
     const status = rng.pick(['200 OK', '404 Not Found', '405 Method Not Allowed', '503 Service Unavailable']);
     const body = rng.chance(0.5) ? JSON.stringify({ status: randomString(rng, 3) }) : Buffer.from(jsonOfSize(rng, rng.between(2, 3000)), 'utf8');
     const [h, hv] = rng.chance(0.5) ? [rng.pick(['allow', 'retry-after', 'x-missing-content']), rng.pick(['GET, POST', '1', 'a%2Cb'])] : ['', ''];
