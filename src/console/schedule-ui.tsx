@@ -228,6 +228,7 @@ export function ScheduleForm({ env, id, initialText, onScheduled }: { env: strin
       onScheduled();
       return `Scheduled ${made.id} for ${bothZones(made.at)}.`;
     });
+    // A failed attempt leaves no sentence of an earlier one standing beside its error.
     if (!scheduled) outcome.setStatus('');
   }
 

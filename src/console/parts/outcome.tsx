@@ -1,7 +1,7 @@
 /**
  * What an operator's action leaves on a screen: the sentence saying what it did and the error it
- * met. Every write the console makes goes through attempt(), so each screen clears a stale error on
- * success and shows the failure the same way.
+ * met. attempt() wraps a write, so every screen clears a stale error on success and shows a failure
+ * the same way; a write that handles a refusal of its own (the mapping's) sets both itself.
  */
 import { useState } from 'preact/hooks';
 import { ErrorBox, Status } from './messages.js';
