@@ -6,7 +6,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, storedToken, storeToken } from './api.js';
-import { describeError } from './ui.js';
+import { describeError } from './parts/messages.js';
 import { Audit } from './screens/audit.js';
 import { ContentItem } from './screens/content-item.js';
 import { ContentList } from './screens/content-list.js';

@@ -11,7 +11,10 @@
 import { useState } from 'preact/hooks';
 import { api, seg, type Schedule, type ScheduleStatus } from './api.js';
 import { Editor, jsoncDiagnostics } from './editor.js';
-import { ErrorBox, Status, useLoad, when } from './ui.js';
+import { CheckGroup } from './parts/check-group.js';
+import { OutcomeLines, useOutcome } from './parts/outcome.js';
+import { useLoad } from './parts/use-load.js';
+import { when } from './parts/when.js';
 
 export type Zone = 'local' | 'utc';
 
@@ -73,7 +76,7 @@ function opSummary(op: Schedule['ops'][number]): string {
   }
 }
 
-function outcome(s: Schedule): string {
+function outcomeOf(s: Schedule): string {
   if (s.status === 'applied') return `applied ${when(s.settledAt)}${s.lateMs === null ? '' : `, ${s.lateMs} ms after its time`}`;
   if (s.status === 'failed') return `failed: ${s.error?.message ?? ''} (${s.error?.code ?? ''})`;
   if (s.status === 'cancelled') return `cancelled: ${s.cancelReason ?? ''}`;
@@ -98,60 +101,48 @@ export function Timeline({ env, id, refresh }: { env: string; id?: string; refre
   const [moving, setMoving] = useState<string | null>(null);
   const [moveTo, setMoveTo] = useState('');
   const [zone, setZone] = useState<Zone>('local');
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const outcome = useOutcome();
   const rows = (list.data?.schedules ?? []).filter((s) => shown.has(s.status));
 
   async function act(s: Schedule, method: 'PATCH' | 'DELETE'): Promise<void> {
-    try {
+    await outcome.attempt(async () => {
       const path = `environments/${seg(env)}/schedules/${seg(s.id)}`;
       if (method === 'DELETE') {
         await api('DELETE', path);
-        setStatus(`Cancelled ${s.id}.`);
-      } else {
-        const at = instantOf(moveTo, zone);
-        if (at === null) throw new Error('choose the new time');
-        const moved = await api<Schedule>('PATCH', path, { at });
-        setStatus(`Moved ${s.id} to ${bothZones(moved.at)}.`);
-        setMoving(null);
+        list.reload();
+        return `Cancelled ${s.id}.`;
       }
-      setError(null);
+      const at = instantOf(moveTo, zone);
+      if (at === null) throw new Error('choose the new time');
+      const moved = await api<Schedule>('PATCH', path, { at });
+      setMoving(null);
       list.reload();
-    } catch (err) {
-      setError(err);
-    }
+      return `Moved ${s.id} to ${bothZones(moved.at)}.`;
+    });
   }
 
   return (
     <section aria-labelledby={`timeline-${id ?? 'env'}`}>
       <h3 id={`timeline-${id ?? 'env'}`}>{id === undefined ? `Timeline of ${env}` : `Scheduled changes of ${id}`}</h3>
       <div class="row">
-        <fieldset>
-          <legend>Show</legend>
-          {STATUSES.map((st) => (
-            <label key={st}>
-              <input
-                type="checkbox"
-                checked={shown.has(st)}
-                onChange={(e) => {
-                  const next = new Set(shown);
-                  if (e.currentTarget.checked) next.add(st);
-                  else next.delete(st);
-                  setShown(next);
-                }}
-              />{' '}
-              {st}
-            </label>
-          ))}
-        </fieldset>
+        <CheckGroup
+          legend="Show"
+          options={STATUSES}
+          isChecked={(st) => shown.has(st)}
+          onToggle={(st, on) => {
+            const next = new Set(shown);
+            if (on) next.add(st);
+            else next.delete(st);
+            setShown(next);
+          }}
+        />
         {id === undefined && (
           <label>
             Only changes of item <input value={item} onInput={(e) => setItem(e.currentTarget.value)} placeholder="content id" />
           </label>
         )}
       </div>
-      {status !== '' && <Status>{status}</Status>}
-      <ErrorBox error={error ?? list.error} />
+      <OutcomeLines outcome={outcome} loadError={list.error} />
       <ol class="timeline" aria-label={id === undefined ? `Scheduled changes of ${env}` : `Scheduled changes of ${id}`}>
         {rows.length === 0 && <li class="muted">No scheduled changes{shown.size < STATUSES.length ? ' with these statuses' : ''}.</li>}
         {rows.map((s) => (
@@ -166,7 +157,7 @@ export function Timeline({ env, id, refresh }: { env: string; id?: string; refre
               ))}
             </ul>
             <p class="muted">
-              {outcome(s)}; scheduled by {s.createdBy} <code>{s.id}</code>
+              {outcomeOf(s)}; scheduled by {s.createdBy} <code>{s.id}</code>
               {s.rollout !== null && <span>, step {(s.rollout.step ?? 0) + 1} of rollout {s.rollout.id}</span>}
             </p>
             {(s.status === 'pending' || s.status === 'paused') && (
@@ -219,12 +210,11 @@ export function ScheduleForm({ env, id, initialText, onScheduled }: { env: strin
   const [revision, setRevision] = useState('1');
   const [base, setBase] = useState('');
   const [note, setNote] = useState('');
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const outcome = useOutcome();
 
   async function submit(e: Event): Promise<void> {
     e.preventDefault();
-    try {
+    const scheduled = await outcome.attempt(async () => {
       const at = instantOf(value, zone);
       if (at === null) throw new Error('choose the time the change takes effect');
       const target = (id ?? item).trim();
@@ -235,13 +225,11 @@ export function ScheduleForm({ env, id, initialText, onScheduled }: { env: strin
       else op = { op: kind, id: target };
       if (base.trim() !== '') op.baseRevision = Number(base);
       const made = await api<Schedule>('POST', `environments/${seg(env)}/schedules`, { at, ops: [op], ...(note.trim() === '' ? {} : { note: note.trim() }) });
-      setStatus(`Scheduled ${made.id} for ${bothZones(made.at)}.`);
-      setError(null);
       onScheduled();
-    } catch (err) {
-      setStatus('');
-      setError(err);
-    }
+      return `Scheduled ${made.id} for ${bothZones(made.at)}.`;
+    });
+    // A failed attempt leaves no sentence of an earlier one standing beside its error.
+    if (!scheduled) outcome.setStatus('');
   }
 
   return (
@@ -281,8 +269,7 @@ export function ScheduleForm({ env, id, initialText, onScheduled }: { env: strin
         </label>
         <button type="submit">Schedule change</button>
       </div>
-      {status !== '' && <Status>{status}</Status>}
-      <ErrorBox error={error} />
+      <OutcomeLines outcome={outcome} />
     </form>
   );
 }

@@ -4,7 +4,10 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { api, type AuditEntry } from '../api.js';
-import { ErrorBox, when } from '../ui.js';
+import { Choice } from '../parts/choice.js';
+import { ErrorBox } from '../parts/messages.js';
+import { Table } from '../parts/table.js';
+import { when } from '../parts/when.js';
 
 const PAGE = 200;
 
@@ -43,24 +46,8 @@ export function Audit(): preact.JSX.Element {
     <section aria-labelledby="audit-title">
       <h2 id="audit-title">Audit log</h2>
       <div class="row">
-        <label>
-          Action{' '}
-          <select aria-label="Action" value={action} onChange={(e) => setAction(e.currentTarget.value)}>
-            <option value="">all</option>
-            {actions.map((a) => (
-              <option key={a}>{a}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Environment{' '}
-          <select aria-label="Environment" value={env} onChange={(e) => setEnv(e.currentTarget.value)}>
-            <option value="">all</option>
-            {envs.map((a) => (
-              <option key={a}>{a}</option>
-            ))}
-          </select>
-        </label>
+        <Choice label="Action" named value={action} choices={actions} onChoose={setAction} anyOption="all" />
+        <Choice label="Environment" named value={env} choices={envs} onChoose={setEnv} anyOption="all" />
         <label>
           Actor, target or detail contains <input type="search" value={text} onInput={(e) => setText(e.currentTarget.value)} />
         </label>
@@ -69,35 +56,20 @@ export function Audit(): preact.JSX.Element {
         </button>
       </div>
       <ErrorBox error={error} />
-      <table>
-        <caption>
-          {shown.length} of {entries.length} loaded entries
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Actor</th>
-            <th scope="col">Action</th>
-            <th scope="col">Environment</th>
-            <th scope="col">Target</th>
-            <th scope="col">Detail</th>
+      <Table caption={`${shown.length} of ${entries.length} loaded entries`} columns={['When', 'Actor', 'Action', 'Environment', 'Target', 'Detail']}>
+        {shown.map((e) => (
+          <tr key={e.id}>
+            <td>{when(e.at)}</td>
+            <td>{e.actor}</td>
+            <th scope="row">{e.action}</th>
+            <td>{e.env ?? ''}</td>
+            <td>{e.target ?? ''}</td>
+            <td>
+              <code>{e.detail === null ? '' : JSON.stringify(e.detail)}</code>
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {shown.map((e) => (
-            <tr key={e.id}>
-              <td>{when(e.at)}</td>
-              <td>{e.actor}</td>
-              <th scope="row">{e.action}</th>
-              <td>{e.env ?? ''}</td>
-              <td>{e.target ?? ''}</td>
-              <td>
-                <code>{e.detail === null ? '' : JSON.stringify(e.detail)}</code>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </Table>
       {!done && entries.length > 0 && (
         <button type="button" onClick={() => void load(entries[entries.length - 1]!.id)}>
           Load older entries

@@ -6,7 +6,13 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, seg, type ContentDetail } from '../api.js';
 import { Editor, jsoncDiagnostics } from '../editor.js';
 import { jsoncProblem } from '../jsonc-check.js';
-import { Diff, ErrorBox, Status, useLoad, when } from '../ui.js';
+import { Confirm } from '../parts/confirm.js';
+import { Diff } from '../parts/diff.js';
+import { ErrorBox } from '../parts/messages.js';
+import { OutcomeLines, useOutcome } from '../parts/outcome.js';
+import { Table } from '../parts/table.js';
+import { useLoad } from '../parts/use-load.js';
+import { when } from '../parts/when.js';
 import { MappingPanel } from './mapping.js';
 import { ScheduleForm, Timeline } from '../schedule-ui.js';
 
@@ -26,8 +32,7 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
   const newest = item?.revisions[item.revisions.length - 1];
   const [text, setText] = useState(NEW_TEXT);
   const [minApp, setMinApp] = useState('');
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const outcome = useOutcome();
 
   useEffect(() => {
     if (newest !== undefined) {
@@ -41,15 +46,12 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
   async function save(e: Event): Promise<void> {
     e.preventDefault();
     if (problem !== null) return;
-    try {
+    await outcome.attempt(async () => {
       const q = minApp.trim() === '' ? '' : `?minAppVersion=${encodeURIComponent(minApp.trim())}`;
       const r = await api<{ revision: number; changed: boolean; hash: string }>('PUT', path + q, text);
-      setStatus(r.changed ? `Saved revision ${r.revision} (hash ${r.hash.slice(0, 12)}).` : 'No change: the newest revision already has this text.');
-      setError(null);
       detail.reload();
-    } catch (err) {
-      setError(err);
-    }
+      return r.changed ? `Saved revision ${r.revision} (hash ${r.hash.slice(0, 12)}).` : 'No change: the newest revision already has this text.';
+    });
   }
 
   return (
@@ -78,8 +80,7 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
             Save content
           </button>
         </div>
-        {status !== '' && <Status>{status}</Status>}
-        <ErrorBox error={error} />
+        <OutcomeLines outcome={outcome} />
       </form>
       {item !== null && item !== undefined && <History item={item} path={path} onChange={detail.reload} />}
       {item !== null && item !== undefined && <MappingPanel env={env} item={item} onChange={detail.reload} />}
@@ -109,22 +110,18 @@ function KillSwitch({ env, item, onChange }: { env: string; item: ContentDetail;
   const rules = item.mapping?.rules ?? [];
   const [target, setTarget] = useState('all');
   const [confirming, setConfirming] = useState(false);
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const outcome = useOutcome();
   const rule = target === 'all' ? null : Number(target);
   const what = rule === null ? 'every rule of the mapping' : `rule ${rule} (${rules[rule]?.segment ?? ''})`;
 
   async function kill(): Promise<void> {
-    try {
+    await outcome.attempt(async () => {
       const body = rule === null ? {} : { rule, segment: rules[rule]?.segment };
       const r = await api<{ ruleCount: number; cancelled: string[] }>('POST', `environments/${seg(env)}/content/${seg(item.id)}/kill`, body);
-      setStatus(`Killed ${what}: ${r.ruleCount} rules still apply; ${r.cancelled.length} scheduled change(s) cancelled.`);
-      setError(null);
       setConfirming(false);
       onChange();
-    } catch (err) {
-      setError(err);
-    }
+      return `Killed ${what}: ${r.ruleCount} rules still apply; ${r.cancelled.length} scheduled change(s) cancelled.`;
+    });
   }
 
   return (
@@ -147,20 +144,16 @@ function KillSwitch({ env, item, onChange }: { env: string; item: ContentDetail;
         </button>
       </div>
       {confirming && (
-        <div role="alertdialog" aria-labelledby="kill-confirm" class="confirm">
-          <p id="kill-confirm">
-            Disable {what} of {item.id} for every player now, and cancel every scheduled change of {item.id}?
-          </p>
-          <button type="button" onClick={() => void kill()} autoFocus>
-            Yes, kill {what}
-          </button>
-          <button type="button" onClick={() => setConfirming(false)}>
-            Keep it
-          </button>
-        </div>
+        <Confirm
+          id="kill-confirm"
+          question={`Disable ${what} of ${item.id} for every player now, and cancel every scheduled change of ${item.id}?`}
+          yes={`Yes, kill ${what}`}
+          no="Keep it"
+          onYes={() => void kill()}
+          onNo={() => setConfirming(false)}
+        />
       )}
-      {status !== '' && <Status>{status}</Status>}
-      <ErrorBox error={error} />
+      <OutcomeLines outcome={outcome} />
     </section>
   );
 }
@@ -170,8 +163,7 @@ function History({ item, path, onChange }: { item: ContentDetail; path: string; 
   const last = revs[revs.length - 1]!.number;
   const [a, setA] = useState(Math.max(1, last - 1));
   const [b, setB] = useState(last);
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const outcome = useOutcome();
   useEffect(() => {
     setA(Math.max(1, last - 1));
     setB(last);
@@ -180,14 +172,11 @@ function History({ item, path, onChange }: { item: ContentDetail; path: string; 
   const rb = revs.find((r) => r.number === b);
 
   async function rollback(n: number): Promise<void> {
-    try {
+    await outcome.attempt(async () => {
       const r = await api<{ revision: number; changed: boolean }>('POST', `${path}/rollback?to=${n}`);
-      setStatus(r.changed ? `Rolled back: revision ${r.revision} is a copy of revision ${n}.` : `Revision ${n} is already the newest.`);
-      setError(null);
       onChange();
-    } catch (err) {
-      setError(err);
-    }
+      return r.changed ? `Rolled back: revision ${r.revision} is a copy of revision ${n}.` : `Revision ${n} is already the newest.`;
+    });
   }
 
   const options = revs.map((r) => (
@@ -198,39 +187,26 @@ function History({ item, path, onChange }: { item: ContentDetail; path: string; 
   return (
     <section aria-labelledby="history-title">
       <h3 id="history-title">Revision history</h3>
-      <table>
-        <caption>{revs.length} revisions, newest last</caption>
-        <thead>
-          <tr>
-            <th scope="col">Revision</th>
-            <th scope="col">Hash</th>
-            <th scope="col">Min app version</th>
-            <th scope="col">Created</th>
-            <th scope="col">Actions</th>
+      <Table caption={`${revs.length} revisions, newest last`} columns={['Revision', 'Hash', 'Min app version', 'Created', 'Actions']}>
+        {revs.map((r) => (
+          <tr key={r.number}>
+            <th scope="row">{r.number}</th>
+            <td>
+              <code>{r.hash.slice(0, 12)}</code>
+            </td>
+            <td>{r.minAppVersion ?? ''}</td>
+            <td>{when(r.createdAt)}</td>
+            <td>
+              {r.number !== last && (
+                <button type="button" onClick={() => void rollback(r.number)} aria-label={`Roll back to revision ${r.number}`}>
+                  Roll back
+                </button>
+              )}
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {revs.map((r) => (
-            <tr key={r.number}>
-              <th scope="row">{r.number}</th>
-              <td>
-                <code>{r.hash.slice(0, 12)}</code>
-              </td>
-              <td>{r.minAppVersion ?? ''}</td>
-              <td>{when(r.createdAt)}</td>
-              <td>
-                {r.number !== last && (
-                  <button type="button" onClick={() => void rollback(r.number)} aria-label={`Roll back to revision ${r.number}`}>
-                    Roll back
-                  </button>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      {status !== '' && <Status>{status}</Status>}
-      <ErrorBox error={error} />
+        ))}
+      </Table>
+      <OutcomeLines outcome={outcome} />
       <div class="row">
         <label>
           Compare revision{' '}

@@ -1,7 +1,10 @@
 /** The content of one environment: searchable, with hash, revision count, mapping flag and last edit; new items. */
 import { useState } from 'preact/hooks';
 import { api, seg, type ContentSummary } from '../api.js';
-import { ErrorBox, useLoad, when } from '../ui.js';
+import { ErrorBox } from '../parts/messages.js';
+import { Table } from '../parts/table.js';
+import { useLoad } from '../parts/use-load.js';
+import { when } from '../parts/when.js';
 import { EnvNav } from './env-nav.js';
 
 export function ContentList({ env }: { env: string }): preact.JSX.Element {
@@ -31,35 +34,21 @@ export function ContentList({ env }: { env: string }): preact.JSX.Element {
         Search content <input type="search" value={query} onInput={(e) => setQuery(e.currentTarget.value)} />
       </label>
       <ErrorBox error={list.error} />
-      <table>
-        <caption>
-          {rows.length} of {list.data?.content.length ?? 0} items
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col">Id</th>
-            <th scope="col">Hash</th>
-            <th scope="col">Revisions</th>
-            <th scope="col">Mapping</th>
-            <th scope="col">Last edit</th>
+      <Table caption={`${rows.length} of ${list.data?.content.length ?? 0} items`} columns={['Id', 'Hash', 'Revisions', 'Mapping', 'Last edit']}>
+        {rows.map((c) => (
+          <tr key={c.id}>
+            <th scope="row">
+              <a href={`#/env/${seg(env)}/content/${seg(c.id)}`}>{c.id}</a>
+            </th>
+            <td>
+              <code>{c.hash.slice(0, 12)}</code>
+            </td>
+            <td>{c.revisionCount}</td>
+            <td>{c.hasMapping ? 'yes' : 'no'}</td>
+            <td>{when(c.updatedAt)}</td>
           </tr>
-        </thead>
-        <tbody>
-          {rows.map((c) => (
-            <tr key={c.id}>
-              <th scope="row">
-                <a href={`#/env/${seg(env)}/content/${seg(c.id)}`}>{c.id}</a>
-              </th>
-              <td>
-                <code>{c.hash.slice(0, 12)}</code>
-              </td>
-              <td>{c.revisionCount}</td>
-              <td>{c.hasMapping ? 'yes' : 'no'}</td>
-              <td>{when(c.updatedAt)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </Table>
     </section>
   );
 }

@@ -1,38 +1,35 @@
 /** Environments: the list with item and key counts, create, delete (confirmed; forced when it holds content). */
 import { useState } from 'preact/hooks';
 import { api, seg, type Environment } from '../api.js';
-import { ErrorBox, Status, useLoad, when } from '../ui.js';
+import { Confirm } from '../parts/confirm.js';
+import { OutcomeLines, useOutcome } from '../parts/outcome.js';
+import { Table } from '../parts/table.js';
+import { useLoad } from '../parts/use-load.js';
+import { when } from '../parts/when.js';
 
 export function Environments(): preact.JSX.Element {
   const list = useLoad(() => api<{ environments: Environment[] }>('GET', 'environments'), []);
   const [name, setName] = useState('');
-  const [error, setError] = useState<unknown>(null);
-  const [status, setStatus] = useState('');
+  const outcome = useOutcome();
   const [confirming, setConfirming] = useState<Environment | null>(null);
 
   async function create(e: Event): Promise<void> {
     e.preventDefault();
-    try {
+    await outcome.attempt(async () => {
       const r = await api<{ created: boolean }>('PUT', `environments/${seg(name)}`);
-      setStatus(r.created ? `Environment ${name} created.` : `Environment ${name} already exists.`);
-      setError(null);
       setName('');
       list.reload();
-    } catch (err) {
-      setError(err);
-    }
+      return r.created ? `Environment ${name} created.` : `Environment ${name} already exists.`;
+    });
   }
 
   async function remove(env: Environment): Promise<void> {
-    try {
+    await outcome.attempt(async () => {
       await api('DELETE', `environments/${seg(env.id)}${env.contentCount > 0 ? '?force=true' : ''}`);
-      setStatus(`Environment ${env.id} deleted.`);
       setConfirming(null);
-      setError(null);
       list.reload();
-    } catch (err) {
-      setError(err);
-    }
+      return `Environment ${env.id} deleted.`;
+    });
   }
 
   return (
@@ -44,53 +41,37 @@ export function Environments(): preact.JSX.Element {
         </label>
         <button type="submit">Create environment</button>
       </form>
-      {status !== '' && <Status>{status}</Status>}
-      <ErrorBox error={error ?? list.error} />
+      <OutcomeLines outcome={outcome} loadError={list.error} />
       {confirming !== null && (
-        <div role="alertdialog" aria-labelledby="confirm-title" class="confirm">
-          <p id="confirm-title">
-            Delete environment {confirming.id}? {confirming.contentCount} content items and {confirming.keyCount} keys go with it.
-          </p>
-          <button type="button" onClick={() => void remove(confirming)} autoFocus>
-            Yes, delete {confirming.id}
-          </button>
-          <button type="button" onClick={() => setConfirming(null)}>
-            Cancel
-          </button>
-        </div>
+        <Confirm
+          id="confirm-title"
+          question={`Delete environment ${confirming.id}? ${confirming.contentCount} content items and ${confirming.keyCount} keys go with it.`}
+          yes={`Yes, delete ${confirming.id}`}
+          no="Cancel"
+          onYes={() => void remove(confirming)}
+          onNo={() => setConfirming(null)}
+        />
       )}
-      <table>
-        <caption>Environments</caption>
-        <thead>
-          <tr>
-            <th scope="col">Id</th>
-            <th scope="col">Content items</th>
-            <th scope="col">Keys</th>
-            <th scope="col">Created</th>
-            <th scope="col">Actions</th>
+      <Table caption="Environments" columns={['Id', 'Content items', 'Keys', 'Created', 'Actions']}>
+        {(list.data?.environments ?? []).map((env) => (
+          <tr key={env.id}>
+            <th scope="row">
+              <a href={`#/env/${seg(env.id)}`}>{env.id}</a>
+            </th>
+            <td>{env.contentCount}</td>
+            <td>{env.keyCount}</td>
+            <td>{when(env.createdAt)}</td>
+            <td>
+              <a href={`#/env/${seg(env.id)}/keys`} aria-label={`Keys of ${env.id}`}>
+                Keys
+              </a>{' '}
+              <button type="button" onClick={() => setConfirming(env)} aria-label={`Delete environment ${env.id}`}>
+                Delete
+              </button>
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {(list.data?.environments ?? []).map((env) => (
-            <tr key={env.id}>
-              <th scope="row">
-                <a href={`#/env/${seg(env.id)}`}>{env.id}</a>
-              </th>
-              <td>{env.contentCount}</td>
-              <td>{env.keyCount}</td>
-              <td>{when(env.createdAt)}</td>
-              <td>
-                <a href={`#/env/${seg(env.id)}/keys`} aria-label={`Keys of ${env.id}`}>
-                  Keys
-                </a>{' '}
-                <button type="button" onClick={() => setConfirming(env)} aria-label={`Delete environment ${env.id}`}>
-                  Delete
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </Table>
     </section>
   );
 }

@@ -1,34 +1,30 @@
 /** API keys of one environment: create (the key is shown once), list, revoke. */
 import { useState } from 'preact/hooks';
 import { api, seg, type Key } from '../api.js';
-import { ErrorBox, Status, useLoad, when } from '../ui.js';
+import { OutcomeLines, useOutcome } from '../parts/outcome.js';
+import { Table } from '../parts/table.js';
+import { useLoad } from '../parts/use-load.js';
+import { when } from '../parts/when.js';
 import { EnvNav } from './env-nav.js';
 
 export function Keys({ env }: { env: string }): preact.JSX.Element {
   const list = useLoad(() => api<{ keys: Key[] }>('GET', `environments/${seg(env)}/keys`), [env]);
   const [created, setCreated] = useState<{ id: string; key: string } | null>(null);
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const outcome = useOutcome();
 
   async function create(): Promise<void> {
-    try {
+    await outcome.attempt(async () => {
       setCreated(await api<{ id: string; key: string }>('POST', `environments/${seg(env)}/keys`));
-      setError(null);
       list.reload();
-    } catch (err) {
-      setError(err);
-    }
+    });
   }
 
   async function revoke(id: string): Promise<void> {
-    try {
+    await outcome.attempt(async () => {
       await api('DELETE', `environments/${seg(env)}/keys/${seg(id)}`);
-      setStatus(`Key ${id} revoked.`);
-      setError(null);
       list.reload();
-    } catch (err) {
-      setError(err);
-    }
+      return `Key ${id} revoked.`;
+    });
   }
 
   return (
@@ -48,37 +44,24 @@ export function Keys({ env }: { env: string }): preact.JSX.Element {
           </label>
         </div>
       )}
-      {status !== '' && <Status>{status}</Status>}
-      <ErrorBox error={error ?? list.error} />
-      <table>
-        <caption>Keys</caption>
-        <thead>
-          <tr>
-            <th scope="col">Key id</th>
-            <th scope="col">Created</th>
-            <th scope="col">Last used</th>
-            <th scope="col">Revoked</th>
-            <th scope="col">Actions</th>
+      <OutcomeLines outcome={outcome} loadError={list.error} />
+      <Table caption="Keys" columns={['Key id', 'Created', 'Last used', 'Revoked', 'Actions']}>
+        {(list.data?.keys ?? []).map((k) => (
+          <tr key={k.id}>
+            <th scope="row">{k.id}</th>
+            <td>{when(k.createdAt)}</td>
+            <td>{when(k.lastUsedAt)}</td>
+            <td>{when(k.revokedAt)}</td>
+            <td>
+              {k.revokedAt === null && (
+                <button type="button" onClick={() => void revoke(k.id)} aria-label={`Revoke key ${k.id}`}>
+                  Revoke
+                </button>
+              )}
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {(list.data?.keys ?? []).map((k) => (
-            <tr key={k.id}>
-              <th scope="row">{k.id}</th>
-              <td>{when(k.createdAt)}</td>
-              <td>{when(k.lastUsedAt)}</td>
-              <td>{when(k.revokedAt)}</td>
-              <td>
-                {k.revokedAt === null && (
-                  <button type="button" onClick={() => void revoke(k.id)} aria-label={`Revoke key ${k.id}`}>
-                    Revoke
-                  </button>
-                )}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </Table>
     </section>
   );
 }

@@ -8,7 +8,9 @@ import type { Diagnostic } from '@codemirror/lint';
 import { api, ApiError, seg, type ContentDetail, type Mapping, type MappingProblem, type Preview } from '../api.js';
 import { Editor } from '../editor.js';
 import { lineColumn, locateJsonError } from '../../store/jsonc.js';
-import { ErrorBox, Status } from '../ui.js';
+import { ErrorBox } from '../parts/messages.js';
+import { OutcomeLines, useOutcome } from '../parts/outcome.js';
+import { Table } from '../parts/table.js';
 import { bothZones, instantOf, TimeInput, type Zone } from '../schedule-ui.js';
 
 const EXAMPLE = '{\n  "rules": []\n}\n';
@@ -30,38 +32,31 @@ export function MappingPanel({ env, item, onChange }: { env: string; item: Conte
   const stored = item.mapping === null ? EXAMPLE : JSON.stringify(item.mapping, null, 2) + '\n';
   const [text, setText] = useState(stored);
   const [problems, setProblems] = useState<MappingProblem[]>([]);
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const outcome = useOutcome();
   useEffect(() => setText(stored), [stored]);
 
   async function save(): Promise<void> {
     try {
       const r = await api<{ mappingId: number; ruleCount: number }>('PUT', `${path}/mapping`, text);
-      setStatus(`Mapping saved: ${r.ruleCount} rules (mapping ${r.mappingId}).`);
+      outcome.setStatus(`Mapping saved: ${r.ruleCount} rules (mapping ${r.mappingId}).`);
       setProblems([]);
-      setError(null);
+      outcome.setError(null);
       onChange();
     } catch (err) {
-      if (err instanceof ApiError && err.code === 'invalid_mapping' && Array.isArray(err.details)) {
-        setProblems(err.details as MappingProblem[]);
-        setError(null);
-      } else {
-        setProblems([]);
-        setError(err);
-      }
-      setStatus('');
+      // A refused mapping is shown rule by rule below; any other failure as an error.
+      const refused = err instanceof ApiError && err.code === 'invalid_mapping' && Array.isArray(err.details);
+      setProblems(refused ? (err.details as MappingProblem[]) : []);
+      outcome.setError(refused ? null : err);
+      outcome.setStatus('');
     }
   }
 
   async function remove(): Promise<void> {
-    try {
+    await outcome.attempt(async () => {
       await api('DELETE', `${path}/mapping`);
-      setStatus('Mapping deleted.');
-      setError(null);
       onChange();
-    } catch (err) {
-      setError(err);
-    }
+      return 'Mapping deleted.';
+    });
   }
 
   const byRule = new Map<string, MappingProblem[]>();
@@ -90,8 +85,7 @@ export function MappingPanel({ env, item, onChange }: { env: string; item: Conte
           </button>
         )}
       </div>
-      {status !== '' && <Status>{status}</Status>}
-      <ErrorBox error={error} />
+      <OutcomeLines outcome={outcome} />
       {problems.length > 0 && (
         <div role="alert" class="error" aria-label="Mapping problems">
           <p>The mapping was refused; the previous one keeps serving.</p>
@@ -120,42 +114,31 @@ function ModTable({ mapping }: { mapping: Mapping }): preact.JSX.Element | null 
   const tests = mapping.rules.map((r, i) => ({ r, i })).filter(({ r }) => Array.isArray(r.variants));
   if (tests.length === 0) return null;
   return (
-    <table>
-      <caption>A/B tests: mod ranges over 0-999</caption>
-      <thead>
-        <tr>
-          <th scope="col">Rule</th>
-          <th scope="col">Variant</th>
-          <th scope="col">Mods</th>
-          <th scope="col">Share</th>
-        </tr>
-      </thead>
-      <tbody>
-        {tests.flatMap(({ r, i }) => {
-          const ranges = [...(r.variants ?? [])].sort((x, y) => x.mod[0] - y.mod[0]);
-          const rows: { name: string; from: number; to: number }[] = [];
-          let next = 0;
-          for (const v of ranges) {
-            if (v.mod[0] > next) rows.push({ name: '(not in the test)', from: next, to: v.mod[0] - 1 });
-            rows.push({ name: v.name, from: v.mod[0], to: v.mod[1] });
-            next = v.mod[1] + 1;
-          }
-          if (next <= 999) rows.push({ name: '(not in the test)', from: next, to: 999 });
-          return rows.map((row) => (
-            <tr key={`${i}-${row.from}`}>
-              <th scope="row">
-                {i}: {r.segment}
-              </th>
-              <td>{row.name}</td>
-              <td>
-                {row.from}-{row.to}
-              </td>
-              <td>{((row.to - row.from + 1) / 10).toFixed(1)}%</td>
-            </tr>
-          ));
-        })}
-      </tbody>
-    </table>
+    <Table caption="A/B tests: mod ranges over 0-999" columns={['Rule', 'Variant', 'Mods', 'Share']}>
+      {tests.flatMap(({ r, i }) => {
+        const ranges = [...(r.variants ?? [])].sort((x, y) => x.mod[0] - y.mod[0]);
+        const rows: { name: string; from: number; to: number }[] = [];
+        let next = 0;
+        for (const v of ranges) {
+          if (v.mod[0] > next) rows.push({ name: '(not in the test)', from: next, to: v.mod[0] - 1 });
+          rows.push({ name: v.name, from: v.mod[0], to: v.mod[1] });
+          next = v.mod[1] + 1;
+        }
+        if (next <= 999) rows.push({ name: '(not in the test)', from: next, to: 999 });
+        return rows.map((row) => (
+          <tr key={`${i}-${row.from}`}>
+            <th scope="row">
+              {i}: {r.segment}
+            </th>
+            <td>{row.name}</td>
+            <td>
+              {row.from}-{row.to}
+            </td>
+            <td>{((row.to - row.from + 1) / 10).toFixed(1)}%</td>
+          </tr>
+        ));
+      })}
+    </Table>
   );
 }
 
@@ -228,29 +211,18 @@ function PreviewForm({ path }: { path: string }): preact.JSX.Element {
             {shownAt === null ? 'Now' : `As it will be at ${bothZones(shownAt)} (nothing stored)`}: uid {result.uid}, <strong>mod {result.mod}</strong>, revision{' '}
             {result.revision}
           </p>
-          <table>
-            <caption>Rules for this user</caption>
-            <thead>
-              <tr>
-                <th scope="col">Rule</th>
-                <th scope="col">Applied</th>
-                <th scope="col">Variant (A/B group)</th>
-                <th scope="col">Switched off</th>
+          <Table caption="Rules for this user" columns={['Rule', 'Applied', 'Variant (A/B group)', 'Switched off']}>
+            {result.rules.map((r) => (
+              <tr key={r.index}>
+                <th scope="row">
+                  {r.index}: {r.segment}
+                </th>
+                <td>{r.applied ? 'yes' : 'no'}</td>
+                <td>{r.variant ?? ''}</td>
+                <td>{r.disabled ? "switched off (kill switch)" : ""}</td>
               </tr>
-            </thead>
-            <tbody>
-              {result.rules.map((r) => (
-                <tr key={r.index}>
-                  <th scope="row">
-                    {r.index}: {r.segment}
-                  </th>
-                  <td>{r.applied ? 'yes' : 'no'}</td>
-                  <td>{r.variant ?? ''}</td>
-                  <td>{r.disabled ? "switched off (kill switch)" : ""}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </Table>
           <pre aria-label="Delivered answer" tabIndex={0}>
             {JSON.stringify(result.answer, null, 2)}
           </pre>

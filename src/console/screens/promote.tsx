@@ -1,7 +1,11 @@
 /** Promote: plan a sync from one environment to another, see each item's diff, then confirm. */
 import { useState } from 'preact/hooks';
 import { api, seg, type Environment, type PlanItem } from '../api.js';
-import { Diff, ErrorBox, Status, useLoad } from '../ui.js';
+import { Choice } from '../parts/choice.js';
+import { Diff } from '../parts/diff.js';
+import { ErrorBox, Status } from '../parts/messages.js';
+import { useOutcome } from '../parts/outcome.js';
+import { useLoad } from '../parts/use-load.js';
 
 function describeSide(text: string, minAppVersion: string | null, mapping: unknown): string {
   const head = minAppVersion === null ? '' : `// minAppVersion ${minAppVersion}\n`;
@@ -15,8 +19,7 @@ export function Promote(): preact.JSX.Element {
   const [to, setTo] = useState('');
   const [ids, setIds] = useState('');
   const [plan, setPlan] = useState<PlanItem[] | null>(null);
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const outcome = useOutcome();
   const source = from || names[0] || '';
   const target = to || names.find((n) => n !== source) || '';
 
@@ -30,27 +33,21 @@ export function Promote(): preact.JSX.Element {
 
   async function planIt(e: Event): Promise<void> {
     e.preventDefault();
-    try {
+    const planned = await outcome.attempt(async () => {
       const r = await api<{ items: PlanItem[] }>('POST', `environments/${seg(source)}/sync`, body(true));
       setPlan(r.items);
-      setStatus('');
-      setError(null);
-    } catch (err) {
-      setPlan(null);
-      setError(err);
-    }
+      return ''; // a new plan clears the sentence of the last promotion
+    });
+    if (!planned) setPlan(null);
   }
 
   async function confirm(): Promise<void> {
-    try {
+    await outcome.attempt(async () => {
       const r = await api<{ items: { action: string }[] }>('POST', `environments/${seg(source)}/sync`, body(false));
       const moved = r.items.filter((i) => i.action !== 'unchanged').length;
-      setStatus(`Promoted ${source} to ${target}: ${moved} items created or updated.`);
       setPlan(null);
-      setError(null);
-    } catch (err) {
-      setError(err);
-    }
+      return `Promoted ${source} to ${target}: ${moved} items created or updated.`;
+    });
   }
 
   const changes = plan?.filter((i) => i.action !== 'unchanged') ?? [];
@@ -58,29 +55,15 @@ export function Promote(): preact.JSX.Element {
     <section aria-labelledby="promote-title">
       <h2 id="promote-title">Promote</h2>
       <form class="row" onSubmit={(e) => void planIt(e)}>
-        <label>
-          From environment{' '}
-          <select value={source} onChange={(e) => setFrom(e.currentTarget.value)}>
-            {names.map((n) => (
-              <option key={n}>{n}</option>
-            ))}
-          </select>
-        </label>
-        <label>
-          To environment{' '}
-          <select value={target} onChange={(e) => setTo(e.currentTarget.value)}>
-            {names.map((n) => (
-              <option key={n}>{n}</option>
-            ))}
-          </select>
-        </label>
+        <Choice label="From environment" value={source} choices={names} onChoose={setFrom} />
+        <Choice label="To environment" value={target} choices={names} onChoose={setTo} />
         <label>
           Content ids (comma-separated, empty for all) <input value={ids} onInput={(e) => setIds(e.currentTarget.value)} />
         </label>
         <button type="submit">Show changes</button>
       </form>
-      <ErrorBox error={error ?? envs.error} />
-      {status !== '' && <Status>{status}</Status>}
+      <ErrorBox error={outcome.error ?? envs.error} />
+      {outcome.status !== '' && <Status>{outcome.status}</Status>}
       {plan !== null && (
         <div role="region" aria-label="Planned changes">
           <p>

@@ -5,7 +5,9 @@
 import { useState } from 'preact/hooks';
 import { api, seg, type Rollout } from '../api.js';
 import { ScheduleForm, Timeline, bothZones } from '../schedule-ui.js';
-import { ErrorBox, Status, useLoad } from '../ui.js';
+import { OutcomeLines, useOutcome } from '../parts/outcome.js';
+import { Table } from '../parts/table.js';
+import { useLoad } from '../parts/use-load.js';
 import { EnvNav } from './env-nav.js';
 
 export function ScheduleScreen({ env }: { env: string }): preact.JSX.Element {
@@ -23,26 +25,21 @@ export function ScheduleScreen({ env }: { env: string }): preact.JSX.Element {
 
 function Rollouts({ env, refresh, onChange }: { env: string; refresh: number; onChange: () => void }): preact.JSX.Element {
   const list = useLoad(() => api<{ rollouts: Rollout[] }>('GET', `environments/${seg(env)}/rollouts`), [env, refresh]);
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const outcome = useOutcome();
 
   async function act(r: Rollout, action: 'pause' | 'resume' | 'advance' | 'rollback'): Promise<void> {
-    try {
+    await outcome.attempt(async () => {
       const after = await api<Rollout>('POST', `environments/${seg(env)}/rollouts/${seg(r.id)}/${action}`);
-      setStatus(`Rollout ${r.id} of ${r.contentId}: ${after.status.replace('_', ' ')}.`);
-      setError(null);
       onChange();
-    } catch (err) {
-      setError(err);
-    }
+      return `Rollout ${r.id} of ${r.contentId}: ${after.status.replace('_', ' ')}.`;
+    });
   }
 
   const rollouts = list.data?.rollouts ?? [];
   return (
     <section aria-labelledby="rollouts-title">
       <h3 id="rollouts-title">Staged rollouts</h3>
-      {status !== '' && <Status>{status}</Status>}
-      <ErrorBox error={error ?? list.error} />
+      <OutcomeLines outcome={outcome} loadError={list.error} />
       {rollouts.length === 0 && <p class="muted">No rollouts (create one with the API or `rcd rollout create`).</p>}
       {rollouts.map((r) => (
         <section key={r.id} aria-label={`Rollout ${r.id}`} class="rollout">
@@ -50,29 +47,18 @@ function Rollouts({ env, refresh, onChange }: { env: string; refresh: number; on
             {r.contentId}, rule {r.rule} ({r.segment}
             {r.variant === null ? '' : `, variant ${r.variant}`}): <span class="badge">{r.status.replace('_', ' ')}</span>
           </h4>
-          <table>
-            <caption>Steps: the range grows from mod {r.start}</caption>
-            <thead>
-              <tr>
-                <th scope="col">Share</th>
-                <th scope="col">At</th>
-                <th scope="col">Mods</th>
-                <th scope="col">Status</th>
+          <Table caption={`Steps: the range grows from mod ${r.start}`} columns={['Share', 'At', 'Mods', 'Status']}>
+            {r.steps.map((s) => (
+              <tr key={s.scheduleId}>
+                <th scope="row">{s.percent}%</th>
+                <td>{bothZones(s.at)}</td>
+                <td>
+                  {s.mod[0]}-{s.mod[1]}
+                </td>
+                <td>{s.error === null ? s.status : `${s.status}: ${s.error.message}`}</td>
               </tr>
-            </thead>
-            <tbody>
-              {r.steps.map((s) => (
-                <tr key={s.scheduleId}>
-                  <th scope="row">{s.percent}%</th>
-                  <td>{bothZones(s.at)}</td>
-                  <td>
-                    {s.mod[0]}-{s.mod[1]}
-                  </td>
-                  <td>{s.error === null ? s.status : `${s.status}: ${s.error.message}`}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </Table>
           <div class="row">
             {r.status === 'active' && (
               <>

@@ -1,7 +1,11 @@
 /** Webhooks: register (the secret is shown once), list, delete. */
 import { useState } from 'preact/hooks';
 import { api, seg, type Webhook } from '../api.js';
-import { ErrorBox, Status, useLoad, when } from '../ui.js';
+import { CheckGroup } from '../parts/check-group.js';
+import { OutcomeLines, useOutcome } from '../parts/outcome.js';
+import { Table } from '../parts/table.js';
+import { useLoad } from '../parts/use-load.js';
+import { when } from '../parts/when.js';
 
 const EVENTS = ['content.updated', 'content.deleted', 'mapping.updated', 'environment.synced'];
 
@@ -10,31 +14,24 @@ export function Webhooks(): preact.JSX.Element {
   const [url, setUrl] = useState('');
   const [events, setEvents] = useState<string[]>([...EVENTS]);
   const [secret, setSecret] = useState<string | null>(null);
-  const [status, setStatus] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  const outcome = useOutcome();
 
   async function add(e: Event): Promise<void> {
     e.preventDefault();
-    try {
+    await outcome.attempt(async () => {
       const r = await api<{ secret: string }>('POST', 'webhooks', { url, events });
       setSecret(r.secret);
       setUrl('');
-      setError(null);
       list.reload();
-    } catch (err) {
-      setError(err);
-    }
+    });
   }
 
   async function remove(id: string): Promise<void> {
-    try {
+    await outcome.attempt(async () => {
       await api('DELETE', `webhooks/${seg(id)}`);
-      setStatus(`Webhook ${id} deleted.`);
-      setError(null);
       list.reload();
-    } catch (err) {
-      setError(err);
-    }
+      return `Webhook ${id} deleted.`;
+    });
   }
 
   return (
@@ -44,19 +41,7 @@ export function Webhooks(): preact.JSX.Element {
         <label class="row">
           Webhook URL <input type="url" value={url} onInput={(e) => setUrl(e.currentTarget.value)} required />
         </label>
-        <fieldset>
-          <legend>Events</legend>
-          {EVENTS.map((ev) => (
-            <label key={ev}>
-              <input
-                type="checkbox"
-                checked={events.includes(ev)}
-                onChange={(e) => setEvents(e.currentTarget.checked ? [...events, ev] : events.filter((x) => x !== ev))}
-              />{' '}
-              {ev}
-            </label>
-          ))}
-        </fieldset>
+        <CheckGroup legend="Events" options={EVENTS} isChecked={(ev) => events.includes(ev)} onToggle={(ev, on) => setEvents(on ? [...events, ev] : events.filter((x) => x !== ev))} />
         <button type="submit">Add webhook</button>
       </form>
       {secret !== null && (
@@ -66,33 +51,21 @@ export function Webhooks(): preact.JSX.Element {
           </label>
         </div>
       )}
-      {status !== '' && <Status>{status}</Status>}
-      <ErrorBox error={error ?? list.error} />
-      <table>
-        <caption>Webhooks</caption>
-        <thead>
-          <tr>
-            <th scope="col">URL</th>
-            <th scope="col">Events</th>
-            <th scope="col">Created</th>
-            <th scope="col">Actions</th>
+      <OutcomeLines outcome={outcome} loadError={list.error} />
+      <Table caption="Webhooks" columns={['URL', 'Events', 'Created', 'Actions']}>
+        {(list.data?.webhooks ?? []).map((w) => (
+          <tr key={w.id}>
+            <th scope="row">{w.url}</th>
+            <td>{w.events.join(', ')}</td>
+            <td>{when(w.createdAt)}</td>
+            <td>
+              <button type="button" onClick={() => void remove(w.id)} aria-label={`Delete webhook ${w.url}`}>
+                Delete
+              </button>
+            </td>
           </tr>
-        </thead>
-        <tbody>
-          {(list.data?.webhooks ?? []).map((w) => (
-            <tr key={w.id}>
-              <th scope="row">{w.url}</th>
-              <td>{w.events.join(', ')}</td>
-              <td>{when(w.createdAt)}</td>
-              <td>
-                <button type="button" onClick={() => void remove(w.id)} aria-label={`Delete webhook ${w.url}`}>
-                  Delete
-                </button>
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
+        ))}
+      </Table>
     </section>
   );
 }
