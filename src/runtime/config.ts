@@ -4,7 +4,6 @@
  */
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import type { TlsFiles } from './tls.js';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 import { DEFAULT_CONTENT_LIMITS, type ContentLimits } from '../shared/json-limits.js';
 
@@ -98,6 +97,20 @@ export interface ServeConfig {
   readonly accessLogRate: number;
   /** Access records a delivery loop holds between two reports; more are dropped (and counted). */
   readonly accessLogBuffer: number;
+}
+
+/** The files of one listener, as configured (flags or environment). */
+export interface TlsFiles {
+  /** PEM: the server certificate, optionally followed by its intermediates (a "fullchain" file). */
+  readonly certFile: string;
+  /** PEM: the private key, PKCS#8, PKCS#1 or SEC1, optionally encrypted. */
+  readonly keyFile: string;
+  /** A file whose content (one trailing newline removed) is the key's passphrase. */
+  readonly passphraseFile: string | null;
+  /** PEM: intermediate certificates sent after the server certificate. */
+  readonly chainFile: string | null;
+  /** The flag names the messages use, e.g. "--tls-cert" / "--admin-tls-cert". */
+  readonly flagPrefix: string;
 }
 
 export interface WebhookLimits {

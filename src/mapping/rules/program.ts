@@ -20,13 +20,10 @@
  */
 import { CodeUnit } from '../codegen.js';
 import { emitCondition } from '../condition/emit.js';
-import { NO_VERSION_NUM, type ComparableVersion } from '../../shared/app-version.js';
-import { NO_CHOICE, PATCH_CHOICE, type CompiledRule } from './compile.js';
+import { NO_VERSION_NUM } from '../../shared/app-version.js';
+import { NO_CHOICE, PATCH_CHOICE, type CompiledRule, type RuleProgram } from './compiled.js';
 import { pathEdge } from './interning.js';
 import { versionRangeSource } from './version-range.js';
-
-/** Writes the applied (rule, choice) edges of this request to `path`; returns how many. */
-export type RuleProgram = (p: Record<string, unknown>, version: ComparableVersion, mod: number, path: Int32Array) => number;
 
 /** Source characters per chunk: well under the size up to which V8 optimizes a function. */
 const CHUNK_SOURCE = 24 * 1024;
