@@ -35,6 +35,11 @@ export interface WebhookPayload {
   readonly schedule?: ScheduleEventBody;
 }
 
+/** The payload of an event about one item (the schedule.* events carry their scheduled change too). */
+export function webhookPayload(event: WebhookEvent, env: string, id: string | null, hash: string | null, at: string): WebhookPayload {
+  return { event, env, id, hash, at };
+}
+
 export interface ScheduleEventBody {
   readonly id: string;
   /** When it was due (ISO-8601). */
