@@ -203,16 +203,14 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
 
 export function defaultThreads(): number {
   // The main thread does the network I/O; on small boxes it is the bottleneck, so the pool gets every core
-  // (workers mostly sleep between batches). Measured choice: see bench/README.md.
+  // (workers mostly sleep between batches).
   return Math.max(1, Math.min(availableParallelism(), 64));
 }
 
 /**
  * The default number of delivery loops for a box of `cores`: one per two cores (2 -> 1, 8 -> 4,
- * 32 -> 16, 64 -> 32). On the 2-core development machine a second loop measured 0.81x the req/s of
- * one (the load client and the other jobs compete for the same cores); a loop per two cores leaves
- * the other core to the kernel's network work, the pool share and the control thread
- * (bench/README.md, "Several delivery loops").
+ * 32 -> 16, 64 -> 32). A loop per core competes with the kernel's network work, the pool share and
+ * the control thread for the same cores; a loop per two cores leaves the other core to them.
  */
 export function httpThreadsFor(cores: number): number {
   return Math.max(1, Math.min(64, Math.floor(cores / 2)));

@@ -10,28 +10,8 @@ import { OnLost, connect, pgFailure, runOnPool, type Sql, type Tx } from '../../
 import { requireLiveTokenPg } from '../../store/postgres/token-guard.js';
 import { guardedView, WRITE_GUARD, type WriteGuard } from '../../store/write-guard.js';
 import { sealSecret } from './sealed.js';
-import type {
-  AdminStateStore,
-  AdminTokenInfo,
-  AuditEntry,
-  NewAdminToken,
-  NewAuditEntry,
-  WebhookEvent,
-  WebhookInfo,
-  WebhookRegistration,
-} from './state.js';
-import {
-  auditFromRow,
-  newAuditEntry,
-  newTokenRow,
-  newWebhookId,
-  openWebhookRows,
-  tokenFromRow,
-  tokenNameTaken,
-  webhookInfoFromRow,
-  type AuditRow,
-  type TokenRow,
-} from './state-rows.js';
+import type { AdminStateStore, AdminTokenInfo, AuditEntry, NewAdminToken, NewAuditEntry, WebhookEvent, WebhookInfo, WebhookRegistration } from './state.js';
+import { auditFromRow, newAuditEntry, newTokenRow, newWebhookId, openWebhookRows, tokenFromRow, tokenNameTaken, webhookInfoFromRow, type AuditRow, type TokenRow } from './state-rows.js';
 
 interface WebhookRow {
   id: string;

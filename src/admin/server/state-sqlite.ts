@@ -13,28 +13,8 @@ import { RcdError } from '../../runtime/errors.js';
 import { settle } from '../../shared/settle.js';
 import { guardedView, LIVE_TOKEN_SQL, requireLiveToken, WRITE_GUARD, type WriteGuard } from '../../store/write-guard.js';
 import { sealSecret } from './sealed.js';
-import type {
-  AdminStateStore,
-  AdminTokenInfo,
-  AuditEntry,
-  NewAdminToken,
-  NewAuditEntry,
-  WebhookEvent,
-  WebhookInfo,
-  WebhookRegistration,
-} from './state.js';
-import {
-  auditFromRow,
-  newAuditEntry,
-  newTokenRow,
-  newWebhookId,
-  openWebhookRows,
-  tokenFromRow,
-  tokenNameTaken,
-  webhookInfoFromRow,
-  type AuditRow,
-  type TokenRow,
-} from './state-rows.js';
+import type { AdminStateStore, AdminTokenInfo, AuditEntry, NewAdminToken, NewAuditEntry, WebhookEvent, WebhookInfo, WebhookRegistration } from './state.js';
+import { auditFromRow, newAuditEntry, newTokenRow, newWebhookId, openWebhookRows, tokenFromRow, tokenNameTaken, webhookInfoFromRow, type AuditRow, type TokenRow } from './state-rows.js';
 
 // better-sqlite3 ships no types and the project has no @types package for it; this is the small
 // surface used here, typed once instead of leaking `any`.

@@ -22,7 +22,7 @@ const path = new Int32Array(MAX_RULES);
 /**
  * The path evaluatePath wrote last: read it before the next evaluation (one array for all). Exported
  * under a second name because an exported binding is read through its module cell, in this module
- * too (bench/README.md, "Imports are cells"); `path`, the module's own const, is folded into the code
+ * too; `path`, the module's own const, is folded into the code
  * that inlines evaluatePath.
  */
 export const rulePath: Int32Array = path;

@@ -8,8 +8,7 @@
  * condition's statements (condition/emit.ts), each failing test a `break` out of the rule's block.
  * Disabled rules apply to nobody and are left out. Nothing is called for a rule whose attributes are
  * scalars; the interpreter, for the same work, walks rules, fields and operators through a call and
- * a switch at each level. Measured with bench:cost (callgrind, the bench's 10-rule mapping): see
- * bench/README.md, "Cost against the floor".
+ * a switch at each level.
  *
  * V8 optimizes a function up to a bytecode size; a long mapping is cut into chunks of a bounded
  * source size, run one after another by a small driver.
