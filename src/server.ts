@@ -102,8 +102,8 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   let demo: DemoNotice | null;
   let opened: { adminPort: number | null };
   // The metrics thread needs nothing of the store: it starts while the control thread loads the
-  // directory (~130 ms of module loading off the start's critical path; /metrics reports the
-  // starting phase meanwhile). Its failure is awaited below, in order.
+  // directory (its module loading off the start's critical path; /metrics reports the starting
+  // phase meanwhile). Its failure is awaited below, in order.
   const metricsStarting = config.metricsEnabled ? startMetrics(config, startupTls.metrics, loopCounters, serverCounters) : null;
   metricsStarting?.catch(() => undefined);
   // Registered first: the control thread's opening ends with `opened` (or its failure).

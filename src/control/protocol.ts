@@ -57,8 +57,8 @@ export interface RoutedContent {
 /**
  * Content entries as they cross to a loop: a few typed arrays and one string, whatever the count
  * (src/control/routed.ts packs them and reads them back). The structured clone of an object per item
- * cost 94 ms to post and 215 ms to receive a 100,000-item snapshot's contents (~0.5 s each within a
- * loaded start-up), and its garbage came with every delta slice; these columns are a memory copy.
+ * is slow to post and receive for a large snapshot, and its garbage comes with every delta slice;
+ * these columns are a memory copy.
  * An entry with no revisions is a content that is gone (a delta's delete; a snapshot never holds one).
  */
 export interface PackedContents {
@@ -126,8 +126,7 @@ export interface CatalogText {
  * pieces at `bodyAt` and `gzipAt` replaced and every other piece kept. An edit changes one block of
  * entries, so it carries one body piece and two gzip pieces (the block's segment and the closing
  * trailer) whatever the environment's size; a whole CatalogText would carry every piece again, and
- * each SharedArrayBuffer received costs the loop an object to make, promote and collect (~200 a
- * write at 50,000 items; bench/README.md, "What a write costs a delivery loop").
+ * each SharedArrayBuffer received costs the loop an object to make, promote and collect.
  * A loop that does not hold a body of these sizes refuses the update (the control thread then
  * sends a whole snapshot).
  */

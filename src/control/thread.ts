@@ -64,8 +64,8 @@ function post(event: ControlEvent): void {
 
 // This thread writes its own lines, synchronously to fd 1 and 2 (a line is one write(2), so lines of
 // threads never mix; none is lost at exit). Sent to the main thread instead, every admin write's audit
-// line cost the delivery loop there a pino format and a blocking write: a quarter of the loop's CPU
-// per write, and a stalled loop whenever the reader of stdout fell behind (bench/README.md).
+// line would cost the delivery loop there a format and a blocking write, and stall the loop whenever
+// the reader of stdout fell behind.
 configureLog({ level: config.logLevel, format: config.logFormat });
 
 let store: Store | null = null;
