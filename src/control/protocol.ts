@@ -18,7 +18,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { ServeConfig } from '../runtime/config.js';
 import type { ErrorCode } from '../runtime/errors.js';
-import type { KeyDigest, RoutingDelta } from '../store/types.js';
+import type { DirectorySnapshot, RoutingDelta } from '../store/types.js';
 import type { ServerCounters } from '../metrics/layout.js';
 
 /** The control thread's workerData. */
@@ -77,20 +77,13 @@ export interface PackedContents {
   readonly lengths: Int32Array;
 }
 
-/** The whole routing state as a loop builds its Directory from it. */
-export interface RoutedSnapshot {
-  readonly seq: number;
-  readonly environments: readonly string[];
-  readonly keys: readonly KeyDigest[];
+/** The whole routing state as a loop builds its Directory from it (the Store's DirectorySnapshot with packed contents). */
+export interface RoutedSnapshot extends Omit<DirectorySnapshot, 'contents'> {
   readonly contents: PackedContents;
 }
 
-/** A change-log delta as a loop applies it (Store's RoutingDelta with packed contents). */
-export interface RoutedDelta {
-  readonly fromSeq: number;
-  readonly toSeq: number;
-  readonly environments: RoutingDelta['environments'];
-  readonly keys: RoutingDelta['keys'];
+/** A change-log delta as a loop applies it (the Store's RoutingDelta with packed contents). */
+export interface RoutedDelta extends Omit<RoutingDelta, 'contents'> {
   readonly contents: PackedContents;
 }
 
