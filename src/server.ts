@@ -9,7 +9,7 @@
 import { getPriority } from 'node:os';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { Piscina } from 'piscina';
-import { StartupError, type ServeConfig } from './runtime/config.js';
+import { StartupError, type ServeConfig, type TlsFiles } from './runtime/config.js';
 import { ControlThread } from './control/client.js';
 import type { DemoNotice } from './control/protocol.js';
 import { DEMO_CONTENT_ID } from './runtime/demo.js';
@@ -19,7 +19,7 @@ import { loopDelayInterval, startLoopDelayLog } from './runtime/loop-delay.js';
 import { claimPort, rotationMigratesHandshakes } from './delivery/listener.js';
 import type { DeliveryLoop } from './delivery/loop.js';
 import { LoopThreads } from './delivery/loop-threads.js';
-import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles, type TlsFiles, type TlsMaterial } from './runtime/tls.js';
+import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles, type TlsMaterial } from './runtime/tls.js';
 import { humanLog, logError, logInfo } from './runtime/log.js';
 import { deliveryPriority } from './runtime/priority.js';
 import { describeStoreUrl, enableUriFilenames } from './store/url.js';
@@ -102,8 +102,8 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   let demo: DemoNotice | null;
   let opened: { adminPort: number | null };
   // The metrics thread needs nothing of the store: it starts while the control thread loads the
-  // directory (~130 ms of module loading off the start's critical path; /metrics reports the
-  // starting phase meanwhile). Its failure is awaited below, in order.
+  // directory (its module loading off the start's critical path; /metrics reports the starting
+  // phase meanwhile). Its failure is awaited below, in order.
   const metricsStarting = config.metricsEnabled ? startMetrics(config, startupTls.metrics, loopCounters, serverCounters) : null;
   metricsStarting?.catch(() => undefined);
   // Registered first: the control thread's opening ends with `opened` (or its failure).

@@ -13,9 +13,8 @@ import { LRUCache } from 'lru-cache';
 import semver from 'semver';
 import { siftPredicate } from '../reference/sift.js';
 import { userMod, userUid } from '../../src/shared/identity.js';
-import type { CompiledMapping } from '../../src/mapping/rules/compile.js';
+import type { CompiledMapping, RuleProgram } from '../../src/mapping/rules/compiled.js';
 import { CombinationIndex } from '../../src/mapping/rules/interning.js';
-import type { RuleProgram } from '../../src/mapping/rules/program.js';
 import { compileCondition, type Predicate } from '../../src/mapping/condition/validate.js';
 import { generatedPredicate } from '../../src/mapping/condition/emit.js';
 import {

@@ -13,10 +13,11 @@
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { checkClientDefaults, type ClientDefaults } from './defaults.js';
 import { RcdClientError } from './errors.js';
-import { fetchCatalog, fetchCombine, type Endpoint, type FetchLike } from './http.js';
-import { emptyState, parseState, setOwn, stateFromDefaults, type Batch, type CacheState, type CachedItem, type CatalogEntry, type Segment } from './state.js';
+import type { Endpoint, FetchLike } from './http.js';
+import { emptyState, parseState, setOwn, stateFromDefaults, type CacheState, type CachedItem, type Segment } from './state.js';
 import { memoryStorage, type ClientStorage } from './storage.js';
 import { ChangeStream, type ChangeNotice, type StreamMessage } from './stream.js';
+import { syncState } from './sync.js';
 
 export interface UserContext {
   /** User id (meta.uid and the A/B group are derived from it). */
@@ -291,7 +292,7 @@ export class RcdClient {
     try {
       await this.ensureLoaded();
       const before = this.withContext(this.state!);
-      const { state, changed } = await this.sync(before);
+      const { state, changed } = await syncState(this.endpoint, before, before !== this.state, this.contextText, this.maxCombineIds);
       if (state !== null) {
         // Memory first: the values are fresh even if only the next launch would lose them.
         this.state = state;
@@ -349,96 +350,6 @@ export class RcdClient {
     for (const [id, item] of Object.entries(state.items)) setOwn(items, id, { ...item, h: '' });
     return { ...state, context: this.contextText, items, batches: [] };
   }
-
-  /** One refresh against the server; `state` is null when nothing needs storing. */
-  private async sync(before: CacheState): Promise<{ state: CacheState | null; changed: string[] }> {
-    const catalogAnswer = await fetchCatalog(this.endpoint, before.catalogTag);
-    const catalog: Readonly<Record<string, CatalogEntry>> = catalogAnswer.status === 304 ? before.catalog : catalogAnswer.body;
-    let dirty = before !== this.state || (catalogAnswer.status === 200 && catalogAnswer.tag !== before.catalogTag);
-    const items: Record<string, CachedItem> = { ...before.items };
-    const changed: string[] = [];
-    for (const id of Object.keys(items)) {
-      if (!Object.prototype.hasOwnProperty.call(catalog, id)) {
-        if (items[id]!.text !== null) changed.push(id);
-        delete items[id];
-        dirty = true;
-      }
-    }
-    const stale: string[] = [];
-    const mapped = new Set<string>();
-    for (const [id, entry] of Object.entries(catalog)) {
-      if (entry.d) mapped.add(id);
-      if (items[id]?.h !== entry.h) stale.push(id);
-    }
-
-    const requests = planBatches(stale, mapped, before.batches, catalog, this.maxCombineIds);
-    const batches: Batch[] = [];
-    for (const request of requests) {
-      const answer = await fetchCombine(this.endpoint, request.ids, this.contextText, request.tag);
-      if (answer.status === 304) {
-        batches.push({ ids: request.ids, tag: answer.tag ?? request.tag ?? '' });
-        continue;
-      }
-      dirty = true;
-      if (answer.tag !== null) batches.push({ ids: request.ids, tag: answer.tag });
-      for (const id of request.ids) {
-        const h = catalog[id]!.h;
-        const wrapped = Object.prototype.hasOwnProperty.call(answer.body.items, id) ? answer.body.items[id] : undefined;
-        const next: CachedItem =
-          wrapped === undefined
-            ? { h, text: null, hash: null, seg: [], source: 'server' }
-            : { h, text: typeof wrapped.data === 'string' ? wrapped.data : JSON.stringify(wrapped.data), hash: wrapped.hash, seg: wrapped.meta.seg, source: 'server' };
-        const previous = items[id];
-        const differs = previous === undefined ? next.text !== null : previous.text !== next.text || JSON.stringify(previous.seg) !== JSON.stringify(next.seg);
-        if (differs) changed.push(id);
-        setOwn(items, id, next);
-      }
-    }
-    if (batches.length !== before.batches.length) dirty = true;
-    if (!dirty) return { state: null, changed };
-    return { state: { version: before.version, context: this.contextText, catalogTag: catalogAnswer.tag, catalog, items, batches }, changed };
-  }
-}
-
-interface PlannedRequest {
-  readonly ids: readonly string[];
-  readonly tag: string | null;
-}
-
-/**
- * The combines of a refresh. When no catalog hash changed, the previous combines that held ids with a
- * mapping are repeated as they were, with their tags (the server answers 304 unless a mapping
- * changed what those ids deliver); ids with a mapping that no previous combine held are asked anew.
- * When hashes changed, the changed ids and the ids with a mapping are asked anew (the tags of the
- * previous lists cannot match a new list). Each list holds at most `max` ids.
- */
-export function planBatches(
-  stale: readonly string[],
-  mapped: ReadonlySet<string>,
-  previous: readonly Batch[],
-  catalog: Readonly<Record<string, CatalogEntry>>,
-  max: number,
-): PlannedRequest[] {
-  const planned: PlannedRequest[] = [];
-  let fresh: string[];
-  if (stale.length === 0) {
-    const covered = new Set<string>();
-    for (const batch of previous) {
-      const holdsMapped = batch.ids.some((id) => mapped.has(id));
-      const allListed = batch.ids.every((id) => Object.prototype.hasOwnProperty.call(catalog, id));
-      if (holdsMapped && allListed) {
-        planned.push({ ids: batch.ids, tag: batch.tag });
-        for (const id of batch.ids) covered.add(id);
-      }
-    }
-    fresh = [...mapped].filter((id) => !covered.has(id));
-  } else {
-    const set = new Set<string>(stale);
-    for (const id of mapped) set.add(id);
-    fresh = [...set];
-  }
-  for (let i = 0; i < fresh.length; i += max) planned.push({ ids: fresh.slice(i, i + max), tag: null });
-  return planned;
 }
 
 /** An ETag without the content-coding suffix the server adds to compressed answers ("k….gz"). */

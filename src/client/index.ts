@@ -2,7 +2,8 @@
  * `remote-config-delivery/client`: the client SDK (docs/client.md). Browser-safe: nothing here uses a
  * Node-only API; the directory storage adapter for Node is `remote-config-delivery/client/node`.
  */
-export { RcdClient, planBatches, type ItemMeta, type RcdClientOptions, type RefreshListener, type RefreshResult, type UserContext } from './client.js';
+export { RcdClient, type ItemMeta, type RcdClientOptions, type RefreshListener, type RefreshResult, type UserContext } from './client.js';
+export { planBatches } from './sync.js';
 export { RcdClientError } from './errors.js';
 export { memoryStorage, type ClientStorage } from './storage.js';
 export { localStorageStorage, indexedDbStorage } from './browser-storage.js';

@@ -11,11 +11,9 @@
  *
  * A large body is sent as a list of pieces, not one buffer: each block's bytes (and its compressed
  * segment) live in a SharedArrayBuffer of their own, made when the block changes, and the list
- * names them in order between shared constant pieces. An edit then allocates and sends one block's
- * ~30 KB instead of a fresh copy of the whole body: at 100,000 items (a 6 MB body and its gzip
- * member) the whole-body copy cost each process's control thread ~20 ms of CPU per write (copies,
- * and collecting the SharedArrayBuffers left behind, which also grew both processes to ~1 GB RSS
- * under a write every 100 ms). A small body (under JOIN_BELOW_BYTES) is still joined into one
+ * names them in order between shared constant pieces. An edit then allocates and sends one block
+ * instead of a fresh copy of the whole body, whose copies, and the SharedArrayBuffers left behind
+ * to collect, would grow with the environment on every write. A small body (under JOIN_BELOW_BYTES) is still joined into one
  * buffer: it is served with one write, and copying it costs next to nothing.
  *
  * It also counts which mapping ids the contents reference: a delta needs to carry the text of a
@@ -37,14 +35,13 @@ interface Entry {
 
 /**
  * A run of consecutive entries in catalog order with its part of the body cached: an edit rebuilds
- * one block's bytes and the body is a concatenation. At 50,000 entries (3.1 MB) rebuilding the whole
- * body from fragments took 15-70 ms on the development machine (string join and UTF-8 encoding); a
- * block rebuild plus the concatenation takes ~2 ms.
+ * one block's bytes and the body is a concatenation, where rebuilding the whole body from fragments
+ * (string join and UTF-8 encoding) grows with the environment.
  */
 class Block {
   /**
    * The entries, sorted by idLower (plain string order); never empty. Held here, not looked up by
-   * key when the block is encoded: 512 lookups in a 50,000-entry Map were ~0.3 ms of each edit.
+   * key when the block is encoded: no Map lookup per entry on each edit.
    */
   entries: Entry[];
   /** The entries' fragments joined by commas, in a SharedArrayBuffer (a piece of a large body). */
@@ -60,10 +57,9 @@ class Block {
 }
 
 /**
- * A catalog block is deflated at zlib's fastest level: its hex hashes hardly compress at any level
- * (a ~32 KB block of 512 entries: 35.2% of its size at level 1, 34.7% at 6) and level 6 took twice
- * the time (0.69 against 0.32 ms; memLevel 9, the most memory, is the faster one), once per edit in
- * every process of the store. Content bodies keep level 6 (src/shared/gzip.ts).
+ * A catalog block is deflated at zlib's fastest level: its hex hashes hardly compress better at a
+ * higher level, which takes about twice the time (memLevel 9, the most memory, is the faster one),
+ * once per edit in every process of the store. Content bodies keep level 6 (src/shared/gzip.ts).
  */
 const CATALOG_DEFLATE = { level: 1, memLevel: 9, finishFlush: constants.Z_SYNC_FLUSH };
 
@@ -272,8 +268,8 @@ function clearBlock(block: Block): void {
 
 /**
  * The body, its gzip member and its tag. A block whose entries changed is encoded and compressed
- * again; the others keep their bytes and compressed part. The tag hashes the whole body (XXH3-128:
- * ~0.3 ms for a 3.1 MB body).
+ * again; the others keep their bytes and compressed part. The tag hashes the whole body (XXH3-128,
+ * fast enough to run on every edit).
  */
 function bodyOf(env: EnvCatalog): BuiltCatalog {
   if (env.body !== null) return env.body;
@@ -364,8 +360,8 @@ function gzipOf(blocks: readonly CompressedPart[], glue: readonly Buffer[]): Buf
 
 /**
  * The bytes of `parts` in a SharedArrayBuffer: posting it to the delivery loops shares the memory
- * instead of copying it into each (a 3.1 MB body cost a loop 0.2-0.4 ms to receive as a copy, and
- * several ms when the machine was busy). Never written after it is built, so sharing is safe.
+ * instead of copying it into each (a copy's cost grows with the body and with the machine's load).
+ * Never written after it is built, so sharing is safe.
  */
 function shared(parts: readonly Uint8Array[]): Buffer {
   let total = 0;

@@ -4,23 +4,15 @@
  * environments (built here, in the control thread), and slices small enough that applying one
  * keeps a delivery loop busy for about SLICE_BUDGET_US at most.
  *
- * Slice sizing, measured on the 2-core development machine shared with other jobs (Node 20,
- * Directory.applyDelta on a 50,000-item environment, medians of 7 runs): applying a content item
- * costs 0.8-3.3 µs (its revision views, the map update, the mapping reference count; the spread is
- * the machine's load), a key or an environment entry less; compiling a mapping the loop has not
- * seen costs 14-37 µs per 100 bytes of its JSON text (a 2-rule mapping ~30-60 µs, a 40-rule one
- * ~1.1 ms). Receiving a slice costs little beside it now that contents cross as columns
- * (src/control/routed.ts): 0.06 ms for 1,000 items, where an object per item took 1.1-2.8 ms; the
- * 500 items of a slice received and applied on a 50,000-item environment took a median 1.5-1.8 µs
- * an item. The model charges an item 4 µs, and 0.5 µs a mapping byte: a 2 ms budget is 500 content
- * items without new mappings, fewer with them (the item cost keeps room for a loaded machine). Under delivery load
- * a slice also brings the loop its garbage (scavenges in the same turn): with the loop above the
- * rest of the process (--delivery-nice), the pauses left during an 8 MiB import were slices of 8-11
- * ms of the loop's own CPU at a 4 ms budget, 3-7 seconds over 10 ms in three runs, against 0-1
- * (that one the VM's) at 2 ms, the import answering no later (bench/README.md, "What each pause is
- * made of"). One item is never cut: a mapping whose compilation alone exceeds the budget is a slice of
- * its own (a mapping of the maximum 1,000 rules, src/mapping/rules/compile.ts, compiles in ~30 ms:
- * compiled mappings hold functions and RE2 programs, which cannot cross threads).
+ * Slice sizing: the cost model charges a content item a fixed cost (its revision views, the map
+ * update, the mapping reference count; a key or an environment entry costs less) and a mapping the
+ * loop has not seen a cost per byte of its JSON text (compiling it dominates). Receiving a slice
+ * costs little beside applying it, since contents cross as columns (src/control/routed.ts). The
+ * item cost keeps room for a loaded machine. Under delivery load a slice also brings the loop its
+ * garbage (scavenges in the same turn), so a smaller budget leaves fewer long pauses, and an import
+ * does not answer later for it. One item is never cut: a mapping whose compilation alone exceeds
+ * the budget is a slice of its own (compiled mappings hold functions and RE2 programs, which cannot
+ * cross threads).
  */
 import type { RevisionReader, RoutingDelta } from '../store/types.js';
 import type { CatalogBook } from './catalog.js';

@@ -6,12 +6,11 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { Directory, MappingLibrary, type CatalogBodies, type CatalogView } from '../delivery/directory.js';
-import type { FrontEndState } from '../delivery/state.js';
 import { recordApply } from '../runtime/loop-delay.js';
 import { logError } from '../runtime/log.js';
 import type { RevisionReader } from '../store/types.js';
 import { isCatalogChange, type AccessRecord, type CatalogChange, type CatalogUpdate, type DeltaUpdate, type DirectoryUpdate, type FeedMessage, type FeedReply } from './protocol.js';
-import type { EnvChange } from '../delivery/events.js';
+import type { EnvChange, EventStreams } from '../delivery/events.js';
 import { NO_CONTENTS } from './routed.js';
 
 const EMPTY = { seq: 0, environments: [], keys: [], contents: NO_CONTENTS };
@@ -33,6 +32,16 @@ class UpdateTexts implements RevisionReader {
   }
 }
 
+/**
+ * What the feed keeps current in a delivery loop's state (the loop's FrontEndState has these): the
+ * directory it swaps in, whether the store is available, and the change streams it tells.
+ */
+export interface FeedTarget {
+  directory: Directory;
+  storeAvailable: boolean;
+  readonly events: EventStreams;
+}
+
 export class DeliveryFeed {
   /** The newest directory; also swapped into the attached front-end state. */
   directory: Directory;
@@ -40,7 +49,7 @@ export class DeliveryFeed {
   private readonly port: MessagePort;
   private readonly texts = new UpdateTexts();
   private readonly mappings: MappingLibrary;
-  private state: FrontEndState | null = null;
+  private state: FeedTarget | null = null;
   /**
    * Content ids changed per environment by the delta being applied (null: everything), until its
    * last slice. A list, not a Set: a delta names each content once, and a Set of an import's 33,000
@@ -60,7 +69,7 @@ export class DeliveryFeed {
   }
 
   /** From now on updates are swapped into `state` (and the current one is, at once). */
-  attach(state: FrontEndState): void {
+  attach(state: FeedTarget): void {
     this.state = state;
     state.directory = this.directory;
     state.storeAvailable = this.storeAvailable;

@@ -2,7 +2,7 @@
  * The control thread's import thread: a one-thread Piscina pool, started on the first big admin
  * import and ended after a minute idle, that parses and checks an import's body at a lower CPU
  * priority than delivery (import-worker.ts says why). Small bodies are prepared in the control
- * thread: a thread's start (~40 ms) and the copies would cost more than their checks.
+ * thread: a thread's start and the copies would cost more than their checks.
  */
 import { getPriority } from 'node:os';
 import type { Piscina } from 'piscina';
@@ -11,7 +11,7 @@ import { INLINE_IMPORTS, type ImportPreparer } from '../admin/server/handlers.js
 import type { PreparedImport } from '../store/bundle/bundle.js';
 import type { ImportOutcome, ImportTask, ImportWorkerOptions } from './import-protocol.js';
 
-/** Bodies under this are prepared in the control thread: ~4 ms of CPU at most (an 8 MiB body: ~0.5 s). */
+/** Bodies under this are prepared in the control thread: their checks take a few ms of CPU at most. */
 export const INLINE_IMPORT_BYTES = 64 * 1024;
 /** The thread ends after this long without an import; the next big one starts it again. */
 const IDLE_MS = 60_000;
@@ -66,7 +66,7 @@ export class ImportPool implements ImportPreparer {
     if (pool !== null) await (await pool).destroy();
   }
 
-  /** The pool, made once; Piscina is loaded at the first big import, not at start (~16 ms of every start-up otherwise). */
+  /** The pool, made once; Piscina is loaded at the first big import, not at start (its module loading would delay every start-up). */
   private started(): Promise<Piscina> {
     const options = this.options;
     this.pool ??= import('piscina').then(

@@ -3,9 +3,8 @@
  * turns an admin import's body into a PreparedImport (bundle.ts: UTF-8, JSON, shape, ids, every text
  * compiled and hashed, every mapping checked) at a lower CPU priority than delivery.
  *
- * Why a thread of its own: on a box whose cores delivery keeps busy, an 8 MiB import's parsing and
- * checking (~0.5 s of CPU) competed with the delivery loops at the same priority and left them
- * waiting for a core for tens of ms at a time (bench/README.md, "Edits under load"). The nice value
+ * Why a thread of its own: on a box whose cores delivery keeps busy, a large import's parsing and
+ * checking at the priority of delivery would leave the loops waiting for a core. The nice value
  * is per thread (src/runtime/priority.ts), so lowering this one leaves the control thread, and with
  * it single writes and their propagation, at the priority of delivery.
  */
@@ -21,7 +20,7 @@ import type { ImportOutcome, ImportTask, ImportWorkerOptions } from './import-pr
 
 const options = workerData as ImportWorkerOptions;
 // Starting this thread put V8's process-wide growth factor back to its default, delivery loops
-// included (a loop's scavenges then grew to 4-10 ms during an import): set it again.
+// included (a loop's scavenges then grow longer during an import): set it again.
 if (options.holdYoungGeneration) holdYoungGeneration();
 // Where the system refuses (or off Linux), every outcome's `nice` says so to the pool.
 lowerThreadPriority(options.niceIncrement);

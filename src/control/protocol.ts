@@ -18,7 +18,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { ServeConfig } from '../runtime/config.js';
 import type { ErrorCode } from '../runtime/errors.js';
-import type { KeyDigest, RoutingDelta } from '../store/types.js';
+import type { DirectorySnapshot, RoutingDelta } from '../store/types.js';
 import type { ServerCounters } from '../metrics/layout.js';
 
 /** The control thread's workerData. */
@@ -57,8 +57,8 @@ export interface RoutedContent {
 /**
  * Content entries as they cross to a loop: a few typed arrays and one string, whatever the count
  * (src/control/routed.ts packs them and reads them back). The structured clone of an object per item
- * cost 94 ms to post and 215 ms to receive a 100,000-item snapshot's contents (~0.5 s each within a
- * loaded start-up), and its garbage came with every delta slice; these columns are a memory copy.
+ * is slow to post and receive for a large snapshot, and its garbage comes with every delta slice;
+ * these columns are a memory copy.
  * An entry with no revisions is a content that is gone (a delta's delete; a snapshot never holds one).
  */
 export interface PackedContents {
@@ -77,20 +77,13 @@ export interface PackedContents {
   readonly lengths: Int32Array;
 }
 
-/** The whole routing state as a loop builds its Directory from it. */
-export interface RoutedSnapshot {
-  readonly seq: number;
-  readonly environments: readonly string[];
-  readonly keys: readonly KeyDigest[];
+/** The whole routing state as a loop builds its Directory from it (the Store's DirectorySnapshot with packed contents). */
+export interface RoutedSnapshot extends Omit<DirectorySnapshot, 'contents'> {
   readonly contents: PackedContents;
 }
 
-/** A change-log delta as a loop applies it (Store's RoutingDelta with packed contents). */
-export interface RoutedDelta {
-  readonly fromSeq: number;
-  readonly toSeq: number;
-  readonly environments: RoutingDelta['environments'];
-  readonly keys: RoutingDelta['keys'];
+/** A change-log delta as a loop applies it (the Store's RoutingDelta with packed contents). */
+export interface RoutedDelta extends Omit<RoutingDelta, 'contents'> {
   readonly contents: PackedContents;
 }
 
@@ -126,8 +119,7 @@ export interface CatalogText {
  * pieces at `bodyAt` and `gzipAt` replaced and every other piece kept. An edit changes one block of
  * entries, so it carries one body piece and two gzip pieces (the block's segment and the closing
  * trailer) whatever the environment's size; a whole CatalogText would carry every piece again, and
- * each SharedArrayBuffer received costs the loop an object to make, promote and collect (~200 a
- * write at 50,000 items; bench/README.md, "What a write costs a delivery loop").
+ * each SharedArrayBuffer received costs the loop an object to make, promote and collect.
  * A loop that does not hold a body of these sizes refuses the update (the control thread then
  * sends a whole snapshot).
  */

@@ -86,8 +86,7 @@ export const NO_CONTENTS: PackedContents = packChanges([]);
  * it loads from a Float64Array (a HeapNumber, also for 7), and a field first given a HeapNumber keeps
  * every value of that field boxed: each ContentView carried two boxes (revId, mappingId), 32 bytes of
  * directory heap an item, and every read of them on the delivery path loaded the box from another
- * line (a miss per mapped item of a combine, bench:cost --cache-sim with callgrind's per-instruction
- * dump). Ids past the Smi range stay numbers as they are.
+ * line (a cache miss per mapped item of a combine). Ids past the Smi range stay numbers as they are.
  */
 function smallId(v: number): number {
   const i = v | 0;

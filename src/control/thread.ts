@@ -13,7 +13,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { startAdminServer, type AdminServer } from '../admin/server/server.js';
 import { loadSealKey } from '../admin/server/sealed.js';
-import { openAdminState, type AdminStateStore } from '../admin/server/state.js';
+import { openAdminState } from '../admin/server/open-state.js';
+import type { AdminStateStore } from '../admin/server/state.js';
 import { resolveAdminToken } from '../admin/token.js';
 import type { ServeConfig } from '../runtime/config.js';
 import { describeMaterial, loadTlsMaterial, reloadTlsMaterial } from '../runtime/tls.js';
@@ -63,8 +64,8 @@ function post(event: ControlEvent): void {
 
 // This thread writes its own lines, synchronously to fd 1 and 2 (a line is one write(2), so lines of
 // threads never mix; none is lost at exit). Sent to the main thread instead, every admin write's audit
-// line cost the delivery loop there a pino format and a blocking write: a quarter of the loop's CPU
-// per write, and a stalled loop whenever the reader of stdout fell behind (bench/README.md).
+// line would cost the delivery loop there a format and a blocking write, and stall the loop whenever
+// the reader of stdout fell behind.
 configureLog({ level: config.logLevel, format: config.logFormat });
 
 let store: Store | null = null;

@@ -28,14 +28,15 @@
  */
 import { createByteBase, type ByteBase } from './render/fast/byte-index.js';
 import { renderEditsOwned, renderEditsText } from './render/fast/byte-splice.js';
-import { compileMapping as compileChecked, type CompiledMapping } from './rules/compile.js';
+import { compileMapping as compileChecked } from './rules/compile.js';
+import type { CompiledMapping } from './rules/compiled.js';
 import { EMPTY_SELECTION, type Combination, type Selection } from './rules/combination.js';
 import { composeEdits } from './render/fast/edit-tree.js';
 import { partialSelection } from './rules/evaluate.js';
 import type { CompiledPatch } from './patch/patch.js';
 import { createBaseDocument, patchesThatApply as patchesThatApplyCopying, renderPatched, type BaseDocument } from './render/fallback/copy-on-write.js';
 
-export type { CompiledMapping } from './rules/compile.js';
+export type { CompiledMapping } from './rules/compiled.js';
 export type { Combination, FrontKeyMemo, KeyedEntry, Selection } from './rules/combination.js';
 export type { MappingProblem } from './problems.js';
 export { compileStoredMapping } from './rules/compile.js';

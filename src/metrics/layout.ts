@@ -69,8 +69,8 @@ const LATENCY_SLOTS = histogramSlots(LATENCY_BOUNDS_S);
 // The hot path's slots and helpers below are this module's own consts, exported under other names:
 // an exported binding lives in a module cell, and TurboFan reads the cell (and compares the function
 // in it) before each use it inlines, in this module too, where a module's own const is folded into
-// the code. A request's metrics read six cells that way (bench:cost --inlined startSingle: the
-// metrics 324 instructions and 16 L1 data misses a mapped request, one miss per cell).
+// the code. Read through cells, a request's metrics would load a cell per slot, each a likely cache
+// miss.
 const REQUESTS_AT = 0;
 const LATENCY_AT = REQUESTS_AT + ROUTES * STATUSES * OUTCOMES;
 export const L_REQUESTS = REQUESTS_AT;

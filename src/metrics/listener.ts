@@ -6,8 +6,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
-import { createNodeServer, listenNodeServer } from '../runtime/node-server.js';
-import { nodeSecureContextOptions, type TlsMaterial } from '../runtime/tls.js';
+import { NodeServer, listenNodeServer } from '../runtime/node-server.js';
+import type { TlsMaterial } from '../runtime/tls.js';
 
 export interface MetricsListener {
   readonly port: number;
@@ -20,21 +20,17 @@ export interface MetricsListener {
 
 export async function startMetricsListener(registry: Registry, host: string, port: number, tls: TlsMaterial | null): Promise<MetricsListener> {
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => void answer(registry, req, res);
-  const { server, https } = createNodeServer(tls, onRequest);
-  let serving = tls;
+  const node = new NodeServer(tls, onRequest, 'the metrics listener', '--metrics-tls-cert');
+  const server = node.server;
   // A scraper keeps its connection alive between scrapes; the close below must not wait for it.
   server.keepAliveTimeout = 65_000;
   const bound = await listenNodeServer(server, host, port);
   return {
     port: bound,
     get tls() {
-      return serving;
+      return node.tls;
     },
-    rotateTls(next: TlsMaterial): void {
-      if (https === null) throw new Error('the metrics listener serves plain HTTP; restart with --metrics-tls-cert to serve HTTPS');
-      https.setSecureContext(nodeSecureContextOptions(next));
-      serving = next;
-    },
+    rotateTls: (next) => node.rotateTls(next),
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());

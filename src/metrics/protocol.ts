@@ -3,7 +3,8 @@
  * import this module and nothing else crosses between them.
  */
 import type { LogSettings } from '../runtime/log.js';
-import type { TlsFiles, TlsMaterial } from '../runtime/tls.js';
+import type { TlsFiles } from '../runtime/config.js';
+import type { TlsMaterial } from '../runtime/tls.js';
 import type { LoopCounters, ServerCounters } from './layout.js';
 
 /** The metrics thread's workerData: the shared arrays it reads, and where and how to listen. */

@@ -96,9 +96,8 @@ function perLoop(loops: readonly LoopCounters[], slot: number): Sample[] {
 /**
  * The period of the sampling timer behind prom-client's event-loop-lag figures (its default is 10 ms).
  * They describe this metrics thread's own loop, which only answers scrapes, and each sample is a
- * wake-up of the thread: measured idle on the 2-core VM, the 10 ms timer woke it ~190 times a second
- * and kept ~0.9% of a core busy, about as much as the control thread's store watch and heartbeat
- * together. At 100 ms a 15 s scrape interval still holds 150 samples for the percentiles.
+ * wake-up of the thread: a 10 ms timer keeps an idle server's core busier than it needs to be. At
+ * 100 ms a 15 s scrape interval still holds 150 samples for the percentiles.
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
 

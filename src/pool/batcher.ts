@@ -1,8 +1,8 @@
 /**
  * Collects the jobs of one event-loop turn and sends them to the worker pool as few tasks.
  *
- * Why: a pool.run per request cost ~70% of throughput in the architecture measurements (message
- * passing and promise overhead per task); one task per turn amortises that over the turn's jobs.
+ * Why: a pool.run per request pays message passing and promise overhead per task, a large share of
+ * a request; one task per turn amortises that over the turn's jobs.
  * The batch is split so that every thread gets work when there is enough of it.
  *
  * HOT PATH: change with care. No closures per job: a job's answer goes to `sink.onResult(slot, result)`.

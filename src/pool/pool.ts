@@ -1,8 +1,8 @@
 /**
  * One delivery loop's share of the render pool: a Piscina instance of `threads` workers, each opening
  * the store read-only. A Piscina instance belongs to the thread that created it, so each delivery loop
- * starts its own share (docs/architecture.md, "Several delivery loops": measured against one pool in
- * the main thread reached over MessagePorts).
+ * starts its own share, rather than reaching one pool in the main thread over MessagePorts
+ * (docs/architecture.md, "Several delivery loops").
  */
 import { Piscina } from 'piscina';
 import type { Batch, WorkerOptions } from './protocol.js';

@@ -2,8 +2,8 @@
  * The only types the main thread and the worker threads share: the jobs sent to the pool and the
  * results sent back. Nothing else crosses the thread boundary.
  *
- * Jobs of one event-loop turn travel together as one Batch (one pool task): a pool.run per request
- * cost ~70% of throughput in the architecture measurements, batching kept ~87% of bare uWS.
+ * Jobs of one event-loop turn travel together as one Batch (one pool task): the cost of a pool task
+ * is paid once per turn, not once per request (pool/batcher.ts).
  */
 
 export const enum JobKind {

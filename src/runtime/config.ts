@@ -4,7 +4,6 @@
  */
 import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
-import type { TlsFiles } from './tls.js';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 import { DEFAULT_CONTENT_LIMITS, type ContentLimits } from '../shared/json-limits.js';
 
@@ -100,6 +99,20 @@ export interface ServeConfig {
   readonly accessLogBuffer: number;
 }
 
+/** The files of one listener, as configured (flags or environment). */
+export interface TlsFiles {
+  /** PEM: the server certificate, optionally followed by its intermediates (a "fullchain" file). */
+  readonly certFile: string;
+  /** PEM: the private key, PKCS#8, PKCS#1 or SEC1, optionally encrypted. */
+  readonly keyFile: string;
+  /** A file whose content (one trailing newline removed) is the key's passphrase. */
+  readonly passphraseFile: string | null;
+  /** PEM: intermediate certificates sent after the server certificate. */
+  readonly chainFile: string | null;
+  /** The flag names the messages use, e.g. "--tls-cert" / "--admin-tls-cert". */
+  readonly flagPrefix: string;
+}
+
 export interface WebhookLimits {
   readonly attempts: number;
   readonly retryMinMs: number;
@@ -190,16 +203,14 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
 
 export function defaultThreads(): number {
   // The main thread does the network I/O; on small boxes it is the bottleneck, so the pool gets every core
-  // (workers mostly sleep between batches). Measured choice: see bench/README.md.
+  // (workers mostly sleep between batches).
   return Math.max(1, Math.min(availableParallelism(), 64));
 }
 
 /**
  * The default number of delivery loops for a box of `cores`: one per two cores (2 -> 1, 8 -> 4,
- * 32 -> 16, 64 -> 32). On the 2-core development machine a second loop measured 0.81x the req/s of
- * one (the load client and the other jobs compete for the same cores); a loop per two cores leaves
- * the other core to the kernel's network work, the pool share and the control thread
- * (bench/README.md, "Several delivery loops").
+ * 32 -> 16, 64 -> 32). A loop per core competes with the kernel's network work, the pool share and
+ * the control thread for the same cores; a loop per two cores leaves the other core to them.
  */
 export function httpThreadsFor(cores: number): number {
   return Math.max(1, Math.min(64, Math.floor(cores / 2)));

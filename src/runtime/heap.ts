@@ -5,9 +5,8 @@
  * dead by the next scavenge. V8 still doubles its young generation each time the bytes that survived
  * scavenges add up to its capacity, and at 16 MiB semi-spaces (Node 20's ceiling) the old generation
  * (~10 MiB live here) is left with less headroom than the young generation holds, so V8 starts an
- * incremental mark-compact right after every mark-compact. Measured under wrk, mapped scenario, 60 s,
- * side by side: by default RSS grew 131.7 -> 146.3 MB after ~18 s and 150 mark-compacts ran (2-6 ms
- * pauses each); held, RSS stayed at 123.9 MB and 1 mark-compact ran (bench/README.md, "Memory").
+ * incremental mark-compact right after every mark-compact: RSS grows and mark-compacts run one after
+ * another. Held, the young generation stays small and mark-compacts are rare.
  *
  * V8 sizes its heaps when an isolate is created, so the maximum cannot change at run time; the growth
  * factor can (V8 reads it each time it would grow the young generation). The flag is process-wide,
@@ -17,12 +16,10 @@
  * runs at V8's initial 1 MiB semi-spaces: a few seconds after startup, V8's memory reducer runs a
  * "reduce" mark-compact on the idle process that shrinks the young generation back to its initial
  * size (seen with --trace-gc; the same happens after any idle spell), and a held one
- * does not grow back. Under load that is a ~0.2 ms scavenge every ~17 ms (~0.4 us per mapped
- * request). Growing it at run time does not last for that reason; V8 takes a floor only when the
- * isolate is created (`--min-semi-space-size`, node's command line only: NODE_OPTIONS refuses it).
- * Both flags at 8 MiB measured +13% and +1% req/s in two side-by-side sets, +2% (the noise floor)
- * with both servers loaded at once, and 16 MiB no better, for +14 MB RSS: an operator's choice
- * (README), not the default.
+ * does not grow back: under load, short scavenges at a steady rate. Growing it at run time does not
+ * last for that reason; V8 takes a floor only when the isolate is created (`--min-semi-space-size`,
+ * node's command line only: NODE_OPTIONS refuses it). A larger young generation buys little
+ * throughput for more RSS: an operator's choice (README), not the default.
  *
  * An operator who sizes the young generation themselves (`--max-semi-space-size` and friends in
  * NODE_OPTIONS or on the node command line) keeps their choice: nothing is changed then.
@@ -47,13 +44,11 @@ export function holdYoungGeneration(): void {
  * stops a thread (scavenges, a full collection's marking, compaction and pointer updating) with one
  * pool of helper threads for the whole process, at its base priority: below the delivery loops
  * (src/runtime/priority.ts). A loop stopped for a collection then waits until those helpers get a
- * core, behind everything else at the base priority. Measured while 8 MiB imports were applied
- * under wrk (bench/README.md, "Collections on the delivery loop"): collection pauses of the loop of
- * 12-110 ms, 9.5-105 ms of each off-CPU, i.e. waiting. `node --single-threaded-gc` has each thread
+ * core, behind everything else at the base priority: most of such a pause is waiting, not
+ * collecting. `node --single-threaded-gc` has each thread
  * collect its own heap at its own priority; it must be given to node itself (V8 fails a check when
  * its marking flags change in a running process, and NODE_OPTIONS refuses them), so `npm start`,
- * bin/rcd.js's first line and the systemd unit pass it. Same req/s (bench:ab, 10 rounds: median
- * 1.011x, CPU per request 0.982x).
+ * bin/rcd.js's first line and the systemd unit pass it; throughput is the same.
  */
 export function gcThreadsDescription(execArgv: readonly string[]): string {
   if (execArgv.some((arg) => /^--single[-_]threaded(?:[-_]gc)?$/.test(arg))) return 'garbage collection: each thread collects its own heap (node --single-threaded-gc)';

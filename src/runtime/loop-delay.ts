@@ -73,10 +73,9 @@ interface NativeMetrics {
  * GCProfiler: on Node 20 a stopped profiler keeps its callbacks (it writes a JSON record of every
  * later collection) until its wrapper is collected, which only a mark-compact does. A loop under
  * load scavenges ~60 times a second and may never mark-compact, so a profiler a window grew the
- * process without bound, faster with every window: measured, 213 MB to 1.36 GB in 120 s of wrk on
- * a plain request, and collections that took longer the more profilers each one fed (up to 96 ms).
- * A `gc` PerformanceObserver is no better: its JS entry per collection survived long enough to be
- * promoted (the old generation grew ~0.6 MB/s, a mark-compact every ~13 s the loop had none of).
+ * process without bound, faster with every window, and collections took longer the more profilers
+ * each one fed. A `gc` PerformanceObserver is no better: its JS entry per collection survives long
+ * enough to be promoted, so the old generation grows and the loop pays mark-compacts it would not.
  */
 function startedGcCounter(): NativeMetrics | null {
   try {

@@ -7,16 +7,37 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { nodeSecureContextOptions, type TlsMaterial } from './tls.js';
 
-export interface NodeServer {
+/** A listener's node:http(s) server and the TLS material it serves. */
+export class NodeServer {
   readonly server: Server;
   /** The same server when it serves HTTPS (its secure context is what a rotation swaps), else null. */
-  readonly https: HttpsServer | null;
-}
+  private readonly https: HttpsServer | null;
+  private served: TlsMaterial | null;
+  /** What a rotation on plain HTTP is refused with, e.g. "the admin listener ... --admin-tls-cert". */
+  private readonly plainHttp: string;
 
-/** node:https with `tls` (HTTP/1.1 by ALPN), node:http without. */
-export function createNodeServer(tls: TlsMaterial | null, onRequest: (req: IncomingMessage, res: ServerResponse) => void): NodeServer {
-  const https = tls === null ? null : createHttpsServer({ ...nodeSecureContextOptions(tls), ALPNProtocols: ['http/1.1'] }, onRequest);
-  return { server: https ?? createServer(onRequest), https };
+  /**
+   * node:https with `tls` (HTTP/1.1 by ALPN), node:http without. `name` and `certFlag` word the
+   * refusal of a rotation on plain HTTP.
+   */
+  constructor(tls: TlsMaterial | null, onRequest: (req: IncomingMessage, res: ServerResponse) => void, name: string, certFlag: string) {
+    this.https = tls === null ? null : createHttpsServer({ ...nodeSecureContextOptions(tls), ALPNProtocols: ['http/1.1'] }, onRequest);
+    this.server = this.https ?? createServer(onRequest);
+    this.served = tls;
+    this.plainHttp = `${name} serves plain HTTP; restart with ${certFlag} to serve HTTPS`;
+  }
+
+  /** The material served, null over plain HTTP. */
+  get tls(): TlsMaterial | null {
+    return this.served;
+  }
+
+  /** New connections get `next` (node:https swaps the secure context; open connections keep theirs). */
+  rotateTls(next: TlsMaterial): void {
+    if (this.https === null) throw new Error(this.plainHttp);
+    this.https.setSecureContext(nodeSecureContextOptions(next));
+    this.served = next;
+  }
 }
 
 /** Binds `server`; resolves with the port it got (`port` 0: one the system chose), rejects with the bind error. */

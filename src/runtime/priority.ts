@@ -1,7 +1,7 @@
 /**
- * CPU priority of single threads, so that delivery gets a core before the work that may wait
- * (bench/README.md, "Edits under load"): on a box whose cores the delivery loops keep busy, a bulk
- * edit's CPU at the priority of delivery left the loops waiting for a core for 20-77 ms at a time.
+ * CPU priority of single threads, so that delivery gets a core before the work that may wait: on a
+ * box whose cores the delivery loops keep busy, a bulk edit's CPU at the priority of delivery leaves
+ * the loops waiting for a core.
  * Delivery loops may run above the rest of the process (DeliveryPriority); bulk edits and import
  * checks run below it (BulkPriority, lowerThreadPriority).
  *
@@ -61,10 +61,8 @@ export interface DeliveryPriority {
 
 /**
  * Delivery `raise` nice steps above the rest of the process (at `base`), where the process may
- * (mayLowerNiceTo). Measured on 2 cores that delivery saturates, with a second node following
- * (bench/README.md, "What each pause is made of"): the loop's run-queue wait during
- * writes and an 8 MiB import fell from 1.4-2.4 s to 0.5 s per 10 s at 10 steps; the pauses left are
- * the loop's own work.
+ * (mayLowerNiceTo): while writes and imports run, the loops get a core first, so what is left of
+ * their pauses is their own work rather than a wait in the run queue.
  */
 export function deliveryPriority(raise: number, base: number): DeliveryPriority {
   const same = 'delivery loops run at the priority of the rest of the process';
@@ -121,8 +119,8 @@ export const SAME_PRIORITY: BulkRunner = { run: (work) => work() };
 /**
  * Runs bulk work of the calling thread at a lower CPU priority and puts the priority back after it,
  * where the process may (mayLowerNiceTo its base): without that right a thread could not go back, and
- * single writes and their propagation would run at the lower priority from then on (measured: edit
- * visible on the second node p99 120-351 ms against 95 ms). Calls may overlap; the priority returns
+ * single writes and their propagation would run at the lower priority from then on, and an edit
+ * would reach the other nodes later. Calls may overlap; the priority returns
  * when the last one ends. Whatever else the thread runs meanwhile runs at the lower priority too.
  */
 export class BulkPriority implements BulkRunner {

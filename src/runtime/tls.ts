@@ -11,7 +11,7 @@
 import { createHash, createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
 import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
 import type { SecureContextOptions } from 'node:tls';
-import { StartupError, type ServeConfig } from './config.js';
+import { StartupError, type ServeConfig, type TlsFiles } from './config.js';
 import { logError, logInfo, logWarning } from './log.js';
 
 /**
@@ -27,20 +27,6 @@ export const TLS12_CIPHERS = [
   'ECDHE-ECDSA-CHACHA20-POLY1305',
   'ECDHE-RSA-CHACHA20-POLY1305',
 ].join(':');
-
-/** The files of one listener, as configured (flags or environment). */
-export interface TlsFiles {
-  /** PEM: the server certificate, optionally followed by its intermediates (a "fullchain" file). */
-  readonly certFile: string;
-  /** PEM: the private key, PKCS#8, PKCS#1 or SEC1, optionally encrypted. */
-  readonly keyFile: string;
-  /** A file whose content (one trailing newline removed) is the key's passphrase. */
-  readonly passphraseFile: string | null;
-  /** PEM: intermediate certificates sent after the server certificate. */
-  readonly chainFile: string | null;
-  /** The flag names the messages use, e.g. "--tls-cert" / "--admin-tls-cert". */
-  readonly flagPrefix: string;
-}
 
 /** What was loaded: plain data, so it can be posted to another thread. */
 export interface TlsMaterial {

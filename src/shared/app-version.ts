@@ -41,8 +41,7 @@ export function versionKey(major: number, minor: number, patch: number): string 
  * The parts of a comparison key as one flat string. A key is compared on every request, and `+`
  * makes a string of 13 characters or more a ConsString (two pointers), which V8's `<` and `<=`
  * cannot read: they call into the runtime, and against "" (a content without minAppVersion) the
- * runtime answers before flattening it, so the call came back on every request (~90 instructions,
- * bench:cost --by-function). `join` copies the parts into one sequential string.
+ * runtime answers before flattening it, so the call would come back on every request. `join` copies the parts into one sequential string.
  */
 export function flatKey(parts: readonly string[]): string {
   return parts.join('');
@@ -67,9 +66,8 @@ export const NO_VERSION_NUM = -1;
  * X.Y.Z → a small integer that orders exactly like the version: each part in 10 bits, for versions
  * whose parts are all below 1024 (nearly every app version in the field); TOO_WIDE otherwise, and
  * such a version is compared by its key (versionKey). A small integer (a V8 Smi) is compared inline
- * by optimized code, where two version keys went through V8's string comparison builtins (three
- * calls a mapped request of the bench's mapping, ~190 instructions: bench:cost --by-function), and it
- * is stored in an object without a box of its own, which a double would need (12 bytes a revision).
+ * by optimized code, where two version keys go through V8's string comparison builtins, and it is
+ * stored in an object without a box of its own, which a double would need.
  */
 export function versionNumber(major: number, minor: number, patch: number): number {
   return major < 1024 && minor < 1024 && patch < 1024 ? major * 0x100000 + minor * 0x400 + patch : TOO_WIDE;

@@ -4,12 +4,10 @@
  *
  * When TurboFan inlines a function into its caller (which it does for the small writers of an
  * answer), it does not specialise the inlined function's loads of a typed array's `set`,
- * `byteLength`, `byteOffset` or `buffer`: each becomes a call to the generic LoadIC (~130
- * instructions), and `byteLength` also calls its getter. The same loads in a function compiled on its
- * own are inlined. Two forms are compiled inline in both cases, measured with --print-opt-code:
- * `length` (equal to byteLength for bytes), and a `set` taken from Uint8Array.prototype once and
- * called with `.call`. On a mapped answer the generic loads were ~17 calls and ~3,000 instructions per
- * request (bench:cost, callgrind).
+ * `byteLength`, `byteOffset` or `buffer`: each becomes a call to the generic LoadIC, and
+ * `byteLength` also calls its getter. The same loads in a function compiled on its own are inlined.
+ * Two forms are compiled inline in both cases (--print-opt-code shows it): `length` (equal to
+ * byteLength for bytes), and a `set` taken from Uint8Array.prototype once and called with `.call`.
  *
  * HOT PATH: keep typed-array property reads out of the answer writers; use these.
  */
@@ -22,8 +20,8 @@ const BUFFER_WRITE = (Buffer.prototype as Buffer).write;
 
 /**
  * Copies `src` into `out` at `pos` (room is the caller's); returns the position after it. Always the
- * builtin: a byte loop for the tail's 7-byte runs cost more than the ~200-instruction call (wrapped:
- * 53.1k -> 53.3k instructions per request, the loop polymorphic over Buffer and Uint8Array).
+ * builtin: a byte loop, even for the tail's 7-byte runs, costs more than the call (the loop turns
+ * polymorphic over Buffer and Uint8Array).
  */
 export function putBytes(out: Uint8Array, src: Uint8Array, pos: number): number {
   U8_SET.call(out, src, pos);
@@ -45,8 +43,7 @@ export const EMPTY_WORDS = new DataView(new ArrayBuffer(0));
 
 /**
  * Views of up to this many bytes are kept per length: made once, handed out again (a new Uint8Array
- * is ~200 instructions and garbage per answer). At most one view per length, so a buffer keeps at
- * most this many (~100 bytes each).
+ * is work and garbage per answer). At most one view per length, so a buffer keeps at most this many.
  */
 const KEPT_VIEW_LENGTHS = 4096;
 

@@ -39,8 +39,8 @@ const SEED_ZERO = Buffer.alloc(4);
 
 /** XXH3-128 of bytes given in pieces: digest() equals bytesHash of their concatenation. */
 export class BytesHasher {
-  // xxhash-addon 2.1's constructor without a seed crashes the process (segfault, measured on
-  // Node 20), so the zero seed is always passed.
+  // xxhash-addon 2.1's constructor without a seed crashes the process (a segfault on Node 20), so
+  // the zero seed is always passed.
   private readonly state: StreamingHash = new XXHash128(SEED_ZERO);
 
   update(bytes: Uint8Array): void {

@@ -2,9 +2,12 @@
  * Pure-JS XXH32 over the UTF-8 bytes of a string: meta.uid's hash.
  *
  * Hand-written instead of calling xxhash-addon because user ids are short (10-40 bytes) and the
- * addon's per-call cost (a Buffer allocation plus an N-API crossing) dominates: bench/micro measured
- * 83 ns here against 839 ns through the addon, with identical output (test/unit/shared/xxh32.test.ts checks
- * both on vectors and generated strings). HOT PATH: one call per wrapped request.
+ * addon's per-call cost (a Buffer allocation plus an N-API crossing) dominates; the output is the
+ * same (test/unit/shared/xxh32.test.ts checks both on vectors and generated strings). HOT PATH: one
+ * call per wrapped request.
+ *
+ * xxh32Bytes and xxh32Ascii repeat the same rounds on purpose: one reads lanes from bytes, the other
+ * from char codes, and a shared loop taking a lane reader would add a call per lane on this path.
  */
 
 const P1 = 0x9e3779b1 | 0;
@@ -17,8 +20,7 @@ const P5 = 0x165667b1 | 0;
 let scratch = new Uint8Array(256);
 
 // The helpers are consts, not function declarations: a declaration's binding may be reassigned, so
-// TurboFan checks it before every call it inlines, 12.7 checks a request here (bench:cost mapped,
-// callgrind --by-function: xxh32String 552 -> 481 instructions a request). An imported function is
+// TurboFan checks it before every call it inlines; a const's is not checked. An imported function is
 // checked all the same (its module cell), const or not.
 const rotl = (x: number, r: number): number => {
   return (x << r) | (x >>> (32 - r));
@@ -96,11 +98,9 @@ export function xxh32Bytes(b: Uint8Array, len: number, seed: number): number {
 /**
  * XXH32 of the UTF-8 encoding of s. An ASCII string (the common user id) is hashed from its
  * char codes directly, with no copy; any other is encoded to UTF-8 here (utf8Into) and hashed from
- * the bytes. Measured with bench:cost (wrapped, callgrind): copying the codes into a buffer first,
- * and TextEncoder#encodeInto for the 5% of ids with an accent, cost ~250 instructions a request more.
- * bench/micro has both ways side by side ("uid hash"): 80-88 against 95-115 ns on the suite's ids;
- * on non-ASCII ids alone TextEncoder wins there (165 against 217 ns), where it runs hot, but in the
- * server one request in twenty reaches it and its JS wrapper ran unoptimized (perf map: `~encodeInto`).
+ * the bytes. Copying the codes into a buffer first costs every request a copy; TextEncoder#encodeInto
+ * for the ids with an accent is faster only where it runs hot, and in the server few requests reach
+ * it, so its JS wrapper runs unoptimized. bench/micro has both ways side by side ("uid hash").
  */
 export function xxh32String(s: string, seed = 0): number {
   const ascii = xxh32Ascii(s, seed);
@@ -112,8 +112,8 @@ export function xxh32String(s: string, seed = 0): number {
 /**
  * Four char codes as a little-endian lane, as their bytes would be when all are ASCII; -1 when one
  * is not. An ASCII lane is at most 0x7f7f7f7f, so -1 is never one. Returned, not OR-ed into a module
- * variable: the variable lived in the module's context, and every lane stored it and loaded it again
- * (bench:cost --by-function, wrapped: xxh32Ascii 580 -> 526 instructions a request).
+ * variable: the variable would live in the module's context, and every lane would store it and load
+ * it again.
  */
 const codeLane = (s: string, i: number): number => {
   const a = s.charCodeAt(i);

@@ -4,9 +4,8 @@
  * ids (revision, mapping), so entries never go stale: an edit creates new ids and old entries age out.
  *
  * Rendered bodies are not kept here: each is moved (transferred) to the front end, whose cache holds
- * it (src/delivery/front-cache.ts). Keeping them in shared memory instead was measured to defeat garbage
- * collection: churning 512 KiB SharedArrayBuffers peaked at 2,073 MB RSS against 138 MB for
- * transferred ArrayBuffers (bench/README.md, "Memory").
+ * it (src/delivery/front-cache.ts). Keeping them in shared memory instead defeats garbage collection:
+ * churned SharedArrayBuffers are freed far later than transferred ArrayBuffers, and RSS grows.
  */
 import { LRUCache } from 'lru-cache';
 import type { CompiledMapping, PreparedDoc } from '../mapping/index.js';

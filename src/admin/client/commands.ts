@@ -12,16 +12,8 @@ import { AdminClient, AdminClientError, DEFAULT_ADMIN_URL, seg } from './client.
 import { formatTable } from './table.js';
 import { readAdminToken } from '../token.js';
 import { clientDefaults } from '../../store/bundle/client-defaults.js';
-import { flag, out, parseArgs, positional, sub, UsageError, type Ctx, type Parsed } from './context.js';
+import { flag, out, parseArgs, positional, sub, UsageError, type CliIO, type Ctx, type Parsed } from './context.js';
 import { SCHEDULE_COMMANDS, SCHEDULE_HELP } from './schedule-commands.js';
-
-export interface CliIO {
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-  readonly env: NodeJS.ProcessEnv;
-  /** Reads FILE, or standard input for `-`. */
-  readonly readInput: (file: string) => Promise<Buffer>;
-}
 
 const PROCESS_IO: CliIO = {
   stdout: (text) => void process.stdout.write(text),

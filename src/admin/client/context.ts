@@ -4,7 +4,15 @@
  * server's JSON with --json). Usage errors exit 2.
  */
 import type { AdminClient } from './client.js';
-import type { CliIO } from './commands.js';
+
+/** Where a command writes and reads: the process's streams, or a test's buffers. */
+export interface CliIO {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly env: NodeJS.ProcessEnv;
+  /** Reads FILE, or standard input for `-`. */
+  readonly readInput: (file: string) => Promise<Buffer>;
+}
 
 export class UsageError extends Error {}
 

@@ -1,27 +1,27 @@
 /**
- * The admin operations: validate the request, call the Store (or the admin state), and describe
- * the change so the server can make it live, audit it and announce it in one place (admin-call.ts
- * says what a handler takes and gives). The route table, ADMIN_ROUTES, is here; the scheduled
- * changes' routes are in schedule-handlers.ts.
+ * The admin operations on environments, keys, content items and their mappings: validate the
+ * request, call the Store, and describe the change so the server can make it live, audit it and
+ * announce it in one place (admin-call.ts says what a handler takes and gives). The route table,
+ * ADMIN_ROUTES, is here; the operations on many items at once are in bundle-handlers.ts, on webhooks
+ * and the audit log in webhook-handlers.ts, on admin tokens in token-handlers.ts, on scheduled
+ * changes in schedule-handlers.ts.
  */
-import { createHash, randomBytes } from 'node:crypto';
 import { RcdError } from '../../runtime/errors.js';
 import { decodeUtf8 } from '../../shared/json-body.js';
 import { isPlainObject } from '../../shared/json.js';
-import type { PreparedImport } from '../../store/bundle/bundle.js';
-import { appVersionProblem, envIdProblem, plainKeyProblem } from '../../store/ids.js';
-import type { ChangeEntry, ContentRef, ImportReport, MappingResult, PutContentResult, RoutingDelta, Store, SyncReport } from '../../store/types.js';
-import { inScope, TOKEN_ROLES, type TokenRole, type TokenScope } from './access.js';
-import { WEBHOOK_EVENTS, type WebhookEvent, type WebhookInfo } from './state.js';
-import { STANDARD_SECRET_PREFIX, webhookSigner, type WebhookPayload } from './webhooks.js';
-import { checkWebhookTarget } from './webhook-target.js';
+import { appVersionProblem, plainKeyProblem } from '../../store/ids.js';
+import type { ContentRef, MappingResult, PutContentResult, Store } from '../../store/types.js';
+import { inScope } from './access.js';
+import { webhookPayload } from './webhooks.js';
 import { previewContent } from './preview.js';
-import { planSync } from './sync-plan.js';
 import { parseInstant } from '../../shared/instant.js';
-import { cancelOfToken, contentAt } from '../../store/schedule/lifecycle.js';
+import { contentAt } from '../../store/schedule/lifecycle.js';
 import type { ScheduleRow } from '../../store/schedule/rows.js';
 import { cancelledEvents } from './schedule-view.js';
 import { SCHEDULE_ROUTES } from './schedule-handlers.js';
+import { exportBundle, importBundle, prepareImportWrite, syncEnvironment } from './bundle-handlers.js';
+import { addWebhook, deleteWebhook, listAudit, listDeadLetters, listWebhooks, prepareWebhook } from './webhook-handlers.js';
+import { createToken, listTokens, revokeToken } from './token-handlers.js';
 import {
   announcing,
   changed,
@@ -36,21 +36,14 @@ import {
   route,
   type AdminCall,
   type AdminContext,
-  type AdminHandler,
   type AdminResult,
   type AdminRoute,
 } from './admin-call.js';
 
 export { INLINE_IMPORTS, type AdminCall, type AdminContext, type AdminHandler, type AdminPrepare, type AdminResult, type AdminRoute, type ImportPreparer } from './admin-call.js';
 
-const MAX_AUDIT_LIMIT = 1000;
 /** The members of the delivery API's user context (src/delivery/context.ts): a preview's body. */
 const USER_CONTEXT_FIELDS = ['u', 'p', 'v'];
-const MAX_SECRET_LENGTH = 512;
-
-function payload(event: WebhookEvent, env: string, id: string | null, hash: string | null, at: string): WebhookPayload {
-  return { event, env, id, hash, at };
-}
 
 // ---- environments ---------------------------------------------------------------------------
 
@@ -81,7 +74,7 @@ async function deleteEnvironment(ctx: AdminContext, call: AdminCall): Promise<Ad
   const before = await listContentOrEmpty(ctx.store, env);
   const cancelled = await ctx.store.deleteEnvironment(env, force, await announcing<readonly ScheduleRow[]>(ctx, call, (rows) => {
     const at = now();
-    return [...before.map((c) => payload('content.deleted', env, c.id, c.hash, at)), ...cancelledEvents(rows, at)];
+    return [...before.map((c) => webhookPayload('content.deleted', env, c.id, c.hash, at)), ...cancelledEvents(rows, at)];
   }));
   return changed(200, { id: env, deleted: true, contentDeleted: before.length }, {
     live: true, action: 'environment.delete', env, target: null,
@@ -150,7 +143,7 @@ async function putContent(ctx: AdminContext, call: AdminCall): Promise<AdminResu
   if (versionProblem !== '') throw new RcdError('invalid_query', versionProblem);
   const text = decodeUtf8(call.body, 'invalid_content');
   const result = await ctx.store.putContent(env, id, text, minAppVersion, await announcing<PutContentResult>(ctx, call, (r) =>
-    r.changed ? [payload('content.updated', env, r.id, r.hash, now())] : []));
+    r.changed ? [webhookPayload('content.updated', env, r.id, r.hash, now())] : []));
   const body = { id: result.id, hash: result.hash, revision: result.revision, changed: result.changed };
   if (!result.changed) return read(body);
   return changed(200, body, {
@@ -172,7 +165,7 @@ async function deleteContent(ctx: AdminContext, call: AdminCall): Promise<AdminR
   const id = param(call, 1);
   requireNoBody(call);
   // The store names the item (its id as created) and its last hash from inside the write: no listing.
-  const deleted = await ctx.store.deleteContent(env, id, await announcing<ContentRef>(ctx, call, (r) => [payload('content.deleted', env, r.id, r.hash, now())]));
+  const deleted = await ctx.store.deleteContent(env, id, await announcing<ContentRef>(ctx, call, (r) => [webhookPayload('content.deleted', env, r.id, r.hash, now())]));
   return changed(200, { id: deleted.id, deleted: true }, {
     live: true, action: 'content.delete', env, target: deleted.id, detail: { hash: deleted.hash },
   });
@@ -185,7 +178,7 @@ async function rollbackContent(ctx: AdminContext, call: AdminCall): Promise<Admi
   const to = positiveInt(call.query, 'to', undefined);
   if (to === undefined) throw new RcdError('invalid_query', 'to (the revision number to restore) is required');
   const result = await ctx.store.rollback(env, id, to, await announcing<PutContentResult>(ctx, call, (r) =>
-    r.changed ? [payload('content.updated', env, r.id, r.hash, now())] : []));
+    r.changed ? [webhookPayload('content.updated', env, r.id, r.hash, now())] : []));
   const body = { id: result.id, hash: result.hash, revision: result.revision, changed: result.changed };
   if (!result.changed) return read(body);
   return changed(200, body, {
@@ -201,7 +194,7 @@ async function putMapping(ctx: AdminContext, call: AdminCall): Promise<AdminResu
   const id = param(call, 1);
   const mapping = parseJsonBody(call);
   const { id: name, mappingId, ruleCount } = await ctx.store.putMapping(env, id, mapping, await announcing<MappingResult>(ctx, call, (r) =>
-    [payload('mapping.updated', env, r.id, r.hash, now())]));
+    [webhookPayload('mapping.updated', env, r.id, r.hash, now())]));
   return changed(200, { id: name, mappingId, ruleCount }, {
     live: true, action: 'mapping.put', env, target: name, detail: { mappingId, ruleCount },
   });
@@ -211,7 +204,7 @@ async function deleteMapping(ctx: AdminContext, call: AdminCall): Promise<AdminR
   const env = param(call, 0);
   const id = param(call, 1);
   requireNoBody(call);
-  const { id: name } = await ctx.store.deleteMapping(env, id, await announcing<ContentRef>(ctx, call, (r) => [payload('mapping.updated', env, r.id, r.hash, now())]));
+  const { id: name } = await ctx.store.deleteMapping(env, id, await announcing<ContentRef>(ctx, call, (r) => [webhookPayload('mapping.updated', env, r.id, r.hash, now())]));
   return changed(200, { id: name, mappingDeleted: true }, {
     live: true, action: 'mapping.delete', env, target: name, detail: null,
   });
@@ -239,292 +232,6 @@ async function previewMapping(ctx: AdminContext, call: AdminCall): Promise<Admin
   }
   if (detail === undefined) throw new RcdError('content_not_found', `no content "${id}" in environment "${env}"${atText === null ? '' : ` at ${atText}`}`);
   return read(previewContent(detail, body));
-}
-
-// ---- sync, import, export -------------------------------------------------------------------
-
-async function syncEnvironment(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
-  const from = param(call, 0);
-  const body = parseBodyObject(call, '{"to":"<env>","ids":[...],"dryRun":false}', ['to', 'ids', 'dryRun']);
-  if (typeof body.to !== 'string' || body.to === '') throw new RcdError('invalid_body', 'to must be a non-empty string');
-  let ids: string[] | undefined;
-  if (body.ids !== undefined && body.ids !== null) {
-    if (!Array.isArray(body.ids) || !body.ids.every((x): x is string => typeof x === 'string' && x !== '')) {
-      throw new RcdError('invalid_body', 'ids must be an array of non-empty strings (omit it to sync everything)');
-    }
-    ids = body.ids;
-  }
-  if (body.dryRun !== undefined && typeof body.dryRun !== 'boolean') throw new RcdError('invalid_body', 'dryRun must be true or false');
-  // The route checked the source environment; the target is written too.
-  if (!inScope(call.principal, body.to)) {
-    throw new RcdError('forbidden_scope', `token "${call.principal.name}" may not act on environment "${body.to}"`);
-  }
-  if (body.dryRun === true) return read(await planSync(ctx.store, from, body.to, ids));
-  const announce = await announcing<SyncReport>(ctx, call, (r) => {
-    const at = now();
-    return r.items.filter((i) => i.action !== 'unchanged').map((i) => payload('environment.synced', r.to, i.id, i.hash, at));
-  });
-  const to = body.to;
-  const report = await ctx.bulk.run(() => ctx.store.sync(from, to, ids, announce));
-  const moved = report.items.filter((i) => i.action !== 'unchanged');
-  if (moved.length === 0) return read(report);
-  return changed(200, report, {
-    live: true, action: 'environment.sync', env: from, target: report.to,
-    detail: { ids: ids ?? null, created: moved.filter((i) => i.action === 'created').length, updated: moved.filter((i) => i.action === 'updated').length },
-  });
-}
-
-async function prepareImportWrite(ctx: AdminContext, call: AdminCall): Promise<AdminHandler> {
-  const prepared = await ctx.imports.prepare(call.body);
-  return (c, k) => importPrepared(c, k, prepared);
-}
-
-async function importBundle(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
-  return (await prepareImportWrite(ctx, call))(ctx, call);
-}
-
-async function importPrepared(ctx: AdminContext, call: AdminCall, prepared: PreparedImport): Promise<AdminResult> {
-  // The contents the bundle names, before and after: O(bundle) reads, not two whole-store snapshots,
-  // and only when a webhook listens for what they would tell (two reads of a 33,000-item release
-  // were a third of its import's CPU).
-  const named = (await ctx.state.listWebhookInfo()).some((h) => h.events.includes('content.updated') || h.events.includes('mapping.updated'))
-    ? namedContents(prepared)
-    : undefined;
-  const report = await ctx.bulk.run(async () => {
-    const before = named === undefined ? [] : (await ctx.store.loadDelta(named, 0, 0)).contents;
-    // The state after is read inside the import's transaction, so the events are what it changed.
-    return ctx.store.importPrepared(
-      prepared,
-      await announcing<ImportReport>(ctx, call, (_r, after) => diffEvents(before, after, now()), named),
-      { createdBy: call.actor, tokenId: call.principal.tokenId, limits: ctx.schedules.limits },
-    );
-  });
-  if (report.schedulesAdded + report.rolloutsAdded > 0) ctx.schedules.kick();
-  const nothing = Object.values(report).every((n) => n === 0);
-  if (nothing) return read(report);
-  return changed(200, report, {
-    live: true, action: 'bundle.import', env: null, target: null, detail: report,
-  });
-}
-
-/**
- * Every content item a bundle plans to write, as change entries for Store.loadDelta (which reads each
- * one's current state). A bundle with problems plans nothing the import would write.
- */
-function namedContents(prepared: PreparedImport): ChangeEntry[] {
-  const entries: ChangeEntry[] = [];
-  for (const env of prepared.plan) {
-    for (const c of env.contents) entries.push({ seq: 0, kind: 'content', envId: env.envId, target: c.idLower });
-  }
-  return entries;
-}
-
-type ContentState = RoutingDelta['contents'][number];
-
-/** Import touches many items at once; announce what actually differs between the two states. */
-function diffEvents(before: readonly ContentState[], after: readonly ContentState[], at: string): WebhookPayload[] {
-  const old = new Map<string, { rev: number; mapping: number | null }>();
-  for (const { meta } of before) {
-    if (meta === null) continue;
-    const newest = meta.revisions[meta.revisions.length - 1];
-    old.set(meta.envId + '\0' + meta.idLower, { rev: newest?.revId ?? -1, mapping: meta.mappingId });
-  }
-  const events: WebhookPayload[] = [];
-  for (const { meta } of after) {
-    if (meta === null) continue;
-    const newest = meta.revisions[meta.revisions.length - 1];
-    const hash = newest?.hash ?? null;
-    const prev = old.get(meta.envId + '\0' + meta.idLower);
-    if (prev === undefined || prev.rev !== (newest?.revId ?? -1)) events.push(payload('content.updated', meta.envId, meta.id, hash, at));
-    if ((prev?.mapping ?? null) !== meta.mappingId) events.push(payload('mapping.updated', meta.envId, meta.id, hash, at));
-  }
-  return events;
-}
-
-async function exportBundle(ctx: AdminContext): Promise<AdminResult> {
-  return read(await ctx.store.exportBundle());
-}
-
-// ---- webhooks and audit ---------------------------------------------------------------------
-
-function publicWebhook(w: WebhookInfo): WebhookInfo {
-  return { id: w.id, url: w.url, events: w.events, createdAt: w.createdAt };
-}
-
-/**
- * A registration's checks, outside the write queue: the target's name may take a DNS round trip,
- * which must not hold up the writes behind it. Returns the write.
- */
-async function prepareWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminHandler> {
-  const body = parseBodyObject(call, '{"url":...,"events":[...],"secret":...}', ['url', 'events', 'secret']);
-  const url = parseWebhookUrl(body.url);
-  const events = parseEvents(body.events);
-  let secret: string;
-  if (body.secret === undefined) {
-    secret = STANDARD_SECRET_PREFIX + randomBytes(32).toString('base64');
-  } else if (typeof body.secret === 'string' && body.secret.length > 0 && body.secret.length <= MAX_SECRET_LENGTH) {
-    secret = body.secret;
-  } else {
-    throw new RcdError('invalid_body', `secret must be a non-empty string of at most ${MAX_SECRET_LENGTH} characters`);
-  }
-  try {
-    webhookSigner(secret);
-  } catch {
-    throw new RcdError('invalid_body', `a secret starting with ${STANDARD_SECRET_PREFIX} must be followed by base64 (the Standard Webhooks form)`);
-  }
-  await checkWebhookTarget(new URL(url), ctx.allowPrivateWebhooks);
-  return async (c) => {
-    const hook = await c.state.addWebhook(url, events, secret);
-    return changed(201, { ...publicWebhook(hook), secret }, {
-      live: false, action: 'webhook.add', env: null, target: hook.id, detail: { url, events },
-    });
-  };
-}
-
-async function addWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
-  return (await prepareWebhook(ctx, call))(ctx, call);
-}
-
-function parseWebhookUrl(raw: unknown): string {
-  if (typeof raw !== 'string') throw new RcdError('invalid_body', 'url must be a string');
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new RcdError('invalid_body', `url "${raw}" is not an absolute URL`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new RcdError('invalid_body', 'url must be http or https');
-  return url.href;
-}
-
-function parseEvents(raw: unknown): WebhookEvent[] {
-  const known: readonly string[] = WEBHOOK_EVENTS;
-  if (!Array.isArray(raw) || raw.length === 0) {
-    throw new RcdError('invalid_body', `events must be a non-empty array of: ${WEBHOOK_EVENTS.join(', ')}`);
-  }
-  const out: WebhookEvent[] = [];
-  for (const e of raw) {
-    if (typeof e !== 'string' || !known.includes(e)) {
-      throw new RcdError('invalid_body', `unknown event ${JSON.stringify(e)}; known: ${WEBHOOK_EVENTS.join(', ')}`);
-    }
-    if (!out.includes(e as WebhookEvent)) out.push(e as WebhookEvent);
-  }
-  return out;
-}
-
-async function listWebhooks(ctx: AdminContext): Promise<AdminResult> {
-  return read({ webhooks: await ctx.state.listWebhookInfo() });
-}
-
-async function deleteWebhook(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
-  const id = param(call, 0);
-  requireNoBody(call);
-  await ctx.state.deleteWebhook(id);
-  return changed(200, { id, deleted: true }, {
-    live: false, action: 'webhook.delete', env: null, target: id, detail: null,
-  });
-}
-
-/** The outbox's dead letters (newest first) and how many deliveries are still pending. */
-async function listDeadLetters(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
-  const limit = positiveInt(call.query, 'limit', 100) as number;
-  if (limit > MAX_AUDIT_LIMIT) throw new RcdError('invalid_query', `limit must be at most ${MAX_AUDIT_LIMIT}`);
-  // Counts first, then the list, one after the other: read at once (two PostgreSQL connections), a
-  // letter committed between the two reads was counted but not listed. In this order every dead
-  // letter the count includes is in the list (up to `limit`).
-  const counts = await ctx.store.outboxCounts();
-  const letters = await ctx.store.listDeadLetters(limit);
-  return read({
-    pending: counts.pending,
-    dead: counts.dead,
-    deadLetters: letters.map((l) => ({
-      id: l.id,
-      hookId: l.hookId,
-      event: l.event,
-      payload: JSON.parse(l.body) as unknown,
-      attempts: l.attempts,
-      lastError: l.lastError,
-      createdAt: l.createdAt,
-      deadAt: l.deadAt,
-    })),
-  });
-}
-
-async function listAudit(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
-  const limit = positiveInt(call.query, 'limit', 100) as number;
-  if (limit > MAX_AUDIT_LIMIT) throw new RcdError('invalid_query', `limit must be at most ${MAX_AUDIT_LIMIT}`);
-  const before = positiveInt(call.query, 'before', undefined);
-  return read({ entries: await ctx.state.listAudit(limit, before) });
-}
-
-// ---- admin tokens ---------------------------------------------------------------------------
-
-/** The same rule as a declared audit actor: a token's name is what the audit log records. */
-const TOKEN_NAME_RE = /^[A-Za-z0-9_.@:-]{1,64}$/;
-/** The bootstrap token's name in the audit log; no named token may take it. */
-export const BOOTSTRAP_TOKEN_NAME = 'bootstrap';
-export const NAMED_TOKEN_PREFIX = 'rcdt_';
-
-/** Hex SHA-256 of a presented token: what the store keeps and looks tokens up by. */
-export function adminTokenDigest(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
-}
-
-function parseScope(raw: unknown): TokenScope {
-  if (raw === '*') return '*';
-  if (!Array.isArray(raw) || raw.length === 0) {
-    throw new RcdError('invalid_body', 'environments must be "*" (every environment) or a non-empty array of environment ids');
-  }
-  const out: string[] = [];
-  for (const env of raw) {
-    const problem = envIdProblem(env);
-    if (problem !== '') throw new RcdError('invalid_body', `environments: ${problem}`);
-    if (!out.includes(env as string)) out.push(env as string);
-  }
-  return out;
-}
-
-async function createToken(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
-  const body = parseBodyObject(call, '{"name":...,"role":...,"environments":"*"|[...]}', ['name', 'role', 'environments']);
-  if (typeof body.name !== 'string' || !TOKEN_NAME_RE.test(body.name) || body.name === BOOTSTRAP_TOKEN_NAME) {
-    throw new RcdError('invalid_body', `name must be 1-64 of A-Z a-z 0-9 _ . @ : - and not "${BOOTSTRAP_TOKEN_NAME}"`);
-  }
-  const roles: readonly unknown[] = TOKEN_ROLES;
-  if (!roles.includes(body.role)) throw new RcdError('invalid_body', `role must be one of: ${TOKEN_ROLES.join(', ')}`);
-  const role = body.role as TokenRole;
-  const environments = parseScope(body.environments);
-  // 256 random bits: a digest without salt or stretching cannot be reversed or guessed.
-  const token = NAMED_TOKEN_PREFIX + randomBytes(32).toString('base64url');
-  const info = await ctx.state.createToken({ name: body.name, role, environments, digest: adminTokenDigest(token), createdBy: call.actor });
-  return changed(201, { ...info, token }, {
-    live: false, action: 'token.create', env: null, target: info.name, detail: { id: info.id, role, environments },
-  });
-}
-
-async function listTokens(ctx: AdminContext): Promise<AdminResult> {
-  return read({ tokens: await ctx.state.listTokens() });
-}
-
-/**
- * What the token scheduled is cancelled first (a scheduled change is applied with its creator's
- * rights, which a revocation withdraws), then the token revoked: should the second fail, the
- * token still works but nothing it scheduled applies behind anyone's back. Then once more: a write
- * of the token on another node of the store may have committed between the two (its own check
- * found the token live); once the token is revoked none can (src/store/write-guard.ts), so this
- * second pass, made without the caller's check (a token may revoke itself), leaves nothing behind.
- */
-async function revokeToken(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
-  const name = param(call, 0);
-  requireNoBody(call);
-  const live = (await ctx.state.listTokens()).find((t) => t.name === name && t.revokedAt === null);
-  if (live === undefined) throw new RcdError('not_found', `no live admin token named "${name}"`);
-  const events = (rows: readonly ScheduleRow[]): WebhookPayload[] => cancelledEvents(rows, now());
-  const cancelled = await ctx.store.writeStep(() => cancelOfToken(live.id), await announcing<readonly ScheduleRow[]>(ctx, call, events));
-  const info = await ctx.state.revokeToken(name);
-  const late = await ctx.unguardedStore.writeStep(() => cancelOfToken(live.id), await announcing<readonly ScheduleRow[]>(ctx, call, events));
-  return changed(200, { id: info.id, name: info.name, revoked: true }, {
-    live: false, action: 'token.revoke', env: null, target: info.name, detail: { id: info.id, schedulesCancelled: [...cancelled, ...late].map((r) => r.schedule_id) },
-  });
 }
 
 // ---- the table ------------------------------------------------------------------------------

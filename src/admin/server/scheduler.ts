@@ -33,16 +33,15 @@ const LEASE = 'scheduler';
 /**
  * Batches of due changes (APPLY_BATCH each) one write of the applier applies, back to back: 2,000
  * changes due together go live after one wait for the fleet, one audit append and one webhook
- * release, not one of each per 500 (bench/README.md, "Scheduled changes": on the loaded 3-node fleet
- * that wait was 150-550 ms a batch). Bounded, because the write holds the urgent lane that admin
- * writes queue behind.
+ * release, not one of each per batch: the wait for the fleet is the cost that grows with the number
+ * of writes. Bounded, because the write holds the urgent lane that admin writes queue behind.
  */
 const BATCHES_PER_WRITE = 4;
 /**
  * This long before a due time, the holder rehearses the first WARM_CHANGES changes due then on each
  * of the store's write connections and rolls them back (rehearseDue): the connection's first-use
- * costs are paid before the due time instead of in the apply (on a loaded fleet ~0.7 s of a 1,000
- * change apply; bench/README.md, "Scheduled changes"). A few changes warm what a first use costs
+ * costs are paid before the due time instead of in the apply, where they would delay the changes
+ * going live. A few changes warm what a first use costs
  * (those costs do not grow with the batch) and keep the rehearsals, which take the write lock in
  * turn, well inside the lead.
  */

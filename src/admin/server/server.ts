@@ -14,24 +14,23 @@
  * Writes are serialised so a 2xx always means "the next delivery request sees this write".
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { errorResponse, RcdError, responseForError, type ErrorResponse } from '../../runtime/errors.js';
+import { RcdError } from '../../runtime/errors.js';
 import type { Store } from '../../store/types.js';
 import type { Propagation } from '../../control/nodes.js';
-import { createNodeServer, listenNodeServer } from '../../runtime/node-server.js';
-import { nodeSecureContextOptions, type TlsMaterial } from '../../runtime/tls.js';
-import { isPlainObject } from '../../shared/json.js';
+import { NodeServer, listenNodeServer } from '../../runtime/node-server.js';
+import type { TlsMaterial } from '../../runtime/tls.js';
+import { readBody, sendError, sendJson } from './admin-http.js';
+import { Lane, WriteQueue } from './write-queue.js';
 import {
   ADMIN_ROUTES,
-  adminTokenDigest,
-  BOOTSTRAP_TOKEN_NAME,
   INLINE_IMPORTS,
-  NAMED_TOKEN_PREFIX,
   type AdminCall,
   type AdminContext,
   type AdminHandler,
   type AdminPrepare,
   type ImportPreparer,
 } from './handlers.js';
+import { adminTokenDigest, BOOTSTRAP_TOKEN_NAME, NAMED_TOKEN_PREFIX } from './token-handlers.js';
 import { authorise, type Principal, type RouteScope, type TokenRole } from './access.js';
 import { compileRouter, type Router } from './router.js';
 import type { AdminStateStore } from './state.js';
@@ -84,12 +83,6 @@ export interface AdminServer {
   webhookStats(): WebhookStats;
 }
 
-/** Write queue lanes: urgent writes (the kill switch, scheduled changes due) go before queued ones. */
-const enum Lane {
-  Normal = 0,
-  Urgent = 1,
-}
-
 interface Shared {
   readonly ctx: AdminContext;
   readonly router: Router<AdminRouteEntry>;
@@ -112,50 +105,10 @@ interface AdminRouteEntry {
   readonly scope: RouteScope;
 }
 
-/**
- * Writes run one at a time (a 2xx means the next delivery request sees it, and the audit order is
- * the order of the changes). An urgent write (the kill switch, scheduled changes that fell due)
- * waits only for the write running now, not for the ones queued behind it: an 8 MiB import queued
- * before a kill must not delay the kill.
- */
-class WriteQueue {
-  private readonly queued: [(() => void)[], (() => void)[]] = [[], []];
-  private running = false;
-
-  run<T>(fn: () => Promise<T>, lane: Lane): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queued[lane].push(() => {
-        fn().then(resolve, reject).finally(() => {
-          this.running = false;
-          this.next();
-        });
-      });
-      this.next();
-    });
-  }
-
-  private next(): void {
-    if (this.running) return;
-    const task = this.queued[Lane.Urgent].shift() ?? this.queued[Lane.Normal].shift();
-    if (task === undefined) return;
-    this.running = true;
-    task();
-  }
-}
-
 /** Who applies scheduled changes: the change itself is audited in its creator's name. */
 const SCHEDULER: Principal = { name: 'scheduler', tokenId: 'scheduler', role: 'admin', scope: '*', bootstrap: false };
 
-const JSON_HEADERS = { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' };
 const ACTOR_RE = /^[A-Za-z0-9_.@:-]{1,64}$/;
-/** A lock is normally held for one transaction (milliseconds); a second is a polite retry. */
-const STORE_BUSY_RETRY_AFTER_S = '1';
-
-function isSqliteBusy(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
-}
-
 export async function startAdminServer(opts: AdminServerOptions): Promise<AdminServer> {
   const dispatcher = new WebhookDispatcher(opts.store, opts.state, { log: opts.log, ...opts.webhooks });
   const scheduleOptions = opts.schedules ?? DEFAULT_SCHEDULER_OPTIONS;
@@ -195,8 +148,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       res.destroy();
     });
   };
-  let tls = opts.tls ?? null;
-  const { server, https } = createNodeServer(tls, onRequest);
+  const node = new NodeServer(opts.tls ?? null, onRequest, 'the admin listener', '--admin-tls-cert');
+  const server = node.server;
   // Slow clients must not pin sockets forever, but bundle uploads can legitimately take a while.
   server.requestTimeout = 120_000;
   server.headersTimeout = 30_000;
@@ -208,13 +161,9 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
   return {
     port,
     get tls() {
-      return tls;
+      return node.tls;
     },
-    rotateTls(next: TlsMaterial): void {
-      if (https === null) throw new Error('the admin listener serves plain HTTP; restart with --admin-tls-cert to serve HTTPS');
-      https.setSecureContext(nodeSecureContextOptions(next));
-      tls = next;
-    },
+    rotateTls: (next) => node.rotateTls(next),
     webhookStats: () => dispatcher.stats(),
     close(): Promise<void> {
       if (closing === null) {
@@ -263,7 +212,7 @@ async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerRe
     if (unpublished !== null) throw unpublished;
     sendJson(res, result.status, result.body, propagation);
   } catch (err) {
-    sendError(shared, res, err);
+    sendError(shared.log, res, err);
   }
 }
 
@@ -392,77 +341,4 @@ function requireDurableStore(store: Store): void {
   if (reason !== null) {
     throw new RcdError('store_unavailable', `the store is unavailable (${reason}); writes are refused meanwhile`);
   }
-}
-
-/**
- * Reads the body under a limit. Past the limit the rest is drained without being kept, so the
- * client reads a clean 413 instead of a reset connection; only authenticated callers get this far.
- */
-function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length'] ?? '0');
-    let tooLarge = declared > max;
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      if (tooLarge) return;
-      size += chunk.length;
-      if (size > max) {
-        tooLarge = true;
-        chunks.length = 0;
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (tooLarge) reject(new RcdError('payload_too_large', `the request body exceeds ${max} bytes`));
-      else resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
-    });
-    req.on('error', reject);
-  });
-}
-
-/**
- * A write that changed routing data says how far it reached: `rcd-propagation: applied/nodes` on
- * every such answer, and a `propagation` member when the answer is a JSON object.
- */
-function sendJson(res: ServerResponse, status: number, body: unknown, propagation: Propagation | null): void {
-  const headers: Record<string, string | number> = { ...JSON_HEADERS };
-  let answer = body;
-  if (propagation !== null) {
-    headers['rcd-propagation'] = `${propagation.applied}/${propagation.nodes}`;
-    if (isPlainObject(body)) answer = { ...body, propagation };
-  }
-  const text = JSON.stringify(answer);
-  headers['content-length'] = Buffer.byteLength(text);
-  res.writeHead(status, headers);
-  res.end(text);
-}
-
-function sendError(shared: Shared, res: ServerResponse, failure: unknown): void {
-  let err = failure;
-  let answer: ErrorResponse;
-  const headers: Record<string, string | number> = { ...JSON_HEADERS };
-  // The admin state (audit log, webhooks) has its own connection to the store file: a lock held
-  // elsewhere reaches here as better-sqlite3's own error.
-  if (isSqliteBusy(err)) err = new RcdError('store_busy', 'the store is locked by another connection; retry shortly');
-  if (err instanceof RcdError) {
-    answer = responseForError(err);
-    if (err.code === 'unauthorized') headers['www-authenticate'] = 'Bearer realm="rcd-admin"';
-    if (err.code === 'store_busy' || err.code === 'overloaded') headers['retry-after'] = STORE_BUSY_RETRY_AFTER_S;
-    if (err.code === 'method_not_allowed') {
-      const allow = (err.details as { allow?: string[] } | undefined)?.allow;
-      if (allow !== undefined) headers.allow = allow.join(', ');
-    }
-  } else {
-    shared.log(`admin: internal error: ${(err as Error)?.stack ?? String(err)}`);
-    answer = errorResponse('internal', 'internal error');
-  }
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  headers['content-length'] = Buffer.byteLength(answer.body);
-  res.writeHead(Number(answer.statusLine.slice(0, 3)), headers);
-  res.end(answer.body);
 }

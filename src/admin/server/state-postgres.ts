@@ -5,25 +5,13 @@
  * state, with the webhook key of --data-dir: the nodes of a fleet share that key file
  * (docs/fleet.md).
  */
-import { randomUUID } from 'node:crypto';
 import { RcdError } from '../../runtime/errors.js';
 import { OnLost, connect, pgFailure, runOnPool, type Sql, type Tx } from '../../store/postgres/connection.js';
 import { requireLiveTokenPg } from '../../store/postgres/token-guard.js';
 import { guardedView, WRITE_GUARD, type WriteGuard } from '../../store/write-guard.js';
-import { openSealed, sealSecret } from './sealed.js';
-import {
-  newTokenRow,
-  tokenNameTaken,
-  type AdminStateStore,
-  type AdminTokenInfo,
-  type AuditEntry,
-  type NewAdminToken,
-  type NewAuditEntry,
-  type WebhookEvent,
-  type WebhookInfo,
-  type WebhookRegistration,
-} from './state.js';
-import { auditFromRow, tokenFromRow, webhookInfoFromRow, type AuditRow, type TokenRow } from './state-rows.js';
+import { sealSecret } from './sealed.js';
+import type { AdminStateStore, AdminTokenInfo, AuditEntry, NewAdminToken, NewAuditEntry, WebhookEvent, WebhookInfo, WebhookRegistration } from './state.js';
+import { auditFromRow, newAuditEntry, newTokenRow, newWebhookId, openWebhookRows, tokenFromRow, tokenNameTaken, webhookInfoFromRow, type AuditRow, type TokenRow } from './state-rows.js';
 
 interface WebhookRow {
   id: string;
@@ -87,16 +75,7 @@ export class PostgresAdminState implements AdminStateStore {
         [at, entry.actor, entry.tokenId, entry.action, entry.env, entry.target, detail],
         { prepare: true },
       );
-      return {
-        id: rows[0]!.id,
-        at,
-        actor: entry.actor,
-        tokenId: entry.tokenId,
-        action: entry.action,
-        env: entry.env,
-        target: entry.target,
-        detail: JSON.parse(detail) as unknown,
-      };
+      return newAuditEntry(rows[0]!.id, at, entry, detail);
     }, OnLost.RetryOnce);
   }
 
@@ -133,7 +112,7 @@ export class PostgresAdminState implements AdminStateStore {
 
   addWebhook(url: string, events: readonly WebhookEvent[], secret: string): Promise<WebhookRegistration> {
     return this.call(async () => {
-      const id = 'wh_' + randomUUID().replaceAll('-', '').slice(0, 16);
+      const id = newWebhookId();
       const createdAt = new Date().toISOString();
       await this.write((q) => q.unsafe('INSERT INTO admin_webhooks (id, url, events, secret_sealed, created_at) VALUES ($1, $2, $3, $4, $5)', [
         id,
@@ -151,21 +130,7 @@ export class PostgresAdminState implements AdminStateStore {
   }
 
   listWebhooks(): Promise<WebhookRegistration[]> {
-    return this.call(async () => {
-      const out: WebhookRegistration[] = [];
-      for (const row of await this.rows()) {
-        const secret = openSealed(this.sealKey, row.secret_sealed, row.id);
-        if (secret === null) {
-          if (!this.reportedUnreadable.has(row.id)) {
-            this.reportedUnreadable.add(row.id);
-            this.log(`admin: webhook ${row.id}: its secret does not open with the current webhook key; not delivered until it is registered again`);
-          }
-          continue;
-        }
-        out.push({ ...webhookInfoFromRow(row), secret });
-      }
-      return out;
-    }, OnLost.RetryOnce);
+    return this.call(async () => openWebhookRows(await this.rows(), this.sealKey, this.reportedUnreadable, this.log), OnLost.RetryOnce);
   }
 
   listWebhookInfo(): Promise<WebhookInfo[]> {

@@ -2,7 +2,7 @@
  * Webhook delivery from the store's outbox.
  *
  * A write that announces events adds one outbox row per (event, subscribed hook) in its own
- * transaction (handlers.ts builds them, the Store inserts them), held until the change is live;
+ * transaction (the admin handlers build them, the Store inserts them), held until the change is live;
  * then the server releases them and kicks this dispatcher. The dispatcher claims due rows (a lease,
  * so a second node or process on the store never sends one at the same time), posts them, and
  * records the outcome in the store: delivered rows are removed, a failed attempt is due again after
@@ -33,6 +33,11 @@ export interface WebhookPayload {
   readonly at: string;
   /** The schedule.* events: the scheduled change as it stands (docs/schedule.md, "Webhooks"). */
   readonly schedule?: ScheduleEventBody;
+}
+
+/** The payload of an event about one item (the schedule.* events carry their scheduled change too). */
+export function webhookPayload(event: WebhookEvent, env: string, id: string | null, hash: string | null, at: string): WebhookPayload {
+  return { event, env, id, hash, at };
 }
 
 export interface ScheduleEventBody {

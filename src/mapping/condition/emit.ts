@@ -13,9 +13,8 @@
  * for a scalar, or an array of scalars, at the end of the path
  * (test/unit/mapping/condition/predicate.test.ts runs the sift oracle against both).
  *
- * Measured with bench:cost (mapped, callgrind): the bench mapping's ten rules cost ~5,000
- * instructions a request interpreted, a loop over rules, fields and operators with a call and a
- * switch at each level; see bench/README.md ("Cost against the floor") for the generated program.
+ * Inlined, a scalar test is a few comparisons; interpreted, it is a loop over rules, fields and
+ * operators with a call and a switch at each level.
  *
  * The generated code declares nothing the enclosing function can see: it assigns `v` (the value) and
  * `h` (whether the path's last member is there, for $exists), which that function declares; an array's
@@ -91,10 +90,9 @@ function isElementTest(op: Op): boolean {
  * A one-member path whose value is an array (`tags`, `flags`): what matchOps decides for it when no
  * element is an object or an array, each operator holding for some element ($ne and $nin: for none),
  * tested here element by element; an object or array among the elements, or a value that is an
- * object, hands the field to the interpreter. Handed over every time, such a field cost the
- * interpreter's walk (matchField, matchPath, matchOps, anyValue) and the lines of its nodes on every
- * request: bench:cost, mapped (its `tags` rule), callgrind with the cache simulator, request path
- * ~70 instructions fewer and L1 data misses 532-554 -> 498-507 a request.
+ * object, hands the field to the interpreter. Handed over every time, such a field would cost the
+ * interpreter's walk (matchField, matchPath, matchOps, anyValue) and the cache lines of its nodes on
+ * every request.
  */
 function elementsSource(ops: readonly Op[], unit: CodeUnit, handOver: string, fail: string): string {
   let seen = '';

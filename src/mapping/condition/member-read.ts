@@ -2,14 +2,12 @@
  * Reading a member of p by name, for the condition matchers (match.ts). HOT PATH.
  *
  * A keyed read `o[name]` at one place in the code, fed a different name by each field, is
- * megamorphic in V8: every read goes through the stub cache (~120 instructions). A read site that
+ * megamorphic in V8: every read goes through the stub cache. A read site that
  * only ever sees one name (and the few object shapes that hold it) compiles to a name check, a map
  * check and a field load. So each attribute name gets its own site: the first READ_SITES distinct
  * names a thread compiles each get a `case` below (a switch, not an array of functions: every case's
  * read keeps its own feedback, and the switch is one jump); later names share the generic site.
- * Measured with bench:cost (mapped, callgrind): the ten rules' reads cost ~750 instructions through
- * one site; bench/micro/mapping.ts has the two side by side ("member reads": 206 against 53 ns for
- * the bench mapping's eight reads of one p).
+ * bench/micro/mapping.ts ("member reads") has the two side by side.
  *
  * Sites are handed out per thread and never taken back: names of mappings compiled early keep
  * theirs, which costs a later name nothing but the generic read.

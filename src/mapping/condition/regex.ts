@@ -11,25 +11,22 @@
  * syntax error, refused when the mapping is stored. re2js's optional lookbehind support is not
  * enabled: the language stays plain RE2.
  *
- * Cost per test, measured with bench/micro/mapping.ts (runRegexMicro; Node 20, typical short
- * patterns on short strings: an e-mail domain, `^bob` with i, a device family, `\d`): re2js 105-260 ns
- * and 155-290 bytes allocated (re2js wraps the input and builds its search state per call; the
- * evaluator around it allocates nothing), against 19-48 ns for V8's RegExp. Accepted: a rule with a
- * `$regex` adds a few tenths of a microsecond to a request costing ~12 µs of CPU, and only mappings
- * using `$regex` pay it. No fast path on V8's RegExp for "simple" patterns: it would be a second
+ * Cost per test: re2js is several times slower than V8's RegExp and allocates per call (it wraps the
+ * input and builds its search state; the evaluator around it allocates nothing). Accepted: it is a
+ * small part of a request, and only mappings using `$regex` pay it (bench/micro/mapping.ts,
+ * runRegexMicro, compares the two). No fast path on V8's RegExp for "simple" patterns: it would be a second
  * engine whose answers differ from RE2's (`\s`, `.` on astral characters and \r, case folding).
  *
  * Bounds. Linear is not free: a pattern built to defeat re2js's lazy DFA (so that it falls back to
  * its NFA) costs in proportion to program size x input length. Hence, all fixed:
  * - MAX_REGEX_SOURCE: pattern text, in UTF-16 code units (bounds parse and compile at put);
  * - MAX_REGEX_PROGRAM: compiled instructions (re2js programSize(): about one per literal character
- *   or class; a bounded repeat counts every copy, `[a-z0-9]{1,64}` is 131). At this size such a
- *   pattern measured up to ~20 ms on a fresh 1,024-character string, 2-4 ms once its DFA cache is
- *   warm (at ~500 instructions, up to 40 ms);
+ *   or class; a bounded repeat counts every copy, `[a-z0-9]{1,64}` is 131), so that such a pattern's
+ *   worst case on the longest input stays a bounded pause;
  * - MAX_REGEX_INPUT: a longer string is not read and never matches (so `$not` of it matches);
  * - MAX_REGEX_SCAN: what one `$regex` op reads per evaluation in total (value-tests.ts, regexTest),
  *   so that an array of long strings in p cannot multiply the above by the body size.
- * Typical patterns stay far below: `^(a+)+$` on 1,024 characters takes ~0.1 ms.
+ * Typical patterns stay far below these bounds.
  * They are constants, not flags: a mapping must mean the same on every server and after every
  * restart (it is validated once, when stored), and moving a store to a server configured lower
  * must not make mappings it already accepted fail to compile. Documented in docs/api.md.
@@ -101,7 +98,7 @@ export function compileRegex(pattern: unknown, options: unknown): RegexResult {
  * because the bound overestimates: typical patterns within MAX_REGEX_PROGRAM read 1.5-3x their size
  * (`^[a-z0-9]{1,64}$`: 199 for 131); only repeats of what compiles to nearly nothing (`(…){0}`, a
  * repeated empty group) can be refused by it though RE2 would simplify them away. Compiling what
- * passes costs a few ms (at worst, measured: ~30 ms for 2,000 copies of a large Unicode class).
+ * passes stays short, once, when the mapping is stored.
  */
 const MAX_REGEX_PROGRAM_BOUND = 16 * MAX_REGEX_PROGRAM;
 

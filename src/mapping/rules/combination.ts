@@ -59,8 +59,8 @@ export interface Combination {
    * Why it lives on a mapping type: a combination is interned, so the same object comes back for
    * every request that selects it, and a field on it is the one place a per-combination value can be
    * reached with no lookup at all. Returning the same key string also keeps V8's cached hash, so the
-   * cache lookup neither flattens nor hashes a fresh key: bench/micro/alloc.ts measured 15 ns and 5 B
-   * per lookup against 155 ns and 75 B for building the key per request. Several entries because a
+   * cache lookup neither flattens nor hashes a fresh key, and nothing is allocated per request
+   * (bench/micro/alloc.ts compares it with building the key). Several entries because a
    * combine holds several items of one mapping (one revision each) and selects one combination for
    * all of them: with one entry they replaced each other on every request. A WeakMap<Combination, key>
    * in the front cache would keep the types apart but add a hash lookup per item; a wrapper object

@@ -10,64 +10,14 @@
  */
 import semver from 'semver';
 import { RcdError } from '../../runtime/errors.js';
-import { compileCondition, type Predicate } from '../condition/validate.js';
+import { compileCondition } from '../condition/validate.js';
 import { CombinationIndex } from './interning.js';
-import type { RuleProgram } from './program.js';
+import { NO_CHOICE, PATCH_CHOICE, type CompiledMapping, type CompiledRule, type CompiledVariant } from './compiled.js';
 import { applyPatchToValue, compilePatch, PATCH_FAILED, type CompiledPatch } from '../patch/patch.js';
 import { compileVersionRange, type VersionRange } from './version-range.js';
 import { childPath, isPlainObject, type MappingProblem } from '../problems.js';
 
 export const MOD_COUNT = 1000;
-
-export interface CompiledVariant {
-  readonly name: string;
-  readonly lo: number;
-  readonly hi: number;
-  readonly patch: CompiledPatch;
-  /** This variant's seg object as JSON, e.g. `{"n":"eu","v":"A","i":"x"}`. */
-  readonly segJson: string;
-}
-
-export interface CompiledRule {
-  readonly index: number;
-  readonly segment: string;
-  /** null: matches every p. */
-  readonly predicate: Predicate | null;
-  /** The appVersion range; null: every app version (and requests without v). */
-  readonly versions: VersionRange | null;
-  /** The rule's patch (segment-only rule), or null for an A/B test. */
-  readonly patch: CompiledPatch | null;
-  /** The patch rule's seg JSON (`"v":null`), or "" for an A/B test. */
-  readonly segJson: string;
-  readonly variants: readonly CompiledVariant[];
-  /**
-   * What the user's mod (0..999) picks, or null when every mod gets the patch: the variant's index
-   * (an A/B test), PATCH_CHOICE (a patch rule's `mod` range covers it) or NO_CHOICE (nothing: outside
-   * every range, or the rule is disabled). A disabled rule or a gated patch rule costs the request
-   * the same table read as an A/B test, and keeps its position, so combination keys and the preview's
-   * rule numbers stay the stored rule indexes.
-   */
-  readonly variantOfMod: Int16Array | null;
-  /** `"disabled": true`: kept in the mapping (the kill switch sets it), applied to nobody. */
-  readonly disabled: boolean;
-}
-
-/** variantOfMod entries that are not a variant index. */
-export const PATCH_CHOICE = -1;
-export const NO_CHOICE = -2;
-
-export interface CompiledMapping {
-  readonly rules: readonly CompiledRule[];
-  /** Rules that can apply (not disabled): the catalog's `d` is ruleCount > 0. */
-  readonly ruleCount: number;
-  /** Combination interning; bounded (see interning.ts). */
-  readonly combinations: CombinationIndex;
-  /**
-   * The rules as one generated function (program.ts), built on the first evaluation (evaluate.ts):
-   * null until then, and in threads that never evaluate (workers only render).
-   */
-  program: RuleProgram | null;
-}
 
 const RULE_KEYS = new Set(['segment', 'when', 'appVersion', 'patch', 'variants', 'info', 'disabled', 'mod']);
 const VARIANT_KEYS = new Set(['name', 'mod', 'patch', 'info']);

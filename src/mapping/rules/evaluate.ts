@@ -6,12 +6,13 @@
  * condition; the mapping's rule program (program.ts) does all of it as one generated function. The result is an interned Combination; the render cache is keyed by (revision id,
  * mapping id, combination key), so a repeat combination costs this evaluation plus one cache lookup.
  */
-import { MAX_RULES, NO_CHOICE, PATCH_CHOICE, type CompiledMapping, type CompiledRule } from './compile.js';
+import { MAX_RULES } from './compile.js';
+import { NO_CHOICE, PATCH_CHOICE, type CompiledMapping, type CompiledRule, type RuleProgram } from './compiled.js';
 import { EMPTY_COMBINATION, EMPTY_SELECTION, newCombination, type Combination, type Selection } from './combination.js';
 import { NO_VERSION_NUM, type ComparableVersion } from '../../shared/app-version.js';
 import { pathEdge, pathKey } from './interning.js';
 import { PatchKind, type CompiledPatch } from '../patch/patch.js';
-import { compileRuleProgram, type RuleProgram } from './program.js';
+import { compileRuleProgram } from './program.js';
 import { versionInRange } from './version-range.js';
 
 // evaluateMapping's rule path: written and read within one call (evaluation is synchronous and

@@ -6,9 +6,8 @@
  * - by path (front end, every wrapped request): the (rule, choice) pairs that applied, in rule order,
  *   as small integers in a scratch array, hashed and looked up in an open-addressing table that holds
  *   each interned path's own copy: one probe, no string built. Building the key string per request
- *   allocated 335 bytes per mapped request. A trie with a Map per node walked one Map.get per applied
- *   rule, each node and its Map's table in other cache lines: perf had the walk at ~250 ns of a
- *   combine request and ~1.2% of mapped's samples (bench/README.md, "Time by symbol beside the floor").
+ *   would allocate per mapped request; a trie with a Map per node would walk one Map.get per applied
+ *   rule, each node and its Map's table in other cache lines.
  * - by key (worker, per render miss): the key string the front end put in the job.
  *
  * Bounded (a pathological mapping with many independent rules could produce very many combinations):

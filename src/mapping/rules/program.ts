@@ -8,8 +8,7 @@
  * condition's statements (condition/emit.ts), each failing test a `break` out of the rule's block.
  * Disabled rules apply to nobody and are left out. Nothing is called for a rule whose attributes are
  * scalars; the interpreter, for the same work, walks rules, fields and operators through a call and
- * a switch at each level. Measured with bench:cost (callgrind, the bench's 10-rule mapping): see
- * bench/README.md, "Cost against the floor".
+ * a switch at each level.
  *
  * V8 optimizes a function up to a bytecode size; a long mapping is cut into chunks of a bounded
  * source size, run one after another by a small driver.
@@ -20,13 +19,10 @@
  */
 import { CodeUnit } from '../codegen.js';
 import { emitCondition } from '../condition/emit.js';
-import { NO_VERSION_NUM, type ComparableVersion } from '../../shared/app-version.js';
-import { NO_CHOICE, PATCH_CHOICE, type CompiledRule } from './compile.js';
+import { NO_VERSION_NUM } from '../../shared/app-version.js';
+import { NO_CHOICE, PATCH_CHOICE, type CompiledRule, type RuleProgram } from './compiled.js';
 import { pathEdge } from './interning.js';
 import { versionRangeSource } from './version-range.js';
-
-/** Writes the applied (rule, choice) edges of this request to `path`; returns how many. */
-export type RuleProgram = (p: Record<string, unknown>, version: ComparableVersion, mod: number, path: Int32Array) => number;
 
 /** Source characters per chunk: well under the size up to which V8 optimizes a function. */
 const CHUNK_SOURCE = 24 * 1024;

@@ -5,9 +5,8 @@
  * Why: the front end already holds each request's version in comparable forms
  * (`UserContext.version`: a key, and a number for every version in the field), and a comparison of
  * them is one `<`. Testing a semver Range needs a parsed SemVer per version (a
- * second memo beside the key's) and walks comparator objects through semver's generic compare: the
- * two range rules of the bench mapping cost ~1% of a mapped request's delivery-thread time (profile,
- * bench/README.md). semver still parses the range (the one grammar users know); only the test is
+ * second memo beside the key's) and walks comparator objects through semver's generic compare on
+ * every request of a rule with a range. semver still parses the range (the one grammar users know); only the test is
  * replaced, and a differential test holds it to `Range#test` (test/unit/mapping/rules/version-range.test.ts).
  *
  * Exact for what requests can carry: v is X.Y.Z with parts of at most 9 digits and no prerelease or

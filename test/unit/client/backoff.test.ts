@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { backoffDelay, parseRetryAfter } from '../../../src/client/backoff.js';
-import { planBatches } from '../../../src/client/client.js';
+import { planBatches } from '../../../src/client/sync.js';
 
 describe('backoffDelay', () => {
   it('doubles per failure, jittered within the upper half of the step, capped at maxMs', () => {

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openAdminState, type AdminStateStore } from '../../../../src/admin/server/state.js';
+import { openAdminState } from '../../../../src/admin/server/open-state.js';
+import type { AdminStateStore } from '../../../../src/admin/server/state.js';
 import { openStore } from '../../../../src/store/index.js';
 import { createDatabase } from '../../../helpers/postgres.js';
 

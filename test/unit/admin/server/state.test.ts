@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WEBHOOK_KEY_FILE } from '../../../../src/admin/server/sealed.js';
-import { openAdminState, type AdminStateStore } from '../../../../src/admin/server/state.js';
+import { openAdminState } from '../../../../src/admin/server/open-state.js';
+import type { AdminStateStore } from '../../../../src/admin/server/state.js';
 import { ConfigError } from '../../../../src/runtime/config.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];

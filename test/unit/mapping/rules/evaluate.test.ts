@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CompiledMapping } from '../../../../src/mapping/rules/compile.js';
+import type { CompiledMapping } from '../../../../src/mapping/rules/compiled.js';
 import { EMPTY_COMBINATION, EMPTY_SELECTION, type Combination } from '../../../../src/mapping/rules/combination.js';
 import { combinationForKey, evaluateMapping, partialSelection } from '../../../../src/mapping/rules/evaluate.js';
 import { compileMapping } from '../../../../src/mapping/index.js';

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { prng, pick, readFixture } from '../../../../bench/fixtures/generate.js';
 import { compileMapping, evaluateMapping, interpretRules } from '../../../../src/mapping/index.js';
 import { compileRuleProgram } from '../../../../src/mapping/rules/program.js';
-import type { CompiledMapping } from '../../../../src/mapping/rules/compile.js';
+import type { CompiledMapping } from '../../../../src/mapping/rules/compiled.js';
 import { NO_VERSION, comparableVersion } from '../../../../src/shared/app-version.js';
 
 // Every kind of rule part: A/B tables with gaps, gated and disabled rules, app-version ranges of one
