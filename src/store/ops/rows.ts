@@ -48,22 +48,9 @@ export interface Rows {
    * Writes revision `number` without marking the item updated: for an item created in the same
    * transaction, whose insert already put it in the change log.
    */
-  insertRevision(
-    contentPk: number,
-    number: number,
-    text: string,
-    compiled: Pick<CompiledContent, 'minified' | 'hash'>,
-    minAppVersion: string | null,
-    at: string,
-  ): void;
-  appendRevision(
-    contentPk: number,
-    number: number,
-    text: string,
-    compiled: Pick<CompiledContent, 'minified' | 'hash'>,
-    minAppVersion: string | null,
-    at: string,
-  ): number;
+  insertRevision(...revision: RevisionArgs): void;
+  /** Writes revision `number` and marks the item updated (which logs the change); returns the number. */
+  appendRevision(...revision: RevisionArgs): number;
   /** For each key (in order): the item of `envId` and its newest revision, when they exist. */
   contentHeads(envId: string, keys: readonly string[]): ContentHead[];
   /** Creates these items (none exists yet); returns their rows in order. */
@@ -120,6 +107,16 @@ export interface Rows {
   rollbackTo(name: string): void;
   releaseSavepoint(name: string): void;
 }
+
+/** A revision to write: its item, its number, its text, what is delivered of it, its minimum app version, when. */
+export type RevisionArgs = [
+  contentPk: number,
+  number: number,
+  text: string,
+  compiled: Pick<CompiledContent, 'minified' | 'hash'>,
+  minAppVersion: string | null,
+  at: string,
+];
 
 export interface ContentHead {
   readonly content: ContentRow | undefined;

@@ -202,10 +202,9 @@ export function* applyDue(limit: number): Step<Settled[]> {
  * Runs the first `limit` changes due at `dueMs` as applyDue's common case will (applyTogether:
  * their ops, their status update), then rolls all of it back: nothing is kept, announced or notified
  * (PostgreSQL discards a rolled-back savepoint's notifications). Run a moment before a due time on
- * each connection the store writes on, it takes there the costs a first use pays (PostgreSQL: opening the connection,
- * its backend's catalog caches and plans, the change-log trigger's compilation): measured on a
- * loaded fleet, a cold connection made the first batch of 500 take ~0.7 s more than the second
- * (bench/README.md, "Scheduled changes").
+ * each connection the store writes on, it takes there the costs a first use pays (PostgreSQL:
+ * opening the connection, its backend's catalog caches and plans, the change-log trigger's
+ * compilation), so the batch at the due time does not.
  */
 export function* rehearseDue(dueMs: number, limit: number): Step<void> {
   const due = yield* call('dueSchedules', dueMs, limit);

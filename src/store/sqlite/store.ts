@@ -2,8 +2,8 @@
  * The embedded Store: SQLite through better-sqlite3 (a file, or an in-memory database shared with
  * worker threads for `memory:`).
  *
- * better-sqlite3 is synchronous; the methods are async only to satisfy the Store interface (a
- * PostgreSQL backend will need it). Every write runs in one IMMEDIATE transaction that validates
+ * better-sqlite3 is synchronous; the methods return promises only to satisfy the Store interface,
+ * which the PostgreSQL store shares. Every write runs in one IMMEDIATE transaction that validates
  * first and writes after, so a refused write (or a crash) leaves the previous state whole, and a
  * second process writing the same file waits (busy_timeout) instead of interleaving.
  */
@@ -31,9 +31,8 @@ import type { ChangeBatch, ChangeEntry, CommitWatch, ContentSummary, DirectorySn
 export const COMMIT_POLL_MS = 25;
 /**
  * How often it is read besides the WAL watch (wal-watch.ts), which reports a commit at once: only the
- * bound for an event the watch missed. Measured on the 2-core VM with the 25 ms poll beside the watch,
- * the control thread spent ~1.1% of a core under the bench's combine load and ~0.5% idle, most of its
- * samples in the poll's 40 wake-ups a second (bench/README.md, "Background wake-ups").
+ * bound for an event the watch missed, so it is slow enough that the control thread's wake-ups for it
+ * cost next to nothing.
  */
 export const COMMIT_POLL_WATCHED_MS = 250;
 
@@ -52,8 +51,7 @@ export class SqliteStore extends StepStore implements Store {
   private readonly restoreSync: Statement<never>;
   /**
    * The transaction every read and write runs in, made once, running the function it is given:
-   * better-sqlite3's transaction() builds a new wrapper and its variants on each call
-   * (Object.defineProperties, ~15,000 instructions: callgrind of the control thread's heartbeat).
+   * better-sqlite3's transaction() builds a new wrapper and its variants on each call.
    */
   private readonly inTransaction: TransactionFunction<unknown, [() => unknown]>;
   /** Null here; a guarded view's (guarded()) admin token, checked by every write of the view. */
@@ -82,7 +80,7 @@ export class SqliteStore extends StepStore implements Store {
    * A write a power cut may lose without harm (a node's heartbeat: the next one, or a restart,
    * records it again), committed without waiting for the disk: in WAL mode NORMAL appends to the log
    * without an fsync, and the next FULL commit's fsync covers it. Every node writes one per change
-   * applied; an fsync each was ~0.1 ms of CPU and up to a ms of the propagation's wall time.
+   * applied, so an fsync each would add to every propagation's time.
    */
   private writeVolatile<T>(fn: () => T): T {
     this.relaxSync.run();
