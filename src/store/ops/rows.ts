@@ -12,7 +12,7 @@
  * failure of its own part (a savepoint rolled back) and go on.
  */
 import type { CompiledContent } from '../jsonc.js';
-import type { ContentRow, EnvRow, KeyRow, MappingRow, RevisionRow } from '../sqlite/sql.js';
+import type { ContentRow, EnvRow, KeyRow, MappingRow, RevisionArgs, RevisionRow } from '../sqlite/sql.js';
 import type { LeaseHolder, RolloutRow, ScheduleQuery, ScheduleRow } from '../schedule/rows.js';
 
 /** The row operations a step may yield, as the SQLite store runs them (PostgreSQL's return promises). */
@@ -107,16 +107,6 @@ export interface Rows {
   rollbackTo(name: string): void;
   releaseSavepoint(name: string): void;
 }
-
-/** A revision to write: its item, its number, its text, what is delivered of it, its minimum app version, when. */
-export type RevisionArgs = [
-  contentPk: number,
-  number: number,
-  text: string,
-  compiled: Pick<CompiledContent, 'minified' | 'hash'>,
-  minAppVersion: string | null,
-  at: string,
-];
 
 export interface ContentHead {
   readonly content: ContentRow | undefined;

@@ -4,8 +4,7 @@
  * (src/store/sqlite/sql.ts), whose row shapes they return. postgres.js prepares each statement once
  * per connection and reuses it.
  */
-import type { CompiledContent } from '../jsonc.js';
-import type { ContentRow, EnvRow, KeyRow, MappingRow, RevisionRow } from '../sqlite/sql.js';
+import type { ContentRow, EnvRow, KeyRow, MappingRow, RevisionArgs, RevisionRow } from '../sqlite/sql.js';
 import type { ContentHead, NewRevision } from '../ops/rows.js';
 import type { Tx } from './connection.js';
 
@@ -188,14 +187,7 @@ export class PgContentRows {
   }
 
   /** Writes revision `number` without marking the content updated: for a content row created in the same transaction. */
-  async insertRevision(
-    contentPk: number,
-    number: number,
-    text: string,
-    compiled: Pick<CompiledContent, 'minified' | 'hash'>,
-    minAppVersion: string | null,
-    at: string,
-  ): Promise<void> {
+  async insertRevision(...[contentPk, number, text, compiled, minAppVersion, at]: RevisionArgs): Promise<void> {
     await this.tx.unsafe(
       'INSERT INTO revisions (content_pk, number, text, minified, hash, min_app_version, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)',
       [contentPk, number, text, compiled.minified, compiled.hash, minAppVersion, at],
@@ -204,14 +196,7 @@ export class PgContentRows {
   }
 
   /** Appends revision `number` and marks the content updated (which puts it in the change log). */
-  async appendRevision(
-    contentPk: number,
-    number: number,
-    text: string,
-    compiled: Pick<CompiledContent, 'minified' | 'hash'>,
-    minAppVersion: string | null,
-    at: string,
-  ): Promise<number> {
+  async appendRevision(...[contentPk, number, text, compiled, minAppVersion, at]: RevisionArgs): Promise<number> {
     await this.insertRevision(contentPk, number, text, compiled, minAppVersion, at);
     await this.tx.unsafe('UPDATE contents SET updated_at = $1 WHERE content_pk = $2', [at, contentPk], { prepare: true });
     return number;

@@ -31,6 +31,16 @@ export interface RevisionRow {
   created_at: string;
 }
 
+/** A revision to write: its item, its number, its text, what is delivered of it, its minimum app version, when. */
+export type RevisionArgs = [
+  contentPk: number,
+  number: number,
+  text: string,
+  compiled: Pick<CompiledContent, 'minified' | 'hash'>,
+  minAppVersion: string | null,
+  at: string,
+];
+
 export interface MappingRow {
   mapping_id: number;
   json: string;
@@ -189,19 +199,12 @@ export class StoreSql {
    * Writes revision `number` without marking the content updated: for a content row created in the
    * same transaction, whose insert already put it in the change log with this updated_at.
    */
-  insertRevision(contentPk: number, number: number, text: string, compiled: Pick<CompiledContent, 'minified' | 'hash'>, minAppVersion: string | null, at: string): void {
+  insertRevision(...[contentPk, number, text, compiled, minAppVersion, at]: RevisionArgs): void {
     this.insertRevisionStmt.run(contentPk, number, text, compiled.minified, compiled.hash, minAppVersion, at);
   }
 
   /** Appends revision `number` (see nextNumber) and marks the content updated; returns the number. */
-  appendRevision(
-    contentPk: number,
-    number: number,
-    text: string,
-    compiled: Pick<CompiledContent, 'minified' | 'hash'>,
-    minAppVersion: string | null,
-    at: string,
-  ): number {
+  appendRevision(...[contentPk, number, text, compiled, minAppVersion, at]: RevisionArgs): number {
     this.insertRevision(contentPk, number, text, compiled, minAppVersion, at);
     this.touchContentStmt.run(at, contentPk);
     return number;
