@@ -4,7 +4,8 @@
  * `invalid_content`. Only the hash is left to the server (it needs a native addon).
  */
 import { RcdError } from '../runtime/errors.js';
-import { lineColumn, locateJsonError, stripComments, type ContentProblem } from '../store/jsonc.js';
+import { stripComments, type ContentProblem } from '../store/jsonc.js';
+import { lineColumn, locateJsonError } from '../store/json-errors.js';
 
 export interface JsoncProblem extends ContentProblem {
   /** UTF-16 offset of the problem in the text, for the editor's marker. */

@@ -4,7 +4,7 @@
  * the two stores cannot drift.
  */
 import type { ContentRow, RevisionRow } from './sqlite/sql.js';
-import type { ContentDetail, ContentMeta, OutboxEntry, RevisionMeta } from './types.js';
+import type { ContentDetail, ContentMeta, ContentSummary, EnvironmentInfo, KeyInfo, OutboxEntry, RevisionMeta } from './types.js';
 
 export interface RevisionMetaRow {
   content_pk: number;
@@ -116,4 +116,41 @@ export function outboxFromRow(r: OutboxRow): OutboxEntry {
     lastError: r.last_error,
     deadAt: r.dead_at,
   };
+}
+
+/** A row of the environment listing: the environment with its item and live key counts. */
+export interface EnvironmentListRow {
+  env_id: string;
+  created_at: string;
+  content_count: number;
+  key_count: number;
+}
+
+export function environmentInfo(r: EnvironmentListRow): EnvironmentInfo {
+  return { id: r.env_id, createdAt: r.created_at, contentCount: r.content_count, keyCount: r.key_count };
+}
+
+export interface KeyListRow {
+  key_id: string;
+  env_id: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export function keyInfo(r: KeyListRow): KeyInfo {
+  return { id: r.key_id, envId: r.env_id, createdAt: r.created_at, lastUsedAt: r.last_used_at, revokedAt: r.revoked_at };
+}
+
+/** A row of the content listing: the item with its newest revision's hash and its revision count. */
+export interface ContentListRow {
+  id: string;
+  hash: string;
+  revision_count: number;
+  mapping_id: number | null;
+  updated_at: string;
+}
+
+export function contentSummary(r: ContentListRow): ContentSummary {
+  return { id: r.id, hash: r.hash, revisionCount: r.revision_count, hasMapping: r.mapping_id !== null, updatedAt: r.updated_at };
 }

@@ -15,7 +15,7 @@ import { inScope } from './access.js';
 import { webhookPayload } from './webhooks.js';
 import { previewContent } from './preview.js';
 import { parseInstant } from '../../shared/instant.js';
-import { contentAt } from '../../store/schedule/lifecycle.js';
+import { contentAt } from '../../store/schedule/replay.js';
 import type { ScheduleRow } from '../../store/schedule/rows.js';
 import { cancelledEvents } from './schedule-view.js';
 import { SCHEDULE_ROUTES } from './schedule-handlers.js';

@@ -7,7 +7,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Diagnostic } from '@codemirror/lint';
 import { api, ApiError, seg, type ContentDetail, type Mapping, type MappingProblem, type Preview } from '../api.js';
 import { Editor } from '../editor.js';
-import { lineColumn, locateJsonError } from '../../store/jsonc.js';
+import { lineColumn, locateJsonError } from '../../store/json-errors.js';
 import { ErrorBox } from '../parts/messages.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
 import { Table } from '../parts/table.js';

@@ -9,7 +9,8 @@
  *
  * Import is all or nothing: the whole bundle is checked first (shape, ids, keys, every text, every
  * mapping against the content it will apply to) and every problem is reported with its JSON Pointer
- * in the file; only a bundle without problems is written, inside the caller's transaction.
+ * in the file; only a bundle without problems is written, inside the caller's transaction
+ * (write.ts). This file holds the format and the checks that need no store.
  *
  * Import is idempotent, so a deployment can import its bundle at every start:
  * - keys already present in their environment are skipped (a revoked key stays revoked);
@@ -25,15 +26,9 @@ import { WriteBudget, checkMappingDepth, compileContent, jsonContentText, type C
 import { RcdError } from '../../runtime/errors.js';
 import { validateMapping } from '../../mapping/index.js';
 import { isPlainObject } from '../../shared/json.js';
-import { apiKeyDigest, appVersionProblem, contentIdKey, contentIdProblem, envIdProblem, generateKeyId, plainKeyProblem } from '../ids.js';
-import { nextNumber, nowIso, sameRevision, type RevisionRow, type StoreSql } from '../sqlite/sql.js';
-import type { ContentImportReport } from '../types.js';
+import { apiKeyDigest, appVersionProblem, contentIdKey, contentIdProblem, envIdProblem, plainKeyProblem } from '../ids.js';
 import { planSchedules, RolloutEntrySchema, ScheduleEntrySchema, type SchedulePlan } from '../schedule/bundle.js';
-import { bundleError, type BundleProblem } from './problems.js';
-
-export const EXPORT_NOTE =
-  'API keys are not exported: the store keeps only SHA-256 digests of keys, never the keys themselves. ' +
-  'Add "keys" to each environment (or create keys through the admin API) before importing this bundle elsewhere.';
+import type { BundleProblem } from './problems.js';
 
 const RevisionSchema = z.strictObject({
   text: z.string().optional(),
@@ -112,47 +107,6 @@ export interface PreparedImport {
   readonly keyChecks: readonly KeyCheck[];
   /** Scheduled changes and rollouts to record once the content is written. */
   readonly schedules: SchedulePlan;
-}
-
-/**
- * Validates a prepared bundle against the store (key ownership) and writes it. Must run inside a
- * write transaction: it throws invalid_bundle (nothing written) when there is any problem.
- */
-export function importPrepared(sql: StoreSql, prepared: PreparedImport): ContentImportReport {
-  return applyPlan(sql, finishImport(prepared, (digest) => sql.keyByDigest(digest)?.env_id));
-}
-
-/**
- * The bundle checked and planned: every problem found (thrown as one invalid_bundle), or what to
- * write. `storedOwner` says which environment a stored key digest belongs to (undefined: not stored).
- */
-export function planImport(raw: unknown, storedOwner: (digest: string) => string | undefined): readonly PlannedEnvironment[] {
-  return finishImport(prepareImport(raw), storedOwner);
-}
-
-/**
- * The checks that need the store: a key the bundle lists must not belong to another environment.
- * Returns the plan, or throws every problem of the bundle as one invalid_bundle, in bundle order.
- * A store that cannot look owners up synchronously reads those of preparedKeyDigests() first.
- */
-export function finishImport(prepared: PreparedImport, storedOwner: (digest: string) => string | undefined): readonly PlannedEnvironment[] {
-  const problems: BundleProblem[] = [];
-  let from = 0;
-  for (const check of prepared.keyChecks) {
-    const stored = storedOwner(check.digest);
-    if (stored === undefined || stored === check.envId) continue;
-    problems.push(...prepared.problems.slice(from, check.at));
-    from = check.at;
-    problems.push({ path: check.path, reason: `this key already belongs to environment ${JSON.stringify(stored)}; a key belongs to one environment` });
-  }
-  if (problems.length === 0 && prepared.problems.length === 0) return prepared.plan;
-  problems.push(...prepared.problems.slice(from));
-  throw bundleError(problems);
-}
-
-/** The digests of the keys a prepared bundle lists, for finishImport's owner lookups. */
-export function preparedKeyDigests(prepared: PreparedImport): string[] {
-  return prepared.keyChecks.map((c) => c.digest);
 }
 
 /** Every check of a bundle that needs no store, and its plan (see PreparedImport). */
@@ -390,101 +344,7 @@ function parseDottedPath(p: string): (string | number)[] {
   return out;
 }
 
-function applyPlan(sql: StoreSql, plan: readonly PlannedEnvironment[]): ContentImportReport {
-  let environmentsCreated = 0;
-  let keysAdded = 0;
-  let revisionsAdded = 0;
-  let mappingsChanged = 0;
-  const at = nowIso();
-  for (const env of plan) {
-    if (sql.getEnv(env.envId) === undefined) {
-      sql.insertEnv(env.envId, at);
-      environmentsCreated++;
-    }
-    for (const digest of env.keyDigests) {
-      if (sql.keyByDigest(digest) !== undefined) continue;
-      sql.insertKey(generateKeyId(), env.envId, digest, at);
-      keysAdded++;
-    }
-    for (const c of env.contents) {
-      const existing = sql.findContent(env.envId, c.idLower);
-      const row = existing ?? sql.insertContent(env.envId, c.idLower, c.id, at);
-      // A row created here has no revisions to compare, and its insert is already in the change log:
-      // a release's new items skip a read and an update each (a third of a big import's writing).
-      const stored = existing === undefined ? [] : sql.newestRevisions(row.content_pk, c.revisions.length);
-      const skip = overlap(stored, c.revisions);
-      let number = nextNumber(stored.length > 0 ? stored[stored.length - 1] : undefined);
-      for (let i = skip; i < c.revisions.length; i++) {
-        const r = c.revisions[i]!;
-        if (existing === undefined) sql.insertRevision(row.content_pk, number, r.text, r.compiled, r.minAppVersion, at);
-        else sql.appendRevision(row.content_pk, number, r.text, r.compiled, r.minAppVersion, at);
-        number++;
-        revisionsAdded++;
-      }
-      if (!c.setsMapping) continue;
-      const current = sql.getMapping(row.mapping_id);
-      if (c.mappingJson === null) {
-        if (current !== undefined) {
-          sql.clearMapping(row.content_pk, at);
-          mappingsChanged++;
-        }
-      } else if (current === undefined || current.json !== c.mappingJson) {
-        sql.insertMapping(row.content_pk, c.mappingJson, c.ruleCount, at);
-        mappingsChanged++;
-      }
-    }
-  }
-  return { environmentsCreated, keysAdded, revisionsAdded, mappingsChanged };
-}
-
-/**
- * How many of the bundle's first revisions already are the newest stored ones (stored is the newest
- * `wanted.length` revisions, oldest first): the largest k where stored's last k equal wanted's first k.
- */
-export function overlap(
-  stored: readonly Pick<RevisionRow, 'text' | 'min_app_version'>[],
-  wanted: readonly { readonly text: string; readonly minAppVersion: string | null }[],
-): number {
-  for (let k = Math.min(stored.length, wanted.length); k > 0; k--) {
-    let equal = true;
-    for (let j = 0; j < k && equal; j++) {
-      // k <= both lengths, so both indexes are in range.
-      const w = wanted[j]!;
-      equal = sameRevision(stored[stored.length - k + j]!, w.text, w.minAppVersion);
-    }
-    if (equal) return k;
-  }
-  return 0;
-}
-
 export type BundleEntry = z.infer<typeof EntrySchema>;
-
-/** One content item as export writes it: revisions oldest first with their texts as stored. */
-export function exportEntry(revisions: readonly Pick<RevisionRow, 'text' | 'min_app_version'>[], mappingJson: string | undefined): BundleEntry {
-  const list = revisions.map((r) => (r.min_app_version === null ? { text: r.text } : { text: r.text, minAppVersion: r.min_app_version }));
-  return mappingJson === undefined ? { revisions: list } : { revisions: list, mapping: JSON.parse(mappingJson) as unknown };
-}
-
-/** Everything but API keys, in the import format; revisions oldest first with their texts as stored. */
-export function exportBundle(sql: StoreSql): Bundle {
-  const environments: Bundle['environments'] = {};
-  const envs = sql.db.prepare<{ env_id: string }>('SELECT env_id FROM environments ORDER BY env_id').all();
-  const contentsStmt = sql.db.prepare<{ content_pk: number; id: string; mapping_id: number | null }>(
-    'SELECT content_pk, id, mapping_id FROM contents WHERE env_id = ? ORDER BY id_lower',
-  );
-  for (const { env_id: envId } of envs) {
-    const content: Record<string, BundleEntry> = {};
-    for (const c of contentsStmt.all(envId)) setOwn(content, c.id, exportEntry(sql.revisions(c.content_pk), sql.getMapping(c.mapping_id)?.json));
-    setOwn(environments, envId, { keys: [], content });
-  }
-  return { note: EXPORT_NOTE, environments };
-}
-
-/** Ids such as "__proto__" are valid; a plain assignment would set a prototype instead of a field. */
-export function setOwn<T>(obj: Record<string, T>, key: string, value: T): void {
-  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
-}
-
 
 function has(obj: Record<string, unknown>, key: string): boolean {
   return Object.prototype.hasOwnProperty.call(obj, key) && obj[key] !== undefined;

@@ -1,7 +1,7 @@
 /**
- * The content writes, each the part of one store write that runs inside its transaction: written
- * once (rows.ts says how) and run by both stores' single writes and by the change sets of scheduled
- * changes, the kill switch and rollouts. Checks that need no store (ids, app versions, the JSONC
+ * The content writes, each the part of one store write that runs inside its transaction, and the
+ * read of one item with its revisions: written once (rows.ts says how) and run by both stores'
+ * single writes and by the change sets of scheduled changes, the kill switch and rollouts. Checks that need no store (ids, app versions, the JSONC
  * compiled) are made by the caller before the transaction.
  */
 import { RcdError } from '../../runtime/errors.js';
@@ -9,7 +9,8 @@ import { validateMapping } from '../../mapping/index.js';
 import { contentIdKey } from '../ids.js';
 import { nextNumber, nowIso, sameRevision, type ContentRow } from '../sqlite/sql.js';
 import { checkMappingDepth, type CompiledContent } from '../jsonc.js';
-import type { ContentRef, MappingResult, PutContentResult, SyncReport } from '../types.js';
+import { contentDetail } from '../rows.js';
+import type { ContentDetail, ContentRef, MappingResult, PutContentResult, SyncReport } from '../types.js';
 import { call, type NewRevision, type Step } from './rows.js';
 
 type SyncItem = SyncReport['items'][number];
@@ -25,6 +26,14 @@ export function* requireContent(envId: string, id: string): Step<ContentRow> {
     throw new RcdError('content_not_found', `content ${JSON.stringify(id)} does not exist in environment ${JSON.stringify(envId)}`);
   }
   return row;
+}
+
+/** One content item with every revision and its mapping, or undefined when it does not exist. */
+export function* contentDetailOf(envId: string, id: string): Step<ContentDetail | undefined> {
+  const content = yield* call('findContent', envId, contentIdKey(id));
+  if (content === undefined) return undefined;
+  const revisions = yield* call('revisions', content.content_pk);
+  return contentDetail(content, revisions, (yield* call('getMapping', content.mapping_id))?.json);
 }
 
 /** Adds a revision (creating the item when missing) unless the newest already has this text and minAppVersion. */

@@ -10,7 +10,8 @@
  */
 import { RcdError } from '../../runtime/errors.js';
 import type { ContentRow, EnvRow, MappingRow, RevisionRow } from '../sqlite/sql.js';
-import { call, type ContentHead, type NewRevision, type ParallelCall, type RowCall, type Rows, type Step } from './rows.js';
+import { call, type ContentHead, type NewRevision, type RowCall, type Rows, type Step } from './rows.js';
+import { failure, isParallel, ok, resume, settled, START, type Outcome } from './drive.js';
 
 /** Writes answered here alone (plain methods); the other `_` methods are steps that may read. */
 const LOCAL = new Set<keyof Rows>(['insertContent', 'insertContents', 'deleteContent', 'appendRevision', 'insertRevisions', 'insertMapping', 'clearMapping', 'savepoint', 'rollbackTo', 'releaseSavepoint']);
@@ -253,37 +254,32 @@ const HANDLERS = new Map<string, Handler>(
  * each to its end, and the first failure is thrown, as the drivers do.
  */
 export function* inMemory<T>(step: Step<T>, overlay: Overlay = new Overlay()): Step<T> {
-  let input: unknown;
-  let error: unknown;
-  let failed = false;
+  let last = START;
   for (;;) {
-    const next = failed ? step.throw(error) : step.next(input);
+    const next = resume(step, last);
     if (next.done === true) return next.value;
-    try {
-      input = isParallel(next.value) ? yield* inMemoryAll(next.value.parallel, overlay) : yield* overlay.answer(next.value);
-      failed = false;
-    } catch (err) {
-      error = err;
-      failed = true;
-    }
+    last = isParallel(next.value) ? yield* inMemoryAll(next.value.parallel, overlay) : yield* answerInMemory(overlay, next.value);
   }
 }
 
-function* inMemoryAll(steps: readonly Step<unknown>[], overlay: Overlay): Step<unknown[]> {
-  const out: unknown[] = [];
-  let first: { error: unknown } | null = null;
-  for (const s of steps) {
-    try {
-      out.push(yield* inMemory(s, overlay));
-    } catch (err) {
-      first ??= { error: err };
-      out.push(undefined);
-    }
+function* answerInMemory(overlay: Overlay, c: RowCall): Step<Outcome> {
+  try {
+    return ok(yield* overlay.answer(c));
+  } catch (err) {
+    return failure(err);
   }
-  if (first !== null) throw first.error;
-  return out;
 }
 
-function isParallel(c: RowCall | ParallelCall): c is ParallelCall {
-  return 'parallel' in c;
+function* inMemoryAll(steps: readonly Step<unknown>[], overlay: Overlay): Step<Outcome> {
+  const outcomes: Outcome[] = [];
+  for (const s of steps) outcomes.push(yield* answerInMemoryStep(s, overlay));
+  return settled(outcomes);
+}
+
+function* answerInMemoryStep(step: Step<unknown>, overlay: Overlay): Step<Outcome> {
+  try {
+    return ok(yield* inMemory(step, overlay));
+  } catch (err) {
+    return failure(err);
+  }
 }

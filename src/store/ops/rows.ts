@@ -3,8 +3,8 @@
  * (better-sqlite3: the transaction function may not await), PostgreSQL awaits every statement; the
  * steps themselves are the same. So a step is written once, as a generator that yields the row
  * calls it needs (`yield* row('findContent', env, key)`) and gets each call's result back; the
- * SQLite store drives it with its synchronous rows (runRows), the PostgreSQL store with its
- * asynchronous ones (runRowsAsync). Scheduled changes, the kill switch and rollouts are written this
+ * SQLite store drives it with its synchronous rows, the PostgreSQL store with its asynchronous ones
+ * (drive.ts). Scheduled changes, the kill switch and rollouts are written this
  * way, and so are the single writes they share their semantics with (ops/content.ts), so a change a
  * schedule applies is exactly the write a person would have sent.
  *
@@ -12,12 +12,25 @@
  * failure of its own part (a savepoint rolled back) and go on.
  */
 import type { CompiledContent } from '../jsonc.js';
-import type { ContentRow, EnvRow, MappingRow, RevisionRow } from '../sqlite/sql.js';
+import type { ContentRow, EnvRow, KeyRow, MappingRow, RevisionArgs, RevisionRow } from '../sqlite/sql.js';
 import type { LeaseHolder, RolloutRow, ScheduleQuery, ScheduleRow } from '../schedule/rows.js';
 
 /** The row operations a step may yield, as the SQLite store runs them (PostgreSQL's return promises). */
 export interface Rows {
   getEnv(envId: string): EnvRow | undefined;
+  insertEnv(envId: string, at: string): void;
+  /** Deletes the environment with its keys, content, revisions and mappings (cascade). */
+  deleteEnv(envId: string): void;
+  /** How many content items the environment holds. */
+  countContents(envId: string): number;
+  /** Every environment's id, in binary order. */
+  envIds(): string[];
+  keyByDigest(digest: string): KeyRow | undefined;
+  /** The environment owning each of `digests` (those stored). */
+  keyOwners(digests: readonly string[]): Map<string, string>;
+  insertKey(keyId: string, envId: string, digest: string, at: string): void;
+  keyOf(envId: string, keyId: string): Pick<KeyRow, 'revoked_at'> | undefined;
+  revokeKey(keyId: string, at: string): void;
   findContent(envId: string, idLower: string): ContentRow | undefined;
   /** Every content row of the environment, ordered by id_lower. */
   contentsOf(envId: string): ContentRow[];
@@ -29,14 +42,15 @@ export interface Rows {
   /** Every revision, oldest first. */
   revisions(contentPk: number): RevisionRow[];
   newestHash(contentPk: number): string | undefined;
-  appendRevision(
-    contentPk: number,
-    number: number,
-    text: string,
-    compiled: Pick<CompiledContent, 'minified' | 'hash'>,
-    minAppVersion: string | null,
-    at: string,
-  ): number;
+  /** The newest `count` revisions, oldest first. */
+  newestRevisions(contentPk: number, count: number): RevisionRow[];
+  /**
+   * Writes revision `number` without marking the item updated: for an item created in the same
+   * transaction, whose insert already put it in the change log.
+   */
+  insertRevision(...revision: RevisionArgs): void;
+  /** Writes revision `number` and marks the item updated (which logs the change); returns the number. */
+  appendRevision(...revision: RevisionArgs): number;
   /** For each key (in order): the item of `envId` and its newest revision, when they exist. */
   contentHeads(envId: string, keys: readonly string[]): ContentHead[];
   /** Creates these items (none exists yet); returns their rows in order. */
@@ -163,76 +177,4 @@ export function* call<K extends keyof Rows>(method: K, ...args: Parameters<Rows[
  */
 export function* parallel<T>(steps: readonly Step<T>[]): Step<T[]> {
   return (yield { parallel: steps }) as T[];
-}
-
-type AnyRowFn = (this: unknown, ...args: unknown[]) => unknown;
-type AsyncRowFn = (this: unknown, ...args: unknown[]) => Promise<unknown>;
-
-function isParallel(c: RowCall | ParallelCall): c is ParallelCall {
-  return 'parallel' in c;
-}
-
-/** Runs a step on synchronous rows (inside the caller's SQLite transaction). */
-export function runRows<T>(rows: Rows, step: Step<T>): T {
-  let input: unknown;
-  let error: unknown;
-  let failed = false;
-  for (;;) {
-    const next = failed ? step.throw(error) : step.next(input);
-    if (next.done === true) return next.value;
-    const c = next.value;
-    try {
-      input = isParallel(c) ? settleAll(c.parallel.map((s) => outcome(() => runRows(rows, s)))) : (rows as unknown as Record<keyof Rows, AnyRowFn>)[c.method].apply(rows, [...c.args]);
-      failed = false;
-    } catch (err) {
-      error = err;
-      failed = true;
-    }
-  }
-}
-
-/** Runs a step on asynchronous rows (inside the caller's PostgreSQL transaction). */
-export async function runRowsAsync<T>(rows: AsyncRows, step: Step<T>): Promise<T> {
-  let input: unknown;
-  let error: unknown;
-  let failed = false;
-  for (;;) {
-    const next = failed ? step.throw(error) : step.next(input);
-    if (next.done === true) return next.value;
-    const c = next.value;
-    try {
-      input = isParallel(c)
-        ? settleAll(await Promise.all(c.parallel.map((s) => runRowsAsync(rows, s).then(ok, failure))))
-        : await (rows as unknown as Record<keyof Rows, AsyncRowFn>)[c.method].apply(rows, [...c.args]);
-      failed = false;
-    } catch (err) {
-      error = err;
-      failed = true;
-    }
-  }
-}
-
-type Outcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
-
-function ok(value: unknown): Outcome {
-  return { ok: true, value };
-}
-
-function failure(error: unknown): Outcome {
-  return { ok: false, error };
-}
-
-function outcome(fn: () => unknown): Outcome {
-  try {
-    return ok(fn());
-  } catch (err) {
-    return failure(err);
-  }
-}
-
-/** The values of every outcome, or the first failure thrown. */
-function settleAll(outcomes: readonly Outcome[]): unknown[] {
-  const failed = outcomes.find((o) => !o.ok);
-  if (failed !== undefined && !failed.ok) throw failed.error;
-  return outcomes.map((o) => (o.ok ? o.value : undefined));
 }

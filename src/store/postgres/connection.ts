@@ -1,8 +1,6 @@
 /**
- * Connections to PostgreSQL through postgres.js (chosen over node-postgres by measurement, see
- * bench/README.md "PostgreSQL client": equal on the store's calls within the machine's noise, and
- * its LISTEN connection reconnects by itself and reports each (re)connection, which the change
- * feed needs to catch up after an outage).
+ * Connections to PostgreSQL through postgres.js: its LISTEN connection reconnects by itself and
+ * reports each (re)connection, which the change feed needs to catch up after an outage.
  *
  * Failures are sorted here: a connection that cannot be made or was lost (the database is down,
  * restarting, or out of reach) becomes store_unavailable; a lock held elsewhere past the busy
@@ -60,9 +58,9 @@ export function connect(url: string, opts: PgOptions): Sql {
     // Idle connections are closed after a while: a fleet of nodes does not pin the server's slots.
     idle_timeout: 60,
     // The driver waits this long before a connection that failed may connect again. Its default
-    // grows with every failure of the pool (3^n / 100 s, to 20 s), so after a few seconds of outage
-    // a query queued once the database is back sat up to 20 s waiting for that timer. The store's
-    // probe does the backing off (store.ts); the driver only spaces its own attempts.
+    // grows with every failure of the pool (up to 20 s), so after an outage a query queued once the
+    // database is back would wait for that timer. The store's probe does the backing off
+    // (store.ts); the driver only spaces its own attempts.
     backoff: reconnectDelaySeconds,
     onnotice: () => undefined,
     types: { int8: INT8_AS_NUMBER },

@@ -15,9 +15,9 @@
  * at a time and committed in their order. The head of the log is its highest visible seq, read in
  * the reader's own snapshot, so an uncommitted writer's numbers are never announced. A rolled-back
  * write leaves a gap, which readers treat as nothing (at worst, a gap right after a reader's seq at
- * the start of a pruned log makes it reload a snapshot). Measured: a counter row updated per entry
- * instead made a 100,000-item write take minutes (every update of one row in one transaction adds
- * a version to walk); the sequence takes seconds.
+ * the start of a pruned log makes it reload a snapshot). A sequence, not a counter row: every
+ * update of one row in one transaction adds a version the next update walks, so a counter slows a
+ * large write down with each entry.
  *
  * Every logged entry also sends `NOTIFY rcd_changes` (one per transaction: PostgreSQL folds equal
  * notifications of one transaction), delivered at commit to every listening node.

@@ -14,49 +14,17 @@
  * from the sequence it applied and catches up.
  */
 import { RcdError } from '../../runtime/errors.js';
-import { finishImport, overlap, prepareImport, preparedKeyDigests, exportEntry, setOwn, EXPORT_NOTE, type Bundle, type BundleEntry, type PlannedEnvironment, type PreparedImport } from '../bundle/bundle.js';
-import {
-  apiKeyDigest,
-  contentIdKey,
-  envIdProblem,
-  generateKey,
-  generateKeyId,
-  plainKeyProblem,
-} from '../ids.js';
-import { nextNumber, nowIso } from '../sqlite/sql.js';
-import { runRowsAsync, type Step } from '../ops/rows.js';
-import * as content from '../ops/content.js';
-import { cancelOfEnvironment } from '../schedule/lifecycle.js';
-import { exportSchedules, importSchedules, STORE_IMPORT, withSchedules, type ImportScheduler } from '../schedule/bundle.js';
-import type { ScheduleRow } from '../schedule/rows.js';
-import { checkContentWrite, checkRevisionNumber, checkSyncIds } from '../write-checks.js';
-import { settle } from '../../shared/settle.js';
-import type {
-  ChangeBatch,
-  ChangeEntry,
-  CommitWatch,
-  ContentDetail,
-  ContentSummary,
-  DirectorySnapshot,
-  EnvironmentInfo,
-  ContentImportReport,
-  ImportReport,
-  KeyDigest,
-  KeyInfo,
-  ContentRef,
-  MappingResult,
-  NodeRecord,
-  OutboxEntry,
-  OutboxOf,
-  OutboxOutcome,
-  PutContentResult,
-  RoutingDelta,
-  Store,
-  SyncReport,
-} from '../types.js';
+import { prepareImport } from '../bundle/bundle.js';
+import { finishImport, writePlan } from '../bundle/write.js';
+import { nowIso } from '../sqlite/sql.js';
+import type { Step } from '../ops/rows.js';
+import { runRowsAsync } from '../ops/drive.js';
+import { importSchedules, STORE_IMPORT } from '../schedule/bundle.js';
+import { StepStore } from '../step-store.js';
+import type { ChangeBatch, ChangeEntry, CommitWatch, ContentSummary, DirectorySnapshot, EnvironmentInfo, ImportReport, KeyDigest, KeyInfo, NodeRecord, OutboxEntry, OutboxOf, OutboxOutcome, RoutingDelta, Store } from '../types.js';
 import { DEFAULT_PG_CONNECT_TIMEOUT_MS, OnLost, connect, describePgError, isUnreachable, pgFailure, runOnPool, type Sql, type Tx } from './connection.js';
-import { contentDetail } from '../rows.js';
 import { PgRows } from './rows.js';
+import { listContent, listEnvironments, listKeys } from './listings.js';
 import * as routing from './routing.js';
 import * as outboxRows from './outbox.js';
 import { CHANGE_CHANNEL, WRITE_LOCK } from './schema.js';
@@ -71,7 +39,7 @@ export const CATCH_UP_MS = 1000;
 const PROBE_FIRST_MS = 100;
 const PROBE_MAX_MS = 1000;
 
-export class PostgresStore implements Store {
+export class PostgresStore extends StepStore implements Store {
   readonly readerUrl: string;
   private readonly sql: Sql;
   private readonly busyTimeoutMs: number;
@@ -86,6 +54,7 @@ export class PostgresStore implements Store {
   private snapshots: Sql | null = null;
 
   constructor(sql: Sql, readerUrl: string, busyTimeoutMs: number, poolSize: number) {
+    super();
     this.sql = sql;
     this.poolSize = poolSize;
     this.readerUrl = readerUrl;
@@ -276,106 +245,20 @@ export class PostgresStore implements Store {
   }
 
   listEnvironments(): Promise<EnvironmentInfo[]> {
-    return this.read(async (tx) => {
-      const rows = await tx.unsafe<{ env_id: string; created_at: string; content_count: number; key_count: number }[]>(
-        `SELECT e.env_id, e.created_at,
-                (SELECT count(*) FROM contents c WHERE c.env_id = e.env_id)::int AS content_count,
-                (SELECT count(*) FROM api_keys k WHERE k.env_id = e.env_id AND k.revoked_at IS NULL)::int AS key_count
-           FROM environments e ORDER BY e.env_id COLLATE "C"`,
-      );
-      return rows.map((r) => ({ id: r.env_id, createdAt: r.created_at, contentCount: r.content_count, keyCount: r.key_count }));
-    });
+    return this.read((tx) => listEnvironments(tx));
   }
 
   listKeys(envId: string): Promise<KeyInfo[]> {
     return this.read(async (tx) => {
       await this.requireEnv(new PgRows(tx), envId);
-      const rows = await tx.unsafe<{ key_id: string; env_id: string; created_at: string; last_used_at: string | null; revoked_at: string | null }[]>(
-        'SELECT key_id, env_id, created_at, last_used_at, revoked_at FROM api_keys WHERE env_id = $1 ORDER BY created_at COLLATE "C", key_id COLLATE "C"',
-        [envId],
-      );
-      return rows.map((r) => ({ id: r.key_id, envId: r.env_id, createdAt: r.created_at, lastUsedAt: r.last_used_at, revokedAt: r.revoked_at }));
+      return listKeys(tx, envId);
     });
   }
 
   listContent(envId: string): Promise<ContentSummary[]> {
     return this.read(async (tx) => {
       await this.requireEnv(new PgRows(tx), envId);
-      const rows = await tx.unsafe<{ id: string; hash: string; revision_count: number; mapping_id: number | null; updated_at: string }[]>(
-        `SELECT c.id, r.hash, c.mapping_id, c.updated_at,
-                (SELECT count(*) FROM revisions x WHERE x.content_pk = c.content_pk)::int AS revision_count
-           FROM contents c
-           JOIN revisions r ON r.content_pk = c.content_pk
-                           AND r.number = (SELECT max(number) FROM revisions y WHERE y.content_pk = c.content_pk)
-          WHERE c.env_id = $1
-          ORDER BY c.id_lower COLLATE "C"`,
-        [envId],
-      );
-      return rows.map((r) => ({ id: r.id, hash: r.hash, revisionCount: r.revision_count, hasMapping: r.mapping_id !== null, updatedAt: r.updated_at }));
-    });
-  }
-
-  getContent(envId: string, id: string): Promise<ContentDetail | undefined> {
-    if (typeof id !== 'string') return Promise.resolve(undefined);
-    return this.read(async (tx) => {
-      const rows = new PgRows(tx);
-      const content = await rows.findContent(envId, contentIdKey(id));
-      if (content === undefined) return undefined;
-      return contentDetail(content, await rows.revisions(content.content_pk), (await rows.getMapping(content.mapping_id))?.json);
-    });
-  }
-
-  async putEnvironment(envId: string): Promise<boolean> {
-    const problem = envIdProblem(envId);
-    if (problem !== '') throw new RcdError('invalid_request', problem);
-    return this.write(async (rows) => {
-      if ((await rows.getEnv(envId)) !== undefined) return false;
-      await rows.insertEnv(envId, nowIso());
-      return true;
-    });
-  }
-
-  deleteEnvironment(envId: string, force: boolean, outbox?: OutboxOf<readonly ScheduleRow[]>): Promise<readonly ScheduleRow[]> {
-    return this.write(async (rows) => {
-      await this.requireEnv(rows, envId);
-      const n = (await rows.tx.unsafe<{ n: number }[]>('SELECT count(*)::int AS n FROM contents WHERE env_id = $1', [envId]))[0]?.n ?? 0;
-      if (n > 0 && !force) {
-        throw new RcdError('conflict', `environment ${JSON.stringify(envId)} holds ${n} content item(s); delete them first or force`);
-      }
-      await rows.tx.unsafe('DELETE FROM environments WHERE env_id = $1', [envId]);
-      return runRowsAsync(rows, cancelOfEnvironment(envId));
-    }, outbox);
-  }
-
-  async createKey(envId: string, plainKey?: string): Promise<{ id: string; key: string }> {
-    if (plainKey !== undefined) {
-      const problem = plainKeyProblem(plainKey);
-      if (problem !== '') throw new RcdError('invalid_request', problem);
-    }
-    const key = plainKey ?? generateKey();
-    return this.write(async (rows) => {
-      await this.requireEnv(rows, envId);
-      const digest = apiKeyDigest(key);
-      const existing = await rows.keyByDigest(digest);
-      if (existing !== undefined) {
-        throw new RcdError(
-          'conflict',
-          existing.env_id === envId ? 'this API key already exists in this environment' : 'this API key already belongs to another environment',
-        );
-      }
-      const id = generateKeyId();
-      await rows.insertKey(id, envId, digest, nowIso());
-      return { id, key };
-    });
-  }
-
-  revokeKey(envId: string, keyId: string): Promise<void> {
-    return this.write(async (rows) => {
-      await this.requireEnv(rows, envId);
-      const found = await rows.tx.unsafe<{ revoked_at: string | null }[]>('SELECT revoked_at FROM api_keys WHERE env_id = $1 AND key_id = $2', [envId, keyId]);
-      const row = found[0];
-      if (row === undefined) throw new RcdError('not_found', `key ${JSON.stringify(keyId)} does not exist in environment ${JSON.stringify(envId)}`);
-      if (row.revoked_at === null) await rows.tx.unsafe('UPDATE api_keys SET revoked_at = $1 WHERE key_id = $2', [nowIso(), keyId]);
+      return listContent(tx, envId);
     });
   }
 
@@ -390,45 +273,6 @@ export class PostgresStore implements Store {
     );
   }
 
-  async putContent(envId: string, id: string, text: string, minAppVersion: string | null, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult> {
-    const compiled = checkContentWrite(id, text, minAppVersion);
-    return this.writeStep(() => content.putContent(envId, id, text, compiled, minAppVersion), outbox);
-  }
-
-  deleteContent(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef> {
-    return this.writeStep(() => content.deleteContent(envId, id), outbox);
-  }
-
-  async rollback(envId: string, id: string, to: number, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult> {
-    checkRevisionNumber(to);
-    return this.writeStep(() => content.rollback(envId, id, to), outbox);
-  }
-
-  putMapping(envId: string, id: string, mapping: unknown, outbox?: OutboxOf<MappingResult>): Promise<MappingResult> {
-    return this.writeStep(() => content.putMapping(envId, id, mapping), outbox);
-  }
-
-  deleteMapping(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef> {
-    return this.writeStep(() => content.deleteMapping(envId, id), outbox);
-  }
-
-  async sync(from: string, to: string, ids?: readonly string[], outbox?: OutboxOf<SyncReport>): Promise<SyncReport> {
-    checkSyncIds(ids);
-    return this.writeStep(() => content.sync(from, to, ids), outbox);
-  }
-
-  importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>, by: ImportScheduler = STORE_IMPORT): Promise<ImportReport> {
-    return settle(() => prepareImport(bundle)).then((prepared) => this.importPrepared(prepared, outbox, by));
-  }
-
-  importPrepared(prepared: PreparedImport, outbox?: OutboxOf<ImportReport>, by: ImportScheduler = STORE_IMPORT): Promise<ImportReport> {
-    return this.write(async (rows) => {
-      const owners = await rows.keyOwners(preparedKeyDigests(prepared));
-      const content = await applyPlan(rows, finishImport(prepared, (digest) => owners.get(digest)));
-      return { ...content, ...(await runRowsAsync(rows, importSchedules(prepared.schedules, by))) };
-    }, outbox);
-  }
-
   /**
    * `rcd migrate`: a bundle (every revision and mapping) and the API keys as digests (plain keys
    * are never stored, so a bundle cannot carry them), in one transaction, into an empty store.
@@ -438,25 +282,10 @@ export class PostgresStore implements Store {
       const n = (await rows.tx.unsafe<{ n: number }[]>('SELECT count(*)::int AS n FROM environments'))[0]?.n ?? 0;
       if (n > 0) throw new RcdError('conflict', `the target store already holds ${n} environment(s): rcd migrate copies into an empty store only`);
       const prepared = prepareImport(bundle);
-      const report = await applyPlan(rows, finishImport(prepared, () => undefined));
+      const report = await runRowsAsync(rows, writePlan(finishImport(prepared, () => undefined)));
       const at = nowIso();
       for (const k of keys) await rows.insertKey(k.keyId, k.envId, k.digest, at);
       return { ...report, keysAdded: keys.length, ...(await runRowsAsync(rows, importSchedules(prepared.schedules, STORE_IMPORT))) };
-    });
-  }
-
-  exportBundle(): Promise<unknown> {
-    return this.read(async (tx) => {
-      const rows = new PgRows(tx);
-      const environments: Bundle['environments'] = {};
-      for (const { env_id: envId } of await tx.unsafe<{ env_id: string }[]>('SELECT env_id FROM environments ORDER BY env_id COLLATE "C"')) {
-        const content: Record<string, BundleEntry> = {};
-        for (const c of await rows.contentsOf(envId)) {
-          setOwn(content, c.id, exportEntry(await rows.revisions(c.content_pk), (await rows.getMapping(c.mapping_id))?.json));
-        }
-        setOwn(environments, envId, { keys: [], content });
-      }
-      return withSchedules({ note: EXPORT_NOTE, environments }, await runRowsAsync(rows, exportSchedules()));
     });
   }
 
@@ -489,51 +318,4 @@ export class PostgresStore implements Store {
     await this.snapshots?.end({ timeout: 1 });
     await this.sql.end({ timeout: 1 });
   }
-}
-
-/** Writes a checked bundle plan: the same steps as the SQLite store's (bundle.ts applyPlan). */
-async function applyPlan(rows: PgRows, plan: readonly PlannedEnvironment[]): Promise<ContentImportReport> {
-  let environmentsCreated = 0;
-  let keysAdded = 0;
-  let revisionsAdded = 0;
-  let mappingsChanged = 0;
-  const at = nowIso();
-  for (const env of plan) {
-    if ((await rows.getEnv(env.envId)) === undefined) {
-      await rows.insertEnv(env.envId, at);
-      environmentsCreated++;
-    }
-    for (const digest of env.keyDigests) {
-      if ((await rows.keyByDigest(digest)) !== undefined) continue;
-      await rows.insertKey(generateKeyId(), env.envId, digest, at);
-      keysAdded++;
-    }
-    for (const c of env.contents) {
-      const existing = await rows.findContent(env.envId, c.idLower);
-      const row = existing ?? (await rows.insertContent(env.envId, c.idLower, c.id, at));
-      // As bundle.ts applyPlan: a row created here has no revisions to compare and is already in the change log.
-      const stored = existing === undefined ? [] : await rows.newestRevisions(row.content_pk, c.revisions.length);
-      const skip = overlap(stored, c.revisions);
-      let number = nextNumber(stored.length > 0 ? stored[stored.length - 1] : undefined);
-      for (let i = skip; i < c.revisions.length; i++) {
-        const r = c.revisions[i]!;
-        if (existing === undefined) await rows.insertRevision(row.content_pk, number, r.text, r.compiled, r.minAppVersion, at);
-        else await rows.appendRevision(row.content_pk, number, r.text, r.compiled, r.minAppVersion, at);
-        number++;
-        revisionsAdded++;
-      }
-      if (!c.setsMapping) continue;
-      const current = await rows.getMapping(row.mapping_id);
-      if (c.mappingJson === null) {
-        if (current !== undefined) {
-          await rows.clearMapping(row.content_pk, at);
-          mappingsChanged++;
-        }
-      } else if (current === undefined || current.json !== c.mappingJson) {
-        await rows.insertMapping(row.content_pk, c.mappingJson, c.ruleCount, at);
-        mappingsChanged++;
-      }
-    }
-  }
-  return { environmentsCreated, keysAdded, revisionsAdded, mappingsChanged };
 }

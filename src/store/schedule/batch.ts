@@ -6,7 +6,6 @@
  * together per environment (putContents: a few statements for all), the others run in parallel
  * (PostgreSQL pipelines their statements on the transaction's connection). No savepoint per set:
  * the first refusal throws, and the caller rolls the whole batch back and goes one set at a time.
- * Measured: bench/README.md, "Scheduled changes".
  */
 import { compileContent } from '../jsonc.js';
 import { putContents, type ContentPut } from '../ops/content.js';

@@ -10,6 +10,7 @@ import { RcdError } from '../../runtime/errors.js';
 import { openReader, type Database } from './driver.js';
 import { SqliteRows } from './rows.js';
 import type { Rows, Step } from '../ops/rows.js';
+import { answerNow, failure, isParallel, resume, START } from '../ops/drive.js';
 
 /** How long a slice runs before the event loop gets a turn (ms). */
 export const SNAPSHOT_SLICE_MS = 8;
@@ -59,22 +60,12 @@ export class SnapshotReaders {
 
 /** Runs a step's row calls, giving the event loop a turn whenever a slice has run SNAPSHOT_SLICE_MS. */
 async function runSliced<T>(rows: Rows, step: Step<T>): Promise<T> {
-  let input: unknown;
-  let error: unknown;
-  let failed = false;
+  let last = START;
   let sliceStart = performance.now();
   for (;;) {
-    const next = failed ? step.throw(error) : step.next(input);
+    const next = resume(step, last);
     if (next.done === true) return next.value;
-    const c = next.value;
-    try {
-      if ('parallel' in c) throw new RcdError('internal', 'a snapshot read runs no parallel steps');
-      input = (rows as unknown as Record<string, (...args: unknown[]) => unknown>)[c.method]!.apply(rows, [...c.args]);
-      failed = false;
-    } catch (err) {
-      error = err;
-      failed = true;
-    }
+    last = isParallel(next.value) ? failure(new RcdError('internal', 'a snapshot read runs no parallel steps')) : answerNow(rows, next.value);
     if (performance.now() - sliceStart >= SNAPSHOT_SLICE_MS) {
       await new Promise<void>((resolve) => setImmediate(resolve));
       sliceStart = performance.now();

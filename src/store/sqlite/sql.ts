@@ -31,6 +31,16 @@ export interface RevisionRow {
   created_at: string;
 }
 
+/** A revision to write: its item, its number, its text, what is delivered of it, its minimum app version, when. */
+export type RevisionArgs = [
+  contentPk: number,
+  number: number,
+  text: string,
+  compiled: Pick<CompiledContent, 'minified' | 'hash'>,
+  minAppVersion: string | null,
+  at: string,
+];
+
 export interface MappingRow {
   mapping_id: number;
   json: string;
@@ -111,8 +121,39 @@ export class StoreSql {
     this.insertEnvStmt.run(envId, at);
   }
 
+  /** Deletes the environment with its keys, content, revisions and mappings (ON DELETE CASCADE). */
+  deleteEnv(envId: string): void {
+    this.db.prepare('DELETE FROM environments WHERE env_id = ?').run(envId);
+  }
+
+  countContents(envId: string): number {
+    return this.db.prepare<{ n: number }>('SELECT count(*) AS n FROM contents WHERE env_id = ?').get(envId)?.n ?? 0;
+  }
+
+  envIds(): string[] {
+    return this.db.prepare<{ env_id: string }>('SELECT env_id FROM environments ORDER BY env_id').all().map((r) => r.env_id);
+  }
+
   keyByDigest(digest: string): KeyRow | undefined {
     return this.keyByDigestStmt.get(digest);
+  }
+
+  /** The environment owning each of `digests` (those stored). */
+  keyOwners(digests: readonly string[]): Map<string, string> {
+    const owners = new Map<string, string>();
+    for (const digest of digests) {
+      const row = this.keyByDigest(digest);
+      if (row !== undefined) owners.set(digest, row.env_id);
+    }
+    return owners;
+  }
+
+  keyOf(envId: string, keyId: string): Pick<KeyRow, 'revoked_at'> | undefined {
+    return this.db.prepare<{ revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE env_id = ? AND key_id = ?').get(envId, keyId);
+  }
+
+  revokeKey(keyId: string, at: string): void {
+    this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE key_id = ?').run(at, keyId);
   }
 
   insertKey(keyId: string, envId: string, digest: string, at: string): void {
@@ -158,19 +199,12 @@ export class StoreSql {
    * Writes revision `number` without marking the content updated: for a content row created in the
    * same transaction, whose insert already put it in the change log with this updated_at.
    */
-  insertRevision(contentPk: number, number: number, text: string, compiled: Pick<CompiledContent, 'minified' | 'hash'>, minAppVersion: string | null, at: string): void {
+  insertRevision(...[contentPk, number, text, compiled, minAppVersion, at]: RevisionArgs): void {
     this.insertRevisionStmt.run(contentPk, number, text, compiled.minified, compiled.hash, minAppVersion, at);
   }
 
   /** Appends revision `number` (see nextNumber) and marks the content updated; returns the number. */
-  appendRevision(
-    contentPk: number,
-    number: number,
-    text: string,
-    compiled: Pick<CompiledContent, 'minified' | 'hash'>,
-    minAppVersion: string | null,
-    at: string,
-  ): number {
+  appendRevision(...[contentPk, number, text, compiled, minAppVersion, at]: RevisionArgs): number {
     this.insertRevision(contentPk, number, text, compiled, minAppVersion, at);
     this.touchContentStmt.run(at, contentPk);
     return number;

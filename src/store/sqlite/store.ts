@@ -2,59 +2,27 @@
  * The embedded Store: SQLite through better-sqlite3 (a file, or an in-memory database shared with
  * worker threads for `memory:`).
  *
- * better-sqlite3 is synchronous; the methods are async only to satisfy the Store interface (a
- * PostgreSQL backend will need it). Every write runs in one IMMEDIATE transaction that validates
+ * better-sqlite3 is synchronous; the methods return promises only to satisfy the Store interface,
+ * which the PostgreSQL store shares. Every write runs in one IMMEDIATE transaction that validates
  * first and writes after, so a refused write (or a crash) leaves the previous state whole, and a
  * second process writing the same file waits (busy_timeout) instead of interleaving.
  */
 import { RcdError } from '../../runtime/errors.js';
 import { settle } from '../../shared/settle.js';
-import { exportBundle, importPrepared, prepareImport, type PreparedImport } from '../bundle/bundle.js';
 import type { Database, Statement, TransactionFunction } from './driver.js';
 import { RoutingQueries } from './routing.js';
-import { getContent, listContent, listEnvironments, listKeys } from './listings.js';
+import { listContent, listEnvironments, listKeys } from './listings.js';
 import { SqliteRows } from './rows.js';
-import { runRows, type Step } from '../ops/rows.js';
-import * as content from '../ops/content.js';
-import { cancelOfEnvironment } from '../schedule/lifecycle.js';
-import { exportSchedules, importSchedules, STORE_IMPORT, withSchedules, type ImportScheduler } from '../schedule/bundle.js';
-import type { ScheduleRow } from '../schedule/rows.js';
-import {
-  apiKeyDigest,
-  envIdProblem,
-  generateKey,
-  generateKeyId,
-  plainKeyProblem,
-} from '../ids.js';
+import type { Step } from '../ops/rows.js';
+import { runRows } from '../ops/drive.js';
+import { StepStore } from '../step-store.js';
 import { StoreFiles } from './files.js';
 import { SnapshotReaders } from './snapshots.js';
-import { checkContentWrite, checkRevisionNumber, checkSyncIds } from '../write-checks.js';
 import { watchWal } from './wal-watch.js';
 import { migrate } from './schema.js';
 import { anyDue, claimOutbox, insertOutbox, listDeadLetters, outboxCounts, releaseOutbox, settleOutbox } from './outbox.js';
-import { nowIso } from './sql.js';
 import { guardedView, LIVE_TOKEN_SQL, requireLiveToken, WRITE_GUARD, type WriteGuard } from '../write-guard.js';
-import type {
-  ChangeBatch,
-  ChangeEntry,
-  CommitWatch,
-  ContentDetail,
-  ContentSummary,
-  DirectorySnapshot,
-  EnvironmentInfo,
-  ImportReport,
-  KeyInfo,
-  ContentRef,
-  MappingResult,
-  NodeRecord,
-  OutboxEntry,
-  OutboxOf,
-  OutboxOutcome,
-  PutContentResult,
-  RoutingDelta,
-  Store,
-  SyncReport,
-} from '../types.js';
+import type { ChangeBatch, ChangeEntry, CommitWatch, ContentSummary, DirectorySnapshot, EnvironmentInfo, KeyInfo, NodeRecord, OutboxEntry, OutboxOf, OutboxOutcome, RoutingDelta, Store } from '../types.js';
 
 /**
  * How often data_version is read where the store's WAL cannot be watched (an in-memory store, a file
@@ -63,13 +31,12 @@ import type {
 export const COMMIT_POLL_MS = 25;
 /**
  * How often it is read besides the WAL watch (wal-watch.ts), which reports a commit at once: only the
- * bound for an event the watch missed. Measured on the 2-core VM with the 25 ms poll beside the watch,
- * the control thread spent ~1.1% of a core under the bench's combine load and ~0.5% idle, most of its
- * samples in the poll's 40 wake-ups a second (bench/README.md, "Background wake-ups").
+ * bound for an event the watch missed, so it is slow enough that the control thread's wake-ups for it
+ * cost next to nothing.
  */
 export const COMMIT_POLL_WATCHED_MS = 250;
 
-export class SqliteStore implements Store {
+export class SqliteStore extends StepStore implements Store {
   readonly readerUrl: string;
   private readonly db: Database;
   private readonly sql: SqliteRows;
@@ -84,15 +51,17 @@ export class SqliteStore implements Store {
   private readonly restoreSync: Statement<never>;
   /**
    * The transaction every read and write runs in, made once, running the function it is given:
-   * better-sqlite3's transaction() builds a new wrapper and its variants on each call
-   * (Object.defineProperties, ~15,000 instructions: callgrind of the control thread's heartbeat).
+   * better-sqlite3's transaction() builds a new wrapper and its variants on each call.
    */
   private readonly inTransaction: TransactionFunction<unknown, [() => unknown]>;
   /** Null here; a guarded view's (guarded()) admin token, checked by every write of the view. */
   readonly [WRITE_GUARD]: WriteGuard | null = null;
+  /** The guard's token read, prepared on the first guarded write (the admin state creates its table). */
+  private liveToken: Statement<{ revoked_at: string | null }> | undefined;
 
   /** @param path the database file (null for an in-memory store): its files are watched for deletion. */
   constructor(db: Database, readerUrl: string, path: string | null = null) {
+    super();
     migrate(db);
     this.db = db;
     this.sql = new SqliteRows(db);
@@ -111,7 +80,7 @@ export class SqliteStore implements Store {
    * A write a power cut may lose without harm (a node's heartbeat: the next one, or a restart,
    * records it again), committed without waiting for the disk: in WAL mode NORMAL appends to the log
    * without an fsync, and the next FULL commit's fsync covers it. Every node writes one per change
-   * applied; an fsync each was ~0.1 ms of CPU and up to a ms of the propagation's wall time.
+   * applied, so an fsync each would add to every propagation's time.
    */
   private writeVolatile<T>(fn: () => T): T {
     this.relaxSync.run();
@@ -130,7 +99,7 @@ export class SqliteStore implements Store {
     const guard = this[WRITE_GUARD];
     const checked = guard === null ? fn : (): T => {
       // The admin state's table, in this database file: the transaction holds the write lock a revocation needs.
-      requireLiveToken(this.db.prepare<{ revoked_at: string | null }>(LIVE_TOKEN_SQL + '?').get(guard.tokenId));
+      requireLiveToken((this.liveToken ??= this.db.prepare(LIVE_TOKEN_SQL + '?')).get(guard.tokenId));
       return fn();
     };
     const body = outbox === undefined ? checked : (): T => {
@@ -334,75 +303,6 @@ export class SqliteStore implements Store {
     );
   }
 
-  getContent(envId: string, id: string): Promise<ContentDetail | undefined> {
-    return settle(() => this.read(() => (typeof id === 'string' ? getContent(this.sql, envId, id) : undefined)));
-  }
-
-  putEnvironment(envId: string): Promise<boolean> {
-    return settle(() => {
-      const problem = envIdProblem(envId);
-      if (problem !== '') throw new RcdError('invalid_request', problem);
-      return this.write(() => {
-        if (this.sql.getEnv(envId) !== undefined) return false;
-        this.sql.insertEnv(envId, nowIso());
-        return true;
-      });
-    });
-  }
-
-  deleteEnvironment(envId: string, force: boolean, outbox?: OutboxOf<readonly ScheduleRow[]>): Promise<readonly ScheduleRow[]> {
-    return settle(() => {
-      return this.write(() => {
-        this.requireEnv(envId);
-        const n = this.db.prepare<{ n: number }>('SELECT count(*) AS n FROM contents WHERE env_id = ?').get(envId);
-        if (n !== undefined && n.n > 0 && !force) {
-          throw new RcdError('conflict', `environment ${JSON.stringify(envId)} holds ${n.n} content item(s); delete them first or force`);
-        }
-        // Keys, content, revisions and mappings go with it (ON DELETE CASCADE).
-        this.db.prepare('DELETE FROM environments WHERE env_id = ?').run(envId);
-        return runRows(this.sql, cancelOfEnvironment(envId));
-      }, outbox);
-    });
-  }
-
-  createKey(envId: string, plainKey?: string): Promise<{ id: string; key: string }> {
-    return settle(() => {
-      if (plainKey !== undefined) {
-        const problem = plainKeyProblem(plainKey);
-        if (problem !== '') throw new RcdError('invalid_request', problem);
-      }
-      const key = plainKey ?? generateKey();
-      return this.write(() => {
-        this.requireEnv(envId);
-        const digest = apiKeyDigest(key);
-        const existing = this.sql.keyByDigest(digest);
-        if (existing !== undefined) {
-          throw new RcdError(
-            'conflict',
-            existing.env_id === envId ? 'this API key already exists in this environment' : 'this API key already belongs to another environment',
-          );
-        }
-        const id = generateKeyId();
-        this.sql.insertKey(id, envId, digest, nowIso());
-        return { id, key };
-      });
-    });
-  }
-
-  revokeKey(envId: string, keyId: string): Promise<void> {
-    return settle(() => {
-      this.write(() => {
-        this.requireEnv(envId);
-        const row = this.db
-          .prepare<{ revoked_at: string | null }>('SELECT revoked_at FROM api_keys WHERE env_id = ? AND key_id = ?')
-          .get(envId, keyId);
-        if (row === undefined) throw new RcdError('not_found', `key ${JSON.stringify(keyId)} does not exist in environment ${JSON.stringify(envId)}`);
-        // Revoking twice keeps the first revocation time.
-        if (row.revoked_at === null) this.db.prepare('UPDATE api_keys SET revoked_at = ? WHERE key_id = ?').run(nowIso(), keyId);
-      });
-    });
-  }
-
   recordKeyUse(keyIds: readonly string[], at: string): Promise<void> {
     return settle(() => {
       if (keyIds.length === 0) return;
@@ -412,56 +312,6 @@ export class SqliteStore implements Store {
         );
         for (const id of keyIds) stmt.run(at, id, at);
       });
-    });
-  }
-
-  putContent(envId: string, id: string, text: string, minAppVersion: string | null, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult> {
-    return settle(() => {
-      const compiled = checkContentWrite(id, text, minAppVersion);
-      return this.write(() => runRows(this.sql, content.putContent(envId, id, text, compiled, minAppVersion)), outbox);
-    });
-  }
-
-  deleteContent(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef> {
-    return this.writeStep(() => content.deleteContent(envId, id), outbox);
-  }
-
-  rollback(envId: string, id: string, to: number, outbox?: OutboxOf<PutContentResult>): Promise<PutContentResult> {
-    return settle(() => {
-      checkRevisionNumber(to);
-      return this.write(() => runRows(this.sql, content.rollback(envId, id, to)), outbox);
-    });
-  }
-
-  putMapping(envId: string, id: string, mapping: unknown, outbox?: OutboxOf<MappingResult>): Promise<MappingResult> {
-    return this.writeStep(() => content.putMapping(envId, id, mapping), outbox);
-  }
-
-  deleteMapping(envId: string, id: string, outbox?: OutboxOf<ContentRef>): Promise<ContentRef> {
-    return this.writeStep(() => content.deleteMapping(envId, id), outbox);
-  }
-
-  sync(from: string, to: string, ids?: readonly string[], outbox?: OutboxOf<SyncReport>): Promise<SyncReport> {
-    return settle(() => {
-      checkSyncIds(ids);
-      return this.write(() => runRows(this.sql, content.sync(from, to, ids)), outbox);
-    });
-  }
-
-  importBundle(bundle: unknown, outbox?: OutboxOf<ImportReport>, by: ImportScheduler = STORE_IMPORT): Promise<ImportReport> {
-    // Prepared before the transaction: the checks that need no store do not hold the write lock.
-    return settle(() => prepareImport(bundle)).then((prepared) => this.importPrepared(prepared, outbox, by));
-  }
-
-  importPrepared(prepared: PreparedImport, outbox?: OutboxOf<ImportReport>, by: ImportScheduler = STORE_IMPORT): Promise<ImportReport> {
-    return settle(() => {
-      return this.write(() => ({ ...importPrepared(this.sql, prepared), ...runRows(this.sql, importSchedules(prepared.schedules, by)) }), outbox);
-    });
-  }
-
-  exportBundle(): Promise<unknown> {
-    return settle(() => {
-      return this.read(() => withSchedules(exportBundle(this.sql), runRows(this.sql, exportSchedules())));
     });
   }
 

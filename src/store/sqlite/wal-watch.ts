@@ -1,10 +1,9 @@
 /**
  * Wakes a follower as soon as any connection commits to a SQLite store: every commit appends to the
  * store's write-ahead log (`<file>-wal`), and the kernel reports the write to a watch on the folder
- * (inotify on Linux) at once. The data_version poll stays as the fallback (store.ts: every 250 ms
- * beside a watch, for an event it missed; every 25 ms without one). Measured on the 2-core VM:
- * another process's edit was noticed after 0-25 ms by the 25 ms poll (12.5 ms on average), at once
- * with the watch.
+ * (inotify on Linux) at once, where a poll notices it only at its next tick. The data_version poll
+ * stays as the fallback (store.ts: COMMIT_POLL_WATCHED_MS beside a watch, for an event it missed;
+ * COMMIT_POLL_MS without one).
  *
  * The folder is watched rather than the file: SQLite may delete the WAL when the last connection
  * closes and create it again, which would end a watch on the file itself. Every event of the folder

@@ -6,11 +6,10 @@ import {
   compileContent,
   indentation,
   jsonContentText,
-  lineColumn,
-  locateJsonError,
   setContentLimits,
   stripComments,
 } from '../../../src/store/jsonc.js';
+import { lineColumn, locateJsonError } from '../../../src/store/json-errors.js';
 import { DEFAULT_CONTENT_LIMITS, type ContentLimits } from '../../../src/shared/json-limits.js';
 import { RcdError } from '../../../src/runtime/errors.js';
 import { contentHash } from '../../../src/shared/identity.js';

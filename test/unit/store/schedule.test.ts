@@ -13,7 +13,6 @@ import {
   applyDue,
   cancelOfToken,
   cancelSchedule,
-  contentAt,
   createSchedule,
   kill,
   moveSchedule,
@@ -21,6 +20,7 @@ import {
   type NewSchedule,
   type ScheduleLimits,
 } from '../../../src/store/schedule/lifecycle.js';
+import { contentAt } from '../../../src/store/schedule/replay.js';
 import { advanceRollout, createRollout, pauseRollout, readRollout, rollBackRollout } from '../../../src/store/schedule/rollouts.js';
 import type { ScheduleRow } from '../../../src/store/schedule/rows.js';
 import { MAPPING, rejectsWith, tempDir } from './helpers.js';

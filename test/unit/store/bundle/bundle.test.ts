@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RcdError } from '../../../../src/runtime/errors.js';
-import { EXPORT_NOTE, overlap, pointer, prepareImport } from '../../../../src/store/bundle/bundle.js';
+import { pointer, prepareImport } from '../../../../src/store/bundle/bundle.js';
+import { EXPORT_NOTE } from '../../../../src/store/bundle/export.js';
+import { overlap } from '../../../../src/store/bundle/write.js';
 import { apiKeyDigest, openStore, type Store } from '../../../../src/store/index.js';
 import { MAPPING, rejectsWith } from '../helpers.js';
 
