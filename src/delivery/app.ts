@@ -33,7 +33,7 @@ export function isNativeUws(): boolean {
 export function createApp(state: FrontEndState, tls: TlsMaterial | null): TemplatedApp {
   const app = createUwsApp(tls);
   // An exception escaping a uWS handler ends the process; handlerFailed contains it to the connection.
-  // enterUwsCall: uWS corked the socket around the handler, so answers are written straight (reply.ts).
+  // enterUwsCall: uWS corked the socket around the handler, so answers are written straight (wire/reply.ts).
   const plain = (res: HttpResponse, req: HttpRequest): void => {
     enterUwsCall();
     try {
@@ -94,7 +94,7 @@ export function createApp(state: FrontEndState, tls: TlsMaterial | null): Templa
       leaveUwsCall();
     }
   };
-  // The small handlers below answer through the cork path (reply.ts): not worth a try/finally each.
+  // The small handlers below answer through the cork path (wire/reply.ts): not worth a try/finally each.
   const health = (res: HttpResponse, req: HttpRequest): void => handleHealth(state, res, req);
   const ready = (res: HttpResponse, req: HttpRequest): void => handleReady(state, res, req);
   const postOnly = (res: HttpResponse, req: HttpRequest): void => handleWrongMethod(state, res, req, 'POST');

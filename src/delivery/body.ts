@@ -1,18 +1,16 @@
 /**
- * A request body as uWS hands it over, and its JSON (src/delivery/request.ts, the OFREP request; the
+ * A request body as uWS hands it over, and its JSON (lifecycle.ts, the OFREP request; the
  * benchmark's floor, bench/ceiling.ts, does the same). HOT PATH: every content request.
  */
 import { runInNewContext } from 'node:vm';
 
-// Faster than Buffer.from(chunk).toString() on request bodies, one object less: 381 -> 139 ns and
-// 250 -> 153 bytes per body (bench/micro/alloc.ts).
+// Faster than Buffer.from(chunk).toString() on request bodies, and one object less.
 // ignoreBOM keeps a leading BOM in the text, as Buffer#toString does: JSON.parse then refuses it.
 const BODY_DECODER = new TextDecoder('utf-8', { ignoreBOM: true });
 /**
  * decode's options, given so that node's decode reads `stream` from an ordinary object: left out, it
  * reads it from its default, a frozen object without a prototype, which V8 keeps as a dictionary, so
- * the read went through the generic LoadIC and a hash lookup in lines seldom cached (~8 L1 misses a
- * request, bench:cost --cache-sim with callgrind's per-instruction dump).
+ * the read goes through the generic LoadIC and a hash lookup in lines seldom cached.
  */
 const DECODE_WHOLE = { stream: false };
 
@@ -32,13 +30,11 @@ export function bodyText(kept: Buffer[] | null, last: ArrayBuffer): string {
  * JSON.parse of a realm of its own (a node:vm context made once per thread), for request bodies. V8's
  * parser follows a map's transition to the next key when the map has just one; the objects of the
  * thread's own realm start from a map with a transition for every first key the thread's objects ever
- * had (node's and rcd's), so each key of a body's objects was internalized through the string table
- * and searched for in a transition array. In a realm where only bodies are parsed, the body shapes
- * are the only transitions. bench:cost mapped, callgrind --by-function: BinarySearch<TransitionArray>
- * (588 instructions a request), FindTransitionToDataProperty (195) and half the string table's
- * lookups and internalizations (~570) gone, 41,505 -> 40,003 a request. The values are ordinary JSON
+ * had (node's and rcd's), so each key of a body's objects would be internalized through the string
+ * table and searched for in a transition array. In a realm where only bodies are parsed, the body
+ * shapes are the only transitions. The values are ordinary JSON
  * values whose objects and arrays have that realm's prototypes: rcd tests them with typeof,
- * Array.isArray and Object.hasOwn, never instanceof. Throws that realm's SyntaxError. The realm costs
- * ~150 KiB of heap per thread (~250 KiB of RSS).
+ * Array.isArray and Object.hasOwn, never instanceof. Throws that realm's SyntaxError. The realm is
+ * made once per thread, a small fixed heap cost.
  */
 export const parseBodyJson = runInNewContext('JSON.parse') as (text: string) => unknown;

@@ -1,40 +1,34 @@
 /**
  * Combine plans: what a combine answer is made of, prepared once per (compiled query, environment
- * state, revisions chosen) and reused by every request that asks the same thing.
+ * state, revisions chosen) and reused by every request that asks the same thing. This file holds the
+ * plan (CombinePlan), its tags per combination (PlanTag, also found by rule path), the plan cache and
+ * the memos a query's plan is found on, and buildPlan; the layouts per user-part length and their
+ * kept answers are wire/plan-layout.ts's, and an answer is written from them in
+ * wire/planned-answer.ts.
  *
  * A game build sends the same id list millions of times, and every id not behind a mapping answers
- * every user with the same bytes: only the per-user tail (`uid` and `mod`, src/delivery/tail.ts)
- * changes between two users. Looking each id up (directory, revision, cache key, front cache) and
- * hashing the whole description for the tag cost ~7,000 instructions per id on every request
- * (bench:cost, combine-50, callgrind). A plan holds, instead:
+ * every user with the same bytes: only the per-user tail (`uid` and `mod`, wire/tail.ts) changes
+ * between two users. So instead of looking each id up (directory, revision, cache key, front cache)
+ * and hashing the whole description for the tag on every request, a plan holds:
  * - the answer's fixed bytes, in the order they are sent, as views of one buffer: each is the end
  *   of the previous item's tail (`,"seg":…}}`), the next key and its head;
- * - the same bytes laid out per length of the user's part (UserLayout): the runs between two mapped
- *   items joined into blocks with gaps where the digits go, so an answer is one copy per block and
- *   the digits written into the gaps as words;
  * - the items behind a mapping (their rules are evaluated per user), with their revision and key;
- * - the tag's fixed part (etag.ts, describedTag), the X-Missing-Content value and the hit count.
- *
- * - per layout, its last answers (one per set of mapped heads, a few): the next is written over the one
- *   of its heads, copying only what moved (laidOutAnswer).
- *
- * Measured with bench:cost (instructions per request, callgrind): combine-50 391k before plans, 152k
- * with a copy per run, 118k with layouts, 87k with the digits written as words, 62.8k -> 59.2k with
- * answers written in place (later figures leave libuv's timer phase out); combine 130k -> 68k.
+ * - the tag's fixed part (etag.ts, describedTag), the X-Missing-Content value and the hit count;
+ * - its answer scratch (WirePlan, wire/plan-layout.ts): the layouts and their kept answers.
  *
  * A plan is built from a request whose items were all front-cache hits, and is valid while the
  * environment object and its generation (src/delivery/directory.ts: bumped by every content change)
  * are those it was built for: an edit makes every plan of that environment stale, and the next request
  * builds a fresh one. A request finds its plan by (query, app version); app versions that choose the
  * same revision of every id share one plan (keepPlan): clients in the field run many versions over a
- * few revisions, and a plan per version multiplied the bytes an answer is written from (bench
- * combine-50, seven versions of one revision set: seven plans of ~16 KB, each with its layouts).
+ * few revisions, and a plan per version would multiply the bytes an answer is written from.
  * Plans are copies (the unmapped items' heads are copied, not held), kept in their own LRU charged by
  * bytes (a share of the front cache's budget, src/delivery/loop.ts), so no plan keeps an evicted head
  * alive; the mapped items' heads a PlanTag keeps (PlanTag.heads) live as long as that PlanTag.
  *
  * A combine a client may receive compressed (an item has a gzip form and the client accepts gzip) is
- * assembled from the front cache's compressed parts as before: a plan holds identity bytes only.
+ * assembled from the front cache's compressed parts (wire/combine-body.ts): a plan holds identity
+ * bytes only.
  *
  * HOT PATH: change with care. One plan lookup per combine; a copy per block or mapped item only where
  * it moved or changed, two or three 8-byte stores per gap.
@@ -53,7 +47,7 @@ import * as headerBlock from './wire/header-block.js';
 import type { UidBlock } from './wire/header-block.js';
 
 // What an answer from a plan is written with, as this module's own consts (an import is a cell
-// TurboFan reads and compares before each call it inlines; a module's own const is folded: request.ts).
+// TurboFan reads and compares before each call it inlines; a module's own const is folded).
 const { USER_PART_MAX } = tail;
 const { combineTagPrefix, withMappedPart } = etag;
 const { newUidBlock } = headerBlock;
@@ -90,9 +84,8 @@ export interface CombinePlan extends WirePlan {
 
 /**
  * A dynamic answer's tag before the uid (etag.ts combineTagPrefix) and the header block kept for it
- * (header-block.ts wrappedBlock writes the uid in place): no tag string is built and no tag written
- * byte by byte per request. Building the tag and writing it through Buffer#write cost ~800
- * instructions of a combine (bench:cost, callgrind).
+ * (wire/header-block.ts wrappedBlock writes the uid in place): no tag string is built and no tag
+ * written through Buffer#write per request.
  */
 export interface PlanTag {
   /** The plan it was made for. */
@@ -103,8 +96,8 @@ export interface PlanTag {
    * The plan's mapped items' front-cache entries for this combination, kept by the first answer that
    * found them all (null until then): the items' combinations all have this PlanTag's key, and an entry
    * for (revision, mapping, combination key) is the same bytes whenever it is rendered, so they hold
-   * while the plan does. An answer from them skips a front-cache lookup per mapped item (combine-50:
-   * five, each a Map lookup and the LRU's bookkeeping in cold lines). Held here, an entry the front
+   * while the plan does. An answer from them skips a front-cache lookup per mapped item (each a Map
+   * lookup and the LRU's bookkeeping in cold lines). Held here, an entry the front
    * cache evicts stays alive as long as this PlanTag (on its combination, at most PLAN_TAGS of them).
    */
   heads: readonly Rendered[] | null;
@@ -113,8 +106,8 @@ export interface PlanTag {
 }
 
 /**
- * PlanTags kept per combination (Combination.planTags): a query has a plan per app version, and the
- * bench's users (seven app versions, each its plan) made one memo entry change hands on most requests.
+ * PlanTags kept per combination (Combination.planTags): a query has a plan per app version, and with
+ * one entry, users of several app versions would make it change hands on most requests.
  */
 const PLAN_TAGS = 8;
 
@@ -195,10 +188,10 @@ const MEMOS_PER_PLAN = 64;
 /**
  * currentPlan for a memo (planMemoOf): once the cache returned the plan under the memo's key, the
  * next requests find it on the memo, with no lookup by key and no recency bookkeeping but on one in
- * USES_PER_REFRESH. lru-cache's get on a hit touched ~20 lines seldom in the cache (its options and
- * diagnostics channel, the key map, the value and link arrays: bench:cost --cache-sim with
- * callgrind's per-instruction dump). The cache's dispose takes the plan off the memos of the key it
- * leaves (releasePlan), so a memo holds only a plan the cache holds under its key.
+ * USES_PER_REFRESH: lru-cache's get on a hit touches many lines seldom in the CPU cache (its
+ * options and diagnostics channel, the key map, the value and link arrays). The cache's dispose
+ * takes the plan off the memos of the key it leaves (releasePlan), so a memo holds only a plan the
+ * cache holds under its key.
  */
 export function currentPlanOf(cache: PlanCache, memo: PlanKeyMemo, env: EnvView): CombinePlan | null {
   let plan = memo.plan;
@@ -374,7 +367,7 @@ export function rememberPlanTagPath(plan: CombinePlan, path: Int32Array, length:
 /**
  * The PlanTag of a dynamic answer from `plan` whose mapped items all selected `c` (null: the plan has
  * none): the plan's own, or the one memoized on the combination for this plan (Combination.planTags).
- * Answers whose mapped items selected different combinations build their tag per request (request.ts).
+ * Answers whose mapped items selected different combinations build their tag per request (combine.ts).
  */
 export function planTagOf(plan: CombinePlan, c: Combination | null): PlanTag {
   if (c === null) return plan.ownTag;

@@ -52,9 +52,9 @@ export function startCombine(r: ContentFields, ctx: UserContext): void {
 /**
  * Whether two mapped items' combinations put the same part into a combine's tag (etag.ts: the part is
  * a function of the key). Items behind different mappings have their own combination objects, also
- * where the same rules applied: a game's contents each carry their own copy of a segment rule (the
- * bench's combine-50: five mappings of one rule), and comparing objects sent every user of that
- * segment down the per-request tag (its strings built and written byte by byte).
+ * where the same rules applied: a game's contents each carry their own copy of a segment rule, and
+ * comparing objects would send every user of that segment down the per-request tag (its strings
+ * built and written byte by byte).
  */
 const sameTagPart = (a: Combination | null, b: Combination | null): boolean => {
   return a === b || (a !== null && b !== null && a.key === b.key);
@@ -285,7 +285,7 @@ function missingHeaderOf(missing: readonly string[]): string {
 }
 
 // The combine body is assembled into one buffer and written once: writing each entry's pieces
-// separately cost ~4 uWS calls per id, which dominated a 10-id answer (bench: combine).
+// separately would cost several uWS calls per id.
 export function answerCombine(r: ContentFields): void {
   // Everything that can fail is computed before the first byte is written.
   const missingHeader = missingHeaderOf(r.missing!);

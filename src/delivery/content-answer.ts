@@ -74,7 +74,7 @@ export const cacheControlOf = (r: ContentFields): Uint8Array => {
  */
 export const answeredNotModified = (r: ContentFields): boolean => {
   // Tested here, not only inside: a call that returns at once runs too little bytecode for V8 to
-  // compile it soon, and ran interpreted (~230 instructions per request under bench:cost).
+  // compile it soon, and would run interpreted.
   if (r.ifNoneMatch.length === 0) return false;
   const tag = r.tagUid ? withUid(r.tag, r.uid) : r.tag;
   const coding = matchIfNoneMatch(r.ifNoneMatch, tag, STAR_IGNORED);

@@ -3,10 +3,10 @@
  *
  * Two definitions of one contract:
  * - `userContextSchema` (zod, in src/openapi/schemas.ts) is the readable statement, used by tests
- *   and the OpenAPI documents; it lives there so that no delivery thread loads zod (~100 ms of
- *   module loading at every start);
- * - `parseUserContext` is the hand-written hot-path check. bench/micro shows it several times
- *   faster than the zod parse on typical bodies; a unit test checks both agree on every case.
+ *   and the OpenAPI documents; it lives there so that no delivery thread loads zod (slow module
+ *   loading at every start);
+ * - `parseUserContext` is the hand-written hot-path check, faster than the zod parse on typical
+ *   bodies (bench/micro); a unit test checks both agree on every case.
  *
  * HOT PATH: called once per content request. Change with care: keep it allocation-light and
  * keep the result object's fields in one order.
@@ -95,7 +95,7 @@ export function validateUserContext(root: unknown, bodyLength = Infinity): UserC
 }
 
 // Clients in the field run a handful of app versions: each is matched against the pattern and keyed
-// once (the match array and its strings were ~150 bytes of garbage per request), and a request of
+// once (no match array and strings of garbage per request), and a request of
 // that version shares its ComparableVersion. Bounded: past the limit (a client inventing versions)
 // versions are matched per request.
 const VERSION_MEMO_LIMIT = 1024;

@@ -19,7 +19,7 @@ import { NO_VERSION, lowerBoundOf, type ComparableVersion } from '../shared/app-
 import { catalogTag } from '../shared/catalog-tag.js';
 import { ShardedMap, integerShard, stringShard } from './sharded-map.js';
 
-// chooseRevision's comparison, bound at load (an import is a cell read before each inlined call: request.ts).
+// chooseRevision's comparison, bound at load: an import is a cell read before each inlined call.
 const { versionAtMost } = appVersion;
 
 export interface RevisionView {
@@ -34,9 +34,8 @@ export interface RevisionView {
 /**
  * One content item. It is also its own newest revision (revId, hash, minVersion are the newest's):
  * most items have one revision, and a revisions array (a pushed array gets 17 slots) plus a revision
- * object per item were nearly half of the directory's heap, which every full collection of the
- * delivery loop marks: 342 against ~175 bytes an item (bench/micro/directory.ts, bench/README.md
- * "Directory heap").
+ * object per item would be nearly half of the directory's heap, which every full collection of the
+ * delivery loop marks (bench/results/FINDINGS.md, "Directory heap").
  */
 export interface ContentView extends RevisionView {
   readonly id: string;
@@ -151,7 +150,7 @@ export class Directory {
   private readonly byKeyId = new Map<string, KeyState>();
   /**
    * Plain key → view, filled on first use so that a valid key costs one Map lookup instead of a
-   * SHA-256 per request (~1 µs). Holds only keys that exist (bounded by the key count and a hard
+   * SHA-256 per request. Holds only keys that exist (bounded by the key count and a hard
    * cap); unknown keys are hashed every time, which keeps a key-guessing flood from growing memory.
    * Cleared whenever a key or an environment goes away, so a revoked key stops working at once
    * (refilling costs one hash per key still in use).
@@ -159,7 +158,7 @@ export class Directory {
   private readonly plainCache = new Map<string, KeyView>();
   /**
    * The last key found, compared before the map is asked: a header value is a new string on every
-   * request, and hashing it for the map (~40 characters) cost more than comparing it with the last
+   * request, and hashing it for the map costs more than comparing it with the last
    * one, which is the same key for most requests of one game. Cleared with plainCache. (The compare
    * stops at the first differing character, as the map's own compare does on a hash match; a key
    * ships inside every game client, and nanoseconds do not cross a network's microseconds of jitter.)
@@ -245,8 +244,7 @@ export class Directory {
 
   /**
    * The last key found (lookupKey), for a caller to compare before it calls: a call that returns at
-   * once runs too little bytecode for V8 to optimize it, and lookupKey ran as baseline code
-   * (~150 instructions a request, bench:cost).
+   * once runs too little bytecode for V8 to optimize it, and lookupKey would run as baseline code.
    */
   get lastKey(): string {
     return this.lastPlainKey;

@@ -30,7 +30,7 @@ export const enum Coding {
 }
 
 const SUFFIX = ['"', '.gz"', '.br"'];
-/** The ETag value's end after the opaque part, per coding, as bytes (header-block.ts writes them). */
+/** The ETag value's end after the opaque part, per coding, as bytes (wire/header-block.ts writes them). */
 export const SUFFIX_BYTES: readonly Uint8Array[] = SUFFIX.map((s) => Buffer.from(s, 'latin1'));
 
 /** The ETag header value of `opaque` sent with `coding`. */
@@ -65,7 +65,7 @@ interface BareTagMemo {
 }
 
 // Owned by itemTag (earlierBareTag fills it on a miss), for its next call: no string is built per
-// request, and the tag the item's header block was kept for (header-block.ts) is the same object,
+// request, and the tag the item's header block was kept for (wire/header-block.ts) is the same object,
 // compared without reading its characters.
 const bareTag: BareTagMemo = { tag: '', kind: -1, rev: -1, mapping: -1, kept: [], next: 0 };
 
@@ -102,9 +102,8 @@ interface ItemTagMemo {
 /**
  * Tags kept per combination and of unmapped items. Several: clients of different app versions get
  * different revisions of one content, each its own tag, and with the last one alone every such
- * request built its tag again (a string concatenation, then V8 flattening it to compare it in the
- * runtime with the tag the item's header block was kept for: ~540 instructions a request,
- * bench:cost --by-function, mapped-serialized, three revisions).
+ * request would build its tag again (a string concatenation, then V8 flattening it to compare it in
+ * the runtime with the tag the item's header block was kept for).
  */
 const ITEM_TAG_MEMO = 8;
 
@@ -154,7 +153,7 @@ export function wrappedTag(kind: JobKind, rev: TaggedRevision, mappingId: number
   return withUid(itemTag(kind, rev, mappingId, c), uid);
 }
 
-/** An item tag with the user's uid: a wrapped answer's whole tag (header-block.ts writes the same bytes). */
+/** An item tag with the user's uid: a wrapped answer's whole tag (wire/header-block.ts writes the same bytes). */
 export function withUid(tag: string, uid: number): string {
   return tag + '.' + uid;
 }

@@ -41,9 +41,9 @@ export const MAX_IDS_PER_EVENT = 1000;
 const REPLAY_EVENTS = 4096;
 const REPLAY_BYTES = 4 * 1024 * 1024;
 /**
- * Streams written per event-loop turn. A corked write to one stream measured ~50 µs on the loaded
- * development VM (a loopback send also runs the receiver's TCP work): 10,000 streams in one turn held
- * the loop ~0.5 s, every request waiting behind it; 256 a turn keeps a turn near 10 ms there.
+ * Streams written per event-loop turn: a corked write to one stream is costly (a loopback send also
+ * runs the receiver's TCP work), and writing every stream in one turn would hold the loop, every
+ * request waiting behind it; a bounded batch keeps each turn short.
  */
 const STREAMS_PER_TURN = 256;
 

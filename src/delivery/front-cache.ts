@@ -1,13 +1,14 @@
 /**
- * The front end's cache of rendered heads, keyed by what determines them:
- * (kind, revision id[, mapping id, combination key]). All parts are immutable ids, so an entry can
- * never be stale: an edit routes requests to new ids and old entries age out.
+ * The front end's cache of rendered heads: its entries (Rendered, made from a worker's result), its
+ * keys (kind, revision id[, mapping id, combination key]) and the ways an entry is found without a
+ * lookup by key (a combination's key memo, numbered slots, the table by rule path). All key parts
+ * are immutable ids, so an entry can never be stale: an edit routes requests to new ids and old
+ * entries age out.
  *
- * Why the front end caches at all: on this 2-core box a pool round trip per request left the main
- * thread idle half the time waiting for workers (bench/README.md, "The pool's role"). Answering
- * repeats here keeps the pool for what is expensive (parse, compile, render a miss). Each head was
- * rendered by a worker into its own ArrayBuffer and moved here without a copy; this is the only
- * place rendered bytes are kept.
+ * Why the front end caches at all: a pool round trip per request leaves the loop idle waiting for
+ * workers (bench/results/FINDINGS.md, "The pool's role"). Answering repeats here keeps the pool for
+ * what is expensive (parse, compile, render a miss). Each head is rendered by a worker into its own
+ * ArrayBuffer and moved here without a copy; this is the only place rendered bytes are kept.
  *
  * HOT PATH: one get per content item.
  */
@@ -79,8 +80,8 @@ function partOf(member: Uint8Array, length: number): CompressedPart {
 /**
  * A cache key: a number for an answer that depends on kind and revision only (most items: no
  * mapping, or no rule applied), a string with the mapping and combination otherwise. A number is
- * built with one multiply and hashed by V8 without reading characters; the string it replaced
- * (`w123`) was formatted, concatenated and hashed on every request.
+ * built with one multiply and hashed by V8 without reading characters, where a string (`w123`) is
+ * formatted, concatenated and hashed.
  */
 export type FrontKey = number | string;
 
@@ -125,8 +126,8 @@ const FRONT_KEY_MEMO = 8;
  * and content without a mapping). A combination's keys are memoized on it for the last
  * FRONT_KEY_MEMO (kind, revision, mapping) it served. Returning the same string object matters as
  * much as not building it: V8 caches a string's hash in the string, so the cache lookup then neither
- * flattens nor hashes a fresh key (bench/micro/alloc.ts: cache key). bench:cost (combine-50, five
- * items of one mapping, callgrind): one memo entry per combination rebuilt four of the five keys.
+ * flattens nor hashes a fresh key. Several per combination: a combine's items of one mapping each
+ * need their own key.
  */
 export function frontKeyOf(kind: JobKind, revId: number, mappingId: number, c: Combination | null): FrontKey {
   const memo = frontKeyMemo(kind, revId, mappingId, c);
@@ -167,9 +168,9 @@ const numbered: (Rendered | null)[] = new Array<Rendered | null>(NUMBERED_SLOTS)
  * The front-cache entry of an item (frontKeyOf's key), or undefined. Found once through the cache,
  * an entry is kept where the next request for it looks first: an item behind a mapping on its key's
  * memo (FrontKeyMemo.entry), any other in its slot of a small table: no lookup by key, no recency
- * bookkeeping but on one answer in USES_PER_REFRESH. The cache's get touched ~20 lines seldom in the
- * cache (its options and diagnostics channel, the key map, the value and link arrays): bench:cost
- * --cache-sim, mapped, with callgrind's per-instruction dump. Only an entry the cache holds is kept
+ * bookkeeping but on one answer in USES_PER_REFRESH. The cache's get touches many lines seldom in
+ * the CPU cache (its options and diagnostics channel, the key map, the value and link arrays). Only
+ * an entry the cache holds is kept
  * there: the cache's dispose takes it out (releaseEntry), and an entry is on one memo at most, so
  * nothing evicted stays reachable.
  */
@@ -200,8 +201,8 @@ function numberedEntry(cache: FrontCache, key: number): Rendered | undefined {
 /**
  * Entries of mapped items found by the rule path that selected them, before the path becomes its
  * Combination (path-table.ts says why): one table per thread, keyed by (revision id, mapping id,
- * kind, path). callgrind --cache-sim, mapped, `bench:cost --inlined`: the stages of the way through the
- * combination missed L2 4.7 times a request, the table 1.6. An empty path is not kept: its entry is
+ * kind, path): one table row touches fewer cold lines than the stages of the way through the
+ * combination. An empty path is not kept: its entry is
  * the revision's own (a numeric key, found in its slot), shared by every mapping of the content,
  * where a row holds one; nor ids past int32. An entry is in one row at most (its key names one
  * path), and the cache's dispose takes it out, as it does for the memos and the numbered slots.

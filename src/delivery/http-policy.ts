@@ -2,12 +2,12 @@
  * What the operator's configuration makes of every request's framing and body and of every answer's
  * headers, compiled once at start: the framing check (--reject-ambiguous-framing), the body limit
  * (--max-body), CORS (--cors-origins), the Vary value, the compression threshold
- * (--compress-min-bytes). Header values are bytes for the reason given in reply.ts.
+ * (--compress-min-bytes). Header values are bytes for the reason given in wire/reply.ts.
  *
  * The two request limits are the configuration's values, kept here too because every content
- * request reads them beside the CORS fields: one object, where the configuration's fields sit in
- * two other lines of a larger one (bench/README.md, "Where rcd's CPU over the floor goes"). The
- * fields are in the order a request reads them.
+ * request reads them beside the CORS fields: one object in as few cache lines as possible, where the
+ * configuration's fields sit in two other lines of a larger one. The fields are in the order a
+ * request reads them.
  *
  * CORS: with `*` every answer carries `Access-Control-Allow-Origin: *` (the API key travels in a
  * header, never in a cookie, so no credentials mode is needed); with a list, an answer to a request
@@ -22,7 +22,7 @@ import { H_ORIGIN } from './wire/header-names.js';
 export interface HttpPolicy {
   /** --reject-ambiguous-framing (routes.ts headOf). */
   readonly rejectAmbiguousFraming: boolean;
-  /** --max-body in bytes (routes.ts, request.ts). */
+  /** --max-body in bytes (routes.ts, lifecycle.ts). */
   readonly maxBodyBytes: number;
   readonly compressMinBytes: number;
   /** Vary of content and catalog answers. */

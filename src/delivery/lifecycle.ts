@@ -1,7 +1,8 @@
 /**
  * The life of one delivery request after its headers passed, whatever it asks for (content and
- * combine in request.ts, OFREP in ofrep/request.ts): read the body under --max-body, start the work,
- * take results back from the render pool, answer once, and count the request when it ends.
+ * combine in request.ts, single.ts and combine.ts; OFREP in ofrep/request.ts): read the body under
+ * --max-body, start the work, take results back from the render pool, answer once, and count the
+ * request when it ends.
  *
  *   onChunk ... onChunk(last) -> start(body)      -> answered from the front cache, or
  *                                                 -> pool jobs (holdConnection) -> onResult -> answered

@@ -1,9 +1,9 @@
 /**
  * One delivery event loop: its uWS app, its front cache, its share of the render pool, and the
- * routing directory its feed keeps (src/control/feed.ts). The main thread runs loop 0 (with one loop,
- * the whole front end as it always was); src/delivery/loop-thread.ts runs each further loop in a
- * worker thread. Start: pool share (as soon as the store is open), then app and listen (once the
- * feed holds the first directory). Stop: stop accepting, drain, close connections, then the pool share.
+ * routing directory its feed keeps (src/control/feed.ts). The main thread runs loop 0 (with one
+ * loop, the whole front end); src/delivery/loop-thread.ts runs each further loop in a worker
+ * thread. Start: pool share (as soon as the store is open), then app and listen (once the feed
+ * holds the first directory). Stop: stop accepting, drain, close connections, then the pool share.
  */
 import { newRequestScratch } from './request-scratch.js';
 import { getPriority } from 'node:os';
@@ -101,9 +101,9 @@ export class DeliveryLoop {
   /**
    * Starts the loop's pool share and sets this thread's nice value; resolves once every worker
    * loaded its module. Needs only the store's reader URL: it runs while the control thread still
-   * loads the directory (~0.3 s of a start off its critical path). The workers load at the lowest
-   * priority, so that they take only CPU the control thread leaves (at the loop's priority they took
-   * it from that load: the start came out no sooner), and each takes the loop's priority once loaded
+   * loads the directory, off a start's critical path. The workers load at the lowest priority, so
+   * that they take only CPU the control thread leaves (at the loop's priority they would take it from
+   * that load, and the start would come out no sooner), and each takes the loop's priority once loaded
    * (src/worker/entry.ts). Only where the loop's priority is set at all, so where it may be taken back.
    */
   static startPool(opts: LoopPoolOptions): Promise<Piscina> {

@@ -11,8 +11,8 @@
  * ([k0, k1, k2, path length, edges...]) and its value one slot of an array beside it.
  *
  * Two ways per set (a row and its neighbour: one 128-byte pair), the one to replace taken in turn:
- * direct-mapped, the bench's ~1,000 keys in 4,096 rows left ~20% of them sharing a row with another
- * and taking it from each other on every request. A key longer than PATH_EDGES edges is not kept.
+ * direct-mapped, keys sharing a row would take it from each other on every request. A key longer
+ * than PATH_EDGES edges is not kept.
  *
  * HOT PATH: find reads one or two rows and one slot.
  */

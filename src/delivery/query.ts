@@ -12,7 +12,7 @@ const SERIALIZED_QUERY = 'responseType=serialized';
 export function wrappedKind(query: string): JobKind {
   // A length test, not `=== ''`: TurboFan compares a string it did not make through a builtin call.
   if (query.length === 0) return JobKind.Wrapped;
-  // The one query clients send here, spelled as URLSearchParams would read it: no parse (~0.5 µs).
+  // The one query clients send here, spelled as URLSearchParams would read it: no parse.
   if (query === SERIALIZED_QUERY) return JobKind.Serialized;
   const rt = new URLSearchParams(query).get('responseType');
   if (rt === null) return JobKind.Wrapped;
@@ -105,11 +105,10 @@ export interface CompiledCombineQuery extends CombineQuery {
 
 /**
  * Distinct combine queries compiled per delivery loop. A game build sends the same few queries
- * (its id list) millions of times: parsing one (URLSearchParams, JSON.parse, per-id keys) was ~7% of
- * a combine's time on the loop, and with the entry keys prepared as bytes the memo measured 1.2x
- * combine req/s (bench/README.md, "What changed the figures"). Bounded by ids held (~300 bytes
- * each, so ~5 MiB per loop at most): full, the memo starts over, and a client cycling through more
- * distinct queries pays the parse each time, as it would without the memo.
+ * (its id list) millions of times, so each is parsed once (URLSearchParams, JSON.parse, per-id keys
+ * prepared as bytes). Bounded by ids held (~300 bytes each, so ~5 MiB per loop at most): full, the
+ * memo starts over, and a client cycling through more distinct queries pays the parse each time, as
+ * it would without the memo.
  */
 const COMPILED_IDS_MAX = 16_384;
 
@@ -124,8 +123,8 @@ interface CompiledQueries {
 }
 
 // Owned by compiledCombineQuery, for its next calls. The last query is checked first: the query
-// string is new on every request, and a Map lookup hashes all of it (a 50-id query is ~700
-// characters), while comparing it with the last one is a memcmp and a game build sends one query.
+// string is new on every request, and a Map lookup hashes all of it (a long id list), while
+// comparing it with the last one is a memcmp and a game build sends one query.
 const compiledQueries: CompiledQueries = { lastQuery: '', last: null, byQuery: new Map(), ids: 0 };
 
 /** parseCombineQuery with each id's keys prepared, memoized by the query string (invalid ones are not kept). */

@@ -10,7 +10,7 @@ import { PATH_EDGES } from './path-table.js';
 export interface RequestScratch {
   /** The rule path a mapping evaluation writes (mapping evaluatePath). */
   readonly rulePath: Int32Array;
-  /** The rule path every mapped item of a combine plan selected, when they agree (request.ts sharedRulePath). */
+  /** The rule path every mapped item of a combine plan selected, when they agree (combine.ts sharedRulePath). */
   readonly planPath: Int32Array;
   /** Per mapped item of a combine plan: its combination, then its front-cache entry. */
   readonly planCombinations: (Combination | null)[];

@@ -1,7 +1,8 @@
 /**
  * Route handlers of the delivery API. Checks run in the documented order: route and method (matched
- * by uWS's router, app.ts) → X-Api-Key (401) → Content-Type (400) → body size (413) → JSON and schema
- * (400) → query (400) → content lookup (404). The last three run once the body is in (request.ts).
+ * by uWS's router, app.ts) → X-Api-Key (401) → Content-Type (400) → body size (413) → JSON and
+ * schema (400) → query (400) → content lookup (404). The last three run once the body is in
+ * (request.ts, single.ts, combine.ts).
  *
  * HOT PATH: change with care. Everything a handler needs from `req` is read synchronously here:
  * uWS invalidates `req` when the handler returns.
@@ -34,7 +35,7 @@ import { MetricRoute, Outcome, Phase, S_PHASE, S_STORE_DOWN_SINCE, countRequest 
 import * as request from './request.js';
 
 // The functions a content request's head goes through, as this module's own consts: folded into the
-// handlers that inline them, where an import is a cell read and compared before each call (request.ts).
+// handlers that inline them, where an import is a cell read and compared before each call.
 const { corsOriginFor } = httpPolicy;
 const { acceptedCodings } = encoding;
 const { declaresBodyLength, hasAmbiguousFraming, readHead } = requestHead;
@@ -176,12 +177,11 @@ const POWERS_OF_TEN = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e1
 
 /**
  * Whether a Content-Length value says more than `max` bytes. uWS refuses a request whose
- * Content-Length is not digits (optionally with spaces around them) by closing the connection before a
- * handler runs (test/e2e/request-head.test.ts), so a value this short cannot reach `max`: the common
- * body of a few hundred bytes is decided by its length alone (~70 instructions a request less than
- * reading its digits, bench:cost --inlined wrapped). Longer values are read digit by digit: `Number()`
- * of a header string is a runtime call, ~270 instructions a request (bench:cost, callgrind); anything
- * that is not plain digits is read as `Number()` reads it.
+ * Content-Length is not digits (optionally with spaces around them) by closing the connection
+ * before a handler runs (test/e2e/request-head.test.ts), so a value this short cannot reach `max`:
+ * the common body of a few hundred bytes is decided by its length alone, without reading its
+ * digits. Longer values are read digit by digit, as `Number()` of a header string is a runtime
+ * call; anything that is not plain digits is read as `Number()` reads it.
  */
 export function declaredOver(declared: string, max: number): boolean {
   const n = declared.length;
@@ -275,7 +275,7 @@ export function handleCatalog(state: FrontEndState, res: HttpResponse, req: Http
   // A body larger than uWS's cork buffer is written to the socket inside end(); a client that reset
   // the connection makes that write close the socket before the answer counts as sent, and uWS then
   // aborts the process for a handler that returned "without responding" unless an abort handler is
-  // attached (measured: 8 pipelined catalog requests of 1.2 MB, then a reset).
+  // attached.
   if (body.byteLength > CORK_BUFFER_BYTES) res.onAborted(ignoreAbort);
   sendContent(res, http, body, coding, catalog.tag, CC_SHARED, '', '', origin, state.shuttingDown);
   countRequest(state.counters, MetricRoute.Catalog, 200, Outcome.Hit);

@@ -2,12 +2,10 @@
  * A Map split into a fixed number of smaller Maps, for the delivery loop's tables that grow with the
  * store (an environment's contents, mapping references).
  *
- * Why: a V8 Map grows by copying every entry into a table twice the size, in one synchronous step.
- * Measured on the development VM (Node 20, string keys): the insert that crosses 65,536 entries
- * takes 4-5 ms, 131,072 8-12 ms, 262,144 18-31 ms. An import that takes an environment of 50,000
- * items past 65,536 paid that inside one delta slice on every delivery loop (36 ms in a CPU profile
- * under load), whatever the slice budget. Split 64 ways, a growth copies 1/64 of the entries
- * (bench/micro/sharded-map.ts: the worst insert and the cost of a lookup, against a plain Map).
+ * Why: a V8 Map grows by copying every entry into a table twice the size, in one synchronous step,
+ * so the insert that crosses a large size stalls the delivery loop inside one delta slice, whatever
+ * the slice budget. Split 64 ways, a growth copies 1/64 of the entries (bench/micro/sharded-map.ts:
+ * the worst insert and the cost of a lookup, against a plain Map).
  *
  * Change with care: `get` is on the hot path (one per content request). Iteration order is by
  * shard, not insertion; nothing that iterates these tables depends on order.
@@ -22,7 +20,7 @@ export type ShardOf<K> = (key: K) => number;
 /**
  * The shard of a string key: FNV-1a over its last 12 characters and its length. Content ids in one
  * environment usually differ at their end (Item000123, level-12), and bounding the characters read
- * bounds the cost per lookup (~10-20 ns); ids that differ only further left share a shard, which is
+ * bounds the cost per lookup; ids that differ only further left share a shard, which is
  * never worse than one Map.
  */
 export function stringShard(key: string): number {

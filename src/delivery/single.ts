@@ -41,7 +41,7 @@ export function startSingle(r: ContentFields, ctx: UserContext): void {
     kind = JobKind.Plain;
   } else {
     // Tested here, not only inside: a call that returns at once runs too little bytecode for V8 to
-    // optimize it, and ran as baseline code (~100 instructions a request, bench:cost).
+    // optimize it, and would run as baseline code.
     kind = r.query.length === 0 ? JobKind.Wrapped : wrappedKind(r.query);
   }
   const content = lookupContent(r.env, r.idLower);

@@ -1,9 +1,10 @@
 /**
- * One OFREP evaluation after its headers passed (routes.ts): read the body under --max-body, map the
- * evaluation context to rcd's user context, evaluate the item's rules on this loop, answer from the
- * front cache or have the pool render what it lacks, and write the OFREP answer around the cached
- * wrapped head (answer.ts). A single-flag evaluation is endpoint 1 for one item; a bulk evaluation is
- * a combine of every item of the environment (bulk-plan.ts), bounded by --ofrep-bulk-max-items.
+ * One OFREP evaluation after its headers passed (routes.ts): read the body under --max-body, map
+ * the evaluation context to rcd's user context, evaluate the item's rules on this loop, answer from
+ * the front cache or have the pool render what it lacks, and write the OFREP answer around the
+ * cached wrapped head (wire/ofrep-answer.ts). A single-flag evaluation is endpoint 1 for one item;
+ * a bulk evaluation is a combine of every item of the environment (bulk-plan.ts), bounded by
+ * --ofrep-bulk-max-items.
  *
  * The request's life (body, abort, pool, failure, metrics) is lifecycle.ts's, as a content request's;
  * this file holds what OFREP adds: its context, its errors, its envelopes.
@@ -265,7 +266,7 @@ function ofrepPolicy(policy: HttpPolicy): HttpPolicy {
 
 /** 304 when If-None-Match names the answer's tag; returns whether it answered. */
 function answeredNotModified(r: OfrepRequest): boolean {
-  if (r.ifNoneMatch.length === 0) return false; // as request.ts answeredNotModified
+  if (r.ifNoneMatch.length === 0) return false; // as content-answer.ts answeredNotModified
   const coding = matchIfNoneMatch(r.ifNoneMatch, r.tag, STAR_IGNORED);
   if (coding === -1) return false;
   r.writing = true;

@@ -41,7 +41,7 @@ export function answerView(length: number): Uint8Array {
  * buffer, to be sent with one end() like any other answer; valid until the next answer is built.
  * Streaming the pieces instead (tryEnd, then onWritable on backpressure) would spare this copy, but
  * this uWS build never calls onWritable for an answer that has
- * pipelined requests queued behind it: the connection stalls (measured with a bare uWS app), while
+ * pipelined requests queued behind it: the connection stalls (a bare uWS app does the same), while
  * end() buffers what the socket does not take and drains it in either case.
  */
 export function joinPieces(pieces: readonly Uint8Array[], total: number): Buffer {

@@ -2,13 +2,12 @@
  * The headers of a 200 content answer as one uWS call instead of four.
  *
  * uWS's writeHeader(name, value) copies `name: value\r\n` into the response as given. Every call
- * crosses from JavaScript into C++ (a handle scope, argument checks, one more append); on the mapped
- * path the four header calls (Content-Type, ETag, Cache-Control, Vary) were the largest JavaScript
- * item of the main thread's profile after the rule evaluation (bench/README.md, "Where the time of a
- * mapped request goes"). So Content-Type's value carries the other three lines after it:
- * `application/json\r\ncache-control: …\r\nvary: …\r\netag: "…"`, the constant part prebuilt per
- * (Cache-Control, Vary) pair and the tag written behind it into a reused buffer. The bytes on the wire
- * are the same header lines (ETag last).
+ * crosses from JavaScript into C++ (a handle scope, argument checks, one more append); on the
+ * mapped path four header calls (Content-Type, ETag, Cache-Control, Vary) would be among the
+ * largest JavaScript items of the main thread's profile. So Content-Type's value carries the other
+ * three lines after it: `application/json\r\ncache-control: …\r\nvary: …\r\netag: "…"`, the
+ * constant part prebuilt per (Cache-Control, Vary) pair and the tag written behind it into a reused
+ * buffer. The bytes on the wire are the same header lines (ETag last).
  *
  * Only bytes this server made go in: the constant values, and tags built from content hashes by
  * etag.ts (hex and base64url characters, quotes, a coding suffix), never request bytes, so no line
@@ -22,7 +21,7 @@ import { Coding, SUFFIX_BYTES } from '../etag.js';
 
 import * as tail from './tail.js';
 
-// The writers a block is made with, as this module's own consts (folded where inlined; see request.ts).
+// The writers a block is made with, as this module's own consts (folded where inlined: wire/README.md).
 const { EMPTY_WORDS, putBytes, putLatin1, wordsOf } = bytes;
 const { EMPTY_BYTES, writeDecimal } = tail;
 
@@ -170,18 +169,17 @@ export function newUidBlock(): UidBlock {
 
 /**
  * The block of a wrapped answer of `item`, whose ETag is `itemTag`.`uid` in `coding` (etag.ts
- * wrappedTag): everything up to the uid is the same for every user of the item, kept on it (built on
- * its first answer) with room behind it, where an answer writes the uid's digits and the coding's
- * suffix in place. Building the tag string per answer and writing it through Buffer#write cost
- * ~1,300 instructions of a wrapped request, copying the start into a shared buffer ~200 more
- * (bench:cost, callgrind). Valid until the next call for the item, as representationBlock's.
+ * wrappedTag): everything up to the uid is the same for every user of the item, kept on it (built
+ * on its first answer) with room behind it, where an answer writes the uid's digits and the
+ * coding's suffix in place: no tag string is built per answer, nor written through Buffer#write,
+ * nor its start copied into a shared buffer. Valid until the next call for the item, as
+ * representationBlock's.
  */
 export function wrappedBlock(item: UidBlock, cacheControl: Uint8Array, vary: Uint8Array, itemTag: string, uid: number, coding: Coding): Uint8Array {
   if (uid >>> 0 !== uid) throw new RangeError(`wire: uid ${uid} in an ETag is not a uint32`);
   // Object.is, not ===: the two are nearly always one string object, and SameValue answers that from
   // the references, where === on strings first checks each is a string (a load of the item's tag,
-  // seldom in the cache: bench/README.md, "Where rcd's CPU over the floor goes"). Both are strings,
-  // so the answers are the same.
+  // seldom in the cache). Both are strings, so the answers are the same.
   if (!Object.is(item.blockTag, itemTag) || item.blockControl !== cacheControl || item.blockVary !== vary) keepItemBlock(item, cacheControl, vary, itemTag);
   const words = item.blockWords;
   const start = item.blockStart;
@@ -191,7 +189,7 @@ export function wrappedBlock(item: UidBlock, cacheControl: Uint8Array, vary: Uin
   if (coding === Coding.Identity) words.setUint8(at++, QUOTE);
   else at = putBytes(item.block, SUFFIX_BYTES[coding]!, at);
   // The view kept on the item first: the views array and its elements are lines of their own, seldom
-  // still cached when the item answers again (bench/README.md, "Where rcd's CPU over the floor goes").
+  // still cached when the item answers again.
   if (at === item.blockViewEnd) return item.blockView;
   const views = item.blockViews;
   let view = views[at - start];
@@ -216,12 +214,12 @@ export function blockSize(item: UidBlock): number {
 
 /**
  * Moves the item's block to `into` at `at` (blockSize(item) bytes of room there are the caller's);
- * `words` is a DataView of `into` and `views` the item's views array, kept whole past BLOCK_VIEWS. A
- * front-cache entry's block goes into the buffer of its in-place answer (reply.ts placeAnswer), so an
- * answer hands uWS two views of one ArrayBuffer. For every typed array it is given, uWS takes the
- * backing store (v8::ArrayBuffer::GetBackingStore: the buffer's extension, a reference count up and
- * down); an entry's own buffers are rarely in the cache, and perf had that call at ~380 ns of a mapped
- * request against the floor's ~200 for as many calls on buffers it reuses for every answer.
+ * `words` is a DataView of `into` and `views` the item's views array, kept whole past BLOCK_VIEWS.
+ * A front-cache entry's block goes into the buffer of its in-place answer (item-scratch.ts
+ * placeAnswer), so an answer hands uWS two views of one ArrayBuffer. For every typed array it is
+ * given, uWS takes the backing store (v8::ArrayBuffer::GetBackingStore: the buffer's extension, a
+ * reference count up and down); an entry's own buffers are rarely in the cache, where one buffer
+ * reused for every answer is.
  */
 export function moveBlock(item: UidBlock, into: Uint8Array, words: DataView, at: number): void {
   putBytes(into, item.block.subarray(item.blockFrom, item.blockStart + BLOCK_ROOM), at);

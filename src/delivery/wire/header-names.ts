@@ -2,12 +2,10 @@
  * The header names the delivery routes read and write, as bytes, every one a view of one buffer.
  *
  * uWS reads a byte array in place where a string argument is UTF-8-encoded into a fresh native
- * allocation on every call (reply.ts). For each typed array it is given it takes the array's backing
- * store (v8::ArrayBuffer::GetBackingStore: the buffer's extension and its reference count, up and
- * down): names that share one ArrayBuffer share those few cache lines. A content request hands uWS
- * six names; made one by one they sat in Node's buffer pools of whichever module made them, and perf
- * had GetBackingStore at ~340 ns of a mapped request against the floor's ~220 for about as many calls
- * (bench/README.md, "Time by symbol beside the floor").
+ * allocation on every call (header-values.ts). For each typed array it is given it takes the array's
+ * backing store (v8::ArrayBuffer::GetBackingStore: the buffer's extension and its reference count, up
+ * and down): names that share one ArrayBuffer share those few cache lines, where names made one by
+ * one sit in Node's buffer pools of whichever module made them.
  *
  * HOT PATH: every content request reads through these.
  */

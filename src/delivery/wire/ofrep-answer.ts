@@ -11,7 +11,7 @@
  *
  * The prepared parts live in a WeakMap keyed by the cached head, so they go when the front cache
  * drops it; the front cache itself is not changed. Answers are written into the reply's reused buffer
- * (reply.ts answerBuffer), as a combine is.
+ * (answer-buffer.ts answerBuffer), as a combine is.
  *
  * Reason and variant from meta.seg (docs/openfeature.md): no rule applied → `STATIC`, variant
  * `default`; an A/B variant among the applied rules → `SPLIT`; segments only → `TARGETING_MATCH`. The

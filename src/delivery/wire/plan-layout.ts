@@ -48,13 +48,13 @@ export interface PlanAnswers {
  * A plan's fixed bytes laid out for one length of the user's part (`<uid>,"mod":<mod>`: 9 to 20
  * bytes): the runs between two mapped items each joined into one buffer with gaps where the digits
  * go. An answer is then one copy per block and the digits written into its gaps, instead of one
- * copy per id: combine-50, one id in ten mapped, makes 6 copies instead of 50.
+ * copy per id.
  */
 export interface UserLayout {
   readonly blocks: readonly Uint8Array[];
   /**
    * Per block, where its gaps start: arrays of small integers, read without a typed array's detached
-   * check (with the length read once, combine's walk 1,632 -> 1,486 instructions a request).
+   * check (with the length read once).
    */
   readonly gaps: readonly (readonly number[])[];
   /** The write program: >= 0 copies `blocks[n]` and fills its gaps; STEP_MAPPED_BASE - k writes mapped item k. */
@@ -88,8 +88,8 @@ export interface KeptAnswer {
   heads: readonly WireItem[] | null;
   answer: Uint8Array;
   /**
-   * `answer`'s memory (it starts at offset 0): a view made on it with the constructor costs ~160
-   * instructions against subarray's ~290 (combine makes one on 0.82 of its answers: a new length).
+   * `answer`'s memory (it starts at offset 0): a view of a new length is made on it with the
+   * constructor, cheaper than subarray (a combine makes one on most answers).
    */
   store: ArrayBuffer;
   words: DataView;
@@ -117,10 +117,9 @@ export interface KeptAnswer {
 /**
  * Answers a layout keeps when the plan has mapped items (one otherwise: every answer has the same
  * heads). Users of one combination share its PlanTag's heads; with a single kept answer, two
- * combinations whose heads differ in length took turns rewriting everything after the first mapped
- * item: the bench's combine-50 (two combinations, one user in eight of the other) made 3.2 copies
- * a request, ~1,700 instructions (bench:cost --by-function, TypedArray set and memmove). A third
- * slot takes a combination that comes and goes without evicting the two that carry the traffic.
+ * combinations whose heads differ in length would take turns rewriting everything after the first
+ * mapped item. A third slot takes a combination that comes and goes without evicting the two that
+ * carry the traffic.
  */
 const ANSWERS_PER_LAYOUT = 3;
 
@@ -211,12 +210,11 @@ function buildLayout(plan: WirePlan, userLength: number): UserLayout {
 }
 
 /**
- * Whether a layout's answers are better anchored at the buffer's end: when a mapped item's head changes
- * length (another combination), the fixed bytes before it move if the answer ends at a fixed place, the
- * bytes after it if it starts at one. Summed over the mapped items, the smaller side is the one to move.
- * Measured with bench:cost (callgrind): the bench's combine, its one mapped item second of ten, moved
- * the eight items after it on most requests (2.7 copies, ~400 instructions of memmove and ~150 cache
- * lines a request) when every answer started at the buffer's start.
+ * Whether a layout's answers are better anchored at the buffer's end: when a mapped item's head
+ * changes length (another combination), the fixed bytes before it move if the answer ends at a
+ * fixed place, the bytes after it if it starts at one. Summed over the mapped items, the smaller
+ * side is the one to move: a mapped item near the start, anchored there, would move every item
+ * after it.
  */
 function anchorAtEnd(program: readonly number[], blocks: readonly Uint8Array[]): boolean {
   let fixed = 0;
@@ -262,9 +260,9 @@ function smiArray(length: number): number[] {
 /**
  * The kept answer for these heads. New heads are written into one slot (nextAnswer), over whatever
  * heads it had; heads asked for again while they sit there keep it, and the next new heads take the
- * following slot. Users of many combinations, each seldom (the bench's combine: ~470 sets of heads in
- * 2,000 requests), so share one buffer as with a single kept answer, instead of spreading their writes
- * over every slot's lines; combinations that recur get a slot each.
+ * following slot. Users of many combinations, each seldom, so share one buffer as with a single
+ * kept answer, instead of spreading their writes over every slot's lines; combinations that recur
+ * get a slot each.
  */
 export const keptAnswerFor = (layout: UserLayout, heads: readonly WireItem[]): KeptAnswer => {
   const answers = layout.answers;

@@ -39,11 +39,9 @@ const userPartWords = wordsOf(userPart);
  * come from its last two bytes: NaN or infinity needs the last byte's low 7 bits all set and the one
  * before it at 0xF0 or more, a subnormal needs the last byte at 0x00 or 0x80; neither occurs. They
  * are read once per answer and passed as arguments (unboxed doubles in the inlined loop): read from a
- * typed array in the loop, each was loaded and bounds-checked again per gap, as the stores before it
- * might have written there (74 instructions a gap, 45 gaps in a combine-50 answer; bench:cost).
- * Byte stores cost 1.5 against 0.4 µs a 45-gap answer. A const, not a function declaration: a
- * declaration's binding may be reassigned, and TurboFan checked it before every inlined call (combine's
- * walk -50 instructions a request).
+ * typed array in the loop, each would be loaded and bounds-checked again per gap, as the stores before
+ * it might have written there. A const, not a function declaration: a declaration's binding may be
+ * reassigned, and TurboFan checks it before every inlined call.
  */
 const putUser = (words: DataView, at: number, length: number, c0: number, c1: number, c2: number): void => {
   words.setFloat64(at, c0, true);
@@ -95,14 +93,10 @@ export function plannedAnswer(plan: WirePlan, uid: number, mod: number, heads: r
  * moves and is copied; otherwise (the same combinations as this answer's last user's, or heads of the
  * same length) an answer is its digits alone. Every step's bytes tile the answer in order, so a step
  * found at its position was not overwritten since it was written there.
- * Measured with bench:cost (callgrind): combine-50 copied 6 blocks and 5 heads with their tails per
- * answer, ~4,600 instructions of copy calls and copying.
  *
- * A kept answer last written whole for the same entries (most of combine-50's answers: two
- * combinations) has every step where it goes: the digits are written at its recorded spots and the
- * program is not walked (putSpots). combine-50, callgrind medians: 48,481 -> 46,202 instructions a
- * request (the walk checked 11 steps and loaded each block's gaps from a typed array); combine, whose
- * mapped head changes on most answers, takes the walk as before (43,778 -> 43,810).
+ * A kept answer last written whole for the same entries has every step where it goes: the digits are
+ * written at its recorded spots and the program is not walked (putSpots), so no step is checked and
+ * no block's gaps are loaded from a typed array. An answer whose mapped head changed takes the walk.
  */
 const laidOutAnswer = (plan: WirePlan, layout: UserLayout, uid: number, mod: number, userLength: number, heads: readonly WireItem[]): Uint8Array => {
   const kept = keptAnswerFor(layout, heads);
@@ -123,11 +117,9 @@ const holdsHeads = (held: readonly (WireItem | null)[], heads: readonly WireItem
 
 /**
  * The user's part (userPart) at every spot of a kept answer, as putUser writes it. The chunks are read
- * here, not passed in: a double argument of a function not inlined arrives boxed and was unboxed again
- * for every spot (bench:cost combine-50, callgrind: 81 instructions a spot, 62 read here; the rest is
- * the DataView's map, length and detached checks, made again for every store). One loop per store
- * count, the part's length tested once: a loop of putUser calls, which tests it per spot, read ~160
- * instructions more a combine-50 answer.
+ * here, not passed in: a double argument of a function not inlined arrives boxed and would be unboxed
+ * again for every spot. One loop per store count, the part's length tested once, where a loop of
+ * putUser calls tests it per spot.
  */
 const putSpots = (words: DataView, spots: readonly number[], userLength: number): void => {
   const c0 = userPartWords.getFloat64(0, true);

@@ -35,7 +35,7 @@ import type { HttpPolicy } from '../http-policy.js';
 import * as tail from './tail.js';
 
 // What an answer is written with, as this module's own consts: folded into the writers that inline
-// them, where an import is a cell read (and a function compared) before each use (request.ts).
+// them, where an import is a cell read (and a function compared) before each use.
 const { gzipBound } = gzipParts;
 const { answerBuffer, answerView } = answerBuffers;
 const { representationBlock, wrappedBlock } = headerBlock;
@@ -47,9 +47,8 @@ const { appendTailToGzip, checkUser, wrappedTailLength } = tail;
  * True while uWS is calling rcd for a request (a route handler, a body chunk: enterUwsCall and
  * leaveUwsCall around them). uWS corks the socket around those calls itself: writes there print none
  * of its "writes must be made from within a corked callback" warnings (test/e2e/http-layer.test.ts
- * holds that), so they go straight out. A res.cork there ran the writer through a second entry into
- * JavaScript and its arguments through the slots below: ~1,000 instructions an answer (bench:cost,
- * callgrind).
+ * holds that), so they go straight out: a res.cork there would run the writer through a second entry
+ * into JavaScript and its arguments through the slots below.
  */
 let uwsCorked = false;
 

@@ -8,10 +8,8 @@
  * only through forEach, which makes a string of every header's name and value. The values the routes
  * need are among them, so they are kept from that pass instead of asked for again with getHeader
  * (a native call, the name handed over and the value made a second time, per header).
- * Measured with callgrind (bench:cost, wrapped): forEach plus getHeader per value 42,674
- * instructions a request, the one pass 40,544. With --reject-ambiguous-framing false the values come
- * from getHeader, still the cheaper way when nothing needs every header: 37,997 (forEach makes two
- * strings and a call into JavaScript per header, eight here).
+ * With --reject-ambiguous-framing false the values come from getHeader, the cheaper way when nothing
+ * needs every header: forEach makes two strings and a call into JavaScript per header.
  *
  * A value is the first header of its name, "" when absent (what getHeader answers). The head is one
  * object per thread, valid until the next read: uWS calls forEach's callback synchronously, and a
@@ -176,7 +174,7 @@ export function hasAmbiguousFraming(h: RequestHead): boolean {
 /**
  * True when the body is exactly the one Content-Length the head declares: a head read whole with
  * one Content-Length and no Transfer-Encoding. uWS then reads no more than that, and a route that
- * checked the declared length against --max-body need not count the body as it comes (request.ts).
+ * checked the declared length against --max-body need not count the body as it comes (lifecycle.ts).
  * A head read by getHeader says only that a Content-Length came, so such a body is counted.
  */
 export function declaresBodyLength(h: RequestHead): boolean {

@@ -3,9 +3,8 @@
  * depends on the user and is written here, as bytes, straight into the response buffer:
  * `<uid>,"mod":<mod>,"seg":<seg JSON>}}`.
  *
- * HOT PATH: once per wrapped item. Writing digits and prebuilt byte runs into the reused response
- * buffer (reply.ts) instead of concatenating a string and joining it with the head into a new Buffer:
- * 2.0 -> 0.4 µs and 2,481 -> 5 bytes of JS heap per answer (bench/micro/alloc.ts).
+ * HOT PATH: once per wrapped item. Digits and prebuilt byte runs go into the reused response buffer
+ * (answer-buffer.ts) or the item's scratch: no string is concatenated and no Buffer made per answer.
  */
 
 import * as bytes from '../../shared/bytes.js';
@@ -13,7 +12,7 @@ import { STORED_BLOCK_MAX, type GzipBuilder } from '../../shared/gzip.js';
 
 // The digit writers call one another through this module's own consts, and export thin functions:
 // an exported binding (an import too) is a cell TurboFan reads and compares before each call it
-// inlines, in its own module as well; a module's own const is folded (src/delivery/request.ts).
+// inlines, in its own module as well; a module's own const is folded (wire/README.md, "Module consts").
 const { putBytes, wordsOf } = bytes;
 
 export const EMPTY_BYTES = new Uint8Array(0);
@@ -28,8 +27,7 @@ const CLOSE = 0x7d; // '}'
 
 /**
  * Decimal digits of a uint32. Comparisons, not a division per digit: a uid has 9-10 digits, and
- * every wrapped answer counts them three times (random uint32s, Node 20: 18-28 ns for the division
- * loop against 9-13 ns; perf had the loop at ~0.4% of mapped).
+ * every wrapped answer counts them three times.
  */
 const countDigits = (n: number): number => {
   if (n < 100_000) return n < 10 ? 1 : n < 100 ? 2 : n < 1000 ? 3 : n < 10_000 ? 4 : 5;
@@ -80,11 +78,10 @@ export function writeUserPart(out: DataView, pos: number, uid: number, mod: numb
 
 /**
  * writeUserPart where the uid's digits were just written at `at` through `from`: a wrapped answer's
- * header block carries them in its ETag (header-block.ts wrappedBlock) and is written first. A uid of
- * 8 digits or more (99.8% of users) is copied as 10 bytes in three loads and stores, where writing
- * its digits again took ~100 instructions (bench:cost --inlined answerKnown: decimal and fourDigits);
- * the mod field written next covers the 2 bytes a shorter uid copies past its end. Shorter uids are
- * written.
+ * header block carries them in its ETag (header-block.ts wrappedBlock) and is written first. A uid
+ * of 8 digits or more (nearly every user) is copied as 10 bytes in three loads and stores instead
+ * of writing its digits again; the mod field written next covers the 2 bytes a shorter uid copies
+ * past its end. Shorter uids are written.
  */
 export function writeUserPartAfter(out: DataView, pos: number, uid: number, mod: number, from: DataView, at: number): number {
   if (uid < 10_000_000) return userPart(out, pos, uid, mod);
@@ -132,9 +129,9 @@ const fourDigits = (n: number): number => {
 /**
  * Writes the decimal form of a uint32 at pos through `out` (a DataView of the bytes it goes into);
  * returns the position after it. A uid has 9 or 10 digits for 98% of users (uniform over uint32):
- * those go out as two words of four digits and one or two more, from one division by 10^8, where a
- * byte store per digit and a division per pair were ~300 instructions of straight-line code for one
- * uid, written twice per wrapped answer (bench:cost, mapped: answerInPlace and the header block).
+ * those go out as two words of four digits and one or two more, from one division by 10^8, not a byte
+ * store per digit and a division per pair: a uid is written twice per wrapped answer (answerInPlace
+ * and the header block).
  */
 const decimal = (out: DataView, pos: number, n: number): number => {
   if (n < 100_000_000) return shortDecimal(out, pos, n);
