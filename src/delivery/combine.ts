@@ -8,7 +8,6 @@
 import * as directory from './directory.js';
 import type { ContentView } from './directory.js';
 import * as metrics from '../metrics/layout.js';
-import { Outcome } from '../metrics/layout.js';
 import * as mapping from '../mapping/index.js';
 import type { Combination } from '../mapping/index.js';
 import { JobKind, type Job } from '../pool/protocol.js';
@@ -30,15 +29,15 @@ import * as contentAnswer from './content-answer.js';
 
 // The functions a request calls, as this module's own consts (wire/README.md, "Module consts").
 const { chooseRevision } = directory;
-const { L_FRONT_HITS, L_FRONT_MISSES } = metrics;
+const { L_FRONT_HITS } = metrics;
 const { combinationOfPath } = mapping;
 const { compiledCombineQuery } = query;
-const { holdConnection, sendContent, sendUidContent } = reply;
+const { sendContent, sendUidContent } = reply;
 const { itemTag } = etag;
 const { currentPlanOf, planMemoOf, planTagOf, planTagOfPath, rememberPlanTagPath } = combinePlan;
 const { plannedAnswer } = plannedAnswers;
 const { combineBody, combineGzipBody } = combineBodies;
-const { answerOverloaded, answeredNotModified, cacheControlOf, combinationOf, missJob, prepareUser, rulePathOf } = contentAnswer;
+const { answeredNotModified, cacheControlOf, combinationOf, missJob, prepareUser, rulePathOf } = contentAnswer;
 
 export function startCombine(r: ContentFields, ctx: UserContext): void {
   const q = compiledCombineQuery(r.query, r.state.config.maxCombineIds);
@@ -260,21 +259,7 @@ function startCombineItems(r: ContentFields, q: CompiledCombineQuery, ctx: UserC
     keepPlan(r.state.combinePlans, planKey, planShapeKey(q, revisions), r.env, q.kind, planItems!, baseTag, missingHeaderOf(missing));
   }
   if (answeredNotModified(r)) return;
-  const counters = r.state.counters;
-  counters[L_FRONT_MISSES]! += jobs.length;
-  counters[L_FRONT_HITS]! += found.length - jobs.length;
-  if (jobs.length === 0) {
-    answerCombine(r);
-    return;
-  }
-  const batcher = r.state.batcher;
-  if (!batcher.hasRoom(jobs.length)) {
-    answerOverloaded(r);
-    return;
-  }
-  r.outcome = Outcome.Miss;
-  holdConnection(r.res);
-  for (let i = 0; i < jobs.length; i++) batcher.enqueue(jobs[i]!, r, slots[i]!);
+  r.settleLookups(found.length, jobs, slots);
 }
 
 const H_MISSING_CONTENT = 'x-missing-content';

@@ -1,6 +1,6 @@
 /**
  * What single and combine answers share: the user's uid and mod, a mapped item's rules, the pool
- * job of a miss, Cache-Control, the 304 test and the overload answer.
+ * job of a miss, Cache-Control and the 304 test.
  *
  * HOT PATH.
  */
@@ -86,9 +86,4 @@ export const answeredNotModified = (r: ContentFields): boolean => {
   r.finish();
   return true;
 };
-
-/** 503 overloaded: the pool's pending-job bound is reached. */
-export function answerOverloaded(r: ContentFields): void {
-  r.answerError('overloaded', 'the server is at capacity; retry shortly', false);
-}
 

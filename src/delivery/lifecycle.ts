@@ -25,7 +25,7 @@ import * as clock from '../metrics/clock.js';
 import * as metrics from '../metrics/layout.js';
 import { Outcome, Phase, S_PHASE, type MetricRoute } from '../metrics/layout.js';
 import type { JobSink } from '../pool/batcher.js';
-import type { JobResult } from '../pool/protocol.js';
+import type { Job, JobResult } from '../pool/protocol.js';
 import { ERROR_STATUS, RcdError, type ErrorCode } from '../runtime/errors.js';
 import { recordAccess } from './access-log.js';
 import * as body from './body.js';
@@ -36,9 +36,9 @@ import * as reply from './wire/reply.js';
 
 // The functions a request calls, as this module's own consts (wire/README.md, "Module consts").
 const { nowMs } = clock;
-const { recordTimedRequest } = metrics;
+const { L_FRONT_HITS, L_FRONT_MISSES, recordTimedRequest } = metrics;
 const { bodyText, keptChunk } = body;
-const { enterUwsCall, leaveUwsCall } = reply;
+const { enterUwsCall, holdConnection, leaveUwsCall } = reply;
 
 const STARTING_MESSAGE = 'the server is starting: its keys and content may not all be loaded yet; retry shortly';
 const STORE_UNAVAILABLE_MESSAGE = 'the store is unreachable and this content is not loaded on this node yet';
@@ -136,6 +136,58 @@ export abstract class DeliveryRequest implements JobSink {
 
   /** Writes an error answer (the request's own error body and headers); returns the body's bytes. */
   protected abstract writeError(code: ErrorCode, message: string, details: unknown, closeConnection: boolean): number;
+
+  /** Answers that the render pool has no room for this request's jobs (its own overload error). */
+  protected abstract answerPoolFull(): void;
+
+  /**
+   * Hands front-cache misses to the render pool: job i renders into slot slots[i], whose result is
+   * cached under keys[slots[i]] (set by the caller). The connection is held until the answer is
+   * written (holdConnection). With no room for them all, the request answers overload instead.
+   */
+  renderMisses(jobs: readonly Job[], slots: readonly number[]): void {
+    const batcher = this.state.batcher;
+    if (!batcher.hasRoom(jobs.length)) {
+      this.answerPoolFull();
+      return;
+    }
+    this.outcome = Outcome.Miss;
+    holdConnection(this.res);
+    for (let i = 0; i < jobs.length; i++) batcher.enqueue(jobs[i]!, this, slots[i]!);
+  }
+
+  /** Answers a many-item request whose items are all at hand (a combine, an OFREP bulk evaluation). */
+  protected abstract answerFound(): void;
+
+  /**
+   * The end of a many-item start: counts its `items` lookups, then answers at once when nothing
+   * missed, or hands the misses to the pool (renderMisses); their results come back to onRendered.
+   */
+  settleLookups(items: number, jobs: readonly Job[], slots: readonly number[]): void {
+    this.countLookups(items, jobs.length);
+    if (jobs.length === 0) this.answerFound();
+    else this.renderMisses(jobs, slots);
+  }
+
+  /** Counts `items` front-cache lookups of this request, `misses` of them missed (the metrics). */
+  countLookups(items: number, misses: number): void {
+    const counters = this.state.counters;
+    counters[L_FRONT_MISSES]! += misses;
+    counters[L_FRONT_HITS]! += items - misses;
+  }
+
+  /** renderMisses of one job, into slot 0, cached under `key`. */
+  renderMiss(job: Job, key: FrontKey): void {
+    const batcher = this.state.batcher;
+    if (!batcher.hasRoom(1)) {
+      this.answerPoolFull();
+      return;
+    }
+    this.outcome = Outcome.Miss;
+    this.keys = [key];
+    holdConnection(this.res);
+    batcher.enqueue(job, this, 0);
+  }
 
   onAborted(): void {
     if (!this.done) {

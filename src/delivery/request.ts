@@ -107,5 +107,13 @@ export class ContentRequest extends DeliveryRequest {
     if (code === 'starting') return sendStarting(this.res, closeConnection, this.origin);
     return sendError(this.res, errorResponse(code, message, details), closeConnection, this.origin);
   }
+  protected answerFound(): void {
+    answerCombine(this);
+  }
+
+  protected answerPoolFull(): void {
+    this.answerError('overloaded', 'the server is at capacity; retry shortly', false);
+  }
+
 }
 

@@ -8,7 +8,6 @@
 import * as directory from './directory.js';
 import { RcdError } from '../runtime/errors.js';
 import * as metrics from '../metrics/layout.js';
-import { Outcome } from '../metrics/layout.js';
 import * as mapping from '../mapping/index.js';
 import type { Combination } from '../mapping/index.js';
 import { JobKind } from '../pool/protocol.js';
@@ -30,9 +29,9 @@ const { L_FRONT_HITS, L_FRONT_MISSES } = metrics;
 const { combinationOfPath } = mapping;
 const { frontEntryOf, pathEntryOf, rememberPathEntry } = frontCache;
 const { checkPlainQuery, wrappedKind } = query;
-const { holdConnection, sendContent, sendWrapped } = reply;
+const { sendContent, sendWrapped } = reply;
 const { itemTag } = etag;
-const { answerOverloaded, answeredNotModified, missJob, prepareUser, rulePathOf } = contentAnswer;
+const { answeredNotModified, missJob, prepareUser, rulePathOf } = contentAnswer;
 
 export function startSingle(r: ContentFields, ctx: UserContext): void {
   let kind: JobKind;
@@ -79,15 +78,7 @@ export function startSingle(r: ContentFields, ctx: UserContext): void {
     return;
   }
   r.state.counters[L_FRONT_MISSES]! += 1;
-  const batcher = r.state.batcher;
-  if (!batcher.hasRoom(1)) {
-    answerOverloaded(r);
-    return;
-  }
-  r.outcome = Outcome.Miss;
-  r.keys = [frontKeyOf(kind, rev.revId, content.mappingId, combination)];
-  holdConnection(r.res);
-  batcher.enqueue(missJob(kind, rev, content, combination), r, 0);
+  r.renderMiss(missJob(kind, rev, content, combination), frontKeyOf(kind, rev.revId, content.mappingId, combination));
 }
 
 /** The coding a single item goes out in: what the client accepts among what was compressed for it. */

@@ -20,7 +20,7 @@ import { JobKind, type Job } from '../../pool/protocol.js';
 import { frontEntryOf, frontKeyOf, type FrontKey, type Rendered } from '../front-cache.js';
 import { DeliveryRequest } from '../lifecycle.js';
 import { missJob } from '../content-answer.js';
-import { holdConnection, sendContent, sendNotModified } from '../wire/reply.js';
+import { sendContent, sendNotModified } from '../wire/reply.js';
 import { CC_PRIVATE } from '../wire/header-values.js';
 import { answerBuffer, answerWords } from '../wire/answer-buffer.js';
 import { Coding, STAR_IGNORED, describedTag, etagValue, itemTag, matchIfNoneMatch, wrappedTag } from '../etag.js';
@@ -58,18 +58,7 @@ export class OfrepRequest extends DeliveryRequest {
   declare list: BulkItem[] | null;
   declare streams: Buffer;
 
-  constructor(
-    state: FrontEndState,
-    res: HttpResponse,
-    route: OfrepRoute,
-    env: EnvView,
-    keyId: string,
-    key: string | null,
-    idLower: string,
-    ifNoneMatch: string,
-    origin: Uint8Array | null,
-    declaredLength: boolean,
-  ) {
+  constructor(state: FrontEndState, res: HttpResponse, route: OfrepRoute, env: EnvView, keyId: string, key: string | null, idLower: string, ifNoneMatch: string, origin: Uint8Array | null, declaredLength: boolean) {
     super(state, res, METRIC_ROUTE[route], env, keyId, idLower, ifNoneMatch, origin, declaredLength);
     this.route = route;
     this.key = key;
@@ -109,6 +98,15 @@ export class OfrepRequest extends DeliveryRequest {
 
   protected writeError(code: ErrorCode, message: string, _details: unknown, closeConnection: boolean): number {
     return sendOfrepError(this.res, this.key, code, message, closeConnection, this.origin);
+  }
+
+  protected answerFound(): void {
+    answerBulk(this);
+  }
+
+  protected answerPoolFull(): void {
+    // 429: what OFREP providers wait on (they pause evaluations or polling until Retry-After).
+    this.answerError('too_many_requests', TOO_MANY_MESSAGE, false);
   }
 }
 
@@ -161,15 +159,7 @@ function startFlag(r: OfrepRequest, ctx: OfrepContext): void {
     return;
   }
   r.state.counters[L_FRONT_MISSES]! += 1;
-  const batcher = r.state.batcher;
-  if (!batcher.hasRoom(1)) {
-    r.answerError('too_many_requests', TOO_MANY_MESSAGE, false);
-    return;
-  }
-  r.outcome = Outcome.Miss;
-  r.keys = [frontKeyOf(JobKind.Wrapped, rev.revId, content.mappingId, combination)];
-  holdConnection(r.res);
-  batcher.enqueue(missJob(JobKind.Wrapped, rev, content, combination), r, 0);
+  r.renderMiss(missJob(JobKind.Wrapped, rev, content, combination), frontKeyOf(JobKind.Wrapped, rev.revId, content.mappingId, combination));
 }
 
 /** A failed item of a bulk answer: `{"key":…,"errorCode":…,"errorDetails":…}`. */
@@ -233,21 +223,7 @@ function startBulk(r: OfrepRequest, ctx: OfrepContext): void {
   r.remaining = jobs.length;
   r.tag = describedTag(tagParts);
   if (answeredNotModified(r)) return;
-  const counters = state.counters;
-  counters[L_FRONT_MISSES]! += jobs.length;
-  counters[L_FRONT_HITS]! += entries.length - jobs.length;
-  if (jobs.length === 0) {
-    answerBulk(r);
-    return;
-  }
-  const batcher = state.batcher;
-  if (!batcher.hasRoom(jobs.length)) {
-    r.answerError('too_many_requests', TOO_MANY_MESSAGE, false);
-    return;
-  }
-  r.outcome = Outcome.Miss;
-  holdConnection(r.res);
-  for (let i = 0; i < jobs.length; i++) batcher.enqueue(jobs[i]!, r, slots[i]!);
+  r.settleLookups(entries.length, jobs, slots);
 }
 
 /**
