@@ -8,7 +8,7 @@ import { getPriority } from 'node:os';
 import type { Piscina } from 'piscina';
 import { RcdError } from '../runtime/errors.js';
 import { INLINE_IMPORTS, type ImportPreparer } from '../admin/server/handlers.js';
-import type { PreparedImport } from '../store/bundle/bundle.js';
+import type { PreparedImport } from '../store/import-plan.js';
 import type { ImportOutcome, ImportTask, ImportWorkerOptions } from './import-protocol.js';
 
 /** Bodies under this are prepared in the control thread: their checks take a few ms of CPU at most. */

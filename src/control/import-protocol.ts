@@ -5,7 +5,7 @@
  * control thread without its class, code or details.
  */
 import type { ErrorCode } from '../runtime/errors.js';
-import type { PreparedImport } from '../store/bundle/bundle.js';
+import type { PreparedImport } from '../store/import-plan.js';
 import type { ContentLimits } from '../shared/json-limits.js';
 
 export interface ImportWorkerOptions {

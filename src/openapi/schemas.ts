@@ -16,7 +16,8 @@ import { TOKEN_ROLES } from '../admin/server/access.js';
 import { ERROR_STATUS, type ErrorCode } from '../runtime/errors.js';
 import { BundleSchema } from '../store/bundle/bundle.js';
 import { ENV_ID } from '../store/ids.js';
-import { ChangeOpSchema, MAX_OPS } from '../store/schedule/changes.js';
+import { MAX_OPS } from '../store/schedule/changes.js';
+import { ChangeOpSchema } from '../store/schedule/change-op.js';
 import { MAX_ROLLOUT_STEPS, SCHEDULE_STATUSES } from '../store/schedule/rows.js';
 
 /** Every schema named in the documents' components, by component name. */

@@ -5,14 +5,15 @@
  */
 import { RcdError } from '../runtime/errors.js';
 import { settle } from '../shared/settle.js';
-import { prepareImport, type PreparedImport } from './bundle/bundle.js';
+import { prepareImport } from './bundle/bundle.js';
+import type { ImportScheduler, PreparedImport } from './import-plan.js';
 import { exportStep } from './bundle/export.js';
 import { importStep } from './bundle/write.js';
 import { apiKeyDigest, envIdProblem, generateKey, plainKeyProblem } from './ids.js';
 import * as content from './ops/content.js';
 import * as environments from './ops/environments.js';
 import type { Step } from './ops/rows.js';
-import { STORE_IMPORT, type ImportScheduler } from './schedule/bundle.js';
+import { STORE_IMPORT } from './schedule/bundle.js';
 import type { ScheduleRow } from './schedule/rows.js';
 import type { ContentDetail, ContentRef, ImportReport, MappingResult, OutboxOf, PutContentResult, SyncReport } from './types.js';
 import { checkContentWrite, checkRevisionNumber, checkSyncIds } from './write-checks.js';

@@ -15,10 +15,9 @@
  * loop what changed, which the loop applies before the write answers. A whole `loadDirectory()`
  * snapshot is sent only at start and to a loop that fell behind the log's retention.
  */
-import type { PreparedImport } from './bundle/bundle.js';
+import type { ImportScheduler, PreparedImport } from './import-plan.js';
 import type { Step } from './ops/rows.js';
 import type { ScheduleRow } from './schedule/rows.js';
-import type { ImportScheduler } from './schedule/bundle.js';
 import type { WriteGuard } from './write-guard.js';
 
 export interface RevisionMeta {

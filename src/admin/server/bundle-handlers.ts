@@ -4,7 +4,7 @@
  * after it, read inside its transaction.
  */
 import { RcdError } from '../../runtime/errors.js';
-import type { PreparedImport } from '../../store/bundle/bundle.js';
+import type { PreparedImport } from '../../store/import-plan.js';
 import type { ChangeEntry, ImportReport, RoutingDelta, SyncReport } from '../../store/types.js';
 import { inScope } from './access.js';
 import { webhookPayload, type WebhookPayload } from './webhooks.js';

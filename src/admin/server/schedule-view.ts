@@ -4,7 +4,8 @@
  * have, in the name of the token that scheduled it, naming the schedule) and the webhook events
  * (the same events as that write, plus the schedule.* ones).
  */
-import { idsOf, syncsEveryItem, targetEnvironments, type ChangeOp, type OpResult } from '../../store/schedule/changes.js';
+import { idsOf, syncsEveryItem, targetEnvironments, type OpResult } from '../../store/schedule/changes.js';
+import type { ChangeOp } from '../../store/schedule/change-op.js';
 import type { Settled } from '../../store/schedule/lifecycle.js';
 import type { RolloutView, StoredStep } from '../../store/schedule/rollouts.js';
 import { OPEN_STATUSES, type RolloutRow, type ScheduleRow } from '../../store/schedule/rows.js';

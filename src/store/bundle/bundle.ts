@@ -27,7 +27,8 @@ import { RcdError } from '../../runtime/errors.js';
 import { validateMapping } from '../../mapping/index.js';
 import { isPlainObject } from '../../shared/json.js';
 import { apiKeyDigest, appVersionProblem, contentIdKey, contentIdProblem, envIdProblem, plainKeyProblem } from '../ids.js';
-import { planSchedules, RolloutEntrySchema, ScheduleEntrySchema, type SchedulePlan } from '../schedule/bundle.js';
+import { planSchedules, RolloutEntrySchema, ScheduleEntrySchema } from '../schedule/bundle.js';
+import type { KeyCheck, PlannedContent, PlannedEnvironment, PlannedRevision, PreparedImport } from '../import-plan.js';
 import type { BundleProblem } from './problems.js';
 
 const RevisionSchema = z.strictObject({
@@ -61,53 +62,6 @@ export const BundleSchema = z.strictObject({
 export type Bundle = z.infer<typeof BundleSchema>;
 
 export type { BundleProblem } from './problems.js';
-
-export interface PlannedRevision {
-  readonly text: string;
-  readonly minAppVersion: string | null;
-  /** What is stored beside the text; the parsed value stays in the thread that planned it. */
-  readonly compiled: Pick<CompiledContent, 'minified' | 'hash'>;
-}
-
-export interface PlannedContent {
-  readonly id: string;
-  readonly idLower: string;
-  readonly revisions: PlannedRevision[];
-  /** Whether the entry says anything about the mapping. */
-  readonly setsMapping: boolean;
-  /** null removes the mapping. */
-  readonly mappingJson: string | null;
-  readonly ruleCount: number;
-}
-
-export interface PlannedEnvironment {
-  readonly envId: string;
-  readonly keyDigests: string[];
-  readonly contents: PlannedContent[];
-}
-
-/** A key the bundle lists whose owner in the store is checked when the plan is written. */
-export interface KeyCheck {
-  readonly digest: string;
-  readonly envId: string;
-  /** JSON Pointer of the key in the bundle. */
-  readonly path: string;
-  /** Where its problem, if any, goes among PreparedImport.problems: the order a one-pass check reports. */
-  readonly at: number;
-}
-
-/**
- * A bundle checked for everything that needs no store (shape, ids, keys' form, every text, every
- * mapping against its content) and planned. Plain data, so it crosses threads: the admin API
- * prepares an import in a thread of its own (src/control/import-pool.ts).
- */
-export interface PreparedImport {
-  readonly plan: readonly PlannedEnvironment[];
-  readonly problems: readonly BundleProblem[];
-  readonly keyChecks: readonly KeyCheck[];
-  /** Scheduled changes and rollouts to record once the content is written. */
-  readonly schedules: SchedulePlan;
-}
 
 /** Every check of a bundle that needs no store, and its plan (see PreparedImport). */
 export function prepareImport(raw: unknown): PreparedImport {

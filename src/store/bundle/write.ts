@@ -6,10 +6,10 @@
  */
 import { generateKeyId } from '../ids.js';
 import { call, type Step } from '../ops/rows.js';
-import { importSchedules, type ImportScheduler } from '../schedule/bundle.js';
+import { importSchedules } from '../schedule/bundle.js';
 import { nextNumber, nowIso, sameRevision, type RevisionRow } from '../sqlite/sql.js';
 import type { ContentImportReport, ImportReport } from '../types.js';
-import type { PlannedContent, PlannedEnvironment, PreparedImport } from './bundle.js';
+import type { ImportScheduler, PlannedContent, PlannedEnvironment, PreparedImport } from '../import-plan.js';
 import { bundleError, type BundleProblem } from './problems.js';
 
 /** Checks the prepared bundle against the store and writes it; throws invalid_bundle (nothing written) on any problem. */

@@ -10,7 +10,8 @@
 import { compileContent } from '../jsonc.js';
 import { putContents, type ContentPut } from '../ops/content.js';
 import { ALL_ITEMS, parallel, type Step } from '../ops/rows.js';
-import { applyOps, itemsOf, type ChangeOp, type OpResult } from './changes.js';
+import { applyOps, itemsOf, type OpResult } from './changes.js';
+import type { ChangeOp } from './change-op.js';
 
 export interface ChangeSet {
   readonly envId: string;

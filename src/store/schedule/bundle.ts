@@ -17,9 +17,10 @@ import { RcdError } from '../../runtime/errors.js';
 import { isoOf, parseInstant } from '../../shared/instant.js';
 import { contentIdKey, envIdProblem } from '../ids.js';
 import { call, type Step } from '../ops/rows.js';
-import { parseOps, type ChangeOp } from './changes.js';
+import { parseOps } from './changes.js';
 import type { WriteBudget } from '../jsonc.js';
-import { createSchedules, requireRoomFor, type ScheduleLimits } from './lifecycle.js';
+import { createSchedules, requireRoomFor } from './lifecycle.js';
+import type { ImportScheduler, PlannedRollout, PlannedSchedule, SchedulePlan } from '../import-plan.js';
 import { isRefusal } from './replay.js';
 import { bundleError } from '../bundle/problems.js';
 import { createRollout, type StoredStep } from './rollouts.js';
@@ -44,38 +45,6 @@ export const RolloutEntrySchema = z.strictObject({
 
 export type ScheduleEntry = z.infer<typeof ScheduleEntrySchema>;
 export type RolloutEntry = z.infer<typeof RolloutEntrySchema>;
-
-export interface PlannedSchedule {
-  /** JSON Pointer of the entry in the bundle. */
-  readonly path: string;
-  readonly envId: string;
-  readonly dueMs: number;
-  readonly ops: readonly ChangeOp[];
-  readonly note: string;
-}
-
-export interface PlannedRollout {
-  readonly path: string;
-  readonly envId: string;
-  readonly id: string;
-  readonly rule: number;
-  readonly variant: string | null;
-  readonly start: number | null;
-  readonly steps: readonly { readonly percent: number; readonly dueMs: number }[];
-  readonly note: string;
-}
-
-export interface SchedulePlan {
-  readonly schedules: readonly PlannedSchedule[];
-  readonly rollouts: readonly PlannedRollout[];
-}
-
-/** Who an import's changes are scheduled by, and the bounds they are checked against. */
-export interface ImportScheduler {
-  readonly createdBy: string;
-  readonly tokenId: string;
-  readonly limits: ScheduleLimits;
-}
 
 /** An import without an admin call (`rcd import --store`, `--import` at start). */
 export const STORE_IMPORT: ImportScheduler = { createdBy: 'import', tokenId: 'import', limits: { maxAheadMs: 3660 * 86_400_000, maxOpen: 10_000_000 } };

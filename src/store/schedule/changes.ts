@@ -8,7 +8,6 @@
  * reports the first problem with its path; the checks that need the store run when the change is
  * scheduled (a dry run) and again when it applies.
  */
-import { z } from 'zod';
 import { RcdError } from '../../runtime/errors.js';
 import { WriteBudget, compileContent, jsonContentText, type CompiledContent } from '../jsonc.js';
 import { appVersionProblem, contentIdKey, contentIdProblem, envIdProblem } from '../ids.js';
@@ -17,42 +16,10 @@ import * as content from '../ops/content.js';
 import { editRules } from '../ops/rules.js';
 import { ALL_ITEMS, call, type ScheduleItem, type Step } from '../ops/rows.js';
 import type { SyncReport } from '../types.js';
+import { ChangeOpSchema, type ChangeOp } from './change-op.js';
 
 /** Ops in one change set: a calendar entry is a handful; a bound keeps one dry run short. */
 export const MAX_OPS = 1000;
-
-const BASE = z.number().int().min(0).max(2_147_483_647).optional();
-const MOD = z.tuple([z.number().int().min(0).max(999), z.number().int().min(0).max(999)]);
-
-/** One op of a change set as the API takes it (the OpenAPI document reuses it). */
-export const ChangeOpSchema = z.discriminatedUnion('op', [
-  z.strictObject({
-    op: z.literal('content.put'),
-    id: z.string(),
-    text: z.string().optional(),
-    json: z.unknown().optional(),
-    minAppVersion: z.string().nullable().optional(),
-    baseRevision: BASE,
-  }),
-  z.strictObject({ op: z.literal('content.delete'), id: z.string(), baseRevision: BASE }),
-  z.strictObject({ op: z.literal('content.rollback'), id: z.string(), to: z.number().int().min(1), baseRevision: BASE }),
-  z.strictObject({ op: z.literal('mapping.put'), id: z.string(), mapping: z.unknown(), baseRevision: BASE }),
-  z.strictObject({ op: z.literal('mapping.delete'), id: z.string(), baseRevision: BASE }),
-  z.strictObject({ op: z.literal('sync'), to: z.string(), ids: z.array(z.string().min(1)).min(1).nullable().optional() }),
-  z.strictObject({
-    op: z.literal('rule.set'),
-    id: z.string(),
-    rule: z.number().int().min(0).max(999),
-    segment: z.string().min(1),
-    variant: z.string().min(1).nullable().optional(),
-    disabled: z.boolean().optional(),
-    mod: MOD.nullable().optional(),
-    baseRevision: BASE,
-  }),
-]);
-
-/** The API's form of an op (what is stored, listed and exported). */
-export type ChangeOp = z.infer<typeof ChangeOpSchema>;
 
 export const OP_NAMES = ['content.put', 'content.delete', 'content.rollback', 'mapping.put', 'mapping.delete', 'sync', 'rule.set'] as const;
 

@@ -14,16 +14,11 @@ import { contentIdKey } from '../ids.js';
 import { editRules, type RuleEditResult } from '../ops/rules.js';
 import { ALL_ITEMS, call, parallel, type Step } from '../ops/rows.js';
 import { applyAll } from './batch.js';
-import { applyOps, itemsOf, targetEnvironments, type ChangeOp, type OpResult } from './changes.js';
+import { applyOps, itemsOf, targetEnvironments, type OpResult } from './changes.js';
+import type { ChangeOp } from './change-op.js';
+import type { ScheduleLimits } from './limits.js';
 import { changeSetOf, isRefusal, rehearse, together } from './replay.js';
 import { MAX_ROLLOUT_STEPS, OPEN_STATUSES, type ScheduleRow } from './rows.js';
-
-export interface ScheduleLimits {
-  /** How far ahead a change may be scheduled (ms). */
-  readonly maxAheadMs: number;
-  /** Schedules pending or paused in the whole store. */
-  readonly maxOpen: number;
-}
 
 export interface NewSchedule {
   readonly envId: string;

@@ -12,7 +12,8 @@ import { contentDetailOf } from '../ops/content.js';
 import { inMemory } from '../ops/overlay.js';
 import { call, type ScheduleItem, type Step } from '../ops/rows.js';
 import { applyAll, type ChangeSet } from './batch.js';
-import { applyOps, type ChangeOp, type OpResult } from './changes.js';
+import { applyOps, type OpResult } from './changes.js';
+import type { ChangeOp } from './change-op.js';
 import type { ScheduleRow } from './rows.js';
 
 /**

@@ -15,8 +15,9 @@ import { contentIdKey } from '../ids.js';
 import { requireContent } from '../ops/content.js';
 import { editRules, ruleState, type RuleEditResult, type RuleState } from '../ops/rules.js';
 import { call, type Step } from '../ops/rows.js';
-import type { ChangeOp } from './changes.js';
-import { createSchedule, rolloutSteps, type ScheduleLimits, type ScheduleMode } from './lifecycle.js';
+import type { ChangeOp } from './change-op.js';
+import { createSchedule, rolloutSteps, type ScheduleMode } from './lifecycle.js';
+import type { ScheduleLimits } from './limits.js';
 import { MAX_ROLLOUT_STEPS, OPEN_STATUSES, type RolloutRow, type ScheduleRow } from './rows.js';
 
 const MOD_VALUES = 1000;

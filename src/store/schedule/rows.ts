@@ -17,7 +17,7 @@ export interface ScheduleRow {
   env_id: string;
   /** When it takes effect, Unix ms (the store's clock decides). */
   due_ms: number;
-  /** The change set: a JSON array of ChangeOp (changes.ts). */
+  /** The change set: a JSON array of ChangeOp (change-op.ts). */
   ops: string;
   note: string;
   status: ScheduleStatus;

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../../../src/store/index.js';
 import type { ContentDetail } from '../../../src/store/types.js';
 import { call, type Step } from '../../../src/store/ops/rows.js';
-import type { ChangeOp } from '../../../src/store/schedule/changes.js';
+import type { ChangeOp } from '../../../src/store/schedule/change-op.js';
 import {
   applyDue,
   cancelOfToken,
@@ -18,8 +18,8 @@ import {
   moveSchedule,
   rehearseDue,
   type NewSchedule,
-  type ScheduleLimits,
 } from '../../../src/store/schedule/lifecycle.js';
+import type { ScheduleLimits } from '../../../src/store/schedule/limits.js';
 import { contentAt } from '../../../src/store/schedule/replay.js';
 import { advanceRollout, createRollout, pauseRollout, readRollout, rollBackRollout } from '../../../src/store/schedule/rollouts.js';
 import type { ScheduleRow } from '../../../src/store/schedule/rows.js';
