@@ -159,8 +159,12 @@ describe('metrics', () => {
     const put = await fetch(`${srv.adminUrl}/admin/v1/environments/prod/content/Shop`, { method: 'PUT', headers: AUTH, body: '{"items":["axe"]}' });
     expect(put.status).toBe(200);
     const health = (await call(srv.url, '/healthz', { method: 'GET', key: null, contentType: null })).json as { seq: number };
-    // Loop gauges are sampled every second.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Loop gauges are sampled every second: scraped until both loops' sample shows the write.
+    const applied = async (): Promise<boolean> => {
+      const sample = await scrape(srv);
+      return ['0', '1'].every((loop) => total(sample, 'rcd_loop_applied_seq', { loop }) === health.seq);
+    };
+    await expect.poll(applied, { timeout: 10_000, interval: 100 }).toBe(true);
     const m = await scrape(srv);
     const writes = histogram(m, 'rcd_store_write_duration_seconds', { operation: 'putContent' });
     expect(writes.count).toBe(1);

@@ -120,7 +120,11 @@ export async function startServer(opts: ServerOptions = {}): Promise<ServerProce
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
 
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in time\nstdout:\n${out}\nstderr:\n${err}`)), 20_000);
+    // A server that did not start in time is killed, so that no test run leaves one behind.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start in time\nstdout:\n${out}\nstderr:\n${err}`));
+    }, 20_000);
     const onData = (): void => {
       if (opts.readyWhen !== undefined && opts.readyWhen.test(out + err)) {
         clearTimeout(timer);
