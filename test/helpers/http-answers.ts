@@ -4,6 +4,8 @@
  * Shared by the tests that hold what the wire writes (test/unit/delivery/reply.test.ts,
  * wire-differential.test.ts).
  */
+import type { TemplatedApp, us_listen_socket } from 'uWebSockets.js';
+import uWS from 'uWebSockets.js';
 
 export interface Answer {
   readonly statusLine: string;
@@ -64,4 +66,17 @@ export function parseAnswers(buf: Buffer): { answers: Answer[]; used: number } {
     at = pos;
   }
   return { answers, used: at };
+}
+
+/** Listens `app` on an ephemeral loopback port: its listen socket (to close) and the port. */
+export function listenOnLoopback(app: TemplatedApp): Promise<{ socket: us_listen_socket; port: number }> {
+  return new Promise((resolve, reject) => {
+    app.listen('127.0.0.1', 0, (socket) => {
+      if (socket === false) {
+        reject(new Error('uWS could not listen'));
+        return;
+      }
+      resolve({ socket, port: uWS.us_socket_local_port(socket) });
+    });
+  });
 }

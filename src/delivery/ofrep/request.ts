@@ -19,7 +19,7 @@ import { evaluateMapping, type Combination, type CompiledMapping } from '../../m
 import { JobKind, type Job } from '../../pool/protocol.js';
 import { frontEntryOf, frontKeyOf, type FrontKey, type Rendered } from '../front-cache.js';
 import { DeliveryRequest } from '../lifecycle.js';
-import { missJob } from '../content-answer.js';
+import { brokenMapping, missJob } from '../content-answer.js';
 import { sendContent, sendNotModified } from '../wire/reply.js';
 import { CC_PRIVATE } from '../wire/header-values.js';
 import { answerBuffer, answerWords } from '../wire/answer-buffer.js';
@@ -128,7 +128,7 @@ function hasSplit(mapping: CompiledMapping): boolean {
  */
 function combinationOf(r: OfrepRequest, content: ContentView, ctx: OfrepContext): Combination | null {
   if (content.mappingId === 0) return null;
-  if (content.mappingBroken) throw new Error(`mapping ${content.mappingId} of "${content.id}" cannot be compiled`);
+  if (content.mappingBroken) throw brokenMapping(content);
   const mapping = content.mapping!;
   if (!ctx.targeted && hasSplit(mapping)) throw new RcdError('targeting_key_missing', SPLIT_MESSAGE);
   if (mapping === r.evaluatedMapping) return r.evaluated;

@@ -18,7 +18,7 @@ import { buildServeConfig, resolveOptions, SERVE_OPTIONS } from '../../../src/ru
 import { compressPart, gzipMember } from '../../../src/shared/gzip.js';
 import { gunzipSync } from 'node:zlib';
 import { USER_PART_MAX } from '../../../src/delivery/wire/tail.js';
-import { header, parseAnswers, type Answer } from '../../helpers/http-answers.js';
+import { header, listenOnLoopback, parseAnswers, type Answer } from '../../helpers/http-answers.js';
 
 /** The size up to which reply.ts once joined a wrapped head and its tail (larger ones went chunked). */
 const JOIN_LIMIT = 64 * 1024;
@@ -138,17 +138,7 @@ beforeAll(async () => {
       if (!aborted) route(res, url, query);
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    app.listen('127.0.0.1', 0, (socket) => {
-      if (socket === false) {
-        reject(new Error('uWS could not listen'));
-        return;
-      }
-      listenSocket = socket;
-      port = uWS.us_socket_local_port(socket);
-      resolve();
-    });
-  });
+  ({ socket: listenSocket, port } = await listenOnLoopback(app));
 });
 
 afterAll(() => {

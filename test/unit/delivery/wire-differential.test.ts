@@ -50,7 +50,7 @@ import { buildServeConfig, resolveOptions, SERVE_OPTIONS } from '../../../src/ru
 import { ERROR_STATUS, errorResponse, type ErrorCode } from '../../../src/runtime/errors.js';
 import { compressPart, gzipMember } from '../../../src/shared/gzip.js';
 import { Rng, randomString } from '../../helpers/fuzz.js';
-import { parseAnswers, type Answer } from '../../helpers/http-answers.js';
+import { listenOnLoopback, parseAnswers, type Answer } from '../../helpers/http-answers.js';
 
 function intEnv(name: string, fallback: number): number {
   const v = process.env[name];
@@ -612,17 +612,7 @@ function route(res: HttpResponse, url: string): void {
 beforeAll(async () => {
   app = uWS.App();
   app.any('/*', (res, req) => route(res, req.getUrl()));
-  await new Promise<void>((resolve, reject) => {
-    app.listen('127.0.0.1', 0, (socket) => {
-      if (socket === false) {
-        reject(new Error('uWS could not listen'));
-        return;
-      }
-      listenSocket = socket;
-      port = uWS.us_socket_local_port(socket);
-      resolve();
-    });
-  });
+  ({ socket: listenSocket, port } = await listenOnLoopback(app));
 });
 
 afterAll(() => {
