@@ -1,0 +1,35 @@
+/**
+ * Every message between a delivery loop and the exposure writer thread (src/exposures/): the
+ * exposures a loop noted since its last send, as columns, and the one shared counter a loop reads
+ * before it queues more. Both sides import this module and nothing else of each other.
+ */
+
+/**
+ * Exposures a loop noted, one row per index in every column. A row is (environment, experiment,
+ * player): the player's `u` exactly as sent, the variant the rules chose, the node's clock when the
+ * answer was given, the app version `v` (null without one) and the dimensions named by
+ * --exposure-dimensions as one JSON object text (`{}` when none is named or present).
+ */
+export interface ExposureBatch {
+  readonly type: 'exposures';
+  readonly environments: readonly string[];
+  readonly experiments: readonly string[];
+  readonly variants: readonly string[];
+  readonly players: readonly string[];
+  readonly appVersions: readonly (string | null)[];
+  readonly dimensions: readonly string[];
+  /** Milliseconds since the epoch, the loop's clock when it answered. */
+  readonly at: Float64Array;
+}
+
+/** Messages a loop sends on its exposure port. */
+export type ExposureMessage = ExposureBatch;
+
+/**
+ * The writer's queue as the loops see it: one Int32 on a SharedArrayBuffer that the writer keeps at
+ * the number of rows it holds (received, not yet written). A loop adds its batch's rows before it
+ * posts (Atomics.add) and drops what would pass --exposure-queue, counting it; the writer subtracts
+ * what it wrote or dropped.
+ */
+export const QUEUED_ROWS = 0;
+export const QUEUE_SLOTS = 1;
