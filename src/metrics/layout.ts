@@ -86,7 +86,10 @@ export const L_IN_FLIGHT = L_POOL_PENDING + 1;
 export const L_STREAMS = L_IN_FLIGHT + 1;
 export const L_APPLIED_SEQ = L_STREAMS + 1;
 export const L_ACCESS_DROPPED = L_APPLIED_SEQ + 1;
-const LOOP_SLOTS = L_ACCESS_DROPPED + 1;
+/** Experiment exposures (src/exposures/recorder.ts): rows handed to the exposure writer, and rows dropped because its queue was full. */
+export const L_EXPOSURES_NOTED = L_ACCESS_DROPPED + 1;
+export const L_EXPOSURES_DROPPED = L_EXPOSURES_NOTED + 1;
+const LOOP_SLOTS = L_EXPOSURES_DROPPED + 1;
 
 export type LoopCounters = Float64Array;
 

@@ -9,6 +9,8 @@ import { Registry, collectDefaultMetrics } from 'prom-client';
 import {
   L_ACCESS_DROPPED,
   L_APPLIED_SEQ,
+  L_EXPOSURES_DROPPED,
+  L_EXPOSURES_NOTED,
   L_FRONT_BYTES,
   L_FRONT_ENTRIES,
   L_FRONT_HITS,
@@ -148,6 +150,8 @@ export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCo
   add('rcd_event_streams', 'Open change streams (SSE), per loop (sampled every second).', 'gauge', () => perLoop(loops, L_STREAMS));
   add('rcd_loop_applied_seq', 'Change-log sequence each loop\'s routing directory applied (sampled every second).', 'gauge', () => perLoop(loops, L_APPLIED_SEQ));
   add('rcd_access_log_dropped_total', 'Sampled access-log records dropped because the loop already held --access-log-buffer of them between two reports.', 'counter', () => perLoop(loops, L_ACCESS_DROPPED));
+  add('rcd_exposures_total', 'Experiment exposure rows each delivery loop handed to the exposure writer (--exposures): first exposures, and exposures its repeat filter did not hold.', 'counter', () => perLoop(loops, L_EXPOSURES_NOTED));
+  add('rcd_exposures_dropped_total', 'Experiment exposure rows a delivery loop dropped because the exposure writer already held --exposure-queue rows (the exposure database down or slow).', 'counter', () => perLoop(loops, L_EXPOSURES_DROPPED));
   add('rcd_feed_applied_seq', 'Change-log sequence every loop of this node applied (what the node records as its heartbeat).', 'gauge', () => [{ labels: {}, value: server[S_APPLIED_SEQ]! }]);
   add('rcd_feed_publish_duration_seconds', 'From reading new change-log entries to every loop having applied them: the apply lag of one update.', 'histogram', () => {
     const out: Sample[] = [];

@@ -220,7 +220,7 @@ export const ContentDeleted = named('ContentDeleted', written({ id: z.string(), 
 export const Mapping = named(
   'Mapping',
   z.strictObject({ rules: z.array(z.record(z.string(), z.unknown())) }),
-  'A mapping: rules of segment, when, appVersion, info and patch or variants (docs/api.md, "Dynamic mappings"); validated by the server',
+  'A mapping: rules of segment, when, appVersion, info, disabled and patch (with mod) or variants (with experiment) (docs/api.md, "Dynamic mappings"); validated by the server',
 );
 export const MappingPut = named('MappingPut', written({ id: z.string(), mappingId: z.number().int(), ruleCount: z.number().int() }));
 export const MappingDeleted = named('MappingDeleted', written({ id: z.string(), mappingDeleted: z.literal(true) }));
