@@ -97,6 +97,8 @@ export interface ServeConfig {
   readonly accessLogRate: number;
   /** Access records a delivery loop holds between two reports; more are dropped (and counted). */
   readonly accessLogBuffer: number;
+  /** Experiment exposures (docs/experiments.md): where they are written and the loops' bounds; null when off. */
+  readonly exposures: { readonly url: string; readonly kind: 'sqlite' | 'postgres'; readonly dimensions: readonly string[]; readonly queue: number; readonly filterSlots: number } | null;
 }
 
 /** The files of one listener, as configured (flags or environment). */
@@ -406,6 +408,7 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     logLevel: oneOf('log-level', get('log-level'), LOG_LEVELS),
     accessLogRate: fractionIn('access-log', get('access-log')),
     accessLogBuffer: intIn('access-log-buffer', get('access-log-buffer'), 100, 1_000_000),
+    exposures: null,
     logFormat: get('log-format') === '' ? (process.stdout.isTTY ? 'pretty' : 'json') : oneOf('log-format', get('log-format'), ['json', 'pretty'] as const),
   });
 }
