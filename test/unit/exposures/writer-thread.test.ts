@@ -2,7 +2,8 @@
  * The exposure writer thread for real (compiled, in a worker thread) on a real SQLite file: batches
  * posted on the loops' ports as loops post them become rows, the shared queue counter comes back to
  * zero, the writer's counters say what it wrote, a stop writes what is still in the ports, and a file
- * that cannot be opened does not stop the writer from starting (it holds the rows and says so).
+ * that cannot be opened does not stop the writer from starting (it holds the rows and says so); on
+ * PostgreSQL, a row the database refuses for its content costs that row alone.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,9 +11,10 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { EXPOSURE_PLAYERS_MOVED, EXPOSURE_QUEUE_ROWS, EXPOSURE_ROWS_WRITTEN, EXPOSURE_WRITE_FAILURES, newExposureCounters } from '../../../src/metrics/layout.js';
 import type { ExposureWriterThread } from '../../../src/exposures/writer-client.js';
+import { createDatabase } from '../../helpers/postgres.js';
 import { until } from '../../helpers/until.js';
 import { queuedRows, sendAsLoop, writerClient } from './as-loop.js';
-import { playersByVariant, readSqlite, row } from './tables.js';
+import { playersByVariant, readPostgres, readSqlite, row } from './tables.js';
 
 const LOG = { level: 'error', format: 'json' } as const;
 const T0 = Date.UTC(2026, 10, 29, 3, 0, 0);
@@ -27,10 +29,10 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function start(path: string, loops: number): Promise<{ writer: ExposureWriterThread; counters: Float64Array }> {
+async function start(path: string, loops: number, kind: 'sqlite' | 'postgres' = 'sqlite'): Promise<{ writer: ExposureWriterThread; counters: Float64Array }> {
   const Writer = await writerClient();
   const counters = newExposureCounters();
-  const writer = new Writer({ target: { kind: 'sqlite', url: `sqlite:${path}` }, loops, counters, drops: null, log: LOG });
+  const writer = new Writer({ target: { kind, url: kind === 'sqlite' ? `sqlite:${path}` : path }, loops, counters, drops: null, log: LOG });
   running.push(writer);
   await writer.started();
   return { writer, counters };
@@ -94,5 +96,26 @@ describe('the exposure writer thread on SQLite', () => {
     expect(await writer.stop(200)).toBe(2);
     running.splice(0);
     expect(queuedRows(writer.links[0]!)).toBe(0);
+  });
+});
+
+describe('the exposure writer thread on PostgreSQL', () => {
+  it('a row the database cannot hold is left out alone: the rest of its batch is written, the queue given back', async () => {
+    const db = await createDatabase();
+    try {
+      const { writer, counters } = await start(db.url, 1, 'postgres');
+      const rows = Array.from({ length: 100 }, (_, p) => row('X', p === 37 ? 'bad\u0000player' : `u${p}`, 'A', T0 + p));
+      sendAsLoop(writer.links[0]!, rows, 1_000_000, new Float64Array(1));
+      await until('the batch taken', () => queuedRows(writer.links[0]!) === 0, 15_000);
+      expect(counters[EXPOSURE_ROWS_WRITTEN]).toBe(99);
+      expect(counters[EXPOSURE_WRITE_FAILURES]).toBe(0);
+      expect(await writer.stop(5000)).toBe(0);
+      running.splice(0);
+      const t = await readPostgres(db.url);
+      expect(t.rows).toHaveLength(99);
+      expect(playersByVariant(t)).toEqual({ 'X/A': 99 });
+    } finally {
+      await db.drop();
+    }
   });
 });
