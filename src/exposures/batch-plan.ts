@@ -64,7 +64,8 @@ export function countsOf(inserted: readonly ExposureRow[]): HourCount[] {
   const byKey = new Map<string, { environment: string; experiment: string; variant: string; hourMs: number; players: number; firstMs: number; lastMs: number }>();
   for (const row of inserted) {
     const hourMs = hourOf(row.atMs);
-    const key = JSON.stringify([row.environment, row.experiment, row.variant, hourMs]);
+    // Each text after its length: no separator a text could hold.
+    const key = `${row.environment.length}:${row.environment}${row.experiment.length}:${row.experiment}${row.variant.length}:${row.variant}${hourMs}`;
     const count = byKey.get(key);
     if (count === undefined) {
       byKey.set(key, { environment: row.environment, experiment: row.experiment, variant: row.variant, hourMs, players: 1, firstMs: row.atMs, lastMs: row.atMs });
@@ -84,7 +85,14 @@ function compareCounts(a: HourCount, b: HourCount): number {
   return a.hourMs - b.hourMs;
 }
 
+/** The last time isoOf wrote and its text: the rows of a batch come in runs of one millisecond. */
+const lastIso = { ms: Number.NaN, text: '' };
+
 /** The ISO-8601 UTC text of a time, as SQLite stores `first_seen` and `moved_at`. */
 export function isoOf(ms: number): string {
-  return new Date(ms).toISOString();
+  if (ms !== lastIso.ms) {
+    lastIso.text = new Date(ms).toISOString();
+    lastIso.ms = ms;
+  }
+  return lastIso.text;
 }
