@@ -8,7 +8,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { ServeConfig } from '../runtime/config.js';
 import type { TlsMaterial } from '../runtime/tls.js';
 import type { LoopCounters, ServerCounters } from '../metrics/layout.js';
-import type { ExposureLink } from '../exposures/recorder.js';
+import type { ExposureLink } from '../exposures/protocol.js';
 
 /** The loop thread's workerData. */
 export interface LoopInit {

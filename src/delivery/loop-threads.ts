@@ -9,7 +9,7 @@ import { StartupError, type ServeConfig } from '../runtime/config.js';
 import type { TlsMaterial } from '../runtime/tls.js';
 import type { LoopCommand, LoopEvent, LoopInit } from './loop-protocol.js';
 import type { LoopCounters, ServerCounters } from '../metrics/layout.js';
-import type { ExposureLink } from '../exposures/recorder.js';
+import type { ExposureLink } from '../exposures/protocol.js';
 
 /** What one loop thread answered to a certificate rotation. */
 export interface LoopRotation {

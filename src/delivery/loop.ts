@@ -24,7 +24,8 @@ import { compileHttpPolicy } from './http-policy.js';
 import type { FrontEndState } from './state.js';
 import { ACCESS_REPORT_MS, newAccessSampler, reportAccess } from './access-log.js';
 import { newKeyUse, takeKeyUse } from './key-use.js';
-import { newExposureRecorder, stopRecorder, type ExposureLink, type ExposureRecorder } from '../exposures/recorder.js';
+import { newExposureRecorder, stopRecorder, type ExposureRecorder } from '../exposures/recorder.js';
+import type { ExposureLink } from '../exposures/protocol.js';
 import { L_APPLIED_SEQ, L_FRONT_BYTES, L_FRONT_ENTRIES, L_IN_FLIGHT, L_POOL_PENDING, L_STREAMS, type LoopCounters, type ServerCounters } from '../metrics/layout.js';
 
 /**

@@ -21,17 +21,10 @@ import type { MessagePort } from 'node:worker_threads';
 import { L_EXPOSURES_DROPPED, L_EXPOSURES_NOTED, type LoopCounters } from '../metrics/layout.js';
 import { dimensionsText } from './dimensions.js';
 import * as repeatFilter from './filter.js';
-import { QUEUED_ROWS, type ExposureBatch } from './protocol.js';
+import { QUEUED_ROWS, type ExposureBatch, type ExposureLink } from './protocol.js';
 
 // The functions a request calls, as this module's own consts (src/delivery/wire/README.md, "Module consts").
 const { isRepeat, remember, slotOf } = repeatFilter;
-
-/** What a loop is given to record exposures (src/server.ts makes one per loop): its port to the writer and the writer's queue counter. */
-export interface ExposureLink {
-  readonly port: MessagePort;
-  /** protocol.ts QUEUE_SLOTS Int32 slots (QUEUED_ROWS), shared by every loop and the writer. */
-  readonly queue: SharedArrayBuffer;
-}
 
 /** The settings of ServeConfig.exposures a loop reads. */
 export interface RecorderSettings {

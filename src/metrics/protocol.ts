@@ -5,7 +5,7 @@
 import type { LogSettings } from '../runtime/log.js';
 import type { TlsFiles } from '../runtime/config.js';
 import type { TlsMaterial } from '../runtime/tls.js';
-import type { LoopCounters, ServerCounters } from './layout.js';
+import type { ExposureCounters, LoopCounters, ServerCounters } from './layout.js';
 
 /** The metrics thread's workerData: the shared arrays it reads, and where and how to listen. */
 export interface MetricsInit {
@@ -13,6 +13,8 @@ export interface MetricsInit {
   readonly port: number;
   readonly loops: readonly LoopCounters[];
   readonly server: ServerCounters;
+  /** The exposure writer's counters (--exposures), or null. */
+  readonly exposures: ExposureCounters | null;
   /** HTTPS: the files (read again on reload-tls) and what the start checked and loaded from them; null: HTTP. */
   readonly tls: { readonly files: TlsFiles; readonly material: TlsMaterial } | null;
   /** The thread writes its own log lines (reloads) with these settings. */

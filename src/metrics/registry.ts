@@ -7,6 +7,10 @@
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import {
+  EXPOSURE_PLAYERS_MOVED,
+  EXPOSURE_QUEUE_ROWS,
+  EXPOSURE_ROWS_WRITTEN,
+  EXPOSURE_WRITE_FAILURES,
   L_ACCESS_DROPPED,
   L_APPLIED_SEQ,
   L_EXPOSURES_DROPPED,
@@ -42,6 +46,7 @@ import {
   TIMED_ROUTES,
   histogramSlots,
   requestSlot,
+  type ExposureCounters,
   type LoopCounters,
   type ServerCounters,
 } from './layout.js';
@@ -103,7 +108,7 @@ function perLoop(loops: readonly LoopCounters[], slot: number): Sample[] {
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
 
-export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCounters): Registry {
+export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCounters, exposures: ExposureCounters | null = null): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   const add = (name: string, help: string, type: 'counter' | 'gauge' | 'histogram', read: () => Sample[]): void => {
@@ -192,7 +197,17 @@ export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCo
     histogramSamples('rcd_schedule_lateness_seconds', server, S_SCHEDULE_LATENESS, SLOW_BOUNDS_S, {}, out);
     return out;
   });
+  if (exposures !== null) addExposureWriterMetrics(add, exposures);
   return registry;
+}
+
+/** The exposure writer's figures (--exposures only). */
+function addExposureWriterMetrics(add: (name: string, help: string, type: 'counter' | 'gauge', read: () => Sample[]) => void, c: ExposureCounters): void {
+  const one = (slot: number) => (): Sample[] => [{ labels: {}, value: c[slot]! }];
+  add('rcd_exposure_rows_written_total', 'Rows this node\'s exposure writer inserted: players first exposed to an experiment.', 'counter', one(EXPOSURE_ROWS_WRITTEN));
+  add('rcd_exposure_players_moved_total', 'Recorded players whose moved_to this node\'s writer set: exposed to another variant than their first.', 'counter', one(EXPOSURE_PLAYERS_MOVED));
+  add('rcd_exposure_write_failures_total', 'Exposure writes (one transaction each) that failed; their rows stay held and are written again.', 'counter', one(EXPOSURE_WRITE_FAILURES));
+  add('rcd_exposure_queue_rows', 'Exposure rows the writer holds, received from the delivery loops and not written yet.', 'gauge', one(EXPOSURE_QUEUE_ROWS));
 }
 
 function countOf(c: Float64Array, base: number, bounds: number): number {

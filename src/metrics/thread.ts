@@ -24,7 +24,7 @@ let listener: MetricsListener | null = null;
 
 async function start(): Promise<void> {
   try {
-    listener = await startMetricsListener(metricsRegistry(init.loops, init.server), init.host, init.port, init.tls?.material ?? null);
+    listener = await startMetricsListener(metricsRegistry(init.loops, init.server, init.exposures), init.host, init.port, init.tls?.material ?? null);
   } catch (err) {
     post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
     return;

@@ -7,6 +7,7 @@ import { dirname, resolve } from 'node:path';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 import { DEFAULT_CONTENT_LIMITS, type ContentLimits } from '../shared/json-limits.js';
 import { parseDimensionNames } from '../exposures/dimensions.js';
+import { ExposuresUrlError, parseExposuresUrl, type ExposuresTarget } from '../exposures/url.js';
 
 export interface ServeConfig {
   readonly storeUrl: string;
@@ -295,14 +296,16 @@ function exposuresConfig(get: (k: string) => string, storeUrl: string): Exposure
   if (filterSlots !== 0 && (filterSlots < FILTER_SLOTS_MIN || (filterSlots & (filterSlots - 1)) !== 0)) {
     throw new ConfigError(`--exposure-filter must be 0 or a power of two from ${FILTER_SLOTS_MIN} to ${FILTER_SLOTS_MAX}, got ${filterSlots}`);
   }
-  if (url === 'off') return null;
-  const kind = url.startsWith('postgres://') || url.startsWith('postgresql://') ? 'postgres' : url.startsWith('sqlite:') && url.length > 7 ? 'sqlite' : null;
-  if (kind === null) throw new ConfigError(`--exposures must be off, sqlite:PATH or postgres://user:password@host:port/database, got "${url}"`);
-  // Analytics never shares a file (and its locks) with the config store.
-  if (kind === 'sqlite' && storeUrl.startsWith('sqlite:') && resolve(storeUrl.slice(7)) === resolve(url.slice(7))) {
-    throw new ConfigError(`--exposures must name a SQLite file of its own, not the store's (${storeUrl})`);
+  let target: ExposuresTarget | null;
+  try {
+    target = parseExposuresUrl(url, storeUrl);
+  } catch (err) {
+    if (err instanceof ExposuresUrlError) throw new ConfigError(err.message);
+    throw err;
   }
-  return Object.freeze({ url, kind, dimensions, queue, filterSlots });
+  if (target === null) return null;
+  const { kind } = target;
+  return Object.freeze({ url: target.url, kind, dimensions, queue, filterSlots });
 }
 
 /** Resolves each option: flag, then environment variable, then default. */
