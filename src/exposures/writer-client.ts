@@ -3,7 +3,7 @@
  * port per delivery loop and the shared queue counter, and stops it once the loops stopped. The
  * writer failing or ending early is logged, never fatal: delivery does not depend on exposures.
  */
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import { logError, type LogSettings } from '../runtime/log.js';
 import type { ExposureCounters } from '../metrics/layout.js';
 import { QUEUE_SLOTS, type ExposureLink } from './protocol.js';

@@ -7,7 +7,8 @@
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { QUEUED_ROWS, type ExposureBatch } from '../../../src/exposures/protocol.js';
 import type { ExposureRow } from '../../../src/exposures/db.js';
-import type { ExposureLink, ExposureWriterThread } from '../../../src/exposures/writer-client.js';
+import type { ExposureLink } from '../../../src/exposures/protocol.js';
+import type { ExposureWriterThread } from '../../../src/exposures/writer-client.js';
 
 const dist = process.env.RCD_TEST_DIST ?? fileURLToPath(new URL('../../../dist', import.meta.url));
 
