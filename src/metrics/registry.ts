@@ -43,6 +43,8 @@ import {
   type LoopCounters,
   type ServerCounters,
 } from './layout.js';
+import type { ExposureReader } from '../exposures/db.js';
+import { experimentPlayersMetric } from './experiment-players.js';
 
 type Labels = Record<string, string | number>;
 interface Sample {
@@ -101,7 +103,7 @@ function perLoop(loops: readonly LoopCounters[], slot: number): Sample[] {
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
 
-export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCounters): Registry {
+export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCounters, experiments: ExposureReader | null = null): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   const add = (name: string, help: string, type: 'counter' | 'gauge' | 'histogram', read: () => Sample[]): void => {
@@ -188,6 +190,8 @@ export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCo
     histogramSamples('rcd_schedule_lateness_seconds', server, S_SCHEDULE_LATENESS, SLOW_BOUNDS_S, {}, out);
     return out;
   });
+  // Experiments: read from the exposure database at scrape, not from the shared arrays (experiment-players.ts).
+  if (experiments !== null) registry.registerMetric(experimentPlayersMetric(experiments) as never);
   return registry;
 }
 
