@@ -67,7 +67,7 @@ export function readoutOf(exp: Experiment, hours: readonly HourCount[], moved: r
   let last = -Infinity;
   for (const h of hours) {
     let days = perVariant.get(h.variant);
-    if (days === undefined) perVariant.set(h.variant, (days = new Map()));
+    if (days === undefined) perVariant.set(h.variant, (days = new Map<string, number>()));
     const day = dayOf(h.hourMs);
     days.set(day, (days.get(day) ?? 0) + h.players);
     if (h.firstMs < first) first = h.firstMs;
@@ -106,7 +106,7 @@ export function detailOf(exp: Experiment, hours: readonly HourCount[], moved: re
   for (const h of hours) {
     let row = byHour.get(h.hourMs);
     if (row === undefined) {
-      row = Object.fromEntries(summary.variants.map((v) => [v.name, 0])) as Record<string, number>;
+      row = Object.fromEntries(summary.variants.map((v) => [v.name, 0]));
       byHour.set(h.hourMs, row);
     }
     row[h.variant] = (row[h.variant] ?? 0) + h.players;

@@ -45,7 +45,7 @@ beforeAll(async () => {
       environments: {
         live: {
           content: {
-            Shop: { json: { a: 0 }, mapping: { rules: [SPLIT, { ...SPLIT, segment: 'named', experiment: 'price-test' }] } },
+            Shop: { json: { a: 0 }, mapping: { rules: [SPLIT, { ...SPLIT, segment: 'other', when: { vip: true } }] } },
             Plain: { json: { a: 0 } },
           },
         },
@@ -69,7 +69,7 @@ describe('experiments readout (server process, not recording)', () => {
         variants: [{ name: 'A', share: 0.5, players: 0, days: [] }, { name: 'B', share: 0.5, players: 0, days: [] }],
         players: 0, moved: 0, srm: null, firstExposure: null, lastExposure: null,
       },
-      expect.objectContaining({ name: 'price-test', segment: 'named' }),
+      expect.objectContaining({ name: 'Shop:other', segment: 'other' }),
     ]);
     const edit = await adm('PUT', 'environments/live/content/Shop/mapping', {
       rules: [{ segment: 'ab', disabled: true, variants: [{ name: 'A', mod: [0, 99], patch: { a: 1 } }, { name: 'C', mod: [100, 999], patch: { a: 3 } }] }],
@@ -85,7 +85,8 @@ describe('experiments readout (server process, not recording)', () => {
     const one = await adm('GET', 'environments/live/experiments/Shop:ab');
     expect(one.status).toBe(200);
     expect(one.body).toMatchObject({ name: 'Shop:ab', players: 0, hours: [] });
-    const gone = await adm('GET', 'environments/live/experiments/price-test');
+    // Its rule was removed by the edit.
+    const gone = await adm('GET', 'environments/live/experiments/Shop:other');
     expect([gone.status, gone.body.error?.code]).toEqual([404, 'experiment_not_found']);
     const env = await adm('GET', 'environments/nope/experiments/x');
     expect([env.status, env.body.error?.code]).toEqual([404, 'not_found']);

@@ -43,8 +43,13 @@ const ROWS: ExposureRowValues[] = [
   ['dev', 'Shop:price', 'p1', 'A', T0 + 3, 'B'],
 ];
 
+/** Binary order of a row's key text (not the locale's). */
+function byKey<T>(key: (row: T) => string): (a: T, b: T) => number {
+  return (a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
+}
+
 function sorted(rows: HourCount[]): HourCount[] {
-  return [...rows].sort((a, b) => `${a.environment} ${a.experiment} ${a.variant} ${a.hourMs}`.localeCompare(`${b.environment} ${b.experiment} ${b.variant} ${b.hourMs}`));
+  return [...rows].sort(byKey((r) => `${r.environment} ${r.experiment} ${r.variant} ${r.hourMs}`));
 }
 
 function countOf(r: CountRow): HourCount {
@@ -57,7 +62,7 @@ async function readsAsWritten(reader: ExposureReader, insert: (row: CountRow) =>
   expect(sorted(await reader.hours('live', 'Shop:price'))).toEqual(sorted(COUNTS.slice(0, 3).map(countOf)));
   expect(await reader.hours('live', 'nope')).toEqual([]);
   expect(sorted(await reader.hours(null))).toEqual(sorted(COUNTS.map(countOf)));
-  const moved = (await reader.moved('live')).sort((a, b) => `${a.experiment} ${a.variant}`.localeCompare(`${b.experiment} ${b.variant}`));
+  const moved = (await reader.moved('live')).sort(byKey((m) => `${m.experiment} ${m.variant}`));
   expect(moved).toEqual([
     { environment: 'live', experiment: 'Shop:price', variant: 'A', players: 2 },
     { environment: 'live', experiment: 'Shop:price', variant: 'B', players: 1 },

@@ -40,7 +40,7 @@ const BUNDLE = {
     live: {
       content: {
         Shop: { json: { price: 0 }, mapping: { rules: [ab('price'), { segment: 'vip', when: { vip: true }, patch: { price: 9 } }] } },
-        Store: { json: { price: 0 }, mapping: { rules: [ab('layout', { experiment: 'layout-nov' })] } },
+        Store: { json: { price: 0 }, mapping: { rules: [ab('layout')] } },
         Old: { json: { price: 0 }, mapping: { rules: [ab('gone', { disabled: true })] } },
         Plain: { json: { a: 1 } },
       },
@@ -60,12 +60,12 @@ function insertCounts(path: string): void {
   db.pragma('journal_mode = WAL');
   db.exec(SQLITE_SCHEMA);
   const count = db.prepare('INSERT INTO rcd_exposure_counts (environment, experiment, variant, hour, players, first_ms, last_ms) VALUES (?, ?, ?, ?, ?, ?, ?)');
-  // Shop:price balanced (500 / 500 over two days); layout-nov skewed (5,000 / 5,400).
+  // Shop:price balanced (500 / 500 over two days); Store:layout skewed (5,000 / 5,400).
   count.run('live', 'Shop:price', 'A', T0, 200, T0 + 1000, T0 + 3_000_000);
   count.run('live', 'Shop:price', 'A', T0 + H, 300, T0 + H + 10, T0 + H + 20);
   count.run('live', 'Shop:price', 'B', T0, 500, T0 + 999, T0 + 3_500_000);
-  count.run('live', 'layout-nov', 'A', T0, 5000, T0, T0 + 1);
-  count.run('live', 'layout-nov', 'B', T0, 5400, T0, T0 + 1);
+  count.run('live', 'Store:layout', 'A', T0, 5000, T0, T0 + 1);
+  count.run('live', 'Store:layout', 'B', T0, 5400, T0, T0 + 1);
   // Another environment's experiment of the same name is not counted in live.
   count.run('dev', 'Shop:price', 'A', T0, 77, T0, T0);
   const row = db.prepare("INSERT INTO rcd_exposures (environment, experiment, player, variant, first_seen, dimensions, moved_to, moved_at) VALUES (?, ?, ?, ?, ?, '{}', ?, ?)");
@@ -116,7 +116,7 @@ describe('GET /environments/:env/experiments', () => {
     const r = await adm(recording, 'environments/live/experiments');
     expect(r.status).toBe(200);
     expect(r.body.recording).toBe(true);
-    expect(r.body.experiments!.map((e) => e.name)).toEqual(['Old:gone', 'Shop:price', 'layout-nov']);
+    expect(r.body.experiments!.map((e) => e.name)).toEqual(['Old:gone', 'Shop:price', 'Store:layout']);
     const [old, shop, layout] = r.body.experiments!;
     expect(shop).toEqual({
       name: 'Shop:price',
@@ -163,10 +163,10 @@ describe('GET /environments/:env/experiments', () => {
     const r = await adm(notRecording, 'environments/live/experiments');
     expect(r.body.recording).toBe(false);
     expect(r.body.experiments!.map((e) => [e.name, e.players, e.srm])).toEqual([
-      ['Old:gone', 0, null], ['Shop:price', 0, null], ['layout-nov', 0, null],
+      ['Old:gone', 0, null], ['Shop:price', 0, null], ['Store:layout', 0, null],
     ]);
-    const one = await adm(notRecording, 'environments/live/experiments/layout-nov');
-    expect(one.body).toMatchObject({ name: 'layout-nov', item: 'Store', players: 0, hours: [] });
+    const one = await adm(notRecording, 'environments/live/experiments/Store:layout');
+    expect(one.body).toMatchObject({ name: 'Store:layout', item: 'Store', players: 0, hours: [] });
   });
 
   it('is readable by any token that reads the environment, and by no other', async () => {
@@ -181,7 +181,7 @@ describe('GET /environments/:env/experiments', () => {
     const liveReader = await create('live-reader', ['live']);
     const devReader = await create('dev-reader', ['dev']);
     expect((await adm(recording, 'environments/live/experiments', liveReader)).status).toBe(200);
-    expect((await adm(recording, 'environments/live/experiments/layout-nov', liveReader)).status).toBe(200);
+    expect((await adm(recording, 'environments/live/experiments/Store:layout', liveReader)).status).toBe(200);
     const refused = await adm(recording, 'environments/live/experiments', devReader);
     expect([refused.status, refused.body.error?.code]).toEqual([403, 'forbidden_scope']);
   });
@@ -194,16 +194,16 @@ describe('rcd experiments', () => {
     const lines = table.out.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^NAME\s+ITEM\s+SEGMENT\s+DISABLED\s+PLAYERS\s+MOVED\s+VARIANTS \(SHARE PLAYERS\)\s+SRM\s+LAST EXPOSURE$/);
     expect(lines[2]).toMatch(/^Shop:price\s+Shop\s+price\s+no\s+1000\s+1\s+A 50% 500, B 50% 500\s+ok p=1\.0000\s+2026-11-29T00:00:00\.020Z$/);
-    expect(lines[3]).toMatch(/^layout-nov\s+Store\s+layout\s+no\s+10400\s+0\s+A 50% 5000, B 50% 5400\s+MISMATCH p=\S+\s+/);
+    expect(lines[3]).toMatch(/^Store:layout\s+Store\s+layout\s+no\s+10400\s+0\s+A 50% 5000, B 50% 5400\s+MISMATCH p=\S+\s+/);
     const json = await rcd(recording, ['experiments', 'live', '--json']);
     expect(JSON.parse(json.out)).toEqual((await adm(recording, 'environments/live/experiments')).body);
     expect((await rcd(notRecording, ['experiments', 'live'])).out).toMatch(/^not recording: the server runs without --exposures/);
   });
 
   it('prints one experiment with its variants and days; an unknown one exits 1 with the server\'s code', async () => {
-    const one = await rcd(recording, ['experiments', 'live', 'layout-nov']);
+    const one = await rcd(recording, ['experiments', 'live', 'Store:layout']);
     expect(one.code).toBe(0);
-    expect(one.out).toContain('experiment layout-nov: item Store, segment layout\n');
+    expect(one.out).toContain('experiment Store:layout: item Store, segment layout\n');
     expect(one.out).toMatch(/sample ratio: chi-square 15\.385, p \S+: MISMATCH/);
     expect(one.out).toMatch(/\nVARIANT\s+SHARE\s+PLAYERS\s+OF PLAYERS\nA\s+50%\s+5000\s+48\.1%\nB\s+50%\s+5400\s+51\.9%\n/);
     expect(one.out).toMatch(/\nDAY\s+A\s+B\n2026-11-28\s+5000\s+5400\n/);
