@@ -7,6 +7,7 @@
  */
 import postgres from 'postgres';
 import { connect, DEFAULT_PG_CONNECT_TIMEOUT_MS, OnLost, runOnPool } from '../store/postgres/connection.js';
+import { HOUR_COLUMNS, hourCount, type HourRow } from './count-rows.js';
 import type { ExposureReader, HourCount, MovedCount } from './db.js';
 import { POSTGRES_SCHEMA } from './schema.js';
 
@@ -17,19 +18,9 @@ import { POSTGRES_SCHEMA } from './schema.js';
  */
 const CREATED_ELSEWHERE = new Set(['23505', '42P07', '42501']);
 
-const HOURS = 'SELECT environment, experiment, variant, hour, players, first_ms, last_ms FROM rcd_exposure_counts';
+const HOURS = `SELECT ${HOUR_COLUMNS} FROM rcd_exposure_counts`;
 const MOVED = 'SELECT environment, experiment, variant, count(*)::bigint AS players FROM rcd_exposures';
 const MOVED_GROUP = 'GROUP BY environment, experiment, variant';
-
-interface HourRow {
-  environment: string;
-  experiment: string;
-  variant: string;
-  hour: number;
-  players: number;
-  first_ms: number;
-  last_ms: number;
-}
 
 export class PostgresExposureReader implements ExposureReader {
   private readonly sql: postgres.Sql;
@@ -64,15 +55,7 @@ export class PostgresExposureReader implements ExposureReader {
         : experiment === undefined
           ? await this.query<HourRow>(`${HOURS} WHERE environment = $1`, [environment])
           : await this.query<HourRow>(`${HOURS} WHERE environment = $1 AND experiment = $2`, [environment, experiment]);
-    return rows.map((r) => ({
-      environment: r.environment,
-      experiment: r.experiment,
-      variant: r.variant,
-      hourMs: r.hour,
-      players: r.players,
-      firstMs: r.first_ms,
-      lastMs: r.last_ms,
-    }));
+    return rows.map(hourCount);
   }
 
   async moved(environment: string | null, experiment?: string): Promise<MovedCount[]> {

@@ -10,6 +10,7 @@ import { dirname } from 'node:path';
 import { makeDirectories } from '../runtime/directories.js';
 import { settle } from '../shared/settle.js';
 import { makeStoreFilesPrivate, type Database, type Statement } from '../store/sqlite/driver.js';
+import { HOUR_COLUMNS, hourCount, type HourRow } from './count-rows.js';
 import type { ExposureReader, HourCount, MovedCount } from './db.js';
 import { SQLITE_SCHEMA } from './schema.js';
 
@@ -22,24 +23,6 @@ const BetterSqlite3 = require('better-sqlite3') as DatabaseConstructor;
 /** How long a read waits for the writer's checkpoint or the tables' creation by another connection. */
 const BUSY_TIMEOUT_MS = 5000;
 
-interface HourRow {
-  environment: string;
-  experiment: string;
-  variant: string;
-  hour: number;
-  players: number;
-  first_ms: number;
-  last_ms: number;
-}
-
-interface MovedRow {
-  environment: string;
-  experiment: string;
-  variant: string;
-  players: number;
-}
-
-const HOUR_COLUMNS = 'environment, experiment, variant, hour, players, first_ms, last_ms';
 const MOVED = 'SELECT environment, experiment, variant, count(*) AS players FROM rcd_exposures';
 const MOVED_GROUP = 'GROUP BY environment, experiment, variant';
 
@@ -47,9 +30,9 @@ interface Statements {
   readonly allHours: Statement<HourRow>;
   readonly envHours: Statement<HourRow>;
   readonly experimentHours: Statement<HourRow>;
-  readonly allMoved: Statement<MovedRow>;
-  readonly envMoved: Statement<MovedRow>;
-  readonly experimentMoved: Statement<MovedRow>;
+  readonly allMoved: Statement<MovedCount>;
+  readonly envMoved: Statement<MovedCount>;
+  readonly experimentMoved: Statement<MovedCount>;
 }
 
 /** The path of a `sqlite:PATH` exposure URL. */
@@ -124,16 +107,4 @@ function createTables(path: string): Database {
     throw err;
   }
   return db;
-}
-
-function hourCount(r: HourRow): HourCount {
-  return {
-    environment: r.environment,
-    experiment: r.experiment,
-    variant: r.variant,
-    hourMs: r.hour,
-    players: r.players,
-    firstMs: r.first_ms,
-    lastMs: r.last_ms,
-  };
 }
