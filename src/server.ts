@@ -248,6 +248,7 @@ async function startMetrics(config: ServeConfig, tls: TlsMaterial | null, loops:
       loops,
       server,
       exposures,
+      exposureSource: config.exposures,
       tls: config.metricsTls === null || tls === null ? null : { files: config.metricsTls, material: tls },
       log: { level: config.logLevel, format: config.logFormat },
     });

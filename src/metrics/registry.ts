@@ -50,6 +50,8 @@ import {
   type LoopCounters,
   type ServerCounters,
 } from './layout.js';
+import type { ExposureReader } from '../exposures/db.js';
+import { experimentPlayersMetric } from './experiment-players.js';
 
 type Labels = Record<string, string | number>;
 interface Sample {
@@ -108,7 +110,7 @@ function perLoop(loops: readonly LoopCounters[], slot: number): Sample[] {
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
 
-export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCounters, exposures: ExposureCounters | null = null): Registry {
+export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCounters, exposures: ExposureCounters | null = null, experiments: ExposureReader | null = null): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   const add = (name: string, help: string, type: 'counter' | 'gauge' | 'histogram', read: () => Sample[]): void => {
@@ -198,6 +200,8 @@ export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCo
     return out;
   });
   if (exposures !== null) addExposureWriterMetrics(add, exposures);
+  // Experiments: read from the exposure database at scrape, not from the shared arrays (experiment-players.ts).
+  if (experiments !== null) registry.registerMetric(experimentPlayersMetric(experiments) as never);
   return registry;
 }
 
