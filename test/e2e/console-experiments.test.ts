@@ -6,6 +6,8 @@
  * re-reads on its own and shows the counts in place, the sample ratio mismatch as a red alert on the
  * skewed experiment only; the detail view charts the players per variant with a legend and the same
  * alert. A server without --exposures lists the experiments and says how to switch recording on.
+ *
+ * RCD_UPDATE_SCREENSHOTS=1 also writes the Experiments screenshots of docs/console.md into docs/console/.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userMod, userUid } from '../../src/shared/identity.js';
 import { launchChromium } from '../helpers/browser.js';
 import { openConsolePage } from '../helpers/console-page.js';
-import { call, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { call, ROOT, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 
 const TOKEN = 'test-admin-token';
 /** Variant A takes mods 0-499, B 500-999: a 50/50 configuration. */
@@ -92,6 +94,11 @@ async function players(scope: Locator, variant: string): Promise<string> {
   return (await row.getByRole('cell').nth(1).textContent()) ?? '';
 }
 
+/** The page as docs/console.md shows it, written only when RCD_UPDATE_SCREENSHOTS=1. */
+async function docsShot(name: string): Promise<void> {
+  if (process.env.RCD_UPDATE_SCREENSHOTS === '1') await page.screenshot({ path: join(ROOT, 'docs', 'console', `${name}.png`), fullPage: true });
+}
+
 async function lastRead(): Promise<string> {
   return (await page.locator('.live-status time').textContent()) ?? '';
 }
@@ -148,6 +155,7 @@ describe('the Experiments page', () => {
     expect(shopText).toMatch(/Players50/);
     expect(shopText).toMatch(/First exposure(just now|\d+ (s|min) ago) \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ\)/);
     expect((await bonus.textContent()) ?? '').toContain('the split matches the configured shares');
+    await docsShot('experiments');
   }, 90_000);
 
   it('charts an experiment\'s players per variant over time, with a legend and the same warning', async () => {
@@ -158,6 +166,7 @@ describe('the Experiments page', () => {
     const legend = page.getByRole('list', { name: 'Legend' });
     expect(await legend.getByRole('listitem').allTextContents()).toEqual(['A: 10 players', 'B: 40 players']);
     expect(await page.evaluate<number>(`document.querySelectorAll('.chart polyline').length`)).toBe(2);
+    await docsShot('experiment-chart');
 
     await page.getByLabel('New players per hour').check();
     await page.getByRole('img', { name: 'New players per variant of Shop:price, per hour' }).waitFor();
