@@ -1,7 +1,6 @@
 /**
- * A request body as uWS hands it over, and its JSON (lifecycle.ts, the OFREP request; the
- * benchmark's floor, bench/ceiling.ts, does the same): the one place both the native and the OFREP
- * body are decoded and parsed. HOT PATH: every content request.
+ * A request body as uWS hands it over, and its JSON (lifecycle.ts, the native and the OFREP context
+ * parsers; the benchmark's floor, bench/ceiling.ts, does the same). HOT PATH: every content request.
  */
 import { runInNewContext } from 'node:vm';
 import { RcdError } from '../runtime/errors.js';
