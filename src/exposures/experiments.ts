@@ -7,6 +7,7 @@
  * (`disabled` is true when every rule of the experiment is disabled).
  */
 import { isPlainObject } from '../shared/json.js';
+import { experimentName } from './naming.js';
 
 /** The mod has 1,000 values: a variant's share is its range's size / 1000. */
 const MOD_VALUES = 1000;
@@ -30,11 +31,6 @@ export interface Experiment {
 export interface ItemMapping {
   readonly item: string;
   readonly mapping: unknown;
-}
-
-/** An experiment's name: the rule's `experiment` when set, else the item's id, a colon and the segment. */
-export function experimentName(item: string, segment: string, explicit: string | undefined): string {
-  return explicit ?? `${item}:${segment}`;
 }
 
 interface Building {

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { HourCount } from '../../../src/exposures/db.js';
-import { experimentName, experimentsOf, type ItemMapping } from '../../../src/exposures/experiments.js';
+import { experimentsOf, type ItemMapping } from '../../../src/exposures/experiments.js';
+import { experimentName } from '../../../src/exposures/naming.js';
 import { byExperiment, detailOf, readoutOf } from '../../../src/exposures/readout.js';
 
 const ab = (segment: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
