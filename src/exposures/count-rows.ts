@@ -1,6 +1,8 @@
 /**
  * The counts table's rows as both readers (sqlite-reader.ts, postgres-reader.ts) select them, and
- * what they become: one HourCount per (environment, experiment, variant, hour).
+ * what they become: one HourCount per (environment, experiment, variant, hour), or the players of
+ * each variant summed over its hours (what the metrics read at each scrape: one row per series, not
+ * one per hour).
  */
 import type { HourCount } from './db.js';
 
@@ -26,4 +28,20 @@ export function hourCount(r: HourRow): HourCount {
     firstMs: r.first_ms,
     lastMs: r.last_ms,
   };
+}
+
+/** Players first exposed to one variant, over every hour. */
+export interface VariantPlayers {
+  readonly environment: string;
+  readonly experiment: string;
+  readonly variant: string;
+  readonly players: number;
+}
+
+/** Every variant's players, summed in the database (`players` as a 64-bit integer in both kinds). */
+export const TOTALS_SQL = 'SELECT environment, experiment, variant, CAST(sum(players) AS bigint) AS players FROM rcd_exposure_counts GROUP BY environment, experiment, variant';
+
+/** What reads the totals (both readers, and the lazy one around them). */
+export interface ExposureTotals {
+  totals(): Promise<VariantPlayers[]>;
 }

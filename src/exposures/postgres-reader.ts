@@ -7,7 +7,7 @@
  */
 import postgres from 'postgres';
 import { connect, DEFAULT_PG_CONNECT_TIMEOUT_MS, OnLost, runOnPool } from '../store/postgres/connection.js';
-import { HOUR_COLUMNS, hourCount, type HourRow } from './count-rows.js';
+import { HOUR_COLUMNS, hourCount, TOTALS_SQL, type ExposureTotals, type HourRow, type VariantPlayers } from './count-rows.js';
 import type { ExposureReader, HourCount, MovedCount } from './db.js';
 import { POSTGRES_SCHEMA } from './schema.js';
 
@@ -22,7 +22,7 @@ const HOURS = `SELECT ${HOUR_COLUMNS} FROM rcd_exposure_counts`;
 const MOVED = 'SELECT environment, experiment, variant, count(*)::bigint AS players FROM rcd_exposures';
 const MOVED_GROUP = 'GROUP BY environment, experiment, variant';
 
-export class PostgresExposureReader implements ExposureReader {
+export class PostgresExposureReader implements ExposureReader, ExposureTotals {
   private readonly sql: postgres.Sql;
   private created: Promise<void> | null = null;
 
@@ -65,6 +65,11 @@ export class PostgresExposureReader implements ExposureReader {
         : experiment === undefined
           ? await this.query<MovedCount>(`${MOVED} WHERE environment = $1 AND moved_to IS NOT NULL ${MOVED_GROUP}`, [environment])
           : await this.query<MovedCount>(`${MOVED} WHERE environment = $1 AND experiment = $2 AND moved_to IS NOT NULL ${MOVED_GROUP}`, [environment, experiment]);
+    return rows.map((r) => ({ environment: r.environment, experiment: r.experiment, variant: r.variant, players: r.players }));
+  }
+
+  async totals(): Promise<VariantPlayers[]> {
+    const rows = await this.query<VariantPlayers>(TOTALS_SQL, []);
     return rows.map((r) => ({ environment: r.environment, experiment: r.experiment, variant: r.variant, players: r.players }));
   }
 

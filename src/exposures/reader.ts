@@ -3,6 +3,7 @@
  * the first read (a server that is never asked for a readout loads neither driver for it, and an
  * exposure database that is down does not hold up the start).
  */
+import type { ExposureTotals, VariantPlayers } from './count-rows.js';
 import type { ExposureReader, HourCount, MovedCount } from './db.js';
 
 /** Where the exposures are (ServeConfig.exposures, or the part of it a reader needs). */
@@ -11,7 +12,7 @@ export interface ExposureSource {
   readonly kind: 'sqlite' | 'postgres';
 }
 
-async function openReader(source: ExposureSource): Promise<ExposureReader> {
+async function openReader(source: ExposureSource): Promise<ExposureReader & ExposureTotals> {
   if (source.kind === 'postgres') {
     const { PostgresExposureReader } = await import('./postgres-reader.js');
     return new PostgresExposureReader(source.url);
@@ -21,12 +22,12 @@ async function openReader(source: ExposureSource): Promise<ExposureReader> {
 }
 
 /** A reader of `source` that opens it at its first read. */
-export class LazyExposureReader implements ExposureReader {
-  private opened: Promise<ExposureReader> | null = null;
+export class LazyExposureReader implements ExposureReader, ExposureTotals {
+  private opened: Promise<ExposureReader & ExposureTotals> | null = null;
 
   constructor(private readonly source: ExposureSource) {}
 
-  private reader(): Promise<ExposureReader> {
+  private reader(): Promise<ExposureReader & ExposureTotals> {
     this.opened ??= openReader(this.source);
     return this.opened;
   }
@@ -37,6 +38,10 @@ export class LazyExposureReader implements ExposureReader {
 
   async moved(environment: string | null, experiment?: string): Promise<MovedCount[]> {
     return (await this.reader()).moved(environment, experiment);
+  }
+
+  async totals(): Promise<VariantPlayers[]> {
+    return (await this.reader()).totals();
   }
 
   async close(): Promise<void> {

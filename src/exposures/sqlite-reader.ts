@@ -10,7 +10,7 @@ import { dirname } from 'node:path';
 import { makeDirectories } from '../runtime/directories.js';
 import { settle } from '../shared/settle.js';
 import { makeStoreFilesPrivate, type Database, type Statement } from '../store/sqlite/driver.js';
-import { HOUR_COLUMNS, hourCount, type HourRow } from './count-rows.js';
+import { HOUR_COLUMNS, hourCount, TOTALS_SQL, type ExposureTotals, type HourRow, type VariantPlayers } from './count-rows.js';
 import type { ExposureReader, HourCount, MovedCount } from './db.js';
 import { SQLITE_SCHEMA } from './schema.js';
 
@@ -33,6 +33,7 @@ interface Statements {
   readonly allMoved: Statement<MovedCount>;
   readonly envMoved: Statement<MovedCount>;
   readonly experimentMoved: Statement<MovedCount>;
+  readonly totals: Statement<VariantPlayers>;
 }
 
 /** The path of a `sqlite:PATH` exposure URL. */
@@ -40,7 +41,7 @@ export function sqliteExposurePath(url: string): string {
   return url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : url;
 }
 
-export class SqliteExposureReader implements ExposureReader {
+export class SqliteExposureReader implements ExposureReader, ExposureTotals {
   private db: Database | null = null;
   private statements: Statements | null = null;
 
@@ -61,6 +62,7 @@ export class SqliteExposureReader implements ExposureReader {
         allMoved: db.prepare(`${MOVED} WHERE moved_to IS NOT NULL ${MOVED_GROUP}`),
         envMoved: db.prepare(`${MOVED} WHERE environment = ? AND moved_to IS NOT NULL ${MOVED_GROUP}`),
         experimentMoved: db.prepare(`${MOVED} WHERE environment = ? AND experiment = ? AND moved_to IS NOT NULL ${MOVED_GROUP}`),
+        totals: db.prepare(TOTALS_SQL),
       };
       this.db = db;
     } finally {
@@ -82,6 +84,10 @@ export class SqliteExposureReader implements ExposureReader {
       const s = this.open();
       return environment === null ? s.allMoved.all() : experiment === undefined ? s.envMoved.all(environment) : s.experimentMoved.all(environment, experiment);
     });
+  }
+
+  totals(): Promise<VariantPlayers[]> {
+    return settle(() => this.open().totals.all());
   }
 
   close(): Promise<void> {

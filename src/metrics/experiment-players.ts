@@ -1,13 +1,13 @@
 /**
  * `rcd_experiment_players{environment,experiment,variant}` (docs/metrics.md): the players first
- * exposed to each variant, read from the exposure database's per-hour counts at each scrape (the
+ * exposed to each variant, summed over the exposure database's per-hour counts at each scrape (the
  * counts every node's writer keeps, so every node of a fleet reports the fleet's players). Label
  * cardinality is bounded: at most MAX_SERIES series, whole experiments in (environment,
  * experiment) order; the players of the experiments past the bound are summed per environment and
  * variant under experiment="_other". A database that cannot be read leaves the metric without
  * series for that scrape (the other metrics are still served).
  */
-import type { ExposureReader, HourCount } from '../exposures/db.js';
+import type { ExposureTotals, VariantPlayers } from '../exposures/count-rows.js';
 import { compareText } from '../exposures/experiments.js';
 
 export const MAX_SERIES = 500;
@@ -25,8 +25,8 @@ interface ExperimentSeries {
   readonly variants: Map<string, number>;
 }
 
-/** The samples of these hour counts, bounded to `max` series (see the module comment). */
-export function experimentPlayerSamples(hours: readonly HourCount[], max = MAX_SERIES): PlayerSample[] {
+/** The samples of these players per variant (summed where a variant comes twice), bounded to `max` series (see the module comment). */
+export function experimentPlayerSamples(hours: readonly VariantPlayers[], max = MAX_SERIES): PlayerSample[] {
   const byExperiment = new Map<string, ExperimentSeries>();
   for (const h of hours) {
     const key = `${h.environment}\0${h.experiment}`;
@@ -71,7 +71,7 @@ function sortedEntries(map: Map<string, number>): [string, number][] {
 }
 
 /** The gauge, for prom-client's registry (any object with an asynchronous get()). */
-export function experimentPlayersMetric(reader: ExposureReader): { readonly name: string; get(): Promise<unknown> } {
+export function experimentPlayersMetric(reader: ExposureTotals): { readonly name: string; get(): Promise<unknown> } {
   const name = 'rcd_experiment_players';
   const help = 'Players first exposed to each variant of each experiment, from the exposure database (every node\'s writes); at most 500 series, the rest summed as experiment="_other".';
   return {
@@ -79,7 +79,7 @@ export function experimentPlayersMetric(reader: ExposureReader): { readonly name
     async get() {
       let values: PlayerSample[] = [];
       try {
-        values = experimentPlayerSamples(await reader.hours(null));
+        values = experimentPlayerSamples(await reader.totals());
       } catch {
         // Unreadable now (down, or locked past the busy timeout): no series this scrape.
       }

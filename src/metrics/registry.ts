@@ -50,7 +50,7 @@ import {
   type LoopCounters,
   type ServerCounters,
 } from './layout.js';
-import type { ExposureReader } from '../exposures/db.js';
+import type { ExposureTotals } from '../exposures/count-rows.js';
 import { experimentPlayersMetric } from './experiment-players.js';
 
 type Labels = Record<string, string | number>;
@@ -110,7 +110,7 @@ function perLoop(loops: readonly LoopCounters[], slot: number): Sample[] {
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
 
-export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCounters, exposures: ExposureCounters | null = null, experiments: ExposureReader | null = null): Registry {
+export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCounters, exposures: ExposureCounters | null = null, experiments: ExposureTotals | null = null): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   const add = (name: string, help: string, type: 'counter' | 'gauge' | 'histogram', read: () => Sample[]): void => {

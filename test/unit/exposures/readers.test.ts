@@ -2,8 +2,8 @@
  * The readout's readers on real databases: a SQLite file (src/exposures/sqlite-reader.ts) and a
  * PostgreSQL database (src/exposures/postgres-reader.ts), each with rows inserted by SQL as the
  * writer stores them (src/exposures/schema.ts). Both create the tables when missing, read the hour
- * counts of one environment, one experiment or all, and count the players who moved; a row written
- * after the reader opened is read at once.
+ * counts of one environment, one experiment or all, the players per variant summed over the hours,
+ * and count the players who moved; a row written after the reader opened is read at once.
  */
 import Database from 'better-sqlite3';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ExposureTotals } from '../../../src/exposures/count-rows.js';
 import type { ExposureReader, HourCount } from '../../../src/exposures/db.js';
 import { PostgresExposureReader } from '../../../src/exposures/postgres-reader.js';
 import { LazyExposureReader } from '../../../src/exposures/reader.js';
@@ -57,7 +58,7 @@ function countOf(r: CountRow): HourCount {
 }
 
 /** The same assertions on either kind: `insert` adds one count row as the writer would. */
-async function readsAsWritten(reader: ExposureReader, insert: (row: CountRow) => Promise<void>): Promise<void> {
+async function readsAsWritten(reader: ExposureReader & ExposureTotals, insert: (row: CountRow) => Promise<void>): Promise<void> {
   expect(sorted(await reader.hours('live'))).toEqual(sorted(COUNTS.filter((r) => r[0] === 'live').map(countOf)));
   expect(sorted(await reader.hours('live', 'Shop:price'))).toEqual(sorted(COUNTS.slice(0, 3).map(countOf)));
   expect(await reader.hours('live', 'nope')).toEqual([]);
@@ -70,6 +71,13 @@ async function readsAsWritten(reader: ExposureReader, insert: (row: CountRow) =>
   ]);
   expect(await reader.moved('live', 'layout')).toEqual([{ environment: 'live', experiment: 'layout', variant: 'X', players: 1 }]);
   expect((await reader.moved(null)).reduce((n, m) => n + m.players, 0)).toBe(5);
+  // Each variant's players over its hours, summed by the database (what the metrics read).
+  expect((await reader.totals()).sort(byKey((t) => `${t.environment} ${t.experiment} ${t.variant}`))).toEqual([
+    { environment: 'dev', experiment: 'Shop:price', variant: 'A', players: 7 },
+    { environment: 'live', experiment: 'Shop:price', variant: 'A', players: 4 },
+    { environment: 'live', experiment: 'Shop:price', variant: 'B', players: 2 },
+    { environment: 'live', experiment: 'layout', variant: 'X', players: 4 },
+  ]);
   // Written after the reader opened: read at once.
   await insert(['live', 'late', 'A', T0 + 2 * H, 9, T0 + 2 * H, T0 + 2 * H + 1]);
   expect(await reader.hours('live', 'late')).toEqual([countOf(['live', 'late', 'A', T0 + 2 * H, 9, T0 + 2 * H, T0 + 2 * H + 1])]);
