@@ -17,7 +17,6 @@ import { openAdminState } from '../admin/server/open-state.js';
 import type { AdminStateStore } from '../admin/server/state.js';
 import { resolveAdminToken } from '../admin/token.js';
 import type { ServeConfig } from '../runtime/config.js';
-import type { ExposureSource } from '../exposures/reader.js';
 import { describeMaterial, loadTlsMaterial, reloadTlsMaterial } from '../runtime/tls.js';
 import { DEMO_ENV, demoBundle, demoKeyPath, newDemoKey, writeDemoKey } from '../runtime/demo.js';
 import { RcdError } from '../runtime/errors.js';
@@ -172,8 +171,7 @@ async function open(): Promise<void> {
           metrics: scheduleMetrics(init.counters),
         },
         previews: { maxOps: config.previewMaxOps, concurrency: config.previewConcurrency },
-        // --exposures (ServeConfig.exposures), read as optional until the flag is in the config.
-        exposures: (config as { readonly exposures?: ExposureSource | null }).exposures ?? null,
+        exposures: config.exposures,
       });
     } catch (err) {
       throw new Error(`cannot listen on the admin address ${config.adminHost}:${config.adminPort}: ${describe(err)}`);
