@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, SERVE_OPTIONS, buildServeConfig, resolveOptions } from '../../../src/runtime/config.js';
 
@@ -9,9 +10,9 @@ describe('the exposure flags', () => {
     expect(build({ exposures: 'off', 'exposure-dimensions': 'country' }).exposures).toBeNull();
   });
 
-  it('take sqlite:PATH with the documented defaults', () => {
+  it('take sqlite:PATH (made absolute) with the documented defaults', () => {
     const c = build({ exposures: 'sqlite:./data/exposures.db' });
-    expect(c.exposures).toEqual({ url: 'sqlite:./data/exposures.db', kind: 'sqlite', dimensions: [], queue: 200_000, filterSlots: 65_536 });
+    expect(c.exposures).toEqual({ url: `sqlite:${resolve('data/exposures.db')}`, kind: 'sqlite', dimensions: [], queue: 200_000, filterSlots: 65_536 });
     expect(Object.isFrozen(c.exposures)).toBe(true);
   });
 
@@ -37,9 +38,9 @@ describe('the exposure flags', () => {
 
   it.each([
     [{ exposures: 'on' }, /--exposures must be off, sqlite:PATH or postgres:\/\/.*got "on"/],
-    [{ exposures: 'sqlite:' }, /--exposures must be off, sqlite:PATH/],
+    [{ exposures: 'sqlite:' }, /--exposures sqlite:PATH needs the path of a file/],
     [{ exposures: 'mysql://db/x' }, /--exposures must be off/],
-    [{ store: 'sqlite:./data/rcd.db', exposures: 'sqlite:data/rcd.db' }, /--exposures must name a SQLite file of its own, not the store's/],
+    [{ store: 'sqlite:./data/rcd.db', exposures: 'sqlite:data/rcd.db' }, /--exposures sqlite:data\/rcd.db is the config store's file: exposures are written to a file of their own/],
     [{ 'exposure-queue': '0' }, /--exposure-queue must be between 1 and 10000000, got 0/],
     [{ 'exposure-queue': '10000001' }, /--exposure-queue must be between 1 and 10000000/],
     [{ 'exposure-queue': 'many' }, /--exposure-queue must be an integer/],
