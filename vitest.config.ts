@@ -61,7 +61,8 @@ export const ALONE_FILES: readonly string[] = [
   // Regex conditions within their time budget.
   'test/e2e/regex-conditions.test.ts',
   'test/unit/mapping/condition/regex.test.ts',
-  // Retries and refusals timed against Retry-After and the retry schedule; readiness across a restart.
+  // Retries and refusals timed against Retry-After and the retry schedule, a node's catch-up wait, and
+  // readiness while starting, draining and past a store outage of a set length.
   'test/e2e/client-retry.test.ts',
   'test/e2e/openfeature-node.test.ts',
   'test/e2e/admin-webhooks.test.ts',
