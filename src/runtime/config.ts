@@ -99,11 +99,11 @@ export interface ServeConfig {
   readonly accessLogRate: number;
   /** Access records a delivery loop holds between two reports; more are dropped (and counted). */
   readonly accessLogBuffer: number;
-  /** Experiment exposures (docs/experiments.md), null when off: the database's URL as given, its kind, the attributes of
-   * `p` kept with each row, the rows the writer holds at most (--exposure-queue), each loop's repeat filter slots (0: none). */
+  /** Experiment exposures (docs/experiments.md "The flags"), null when off. */
   readonly exposures: ExposuresConfig | null;
 }
 
+/** The database (an absolute sqlite: path or a PostgreSQL URL), the attributes of `p` kept, the writer's row bound, each loop's filter slots (0: none). */
 export type ExposuresConfig = { readonly url: string; readonly kind: 'sqlite' | 'postgres'; readonly dimensions: readonly string[]; readonly queue: number; readonly filterSlots: number };
 
 /** The files of one listener, as configured (flags or environment). */
@@ -279,8 +279,7 @@ function corsOrigins(raw: string): '*' | readonly string[] | null {
   return Object.freeze(out);
 }
 
-const FILTER_SLOTS_MIN = 1024;
-const FILTER_SLOTS_MAX = 4_194_304;
+const [FILTER_SLOTS_MIN, FILTER_SLOTS_MAX] = [1024, 4_194_304];
 
 /** --exposures and the flags beside it; null when off. */
 function exposuresConfig(get: (k: string) => string, storeUrl: string): ExposuresConfig | null {
