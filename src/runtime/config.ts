@@ -7,7 +7,7 @@ import { dirname, resolve } from 'node:path';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 import { DEFAULT_CONTENT_LIMITS, type ContentLimits } from '../shared/json-limits.js';
 import { parseDimensionNames } from '../exposures/dimensions.js';
-import { ExposuresUrlError, parseExposuresUrl, type ExposuresTarget } from '../exposures/url.js';
+import { parseExposuresUrl } from '../exposures/url.js';
 
 export interface ServeConfig {
   readonly storeUrl: string;
@@ -281,27 +281,26 @@ function corsOrigins(raw: string): '*' | readonly string[] | null {
 
 const [FILTER_SLOTS_MIN, FILTER_SLOTS_MAX] = [1024, 4_194_304];
 
+/** `parse()`, its error (a message naming the flag) as a ConfigError. */
+function checked<T>(flag: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    const message = (err as Error).message;
+    throw new ConfigError(message.startsWith(`--${flag}`) ? message : `--${flag}: ${message}`);
+  }
+}
+
 /** --exposures and the flags beside it; null when off. */
 function exposuresConfig(get: (k: string) => string, storeUrl: string): ExposuresConfig | null {
   const url = get('exposures').trim();
-  let dimensions: readonly string[] = [];
-  try {
-    dimensions = parseDimensionNames(get('exposure-dimensions'));
-  } catch (err) {
-    throw new ConfigError(`--exposure-dimensions: ${(err as Error).message}`);
-  }
+  const dimensions = checked('exposure-dimensions', () => parseDimensionNames(get('exposure-dimensions')));
   const queue = intIn('exposure-queue', get('exposure-queue'), 1, 10_000_000);
   const filterSlots = intIn('exposure-filter', get('exposure-filter'), 0, FILTER_SLOTS_MAX);
   if (filterSlots !== 0 && (filterSlots < FILTER_SLOTS_MIN || (filterSlots & (filterSlots - 1)) !== 0)) {
     throw new ConfigError(`--exposure-filter must be 0 or a power of two from ${FILTER_SLOTS_MIN} to ${FILTER_SLOTS_MAX}, got ${filterSlots}`);
   }
-  let target: ExposuresTarget | null;
-  try {
-    target = parseExposuresUrl(url, storeUrl);
-  } catch (err) {
-    if (err instanceof ExposuresUrlError) throw new ConfigError(err.message);
-    throw err;
-  }
+  const target = checked('exposures', () => parseExposuresUrl(url, storeUrl));
   if (target === null) return null;
   const { kind } = target;
   return Object.freeze({ url: target.url, kind, dimensions, queue, filterSlots });
