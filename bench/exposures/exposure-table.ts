@@ -27,7 +27,7 @@ function toSplit(list: readonly { experiment: string; variant: string; n: number
   const split: Split = new Map();
   for (const r of list) {
     let variants = split.get(r.experiment);
-    if (variants === undefined) split.set(r.experiment, (variants = new Map()));
+    if (variants === undefined) split.set(r.experiment, (variants = new Map<string, number>()));
     variants.set(r.variant, Number(r.n));
   }
   return split;

@@ -6,7 +6,6 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { runWrk } from '../harness/wrk.js';
-import type { TargetCheck } from '../load/targets.js';
 import { createDatabase } from '../../test/helpers/postgres.js';
 import { exposureCounters, startExposureServer } from './exposure-server.js';
 import { openExposureTable, settle } from './exposure-table.js';

@@ -58,8 +58,10 @@ export function writePlayersScript(dir: string, name: string, prefix: string, pl
     '    if made >= stopAt and not stopped then',
     '      stopped = true',
     '      wrk.thread:stop()',
-    // wrk's main thread sleeps for -d whatever its threads do; SIGINT ends that sleep (the shell's parent is wrk).
-    '      os.execute("kill -INT $PPID")',
+    // wrk's main thread sleeps for -d whatever its threads do; a SIGINT ends that sleep. It comes
+    // from a shell left in the background (system() ignores SIGINT in its caller until it returns),
+    // whose $PPID is wrk.
+    '      os.execute("(sleep 0.1; kill -INT $PPID) >/dev/null 2>&1 &")',
     '    end',
     '  end',
     '  return wrk.format("POST", path, headers, head .. string.format("%d", i) .. tail)',
