@@ -112,7 +112,7 @@ export async function runOutage(ctx: RunContext): Promise<PartResult> {
     const accountCheck: TargetCheck = {
       what: 'outage: the drop counter says what was lost (rows + dropped = 3 per answered request)',
       measured:
-        `${fmtCount(rows)} rows + ${fmtCount(counters.dropped)} dropped (${fmtCount(droppedDown)} by the database's return) = ${fmtCount(accounted)}; ` +
+        `${fmtCount(rows)} rows + ${fmtCount(counters.dropped)} dropped (${fmtCount(droppedDown)} of them by the time the database returned) = ${fmtCount(accounted)}; ` +
         `answered ${fmtCount(answered)} requests x ${perRequest} = ${fmtCount(answered * perRequest)}, made ${fmtCount(made * perRequest)}; queued ${fmtCount(counters.queued)}`,
       verdict: accounted >= answered * perRequest && accounted <= made * perRequest ? 'pass' : 'FAIL',
     };

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { BASE_SEED, scenarioByName } from '../harness/scenarios.js';
 import { loadWithCpu, median, writeWrkScript, type WrkLoad } from '../harness/wrk.js';
 import { figureAgainst, type TargetCheck } from '../load/targets.js';
-import { startExposureServer, type ExposureServer } from './exposure-server.js';
+import { exposureCounters, startExposureServer, type ExposureServer } from './exposure-server.js';
 import { speedVerdict, type PartResult, type RunContext } from './options.js';
 import { writePlayersScript } from './players-script.js';
 
@@ -55,6 +55,8 @@ interface Measured {
   readonly cpuRatio: number;
   readonly reqRatio: number;
   readonly cpuRange: readonly [number, number];
+  /** Rows the exposures-on server's loops queued per request in the rounds. */
+  readonly rowsPerRequest: number;
   readonly rounds: readonly Round[];
 }
 
@@ -62,13 +64,19 @@ interface Measured {
 async function measure(ctx: RunContext, pair: Pair, name: string, script: (round: number, side: 'off' | 'on') => string): Promise<Measured> {
   if (ctx.opts.warmupSec > 0) await loadBoth(ctx, pair, (side) => script(-1, side), ctx.opts.warmupSec);
   const rounds: Round[] = [];
+  const before = await exposureCounters(pair.on);
   for (let i = 0; i < ctx.opts.rounds && !ctx.sup.stopping; i++) {
     const r = await loadBoth(ctx, pair, (side) => script(i, side), ctx.opts.durationSec);
     rounds.push(r);
     ctx.say(roundLine(name, i, r));
   }
+  const after = await exposureCounters(pair.on);
+  // What the writer was given: with players already seen, the loops' repeat filters should pass few rows.
+  const requests = rounds.reduce((s, r) => s + r.on.wrk.reqPerSec * ctx.opts.durationSec, 0);
+  const rowsPerRequest = requests > 0 ? (after.queued - before.queued) / requests : 0;
+  ctx.say(`${name}: exposures on queued ${(after.queued - before.queued).toFixed(0)} rows in the rounds (${rowsPerRequest.toFixed(3)} a request), wrote ${(after.written - before.written).toFixed(0)}, dropped ${(after.dropped - before.dropped).toFixed(0)}`);
   const cpu = rounds.map((r) => r.on.cpuUsPerReq / r.off.cpuUsPerReq);
-  return { cpuRatio: median(cpu), reqRatio: median(rounds.map((r) => r.on.wrk.reqPerSec / r.off.wrk.reqPerSec)), cpuRange: [Math.min(...cpu), Math.max(...cpu)], rounds };
+  return { cpuRatio: median(cpu), reqRatio: median(rounds.map((r) => r.on.wrk.reqPerSec / r.off.wrk.reqPerSec)), cpuRange: [Math.min(...cpu), Math.max(...cpu)], rowsPerRequest, rounds };
 }
 
 async function startPair(ctx: RunContext, part: string): Promise<Pair> {
@@ -96,6 +104,7 @@ function summary(m: Measured): Record<string, unknown> {
   return {
     cpuRatio: m.cpuRatio,
     reqRatio: m.reqRatio,
+    rowsPerRequest: m.rowsPerRequest,
     rounds: m.rounds.map((r) => ({
       off: { reqPerSec: r.off.wrk.reqPerSec, cpuUsPerReq: r.off.cpuUsPerReq, p99Ms: r.off.wrk.latencyMs.p99 },
       on: { reqPerSec: r.on.wrk.reqPerSec, cpuUsPerReq: r.on.cpuUsPerReq, p99Ms: r.on.wrk.latencyMs.p99 },
