@@ -1,0 +1,156 @@
+/**
+ * Parts `steady` and `spike`: two servers of this checkout, one recording exposures (SQLite) and one
+ * not, loaded at the same time by one wrk each in rounds, as bench:ab loads a change and its baseline,
+ * so that whatever the shared machine does lands on both. The figure is exposures on over off, per
+ * round: CPU per request (every thread of the process, the writer's included) and req/s.
+ * - steady: the mapped and combine scenarios' request pools, each cycled through in a warm-up first,
+ *   so the players are already seen (each loop's repeat filter answers);
+ * - spike: a new player every request (players-script.ts, a fresh prefix per round), on the launch
+ *   item's three experiments: three rows a request for the writer.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { BASE_SEED, scenarioByName } from '../harness/scenarios.js';
+import { loadWithCpu, median, writeWrkScript, type WrkLoad } from '../harness/wrk.js';
+import { figureAgainst, type TargetCheck } from '../load/targets.js';
+import { exposureCounters, startExposureServer, type ExposureServer } from './exposure-server.js';
+import { speedVerdict, type PartResult, type RunContext } from './options.js';
+import { writePlayersScript } from './players-script.js';
+
+interface Round {
+  readonly off: WrkLoad;
+  readonly on: WrkLoad;
+}
+
+interface Pair {
+  readonly off: ExposureServer;
+  readonly on: ExposureServer;
+}
+
+const STEADY_CPU_BOUND = 1.05;
+const SPIKE_CPU_BOUND = 1.2;
+const SPIKE_REQ_BOUND = 0.85;
+
+/** Both servers of a pair, one wrk each, loaded at once; any non-2xx answer or socket error fails the run. */
+async function loadBoth(ctx: RunContext, pair: Pair, script: (side: 'off' | 'on') => string, seconds: number): Promise<Round> {
+  const track = (c: ChildProcess): void => void ctx.sup.track(c);
+  const [off, on] = await Promise.all([
+    loadWithCpu(pair.off, script('off'), ctx.opts.connections, seconds, track),
+    loadWithCpu(pair.on, script('on'), ctx.opts.connections, seconds, track),
+  ]);
+  for (const [label, side] of [['exposures off', off], ['exposures on', on]] as const) {
+    if (side.wrk.non2xx > 0 || side.wrk.socketErrors > 0) throw new Error(`${label}: ${side.wrk.non2xx} non-2xx answers and ${side.wrk.socketErrors} socket errors under wrk`);
+  }
+  return { off, on };
+}
+
+function roundLine(name: string, i: number, r: Round): string {
+  return (
+    `${name} round ${i + 1}: off ${r.off.wrk.reqPerSec.toFixed(0)} req/s ${r.off.cpuUsPerReq.toFixed(2)} µs/req, ` +
+    `on ${r.on.wrk.reqPerSec.toFixed(0)} req/s ${r.on.cpuUsPerReq.toFixed(2)} µs/req; on/off CPU ${(r.on.cpuUsPerReq / r.off.cpuUsPerReq).toFixed(3)}, req/s ${(r.on.wrk.reqPerSec / r.off.wrk.reqPerSec).toFixed(3)}`
+  );
+}
+
+interface Measured {
+  readonly cpuRatio: number;
+  readonly reqRatio: number;
+  readonly cpuRange: readonly [number, number];
+  /** Rows the exposures-on server's loops queued per request in the rounds. */
+  readonly rowsPerRequest: number;
+  readonly rounds: readonly Round[];
+}
+
+/** Warm-up, then the rounds; `script(round, side)` is the wrk script of a round (-1: the warm-up). */
+async function measure(ctx: RunContext, pair: Pair, name: string, script: (round: number, side: 'off' | 'on') => string): Promise<Measured> {
+  if (ctx.opts.warmupSec > 0) await loadBoth(ctx, pair, (side) => script(-1, side), ctx.opts.warmupSec);
+  const rounds: Round[] = [];
+  const before = await exposureCounters(pair.on);
+  for (let i = 0; i < ctx.opts.rounds && !ctx.sup.stopping; i++) {
+    const r = await loadBoth(ctx, pair, (side) => script(i, side), ctx.opts.durationSec);
+    rounds.push(r);
+    ctx.say(roundLine(name, i, r));
+  }
+  const after = await exposureCounters(pair.on);
+  // What the writer was given: with players already seen, the loops' repeat filters should pass few rows.
+  const requests = rounds.reduce((s, r) => s + r.on.wrk.reqPerSec * ctx.opts.durationSec, 0);
+  const rowsPerRequest = requests > 0 ? (after.queued - before.queued) / requests : 0;
+  ctx.say(`${name}: exposures on queued ${(after.queued - before.queued).toFixed(0)} rows in the rounds (${rowsPerRequest.toFixed(3)} a request), wrote ${(after.written - before.written).toFixed(0)}, dropped ${(after.dropped - before.dropped).toFixed(0)}`);
+  const cpu = rounds.map((r) => r.on.cpuUsPerReq / r.off.cpuUsPerReq);
+  return { cpuRatio: median(cpu), reqRatio: median(rounds.map((r) => r.on.wrk.reqPerSec / r.off.wrk.reqPerSec)), cpuRange: [Math.min(...cpu), Math.max(...cpu)], rowsPerRequest, rounds };
+}
+
+async function startPair(ctx: RunContext, part: string): Promise<Pair> {
+  const [off, on] = await Promise.all([
+    startExposureServer(ctx.sup, { dir: ctx.dir, bundle: ctx.bundle, label: `${part} exposures off`, exposures: null }),
+    startExposureServer(ctx.sup, { dir: ctx.dir, bundle: ctx.bundle, label: `${part} exposures on`, exposures: `sqlite:${join(ctx.dir, `${part}-exposures.db`)}` }),
+  ]);
+  ctx.say(`${part}: exposures off (pid ${off.pid}) and on (pid ${on.pid}, ${on.exposures}), both loaded at once, ${ctx.opts.connections} connections each`);
+  return { off, on };
+}
+
+async function stopPair(ctx: RunContext, pair: Pair): Promise<void> {
+  await Promise.all([ctx.sup.stopChild(pair.off.child), ctx.sup.stopChild(pair.on.child)]);
+}
+
+function cpuCheck(ctx: RunContext, what: string, m: Measured, bound: number): TargetCheck {
+  return {
+    what: `${what}: CPU/request on/off <= ${bound.toFixed(2)}`,
+    measured: `${figureAgainst(m.cpuRatio, 3, bound, false)} (rounds ${m.cpuRange[0].toFixed(3)}-${m.cpuRange[1].toFixed(3)}, req/s ${m.reqRatio.toFixed(3)})`,
+    verdict: speedVerdict(ctx.opts, m.cpuRatio <= bound),
+  };
+}
+
+function summary(m: Measured): Record<string, unknown> {
+  return {
+    cpuRatio: m.cpuRatio,
+    reqRatio: m.reqRatio,
+    rowsPerRequest: m.rowsPerRequest,
+    rounds: m.rounds.map((r) => ({
+      off: { reqPerSec: r.off.wrk.reqPerSec, cpuUsPerReq: r.off.cpuUsPerReq, p99Ms: r.off.wrk.latencyMs.p99 },
+      on: { reqPerSec: r.on.wrk.reqPerSec, cpuUsPerReq: r.on.cpuUsPerReq, p99Ms: r.on.wrk.latencyMs.p99 },
+    })),
+  };
+}
+
+export async function runSteady(ctx: RunContext): Promise<PartResult> {
+  const pair = await startPair(ctx, 'steady');
+  const figures: Record<string, unknown> = {};
+  const checks: TargetCheck[] = [];
+  try {
+    for (const name of ['mapped', 'combine'] as const) {
+      const script = writeWrkScript(ctx.dir, `steady-${name}`, scenarioByName(name).pool(BASE_SEED));
+      const m = await measure(ctx, pair, `steady ${name}`, () => script);
+      figures[name] = summary(m);
+      const check = cpuCheck(ctx, `steady ${name === 'combine' ? 'dynamic combine' : name} (players seen)`, m, STEADY_CPU_BOUND);
+      checks.push(check);
+      ctx.say(`verdict: ${check.what}: ${check.measured}  ${check.verdict}`);
+    }
+  } finally {
+    await stopPair(ctx, pair);
+  }
+  return { part: 'steady', figures, checks };
+}
+
+export async function runSpike(ctx: RunContext): Promise<PartResult> {
+  const pair = await startPair(ctx, 'spike');
+  try {
+    // Both servers get the same new players in a round (each records into its own table, or none).
+    const scripts = new Map<number, string>();
+    const script = (round: number): string => {
+      let path = scripts.get(round);
+      if (path === undefined) scripts.set(round, (path = writePlayersScript(ctx.dir, `spike-${round + 1}`, `spike${round + 1}-`, 0, 0).path));
+      return path;
+    };
+    const m = await measure(ctx, pair, 'spike', (round) => script(round));
+    const cpu = cpuCheck(ctx, 'launch spike (a new player every request, 3 experiments)', m, SPIKE_CPU_BOUND);
+    const req: TargetCheck = {
+      what: `launch spike: req/s on/off >= ${SPIKE_REQ_BOUND.toFixed(2)}`,
+      measured: figureAgainst(m.reqRatio, 3, SPIKE_REQ_BOUND, true),
+      verdict: speedVerdict(ctx.opts, m.reqRatio >= SPIKE_REQ_BOUND),
+    };
+    for (const c of [cpu, req]) ctx.say(`verdict: ${c.what}: ${c.measured}  ${c.verdict}`);
+    return { part: 'spike', figures: summary(m), checks: [cpu, req] };
+  } finally {
+    await stopPair(ctx, pair);
+  }
+}

@@ -1,0 +1,90 @@
+// `npm run bench:exposures` is a user-facing tool: this runs its smoke mode end to end, as a
+// subprocess, against real servers (SQLite and a throwaway PostgreSQL it stops and starts), and
+// checks the correctness lines its targets are judged on: the exact rows of the launch and of the
+// fleet, the outage's errors, drop count and resumption. Speed verdicts read n/a in smoke runs.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { wrkAvailable } from '../../bench/harness/wrk.js';
+import type { PartResult } from '../../bench/exposures/options.js';
+import type { TargetCheck } from '../../bench/load/targets.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const outDir = mkdtempSync(join(tmpdir(), 'rcd-bench-exposures-test-'));
+
+afterAll(() => rmSync(outDir, { recursive: true, force: true }));
+
+function runExposures(args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(root, 'dist/bench/exposures/exposures.js'), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const timer = setTimeout(() => {
+      // SIGTERM lets the benchmark stop the servers and PostgreSQL it started.
+      child.kill('SIGTERM');
+      reject(new Error(`bench:exposures did not finish in ${timeoutMs} ms:\n${output}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
+  });
+}
+
+interface ExposuresResults {
+  readonly kind: string;
+  readonly parts: readonly PartResult[];
+  readonly checks: readonly TargetCheck[];
+}
+
+describe('npm run bench:exposures -- --smoke', () => {
+  it('runs every part against real servers and finds the tables exact', async () => {
+    const { code, output } = await runExposures(['--smoke', '--check', '--out', outDir], 280_000);
+    if (!wrkAvailable()) {
+      expect(code).toBe(2);
+      expect(output).toContain('apt-get install wrk');
+      return;
+    }
+    expect(code, output).toBe(0);
+    // The launch: 2,000 new players, exactly 2,000 rows in each of the three experiments, the split exact.
+    expect(output).toMatch(/^verdict: launch: exactly 2,000 rows per experiment, split as the mod ranges say: 2,000 \/ 2,000 \/ 2,000 rows \(3 experiments\) of 2,000 players; split exact, per-hour counts agree {2}pass$/m);
+    // The outage: no delivery error, every row either written or counted as dropped, and writing resumed.
+    expect(output).toMatch(/^verdict: outage: 0 delivery errors: 0 in [\d,]+ answers .* {2}pass$/m);
+    expect(output).toMatch(/^verdict: outage: the drop counter says what was lost .* {2}pass$/m);
+    expect(output).toMatch(/^verdict: outage: writing resumes by itself .*: resumed after \d+ ms.* {2}pass$/m);
+    // The fleet: the same 2,000 players on three nodes, one row each.
+    expect(output).toMatch(/^verdict: fleet: the same players on 3 nodes are one row each: 2,000 \/ 2,000 \/ 2,000 rows .* {2}pass$/m);
+    // Speed is not judged in a smoke run.
+    for (const what of ['steady mapped', 'steady dynamic combine', 'launch spike', 'launch: writer lag', 'outage: delivery p99']) {
+      expect(output).toMatch(new RegExp(`^verdict: ${what}.* {2}n/a$`, 'm'));
+    }
+    expect(output).toMatch(/^targets: 5 pass, 0 FAIL, 6 n\/a$/m);
+
+    const file = readdirSync(outDir).find((f) => /-exposures\.json$/.test(f));
+    expect(file, output).toBeDefined();
+    const r = JSON.parse(readFileSync(join(outDir, file!), 'utf8')) as ExposuresResults;
+    expect(r.kind).toBe('exposures');
+    expect(r.parts.map((p) => p.part)).toEqual(['steady', 'spike', 'launch', 'outage', 'fleet']);
+    const launch = r.parts.find((p) => p.part === 'launch')!.figures as { rows: number; rowsPerExperiment: number[]; counters: { dropped: number } };
+    expect(launch.rowsPerExperiment).toEqual([2000, 2000, 2000]);
+    expect(launch.rows).toBe(6000);
+    expect(launch.counters.dropped).toBe(0);
+    // The smoke outage's queue is small enough to overflow: the drop counter must have counted something.
+    const outage = r.parts.find((p) => p.part === 'outage')!.figures as { counters: { dropped: number }; resumedMs: number | null };
+    expect(outage.counters.dropped).toBeGreaterThan(0);
+    expect(outage.resumedMs).not.toBeNull();
+  }, 300_000);
+
+  it('refuses bad options with exit code 2', async () => {
+    const bad = await runExposures(['--parts', 'nothing'], 30_000);
+    expect(bad.code).toBe(2);
+    expect(bad.output).toContain('--parts');
+    const players = await runExposures(['--players', '0'], 30_000);
+    expect(players.code).toBe(2);
+    expect(players.output).toContain('--players');
+  });
+});
