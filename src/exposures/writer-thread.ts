@@ -36,7 +36,7 @@ const RETRY_MAX_MS = 2000;
  * the connection is dropped and opened again. The late transaction may still commit; writing its rows
  * again inserts and counts nothing twice (postgres.ts).
  */
-const WRITE_TIMEOUT_MS = 30_000;
+const WRITE_TIMEOUT_MS = 10_000;
 /** Rows refused by the database itself (not its state) are logged at most this often. */
 const REFUSED_LOG_MS = 60_000;
 
@@ -144,12 +144,15 @@ async function writeSplitting(target: Target, rows: readonly ExposureRow[]): Pro
 async function ensureTarget(): Promise<Target | null> {
   if (state.target !== null) return state.target;
   const kind = (state.kind ??= await loadKind());
+  const opening = kind.open();
   try {
-    state.target = { kind, writer: await kind.open() };
+    state.target = { kind, writer: await inTime(opening) };
     if (!state.everOpened) logInfo(`exposures: recording to ${where}`);
     state.everOpened = true;
     return state.target;
   } catch (err) {
+    // An opening that answers after its time is closed at once: the next try opens its own.
+    if (err instanceof WriteTimeout) opening.then((late) => late.close(), () => undefined).catch(() => undefined);
     noteFailure(kind.describe(err));
     return null;
   }
@@ -161,13 +164,13 @@ class WriteTimeout extends Error {
   }
 }
 
-/** The write, or a rejection once it has had no answer for WRITE_TIMEOUT_MS. */
-function writeInTime(target: Target, rows: readonly ExposureRow[]): Promise<WriteOutcome> {
+/** `work`, or a WriteTimeout once it has had no answer for WRITE_TIMEOUT_MS (an opening or a write). */
+function inTime<T>(work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new WriteTimeout()), WRITE_TIMEOUT_MS);
   });
-  return Promise.race([writeSplitting(target, rows), late]).finally(() => clearTimeout(timer));
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 /** One write of the oldest rows; true when it succeeded. */
@@ -177,7 +180,7 @@ async function writeOnce(): Promise<boolean> {
   const rows = held.peek(BATCH_ROWS);
   let outcome: WriteOutcome;
   try {
-    outcome = await writeInTime(target, rows);
+    outcome = await inTime(writeSplitting(target, rows));
   } catch (err) {
     if (err instanceof WriteTimeout) {
       noteFailure(err.message);
