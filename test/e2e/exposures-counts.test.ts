@@ -1,9 +1,10 @@
 /**
  * Exact exposure counts on a real server, in SQLite and in PostgreSQL (docs/experiments.md,
  * "Exactness"): 3,000 distinct players sent over many connections at once through four endpoints,
- * a third of them again, give exactly 3,000 rows; each player's row holds the variant its answers
- * named in meta.seg (two delivery loops, each with its own repeat filter), the per-hour counts sum to the same split, and the readout reports it with the
- * chi-square of that split against the configured shares.
+ * a third of them again, to a server with two delivery loops (each its own repeat filter), give
+ * exactly 3,000 rows; each player's row holds the variant its answers named in meta.seg, the
+ * per-hour counts sum to the same split, and the readout reports it with the chi-square of that
+ * split against the configured shares.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
