@@ -5,13 +5,14 @@
  * of the content-only endpoint, the plain combine or an error; a row holds u exactly as sent, the
  * variant meta.seg named, v and the dimensions of --exposure-dimensions. The first exposure wins: a
  * player moved to another variant by an edit keeps variant and first_seen and gets moved_to. Without
- * --exposures nothing is recorded and the readout says recording:false.
+ * --exposures nothing is recorded and the readout says recording:false; a SQLite exposure file that
+ * is the config store's own is refused at the start.
  */
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { call, errorCode, startServer, tempDir, type Reply, type ServerProcess } from '../helpers/server-process.js';
+import { call, errorCode, serveUntilExit, startServer, tempDir, type Reply, type ServerProcess } from '../helpers/server-process.js';
 import { experimentOf, experimentsOf, metricTotal, perVariant, playersIn, readExposures, variantOf, type ExposureRecord, type Recorded } from '../helpers/exposures.js';
 import { until } from '../helpers/until.js';
 
@@ -300,3 +301,18 @@ describe('exposures off (the default)', () => {
     }
   });
 });
+
+describe('the exposure file', () => {
+  it('may not be the config store\'s own file: the start is refused, naming the flag', async () => {
+    const own = tempDir();
+    try {
+      const store = `sqlite:${join(own, 'rcd.db')}`;
+      const exit = await serveUntilExit(['--store', store, '--exposures', store, '--port', '0', '--admin', 'false'], own);
+      expect(exit.code).not.toBe(0);
+      expect(exit.stdout + exit.stderr).toMatch(/--exposures sqlite:\S+ is the config store's file/);
+    } finally {
+      rmSync(own, { recursive: true, force: true });
+    }
+  });
+});
+
