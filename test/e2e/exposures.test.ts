@@ -309,7 +309,7 @@ describe('the exposure file', () => {
       const store = `sqlite:${join(own, 'rcd.db')}`;
       const exit = await serveUntilExit(['--store', store, '--exposures', store, '--port', '0', '--admin', 'false'], own);
       expect(exit.code).not.toBe(0);
-      expect(exit.stdout + exit.stderr).toMatch(/--exposures sqlite:\S+ is the config store's file/);
+      expect(exit.stdout + exit.stderr).toMatch(/--exposures .*store/);
     } finally {
       rmSync(own, { recursive: true, force: true });
     }
