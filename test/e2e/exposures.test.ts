@@ -1,7 +1,7 @@
 /**
  * Experiment exposures on a real server (docs/experiments.md), recorded in SQLite: every answer
  * that applies a variant writes its player's row (the wrapped endpoint with and without
- * responseType, the dynamic combine also when a plan answers it, OFREP single and bulk), and none
+ * responseType, the dynamic combine also when a plan answers it, OFREP single and bulk, a 304), and none
  * of the content-only endpoint, the plain combine or an error; a row holds u exactly as sent, the
  * variant meta.seg named, v and the dimensions of --exposure-dimensions. The first exposure wins: a
  * player moved to another variant by an edit keeps variant and first_seen and gets moved_to. Without
@@ -189,6 +189,14 @@ describe('exposures from every endpoint that applies a variant', () => {
     expect(((await ok(post(srv.url, '/api/v1/config/Empty/dynamic', { u: '' }, OTHER_KEY))).json as Wrapped).meta.seg).toEqual(emptySeg);
     await ok(post(srv.url, '/ofrep/v1/evaluate/flags/Empty', { context: { targetingKey: '' } }, OTHER_KEY));
     expect1('other', 'Empty:ab', '', emptySeg, 'ab', null, {});
+
+    // A 304 applied the variant too (the client holds it): a tag from the server without
+    // --exposures (the same bundle, so the same tag) revalidated here is this player's first exposure.
+    const tagged = { u: 'etag-1', p: { country: 'SE' } };
+    const fromOff = await ok(post(off.url, '/api/v1/config/Game/dynamic', tagged));
+    const revalidated = await call(srv.url, '/api/v1/config/Game/dynamic', { key: KEY, body: JSON.stringify(tagged), headers: { 'if-none-match': fromOff.headers.get('etag') ?? '' } });
+    expect(revalidated.status).toBe(304);
+    expect1('live', 'Game:theme', tagged.u, (fromOff.json as Wrapped).meta.seg, 'theme', null, { country: 'SE' });
 
     const rec = await settled(expected.length);
     const rows = rec.rows.map(expectedOf).sort(byKey);
