@@ -39,6 +39,20 @@ async function wrappedVariant(srv: ServerProcess, key: string, u: string): Promi
   }
 }
 
+/** `until`, failing with what the server recorded and said: rows, the writer's counters, its output's end. */
+async function waitFor(what: string, srv: ServerProcess, exposures: string, cond: () => Promise<boolean>, ms: number): Promise<void> {
+  try {
+    await until(what, cond, ms, 100);
+  } catch (err) {
+    const rows = (await readExposures(exposures).catch(() => ({ rows: [] }))).rows.length;
+    const counters = [];
+    for (const name of ['rcd_exposures_total', 'rcd_exposures_dropped_total', 'rcd_exposure_rows_written_total', 'rcd_exposure_write_failures_total', 'rcd_exposure_queue_rows']) {
+      counters.push(`${name} ${srv.metricsUrl === null ? '?' : await metricTotal(srv.metricsUrl, name)}`);
+    }
+    throw new Error(`${(err as Error).message}: ${rows} rows; ${counters.join(', ')}; the server's output ends:\n${srv.stdout().slice(-2000)}\n${srv.stderr().slice(-2000)}`, { cause: err });
+  }
+}
+
 describe('the exposure database stopped under delivery load', () => {
   it('delivery answers every request, the drop counter says what was lost, writing resumes', async () => {
     const pg: RunningPostgres = await startPostgres();
@@ -46,8 +60,9 @@ describe('the exposure database stopped under delivery load', () => {
     const exposures = (await createDatabase(pg.url)).url;
     const KEY = 'exposures-outage-key';
     const bundle = { environments: { live: { keys: [KEY], content: { Arena: { json: { mode: 'classic' }, mapping: MAPPING } } } } };
-    // The store is SQLite: only the exposure database goes away.
-    const srv = await startServer({ admin: true, metrics: true, bundle, args: ['--exposures', exposures, '--exposure-queue', '64'] });
+    // The store is SQLite: only the exposure database goes away. The writer's queue holds what the
+    // writer has in hand while the database answers (a few batches of 50 ms), not an outage of 3 s.
+    const srv = await startServer({ admin: true, metrics: true, bundle, args: ['--exposures', exposures, '--exposure-queue', '500'] });
     running.push(srv);
 
     const problems: string[] = [];
@@ -59,7 +74,7 @@ describe('the exposure database stopped under delivery load', () => {
     };
     // Before: every player written.
     await inParallel(200, 8, (i) => ask(`before-${i}`));
-    await until('the first 200 rows', async () => (await readExposures(exposures)).rows.length === 200, 10_000, 50);
+    await waitFor('the first 200 rows', srv, exposures, async () => (await readExposures(exposures)).rows.length === 200, 10_000);
     expect(await metricTotal(srv.metricsUrl!, 'rcd_exposures_dropped_total')).toBe(0);
 
     // Load: a new player every request, while the database stops for 3 s and starts again.
@@ -88,10 +103,10 @@ describe('the exposure database stopped under delivery load', () => {
       rows: (await readExposures(exposures)).rows.length,
       dropped: await metricTotal(srv.metricsUrl!, 'rcd_exposures_dropped_total'),
     });
-    await until('rows + dropped to account for every player', async () => {
+    await waitFor('rows + dropped to account for every player', srv, exposures, async () => {
       const a = await accounted();
       return a.rows + a.dropped >= sent;
-    }, 20_000, 200);
+    }, 20_000);
     await new Promise((r) => setTimeout(r, 500));
     const after = await accounted();
     expect(after.rows + after.dropped).toBe(sent);
@@ -103,10 +118,10 @@ describe('the exposure database stopped under delivery load', () => {
     const fresh = Array.from({ length: 100 }, (_, i) => `after-${i}`);
     await inParallel(fresh.length, 8, (i) => ask(fresh[i]!));
     expect(problems).toEqual([]);
-    await until('the players sent after the restart', async () => {
+    await waitFor('the players sent after the restart', srv, exposures, async () => {
       const players = new Set((await readExposures(exposures)).rows.map((r) => r.player));
       return fresh.every((u) => players.has(u));
-    }, 10_000, 100);
+    }, 10_000);
     expect(await metricTotal(srv.metricsUrl!, 'rcd_exposures_dropped_total')).toBe(after.dropped);
     const rec = await readExposures(exposures);
     expect(perVariant(rec, 'live', 'Arena:mode').counts).toEqual(perVariant(rec, 'live', 'Arena:mode').rows);
