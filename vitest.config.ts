@@ -27,6 +27,7 @@ export const SLOW_FILES: readonly string[] = [
   'test/e2e/fleet-postgres.test.ts',
   'test/e2e/schedule-fleet.test.ts',
   'test/e2e/postgres-outage.test.ts',
+  'test/unit/exposures/writer-outage.test.ts',
   // The wall clock: a staged rollout step by step and changes due across a restart (schedule-cli and
   // schedule-hardening apply changes at their time in npm test), thousands of pending changes and a
   // held snapshot (schedule-preview; admin-preview and schedule previews stay in npm test).

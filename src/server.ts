@@ -1,7 +1,8 @@
 /**
- * The composition root of `rcd serve`: control thread (store, admin) → delivery loops (each with its
- * directory, front cache and share of the worker pool; loop 0 on this thread, the others in loop
- * threads) → listening, and graceful shutdown in the reverse order.
+ * The composition root of `rcd serve`: control thread (store, admin) → the exposure writer (with
+ * --exposures) → delivery loops (each with its directory, front cache and share of the worker pool;
+ * loop 0 on this thread, the others in loop threads) → listening, and graceful shutdown in the
+ * reverse order.
  *
  * Start-up binds every listener before anything is written: a port in use stops the process before
  * the store is seeded or "listening on" is printed, with everything released.
@@ -23,8 +24,20 @@ import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles, typ
 import { humanLog, logError, logInfo } from './runtime/log.js';
 import { deliveryPriority } from './runtime/priority.js';
 import { describeStoreUrl, enableUriFilenames } from './store/url.js';
-import { Phase, S_PHASE, newLoopCounters, newServerCounters, requestsAnswered, type LoopCounters, type ServerCounters } from './metrics/layout.js';
+import {
+  L_EXPOSURES_DROPPED,
+  Phase,
+  S_PHASE,
+  newExposureCounters,
+  newLoopCounters,
+  newServerCounters,
+  requestsAnswered,
+  type ExposureCounters,
+  type LoopCounters,
+  type ServerCounters,
+} from './metrics/layout.js';
 import { startMetricsThread, type MetricsThread } from './metrics/client.js';
+import { ExposureWriterThread } from './exposures/writer-client.js';
 
 export interface RunningServer {
   readonly port: number;
@@ -40,6 +53,8 @@ export interface RunningServer {
 
 /** How long a crash of the main thread's loop waits for the loop threads to close their sockets. */
 const ABANDON_MS = 2000;
+/** The least time the exposure writer gets at shutdown to write what it holds. */
+const EXPOSURES_STOP_MIN_MS = 1000;
 
 /**
  * The delivery loop's own modules (its app and routes, the directory, the mapping compiler: ~0.1-0.15
@@ -82,7 +97,10 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   // Shared counters, created once: each loop and the control thread write theirs, the metrics listener reads them all.
   const loopCounters = Array.from({ length: config.httpThreads }, () => newLoopCounters());
   const serverCounters = newServerCounters();
-  const loopThreads = new LoopThreads(config, holdYoung, threadFeeds, loopCounters.slice(1), serverCounters, onFatal);
+  // With --exposures: the writer thread, a port to it for every loop, and its counters.
+  const exposureCounters = config.exposures === null ? null : newExposureCounters();
+  const exposures = exposureCounters === null ? null : startExposureWriter(config, exposureCounters, loopCounters);
+  const loopThreads = new LoopThreads(config, holdYoung, threadFeeds, loopCounters.slice(1), serverCounters, onFatal, exposures?.links.slice(1) ?? null);
   const control = new ControlThread(
     { config, holdYoungGeneration: holdYoung, counters: serverCounters },
     channels.map((c) => c.port2),
@@ -95,6 +113,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   const release = async (): Promise<void> => {
     await metrics?.close();
     await Promise.all([loop?.stop() ?? pool?.destroy(), loopThreads.stop()]);
+    await exposures?.stop(0);
     await control.close();
     feedPort.close();
   };
@@ -104,7 +123,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   // The metrics thread needs nothing of the store: it starts while the control thread loads the
   // directory (its module loading off the start's critical path; /metrics reports the starting
   // phase meanwhile). Its failure is awaited below, in order.
-  const metricsStarting = config.metricsEnabled ? startMetrics(config, startupTls.metrics, loopCounters, serverCounters) : null;
+  const metricsStarting = config.metricsEnabled ? startMetrics(config, startupTls.metrics, loopCounters, serverCounters, exposureCounters) : null;
   metricsStarting?.catch(() => undefined);
   // Registered first: the control thread's opening ends with `opened` (or its failure).
   const opening = control.opened();
@@ -133,8 +152,12 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
     const claimed = config.httpThreads > 1;
     const port = claimed ? await claimLoopsPort(config.host, config.port) : config.port;
     if (metricsStarting !== null) metrics = await metricsStarting;
-    // The loop owns the pool from here on (its start destroys it when it fails).
-    const mainLoop = Loop.start({ index: 0, config, feed, port, claimed, tls, counters: loopCounters[0]!, server: serverCounters }, pool);
+    // The writer listens on the loops' ports before any loop answers (the database may still be
+    // out of reach: it is retried in the background, and delivery never waits for it).
+    if (exposures !== null) await exposures.started();
+    // The loop owns the pool from here on (its start destroys it when it fails). `exposures`: the
+    // loop's link to the exposure writer, null when exposures are off.
+    const mainLoop = Loop.start({ index: 0, config, feed, port, claimed, tls, counters: loopCounters[0]!, server: serverCounters, exposures: exposures?.links[0] ?? null }, pool);
     pool = null;
     const othersListening = loopThreads.start(port, tls);
     try {
@@ -195,6 +218,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
 
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      const closeStarted = Date.now();
       stopWatchingTls();
       serverCounters[S_PHASE] = Phase.Draining;
       listening.markShuttingDown();
@@ -202,6 +226,9 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
       await control.stopAdmin();
       // Every loop: stop accepting, drain, close its connections, then its pool share.
       await Promise.all([listening.stop(), loopThreads.stop()]);
+      // The loops sent their last exposures as they stopped: the writer writes what it holds in what
+      // is left of the shutdown timeout (at least a second: a database that answers takes it all).
+      await exposures?.stop(Math.max(EXPOSURES_STOP_MIN_MS, config.shutdownTimeoutMs - (Date.now() - closeStarted)));
       stopLoopDelayLog();
       await metrics?.close();
       await control.close();
@@ -213,19 +240,36 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   return { port: listening.port, adminPort: opened.adminPort, fatal, close, reloadTls };
 }
 
-async function startMetrics(config: ServeConfig, tls: TlsMaterial | null, loops: readonly LoopCounters[], server: ServerCounters): Promise<MetricsThread> {
+async function startMetrics(config: ServeConfig, tls: TlsMaterial | null, loops: readonly LoopCounters[], server: ServerCounters, exposures: ExposureCounters | null): Promise<MetricsThread> {
   try {
     return await startMetricsThread({
       host: config.metricsHost,
       port: config.metricsPort,
       loops,
       server,
+      exposures,
+      exposureSource: config.exposures,
       tls: config.metricsTls === null || tls === null ? null : { files: config.metricsTls, material: tls },
       log: { level: config.logLevel, format: config.logFormat },
     });
   } catch {
     throw new StartupError(`cannot listen on the metrics address ${config.metricsHost}:${config.metricsPort} (the port is in use or not permitted; --metrics false turns metrics off)`);
   }
+}
+
+/**
+ * The exposure writer thread (docs/experiments.md). Its once-a-minute drop line sums the loops'
+ * dropped-row counters (each loop's L_EXPOSURES_DROPPED, read from their shared arrays).
+ */
+function startExposureWriter(config: ServeConfig, counters: ExposureCounters, loops: readonly LoopCounters[]): ExposureWriterThread {
+  const target = config.exposures!;
+  return new ExposureWriterThread({
+    target: { kind: target.kind, url: target.url },
+    loops: config.httpThreads,
+    counters,
+    drops: { counters: loops, slot: L_EXPOSURES_DROPPED },
+    log: { level: config.logLevel, format: config.logFormat },
+  });
 }
 
 async function claimLoopsPort(host: string, port: number): Promise<number> {

@@ -11,6 +11,8 @@ import { Audit } from './screens/audit.js';
 import { ContentItem } from './screens/content-item.js';
 import { ContentList } from './screens/content-list.js';
 import { Environments } from './screens/environments.js';
+import { ExperimentScreen } from './screens/experiment.js';
+import { Experiments } from './screens/experiments.js';
 import { Keys } from './screens/keys.js';
 import { Promote } from './screens/promote.js';
 import { ScheduleScreen } from './screens/schedule.js';
@@ -31,6 +33,8 @@ function Screen({ hash }: { hash: string }): preact.JSX.Element {
   if (parts[0] === 'env' && parts[1] !== undefined) {
     if (parts[2] === 'keys') return <Keys env={parts[1]} />;
     if (parts[2] === 'schedule') return <ScheduleScreen env={parts[1]} />;
+    if (parts[2] === 'experiments' && parts[3] !== undefined) return <ExperimentScreen key={`${parts[1]}/${parts[3]}`} env={parts[1]} name={parts[3]} />;
+    if (parts[2] === 'experiments') return <Experiments key={parts[1]} env={parts[1]} />;
     if (parts[2] === 'content' && parts[3] !== undefined) return <ContentItem key={`${parts[1]}/${parts[3]}`} env={parts[1]} id={parts[3]} />;
     return <ContentList env={parts[1]} />;
   }

@@ -171,6 +171,7 @@ async function open(): Promise<void> {
           metrics: scheduleMetrics(init.counters),
         },
         previews: { maxOps: config.previewMaxOps, concurrency: config.previewConcurrency },
+        exposures: config.exposures,
       });
     } catch (err) {
       throw new Error(`cannot listen on the admin address ${config.adminHost}:${config.adminPort}: ${describe(err)}`);

@@ -1,8 +1,9 @@
 /**
- * A request body as uWS hands it over, and its JSON (lifecycle.ts, the OFREP request; the
- * benchmark's floor, bench/ceiling.ts, does the same). HOT PATH: every content request.
+ * A request body as uWS hands it over, and its JSON (lifecycle.ts, the native and the OFREP context
+ * parsers; the benchmark's floor, bench/ceiling.ts, does the same). HOT PATH: every content request.
  */
 import { runInNewContext } from 'node:vm';
+import { RcdError } from '../runtime/errors.js';
 
 // Faster than Buffer.from(chunk).toString() on request bodies, and one object less.
 // ignoreBOM keeps a leading BOM in the text, as Buffer#toString does: JSON.parse then refuses it.
@@ -38,3 +39,16 @@ export function bodyText(kept: Buffer[] | null, last: ArrayBuffer): string {
  * made once per thread, a small fixed heap cost.
  */
 export const parseBodyJson = runInNewContext('JSON.parse') as (text: string) => unknown;
+
+/**
+ * A request body's JSON value, for the native and the OFREP body alike; throws RcdError invalid_json
+ * when the body is empty (`empty`: what to send instead) or is not JSON.
+ */
+export function bodyJson(text: string, empty: string): unknown {
+  if (text.length === 0) throw new RcdError('invalid_json', empty);
+  try {
+    return parseBodyJson(text);
+  } catch {
+    throw new RcdError('invalid_json', 'the request body is not valid JSON');
+  }
+}

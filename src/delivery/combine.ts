@@ -26,6 +26,7 @@ import type { UidBlock } from './wire/header-block.js';
 import { ACCEPT_GZIP } from './encoding.js';
 import type { ContentFields } from './content-fields.js';
 import * as contentAnswer from './content-answer.js';
+import * as exposureNotes from './exposure-notes.js';
 
 // The functions a request calls, as this module's own consts (wire/README.md, "Module consts").
 const { chooseRevision } = directory;
@@ -38,6 +39,7 @@ const { currentPlanOf, planMemoOf, planTagOf, planTagOfPath, rememberPlanTagPath
 const { plannedAnswer } = plannedAnswers;
 const { combineBody, combineGzipBody } = combineBodies;
 const { answeredNotModified, cacheControlOf, combinationOf, missJob, prepareUser, rulePathOf } = contentAnswer;
+const { noteCombinationExposures, notePlanExposures, notePlanPathExposures } = exposureNotes;
 
 export function startCombine(r: ContentFields, ctx: UserContext): void {
   const q = compiledCombineQuery(r.query, r.state.config.maxCombineIds);
@@ -78,6 +80,8 @@ function answeredByPlan(r: ContentFields, plan: CombinePlan, ctx: UserContext): 
       if (gzip && known.compressed) return false;
       r.tag = known.tag;
       r.tagUid = true;
+      const exposures = r.state.exposures;
+      if (exposures !== null) notePlanPathExposures(exposures, r, plan, planPath, onePath, ctx);
       return answerPlanned(r, plan, known.heads!, known.block);
     }
   }
@@ -116,6 +120,8 @@ function answeredByPlan(r: ContentFields, plan: CombinePlan, ctx: UserContext): 
     for (let k = 0; k < mapped.length; k++) parts = withMappedPart(parts, k, combinations[k]!);
     r.tag = combineTag(plan.baseTag, plan.kind, r.uid, parts, mapped.length);
   }
+  const exposures = r.state.exposures;
+  if (exposures !== null) notePlanExposures(exposures, r, plan, combinations, ctx);
   return answerPlanned(r, plan, heads, block);
 }
 
@@ -221,6 +227,7 @@ function startCombineItems(r: ContentFields, q: CompiledCombineQuery, ctx: UserC
   let mappedParts = '';
   let mappedCount = 0;
   const entries = q.entries;
+  const exposures = r.state.exposures;
   for (let i = 0; i < entries.length; i++) {
     const entry = entries[i]!;
     const content = contents.get(entry.lookup);
@@ -234,6 +241,7 @@ function startCombineItems(r: ContentFields, q: CompiledCombineQuery, ctx: UserC
     if (planItems !== null) revisions += rev.revId + ',';
     const combination = combinationOf(r, q.kind, content, ctx);
     const mapped = q.kind !== JobKind.Plain && content.mappingId !== 0;
+    if (mapped && exposures !== null) noteCombinationExposures(exposures, r, content, combination!, ctx);
     description += entry.tagPrefix + itemTag(q.kind, rev, content.mappingId, null);
     if (mapped) mappedParts = withMappedPart(mappedParts, mappedCount++, combination);
     const key = frontKeyOf(q.kind, rev.revId, content.mappingId, combination);

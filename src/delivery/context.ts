@@ -13,7 +13,7 @@
  */
 import { RcdError } from '../runtime/errors.js';
 import { NO_VERSION, comparableVersionOf, parseAppVersion, type ComparableVersion } from '../shared/app-version.js';
-import { parseBodyJson } from './body.js';
+import { bodyJson } from './body.js';
 import { MAX_JSON_DEPTH, exceedsDepth } from '../shared/json-limits.js';
 
 export interface UserContext {
@@ -29,14 +29,7 @@ export const EMPTY_BODY = 'the request body is empty; send a JSON object such as
 
 /** Parses and validates a body; throws RcdError invalid_json / invalid_body. */
 export function parseUserContext(text: string): UserContext {
-  if (text.length === 0) throw new RcdError('invalid_json', EMPTY_BODY);
-  let root: unknown;
-  try {
-    root = parseBodyJson(text);
-  } catch {
-    throw new RcdError('invalid_json', 'the request body is not valid JSON');
-  }
-  return validateUserContext(root, text.length);
+  return validateUserContext(bodyJson(text, EMPTY_BODY), text.length);
 }
 
 /**

@@ -33,12 +33,15 @@ import type { EnvView } from './directory.js';
 import { keepEntry, renderedOf, type FrontKey, type Rendered } from './front-cache.js';
 import type { FrontEndState } from './state.js';
 import * as reply from './wire/reply.js';
+import * as recorder from '../exposures/recorder.js';
+import type { HeldExposures } from '../exposures/recorder.js';
 
 // The functions a request calls, as this module's own consts (wire/README.md, "Module consts").
 const { nowMs } = clock;
 const { L_FRONT_HITS, L_FRONT_MISSES, recordTimedRequest } = metrics;
 const { bodyText, keptChunk } = body;
 const { enterUwsCall, holdConnection, leaveUwsCall } = reply;
+const { commitHeld, settleStaged } = recorder;
 
 const STARTING_MESSAGE = 'the server is starting: its keys and content may not all be loaded yet; retry shortly';
 const STORE_UNAVAILABLE_MESSAGE = 'the store is unreachable and this content is not loaded on this node yet';
@@ -89,6 +92,8 @@ export abstract class DeliveryRequest implements JobSink {
   declare answeredBytes: number;
   /** The clock (metrics/clock.ts) when the handler took the request: the latency histogram's start. */
   declare readonly t0: number;
+  /** Experiment exposures noted for this answer while the render pool works for it (committed if it succeeds), or null. */
+  declare heldExposures: HeldExposures | null;
 
   constructor(
     state: FrontEndState,
@@ -125,6 +130,7 @@ export abstract class DeliveryRequest implements JobSink {
     this.outcome = Outcome.Hit;
     this.answeredBytes = 0;
     this.t0 = nowMs();
+    this.heldExposures = null;
     state.inFlight++;
   }
 
@@ -232,6 +238,9 @@ export abstract class DeliveryRequest implements JobSink {
     } catch (err) {
       this.refused(err);
     }
+    // Exposures count for answers that succeed: settled once the answer (or the pool's work) is decided.
+    const exposures = this.state.exposures;
+    if (exposures !== null && exposures.owner === this) this.heldExposures = settleStaged(exposures, this, this.done, answeredWell(this.status));
   }
 
   /** A refusal thrown by start: its error answer; anything else (or after writing began) is a failure. */
@@ -303,6 +312,11 @@ export abstract class DeliveryRequest implements JobSink {
     this.done = true;
     const state = this.state;
     state.inFlight--;
+    const held = this.heldExposures;
+    if (held !== null) {
+      this.heldExposures = null;
+      if (answeredWell(this.status)) commitHeld(state.exposures!, held);
+    }
     const counters = state.counters;
     const route = this.metricRoute;
     const ms = nowMs() - this.t0;
@@ -312,4 +326,9 @@ export abstract class DeliveryRequest implements JobSink {
       recordAccess(access, counters, state.loop, route, this.status, this.outcome, this.status === 0 ? 0 : this.answeredBytes, ms, this.keyId);
     }
   }
+}
+
+/** A status whose answer applied what the rules chose (an exposure): 200, or 304 (the client holds it). */
+function answeredWell(status: number): boolean {
+  return status === 200 || status === 304;
 }

@@ -8,6 +8,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { ServeConfig } from '../runtime/config.js';
 import type { TlsMaterial } from '../runtime/tls.js';
 import type { LoopCounters, ServerCounters } from '../metrics/layout.js';
+import type { ExposureLink } from '../exposures/protocol.js';
 
 /** The loop thread's workerData. */
 export interface LoopInit {
@@ -21,6 +22,8 @@ export interface LoopInit {
   /** This loop's counters and the server's (shared memory: the metrics listener reads them). */
   readonly counters: LoopCounters;
   readonly server: ServerCounters;
+  /** This loop's link to the exposure writer (its port transferred, the queue counter shared), or null when exposures are off. */
+  readonly exposures: ExposureLink | null;
 }
 
 export type LoopCommand =

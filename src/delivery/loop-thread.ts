@@ -68,7 +68,7 @@ async function start(port: number, tls: TlsMaterial | null): Promise<void> {
   try {
     // The loop owns the pool from here on (start destroys it when it fails).
     thread.pool = null;
-    thread.loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, port, claimed: true, tls, counters: init.counters, server: init.server }, started);
+    thread.loop = await DeliveryLoop.start({ index: init.index, config: init.config, feed, port, claimed: true, tls, counters: init.counters, server: init.server, exposures: init.exposures }, started);
   } catch (err) {
     post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
     return;

@@ -9,6 +9,7 @@ import { StartupError, type ServeConfig } from '../runtime/config.js';
 import type { TlsMaterial } from '../runtime/tls.js';
 import type { LoopCommand, LoopEvent, LoopInit } from './loop-protocol.js';
 import type { LoopCounters, ServerCounters } from '../metrics/layout.js';
+import type { ExposureLink } from '../exposures/protocol.js';
 
 /** What one loop thread answered to a certificate rotation. */
 export interface LoopRotation {
@@ -40,6 +41,8 @@ export class LoopThreads {
    * @param feeds the loops' ends of their feeds, one per loop thread (transferred), in loop order 1..N-1
    * @param counters the loops' shared counters, in the same order as `feeds`
    * @param onFatal called once a loop crashes or ends while the server runs
+   * @param exposures each loop thread's link to the exposure writer (its port transferred), in the same
+   *   order as `feeds`; null or absent when exposures are off
    */
   constructor(
     config: ServeConfig,
@@ -48,12 +51,15 @@ export class LoopThreads {
     counters: readonly LoopCounters[],
     server: ServerCounters,
     onFatal: (reason: string) => void,
+    exposures: readonly ExposureLink[] | null = null,
   ) {
     this.onFatal = onFatal;
     feeds.forEach((feed, i) => {
       const index = i + 1;
-      const workerData: LoopInit = { index, config, feed, holdYoungGeneration, counters: counters[i]!, server };
-      const worker = new Worker(new URL('./loop-thread.js', import.meta.url), { workerData, transferList: [feed] });
+      const link = exposures?.[i] ?? null;
+      const workerData: LoopInit = { index, config, feed, holdYoungGeneration, counters: counters[i]!, server, exposures: link };
+      const transferList = link === null ? [feed] : [feed, link.port];
+      const worker = new Worker(new URL('./loop-thread.js', import.meta.url), { workerData, transferList });
       const loop: LoopWorker = { index, worker, exit: Promise.resolve(), exited: false, waiter: null, rotations: new Map() };
       worker.on('message', (event: LoopEvent) => this.onEvent(loop, event));
       worker.on('error', (err: Error) => this.fail(loop, `delivery loop ${index} failed: ${err.stack ?? err.message}`));

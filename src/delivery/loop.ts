@@ -24,6 +24,8 @@ import { compileHttpPolicy } from './http-policy.js';
 import type { FrontEndState } from './state.js';
 import { ACCESS_REPORT_MS, newAccessSampler, reportAccess } from './access-log.js';
 import { newKeyUse, takeKeyUse } from './key-use.js';
+import { newExposureRecorder, stopRecorder, type ExposureRecorder } from '../exposures/recorder.js';
+import type { ExposureLink } from '../exposures/protocol.js';
 import { L_APPLIED_SEQ, L_FRONT_BYTES, L_FRONT_ENTRIES, L_IN_FLIGHT, L_POOL_PENDING, L_STREAMS, type LoopCounters, type ServerCounters } from '../metrics/layout.js';
 
 /**
@@ -70,6 +72,11 @@ export interface LoopOptions {
   /** This loop's shared counters (created by the main thread, read by the metrics listener). */
   readonly counters: LoopCounters;
   readonly server: ServerCounters;
+  /**
+   * This loop's link to the exposure writer (its port and the writer's queue counter), given when
+   * config.exposures is set; absent or null: the loop notes no exposures.
+   */
+  readonly exposures?: ExposureLink | null;
 }
 
 export class DeliveryLoop {
@@ -150,6 +157,7 @@ export class DeliveryLoop {
       ),
       storeAvailable: true,
       server: opts.server,
+      exposures: exposureRecorderOf(opts),
       scratch: newRequestScratch(),
       onInternalError: rateLimitedErrorLogger(1000),
     };
@@ -185,7 +193,7 @@ export class DeliveryLoop {
 
   /**
    * Stops accepting, waits for in-flight requests (bounded by the shutdown timeout), closes the
-   * remaining connections, then stops this loop's pool share and sends the last key use.
+   * remaining connections, then stops this loop's pool share and sends the last key use and exposures.
    */
   stop(): Promise<void> {
     this.stopping ??= (async () => {
@@ -199,6 +207,8 @@ export class DeliveryLoop {
       // Closes keep-alive connections too, of the current app and of those a rotation retired.
       this.listener.close();
       await this.pool.destroy();
+      // The exposures of every request answered: the last batch, before the writer stops.
+      if (this.state.exposures !== null) stopRecorder(this.state.exposures);
       reportKeyUse(this.feed, this.state);
       if (this.state.access !== null) reportAccess(this.feed, this.state.access);
     })();
@@ -224,6 +234,13 @@ function scheduleTestCrash(index: number, spec: string | undefined): void {
   setTimeout(() => {
     throw new Error(`${CRASH_VARIABLE}: delivery loop ${index} crashed on purpose`);
   }, Number(m[2]));
+}
+
+/** The loop's exposure recorder: with --exposures set and a link to the writer given, else none. */
+function exposureRecorderOf(opts: LoopOptions): ExposureRecorder | null {
+  const link = opts.exposures ?? null;
+  const settings = opts.config.exposures;
+  return link === null || settings === null ? null : newExposureRecorder(link, settings, opts.counters);
 }
 
 function sampleGauges(state: FrontEndState): void {

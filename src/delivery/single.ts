@@ -22,6 +22,7 @@ import { Coding } from './etag.js';
 import { ACCEPT_BR, ACCEPT_GZIP, PREFER_BR } from './encoding.js';
 import { Route, type ContentFields } from './content-fields.js';
 import * as contentAnswer from './content-answer.js';
+import * as exposureNotes from './exposure-notes.js';
 
 // The functions a request calls, as this module's own consts (wire/README.md, "Module consts").
 const { chooseRevision, lookupContent } = directory;
@@ -32,6 +33,7 @@ const { checkPlainQuery, wrappedKind } = query;
 const { sendContent, sendWrapped } = reply;
 const { itemTag } = etag;
 const { answeredNotModified, missJob, prepareUser, rulePathOf } = contentAnswer;
+const { notePathExposures } = exposureNotes;
 
 export function startSingle(r: ContentFields, ctx: UserContext): void {
   let kind: JobKind;
@@ -59,6 +61,8 @@ export function startSingle(r: ContentFields, ctx: UserContext): void {
       // The rules' path first: an answer kept for it is found without its combination's objects.
       rulePath = r.state.scratch.rulePath;
       pathLength = rulePathOf(r, content, ctx, rulePath);
+      const exposures = r.state.exposures;
+      if (exposures !== null) notePathExposures(exposures, r, content, rulePath, pathLength, ctx);
       const known = pathEntryOf(r.state.frontCache, kind, rev.revId, content.mappingId, rulePath, pathLength);
       if (known !== null) {
         answerKnown(r, known);

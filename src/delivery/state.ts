@@ -14,6 +14,7 @@ import type { LoopCounters, ServerCounters } from '../metrics/layout.js';
 import type { AccessSampler } from './access-log.js';
 import type { KeyUse } from './key-use.js';
 import type { RequestScratch } from './request-scratch.js';
+import type { ExposureRecorder } from '../exposures/recorder.js';
 
 export interface FrontEndState {
   directory: Directory;
@@ -43,6 +44,8 @@ export interface FrontEndState {
   readonly server: ServerCounters;
   /** The sampled access log (--access-log), or null when it is off. */
   readonly access: AccessSampler | null;
+  /** Experiment exposures this loop notes for the writer (--exposures), or null when they are off: the request path tests this alone. */
+  readonly exposures: ExposureRecorder | null;
   /** Arrays reused by the request this loop is handling (request-scratch.ts). */
   readonly scratch: RequestScratch;
   /** Called once for each unexpected failure (logged, never sent to the client). */

@@ -3,6 +3,7 @@
  * exposures a loop noted since its last send, as columns, and the one shared counter a loop reads
  * before it queues more. Both sides import this module and nothing else of each other.
  */
+import type { MessagePort } from 'node:worker_threads';
 
 /**
  * Exposures a loop noted, one row per index in every column. A row is (environment, experiment,
@@ -20,6 +21,13 @@ export interface ExposureBatch {
   readonly dimensions: readonly string[];
   /** Milliseconds since the epoch, the loop's clock when it answered. */
   readonly at: Float64Array;
+}
+
+/** What a loop is given to record exposures (src/server.ts makes one per loop): its port to the writer and the writer's queue counter. */
+export interface ExposureLink {
+  readonly port: MessagePort;
+  /** QUEUE_SLOTS Int32 slots (QUEUED_ROWS), shared by every loop and the writer. */
+  readonly queue: SharedArrayBuffer;
 }
 
 /** Messages a loop sends on its exposure port. */

@@ -3,7 +3,8 @@
  * `rcd_exposures` holds one row per (environment, experiment, player); `rcd_exposure_counts` the
  * players first exposed per hour and variant, kept in the same transaction as the rows it counts so
  * the readout never scans the rows. Both are created if missing by whoever opens the database first
- * (the writer or a reader).
+ * (the writer or a reader). A partial index finds the players who moved to another variant (few)
+ * without scanning the rows.
  */
 
 export const SQLITE_SCHEMA = `
@@ -19,6 +20,7 @@ CREATE TABLE IF NOT EXISTS rcd_exposures (
   moved_at    TEXT,
   PRIMARY KEY (environment, experiment, player)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS rcd_exposures_moved ON rcd_exposures (environment, experiment, variant) WHERE moved_to IS NOT NULL;
 CREATE TABLE IF NOT EXISTS rcd_exposure_counts (
   environment TEXT NOT NULL,
   experiment  TEXT NOT NULL,
@@ -44,6 +46,7 @@ CREATE TABLE IF NOT EXISTS rcd_exposures (
   moved_at    timestamptz,
   PRIMARY KEY (environment, experiment, player)
 );
+CREATE INDEX IF NOT EXISTS rcd_exposures_moved ON rcd_exposures (environment, experiment, variant) WHERE moved_to IS NOT NULL;
 CREATE TABLE IF NOT EXISTS rcd_exposure_counts (
   environment text NOT NULL,
   experiment  text NOT NULL,

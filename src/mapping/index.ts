@@ -41,7 +41,9 @@ export type { Combination, FrontKeyMemo, KeyedEntry, Selection } from './rules/c
 export type { MappingProblem } from './problems.js';
 export { compileStoredMapping } from './rules/compile.js';
 export { EMPTY_SELECTION, rememberIn } from './rules/combination.js';
-export { combinationForKey, combinationOfPath, evaluateMapping, evaluatePath, interpretRules, newRulePath } from './rules/evaluate.js';
+export { combinationForKey, combinationOfPath, evaluateMapping, evaluatePath, interpretRules, newRulePath, variantEdgesOf } from './rules/evaluate.js';
+export { choiceOfEdge, ruleOfEdge } from './rules/interning.js';
+export type { CompiledRule, ExperimentNames } from './rules/compiled.js';
 
 /**
  * A revision prepared for mutation: its UTF-8 bytes with the objects on patched paths indexed on first

@@ -86,7 +86,10 @@ export const L_IN_FLIGHT = L_POOL_PENDING + 1;
 export const L_STREAMS = L_IN_FLIGHT + 1;
 export const L_APPLIED_SEQ = L_STREAMS + 1;
 export const L_ACCESS_DROPPED = L_APPLIED_SEQ + 1;
-const LOOP_SLOTS = L_ACCESS_DROPPED + 1;
+/** Experiment exposures (src/exposures/recorder.ts): rows handed to the exposure writer, and rows dropped because its queue was full. */
+export const L_EXPOSURES_NOTED = L_ACCESS_DROPPED + 1;
+export const L_EXPOSURES_DROPPED = L_EXPOSURES_NOTED + 1;
+const LOOP_SLOTS = L_EXPOSURES_DROPPED + 1;
 
 export type LoopCounters = Float64Array;
 
@@ -219,4 +222,23 @@ export function observePublish(c: ServerCounters, ms: number): void {
 
 export function observeScheduleLateness(c: ServerCounters, ms: number): void {
   observe(c, S_SCHEDULE_LATENESS, SLOW_BOUNDS_MS, Math.max(0, ms));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The exposure writer's array (src/exposures/writer-thread.ts), present with --exposures.
+
+/** Players first recorded (rows inserted) by this node's writer. */
+export const EXPOSURE_ROWS_WRITTEN = 0;
+/** Recorded players whose `moved_to` this writer set (an exposure to another variant than their row's). */
+export const EXPOSURE_PLAYERS_MOVED = 1;
+/** Writes (one transaction of up to 5,000 rows) that failed and were retried. */
+export const EXPOSURE_WRITE_FAILURES = 2;
+/** Rows the writer holds, received from the loops and not written yet. */
+export const EXPOSURE_QUEUE_ROWS = 3;
+const EXPOSURE_SLOTS = EXPOSURE_QUEUE_ROWS + 1;
+
+export type ExposureCounters = Float64Array;
+
+export function newExposureCounters(): ExposureCounters {
+  return new Float64Array(new SharedArrayBuffer(EXPOSURE_SLOTS * Float64Array.BYTES_PER_ELEMENT));
 }

@@ -5,7 +5,8 @@
 import type { LogSettings } from '../runtime/log.js';
 import type { TlsFiles } from '../runtime/config.js';
 import type { TlsMaterial } from '../runtime/tls.js';
-import type { LoopCounters, ServerCounters } from './layout.js';
+import type { ExposureCounters, LoopCounters, ServerCounters } from './layout.js';
+import type { ExposureSource } from '../exposures/reader.js';
 
 /** The metrics thread's workerData: the shared arrays it reads, and where and how to listen. */
 export interface MetricsInit {
@@ -13,10 +14,14 @@ export interface MetricsInit {
   readonly port: number;
   readonly loops: readonly LoopCounters[];
   readonly server: ServerCounters;
+  /** The exposure writer's counters (--exposures), or null. */
+  readonly exposures: ExposureCounters | null;
   /** HTTPS: the files (read again on reload-tls) and what the start checked and loaded from them; null: HTTP. */
   readonly tls: { readonly files: TlsFiles; readonly material: TlsMaterial } | null;
   /** The thread writes its own log lines (reloads) with these settings. */
   readonly log: LogSettings;
+  /** The exposure database (--exposures) whose counts rcd_experiment_players reads; none when null or absent. */
+  readonly exposureSource?: ExposureSource | null;
 }
 
 /** Main thread → metrics thread: stop; read the certificate files again (SIGHUP or a file change). */

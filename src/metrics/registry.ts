@@ -7,8 +7,14 @@
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import {
+  EXPOSURE_PLAYERS_MOVED,
+  EXPOSURE_QUEUE_ROWS,
+  EXPOSURE_ROWS_WRITTEN,
+  EXPOSURE_WRITE_FAILURES,
   L_ACCESS_DROPPED,
   L_APPLIED_SEQ,
+  L_EXPOSURES_DROPPED,
+  L_EXPOSURES_NOTED,
   L_FRONT_BYTES,
   L_FRONT_ENTRIES,
   L_FRONT_HITS,
@@ -40,9 +46,12 @@ import {
   TIMED_ROUTES,
   histogramSlots,
   requestSlot,
+  type ExposureCounters,
   type LoopCounters,
   type ServerCounters,
 } from './layout.js';
+import type { ExposureTotals } from '../exposures/count-rows.js';
+import { experimentPlayersMetric } from './experiment-players.js';
 
 type Labels = Record<string, string | number>;
 interface Sample {
@@ -101,7 +110,7 @@ function perLoop(loops: readonly LoopCounters[], slot: number): Sample[] {
  */
 const EVENT_LOOP_SAMPLE_MS = 100;
 
-export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCounters): Registry {
+export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCounters, exposures: ExposureCounters | null = null, experiments: ExposureTotals | null = null): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   const add = (name: string, help: string, type: 'counter' | 'gauge' | 'histogram', read: () => Sample[]): void => {
@@ -148,6 +157,8 @@ export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCo
   add('rcd_event_streams', 'Open change streams (SSE), per loop (sampled every second).', 'gauge', () => perLoop(loops, L_STREAMS));
   add('rcd_loop_applied_seq', 'Change-log sequence each loop\'s routing directory applied (sampled every second).', 'gauge', () => perLoop(loops, L_APPLIED_SEQ));
   add('rcd_access_log_dropped_total', 'Sampled access-log records dropped because the loop already held --access-log-buffer of them between two reports.', 'counter', () => perLoop(loops, L_ACCESS_DROPPED));
+  add('rcd_exposures_total', 'Experiment exposure rows each delivery loop handed to the exposure writer (--exposures): first exposures, and exposures its repeat filter did not hold.', 'counter', () => perLoop(loops, L_EXPOSURES_NOTED));
+  add('rcd_exposures_dropped_total', 'Experiment exposure rows a delivery loop dropped because the exposure writer already held --exposure-queue rows (the exposure database down or slow).', 'counter', () => perLoop(loops, L_EXPOSURES_DROPPED));
   add('rcd_feed_applied_seq', 'Change-log sequence every loop of this node applied (what the node records as its heartbeat).', 'gauge', () => [{ labels: {}, value: server[S_APPLIED_SEQ]! }]);
   add('rcd_feed_publish_duration_seconds', 'From reading new change-log entries to every loop having applied them: the apply lag of one update.', 'histogram', () => {
     const out: Sample[] = [];
@@ -188,7 +199,19 @@ export function metricsRegistry(loops: readonly LoopCounters[], server: ServerCo
     histogramSamples('rcd_schedule_lateness_seconds', server, S_SCHEDULE_LATENESS, SLOW_BOUNDS_S, {}, out);
     return out;
   });
+  if (exposures !== null) addExposureWriterMetrics(add, exposures);
+  // Experiments: read from the exposure database at scrape, not from the shared arrays (experiment-players.ts).
+  if (experiments !== null) registry.registerMetric(experimentPlayersMetric(experiments) as never);
   return registry;
+}
+
+/** The exposure writer's figures (--exposures only). */
+function addExposureWriterMetrics(add: (name: string, help: string, type: 'counter' | 'gauge', read: () => Sample[]) => void, c: ExposureCounters): void {
+  const one = (slot: number) => (): Sample[] => [{ labels: {}, value: c[slot]! }];
+  add('rcd_exposure_rows_written_total', 'Rows this node\'s exposure writer inserted: players first exposed to an experiment.', 'counter', one(EXPOSURE_ROWS_WRITTEN));
+  add('rcd_exposure_players_moved_total', 'Recorded players whose moved_to this node\'s writer set: exposed to another variant than their first.', 'counter', one(EXPOSURE_PLAYERS_MOVED));
+  add('rcd_exposure_write_failures_total', 'Exposure writes (one transaction each) that failed; their rows stay held and are written again.', 'counter', one(EXPOSURE_WRITE_FAILURES));
+  add('rcd_exposure_queue_rows', 'Exposure rows the writer holds, received from the delivery loops and not written yet.', 'gauge', one(EXPOSURE_QUEUE_ROWS));
 }
 
 function countOf(c: Float64Array, base: number, bounds: number): number {

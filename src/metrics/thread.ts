@@ -9,6 +9,7 @@ import { configureLog, logError, logInfo } from '../runtime/log.js';
 import { describeMaterial, reloadTlsMaterial } from '../runtime/tls.js';
 import { startMetricsListener, type MetricsListener } from './listener.js';
 import { metricsRegistry } from './registry.js';
+import { LazyExposureReader } from '../exposures/reader.js';
 import type { MetricsCommand, MetricsEvent, MetricsInit } from './protocol.js';
 
 const lifecycle = parentPort;
@@ -21,10 +22,12 @@ function post(event: MetricsEvent): void {
 }
 
 let listener: MetricsListener | null = null;
+/** The exposure database's counts, opened at the first scrape; closed at the stop (its connection would keep the thread alive). */
+const experiments = init.exposureSource === undefined || init.exposureSource === null ? null : new LazyExposureReader(init.exposureSource);
 
 async function start(): Promise<void> {
   try {
-    listener = await startMetricsListener(metricsRegistry(init.loops, init.server), init.host, init.port, init.tls?.material ?? null);
+    listener = await startMetricsListener(metricsRegistry(init.loops, init.server, init.exposures, experiments), init.host, init.port, init.tls?.material ?? null);
   } catch (err) {
     post({ type: 'failed', message: err instanceof Error ? err.message : String(err) });
     return;
@@ -52,6 +55,7 @@ lifecycle.on('message', (cmd: MetricsCommand) => {
   }
   void (async () => {
     await listener?.close();
+    await experiments?.close().catch(() => undefined);
     post({ type: 'stopped' });
     lifecycle.close();
   })();

@@ -145,6 +145,14 @@ export function adminDocument(schemas: Record<string, Json>): Json {
         },
       ]),
     ),
+    '/admin/v1/environments/{env}/experiments': {
+      parameters: [ENV_PARAM],
+      get: read('The experiments of the environment\'s current mappings, each with its players per variant and the sample ratio check', 'ExperimentList', ['not_found', 'store_unavailable']),
+    },
+    '/admin/v1/environments/{env}/experiments/{name}': {
+      parameters: [ENV_PARAM, pathParam('name', 'experiment name (the rule\'s experiment, else ITEM:SEGMENT)')],
+      get: read('One experiment, with its players per hour', 'Experiment', ['not_found', 'experiment_not_found', 'store_unavailable']),
+    },
     '/admin/v1/environments/{env}/sync': {
       parameters: [ENV_PARAM],
       post: write('Copy newest revisions and mappings to another environment', { '200': ['report', 'SyncReport', PROPAGATION_HEADER] }, [...JSON_BODY_ERRORS, 'not_found', 'content_not_found'], undefined, { schema: REF('SyncBody') }),
@@ -187,7 +195,7 @@ export function adminDocument(schemas: Record<string, Json>): Json {
     info: {
       title: 'rcd admin API',
       version: '1',
-      description: 'Management of environments, keys, content, mappings, sync, bundles, webhooks, the audit log (docs/admin.md), and scheduled changes, rollouts and the kill switch (docs/schedule.md).',
+      description: 'Management of environments, keys, content, mappings, sync, bundles, webhooks, the audit log, the readout of experiments (docs/admin.md), and scheduled changes, rollouts and the kill switch (docs/schedule.md).',
     },
     servers: [{ url: '/' }],
     security: [{ adminToken: [] }],
@@ -200,6 +208,7 @@ export function adminDocument(schemas: Record<string, Json>): Json {
         'Bundle', 'ImportReport', 'WebhookBody', 'WebhookCreated', 'WebhookList', 'WebhookDeleted', 'DeadLetters', 'AuditList',
         'TokenBody', 'TokenCreated', 'TokenList', 'TokenRevoked', 'Preview', 'PreviewContext', 'UserContext', 'Segment',
         'ChangeOp', 'ScheduleBody', 'ScheduleMove', 'Schedule', 'ScheduleList', 'RolloutBody', 'Rollout', 'RolloutList', 'KillBody', 'Killed',
+        'ExperimentList', 'Experiment',
       ]),
       securitySchemes: { adminToken: { type: 'http', scheme: 'bearer' } },
     },

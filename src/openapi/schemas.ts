@@ -220,7 +220,7 @@ export const ContentDeleted = named('ContentDeleted', written({ id: z.string(), 
 export const Mapping = named(
   'Mapping',
   z.strictObject({ rules: z.array(z.record(z.string(), z.unknown())) }),
-  'A mapping: rules of segment, when, appVersion, info and patch or variants (docs/api.md, "Dynamic mappings"); validated by the server',
+  'A mapping: rules of segment, when, appVersion, info, disabled and patch (with mod) or variants (with experiment) (docs/api.md, "Dynamic mappings"); validated by the server',
 );
 export const MappingPut = named('MappingPut', written({ id: z.string(), mappingId: z.number().int(), ruleCount: z.number().int() }));
 export const MappingDeleted = named('MappingDeleted', written({ id: z.string(), mappingDeleted: z.literal(true) }));
@@ -401,3 +401,36 @@ export const Rollout = named('Rollout', written({ ...rolloutShape, applied: z.re
 export const RolloutList = named('RolloutList', z.strictObject({ rollouts: z.array(z.strictObject(rolloutShape)) }));
 export const KillBody = named('KillBody', z.strictObject({ rule: z.number().int().min(0).optional(), segment: z.string().min(1).optional() }), 'Without rule: every rule of the mapping');
 export const Killed = named('Killed', written({ id: z.string(), rule: z.number().int().nullable(), mappingId: z.number().int(), ruleCount: z.number().int(), cancelled: z.array(z.string()) }));
+
+// ---- the readout of experiments (docs/admin.md, "Experiments") ----
+
+const experimentShape = {
+  name: z.string(),
+  item: z.string().describe('the first item (id order) whose mapping runs it'),
+  items: z.array(z.string()),
+  segment: z.string(),
+  disabled: z.boolean().describe('every rule of the experiment is disabled'),
+  variants: z.array(
+    z.strictObject({
+      name: z.string(),
+      share: z.number().min(0).max(1).describe('the mod range\'s size / 1000; 0 for a variant with players that the mapping no longer has'),
+      players: z.number().int().min(0),
+      days: z.array(z.strictObject({ day: z.string().describe('UTC day, YYYY-MM-DD'), players: z.number().int().min(0) })),
+    }),
+  ),
+  players: z.number().int().min(0),
+  moved: z.number().int().min(0).describe('players later answered with another variant (their first one is kept)'),
+  srm: z.strictObject({ chiSquare: z.number().min(0), pValue: z.number().min(0).max(1), mismatch: z.boolean() }).nullable().describe('null below two variants with a share, or without players'),
+  firstExposure: TIME.nullable(),
+  lastExposure: TIME.nullable().describe('the newest first exposure'),
+};
+export const ExperimentList = named(
+  'ExperimentList',
+  z.strictObject({ recording: z.boolean().describe('false: the server runs without --exposures (no players)'), experiments: z.array(z.strictObject(experimentShape)) }),
+  'The experiments of the environment\'s current mappings, in name order',
+);
+export const Experiment = named(
+  'Experiment',
+  z.strictObject({ ...experimentShape, hours: z.array(z.strictObject({ hour: TIME, variants: z.record(z.string(), z.number().int().min(0)) })) }),
+  'One experiment, with its players first exposed per hour and variant (oldest hour first)',
+);

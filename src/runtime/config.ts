@@ -6,6 +6,8 @@ import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 import { DEFAULT_CONTENT_LIMITS, type ContentLimits } from '../shared/json-limits.js';
+import { parseDimensionNames } from '../exposures/dimensions.js';
+import { ExposuresUrlError, parseExposuresUrl, type ExposuresTarget } from '../exposures/url.js';
 
 export interface ServeConfig {
   readonly storeUrl: string;
@@ -97,7 +99,12 @@ export interface ServeConfig {
   readonly accessLogRate: number;
   /** Access records a delivery loop holds between two reports; more are dropped (and counted). */
   readonly accessLogBuffer: number;
+  /** Experiment exposures (docs/experiments.md), null when off: the database's URL as given, its kind, the attributes of
+   * `p` kept with each row, the rows the writer holds at most (--exposure-queue), each loop's repeat filter slots (0: none). */
+  readonly exposures: ExposuresConfig | null;
 }
+
+export type ExposuresConfig = { readonly url: string; readonly kind: 'sqlite' | 'postgres'; readonly dimensions: readonly string[]; readonly queue: number; readonly filterSlots: number };
 
 /** The files of one listener, as configured (flags or environment). */
 export interface TlsFiles {
@@ -198,6 +205,10 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'access-log', env: 'RCD_ACCESS_LOG', fallback: '0', help: 'share of content requests written to the access log on stdout, 0..1 (0: off; 0.01: 1 in 100; 1: every one)' },
   { flag: 'access-log-buffer', env: 'RCD_ACCESS_LOG_BUFFER', fallback: '10000', help: 'access records a delivery loop holds between two reports (every 250 ms); more are dropped and counted (100..1000000)' },
   { flag: 'log-format', env: 'RCD_LOG_FORMAT', fallback: '', help: 'json (one JSON object a line) or pretty (plain lines); default: pretty on a terminal, json otherwise' },
+  { flag: 'exposures', env: 'RCD_EXPOSURES', fallback: 'off', help: 'record experiment exposures (docs/experiments.md): off, sqlite:PATH (a file of its own, never the store\'s) or postgres://user:password@host:port/database' },
+  { flag: 'exposure-dimensions', env: 'RCD_EXPOSURE_DIMENSIONS', fallback: '', help: 'top-level attributes of p kept with each exposure, comma-separated (at most 8 names of 1-64 characters A-Z a-z 0-9 _ . -; string values cut to 128 characters)' },
+  { flag: 'exposure-queue', env: 'RCD_EXPOSURE_QUEUE', fallback: '200000', help: 'exposure rows the writer holds at most while its database is slow or down; more are dropped and counted in rcd_exposures_dropped_total (1..10000000)' },
+  { flag: 'exposure-filter', env: 'RCD_EXPOSURE_FILTER', fallback: '65536', help: 'slots of each delivery loop\'s filter of repeat exposures, each holding one player\'s row (0: none; else a power of two, 1024..4194304)' },
   { flag: 'stream-token-ttl', env: 'RCD_STREAM_TOKEN_TTL_S', fallback: '300', help: 'seconds a stream token (browsers: EventSource sends no headers) stays valid (10..86400)' },
 ];
 
@@ -266,6 +277,35 @@ function corsOrigins(raw: string): '*' | readonly string[] | null {
     out.push(origin);
   }
   return Object.freeze(out);
+}
+
+const FILTER_SLOTS_MIN = 1024;
+const FILTER_SLOTS_MAX = 4_194_304;
+
+/** --exposures and the flags beside it; null when off. */
+function exposuresConfig(get: (k: string) => string, storeUrl: string): ExposuresConfig | null {
+  const url = get('exposures').trim();
+  let dimensions: readonly string[] = [];
+  try {
+    dimensions = parseDimensionNames(get('exposure-dimensions'));
+  } catch (err) {
+    throw new ConfigError(`--exposure-dimensions: ${(err as Error).message}`);
+  }
+  const queue = intIn('exposure-queue', get('exposure-queue'), 1, 10_000_000);
+  const filterSlots = intIn('exposure-filter', get('exposure-filter'), 0, FILTER_SLOTS_MAX);
+  if (filterSlots !== 0 && (filterSlots < FILTER_SLOTS_MIN || (filterSlots & (filterSlots - 1)) !== 0)) {
+    throw new ConfigError(`--exposure-filter must be 0 or a power of two from ${FILTER_SLOTS_MIN} to ${FILTER_SLOTS_MAX}, got ${filterSlots}`);
+  }
+  let target: ExposuresTarget | null;
+  try {
+    target = parseExposuresUrl(url, storeUrl);
+  } catch (err) {
+    if (err instanceof ExposuresUrlError) throw new ConfigError(err.message);
+    throw err;
+  }
+  if (target === null) return null;
+  const { kind } = target;
+  return Object.freeze({ url: target.url, kind, dimensions, queue, filterSlots });
 }
 
 /** Resolves each option: flag, then environment variable, then default. */
@@ -406,6 +446,7 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     logLevel: oneOf('log-level', get('log-level'), LOG_LEVELS),
     accessLogRate: fractionIn('access-log', get('access-log')),
     accessLogBuffer: intIn('access-log-buffer', get('access-log-buffer'), 100, 1_000_000),
+    exposures: exposuresConfig(get, storeUrl),
     logFormat: get('log-format') === '' ? (process.stdout.isTTY ? 'pretty' : 'json') : oneOf('log-format', get('log-format'), ['json', 'pretty'] as const),
   });
 }

@@ -32,6 +32,8 @@ export const ERROR_STATUS = {
   /** OFREP bulk evaluation: the environment holds more items than --ofrep-bulk-max-items. */
   ofrep_bulk_too_large: 400,
   content_not_found: 404,
+  /** Admin readout: no rule of the environment's current mappings runs an experiment of that name (docs/experiments.md). */
+  experiment_not_found: 404,
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,

@@ -25,6 +25,16 @@ export interface MappingEntry {
 
 export type CacheValue = RevisionEntry | MappingEntry;
 
+/** The cache key of revision `revId`'s entry. */
+export function revisionKey(revId: number): string {
+  return 'r' + revId;
+}
+
+/** The cache key of mapping `mappingId`'s entry. */
+export function mappingKey(mappingId: number): string {
+  return 'm' + mappingId;
+}
+
 export function createCache(maxBytes: number): LRUCache<string, CacheValue> {
   return new LRUCache<string, CacheValue>({ maxSize: maxBytes, sizeCalculation: entrySize });
 }

@@ -7,7 +7,7 @@
 import type { LRUCache } from 'lru-cache';
 import type { Job } from '../pool/protocol.js';
 import type { RevisionReader, RevisionSource, RevisionText } from '../store/types.js';
-import type { CacheValue } from './content-cache.js';
+import { mappingKey, revisionKey, type CacheValue } from './content-cache.js';
 
 export class Prefetched implements RevisionReader {
   revisions = new Map<number, RevisionText>();
@@ -31,7 +31,7 @@ export class Prefetched implements RevisionReader {
   }
 }
 
-/** Reads into `into` what `jobs` need beyond `cache` (keys 'r' + revId, 'm' + mappingId, as resolve.ts). */
+/** Reads into `into` what `jobs` need beyond `cache`. */
 export async function prefetch(
   cache: LRUCache<string, CacheValue>,
   source: RevisionSource,
@@ -43,8 +43,8 @@ export async function prefetch(
   // get, not has: a hit becomes the most recently used entry, so rendering this batch (which adds
   // its misses to the cache) cannot evict what the batch itself needs.
   for (const job of jobs) {
-    if (cache.get('r' + job.revId) === undefined) revIds.add(job.revId);
-    if (job.mappingId !== 0 && job.comboKey !== '' && cache.get('m' + job.mappingId) === undefined) mappingIds.add(job.mappingId);
+    if (cache.get(revisionKey(job.revId)) === undefined) revIds.add(job.revId);
+    if (job.mappingId !== 0 && job.comboKey !== '' && cache.get(mappingKey(job.mappingId)) === undefined) mappingIds.add(job.mappingId);
   }
   if (revIds.size === 0 && mappingIds.size === 0) return;
   const [revisions, mappings] = await Promise.all([source.readRevisions([...revIds]), source.readMappings([...mappingIds])]);

@@ -23,7 +23,7 @@ import { JobKind, type Job, type JobResult } from '../pool/protocol.js';
 import type { RevisionReader } from '../store/types.js';
 import { brotliCompressSync, constants, type BrotliOptions } from 'node:zlib';
 import { compressPart, gzipMember } from '../shared/gzip.js';
-import type { CacheValue, MappingEntry, RevisionEntry } from './content-cache.js';
+import { mappingKey, revisionKey, type CacheValue, type MappingEntry, type RevisionEntry } from './content-cache.js';
 
 export interface WorkerState {
   readonly reader: RevisionReader;
@@ -65,26 +65,35 @@ function docOf(rev: RevisionEntry): PreparedDoc {
 }
 
 function loadRevision(state: WorkerState, revId: number): RevisionEntry | undefined {
-  const key = 'r' + revId;
-  const hit = state.cache.get(key) as RevisionEntry | undefined;
-  if (hit !== undefined) return hit;
-  const row = state.reader.readRevision(revId);
-  if (row === undefined) return undefined;
-  const entry: RevisionEntry = { minified: row.minified, hash: row.hash, bytes: Buffer.from(row.minified, 'utf8'), doc: null };
-  state.cache.set(key, entry);
-  return entry;
+  return cachedOrRead(state, revisionKey(revId), revId, readRevisionEntry);
 }
 
 function loadMapping(state: WorkerState, mappingId: number): MappingEntry | undefined {
-  const key = 'm' + mappingId;
-  const hit = state.cache.get(key) as MappingEntry | undefined;
+  return cachedOrRead(state, mappingKey(mappingId), mappingId, readMappingEntry);
+}
+
+/**
+ * The cache's entry under `key`, else the one `read` makes of row `id` from the store, kept in the
+ * cache; undefined when the store has no such row. A named reader, not a closure: no function is made
+ * per job.
+ */
+function cachedOrRead<Entry extends CacheValue>(state: WorkerState, key: string, id: number, read: (reader: RevisionReader, id: number) => Entry | undefined): Entry | undefined {
+  const hit = state.cache.get(key) as Entry | undefined;
   if (hit !== undefined) return hit;
-  const text = state.reader.readMapping(mappingId);
-  if (text === undefined) return undefined;
-  // Stored mappings were validated on write; compiling again here cannot fail unless the store was edited by hand.
-  const entry: MappingEntry = { compiled: compileStoredMapping(text) };
-  state.cache.set(key, entry);
+  const entry = read(state.reader, id);
+  if (entry !== undefined) state.cache.set(key, entry);
   return entry;
+}
+
+function readRevisionEntry(reader: RevisionReader, revId: number): RevisionEntry | undefined {
+  const row = reader.readRevision(revId);
+  return row === undefined ? undefined : { minified: row.minified, hash: row.hash, bytes: Buffer.from(row.minified, 'utf8'), doc: null };
+}
+
+function readMappingEntry(reader: RevisionReader, mappingId: number): MappingEntry | undefined {
+  const text = reader.readMapping(mappingId);
+  // Stored mappings were validated on write; compiling again here cannot fail unless the store was edited by hand.
+  return text === undefined ? undefined : { compiled: compileStoredMapping(text) };
 }
 
 /**

@@ -152,6 +152,9 @@ const DOCUMENTED_GRANTS: Record<string, string> = {
   'POST environments/:env/rollouts/:rid/advance': 'editor env',
   'POST environments/:env/rollouts/:rid/rollback': 'editor env',
   'POST environments/:env/content/:id/kill': 'editor env',
+  // The readout of experiments: docs/admin.md, "Experiments".
+  'GET environments/:env/experiments': 'read env',
+  'GET environments/:env/experiments/:name': 'read env',
 };
 
 describe('the route table', () => {

@@ -5,14 +5,14 @@
  * be at a later time (while delivery still answers the current one), and the change cancelled from
  * the timeline; one scheduled a few seconds ahead is seen applied; the kill switch disables a rule.
  */
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../helpers/browser.js';
+import { openConsolePage } from '../helpers/console-page.js';
 import { call, startServer, type ServerProcess } from '../helpers/server-process.js';
 
 const TOKEN = 'test-admin-token';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 let srv: ServerProcess;
 let browser: Browser;
@@ -50,12 +50,8 @@ beforeAll(async () => {
   await adm('PUT', 'environments/live');
   key = (await adm<{ key: string }>('POST', 'environments/live/keys')).key;
   await adm('PUT', 'environments/live/content/Shop', '{"theme":"default"}');
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  page.setDefaultTimeout(10_000);
-  page.on('console', (m) => {
-    if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
-  });
+  browser = await launchChromium();
+  page = await openConsolePage(browser, cspViolations);
   await page.goto(`${srv.adminUrl}/console/`);
   await page.getByLabel('Admin token').fill(TOKEN);
   await page.getByRole('button', { name: 'Sign in' }).click();

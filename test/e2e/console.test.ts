@@ -7,14 +7,14 @@
  */
 import { copyFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launchChromium } from '../helpers/browser.js';
+import { openConsolePage } from '../helpers/console-page.js';
 import { call, errorCode, ROOT, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 import { userMod, userUid } from '../../src/shared/identity.js';
 
 const TOKEN = 'test-admin-token';
-const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const SHOTS = tempDir('rcd-console-shots-');
 
 let srv: ServerProcess;
@@ -91,13 +91,8 @@ async function unnamedControls(): Promise<string[]> {
 beforeAll(async () => {
   srv = await startServer({ admin: true, args: ['--webhook-allow-private', 'true'] });
   consoleUrl = `${srv.adminUrl}/console/`;
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
-  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  // A step that cannot find its control fails within the test's own timeout, naming the locator.
-  page.setDefaultTimeout(10_000);
-  page.on('console', (m) => {
-    if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
-  });
+  browser = await launchChromium();
+  page = await openConsolePage(browser, cspViolations);
 }, 60_000);
 
 afterAll(async () => {

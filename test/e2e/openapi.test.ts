@@ -250,6 +250,9 @@ describe('OpenAPI documents', () => {
     await admin('GET', 'audit?limit=5');
     await admin('POST', 'environments/live/content/Promo/preview', JSON.stringify({ u: 'player-1', p: { vip: true }, v: '1.0.0' }));
     await admin('POST', 'environments/live/content/Nope/preview', JSON.stringify({ u: 'player-1' }));
+    await admin('GET', 'environments/live/experiments');
+    await admin('GET', 'environments/live/experiments/Split:ab');
+    await admin('GET', 'environments/live/experiments/Nope:ab');
     const reader = (await (await admin('POST', 'tokens', JSON.stringify({ name: 'doc-reader', role: 'read', environments: ['live'] }))).json()) as { token: string };
     await admin('GET', 'tokens');
     await admin('POST', 'tokens', JSON.stringify({ name: 'doc-reader', role: 'read', environments: '*' }));

@@ -1,6 +1,6 @@
 /**
  * `rcd env|key|content|mapping|sync|webhook|token|audit|import|export` (and, in schedule-commands.ts,
- * `schedule|rollout|kill|preview`): the management CLI. It only speaks
+ * `schedule|rollout|kill|preview`; in experiment-commands.ts, `experiments`): the management CLI. It only speaks
  * to a running server's admin API (never to the store directly), so every change it makes goes
  * through the same validation, audit log, webhooks and "live at once" path as the console's.
  *
@@ -14,6 +14,7 @@ import { readAdminToken } from '../token.js';
 import { clientDefaults } from '../../store/bundle/client-defaults.js';
 import { flag, out, parseArgs, positional, sub, UsageError, type CliIO, type Ctx, type Parsed } from './context.js';
 import { SCHEDULE_COMMANDS, SCHEDULE_HELP } from './schedule-commands.js';
+import { EXPERIMENT_COMMANDS, EXPERIMENT_HELP } from './experiment-commands.js';
 
 const PROCESS_IO: CliIO = {
   stdout: (text) => void process.stdout.write(text),
@@ -72,6 +73,7 @@ rcd token revoke NAME            refused by the admin API from the next call on`
 rcd export --client-defaults ENV [--app-version X.Y.Z] --admin-url URL [--out FILE]
                                             the client SDK's first-launch values of ENV`,
   ...SCHEDULE_HELP,
+  ...EXPERIMENT_HELP,
 };
 
 /** The admin part of `rcd --help`. */
@@ -363,4 +365,5 @@ const COMMANDS = {
   import: importCommand,
   export: exportCommand,
   ...SCHEDULE_COMMANDS,
+  ...EXPERIMENT_COMMANDS,
 } satisfies Record<string, (ctx: Ctx) => Promise<void>>;

@@ -13,6 +13,7 @@ import type { PreparedImport } from '../../store/import-plan.js';
 import type { ChangeEntry, OutboxOf, RoutingDelta, Store } from '../../store/types.js';
 import type { ScheduleLimits } from '../../store/schedule/limits.js';
 import type { BulkRunner } from '../../runtime/priority.js';
+import type { ExposureReader } from '../../exposures/db.js';
 import type { Route } from './router.js';
 import type { Principal, RouteScope, TokenRole } from './access.js';
 import type { PreviewGate } from './preview-gate.js';
@@ -39,6 +40,8 @@ export interface AdminContext {
   readonly schedules: ScheduleContext;
   /** Previews at a time (`preview?at=`) and what each replays. */
   readonly previews: PreviewGate;
+  /** The exposure database's counts (opened at the first read), or null when the server records no exposures. */
+  readonly exposures: ExposureReader | null;
 }
 
 export interface ScheduleContext {

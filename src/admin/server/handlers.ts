@@ -4,7 +4,7 @@
  * announce it in one place (admin-call.ts says what a handler takes and gives). The route table,
  * ADMIN_ROUTES, is here; the operations on many items at once are in bundle-handlers.ts, on webhooks
  * and the audit log in webhook-handlers.ts, on admin tokens in token-handlers.ts, on scheduled
- * changes in schedule-handlers.ts.
+ * changes in schedule-handlers.ts, the readout of experiments in experiment-handlers.ts.
  */
 import { RcdError } from '../../runtime/errors.js';
 import { decodeUtf8 } from '../../shared/json-body.js';
@@ -19,6 +19,7 @@ import { contentAt } from '../../store/schedule/replay.js';
 import type { ScheduleRow } from '../../store/schedule/rows.js';
 import { cancelledEvents } from './schedule-view.js';
 import { SCHEDULE_ROUTES } from './schedule-handlers.js';
+import { EXPERIMENT_ROUTES } from './experiment-handlers.js';
 import { exportBundle, importBundle, prepareImportWrite, syncEnvironment } from './bundle-handlers.js';
 import { addWebhook, deleteWebhook, listAudit, listDeadLetters, listWebhooks, prepareWebhook } from './webhook-handlers.js';
 import { createToken, listTokens, revokeToken } from './token-handlers.js';
@@ -266,4 +267,5 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   route('GET', 'tokens', listTokens, false, 'admin', 'all'),
   route('DELETE', 'tokens/:name', revokeToken, true, 'admin', 'all'),
   ...SCHEDULE_ROUTES,
+  ...EXPERIMENT_ROUTES,
 ];

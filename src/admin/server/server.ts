@@ -41,6 +41,7 @@ import { WebhookDispatcher, type WebhookDispatcherOptions, type WebhookStats } f
 import { SAME_PRIORITY, type BulkRunner } from '../../runtime/priority.js';
 import { DEFAULT_SCHEDULER_OPTIONS, Scheduler, type SchedulerOptions, type WriteOutcome } from './scheduler.js';
 import { DEFAULT_PREVIEW_LIMITS, PreviewGate, type PreviewLimits } from './preview-gate.js';
+import { LazyExposureReader, type ExposureSource } from '../../exposures/reader.js';
 
 export const DEFAULT_ADMIN_MAX_BODY = 10 * 1024 * 1024;
 
@@ -71,6 +72,8 @@ export interface AdminServerOptions {
   readonly schedules?: SchedulerOptions;
   /** Bounds of previews at a time (preview-gate.ts); DEFAULT_PREVIEW_LIMITS when absent. */
   readonly previews?: PreviewLimits;
+  /** The exposure database the experiments' readout reads (opened at the first read); none recorded when null or absent. */
+  readonly exposures?: ExposureSource | null;
 }
 
 export interface AdminServer {
@@ -124,6 +127,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
       bulk: opts.bulk ?? SAME_PRIORITY,
       schedules: { limits: scheduleOptions.limits, kick: () => scheduler?.kick(), publish: () => publishSoon(opts.publishLocal) },
       previews: new PreviewGate(opts.previews ?? DEFAULT_PREVIEW_LIMITS),
+      exposures: opts.exposures === undefined || opts.exposures === null ? null : new LazyExposureReader(opts.exposures),
     },
     router: compileRouter(
       ADMIN_ROUTES.map((r) => ({
@@ -177,6 +181,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
           await stopped;
           clearTimeout(timer);
           await dispatcher.close();
+          await shared.ctx.exposures?.close();
         })();
       }
       return closing;

@@ -65,6 +65,9 @@ export function Environments(): preact.JSX.Element {
               <a href={`#/env/${seg(env.id)}/keys`} aria-label={`Keys of ${env.id}`}>
                 Keys
               </a>{' '}
+              <a href={`#/env/${seg(env.id)}/experiments`} aria-label={`Experiments of ${env.id}`}>
+                Experiments
+              </a>{' '}
               <button type="button" onClick={() => setConfirming(env)} aria-label={`Delete environment ${env.id}`}>
                 Delete
               </button>

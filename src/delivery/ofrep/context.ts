@@ -12,7 +12,7 @@
  */
 import { RcdError } from '../../runtime/errors.js';
 import { MAX_P_DEPTH, appVersionOf, checkDepthOfP, type UserContext } from '../context.js';
-import { parseBodyJson } from '../body.js';
+import { bodyJson } from '../body.js';
 import { NO_VERSION } from '../../shared/app-version.js';
 
 /** The context attribute that carries the app version (rcd's `v`). */
@@ -34,13 +34,7 @@ const CONTEXT_TOO_DEEP = `context must not nest deeper than ${MAX_P_DEPTH} level
 
 /** Parses and validates a body; throws RcdError invalid_json (OFREP PARSE_ERROR) or invalid_body (INVALID_CONTEXT). */
 export function parseOfrepContext(text: string): OfrepContext {
-  if (text.length === 0) throw new RcdError('invalid_json', EMPTY_OFREP_BODY);
-  let root: unknown;
-  try {
-    root = parseBodyJson(text);
-  } catch {
-    throw new RcdError('invalid_json', 'the request body is not valid JSON');
-  }
+  const root = bodyJson(text, EMPTY_OFREP_BODY);
   if (typeof root !== 'object' || root === null || Array.isArray(root)) {
     throw new RcdError('invalid_body', 'the request body must be a JSON object {"context":{…}}');
   }

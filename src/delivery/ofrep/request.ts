@@ -31,6 +31,7 @@ import { bulkPlanOf } from './bulk-plan.js';
 import { parseOfrepContext, type OfrepContext } from './context.js';
 import { errorCodeOf, sendOfrepError } from './errors.js';
 import { eventStreamsMember, streamWindow } from './event-streams.js';
+import { noteCombinationExposures } from '../exposure-notes.js';
 
 export const enum OfrepRoute {
   /** POST /ofrep/v1/evaluate/flags/{key} */
@@ -146,6 +147,8 @@ function startFlag(r: OfrepRequest, ctx: OfrepContext): void {
   r.uid = userUid(ctx.user.u);
   r.mod = userMod(r.uid);
   const combination = combinationOf(r, content, ctx);
+  const exposures = r.state.exposures;
+  if (exposures !== null && combination !== null) noteCombinationExposures(exposures, r, content, combination, ctx.user);
   r.id = content.id;
   r.hash = rev.hash;
   // The wrapped answer's tag (the same parts), marked as OFREP's, with the id as created (the answer
@@ -173,6 +176,7 @@ function startBulk(r: OfrepRequest, ctx: OfrepContext): void {
   const contents = r.env.contents;
   const cache = state.frontCache;
   const user = ctx.user;
+  const exposures = state.exposures;
   r.uid = userUid(user.u);
   r.mod = userMod(r.uid);
   const window = streamWindow(state, Date.now());
@@ -207,6 +211,7 @@ function startBulk(r: OfrepRequest, ctx: OfrepContext): void {
       tagParts += entry.tagPrefix + (split ? '!t' : '!m' + content.mappingId);
       continue;
     }
+    if (exposures !== null && combination !== null) noteCombinationExposures(exposures, r, content, combination, user);
     tagParts += entry.tagPrefix + itemTag(JobKind.Wrapped, rev, content.mappingId, combination);
     const key = frontKeyOf(JobKind.Wrapped, rev.revId, content.mappingId, combination);
     const hit = cache.get(key);

@@ -125,46 +125,44 @@ export const BLOCK_VIEWS = BLOCK_ROOM + 1;
  * then touches one buffer, one DataView and one array for both its header block and its body: each is
  * a heap object in a line of its own, seldom still in the cache when the entry answers again.
  */
-export interface UidBlock {
+export class UidBlock {
   /** The tag the block was built for. */
-  blockTag: string;
-  blockControl: Uint8Array | null;
-  blockVary: Uint8Array | null;
+  blockTag = '';
+  blockControl: Uint8Array | null = null;
+  blockVary: Uint8Array | null = null;
   /**
    * The buffer holding the block (from its ArrayBuffer's first byte): `<prefix>"<tag>.` from blockFrom,
    * then BLOCK_ROOM bytes for the uid and the ETag's end; built on first use.
    */
-  block: Uint8Array;
+  block: Uint8Array = EMPTY_BYTES;
   /** A DataView of `block`: the uid's digits are written through it. */
-  blockWords: DataView;
+  blockWords: DataView = EMPTY_WORDS;
   /** Where the uid goes in `block`. */
-  blockStart: number;
+  blockStart = 0;
   /** Where the block begins in `block`. */
-  blockFrom: number;
+  blockFrom = 0;
   /**
    * The view of the block ending at blockViewEnd (-1: none yet), kept on the item for a uid of ten
    * digits (78% of uids: they are uniform over uint32): that answer reads no views array.
    */
-  blockViewEnd: number;
-  blockView: Uint8Array;
+  blockViewEnd = -1;
+  blockView: Uint8Array = EMPTY_BYTES;
   /** The block's views, index: length of what follows blockStart (BLOCK_VIEWS of them first), made on first use. */
   readonly blockViews: (Uint8Array | undefined)[];
+
+  /**
+   * A block before its first answer, with `views` entries in its views array: BLOCK_VIEWS, or more
+   * where the array also holds an in-place answer's views (item-scratch.ts ItemScratch, which extends
+   * this class: the block's fields come first there too, at the same places).
+   */
+  constructor(views: number) {
+    this.blockViews = new Array<Uint8Array | undefined>(views).fill(undefined);
+  }
 }
 
-/** A UidBlock before its first answer. */
+/** A UidBlock before its first answer (a combine plan's). */
 export function newUidBlock(): UidBlock {
-  return {
-    blockTag: '',
-    blockControl: null,
-    blockVary: null,
-    block: EMPTY_BYTES,
-    blockWords: EMPTY_WORDS,
-    blockStart: 0,
-    blockFrom: 0,
-    blockViewEnd: -1,
-    blockView: EMPTY_BYTES,
-    blockViews: new Array<Uint8Array | undefined>(BLOCK_VIEWS).fill(undefined),
-  };
+  return new UidBlock(BLOCK_VIEWS);
 }
 
 /**

@@ -13,7 +13,7 @@
 import type { CompressedPart } from '../../shared/gzip.js';
 import * as bytes from '../../shared/bytes.js';
 import * as headerBlock from './header-block.js';
-import { BLOCK_VIEWS, type UidBlock } from './header-block.js';
+import { BLOCK_VIEWS, UidBlock } from './header-block.js';
 import * as tail from './tail.js';
 
 // The writers used here, as this module's own consts (wire/README.md, "Module consts").
@@ -42,34 +42,41 @@ export interface WireItem {
   scratch: ItemScratch | null;
 }
 
-export interface ItemScratch extends UidBlock {
-  /**
-   * The buffer an identity answer is written into: a copy of the head, room behind it for the longest
-   * tail (the user's digits and, where their length differs from the last answer's, tailEnd after
-   * them), then the header block (UidBlock: `block` is this buffer once it moved here). Empty until
-   * the entry's first identity answer (an entry only ever answered gzip never copies its head).
-   */
-  answer: Uint8Array;
-  /** A DataView of `answer`: the user's digits are written through it. */
-  answerWords: DataView;
-  /** The head's length: where the user's part starts in `answer`. */
-  readonly headLength: number;
-  /** Where tailEnd sits in `answer` (-1: not written yet). */
-  tailAt: number;
-  /**
-   * The identity answer's view ending at answerViewEnd (-1: none yet), kept for the longest user part
-   * (a ten-digit uid and a three-digit mod, the commonest): that answer reads no views array.
-   */
-  answerViewEnd: number;
-  answerView: Uint8Array;
-}
-
 /**
  * Where a scratch's views of `answer` are in its views array (UidBlock.blockViews, one array for the
  * block's and the answer's): index ANSWER_VIEWS + length of the user's part - USER_PART_MIN.
  */
 const ANSWER_VIEWS = BLOCK_VIEWS;
 const SCRATCH_VIEWS = BLOCK_VIEWS + USER_PART_MAX - USER_PART_MIN + 1;
+
+/** What the wire keeps on a wrapped entry: its header block (UidBlock) and its in-place answer. */
+export class ItemScratch extends UidBlock {
+  /**
+   * The buffer an identity answer is written into: a copy of the head, room behind it for the longest
+   * tail (the user's digits and, where their length differs from the last answer's, tailEnd after
+   * them), then the header block (UidBlock: `block` is this buffer once it moved here). Empty until
+   * the entry's first identity answer (an entry only ever answered gzip never copies its head).
+   */
+  answer: Uint8Array = EMPTY_BYTES;
+  /** A DataView of `answer`: the user's digits are written through it. */
+  answerWords: DataView = EMPTY_WORDS;
+  /** The head's length: where the user's part starts in `answer`. */
+  readonly headLength: number;
+  /** Where tailEnd sits in `answer` (-1: not written yet). */
+  tailAt = -1;
+  /**
+   * The identity answer's view ending at answerViewEnd (-1: none yet), kept for the longest user part
+   * (a ten-digit uid and a three-digit mod, the commonest): that answer reads no views array.
+   */
+  answerViewEnd = -1;
+  answerView: Uint8Array = EMPTY_BYTES;
+
+  /** The scratch of an entry whose head is `headLength` bytes, before its first wrapped answer. */
+  constructor(headLength: number) {
+    super(SCRATCH_VIEWS);
+    this.headLength = headLength;
+  }
+}
 
 /** Bytes a wrapped entry's scratch holds at most, charged to the front cache when the entry goes in. */
 export function scratchSize(item: WireItem): number {
@@ -80,24 +87,7 @@ export function scratchSize(item: WireItem): number {
 export function scratchOf(item: WireItem): ItemScratch {
   const known = item.scratch;
   if (known !== null) return known;
-  const made: ItemScratch = {
-    blockTag: '',
-    blockControl: null,
-    blockVary: null,
-    block: EMPTY_BYTES,
-    blockWords: EMPTY_WORDS,
-    blockStart: 0,
-    blockFrom: 0,
-    blockViewEnd: -1,
-    blockView: EMPTY_BYTES,
-    answer: EMPTY_BYTES,
-    answerWords: EMPTY_WORDS,
-    headLength: item.head.length,
-    tailAt: -1,
-    answerViewEnd: -1,
-    answerView: EMPTY_BYTES,
-    blockViews: new Array<Uint8Array | undefined>(SCRATCH_VIEWS).fill(undefined),
-  };
+  const made = new ItemScratch(item.head.length);
   item.scratch = made;
   return made;
 }

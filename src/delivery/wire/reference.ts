@@ -8,16 +8,19 @@
  * answer to the next. Nothing here calls the fast writers' helpers (tail.ts, header-block.ts,
  * item-scratch.ts, gzip.ts's builder): an answer is what the comments of those files say it is,
  * spelled out once more. Only fixed inputs are shared: the plan's step numbers (planned-answer.ts),
- * the coding enum (etag.ts) and the error bodies (errors.ts).
+ * the coding enum (etag.ts), the error bodies (errors.ts) and the writers' parameters: each send
+ * function here takes the parameters of its fast twin (reply.ts, error-answers.ts), by type, so the
+ * two stay interchangeable in the differential test.
  *
  * Not on the request path: no server route calls it.
  */
 import type { HttpResponse } from 'uWebSockets.js';
 import { gzipSync } from 'node:zlib';
-import { errorResponse, type ErrorResponse } from '../../runtime/errors.js';
+import { errorResponse } from '../../runtime/errors.js';
 import { JobKind } from '../../pool/protocol.js';
 import { Coding } from '../etag.js';
-import type { HttpPolicy } from '../http-policy.js';
+import type * as fastErrors from './error-answers.js';
+import type * as fast from './reply.js';
 import { STEP_MAPPED_BASE, STEP_USER, type WirePlan } from './plan-layout.js';
 
 /** What the reference reads of a front-cache entry: its head, its seg and its compressed forms. */
@@ -52,15 +55,7 @@ function writeCors(res: HttpResponse, origin: Uint8Array | null): void {
 }
 
 /** A non-content answer: status, JSON type, no-store, CORS, the optional header, the body. */
-export function send(
-  res: HttpResponse,
-  status: string,
-  body: Uint8Array | string,
-  headerName: Uint8Array | string,
-  headerValue: Uint8Array | string,
-  closeConnection: boolean,
-  origin: Uint8Array | null,
-): void {
+export function send(...[res, status, body, headerName, headerValue, closeConnection, origin]: Parameters<typeof fast.send>): void {
   res.cork(() => {
     res.writeStatus(status);
     res.writeHeader('content-type', 'application/json');
@@ -103,33 +98,14 @@ function writeContent(
 
 /** 200 with a body already in `coding`; the ETag is `tag` in that coding. */
 export function sendContent(
-  res: HttpResponse,
-  policy: HttpPolicy,
-  body: Uint8Array,
-  coding: Coding,
-  tag: string,
-  cacheControl: Uint8Array,
-  headerName: string,
-  headerValue: string,
-  origin: Uint8Array | null,
-  closeConnection: boolean,
+  ...[res, policy, body, coding, tag, cacheControl, headerName, headerValue, origin, closeConnection]: Parameters<typeof fast.sendContent>
 ): void {
   writeContent(res, policy.vary, body, coding, `"${tag}${ETAG_END[coding]!}`, cacheControl, headerName, headerValue, origin, closeConnection);
 }
 
 /** 200 with an uncompressed body whose ETag is `tag`.`uid` (`_block`: the fast writer's kept header block, not read). */
 export function sendUidContent(
-  res: HttpResponse,
-  policy: HttpPolicy,
-  body: Uint8Array,
-  _block: unknown,
-  tag: string,
-  uid: number,
-  cacheControl: Uint8Array,
-  headerName: string,
-  headerValue: string,
-  origin: Uint8Array | null,
-  closeConnection: boolean,
+  ...[res, policy, body, _block, tag, uid, cacheControl, headerName, headerValue, origin, closeConnection]: Parameters<typeof fast.sendUidContent>
 ): void {
   writeContent(res, policy.vary, body, Coding.Identity, `"${tag}.${uid}"`, cacheControl, headerName, headerValue, origin, closeConnection);
 }
@@ -145,17 +121,7 @@ export function plainWrappedBody(item: PlainItem, uid: number, mod: number): Buf
 }
 
 /** 200 with a wrapped answer, identity or gzip; the ETag is `itemTag`.`uid` in that coding, Cache-Control private. */
-export function sendWrapped(
-  res: HttpResponse,
-  policy: HttpPolicy,
-  item: PlainItem,
-  uid: number,
-  mod: number,
-  coding: Coding,
-  itemTag: string,
-  origin: Uint8Array | null,
-  closeConnection: boolean,
-): void {
+export function sendWrapped(...[res, policy, item, uid, mod, coding, itemTag, origin, closeConnection]: Parameters<typeof fast.sendWrapped>): void {
   if (coding === Coding.Br) throw new Error('reference: a wrapped answer is identity or gzip (no brotli is kept for wrapped heads)');
   const whole = plainWrappedBody(item, uid, mod);
   const body = coding === Coding.Gzip ? gzipSync(whole) : whole;
@@ -169,7 +135,7 @@ function endEmpty(res: HttpResponse, closeConnection: boolean): void {
 }
 
 /** 304 with the ETag, Cache-Control, Vary and CORS; no body, no Content-Length. */
-export function sendNotModified(res: HttpResponse, policy: HttpPolicy, etag: string, cacheControl: Uint8Array, origin: Uint8Array | null, closeConnection: boolean): void {
+export function sendNotModified(...[res, policy, etag, cacheControl, origin, closeConnection]: Parameters<typeof fast.sendNotModified>): void {
   res.cork(() => {
     res.writeStatus('304 Not Modified');
     res.writeHeader('etag', etag);
@@ -181,7 +147,7 @@ export function sendNotModified(res: HttpResponse, policy: HttpPolicy, etag: str
 }
 
 /** 204 to OPTIONS: the preflight headers when `origin` is allowed, Vary: origin when CORS names origins. */
-export function sendPreflight(res: HttpResponse, policy: HttpPolicy, origin: Uint8Array | null, closeConnection: boolean): void {
+export function sendPreflight(...[res, policy, origin, closeConnection]: Parameters<typeof fast.sendPreflight>): void {
   res.cork(() => {
     res.writeStatus('204 No Content');
     res.writeHeader('allow', 'GET, POST, OPTIONS');
@@ -197,16 +163,16 @@ export function sendPreflight(res: HttpResponse, policy: HttpPolicy, origin: Uin
   });
 }
 
-export function sendError(res: HttpResponse, err: ErrorResponse, closeConnection: boolean, origin: Uint8Array | null): void {
+export function sendError(...[res, err, closeConnection, origin]: Parameters<typeof fastErrors.sendError>): void {
   send(res, err.statusLine, err.body, '', '', closeConnection, origin);
 }
 
-export function sendOverloaded(res: HttpResponse, closeConnection: boolean, origin: Uint8Array | null): void {
+export function sendOverloaded(...[res, closeConnection, origin]: Parameters<typeof fastErrors.sendOverloaded>): void {
   const err = errorResponse('overloaded', 'the server is at capacity; retry shortly');
   send(res, err.statusLine, err.body, 'retry-after', '1', closeConnection, origin);
 }
 
-export function sendStarting(res: HttpResponse, closeConnection: boolean, origin: Uint8Array | null): void {
+export function sendStarting(...[res, closeConnection, origin]: Parameters<typeof fastErrors.sendStarting>): void {
   const err = errorResponse('starting', 'the server is starting: its keys and content may not all be loaded yet; retry shortly');
   send(res, err.statusLine, err.body, 'retry-after', '1', closeConnection, origin);
 }

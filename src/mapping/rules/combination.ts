@@ -97,6 +97,12 @@ export interface Combination {
    */
   readonly planTags: object[];
   planTagNext: number;
+  /**
+   * The edges of its rule path that chose a variant (an A/B test applied), built on first use by
+   * evaluate.ts variantEdgesOf (null until then): what an exposure is noted from when the front end
+   * holds the combination and not its path (src/delivery/exposure-notes.ts).
+   */
+  variantEdges: Int32Array | null;
 }
 
 /** Every Combination is made here, so all have one shape (the cache-key memo starts empty). */
@@ -107,7 +113,7 @@ export function newCombination(
   mayFail: boolean,
   whole: Selection,
 ): Combination {
-  return { key, patches, segEntries, mayFail, whole, cacheKeys: [], cacheKeyNext: 0, tagKey: '', itemTag: '', itemTagKind: -1, itemTagRev: -1, itemTagMapping: -1, itemTags: [], itemTagNext: 0, planTags: [], planTagNext: 0 };
+  return { key, patches, segEntries, mayFail, whole, cacheKeys: [], cacheKeyNext: 0, tagKey: '', itemTag: '', itemTagKind: -1, itemTagRev: -1, itemTagMapping: -1, itemTags: [], itemTagNext: 0, planTags: [], planTagNext: 0, variantEdges: null };
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * Mapping JSON → a compiled, validated mapping (the format of docs/api.md, "Dynamic mappings"):
- * `{"rules":[{"segment","when"?,"appVersion"?,"info"?,"disabled"?,"patch","mod"?|"variants"}]}`.
+ * `{"rules":[{"segment","when"?,"appVersion"?,"info"?,"disabled"?,"patch","mod"?|"variants","experiment"?}]}`.
  *
  * Compiled once per immutable mapping id (delivery thread and worker LRU) and reused for every request:
  * conditions are compiled predicates (condition/compile.ts), app-version ranges are parsed by semver and
@@ -19,9 +19,11 @@ import { childPath, isPlainObject, type MappingProblem } from '../problems.js';
 
 export const MOD_COUNT = 1000;
 
-const RULE_KEYS = new Set(['segment', 'when', 'appVersion', 'patch', 'variants', 'info', 'disabled', 'mod']);
+const RULE_KEYS = new Set(['segment', 'when', 'appVersion', 'patch', 'variants', 'info', 'disabled', 'mod', 'experiment']);
 const VARIANT_KEYS = new Set(['name', 'mod', 'patch', 'info']);
 export const MAX_RULES = 1000;
+/** An A/B test's explicit experiment name (docs/api.md, "Dynamic mappings"; src/exposures/naming.ts). */
+const EXPERIMENT_NAME = /^[A-Za-z0-9_.:-]{1,100}$/;
 
 export interface MappingCheck {
   /** The compiled mapping, or null when there are problems. */
@@ -56,6 +58,7 @@ export function checkMapping(raw: unknown, content?: unknown): MappingCheck {
     const rule = compileRule(rawRules[i], i, problems);
     if (rule !== null) rules.push(rule);
   }
+  checkExperimentNames(rules, problems);
   if (problems.length === 0 && content !== undefined) checkAgainstContent(rules, content, problems);
   if (problems.length > 0) return { mapping: null, problems };
   const mapping: CompiledMapping = {
@@ -63,6 +66,7 @@ export function checkMapping(raw: unknown, content?: unknown): MappingCheck {
     ruleCount: rules.filter((r) => !r.disabled).length,
     combinations: new CombinationIndex(),
     program: null,
+    experiments: null,
   };
   return { mapping, problems };
 }
@@ -109,6 +113,14 @@ function compileRule(raw: unknown, index: number, problems: MappingProblem[]): C
   if (disabled !== undefined && typeof disabled !== 'boolean') {
     problems.push({ rule: index, path: `${path}.disabled`, reason: 'disabled must be true or false' });
   }
+  const experiment = raw.experiment;
+  if (experiment !== undefined) {
+    if (!Object.hasOwn(raw, 'variants')) {
+      problems.push({ rule: index, path: `${path}.experiment`, reason: 'experiment names an A/B test: only a rule with variants has one' });
+    } else if (typeof experiment !== 'string' || !EXPERIMENT_NAME.test(experiment)) {
+      problems.push({ rule: index, path: `${path}.experiment`, reason: 'experiment must be 1-100 characters of A-Z a-z 0-9 _ . : -' });
+    }
+  }
   const predicate = compileCondition(raw.when, `${path}.when`, index, problems);
   const versions = compileRange(raw.appVersion, `${path}.appVersion`, index, problems);
 
@@ -146,7 +158,20 @@ function compileRule(raw: unknown, index: number, problems: MappingProblem[]): C
     variants,
     variantOfMod,
     disabled: disabled === true,
+    experiment: typeof experiment === 'string' ? experiment : null,
   };
+}
+
+/** Two rules of one mapping may not name the same experiment. */
+function checkExperimentNames(rules: readonly CompiledRule[], problems: MappingProblem[]): void {
+  const first = new Map<string, number>();
+  for (const rule of rules) {
+    const name = rule.experiment;
+    if (name === null) continue;
+    const earlier = first.get(name);
+    if (earlier === undefined) first.set(name, rule.index);
+    else problems.push({ rule: rule.index, path: `rules[${rule.index}].experiment`, reason: `experiment "${name}" is already the name of rule ${earlier}` });
+  }
 }
 
 function compileRange(raw: unknown, path: string, rule: number, problems: MappingProblem[]): VersionRange | null {

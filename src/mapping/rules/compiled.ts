@@ -40,6 +40,8 @@ export interface CompiledRule {
   readonly variantOfMod: Int16Array | null;
   /** `"disabled": true`: kept in the mapping (the kill switch sets it), applied to nobody. */
   readonly disabled: boolean;
+  /** The A/B test's explicit experiment name, or null (then it is named after its item and segment). */
+  readonly experiment: string | null;
 }
 
 /** variantOfMod entries that are not a variant index. */
@@ -57,6 +59,21 @@ export interface CompiledMapping {
    * null until then, and in threads that never evaluate (workers only render).
    */
   program: RuleProgram | null;
+  /**
+   * The experiment name of each rule for the item this mapping belongs to, built on the first
+   * exposure noted (src/exposures/naming.ts); null until then, and wherever exposures are off.
+   */
+  experiments: ExperimentNames | null;
+}
+
+/** A mapping's experiment names for one item (src/exposures/naming.ts builds them). */
+export interface ExperimentNames {
+  /** The item (content id as stored) the names were made for. */
+  readonly item: string;
+  /** Per rule (by its position): its experiment's name, or "" for a rule without variants. */
+  readonly names: readonly string[];
+  /** Per rule: a hash of its name (the repeat filter's slot, src/exposures/filter.ts). */
+  readonly hashes: Int32Array;
 }
 
 /** Writes the applied (rule, choice) edges of this request to `path`; returns how many. */

@@ -10,7 +10,7 @@ import { MAX_RULES } from './compile.js';
 import { NO_CHOICE, PATCH_CHOICE, type CompiledMapping, type CompiledRule, type RuleProgram } from './compiled.js';
 import { EMPTY_COMBINATION, EMPTY_SELECTION, newCombination, type Combination, type Selection } from './combination.js';
 import { NO_VERSION_NUM, type ComparableVersion } from '../../shared/app-version.js';
-import { pathEdge, pathKey } from './interning.js';
+import { choiceOfEdge, pathEdge, pathKey } from './interning.js';
 import { PatchKind, type CompiledPatch } from '../patch/patch.js';
 import { compileRuleProgram } from './program.js';
 import { versionInRange } from './version-range.js';
@@ -82,6 +82,25 @@ export function combinationForKey(mapping: CompiledMapping, key: string): Combin
   if (interned !== undefined) return interned;
   const built = buildCombination(mapping, key);
   mapping.combinations.addByKey(key, built);
+  return built;
+}
+
+/**
+ * The edges of a combination's rule path (pathEdge) that chose a variant, in rule order: read from
+ * its key once and memoized on it.
+ */
+export function variantEdgesOf(combination: Combination): Int32Array {
+  const known = combination.variantEdges;
+  if (known !== null) return known;
+  const edges: number[] = [];
+  for (const part of combination.key.split(';')) {
+    if (part === '') continue;
+    const dot = part.indexOf('.');
+    const edge = pathEdge(Number(part.slice(0, dot)), Number(part.slice(dot + 1)));
+    if (choiceOfEdge(edge) >= 0) edges.push(edge);
+  }
+  const built = Int32Array.from(edges);
+  combination.variantEdges = built;
   return built;
 }
 

@@ -29,12 +29,22 @@ export function pathEdge(rule: number, choice: number): number {
   return rule * 1024 + choice + 1;
 }
 
+/** The rule (its position in the mapping) of a path edge (pathEdge). */
+export function ruleOfEdge(edge: number): number {
+  return (edge / 1024) | 0;
+}
+
+/** The choice of a path edge (pathEdge): -1 for a patch rule, k >= 0 for variant k. */
+export function choiceOfEdge(edge: number): number {
+  return (edge % 1024) - 1;
+}
+
 /** The key of a path, e.g. "0.-1;6.1;" (rule.choice;…), the format Job.comboKey carries. */
 export function pathKey(path: Int32Array, length: number): string {
   let key = '';
   for (let i = 0; i < length; i++) {
     const edge = path[i]!;
-    key += ((edge / 1024) | 0) + '.' + ((edge % 1024) - 1) + ';';
+    key += ruleOfEdge(edge) + '.' + choiceOfEdge(edge) + ';';
   }
   return key;
 }

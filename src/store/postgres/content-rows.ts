@@ -18,9 +18,14 @@ export class PgContentRows {
     this.tx = tx;
   }
 
-  async getEnv(envId: string): Promise<EnvRow | undefined> {
-    const rows = await this.tx.unsafe<EnvRow[]>('SELECT env_id, created_at FROM environments WHERE env_id = $1', [envId], { prepare: true });
+  /** The first row of a prepared statement's result, undefined when it has none. */
+  protected async firstRow<Row>(text: string, params: readonly unknown[]): Promise<Row | undefined> {
+    const rows = await this.tx.unsafe<Row[]>(text, params as never[], { prepare: true });
     return rows[0];
+  }
+
+  async getEnv(envId: string): Promise<EnvRow | undefined> {
+    return this.firstRow<EnvRow>('SELECT env_id, created_at FROM environments WHERE env_id = $1', [envId]);
   }
 
   async insertEnv(envId: string, at: string): Promise<void> {
@@ -49,12 +54,7 @@ export class PgContentRows {
   }
 
   async keyByDigest(digest: string): Promise<KeyRow | undefined> {
-    const rows = await this.tx.unsafe<KeyRow[]>(
-      'SELECT key_id, env_id, digest, created_at, last_used_at, revoked_at FROM api_keys WHERE digest = $1',
-      [digest],
-      { prepare: true },
-    );
-    return rows[0];
+    return this.firstRow<KeyRow>('SELECT key_id, env_id, digest, created_at, last_used_at, revoked_at FROM api_keys WHERE digest = $1', [digest]);
   }
 
   /** The environment owning each of `digests` (those stored). */
@@ -76,10 +76,7 @@ export class PgContentRows {
   }
 
   async findContent(envId: string, idLower: string): Promise<ContentRow | undefined> {
-    const rows = await this.tx.unsafe<ContentRow[]>(`SELECT ${CONTENT_COLUMNS} FROM contents WHERE env_id = $1 AND id_lower = $2`, [envId, idLower], {
-      prepare: true,
-    });
-    return rows[0];
+    return this.firstRow<ContentRow>(`SELECT ${CONTENT_COLUMNS} FROM contents WHERE env_id = $1 AND id_lower = $2`, [envId, idLower]);
   }
 
   async contentsOf(envId: string): Promise<ContentRow[]> {
@@ -151,19 +148,11 @@ export class PgContentRows {
   }
 
   async newestRevision(contentPk: number): Promise<RevisionRow | undefined> {
-    const rows = await this.tx.unsafe<RevisionRow[]>(
-      `SELECT ${REVISION_COLUMNS} FROM revisions WHERE content_pk = $1 ORDER BY number DESC LIMIT 1`,
-      [contentPk],
-      { prepare: true },
-    );
-    return rows[0];
+    return this.firstRow<RevisionRow>(`SELECT ${REVISION_COLUMNS} FROM revisions WHERE content_pk = $1 ORDER BY number DESC LIMIT 1`, [contentPk]);
   }
 
   async revision(contentPk: number, number: number): Promise<RevisionRow | undefined> {
-    const rows = await this.tx.unsafe<RevisionRow[]>(`SELECT ${REVISION_COLUMNS} FROM revisions WHERE content_pk = $1 AND number = $2`, [contentPk, number], {
-      prepare: true,
-    });
-    return rows[0];
+    return this.firstRow<RevisionRow>(`SELECT ${REVISION_COLUMNS} FROM revisions WHERE content_pk = $1 AND number = $2`, [contentPk, number]);
   }
 
   async revisions(contentPk: number): Promise<RevisionRow[]> {
@@ -172,8 +161,7 @@ export class PgContentRows {
 
   /** The newest revision's hash alone (its texts can be megabytes). */
   async newestHash(contentPk: number): Promise<string | undefined> {
-    const rows = await this.tx.unsafe<{ hash: string }[]>('SELECT hash FROM revisions WHERE content_pk = $1 ORDER BY number DESC LIMIT 1', [contentPk], { prepare: true });
-    return rows[0]?.hash;
+    return (await this.firstRow<{ hash: string }>('SELECT hash FROM revisions WHERE content_pk = $1 ORDER BY number DESC LIMIT 1', [contentPk]))?.hash;
   }
 
   /** The newest `count` revisions, oldest first. */
@@ -204,10 +192,7 @@ export class PgContentRows {
 
   async getMapping(mappingId: number | null): Promise<MappingRow | undefined> {
     if (mappingId === null) return undefined;
-    const rows = await this.tx.unsafe<MappingRow[]>('SELECT mapping_id, json, rule_count FROM mappings WHERE mapping_id = $1', [mappingId], {
-      prepare: true,
-    });
-    return rows[0];
+    return this.firstRow<MappingRow>('SELECT mapping_id, json, rule_count FROM mappings WHERE mapping_id = $1', [mappingId]);
   }
 
   async insertMapping(contentPk: number, json: string, ruleCount: number, at: string): Promise<number> {

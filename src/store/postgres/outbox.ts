@@ -5,6 +5,7 @@
  */
 import type { Sql, Tx } from './connection.js';
 import { outboxFromRow, type OutboxRow } from '../rows.js';
+import { settleStatements } from '../outbox-settle.js';
 import type { NewOutboxEntry, OutboxEntry, OutboxOutcome } from '../types.js';
 
 const COLUMNS = 'id, hook_id, event, body, attempts, created_at, last_error, dead_at';
@@ -37,34 +38,22 @@ export async function claimOutbox(sql: Sql, nowMs: number, leaseUntilMs: number,
   return [...rows].sort((a, b) => Number(a.seq) - Number(b.seq)).map(outboxFromRow);
 }
 
+/** A settle statement with PostgreSQL's numbered placeholders (`$1`, `$2`, ...) for its `?`s. */
+function numbered(text: string): string {
+  let n = 0;
+  return text.replace(/\?/g, () => `$${++n}`);
+}
+
+/** One statement runs alone; a dead letter's two (mark, then trim the list) run in one transaction. */
 export async function settleOutbox(sql: Sql, id: string, outcome: OutboxOutcome, nowMs: number): Promise<void> {
-  switch (outcome.kind) {
-    case 'delivered':
-      await sql.unsafe('DELETE FROM webhook_outbox WHERE id = $1', [id]);
-      return;
-    case 'retry':
-      await sql.unsafe('UPDATE webhook_outbox SET next_attempt_ms = $1, last_error = $2, attempts = attempts + $3 WHERE id = $4', [
-        outcome.atMs,
-        outcome.error,
-        outcome.counted ? 1 : 0,
-        id,
-      ]);
-      return;
-    case 'dead':
-      await sql.begin(async (tx) => {
-        await tx.unsafe('UPDATE webhook_outbox SET dead_at = $1, last_error = $2, attempts = attempts + 1 WHERE id = $3', [
-          new Date(nowMs).toISOString(),
-          outcome.error,
-          id,
-        ]);
-        // The list is bounded: the oldest dead letters beyond the bound go.
-        await tx.unsafe(
-          'DELETE FROM webhook_outbox WHERE dead_at IS NOT NULL AND seq NOT IN (SELECT seq FROM webhook_outbox WHERE dead_at IS NOT NULL ORDER BY dead_at DESC, seq DESC LIMIT $1)',
-          [outcome.keepDead],
-        );
-      });
-      return;
+  const statements = settleStatements(id, outcome, nowMs);
+  if (statements.length === 1) {
+    await sql.unsafe(numbered(statements[0]!.text), statements[0]!.params as never[]);
+    return;
   }
+  await sql.begin(async (tx) => {
+    for (const statement of statements) await tx.unsafe(numbered(statement.text), statement.params as never[]);
+  });
 }
 
 export async function listDeadLetters(sql: Sql, limit: number): Promise<OutboxEntry[]> {

@@ -15,8 +15,7 @@ const SAVEPOINT_NAME = /^[a-z_]+$/;
 export class PgRows extends PgContentRows implements AsyncRows {
   /** The database server's clock: every node of a fleet reads the same one. */
   async storeNowMs(): Promise<number> {
-    const rows = await this.tx.unsafe<{ ms: number }[]>('SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS ms', [], { prepare: true });
-    return rows[0]!.ms;
+    return (await this.firstRow<{ ms: number }>('SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS ms', []))!.ms;
   }
 
   async insertSchedule(row: ScheduleRow, items: readonly ScheduleItem[]): Promise<void> {
@@ -38,8 +37,7 @@ export class PgRows extends PgContentRows implements AsyncRows {
   }
 
   async getSchedule(scheduleId: string): Promise<ScheduleRow | undefined> {
-    const rows = await this.tx.unsafe<ScheduleRow[]>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules s WHERE s.schedule_id = $1`, [scheduleId], { prepare: true });
-    return rows[0];
+    return this.firstRow<ScheduleRow>(`SELECT ${SCHEDULE_COLUMNS} FROM schedules s WHERE s.schedule_id = $1`, [scheduleId]);
   }
 
   async listSchedules(q: ScheduleQuery): Promise<ScheduleRow[]> {
@@ -151,13 +149,11 @@ export class PgRows extends PgContentRows implements AsyncRows {
   }
 
   async countOpen(): Promise<number> {
-    const rows = await this.tx.unsafe<{ n: number }[]>(`SELECT count(*)::int AS n FROM schedules WHERE status IN ('pending', 'paused')`, [], { prepare: true });
-    return rows[0]?.n ?? 0;
+    return (await this.firstRow<{ n: number }>(`SELECT count(*)::int AS n FROM schedules WHERE status IN ('pending', 'paused')`, []))?.n ?? 0;
   }
 
   async nextDueMs(): Promise<number | null> {
-    const rows = await this.tx.unsafe<{ due: number | null }[]>(`SELECT min(due_ms) AS due FROM schedules WHERE status = 'pending'`, [], { prepare: true });
-    return rows[0]?.due ?? null;
+    return (await this.firstRow<{ due: number | null }>(`SELECT min(due_ms) AS due FROM schedules WHERE status = 'pending'`, []))?.due ?? null;
   }
 
   async insertRollout(r: RolloutRow): Promise<void> {

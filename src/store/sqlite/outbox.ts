@@ -5,6 +5,7 @@
  */
 import type { Database } from './driver.js';
 import { outboxFromRow, type OutboxRow } from '../rows.js';
+import { settleStatements } from '../outbox-settle.js';
 import type { NewOutboxEntry, OutboxEntry, OutboxOutcome } from '../types.js';
 
 const COLUMNS = 'id, hook_id, event, body, attempts, created_at, last_error, dead_at';
@@ -37,30 +38,7 @@ export function claimOutbox(db: Database, nowMs: number, leaseUntilMs: number, l
 }
 
 export function settleOutbox(db: Database, id: string, outcome: OutboxOutcome, nowMs: number): void {
-  switch (outcome.kind) {
-    case 'delivered':
-      db.prepare('DELETE FROM webhook_outbox WHERE id = ?').run(id);
-      return;
-    case 'retry':
-      db.prepare('UPDATE webhook_outbox SET next_attempt_ms = ?, last_error = ?, attempts = attempts + ? WHERE id = ?').run(
-        outcome.atMs,
-        outcome.error,
-        outcome.counted ? 1 : 0,
-        id,
-      );
-      return;
-    case 'dead':
-      db.prepare('UPDATE webhook_outbox SET dead_at = ?, last_error = ?, attempts = attempts + 1 WHERE id = ?').run(
-        new Date(nowMs).toISOString(),
-        outcome.error,
-        id,
-      );
-      // The list is bounded: the oldest dead letters beyond the bound go.
-      db.prepare(
-        'DELETE FROM webhook_outbox WHERE dead_at IS NOT NULL AND seq NOT IN (SELECT seq FROM webhook_outbox WHERE dead_at IS NOT NULL ORDER BY dead_at DESC, seq DESC LIMIT ?)',
-      ).run(outcome.keepDead);
-      return;
-  }
+  for (const statement of settleStatements(id, outcome, nowMs)) db.prepare(statement.text).run(...statement.params);
 }
 
 export function listDeadLetters(db: Database, limit: number): OutboxEntry[] {

@@ -351,7 +351,7 @@ function plannedCase(rng: Rng, world: World, use: PlanUse, uid: number, mod: num
       ...base,
       what: `${use.name}, combination ${use.combos.indexOf(c)} (${c.heads.map((h) => h.head.length).join('/')} byte heads), ${describeUser(uid, mod)}`,
       fast: (res) => fast.sendUidContent(res, p.policy, plannedAnswer(plan, uid, mod, c.heads), c.block, c.tag, uid, CC_PRIVATE, missingName, plan.missingHeader, origin, base.close),
-      reference: (res) => reference.sendUidContent(res, p.policy, reference.plainPlannedAnswer(plan, uid, mod, c.heads), null, c.tag, uid, CC_PRIVATE, missingName, plan.missingHeader, origin, base.close),
+      reference: (res) => reference.sendUidContent(res, p.policy, reference.plainPlannedAnswer(plan, uid, mod, c.heads), c.block, c.tag, uid, CC_PRIVATE, missingName, plan.missingHeader, origin, base.close),
       check: () => planConsistency(use, c.heads, uid, mod),
     };
   }
@@ -518,7 +518,7 @@ function makeCase(rng: Rng, world: World, index: number, burst: Burst | null): C
       ...base,
       what: `uid content (tag ${tag}), ${describeUser(uid, mod)}`,
       fast: (res) => fast.sendUidContent(res, p.policy, body, block, tag, uid, CC_PRIVATE, '', '', origin, base.close),
-      reference: (res) => reference.sendUidContent(res, p.policy, body, null, tag, uid, CC_PRIVATE, '', '', origin, base.close),
+      reference: (res) => reference.sendUidContent(res, p.policy, body, block, tag, uid, CC_PRIVATE, '', '', origin, base.close),
     });
   }
   const id = rng.pick(IDS);

@@ -1,0 +1,280 @@
+/**
+ * A delivery loop's side of experiment exposures (docs/experiments.md): the rows its answers noted,
+ * held as columns and sent to the exposure writer thread on the loop's port (protocol.ts), every
+ * SEND_MS and whenever BATCH_ROWS wait, and once more when the loop stops.
+ *
+ * A request's exposures are staged while it is being answered and count only if the answer succeeds
+ * (200, or 304: the client holds the variant); an error answer or a request that ends unanswered
+ * notes none. The request path calls stageExposure for each variant a rule path chose; its
+ * lifecycle (src/delivery/lifecycle.ts) then settles them: committed when the request was answered
+ * well, dropped when it was answered with an error, or held on the request while the render pool
+ * works (settleStaged), to be committed when it is answered (commitHeld).
+ *
+ * Before a batch is posted, its rows are reserved on the writer's shared queue counter (protocol.ts
+ * QUEUED_ROWS): what would pass --exposure-queue is dropped and counted (L_EXPOSURES_DROPPED), what
+ * is posted is counted as noted (L_EXPOSURES_NOTED).
+ *
+ * HOT PATH (with exposures on): stageExposure. A repeat its filter drops costs a hash and four
+ * compares and allocates nothing.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import { L_EXPOSURES_DROPPED, L_EXPOSURES_NOTED, type LoopCounters } from '../metrics/layout.js';
+import { dimensionsText } from './dimensions.js';
+import * as repeatFilter from './filter.js';
+import { QUEUED_ROWS, type ExposureBatch, type ExposureLink } from './protocol.js';
+
+// The functions a request calls, as this module's own consts (src/delivery/wire/README.md, "Module consts").
+const { isRepeat, remember, slotOf } = repeatFilter;
+
+/** The settings of ServeConfig.exposures a loop reads. */
+export interface RecorderSettings {
+  readonly dimensions: readonly string[];
+  /** --exposure-queue: rows the writer holds at most. */
+  readonly queue: number;
+  /** --exposure-filter: slots of the repeat filter (0: none). */
+  readonly filterSlots: number;
+}
+
+/** How long a noted row waits at most before it is sent. */
+export const SEND_MS = 50;
+/** Rows that are sent at once, without waiting for SEND_MS. */
+export const BATCH_ROWS = 2048;
+
+/** Rows noted and not sent yet, one column per field of ExposureBatch, plus each row's filter slot. */
+interface Rows {
+  readonly environments: string[];
+  readonly experiments: string[];
+  readonly variants: string[];
+  readonly players: string[];
+  readonly appVersions: (string | null)[];
+  readonly dimensions: string[];
+  readonly at: number[];
+  readonly slots: number[];
+}
+
+export interface ExposureRecorder {
+  readonly port: MessagePort;
+  readonly queued: Int32Array;
+  readonly queueLimit: number;
+  readonly dimensionNames: readonly string[];
+  readonly filter: repeatFilter.RepeatFilter;
+  readonly counters: LoopCounters;
+  rows: Rows;
+  /** The pending send (SEND_MS after the first row of a batch), or null. */
+  timer: NodeJS.Timeout | null;
+  /**
+   * The request whose exposures are staged (stagedCount of them, each an experiment, its variant and
+   * its filter slot), or null. One at a time: a loop answers one request at a time up to its answer or
+   * its pool jobs, and settles its exposures then.
+   */
+  owner: object | null;
+  stagedCount: number;
+  readonly stagedExperiments: string[];
+  readonly stagedVariants: string[];
+  readonly stagedSlots: number[];
+  stagedEnvironment: string;
+  stagedPlayer: string;
+  stagedAppVersion: string;
+  stagedP: Record<string, unknown> | null;
+}
+
+/** A request's exposures while the render pool works for it (settleStaged), committed once it is answered well. */
+export interface HeldExposures {
+  readonly environment: string;
+  readonly player: string;
+  readonly appVersion: string;
+  readonly dimensions: string;
+  readonly experiments: readonly string[];
+  readonly variants: readonly string[];
+  readonly slots: readonly number[];
+}
+
+export function newExposureRecorder(link: ExposureLink, settings: RecorderSettings, counters: LoopCounters): ExposureRecorder {
+  return {
+    port: link.port,
+    queued: new Int32Array(link.queue),
+    queueLimit: settings.queue,
+    dimensionNames: settings.dimensions,
+    filter: repeatFilter.newRepeatFilter(settings.filterSlots),
+    counters,
+    rows: newRows(),
+    timer: null,
+    owner: null,
+    stagedCount: 0,
+    stagedExperiments: [],
+    stagedVariants: [],
+    stagedSlots: [],
+    stagedEnvironment: '',
+    stagedPlayer: '',
+    stagedAppVersion: '',
+    stagedP: null,
+  };
+}
+
+function newRows(): Rows {
+  return { environments: [], experiments: [], variants: [], players: [], appVersions: [], dimensions: [], at: [], slots: [] };
+}
+
+/**
+ * Stages one exposure of the request `owner` (its player `player` with uid `uid`, app version `v` as
+ * sent, "" without one, attributes `p`): `variant` of `experiment` (whose hash is naming.ts
+ * experimentHash). A repeat the filter holds is dropped here. HOT PATH.
+ */
+export function stageExposure(
+  x: ExposureRecorder,
+  owner: object,
+  environment: string,
+  experiment: string,
+  hash: number,
+  variant: string,
+  uid: number,
+  player: string,
+  v: string,
+  p: Record<string, unknown>,
+): void {
+  const filter = x.filter;
+  const slot = slotOf(filter, uid, hash);
+  if (isRepeat(filter, slot, environment, experiment, variant, player)) return;
+  if (x.owner !== owner) {
+    // Another request's stage left unsettled (its start failed past its own handling) is dropped.
+    x.owner = owner;
+    x.stagedCount = 0;
+    x.stagedEnvironment = environment;
+    x.stagedPlayer = player;
+    x.stagedAppVersion = v;
+    x.stagedP = p;
+  }
+  const i = x.stagedCount++;
+  x.stagedExperiments[i] = experiment;
+  x.stagedVariants[i] = variant;
+  x.stagedSlots[i] = slot;
+}
+
+/**
+ * Settles the exposures `owner` staged once its start returned: `answered` (it was answered at once)
+ * and `succeeded` (with 200 or 304): committed; answered otherwise: dropped; not answered yet (the
+ * render pool works for it): returned to be held on the request until it is (commitHeld).
+ */
+export function settleStaged(x: ExposureRecorder, owner: object, answered: boolean, succeeded: boolean): HeldExposures | null {
+  if (x.owner !== owner) return null;
+  const n = x.stagedCount;
+  let held: HeldExposures | null = null;
+  if (answered) {
+    if (succeeded) commitStaged(x, n);
+  } else {
+    held = {
+      environment: x.stagedEnvironment,
+      player: x.stagedPlayer,
+      appVersion: x.stagedAppVersion,
+      dimensions: dimensionsText(x.dimensionNames, x.stagedP!),
+      experiments: x.stagedExperiments.slice(0, n),
+      variants: x.stagedVariants.slice(0, n),
+      slots: x.stagedSlots.slice(0, n),
+    };
+  }
+  x.owner = null;
+  x.stagedCount = 0;
+  x.stagedP = null;
+  return held;
+}
+
+function commitStaged(x: ExposureRecorder, n: number): void {
+  const dimensions = dimensionsText(x.dimensionNames, x.stagedP!);
+  const at = Date.now();
+  for (let i = 0; i < n; i++) {
+    appendRow(x, x.stagedEnvironment, x.stagedExperiments[i]!, x.stagedVariants[i]!, x.stagedPlayer, x.stagedAppVersion, dimensions, at, x.stagedSlots[i]!);
+  }
+  rowsAdded(x);
+}
+
+/** Commits the exposures of a request answered well after the render pool worked for it. */
+export function commitHeld(x: ExposureRecorder, held: HeldExposures): void {
+  const at = Date.now();
+  for (let i = 0; i < held.experiments.length; i++) {
+    appendRow(x, held.environment, held.experiments[i]!, held.variants[i]!, held.player, held.appVersion, held.dimensions, at, held.slots[i]!);
+  }
+  rowsAdded(x);
+}
+
+/** Queues one row, unless the filter holds it by now (a row noted twice in one answer, or meanwhile). */
+function appendRow(x: ExposureRecorder, environment: string, experiment: string, variant: string, player: string, v: string, dimensions: string, at: number, slot: number): void {
+  const filter = x.filter;
+  if (isRepeat(filter, slot, environment, experiment, variant, player)) return;
+  remember(filter, slot, environment, experiment, variant, player);
+  const rows = x.rows;
+  rows.environments.push(environment);
+  rows.experiments.push(experiment);
+  rows.variants.push(variant);
+  rows.players.push(player);
+  rows.appVersions.push(v === '' ? null : v);
+  rows.dimensions.push(dimensions);
+  rows.at.push(at);
+  rows.slots.push(slot);
+}
+
+/** After rows were added: send now when a batch is full, else within SEND_MS. */
+function rowsAdded(x: ExposureRecorder): void {
+  const waiting = x.rows.at.length;
+  if (waiting >= BATCH_ROWS) sendExposures(x);
+  else if (waiting > 0 && x.timer === null) {
+    x.timer = setTimeout(sendExposures, SEND_MS, x);
+    x.timer.unref();
+  }
+}
+
+/**
+ * Sends the rows waiting: reserves them on the writer's queue counter, drops (and counts) what does
+ * not fit, posts the rest as one batch.
+ */
+export function sendExposures(x: ExposureRecorder): void {
+  if (x.timer !== null) {
+    clearTimeout(x.timer);
+    x.timer = null;
+  }
+  const rows = x.rows;
+  const n = rows.at.length;
+  if (n === 0) return;
+  x.rows = newRows();
+  const kept = reserveRows(x.queued, x.queueLimit, n);
+  if (kept < n) {
+    // The newest rows go. Their slots forget them: the player's next exposure is queued again.
+    for (let i = kept; i < n; i++) repeatFilter.forget(x.filter, rows.slots[i]!, rows.environments[i]!, rows.experiments[i]!, rows.variants[i]!, rows.players[i]!);
+    x.counters[L_EXPOSURES_DROPPED]! += n - kept;
+    if (kept === 0) return;
+    for (const column of [rows.environments, rows.experiments, rows.variants, rows.players, rows.appVersions, rows.dimensions, rows.at]) column.length = kept;
+  }
+  x.counters[L_EXPOSURES_NOTED]! += kept;
+  const batch: ExposureBatch = {
+    type: 'exposures',
+    environments: rows.environments,
+    experiments: rows.experiments,
+    variants: rows.variants,
+    players: rows.players,
+    appVersions: rows.appVersions,
+    dimensions: rows.dimensions,
+    at: Float64Array.from(rows.at),
+  };
+  x.port.postMessage(batch);
+}
+
+/**
+ * Adds up to `n` rows to the writer's queue counter without passing `limit`; returns how many it
+ * added. A compare-and-exchange loop rather than an add and a correction: a loop never makes the
+ * counter pass the bound, not even for a moment, so another loop never drops rows it had room for.
+ */
+export function reserveRows(queued: Int32Array, limit: number, n: number): number {
+  let current = Atomics.load(queued, QUEUED_ROWS);
+  for (;;) {
+    const take = Math.min(n, Math.max(0, limit - current));
+    if (take === 0) return 0;
+    const seen = Atomics.compareExchange(queued, QUEUED_ROWS, current, current + take);
+    if (seen === current) return take;
+    current = seen;
+  }
+}
+
+/** The loop stops: the rows waiting are sent, the port is closed (the writer sees it close after the last batch). */
+export function stopRecorder(x: ExposureRecorder): void {
+  sendExposures(x);
+  x.port.close();
+}

@@ -1,0 +1,202 @@
+import { MessageChannel, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import { afterEach, describe, expect, it } from 'vitest';
+import { BATCH_ROWS, SEND_MS, commitHeld, newExposureRecorder, reserveRows, sendExposures, settleStaged, stageExposure, stopRecorder, type ExposureRecorder } from '../../../src/exposures/recorder.js';
+import { QUEUED_ROWS, QUEUE_SLOTS, type ExposureBatch } from '../../../src/exposures/protocol.js';
+import { experimentHash } from '../../../src/exposures/naming.js';
+import { L_EXPOSURES_DROPPED, L_EXPOSURES_NOTED, newLoopCounters } from '../../../src/metrics/layout.js';
+import { userUid } from '../../../src/shared/identity.js';
+
+interface Bench {
+  readonly x: ExposureRecorder;
+  readonly writer: MessagePort;
+  readonly queued: Int32Array;
+  readonly counters: Float64Array;
+}
+
+const opened: MessageChannel[] = [];
+afterEach(() => {
+  for (const c of opened.splice(0)) {
+    c.port1.close();
+    c.port2.close();
+  }
+});
+
+function bench(settings: { dimensions?: string[]; queue?: number; filterSlots?: number } = {}): Bench {
+  const channel = new MessageChannel();
+  opened.push(channel);
+  const queue = new SharedArrayBuffer(QUEUE_SLOTS * Int32Array.BYTES_PER_ELEMENT);
+  const counters = newLoopCounters();
+  const x = newExposureRecorder({ port: channel.port1, queue }, { dimensions: settings.dimensions ?? [], queue: settings.queue ?? 1000, filterSlots: settings.filterSlots ?? 1024 }, counters);
+  return { x, writer: channel.port2, queued: new Int32Array(queue), counters };
+}
+
+/** Stages one exposure for `owner` as the request path does. */
+function stage(x: ExposureRecorder, owner: object, experiment: string, variant: string, player: string, v = '', p: Record<string, unknown> = {}, environment = 'live'): void {
+  stageExposure(x, owner, environment, experiment, experimentHash(experiment), variant, userUid(player), player, v, p);
+}
+
+/** Every batch the writer's end holds now (posted before the call). */
+function batches(writer: MessagePort): ExposureBatch[] {
+  const out: ExposureBatch[] = [];
+  for (let m = receiveMessageOnPort(writer); m !== undefined; m = receiveMessageOnPort(writer)) out.push(m.message as ExposureBatch);
+  return out;
+}
+
+describe('a loop\'s exposure recorder', () => {
+  it('sends the rows of a request answered well as one batch of columns', () => {
+    const { x, writer, queued, counters } = bench({ dimensions: ['country', 'level'] });
+    const request = {};
+    const before = Date.now();
+    stage(x, request, 'Shop:banner', 'A', 'p1', '1.2.3', { country: 'DE', level: 7, other: 1 });
+    stage(x, request, 'pricing', 'B', 'p1', '1.2.3', { country: 'DE', level: 7, other: 1 });
+    expect(settleStaged(x, request, true, true)).toBeNull();
+    const other = {};
+    stage(x, other, 'Shop:banner', 'B', '', '', {}, 'staging');
+    settleStaged(x, other, true, true);
+    sendExposures(x);
+    const [batch, more] = batches(writer);
+    expect(more).toBeUndefined();
+    expect(batch).toMatchObject({
+      type: 'exposures',
+      environments: ['live', 'live', 'staging'],
+      experiments: ['Shop:banner', 'pricing', 'Shop:banner'],
+      variants: ['A', 'B', 'B'],
+      players: ['p1', 'p1', ''],
+      appVersions: ['1.2.3', '1.2.3', null],
+      dimensions: ['{"country":"DE","level":7}', '{"country":"DE","level":7}', '{}'],
+    });
+    expect(batch!.at).toBeInstanceOf(Float64Array);
+    expect(batch!.at).toHaveLength(3);
+    for (const at of batch!.at) expect(at).toBeGreaterThanOrEqual(before);
+    // Reserved on the writer's counter before posting, and counted as noted.
+    expect(queued[QUEUED_ROWS]).toBe(3);
+    expect(counters[L_EXPOSURES_NOTED]).toBe(3);
+    expect(counters[L_EXPOSURES_DROPPED]).toBe(0);
+  });
+
+  it('notes nothing for an answer that failed, and drops a repeat the filter holds', () => {
+    const { x, writer } = bench();
+    const failed = {};
+    stage(x, failed, 'e', 'A', 'p1');
+    settleStaged(x, failed, true, false);
+    sendExposures(x);
+    expect(batches(writer)).toEqual([]);
+    const first = {};
+    stage(x, first, 'e', 'A', 'p1');
+    settleStaged(x, first, true, true);
+    const again = {};
+    stage(x, again, 'e', 'A', 'p1');
+    expect(x.owner).toBeNull(); // dropped before it was staged
+    settleStaged(x, again, true, true);
+    // Another variant for the same player is not a repeat (the writer records the move).
+    const moved = {};
+    stage(x, moved, 'e', 'B', 'p1');
+    settleStaged(x, moved, true, true);
+    sendExposures(x);
+    expect(batches(writer).map((b) => b.variants)).toEqual([['A', 'B']]);
+  });
+
+  it('holds the exposures of a request the pool works for, committed once it is answered well', () => {
+    const { x, writer } = bench({ dimensions: ['country'] });
+    const request = {};
+    stage(x, request, 'e', 'A', 'p1', '2.0.0', { country: 'FR' });
+    const held = settleStaged(x, request, false, false);
+    expect(held).toMatchObject({ environment: 'live', player: 'p1', appVersion: '2.0.0', dimensions: '{"country":"FR"}', experiments: ['e'], variants: ['A'] });
+    expect(x.owner).toBeNull();
+    sendExposures(x);
+    expect(batches(writer)).toEqual([]);
+    commitHeld(x, held!);
+    sendExposures(x);
+    expect(batches(writer)).toMatchObject([{ experiments: ['e'], players: ['p1'], appVersions: ['2.0.0'], dimensions: ['{"country":"FR"}'] }]);
+  });
+
+  it('drops a stage left unsettled by a request whose start failed when the next request stages', () => {
+    const { x, writer } = bench();
+    const broken = {};
+    stage(x, broken, 'e', 'A', 'p1');
+    const next = {};
+    stage(x, next, 'e', 'A', 'p2');
+    settleStaged(x, broken, true, true); // no longer its stage: nothing
+    settleStaged(x, next, true, true);
+    sendExposures(x);
+    expect(batches(writer).map((b) => b.players)).toEqual([['p2']]);
+  });
+
+  it('sends at once when BATCH_ROWS rows wait, else within SEND_MS', async () => {
+    const { x, writer } = bench({ queue: 1_000_000, filterSlots: 0 });
+    const one = {};
+    stage(x, one, 'e', 'A', 'p0');
+    settleStaged(x, one, true, true);
+    expect(batches(writer)).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, SEND_MS * 3));
+    expect(batches(writer).map((b) => b.players)).toEqual([['p0']]);
+    for (let i = 0; i < BATCH_ROWS; i++) {
+      const r = {};
+      stage(x, r, 'e', 'A', 'p' + i);
+      settleStaged(x, r, true, true);
+    }
+    const sent = batches(writer);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]!.players).toHaveLength(BATCH_ROWS);
+    expect(x.timer).toBeNull();
+  });
+
+  it('drops and counts what would pass --exposure-queue; a dropped player is queued again next time', () => {
+    const { x, writer, queued, counters } = bench({ queue: 5 });
+    queued[QUEUED_ROWS] = 3; // the writer holds 3 rows
+    for (const player of ['p1', 'p2', 'p3', 'p4']) {
+      const r = {};
+      stage(x, r, 'e', 'A', player);
+      settleStaged(x, r, true, true);
+    }
+    sendExposures(x);
+    const [batch] = batches(writer);
+    expect(batch!.players).toEqual(['p1', 'p2']);
+    expect(batch!.environments).toHaveLength(2);
+    expect(batch!.dimensions).toHaveLength(2);
+    expect(batch!.at).toHaveLength(2);
+    expect(queued[QUEUED_ROWS]).toBe(5);
+    expect(counters[L_EXPOSURES_NOTED]).toBe(2);
+    expect(counters[L_EXPOSURES_DROPPED]).toBe(2);
+    // The queue full: everything is dropped, nothing posted.
+    const r = {};
+    stage(x, r, 'e', 'A', 'p5');
+    settleStaged(x, r, true, true);
+    sendExposures(x);
+    expect(batches(writer)).toEqual([]);
+    expect(counters[L_EXPOSURES_DROPPED]).toBe(3);
+    // The writer wrote its rows: p3 (dropped) is queued on its next exposure; p1 (queued) is a repeat.
+    queued[QUEUED_ROWS] = 0;
+    for (const player of ['p1', 'p3']) {
+      const again = {};
+      stage(x, again, 'e', 'A', player);
+      settleStaged(x, again, true, true);
+    }
+    sendExposures(x);
+    expect(batches(writer).map((b) => b.players)).toEqual([['p3']]);
+  });
+
+  it('reserves rows without ever passing the bound', () => {
+    const queued = new Int32Array(new SharedArrayBuffer(QUEUE_SLOTS * 4));
+    expect(reserveRows(queued, 10, 4)).toBe(4);
+    expect(reserveRows(queued, 10, 8)).toBe(6);
+    expect(reserveRows(queued, 10, 1)).toBe(0);
+    expect(queued[QUEUED_ROWS]).toBe(10);
+    queued[QUEUED_ROWS] = 12; // past the bound (another side's figure): nothing more
+    expect(reserveRows(queued, 10, 1)).toBe(0);
+    expect(queued[QUEUED_ROWS]).toBe(12);
+  });
+
+  it('sends the last rows when the loop stops, before its port closes', async () => {
+    const { x, writer } = bench();
+    const r = {};
+    stage(x, r, 'e', 'A', 'last');
+    settleStaged(x, r, true, true);
+    const received: ExposureBatch[] = [];
+    const closed = new Promise<ExposureBatch[]>((resolve) => writer.once('close', () => resolve(received.slice())));
+    writer.on('message', (m: ExposureBatch) => received.push(m));
+    stopRecorder(x);
+    expect((await closed).map((b) => b.players)).toEqual([['last']]);
+    expect(x.timer).toBeNull();
+  });
+});
