@@ -7,7 +7,7 @@ import { dirname, resolve } from 'node:path';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 import { DEFAULT_CONTENT_LIMITS, type ContentLimits } from '../shared/json-limits.js';
 import { parseDimensionNames } from '../exposures/dimensions.js';
-import { ExposuresUrlError, parseExposuresUrl, type ExposuresTarget } from '../exposures/url.js';
+import { parseExposuresUrl } from '../exposures/url.js';
 
 export interface ServeConfig {
   readonly storeUrl: string;
@@ -99,11 +99,11 @@ export interface ServeConfig {
   readonly accessLogRate: number;
   /** Access records a delivery loop holds between two reports; more are dropped (and counted). */
   readonly accessLogBuffer: number;
-  /** Experiment exposures (docs/experiments.md), null when off: the database's URL as given, its kind, the attributes of
-   * `p` kept with each row, the rows the writer holds at most (--exposure-queue), each loop's repeat filter slots (0: none). */
+  /** Experiment exposures (docs/experiments.md "The flags"), null when off. */
   readonly exposures: ExposuresConfig | null;
 }
 
+/** The database (an absolute sqlite: path or a PostgreSQL URL), the attributes of `p` kept, the writer's row bound, each loop's filter slots (0: none). */
 export type ExposuresConfig = { readonly url: string; readonly kind: 'sqlite' | 'postgres'; readonly dimensions: readonly string[]; readonly queue: number; readonly filterSlots: number };
 
 /** The files of one listener, as configured (flags or environment). */
@@ -279,30 +279,28 @@ function corsOrigins(raw: string): '*' | readonly string[] | null {
   return Object.freeze(out);
 }
 
-const FILTER_SLOTS_MIN = 1024;
-const FILTER_SLOTS_MAX = 4_194_304;
+const [FILTER_SLOTS_MIN, FILTER_SLOTS_MAX] = [1024, 4_194_304];
+
+/** `parse()`, its error (a message naming the flag) as a ConfigError. */
+function checked<T>(flag: string, parse: () => T): T {
+  try {
+    return parse();
+  } catch (err) {
+    const message = (err as Error).message;
+    throw new ConfigError(message.startsWith(`--${flag}`) ? message : `--${flag}: ${message}`);
+  }
+}
 
 /** --exposures and the flags beside it; null when off. */
 function exposuresConfig(get: (k: string) => string, storeUrl: string): ExposuresConfig | null {
   const url = get('exposures').trim();
-  let dimensions: readonly string[] = [];
-  try {
-    dimensions = parseDimensionNames(get('exposure-dimensions'));
-  } catch (err) {
-    throw new ConfigError(`--exposure-dimensions: ${(err as Error).message}`);
-  }
+  const dimensions = checked('exposure-dimensions', () => parseDimensionNames(get('exposure-dimensions')));
   const queue = intIn('exposure-queue', get('exposure-queue'), 1, 10_000_000);
   const filterSlots = intIn('exposure-filter', get('exposure-filter'), 0, FILTER_SLOTS_MAX);
   if (filterSlots !== 0 && (filterSlots < FILTER_SLOTS_MIN || (filterSlots & (filterSlots - 1)) !== 0)) {
     throw new ConfigError(`--exposure-filter must be 0 or a power of two from ${FILTER_SLOTS_MIN} to ${FILTER_SLOTS_MAX}, got ${filterSlots}`);
   }
-  let target: ExposuresTarget | null;
-  try {
-    target = parseExposuresUrl(url, storeUrl);
-  } catch (err) {
-    if (err instanceof ExposuresUrlError) throw new ConfigError(err.message);
-    throw err;
-  }
+  const target = checked('exposures', () => parseExposuresUrl(url, storeUrl));
   if (target === null) return null;
   const { kind } = target;
   return Object.freeze({ url: target.url, kind, dimensions, queue, filterSlots });

@@ -1,23 +1,33 @@
 /**
- * The suite's two parts together run every test file exactly once: the files vitest itself selects
- * for `npm test` (`vitest run`) and for `npm run test:slow` (`vitest run --mode slow`), read through
- * its Node API from vitest.config.ts without running them, are disjoint and together are every
- * *.test.ts under test/; and SLOW_FILES names only files that exist, each once.
+ * The suite's parts together run every test file exactly once: the files vitest itself selects for
+ * `npm test` (`vitest run`, its paired and alone groups) and for `npm run test:slow` (`vitest run
+ * --mode slow`), read through its Node API from vitest.config.ts without running them, are disjoint
+ * and together are every *.test.ts under test/; SLOW_FILES and ALONE_FILES name only files that exist,
+ * each once and in one list; and no file of the paired group measures elapsed time, so that a file
+ * bound to a deadline never shares the machine with a second file.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createVitest } from 'vitest/node';
-import { SLOW_FILES } from '../../vitest.config.js';
+import { ALONE_FILES, SLOW_FILES } from '../../vitest.config.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
-/** The test files vitest runs in `mode`, relative to the checkout, sorted. */
-async function selected(mode: 'test' | 'slow'): Promise<string[]> {
+/**
+ * Source that measures elapsed time: a call of `performance.now` (read for a difference), `Date.now`
+ * minus a start, or a duration in ms (`firstByteMs`, `closeMs`, `.ms`) held under a bound.
+ */
+const MEASURES_ELAPSED = /performance\.now\(\)|Date\.now\(\)\s*-\s*[\w(]|[mM]s\)\.toBeLessThan/;
+
+/** The test files vitest runs in `mode`, relative to the checkout, sorted, each with its group's name. */
+async function selected(mode: 'test' | 'slow'): Promise<{ file: string; group: string }[]> {
   const vitest = await createVitest('test', { watch: false, mode, root: ROOT, config: join(ROOT, 'vitest.config.ts') });
   try {
-    return (await vitest.globTestSpecifications()).map((spec) => relative(ROOT, spec.moduleId)).sort();
+    return (await vitest.globTestSpecifications())
+      .map((spec) => ({ file: relative(ROOT, spec.moduleId), group: spec.project.name }))
+      .sort((a, b) => a.file.localeCompare(b.file));
   } finally {
     await vitest.close();
   }
@@ -32,17 +42,26 @@ function onDisk(): string[] {
 }
 
 describe('npm test and npm run test:slow', () => {
-  it('SLOW_FILES names existing test files, each once', () => {
+  it('SLOW_FILES and ALONE_FILES name existing test files, each once and in one list', () => {
     const all = new Set(onDisk());
-    expect(SLOW_FILES.filter((f) => !all.has(f))).toEqual([]);
-    expect(new Set(SLOW_FILES).size).toBe(SLOW_FILES.length);
+    const listed = [...SLOW_FILES, ...ALONE_FILES];
+    expect(listed.filter((f) => !all.has(f))).toEqual([]);
+    expect(new Set(listed).size).toBe(listed.length);
   });
 
-  it('run every test file under test/, each in exactly one of the two', async () => {
+  it('run every test file under test/, each in exactly one of the two; npm test runs ALONE_FILES alone and the rest in pairs', async () => {
     const fast = await selected('test');
-    const slow = await selected('slow');
+    const slow = (await selected('slow')).map((s) => s.file);
     expect(slow).toEqual([...SLOW_FILES].sort());
-    expect(fast.filter((f) => slow.includes(f))).toEqual([]);
-    expect([...fast, ...slow].sort()).toEqual(onDisk());
+    expect(fast.filter((s) => s.group === 'alone').map((s) => s.file)).toEqual([...ALONE_FILES].sort());
+    expect(fast.filter((s) => s.group !== 'alone').every((s) => s.group === 'paired')).toBe(true);
+    expect(fast.filter((s) => slow.includes(s.file))).toEqual([]);
+    expect([...fast.map((s) => s.file), ...slow].sort()).toEqual(onDisk());
   }, 30_000);
+
+  it('no file of the paired group measures elapsed time (such a file goes into ALONE_FILES or SLOW_FILES)', () => {
+    const listed = new Set([...SLOW_FILES, ...ALONE_FILES]);
+    const measuring = onDisk().filter((f) => !listed.has(f) && MEASURES_ELAPSED.test(readFileSync(join(ROOT, f), 'utf8')));
+    expect(measuring).toEqual([]);
+  });
 });
