@@ -308,6 +308,30 @@ async function main(): Promise<void> {
   await finish(dropTimer);
 }
 
+/**
+ * postgres.js (3.4.x) can send a query's bytes from a setImmediate after its connection closed (a
+ * transaction's rollback after the database went away): a TypeError thrown outside any promise
+ * (porsager/postgres#1066, #1154), which would end this thread and every exposure after it. The write
+ * it belonged to was already rejected (CONNECTION_CLOSED) and is tried again by the pump; the driver's
+ * instance keeps the unsent bytes, so it is let go and the next write opens a fresh one. Any other
+ * uncaught error ends the thread, as it would without this handler.
+ */
+function isWriteAfterClose(err: unknown): boolean {
+  return err instanceof TypeError && /\(reading 'write'\)/.test(err.message) && /nextWrite .*postgres[/\\]src[/\\]connection\.js/.test(err.stack ?? '');
+}
+
+process.on('uncaughtException', (err: unknown) => {
+  if (isWriteAfterClose(err)) {
+    const abandoned = state.target;
+    state.target = null;
+    abandoned?.writer.close().catch(() => undefined);
+    noteFailure('the connection closed while a write was being sent');
+    return;
+  }
+  post({ type: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+  process.exit(1);
+});
+
 main().catch((err: unknown) => {
   post({ type: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
   lifecycle.close();
