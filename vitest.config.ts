@@ -30,6 +30,11 @@ export const SLOW_FILES: readonly string[] = [
   // The exposure database stopped and started again under the writer: rows held, dropped past the
   // bound and written again once it answers, on the wall clock of its reconnections.
   'test/unit/exposures/writer-outage.test.ts',
+  // Exposures on a fleet of three server processes and through a database outage (exposures.test.ts and
+  // exposures-counts.test.ts keep every endpoint, first-wins and exact counts in npm test).
+  'test/e2e/exposures-fleet.test.ts',
+  // The exposure benchmark's smoke run: every part of bench:exposures at its smallest size.
+  'test/e2e/bench-exposures-smoke.test.ts',
   // The webhook outbox across process deaths: a delivery leased by a killed process is sent only once
   // its lease ends on the wall clock, and retries run out on it (admin-webhooks, hostile-webhooks and
   // test/unit/store/outbox keep webhook delivery, signing and the outbox's rows in npm test).

@@ -69,6 +69,8 @@ const state = {
   droppedLogged: 0,
   refusedLoggedAt: 0,
   refusedSinceLog: 0,
+  /** Ends the wait for the opening or write in flight as timed out (a connection closed under it). */
+  cutShort: null as (() => void) | null,
 };
 const held = new HeldRows();
 const queued = new Int32Array(init.queue);
@@ -169,8 +171,13 @@ function inTime<T>(work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new WriteTimeout()), WRITE_TIMEOUT_MS);
+    // The driver's connection closing under the write (below) ends the wait at once.
+    state.cutShort = () => reject(new WriteTimeout());
   });
-  return Promise.race([work, late]).finally(() => clearTimeout(timer));
+  return Promise.race([work, late]).finally(() => {
+    clearTimeout(timer);
+    state.cutShort = null;
+  });
 }
 
 /** One write of the oldest rows; true when it succeeded. */
@@ -326,6 +333,7 @@ process.on('uncaughtException', (err: unknown) => {
     state.target = null;
     abandoned?.writer.close().catch(() => undefined);
     noteFailure('the connection closed while a write was being sent');
+    state.cutShort?.();
     return;
   }
   post({ type: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
