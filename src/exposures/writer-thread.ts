@@ -146,7 +146,8 @@ async function writeSplitting(target: Target, rows: readonly ExposureRow[]): Pro
 async function ensureTarget(): Promise<Target | null> {
   if (state.target !== null) return state.target;
   const kind = (state.kind ??= await loadKind());
-  const opening = kind.open();
+  // Through a promise: an opening that throws at once (a SQLite path that cannot be a file) is a failure like any other.
+  const opening = Promise.resolve().then(() => kind.open());
   try {
     state.target = { kind, writer: await inTime(opening) };
     if (!state.everOpened) logInfo(`exposures: recording to ${where}`);
