@@ -6,12 +6,11 @@
  * per-hour counts sum to the same split, and the readout reports it with the chi-square of that
  * split against the configured shares.
  */
-import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 import { createDatabase } from '../helpers/postgres.js';
-import { chiSquare, experimentsOf, inParallel, metricTotal, perVariant, readExposures, variantOf } from '../helpers/exposures.js';
+import { chiSquare, experimentsOf, inParallel, metricTotal, perVariant, readExposures, releasedAfterAll, variantOf } from '../helpers/exposures.js';
 import { until } from '../helpers/until.js';
 
 const KEY = 'exposures-counts-key';
@@ -46,15 +45,7 @@ const PLAYERS = 3000;
 const REPEATS = 500;
 const WORKERS = 16;
 
-const running: ServerProcess[] = [];
-const cleanups: (() => Promise<void>)[] = [];
-afterAll(async () => {
-  for (const s of running.splice(0)) {
-    await s.dispose();
-    rmSync(s.dir, { recursive: true, force: true });
-  }
-  for (const c of cleanups.splice(0)) await c();
-});
+const { running, cleanups } = releasedAfterAll();
 
 interface Seg {
   readonly n: string;

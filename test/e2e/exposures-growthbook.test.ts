@@ -4,12 +4,12 @@
  * one row per player, the variant each player's answers named, the app version and the dimensions,
  * and GrowthBook's date window keeps exactly the players first seen inside it.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import postgres from 'postgres';
-import { afterAll, describe, expect, it } from 'vitest';
-import { call, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { describe, expect, it } from 'vitest';
+import { call, startServer, tempDir } from '../helpers/server-process.js';
 import { createDatabase } from '../helpers/postgres.js';
-import { inParallel, readExposures, variantOf } from '../helpers/exposures.js';
+import { inParallel, readExposures, releasedAfterAll, variantOf } from '../helpers/exposures.js';
 import { until } from '../helpers/until.js';
 
 const KEY = 'growthbook-key';
@@ -47,15 +47,7 @@ function documentedQuery(): string {
   return match[1]!;
 }
 
-const running: ServerProcess[] = [];
-const cleanups: (() => Promise<void>)[] = [];
-afterAll(async () => {
-  for (const s of running.splice(0)) {
-    await s.dispose();
-    rmSync(s.dir, { recursive: true, force: true });
-  }
-  for (const c of cleanups.splice(0)) await c();
-});
+const { running, cleanups } = releasedAfterAll();
 
 interface Seg {
   readonly n: string;

@@ -4,10 +4,12 @@
  * (`--exposures sqlite:PATH` or `postgres://...`), the admin readout, the exposure metrics, players
  * chosen by their A/B group, and many players sent at once over several connections.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
+import { afterAll } from 'vitest';
 import Database from 'better-sqlite3';
 import postgres from 'postgres';
 import { userMod, userUid } from '../../src/shared/identity.js';
+import type { ServerProcess } from './server-process.js';
 
 /** One row of rcd_exposures, its times as ms since the epoch and its dimensions parsed. */
 export interface ExposureRecord {
@@ -239,4 +241,21 @@ export function chiSquare(observed: readonly number[], shares: readonly number[]
     chi += ((o - expected) * (o - expected)) / expected;
   });
   return chi;
+}
+
+/**
+ * What a test file starts and must let go: its servers (disposed after its tests, each data folder
+ * removed) and then its databases (`cleanups`, e.g. a database's drop).
+ */
+export function releasedAfterAll(): { readonly running: ServerProcess[]; readonly cleanups: (() => Promise<void>)[] } {
+  const running: ServerProcess[] = [];
+  const cleanups: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const s of running.splice(0)) {
+      await s.dispose();
+      rmSync(s.dir, { recursive: true, force: true });
+    }
+    for (const c of cleanups.splice(0)) await c();
+  });
+  return { running, cleanups };
 }
