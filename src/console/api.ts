@@ -204,6 +204,8 @@ export interface RolloutStep {
   mod: [number, number];
   scheduleId: string;
   status: ScheduleStatus;
+  /** When it applies (a moved step's new time; `at` is its planned time). */
+  dueAt: string;
   settledAt: string | null;
   error: { code: string; message: string } | null;
 }
@@ -218,4 +220,10 @@ export interface Rollout {
   status: 'active' | 'paused' | 'completed' | 'rolled_back' | 'cancelled';
   note: string;
   steps: RolloutStep[];
+  /** The kill switch stopped it, or switched its rule off after its last step. */
+  killed: boolean;
+  /** The target as it was before the rollout: what a rollback restores. */
+  before: { disabled: boolean; mod: [number, number] | null };
+  /** The rule (or variant) in the item's mapping now; null when it is gone. */
+  current: { disabled: boolean; mod: [number, number] | null; percent: number } | null;
 }
