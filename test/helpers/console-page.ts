@@ -1,12 +1,13 @@
 /**
  * A page of the admin console in Chromium as the console's end-to-end tests open it: desktop size,
  * each step failing after 10 s (naming the locator it could not find), and every
- * Content-Security-Policy violation the browser reports collected, for the tests to expect none.
+ * Content-Security-Policy violation the browser reports collected, for the tests to expect none;
+ * optionally in a time zone of the test's choosing (the browser's own zone, as the console sees it).
  */
 import type { Browser, Page } from 'playwright-core';
 
-export async function openConsolePage(browser: Browser, cspViolations: string[]): Promise<Page> {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+export async function openConsolePage(browser: Browser, cspViolations: string[], timezoneId?: string): Promise<Page> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, ...(timezoneId === undefined ? {} : { timezoneId }) });
   page.setDefaultTimeout(10_000);
   page.on('console', (m) => {
     if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());

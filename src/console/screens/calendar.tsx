@@ -26,11 +26,11 @@ interface Column {
   readonly env: string | null;
 }
 
-/** What a change does, in a few words: its note, else its ops and items. */
+/** What a change does, in a few words: its ops (or its rollout step) and items, and its note (a step's own note only repeats that). */
 function summary(s: Schedule): string {
   const what = s.rollout !== null ? `rollout step ${(s.rollout.step ?? 0) + 1}` : [...new Set(s.ops.map((o) => o.op))].join(', ');
   const items = s.items.length > 0 ? ` ${s.items.join(', ')}` : '';
-  return `${what}${items}${s.note !== '' ? ` — ${s.note}` : ''}`;
+  return `${what}${items}${s.note !== '' && s.rollout === null ? ` — ${s.note}` : ''}`;
 }
 
 function Entry({ s, zone, nowMs, showEnv }: { s: Schedule; zone: string; nowMs: number; showEnv: boolean }): preact.JSX.Element {
