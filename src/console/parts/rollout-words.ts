@@ -3,7 +3,7 @@
  * of players it serves now as a headline, its next step and when, its progress, and the steps
  * whose time passed while it was paused. Pure functions, without the DOM (unit-tested in Node).
  */
-import type { Rollout, RolloutStep } from '../api.js';
+import type { Rollout, RolloutStep } from '../schedule-types.js';
 import { relativeTime } from './experiment-format.js';
 
 export type RolloutState = 'running' | 'paused' | 'finished' | 'killed' | 'rolled back' | 'cancelled';

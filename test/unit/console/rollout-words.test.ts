@@ -4,7 +4,7 @@
  * the steps that fell due while it was paused.
  */
 import { describe, expect, it } from 'vitest';
-import type { Rollout, RolloutStep } from '../../../src/console/api.js';
+import type { Rollout, RolloutStep } from '../../../src/console/schedule-types.js';
 import { dueText, headline, nextStep, overdueSteps, progress, rolloutState, stateSentence } from '../../../src/console/parts/rollout-words.js';
 
 const NOW = Date.parse('2027-03-01T12:00:00Z');
