@@ -155,7 +155,7 @@ export function RolloutForm({ env, item, onCreated }: { env: string; item: Conte
       </fieldset>
       <div class="row">
         <label>
-          Note of the rollout <input value={note} onInput={(e) => setNote(e.currentTarget.value)} maxLength={1000} placeholder="e.g. new difficulty curve" />
+          Description of the rollout <input value={note} onInput={(e) => setNote(e.currentTarget.value)} maxLength={1000} placeholder="e.g. new difficulty curve" />
         </label>
         <button type="submit">Create rollout</button>
       </div>
