@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser.js';
-import { openConsolePage } from '../helpers/console-page.js';
+import { openConsolePage, signIn } from '../helpers/console-page.js';
 import { call, ROOT, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 
 const TOKEN = 'test-admin-token';
@@ -71,10 +71,7 @@ beforeAll(async () => {
   await adm('PUT', 'environments/live/content/Game', '{"difficulty":"normal"}');
   browser = await launchChromium();
   page = await openConsolePage(browser, cspViolations, ZONE);
-  await page.goto(`${srv.adminUrl}/console/`);
-  await page.getByLabel('Admin token').fill(TOKEN);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Environments' }).waitFor();
+  await signIn(page, srv.adminUrl!, TOKEN);
 }, 60_000);
 
 afterAll(async () => {

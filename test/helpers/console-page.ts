@@ -14,3 +14,11 @@ export async function openConsolePage(browser: Browser, cspViolations: string[],
   });
   return page;
 }
+
+/** Opens the console at `adminUrl` and signs in with `token`, as a person does, up to the Environments screen. */
+export async function signIn(page: Page, adminUrl: string, token: string): Promise<void> {
+  await page.goto(`${adminUrl}/console/`);
+  await page.getByLabel('Admin token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Environments' }).waitFor();
+}
