@@ -3,6 +3,8 @@
  * session. Errors arrive in the API's envelope and are raised as ApiError with its stable code.
  */
 
+import type { ScheduleStatus } from './schedule-types.js';
+
 export class ApiError extends Error {
   constructor(
     readonly status: number,
@@ -178,7 +180,7 @@ export interface AuditEntry {
   detail: unknown;
 }
 
-export type ScheduleStatus = 'pending' | 'paused' | 'applied' | 'failed' | 'cancelled';
+export type { Rollout, RolloutStep, ScheduleStatus } from './schedule-types.js';
 
 /** A scheduled change as the admin API answers it (docs/schedule.md). */
 export interface Schedule {
@@ -196,26 +198,4 @@ export interface Schedule {
   lateMs: number | null;
   error: { code: string; message: string } | null;
   cancelReason: string | null;
-}
-
-export interface RolloutStep {
-  percent: number;
-  at: string;
-  mod: [number, number];
-  scheduleId: string;
-  status: ScheduleStatus;
-  settledAt: string | null;
-  error: { code: string; message: string } | null;
-}
-
-export interface Rollout {
-  id: string;
-  contentId: string;
-  rule: number;
-  segment: string;
-  variant: string | null;
-  start: number;
-  status: 'active' | 'paused' | 'completed' | 'rolled_back' | 'cancelled';
-  note: string;
-  steps: RolloutStep[];
 }

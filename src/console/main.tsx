@@ -8,6 +8,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, storedToken, storeToken } from './api.js';
 import { describeError } from './parts/messages.js';
 import { Audit } from './screens/audit.js';
+import { Calendar } from './screens/calendar.js';
 import { ContentItem } from './screens/content-item.js';
 import { ContentList } from './screens/content-list.js';
 import { Environments } from './screens/environments.js';
@@ -33,11 +34,13 @@ function Screen({ hash }: { hash: string }): preact.JSX.Element {
   if (parts[0] === 'env' && parts[1] !== undefined) {
     if (parts[2] === 'keys') return <Keys env={parts[1]} />;
     if (parts[2] === 'schedule') return <ScheduleScreen env={parts[1]} />;
+    if (parts[2] === 'calendar') return <Calendar key={parts[1]} env={parts[1]} />;
     if (parts[2] === 'experiments' && parts[3] !== undefined) return <ExperimentScreen key={`${parts[1]}/${parts[3]}`} env={parts[1]} name={parts[3]} />;
     if (parts[2] === 'experiments') return <Experiments key={parts[1]} env={parts[1]} />;
     if (parts[2] === 'content' && parts[3] !== undefined) return <ContentItem key={`${parts[1]}/${parts[3]}`} env={parts[1]} id={parts[3]} />;
     return <ContentList env={parts[1]} />;
   }
+  if (parts[0] === 'calendar') return <Calendar />;
   if (parts[0] === 'promote') return <Promote />;
   if (parts[0] === 'webhooks') return <Webhooks />;
   if (parts[0] === 'audit') return <Audit />;
@@ -77,6 +80,7 @@ function SignIn({ onSignIn }: { onSignIn: (token: string) => void }): preact.JSX
 
 const NAV: [string, string][] = [
   ['#/environments', 'Environments'],
+  ['#/calendar', 'Calendar'],
   ['#/promote', 'Promote'],
   ['#/webhooks', 'Webhooks'],
   ['#/audit', 'Audit log'],

@@ -4,9 +4,10 @@
  * form that schedules a change.
  *
  * Time zone, decided: the input is a `datetime-local` read in the zone the editor picks: this
- * browser's own zone (named, with its current offset) or UTC, which live-ops calendars are often
- * kept in. It is sent as an RFC 3339 instant (UTC, `Z`), and the timeline shows each change's time
- * in both zones, so nobody has to guess whose midnight a change meant.
+ * browser's own zone (named, with its offset at the chosen time) or UTC, which live-ops calendars
+ * are often kept in; a time the zone skips is refused and one it has twice asks which. It is sent
+ * as an RFC 3339 instant (UTC, `Z`), and the timeline shows each change's time in both zones, so
+ * nobody has to guess whose midnight a change meant.
  */
 import { useState } from 'preact/hooks';
 import { api, seg, type Schedule, type ScheduleStatus } from './api.js';
@@ -14,26 +15,24 @@ import { Editor, jsoncDiagnostics } from './editor.js';
 import { CheckGroup } from './parts/check-group.js';
 import { OutcomeLines, useOutcome } from './parts/outcome.js';
 import { useLoad } from './parts/use-load.js';
+import { BROWSER_ZONE, instantIn, offsetTextAt, splitValue, timeProblem, WallTimeCheck } from './parts/wall-time-check.js';
 import { when } from './parts/when.js';
 
 export type Zone = 'local' | 'utc';
 
-const LOCAL_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
+const LOCAL_ZONE = BROWSER_ZONE;
 
-/** "UTC+01:00" for this browser's offset now. */
-function localOffset(): string {
-  const minutes = -new Date().getTimezoneOffset();
-  const sign = minutes < 0 ? '-' : '+';
-  const abs = Math.abs(minutes);
-  return `UTC${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+/** The IANA name of a zone choice. */
+export function zoneName(zone: Zone): string {
+  return zone === 'utc' ? 'UTC' : LOCAL_ZONE;
 }
 
-/** The instant a `datetime-local` value names in `zone` (ISO, UTC), or null when it is not one. */
+/**
+ * The instant a `datetime-local` value names in `zone` (ISO, UTC), or null when it is not one: a
+ * time in a gap of the zone, or one that happens twice and was not chosen (wall-time-check.tsx).
+ */
 export function instantOf(value: string, zone: Zone): string | null {
-  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(value)) return null;
-  const full = value.length === 16 ? `${value}:00` : value;
-  const ms = zone === 'utc' ? Date.parse(`${full}Z`) : new Date(full).getTime();
-  return Number.isNaN(ms) ? null : new Date(ms).toISOString();
+  return instantIn(value, zoneName(zone));
 }
 
 /** A time shown in this browser's zone and in UTC. */
@@ -47,17 +46,18 @@ export function TimeInput({ label, value, zone, onValue, onZone }: { label: stri
   return (
     <>
       <label>
-        {label} <input type="datetime-local" step={1} value={value} onInput={(e) => onValue(e.currentTarget.value)} required />
+        {label} <input type="datetime-local" step={1} value={splitValue(value).wall} onInput={(e) => onValue(e.currentTarget.value)} required />
       </label>
       <label>
         Time zone of {label.toLowerCase()}{' '}
         <select value={zone} onChange={(e) => onZone(e.currentTarget.value as Zone)}>
           <option value="local">
-            This browser's: {LOCAL_ZONE} ({localOffset()})
+            This browser's: {LOCAL_ZONE} ({offsetTextAt(value, LOCAL_ZONE, Date.now())})
           </option>
           <option value="utc">UTC</option>
         </select>
       </label>
+      <WallTimeCheck label={label} value={value} zone={zoneName(zone)} onValue={onValue} />
     </>
   );
 }
@@ -216,7 +216,7 @@ export function ScheduleForm({ env, id, initialText, onScheduled }: { env: strin
     e.preventDefault();
     const scheduled = await outcome.attempt(async () => {
       const at = instantOf(value, zone);
-      if (at === null) throw new Error('choose the time the change takes effect');
+      if (at === null) throw new Error(timeProblem(value, zoneName(zone)) ?? 'choose the time the change takes effect');
       const target = (id ?? item).trim();
       let op: Record<string, unknown>;
       if (kind === 'content.put') op = { op: kind, id: target, text };

@@ -129,11 +129,20 @@ export function adminDocument(schemas: Record<string, Json>): Json {
       parameters: [ENV_PARAM, ROLLOUT_PARAM],
       get: read('One rollout and its steps', 'Rollout', ['not_found']),
     },
+    '/admin/v1/environments/{env}/rollouts/{rid}/resume': {
+      parameters: [ENV_PARAM, ROLLOUT_PARAM],
+      post: write(
+        'Make its held steps pending again; without a body a step whose time passed while paused applies at once, "overdue" says otherwise',
+        { '200': ['done', 'Rollout', PROPAGATION_HEADER] },
+        [...JSON_BODY_ERRORS, 'not_found', 'conflict', 'rollout_step_overdue', 'content_not_found', 'target_changed', 'invalid_mapping'],
+        undefined,
+        { schema: REF('RolloutResume'), required: false },
+      ),
+    },
     ...Object.fromEntries(
       (
         [
           ['pause', 'Hold its pending steps'],
-          ['resume', 'Make its held steps pending again (a step whose time passed applies at once)'],
           ['advance', 'Apply its next step now'],
           ['rollback', 'Cancel its open steps and restore the rule as it was before the rollout, now'],
         ] as const
@@ -207,7 +216,7 @@ export function adminDocument(schemas: Record<string, Json>): Json {
         'ContentList', 'ContentPut', 'ContentDetail', 'ContentDeleted', 'Mapping', 'MappingPut', 'MappingDeleted', 'SyncBody', 'SyncReport',
         'Bundle', 'ImportReport', 'WebhookBody', 'WebhookCreated', 'WebhookList', 'WebhookDeleted', 'DeadLetters', 'AuditList',
         'TokenBody', 'TokenCreated', 'TokenList', 'TokenRevoked', 'Preview', 'PreviewContext', 'UserContext', 'Segment',
-        'ChangeOp', 'ScheduleBody', 'ScheduleMove', 'Schedule', 'ScheduleList', 'RolloutBody', 'Rollout', 'RolloutList', 'KillBody', 'Killed',
+        'ChangeOp', 'ScheduleBody', 'ScheduleMove', 'Schedule', 'ScheduleList', 'RolloutBody', 'RolloutResume', 'Rollout', 'RolloutList', 'KillBody', 'Killed',
         'ExperimentList', 'Experiment',
       ]),
       securitySchemes: { adminToken: { type: 'http', scheme: 'bearer' } },

@@ -371,6 +371,14 @@ export const RolloutBody = named(
   }),
   'A staged rollout: each step widens the rule\'s (or the variant\'s) mod range from start',
 );
+export const RolloutResume = named(
+  'RolloutResume',
+  z.strictObject({
+    overdue: z.enum(['apply', 'refuse', 'skip', 'reschedule']).optional().describe('held steps whose time passed while paused: apply at once (default), refuse (409 rollout_step_overdue, naming them), skip (cancel them), reschedule (the first held step at `at`, later ones moved by as much)'),
+    at: INSTANT.optional().describe('with reschedule: the new time of the first held step'),
+  }),
+  'What a resume does with steps whose time passed while the rollout was paused',
+);
 const rolloutShape = {
   id: z.string().regex(/^ro_[0-9a-f]{20}$/),
   env: z.string(),
@@ -380,6 +388,11 @@ const rolloutShape = {
   variant: z.string().nullable(),
   start: z.number().int(),
   status: z.enum(['active', 'paused', 'completed', 'rolled_back', 'cancelled']),
+  killed: z.boolean().describe('the kill switch stopped it, or switched its rule off after its last step'),
+  current: z
+    .strictObject({ disabled: z.boolean(), mod: z.tuple([z.number().int(), z.number().int()]).nullable(), percent: z.number().describe('the share of players it serves now: 0 when disabled') })
+    .nullable()
+    .describe('the rule (or variant) in the item\'s mapping now; null when the item, its mapping or the rule is gone'),
   before: z.strictObject({ disabled: z.boolean(), mod: z.tuple([z.number().int(), z.number().int()]).nullable() }),
   note: z.string(),
   createdAt: TIME,

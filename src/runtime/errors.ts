@@ -47,6 +47,8 @@ export const ERROR_STATUS = {
   rollout_step_order: 409,
   /** A rollout's first step would serve fewer players than its rule (or variant) serves now (docs/schedule.md). */
   rollout_shrinks: 409,
+  /** A resume that asked to be refused when a held step's time passed while its rollout was paused (docs/schedule.md). */
+  rollout_step_overdue: 409,
   /** The store already holds --schedule-max-pending scheduled changes that are not settled. */
   too_many_schedules: 409,
   /** A preview at a time would replay more ops of pending changes than --preview-max-ops. */

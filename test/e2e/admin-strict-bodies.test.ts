@@ -68,7 +68,7 @@ const BODIES: Record<string, Record<string, unknown> | null | 'own'> = {
   'DELETE environments/:env/schedules/:sid': null,
   'POST environments/:env/rollouts': { id: 'Game', rule: 1, steps: [{ percent: 50, at: FUTURE }] },
   'POST environments/:env/rollouts/:rid/pause': null,
-  'POST environments/:env/rollouts/:rid/resume': null,
+  'POST environments/:env/rollouts/:rid/resume': { overdue: 'apply' },
   'POST environments/:env/rollouts/:rid/advance': null,
   'POST environments/:env/rollouts/:rid/rollback': null,
   'POST environments/:env/content/:id/kill': { rule: 1, segment: 'all' },

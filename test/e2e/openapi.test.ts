@@ -291,6 +291,15 @@ describe('OpenAPI documents', () => {
     await admin('POST', `environments/live/rollouts/${ro.id}/advance`);
     await admin('POST', `environments/live/rollouts/${ro.id}/rollback`);
     await admin('POST', `environments/live/rollouts/${ro.id}/pause`);
+    // A step whose time passes while its rollout is paused: a resume asked to refuse says so.
+    await admin('PUT', 'environments/live/content/Late', '{"a":1}');
+    await admin('PUT', 'environments/live/content/Late/mapping', JSON.stringify({ rules: [{ segment: 'r', disabled: true, patch: { a: 2 } }] }));
+    const soon = Date.now() + 3000;
+    const late = (await (await admin('POST', 'environments/live/rollouts', JSON.stringify({ id: 'Late', rule: 0, steps: [{ percent: 100, at: new Date(soon).toISOString() }] }))).json()) as { id: string };
+    await admin('POST', `environments/live/rollouts/${late.id}/pause`);
+    await new Promise((r) => setTimeout(r, Math.max(0, soon - Date.now()) + 300));
+    await admin('POST', `environments/live/rollouts/${late.id}/resume`, '{"overdue":"refuse"}');
+    await admin('POST', `environments/live/rollouts/${late.id}/resume`, JSON.stringify({ overdue: 'reschedule', at: inHour }));
     await admin('POST', 'environments/live/content/Sched/kill', '{"rule":1,"segment":"q"}');
     await admin('POST', 'environments/live/content/Sched/kill');
     await admin('POST', 'environments/live/content/Sched/kill', '{"rule":0,"segment":"not-r"}');

@@ -19,8 +19,9 @@ import {
   type KillResult,
   type Settled,
 } from '../../store/schedule/lifecycle.js';
-import { advanceRollout, createRollout, pauseRollout, readRollout, readRollouts, rollBackRollout, type RolledBack } from '../../store/schedule/rollouts.js';
+import { advanceRollout, createRollout, pauseRollout, readRollout, readRollouts, resumeRollout, rollBackRollout, type RolledBack, type ResumeChoice } from '../../store/schedule/rollouts.js';
 import { SCHEDULE_STATUSES, type RolloutRow, type ScheduleQuery, type ScheduleRow, type ScheduleStatus } from '../../store/schedule/rows.js';
+import type { RuleState } from '../../store/ops/rules.js';
 import { inScope, type Principal } from './access.js';
 import { announcing, changed, now, param, parseBodyObject, positiveInt, read, refuseUnknownFields, requireNoBody, route, type AdminCall, type AdminContext, type AdminResult, type AdminRoute } from './admin-call.js';
 import { cancelledEvents, resultEvents, rolloutView, scheduleEvent, scheduleView, settledAudit, settledEvents } from './schedule-view.js';
@@ -233,7 +234,7 @@ async function createRolloutRoute(ctx: AdminContext, call: AdminCall): Promise<A
         },
         ctx.schedules.limits,
       ),
-    await announcing<{ rollout: RolloutRow; steps: ScheduleRow[] }>(ctx, call, (r) => r.steps.map((s) => scheduleEvent('schedule.created', s, now()))),
+    await announcing<{ rollout: RolloutRow; steps: ScheduleRow[]; current: RuleState }>(ctx, call, (r) => r.steps.map((s) => scheduleEvent('schedule.created', s, now()))),
   );
   ctx.schedules.kick();
   return changed(201, rolloutView(created), {
@@ -254,14 +255,37 @@ async function getRolloutRoute(ctx: AdminContext, call: AdminCall): Promise<Admi
   return read(rolloutView(await ctx.store.readStep(() => readRollout(param(call, 0), param(call, 1)))));
 }
 
-async function pauseOrResume(ctx: AdminContext, call: AdminCall, pause: boolean): Promise<AdminResult> {
+async function pauseRolloutRoute(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
   const env = param(call, 0);
   const id = param(call, 1);
   requireNoBody(call);
-  await ctx.store.writeStep(() => pauseRollout(env, id, pause));
-  if (!pause) ctx.schedules.kick();
+  await ctx.store.writeStep(() => pauseRollout(env, id, true));
   const view = await ctx.store.readStep(() => readRollout(env, id));
-  return changed(200, rolloutView(view), { live: false, action: pause ? 'rollout.pause' : 'rollout.resume', env, target: id, detail: null });
+  return changed(200, rolloutView(view), { live: false, action: 'rollout.pause', env, target: id, detail: null });
+}
+
+const OVERDUE_CHOICES = ['apply', 'refuse', 'skip', 'reschedule'] as const;
+
+/** A resume's body: none (held steps whose time passed apply at once), or what to do with those steps. */
+function parseResume(ctx: AdminContext, call: AdminCall): ResumeChoice {
+  if (call.body.length === 0) return { overdue: 'apply' };
+  const body = parseBodyObject(call, '{"overdue":"apply|refuse|skip|reschedule","at":"<RFC 3339 time, with reschedule>"}', ['overdue', 'at']);
+  const overdue = body.overdue ?? 'apply';
+  if (!OVERDUE_CHOICES.includes(overdue as ResumeChoice['overdue'])) throw new RcdError('invalid_body', `overdue must be one of: ${OVERDUE_CHOICES.join(', ')}`, { path: 'overdue' });
+  if (overdue === 'reschedule') return { overdue, atMs: parseAt(body.at, 'at'), limits: ctx.schedules.limits };
+  if (body.at !== undefined) throw new RcdError('invalid_body', 'at goes with "overdue": "reschedule" only', { path: 'at' });
+  return { overdue: overdue as 'apply' | 'refuse' | 'skip' };
+}
+
+async function resumeRolloutRoute(ctx: AdminContext, call: AdminCall): Promise<AdminResult> {
+  const env = param(call, 0);
+  const id = param(call, 1);
+  const choice = parseResume(ctx, call);
+  await ctx.store.writeStep(() => resumeRollout(env, id, choice));
+  ctx.schedules.kick();
+  const view = await ctx.store.readStep(() => readRollout(env, id));
+  const detail = call.body.length === 0 ? null : { overdue: choice.overdue, ...(choice.overdue === 'reschedule' ? { at: isoOf(choice.atMs) } : {}) };
+  return changed(200, rolloutView(view), { live: false, action: 'rollout.resume', env, target: id, detail });
 }
 
 /** The next step applies now, through the applier's own path (its audit entries and events are those of a step that fell due). */
@@ -354,8 +378,8 @@ export const SCHEDULE_ROUTES: readonly AdminRoute[] = [
   route('POST', `${ENV}/rollouts`, createRolloutRoute, true, 'editor', 'env'),
   route('GET', `${ENV}/rollouts`, listRolloutsRoute, false, 'read', 'env'),
   route('GET', ROLLOUT, getRolloutRoute, false, 'read', 'env'),
-  route('POST', `${ROLLOUT}/pause`, (ctx, call) => pauseOrResume(ctx, call, true), true, 'editor', 'env'),
-  route('POST', `${ROLLOUT}/resume`, (ctx, call) => pauseOrResume(ctx, call, false), true, 'editor', 'env'),
+  route('POST', `${ROLLOUT}/pause`, pauseRolloutRoute, true, 'editor', 'env'),
+  route('POST', `${ROLLOUT}/resume`, resumeRolloutRoute, true, 'editor', 'env'),
   route('POST', `${ROLLOUT}/advance`, advanceRolloutRoute, true, 'editor', 'env'),
   route('POST', `${ROLLOUT}/rollback`, rollBackRolloutRoute, true, 'editor', 'env'),
   route('POST', `${ENV}/content/:id/kill`, killRoute, true, 'editor', 'env', null, true),

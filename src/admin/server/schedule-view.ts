@@ -8,7 +8,8 @@ import { idsOf, syncsEveryItem, targetEnvironments, type OpResult } from '../../
 import type { ChangeOp } from '../../store/schedule/change-op.js';
 import type { Settled } from '../../store/schedule/lifecycle.js';
 import type { RolloutView, StoredStep } from '../../store/schedule/rollouts.js';
-import { OPEN_STATUSES, type RolloutRow, type ScheduleRow } from '../../store/schedule/rows.js';
+import { OPEN_STATUSES, rolloutFinished, type RolloutRow, type ScheduleRow } from '../../store/schedule/rows.js';
+import type { RuleState } from '../../store/ops/rules.js';
 import { isoOf } from '../../shared/instant.js';
 import type { NewAuditEntry } from './state.js';
 import type { ScheduleEventBody, WebhookPayload } from './webhooks.js';
@@ -51,18 +52,27 @@ export function scheduleView(row: ScheduleRow, full: boolean): Record<string, un
 }
 
 /**
- * `completed` when every step applied; `cancelled` when no step is left to apply and some were
- * cancelled (by hand, or with their creator's token); otherwise the stored status.
+ * `completed` when its last step applied and none is open (killed afterwards or not); `cancelled`
+ * when no step is left to apply and some were cancelled (by hand, the kill switch, or with their
+ * creator's token); otherwise the stored status.
  */
 function rolloutStatus(rollout: RolloutRow, steps: readonly ScheduleRow[]): string {
-  if ((rollout.status !== 'active' && rollout.status !== 'paused') || steps.length === 0) return rollout.status;
-  if (steps.every((s) => s.status === 'applied')) return rollout.status === 'active' ? 'completed' : rollout.status;
-  if (!steps.some((s) => OPEN_STATUSES.includes(s.status)) && steps.some((s) => s.status === 'cancelled')) return 'cancelled';
-  return rollout.status;
+  const stored = rollout.status;
+  if ((stored !== 'active' && stored !== 'paused' && stored !== 'killed') || steps.length === 0) return stored;
+  if (rolloutFinished(steps)) return stored === 'paused' ? stored : 'completed';
+  if (stored === 'killed' || (!steps.some((s) => OPEN_STATUSES.includes(s.status)) && steps.some((s) => s.status === 'cancelled'))) return 'cancelled';
+  return stored;
+}
+
+/** The share of players a rule (or variant) in this state serves: 0 when switched off, all of them without a range. */
+function percentOf(state: RuleState): number {
+  if (state.disabled) return 0;
+  if (state.mod === null) return 100;
+  return (state.mod[1] - state.mod[0] + 1) / 10;
 }
 
 export function rolloutView(view: RolloutView): Record<string, unknown> {
-  const { rollout, steps } = view;
+  const { rollout, steps, current } = view;
   const plan = JSON.parse(rollout.steps) as StoredStep[];
   const byId = new Map(steps.map((s) => [s.schedule_id, s]));
   return {
@@ -74,6 +84,8 @@ export function rolloutView(view: RolloutView): Record<string, unknown> {
     variant: rollout.variant,
     start: rollout.start,
     status: rolloutStatus(rollout, steps),
+    killed: rollout.status === 'killed',
+    current: current === null ? null : { disabled: current.disabled, mod: current.mod, percent: percentOf(current) },
     before: JSON.parse(rollout.before) as unknown,
     note: rollout.note,
     createdAt: rollout.created_at,

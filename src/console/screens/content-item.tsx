@@ -13,6 +13,7 @@ import { OutcomeLines, useOutcome } from '../parts/outcome.js';
 import { Table } from '../parts/table.js';
 import { useLoad } from '../parts/use-load.js';
 import { when } from '../parts/when.js';
+import { ItemRollouts } from './item-rollouts.js';
 import { MappingPanel } from './mapping.js';
 import { ScheduleForm, Timeline } from '../schedule-ui.js';
 
@@ -85,6 +86,7 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
       {item !== null && item !== undefined && <History item={item} path={path} onChange={detail.reload} />}
       {item !== null && item !== undefined && <MappingPanel env={env} item={item} onChange={detail.reload} />}
       {item !== null && item !== undefined && item.mapping !== null && <KillSwitch env={env} item={item} onChange={detail.reload} />}
+      {item !== null && item !== undefined && <ItemRollouts env={env} item={item} onChange={detail.reload} />}
       <ItemSchedule env={env} id={id} text={newest?.text} />
     </section>
   );

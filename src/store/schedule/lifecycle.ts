@@ -18,7 +18,7 @@ import { applyOps, itemsOf, targetEnvironments, type OpResult } from './changes.
 import type { ChangeOp } from './change-op.js';
 import type { ScheduleLimits } from './limits.js';
 import { changeSetOf, isRefusal, rehearse, together } from './replay.js';
-import { MAX_ROLLOUT_STEPS, OPEN_STATUSES, type ScheduleRow } from './rows.js';
+import { MAX_ROLLOUT_STEPS, OPEN_STATUSES, rolloutFinished, type ScheduleRow } from './rows.js';
 
 export interface NewSchedule {
   readonly envId: string;
@@ -372,14 +372,17 @@ export interface KillResult {
  * The kill switch: one rule (or every rule) of the item's mapping disabled, and every open
  * scheduled change that would write the item cancelled (its rollouts with them), in one
  * transaction: those that name it, and the syncs of every item into its environment, which would
- * copy the mapping back with the rule live.
+ * copy the mapping back with the rule live. Its rollouts become `killed`: those it stopped, and a
+ * finished one whose rule it switched off.
  */
 export function* kill(envId: string, id: string, rule: number | null, segment: string | null): Step<KillResult> {
   const mapping = yield* editRules(envId, id, { rule, segment, variant: null, disabled: true });
   const key = contentIdKey(id);
   const cancelled = yield* cancelRows(yield* call('openTouching', envId, key), 'kill switch');
   for (const r of yield* call('listRollouts', envId, 1_000_000)) {
-    if (r.id_lower === key && (r.status === 'active' || r.status === 'paused')) yield* call('setRolloutStatus', r.rollout_id, 'cancelled');
+    if (r.id_lower !== key || (r.status !== 'active' && r.status !== 'paused')) continue;
+    // A rollout whose steps all applied is over: killed only when its own rule is the one switched off.
+    if (!rolloutFinished(yield* rolloutSteps(envId, r.rollout_id)) || rule === null || r.rule === rule) yield* call('setRolloutStatus', r.rollout_id, 'killed');
   }
   return { mapping, cancelled };
 }

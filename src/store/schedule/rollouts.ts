@@ -10,13 +10,16 @@
  */
 import { randomBytes } from 'node:crypto';
 import { RcdError } from '../../runtime/errors.js';
+import { isoOf } from '../../shared/instant.js';
 import { isPlainObject } from '../../shared/json.js';
 import { contentIdKey } from '../ids.js';
 import { requireContent } from '../ops/content.js';
 import { editRules, ruleState, type RuleEditResult, type RuleState } from '../ops/rules.js';
 import { call, type Step } from '../ops/rows.js';
 import type { ChangeOp } from './change-op.js';
-import { createSchedule, rolloutSteps, type ScheduleMode } from './lifecycle.js';
+import { itemsOf } from './changes.js';
+import { checkDue, createSchedule, rolloutSteps, type ScheduleMode } from './lifecycle.js';
+import { rehearse } from './replay.js';
 import type { ScheduleLimits } from './limits.js';
 import { MAX_ROLLOUT_STEPS, OPEN_STATUSES, type RolloutRow, type ScheduleRow } from './rows.js';
 
@@ -61,7 +64,7 @@ function newRolloutId(nowMs: number): string {
   return `ro_${nowMs.toString(16).padStart(12, '0')}${randomBytes(4).toString('hex')}`;
 }
 
-export function* createRollout(r: NewRollout, limits: ScheduleLimits, mode?: ScheduleMode): Step<{ rollout: RolloutRow; steps: ScheduleRow[] }> {
+export function* createRollout(r: NewRollout, limits: ScheduleLimits, mode?: ScheduleMode): Step<{ rollout: RolloutRow; steps: ScheduleRow[]; current: RuleState }> {
   if (r.steps.length === 0 || r.steps.length > MAX_ROLLOUT_STEPS) throw new RcdError('invalid_body', `steps must list 1 to ${MAX_ROLLOUT_STEPS} steps`);
   const content = yield* requireContent(r.envId, r.id);
   const mapping = yield* call('getMapping', content.mapping_id);
@@ -123,7 +126,7 @@ export function* createRollout(r: NewRollout, limits: ScheduleLimits, mode?: Sch
     token_id: r.tokenId,
   };
   yield* call('insertRollout', row);
-  return { rollout: row, steps: schedules };
+  return { rollout: row, steps: schedules, current: before };
 }
 
 /** Each step's range from `start`: the steps must grow, stay within the mod's values and be in time order. */
@@ -177,16 +180,67 @@ function requireStatus(rollout: RolloutRow, allowed: readonly RolloutRow['status
   }
 }
 
+/** What a resume does with held steps whose time passed while the rollout was paused. */
+export type ResumeChoice =
+  /** Apply them at once (a resume without a choice does this). */
+  | { readonly overdue: 'apply' }
+  /** Change nothing and answer rollout_step_overdue, naming them, so the caller can ask. */
+  | { readonly overdue: 'refuse' }
+  /** Cancel them; the rollout goes on with its next step at that step's time. */
+  | { readonly overdue: 'skip' }
+  /** Move the first held step to `atMs` and every later one by as much (their spacing kept). */
+  | { readonly overdue: 'reschedule'; readonly atMs: number; readonly limits: ScheduleLimits };
+
+const APPLY_OVERDUE: ResumeChoice = { overdue: 'apply' };
+
 /** Pause: its pending steps wait (paused) until resumed; resume: they are pending again (one overdue applies at once). */
 export function* pauseRollout(envId: string, rolloutId: string, pause: boolean): Step<RolloutRow> {
+  if (!pause) return yield* resumeRollout(envId, rolloutId, APPLY_OVERDUE);
   const rollout = yield* requireRollout(envId, rolloutId);
-  requireStatus(rollout, [pause ? 'active' : 'paused'], pause ? 'paused' : 'resumed');
-  for (const step of yield* stepsOf(rollout)) {
-    yield* call('setScheduleStatus', step.schedule_id, pause ? 'pending' : 'paused', pause ? 'paused' : 'pending');
+  requireStatus(rollout, ['active'], 'paused');
+  for (const step of yield* stepsOf(rollout)) yield* call('setScheduleStatus', step.schedule_id, 'pending', 'paused');
+  yield* call('setRolloutStatus', rolloutId, 'paused');
+  return { ...rollout, status: 'paused' };
+}
+
+/** Its held steps pending again, those whose time passed while it was paused dealt with as `choice` says. */
+export function* resumeRollout(envId: string, rolloutId: string, choice: ResumeChoice): Step<RolloutRow> {
+  const rollout = yield* requireRollout(envId, rolloutId);
+  requireStatus(rollout, ['paused'], 'resumed');
+  const now = yield* call('storeNowMs');
+  const held = (yield* stepsOf(rollout)).filter((s) => s.status === 'paused');
+  const overdue = held.filter((s) => s.due_ms <= now);
+  if (overdue.length > 0 && choice.overdue === 'refuse') {
+    const first = overdue[0]!;
+    throw new RcdError(
+      'rollout_step_overdue',
+      `step ${(first.step ?? 0) + 1} of rollout ${rolloutId} was due at ${isoOf(first.due_ms)}, while it was paused: resume with "overdue" "apply", "skip" or "reschedule"`,
+      { steps: overdue.map((s) => ({ step: s.step, scheduleId: s.schedule_id, at: isoOf(s.due_ms) })) },
+    );
   }
-  const status = pause ? 'paused' : 'active';
-  yield* call('setRolloutStatus', rolloutId, status);
-  return { ...rollout, status };
+  if (choice.overdue === 'skip' && overdue.length > 0 && overdue.length === held.length) {
+    throw new RcdError('conflict', `every step left of rollout ${rolloutId} is past its time: nothing to skip to (apply it now or reschedule)`, { status: rollout.status });
+  }
+  for (const step of held) yield* call('setScheduleStatus', step.schedule_id, 'paused', 'pending');
+  if (choice.overdue === 'skip') {
+    const outcome = { status: 'cancelled' as const, settledAt: isoOf(now), lateMs: null, errorCode: null, errorMessage: null, result: JSON.stringify('skipped on resume: its time passed while the rollout was paused') };
+    for (const step of overdue) yield* call('settleSchedule', step.schedule_id, OPEN_STATUSES, outcome);
+  }
+  if (choice.overdue === 'reschedule' && held.length > 0) yield* shiftSteps(envId, held, choice.atMs - held[0]!.due_ms, now, choice.limits);
+  yield* call('setRolloutStatus', rolloutId, 'active');
+  return { ...rollout, status: 'active' };
+}
+
+/** Moves steps by `deltaMs` (order kept), each checked and rehearsed at its new time as a move is. */
+function* shiftSteps(envId: string, steps: readonly ScheduleRow[], deltaMs: number, now: number, limits: ScheduleLimits): Step<void> {
+  for (const step of steps) {
+    checkDue(step.due_ms + deltaMs, now, limits);
+    yield* call('moveSchedule', step.schedule_id, step.due_ms + deltaMs);
+  }
+  for (const step of steps) {
+    const ops = JSON.parse(step.ops) as ChangeOp[];
+    yield* rehearse(envId, ops, itemsOf(envId, ops), step.due_ms + deltaMs, step.schedule_id);
+  }
 }
 
 /** Makes the next pending step due now; the caller applies what is due (the same path as its time). */
@@ -232,11 +286,26 @@ export function* rollBackRollout(envId: string, rolloutId: string): Step<RolledB
 export interface RolloutView {
   readonly rollout: RolloutRow;
   readonly steps: readonly ScheduleRow[];
+  /** The target in the item's mapping now; null when the item, its mapping, the rule (by index and segment) or the variant is gone. */
+  readonly current: RuleState | null;
+}
+
+function* currentTarget(rollout: RolloutRow): Step<RuleState | null> {
+  const content = yield* call('findContent', rollout.env_id, rollout.id_lower);
+  const mapping = content === undefined ? undefined : yield* call('getMapping', content.mapping_id);
+  if (mapping === undefined) return null;
+  const rule = (JSON.parse(mapping.json) as { rules: Record<string, unknown>[] }).rules[rollout.rule];
+  if (rule === undefined || rule.segment !== rollout.segment) return null;
+  if (rollout.variant !== null && !(Array.isArray(rule.variants) && rule.variants.some((v) => isPlainObject(v) && v.name === rollout.variant))) return null;
+  return ruleState(rule, rollout.variant);
+}
+
+function* viewOf(rollout: RolloutRow): Step<RolloutView> {
+  return { rollout, steps: yield* stepsOf(rollout), current: yield* currentTarget(rollout) };
 }
 
 export function* readRollout(envId: string, rolloutId: string): Step<RolloutView> {
-  const rollout = yield* requireRollout(envId, rolloutId);
-  return { rollout, steps: yield* stepsOf(rollout) };
+  return yield* viewOf(yield* requireRollout(envId, rolloutId));
 }
 
 export function* readRollouts(envId: string | null, id: string | null, limit: number): Step<RolloutView[]> {
@@ -244,7 +313,7 @@ export function* readRollouts(envId: string | null, id: string | null, limit: nu
   const out: RolloutView[] = [];
   for (const rollout of yield* call('listRollouts', envId, limit)) {
     if (key !== null && rollout.id_lower !== key) continue;
-    out.push({ rollout, steps: yield* stepsOf(rollout) });
+    out.push(yield* viewOf(rollout));
   }
   return out;
 }

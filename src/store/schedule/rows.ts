@@ -38,8 +38,22 @@ export interface ScheduleRow {
   result: string | null;
 }
 
-export const ROLLOUT_STATUSES = ['active', 'paused', 'rolled_back', 'cancelled'] as const;
+/**
+ * Stored statuses. `killed`: the kill switch stopped it (its open steps cancelled) or switched its
+ * target off after its last step applied; the API reads it as `cancelled` or `completed` with
+ * `killed: true` (src/admin/server/schedule-view.ts).
+ */
+export const ROLLOUT_STATUSES = ['active', 'paused', 'rolled_back', 'cancelled', 'killed'] as const;
 export type RolloutStatus = (typeof ROLLOUT_STATUSES)[number];
+
+/**
+ * A rollout's steps (in step order) have run their course: none is open and the last one applied
+ * (steps skipped or cancelled before it do not undo that: its range holds every earlier one's).
+ */
+export function rolloutFinished(steps: readonly ScheduleRow[]): boolean {
+  const last = steps[steps.length - 1];
+  return last !== undefined && last.status === 'applied' && !steps.some((s) => OPEN_STATUSES.includes(s.status));
+}
 
 export interface RolloutRow {
   rollout_id: string;

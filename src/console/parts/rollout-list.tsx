@@ -1,0 +1,40 @@
+/**
+ * The staged rollouts of an environment (or of one item) as cards, newest first, re-read every few
+ * seconds while shown so a step that applies, or a kill, shows without a reload.
+ */
+import { useState } from 'preact/hooks';
+import { api, seg, type Rollout } from '../api.js';
+import { ErrorBox } from './messages.js';
+import { RolloutCard } from './rollout-card.js';
+import { useLiveLoad } from './use-live-load.js';
+import { useNow } from './use-now.js';
+
+/** How often the cards re-read their rollouts. */
+const ROLLOUT_REFRESH_MS = 2_000;
+
+export function RolloutList({ env, id, refresh, onChange }: { env: string; id?: string; refresh: number; onChange: () => void }): preact.JSX.Element {
+  const query = id === undefined ? '' : `?id=${encodeURIComponent(id)}`;
+  const [tick, setTick] = useState(0);
+  const list = useLiveLoad(() => api<{ rollouts: Rollout[] }>('GET', `environments/${seg(env)}/rollouts${query}`), [env, query, refresh, tick], ROLLOUT_REFRESH_MS);
+  const nowMs = useNow(1_000);
+  const rollouts = list.data?.rollouts ?? [];
+  return (
+    <section aria-labelledby={`rollouts-${id ?? 'env'}`}>
+      <h3 id={`rollouts-${id ?? 'env'}`}>{id === undefined ? 'Staged rollouts' : `Rollouts of ${id}`}</h3>
+      <ErrorBox error={list.error} />
+      {list.data !== null && rollouts.length === 0 && <p class="muted">No rollouts{id === undefined ? ' (create one from an item\'s page)' : ''}.</p>}
+      {rollouts.map((r) => (
+        <RolloutCard
+          key={r.id}
+          env={env}
+          rollout={r}
+          nowMs={nowMs}
+          onChange={() => {
+            setTick((n) => n + 1);
+            onChange();
+          }}
+        />
+      ))}
+    </section>
+  );
+}
