@@ -8,6 +8,7 @@ import { ScheduleForm, Timeline, bothZones } from '../schedule-ui.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
 import { Table } from '../parts/table.js';
 import { useLoad } from '../parts/use-load.js';
+import { useFollow } from '../parts/use-follow.js';
 import { EnvNav } from './env-nav.js';
 
 export function ScheduleScreen({ env }: { env: string }): preact.JSX.Element {
@@ -25,6 +26,7 @@ export function ScheduleScreen({ env }: { env: string }): preact.JSX.Element {
 
 function Rollouts({ env, refresh, onChange }: { env: string; refresh: number; onChange: () => void }): preact.JSX.Element {
   const list = useLoad(() => api<{ rollouts: Rollout[] }>('GET', `environments/${seg(env)}/rollouts`), [env, refresh]);
+  useFollow(list.reload, env);
   const outcome = useOutcome();
 
   async function act(r: Rollout, action: 'pause' | 'resume' | 'advance' | 'rollback'): Promise<void> {
