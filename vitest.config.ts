@@ -22,6 +22,7 @@ export const SLOW_FILES: readonly string[] = [
   'test/e2e/browser.test.ts',
   'test/e2e/openfeature-web.test.ts',
   'test/e2e/console-schedule.test.ts',
+  'test/e2e/console-live.test.ts', // the console's live screens and confirmations (the event stream's Node run: admin-events)
   // Fleets of nodes and store outages (test/unit/control covers the node protocol in npm test).
   'test/e2e/nodes.test.ts',
   'test/e2e/fleet-postgres.test.ts',
