@@ -1,7 +1,8 @@
 /**
  * The admin event stream (`GET /admin/v1/events`, docs/admin.md "Live events") against the real
  * server process: who may open it, what it sends (each audit entry as it is written: an admin
- * write with its comment, a scheduled change created and then applied by the scheduler), what a
+ * write with its comment, a scheduled change created and then applied by the scheduler, a change
+ * made through another node of the store), what a
  * scoped token hears, the bound on open streams, a revoked token's stream ending, and the streams
  * ended cleanly by a graceful shutdown. Also the X-Rcd-Comment header's validation.
  */
@@ -218,6 +219,19 @@ describe('the admin event stream', () => {
     expect(again.res.status).toBe(200);
     again.stream!.close();
     for (const s of held) s.close();
+  });
+
+  it('hears a change another node of the store made (through the shared audit log)', async () => {
+    const other = await startServer({ admin: true, store: srv.storeUrl });
+    try {
+      const s = await open(BOOTSTRAP, '?env=live');
+      const res = await fetch(`${other.adminUrl}/admin/v1/environments/live/content/FromNodeB`, { method: 'PUT', headers: { authorization: `Bearer ${BOOTSTRAP}` }, body: '{}' });
+      expect(res.status).toBe(200);
+      await s.next(change('content.put', 'FromNodeB'), 'the other node\'s change', 5000);
+      s.close();
+    } finally {
+      await other.dispose();
+    }
   });
 
   it('validates the comment header of a write', async () => {
