@@ -139,6 +139,12 @@ describe('the console, live', () => {
     await confirm.getByLabel('Comment for the audit log (optional)').fill('halloween is over');
     await confirm.getByRole('button', { name: 'Yes, roll back to revision 1' }).click();
     await page.getByRole('status').filter({ hasText: 'is a copy of revision 1' }).waitFor();
+    // The item's own page says who changed it and why.
+    const activity = page.getByRole('table', { name: /change\(s\) among the newest/ });
+    const mine = activity.getByRole('row', { name: /content\.rollback/ }).first();
+    await mine.waitFor();
+    expect(await mine.textContent()).toContain('alice');
+    expect(await mine.textContent()).toContain('halloween is over');
     await page.getByRole('link', { name: 'Audit log' }).click();
     const row = page.getByRole('row', { name: /content\.rollback/ }).first();
     await row.waitFor();

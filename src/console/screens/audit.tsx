@@ -8,6 +8,7 @@ import { Choice } from '../parts/choice.js';
 import { ErrorBox } from '../parts/messages.js';
 import { Table } from '../parts/table.js';
 import { useFollow } from '../parts/use-follow.js';
+import { commentOf } from '../parts/audit-comment.js';
 import { when } from '../parts/when.js';
 
 const PAGE = 200;
@@ -83,8 +84,3 @@ export function Audit(): preact.JSX.Element {
   );
 }
 
-/** The person's comment on the write (X-Rcd-Comment, kept as `detail.comment`), or nothing. */
-function commentOf(detail: unknown): string {
-  const c = (detail as { comment?: unknown } | null)?.comment;
-  return typeof c === 'string' ? c : '';
-}

@@ -8,6 +8,7 @@ import { Editor, jsoncDiagnostics } from '../editor.js';
 import { jsoncProblem } from '../jsonc-check.js';
 import { useConfirmWrite } from '../parts/confirm-write.js';
 import { useFollow } from '../parts/use-follow.js';
+import { ItemActivity } from '../parts/item-activity.js';
 import { Diff } from '../parts/diff.js';
 import { ErrorBox } from '../parts/messages.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
@@ -107,6 +108,7 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
         <OutcomeLines outcome={outcome} />
       </form>
       {item !== null && item !== undefined && <History item={item} path={path} onChange={detail.reload} />}
+      {item !== null && item !== undefined && <ItemActivity env={env} id={id} />}
       {item !== null && item !== undefined && <MappingPanel env={env} item={item} onChange={detail.reload} />}
       {item !== null && item !== undefined && item.mapping !== null && <KillSwitch env={env} item={item} onChange={detail.reload} />}
       <ItemSchedule env={env} id={id} text={newest?.text} />
