@@ -24,6 +24,8 @@ export const SLOW_FILES: readonly string[] = [
   'test/e2e/console-schedule.test.ts',
   // The console's rollouts and calendar: a rollout paused past its step's time on the wall clock.
   'test/e2e/console-rollouts.test.ts',
+  // The console's live screens and confirmations (the event stream's Node run: admin-events).
+  'test/e2e/console-live.test.ts',
   // Fleets of nodes and store outages (test/unit/control covers the node protocol in npm test).
   'test/e2e/nodes.test.ts',
   'test/e2e/fleet-postgres.test.ts',

@@ -119,7 +119,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   };
 
   let demo: DemoNotice | null;
-  let opened: { adminPort: number | null };
+  let opened: { adminPort: number | null; adminTokenAt: string | null };
   // The metrics thread needs nothing of the store: it starts while the control thread loads the
   // directory (its module loading off the start's critical path; /metrics reports the starting
   // phase meanwhile). Its failure is awaited below, in order.
@@ -192,7 +192,10 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   const loops = config.httpThreads === 1 ? '' : `${config.httpThreads} delivery loops, `;
   const scheme = tls === null ? 'http' : 'https';
   logInfo(`listening on ${scheme}://${config.host}:${listening.port} (${loops}${config.threads} worker threads, store ${describeStore(config.storeUrl)})`);
-  if (opened.adminPort !== null) logInfo(`admin listening on ${config.adminTls === null ? 'http' : 'https'}://${config.adminHost}:${opened.adminPort}`);
+  if (opened.adminPort !== null) {
+    logInfo(`admin listening on ${config.adminTls === null ? 'http' : 'https'}://${config.adminHost}:${opened.adminPort}`);
+    logInfo(`console at ${consoleUrl(config, opened.adminPort)} (sign in with the admin token in ${opened.adminTokenAt ?? 'RCD_ADMIN_TOKEN'})`);
+  }
 
   const mainCounters = loopCounters[0]!;
   const stopLoopDelayLog = startLoopDelayLog(loopDelayLogMs, () => requestsAnswered(mainCounters));
@@ -302,6 +305,12 @@ function rotateCertificate(files: TlsFiles, main: DeliveryLoop, threads: LoopThr
       logInfo(`TLS reload: new connections get ${describeMaterial(next)}`);
     }
   });
+}
+
+/** The console's address as a browser on this machine reaches it: a wildcard host is named as loopback. */
+function consoleUrl(config: ServeConfig, port: number): string {
+  const host = config.adminHost === '0.0.0.0' ? '127.0.0.1' : config.adminHost === '::' ? '[::1]' : config.adminHost.includes(':') ? `[${config.adminHost}]` : config.adminHost;
+  return `${config.adminTls === null ? 'http' : 'https'}://${host}:${port}/console/`;
 }
 
 function describeStore(url: string): string {

@@ -36,8 +36,8 @@ export function storeToken(token: string | null): void {
 /** Audit entries name the console as the actor of its changes. */
 const ACTOR = 'console';
 
-export async function api<T>(method: string, path: string, body?: string | object, token: string | null = storedToken()): Promise<T> {
-  const headers: Record<string, string> = { 'x-rcd-actor': ACTOR };
+export async function api<T>(method: string, path: string, body?: string | object, token: string | null = storedToken(), extra: Record<string, string> = {}): Promise<T> {
+  const headers: Record<string, string> = { 'x-rcd-actor': ACTOR, ...extra };
   if (token !== null) headers.authorization = `Bearer ${token}`;
   const init: RequestInit = { method, headers };
   if (body !== undefined) {
@@ -56,7 +56,25 @@ export async function api<T>(method: string, path: string, body?: string | objec
     const err = (json as { error?: { code?: string; message?: string; details?: unknown } } | null)?.error;
     throw new ApiError(res.status, err?.code ?? 'http_' + res.status, err?.message ?? text, err?.details);
   }
+  // A preview is a POST that writes nothing.
+  if (method !== 'GET' && !/\/preview(\?|$)/.test(path)) for (const l of writeListeners) l();
   return json as T;
+}
+
+const writeListeners = new Set<() => void>();
+
+/** Called after each write of the console that succeeded (the live screens re-read at once, parts/live-events.ts). */
+export function onWrite(listener: () => void): void {
+  writeListeners.add(listener);
+}
+
+/**
+ * A write with the person's comment for the audit log (the X-Rcd-Comment header, percent-encoded
+ * UTF-8; docs/admin.md "Audit log"); an empty comment sends none.
+ */
+export function apiWrite<T>(method: string, path: string, comment: string, body?: string | object): Promise<T> {
+  const text = comment.trim();
+  return api<T>(method, path, body, storedToken(), text === '' ? {} : { 'x-rcd-comment': encodeURIComponent(text) });
 }
 
 /** A path segment (environment or content id). */

@@ -6,6 +6,7 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, storedToken, storeToken } from './api.js';
+import { LiveConnection } from './parts/live-connection.js';
 import { describeError } from './parts/messages.js';
 import { Audit } from './screens/audit.js';
 import { Calendar } from './screens/calendar.js';
@@ -74,6 +75,20 @@ function SignIn({ onSignIn }: { onSignIn: (token: string) => void }): preact.JSX
         )}
       </form>
       <p class="muted">The token is kept for this browser tab only (sessionStorage) and sent to this server's admin API.</p>
+      <section class="token-where">
+        <h2>Where to find the token</h2>
+        <ul>
+          <li>
+            The server names it when it starts, in the line <code>console at … (sign in with the admin token in …)</code>: the
+            variable <code>RCD_ADMIN_TOKEN</code> it was started with, or else the file <code>admin-token</code> in its data
+            directory (on the server: <code>cat data/admin-token</code>).
+          </li>
+          <li>
+            Better, a token of your own: an admin makes one with <code>rcd token create YOUR-NAME --role editor</code>. The audit
+            log then records your changes under your name instead of <q>console</q>.
+          </li>
+        </ul>
+      </section>
     </main>
   );
 }
@@ -110,6 +125,7 @@ function App(): preact.JSX.Element {
             </a>
           ))}
         </nav>
+        <LiveConnection />
         <button
           type="button"
           onClick={() => {

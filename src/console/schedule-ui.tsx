@@ -10,9 +10,11 @@
  * nobody has to guess whose midnight a change meant.
  */
 import { useState } from 'preact/hooks';
-import { api, seg, type Schedule, type ScheduleStatus } from './api.js';
+import { api, apiWrite, seg, type Schedule, type ScheduleStatus } from './api.js';
 import { Editor, jsoncDiagnostics } from './editor.js';
 import { CheckGroup } from './parts/check-group.js';
+import { useConfirmWrite } from './parts/confirm-write.js';
+import { useFollow } from './parts/use-follow.js';
 import { OutcomeLines, useOutcome } from './parts/outcome.js';
 import { useLoad } from './parts/use-load.js';
 import { BROWSER_ZONE, instantIn, offsetTextAt, splitValue, timeProblem, WallTimeCheck } from './parts/wall-time-check.js';
@@ -98,27 +100,42 @@ export function Timeline({ env, id, refresh }: { env: string; id?: string; refre
   const query = new URLSearchParams({ limit: '1000' });
   if (filterId !== '') query.set('id', filterId);
   const list = useLoad(() => api<{ schedules: Schedule[] }>('GET', `environments/${seg(env)}/schedules?${query.toString()}`), [env, filterId, refresh]);
+  useFollow(list.reload, env);
+  const confirm = useConfirmWrite();
   const [moving, setMoving] = useState<string | null>(null);
   const [moveTo, setMoveTo] = useState('');
   const [zone, setZone] = useState<Zone>('local');
   const outcome = useOutcome();
   const rows = (list.data?.schedules ?? []).filter((s) => shown.has(s.status));
 
-  async function act(s: Schedule, method: 'PATCH' | 'DELETE'): Promise<void> {
-    await outcome.attempt(async () => {
+  async function act(s: Schedule, method: 'PATCH' | 'DELETE', comment: string): Promise<void> {
+    const done = await outcome.attempt(async () => {
       const path = `environments/${seg(env)}/schedules/${seg(s.id)}`;
       if (method === 'DELETE') {
-        await api('DELETE', path);
+        await apiWrite('DELETE', path, comment);
         list.reload();
         return `Cancelled ${s.id}.`;
       }
       const at = instantOf(moveTo, zone);
       if (at === null) throw new Error('choose the new time');
-      const moved = await api<Schedule>('PATCH', path, { at });
+      const moved = await apiWrite<Schedule>('PATCH', path, comment, { at });
       setMoving(null);
       list.reload();
       return `Moved ${s.id} to ${bothZones(moved.at)}.`;
     });
+    // Refused (it applied or was cancelled meanwhile): the list shows what it is now.
+    if (!done) list.reload();
+  }
+
+  /** Asks first, naming the change: what it does and when. */
+  function ask(s: Schedule, method: 'PATCH' | 'DELETE'): void {
+    const what = `${s.id} (${s.ops.map(opSummary).join('; ')}, due ${bothZones(s.at)})`;
+    const at = instantOf(moveTo, zone);
+    confirm.ask(
+      method === 'DELETE'
+        ? { question: `Cancel scheduled change ${what}? It will never apply.`, yes: `Yes, cancel ${s.id}`, run: (c) => act(s, method, c) }
+        : { question: `Move scheduled change ${what} to ${at === null ? '(no time chosen)' : bothZones(at)}?`, yes: `Yes, move ${s.id}`, run: (c) => act(s, method, c) },
+    );
   }
 
   return (
@@ -142,6 +159,7 @@ export function Timeline({ env, id, refresh }: { env: string; id?: string; refre
           </label>
         )}
       </div>
+      {confirm.dialog}
       <OutcomeLines outcome={outcome} loadError={list.error} />
       <ol class="timeline" aria-label={id === undefined ? `Scheduled changes of ${env}` : `Scheduled changes of ${id}`}>
         {rows.length === 0 && <li class="muted">No scheduled changes{shown.size < STATUSES.length ? ' with these statuses' : ''}.</li>}
@@ -165,7 +183,7 @@ export function Timeline({ env, id, refresh }: { env: string; id?: string; refre
                 {moving === s.id ? (
                   <>
                     <TimeInput label="New time" value={moveTo} zone={zone} onValue={setMoveTo} onZone={setZone} />
-                    <button type="button" onClick={() => void act(s, 'PATCH')}>
+                    <button type="button" onClick={() => ask(s, 'PATCH')}>
                       Move {s.id}
                     </button>
                   </>
@@ -174,7 +192,7 @@ export function Timeline({ env, id, refresh }: { env: string; id?: string; refre
                     Reschedule
                   </button>
                 )}
-                <button type="button" onClick={() => void act(s, 'DELETE')} aria-label={`Cancel ${s.id}`}>
+                <button type="button" onClick={() => ask(s, 'DELETE')} aria-label={`Cancel ${s.id}`}>
                   Cancel change
                 </button>
               </div>

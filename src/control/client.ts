@@ -58,8 +58,8 @@ export class ControlThread {
   }
 
   /** Resolves once the store is open, every loop has the first directory and the admin listener is up. */
-  opened(): Promise<{ adminPort: number | null }> {
-    return this.expect('opened', null) as Promise<{ adminPort: number | null }>;
+  opened(): Promise<{ adminPort: number | null; adminTokenAt: string | null }> {
+    return this.expect('opened', null) as Promise<{ adminPort: number | null; adminTokenAt: string | null }>;
   }
 
   /** Imports --import and seeds the demo; resolves once every loop sees the result. */

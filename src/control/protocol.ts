@@ -253,8 +253,11 @@ export type ControlEvent =
    * whose workers open `readerUrl` read-only. Sent once, during the opening, not as an answer.
    */
   | { readonly type: 'store-open'; readonly readerUrl: string }
-  /** Store open, first directory applied by every feed, admin listener up (port null when disabled). */
-  | { readonly type: 'opened'; readonly adminPort: number | null }
+  /**
+   * Store open, first directory applied by every feed, admin listener up (port null when disabled);
+   * `adminTokenAt` says where its token is (a file's path, or the variable), never the token.
+   */
+  | { readonly type: 'opened'; readonly adminPort: number | null; readonly adminTokenAt: string | null }
   | { readonly type: 'seeded'; readonly demo: DemoNotice | null }
   | { readonly type: 'admin-stopped' }
   | { readonly type: 'closed' }

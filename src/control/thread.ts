@@ -172,6 +172,7 @@ async function open(): Promise<void> {
         },
         previews: { maxOps: config.previewMaxOps, concurrency: config.previewConcurrency },
         exposures: config.exposures,
+        streams: { maxStreams: config.adminMaxStreams, heartbeatMs: config.streamHeartbeatMs },
       });
     } catch (err) {
       throw new Error(`cannot listen on the admin address ${config.adminHost}:${config.adminPort}: ${describe(err)}`);
@@ -186,7 +187,7 @@ async function open(): Promise<void> {
   await follower.start();
   checkTimer = setInterval(checkStore, STORE_CHECK_MS);
   logInfo(bulk.description);
-  post({ type: 'opened', adminPort });
+  post({ type: 'opened', adminPort, adminTokenAt: token === null ? null : token.source === 'file' ? `the file ${token.path}` : 'the variable RCD_ADMIN_TOKEN' });
 }
 
 /**

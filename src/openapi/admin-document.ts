@@ -7,7 +7,15 @@ import { ADMIN_ROUTES } from '../admin/server/handlers.js';
 import { JSON_TYPE, REF, errorResponse, operation, pathParam, pick, queryParam, type Json, type Op } from './operation.js';
 
 const ADMIN_COMMON: readonly ErrorCode[] = ['unauthorized', 'internal'];
-const WRITE_ERRORS: readonly ErrorCode[] = [...ADMIN_COMMON, 'payload_too_large', 'store_busy', 'store_unavailable'];
+const WRITE_ERRORS: readonly ErrorCode[] = [...ADMIN_COMMON, 'payload_too_large', 'store_busy', 'store_unavailable', 'invalid_request'];
+/** Every write takes a person's comment, stored in its audit entries (src/admin/server/audit-comment.ts). */
+const COMMENT_PARAM: Json = {
+  name: 'X-Rcd-Comment',
+  in: 'header',
+  required: false,
+  schema: { type: 'string' },
+  description: 'why: stored in the audit entry as detail.comment; percent-encoded UTF-8 (encodeURIComponent), at most 500 characters, no control characters (else 400 invalid_request)',
+};
 const ENV_PARAM = pathParam('env', 'environment id');
 const ID_PARAM = pathParam('id', 'content id');
 const JSON_BODY_ERRORS: readonly ErrorCode[] = ['invalid_json', 'invalid_body'];
@@ -40,7 +48,7 @@ export function adminDocument(schemas: Record<string, Json>): Json {
   const read = (summary: string, schema: string, errors: readonly ErrorCode[] = [], params?: Json[]): Json =>
     operation({ summary, params, ok: { '200': ['OK', schema] }, errors: [...ADMIN_COMMON, ...errors] }, 'admin');
   const write = (summary: string, ok: Op['ok'], errors: readonly ErrorCode[], params?: Json[], body?: Op['body']): Json =>
-    operation({ summary, params, body, ok, errors: [...WRITE_ERRORS, ...errors] }, 'admin');
+    operation({ summary, params: [...(params ?? []), COMMENT_PARAM], body, ok, errors: [...new Set([...WRITE_ERRORS, ...errors])] }, 'admin');
   const PROPAGATION_HEADER = { 'rcd-propagation': { schema: { type: 'string' }, description: 'APPLIED/NODES, when routing data changed' } };
   const paths: Record<string, Json> = {
     '/admin/v1/environments': { get: read('List environments', 'EnvironmentList') },
@@ -190,6 +198,14 @@ export function adminDocument(schemas: Record<string, Json>): Json {
     '/admin/v1/tokens/{name}': {
       parameters: [pathParam('name', 'token name')],
       delete: write('Revoke a named admin token', { '200': ['revoked', 'TokenRevoked'] }, ['not_found']),
+    },
+    '/admin/v1/events': {
+      get: operation({
+        summary: 'Live events (server-sent events): `ready` first, then one `change` event per audit entry as it is written (its id the entry\'s id, its data the entry as GET /admin/v1/audit lists it), `reset` when more changed than one read holds (re-read everything), `closing` at shutdown, `: heartbeat` comments. Filtered to the token\'s scope; entries of no environment only for a token of every environment',
+        params: [queryParam('env', { type: 'string' }, 'comma-separated: only these environments (entries of no environment still come)')],
+        ok: { '200': ['the stream (text/event-stream), open until the client or the server ends it', 'EventStream'] },
+        errors: [...ADMIN_COMMON, 'invalid_query', 'too_many_streams'],
+      }, 'admin'),
     },
     '/admin/v1/audit': {
       get: read('The audit log, newest first', 'AuditList', ['invalid_query'], [

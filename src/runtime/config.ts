@@ -77,6 +77,8 @@ export interface ServeConfig {
   readonly compressMinBytes: number;
   /** Open event streams per delivery loop; beyond it 503 too_many_streams. */
   readonly maxStreams: number;
+  /** Open admin event streams (the console's live screens) on the admin listener; beyond it 503 too_many_streams. */
+  readonly adminMaxStreams: number;
   /** A comment line on every open event stream this often (keeps proxies and NATs from closing it). */
   readonly streamHeartbeatMs: number;
   /** The window over which clients should spread their re-fetches after a change event. */
@@ -191,7 +193,8 @@ export const SERVE_OPTIONS: readonly OptionSpec[] = [
   { flag: 'cors-origins', env: 'RCD_CORS_ORIGINS', fallback: '', help: 'origins browsers may call the delivery API from: comma-separated (https://game.example.com) or * (default: none, CORS off)' },
   { flag: 'compress-min-bytes', env: 'RCD_COMPRESS_MIN_BYTES', fallback: '1024', help: 'answers at least this long are sent gzip/br when the client accepts it (0..16777216)' },
   { flag: 'max-streams', env: 'RCD_MAX_STREAMS', fallback: '10000', help: 'open event streams per delivery loop before 503 too_many_streams (0..1000000)' },
-  { flag: 'stream-heartbeat-ms', env: 'RCD_STREAM_HEARTBEAT_MS', fallback: '15000', help: 'ms between heartbeat comments on each event stream (1000..300000)' },
+  { flag: 'admin-max-streams', env: 'RCD_ADMIN_MAX_STREAMS', fallback: '100', help: 'open admin event streams (GET /admin/v1/events: the console\'s live screens) before 503 too_many_streams (0..10000)' },
+  { flag: 'stream-heartbeat-ms', env: 'RCD_STREAM_HEARTBEAT_MS', fallback: '15000', help: 'ms between heartbeat comments on each event stream, delivery and admin (1000..300000)' },
   { flag: 'stream-jitter-ms', env: 'RCD_STREAM_JITTER_MS', fallback: '5000', help: 'window in ms over which clients are told to spread re-fetches after a change event (0..600000)' },
   { flag: 'metrics', env: 'RCD_METRICS', fallback: 'true', help: 'serve Prometheus metrics at /metrics on their own listener (true|false)' },
   { flag: 'metrics-host', env: 'RCD_METRICS_HOST', fallback: '127.0.0.1', help: 'metrics listener host' },
@@ -264,12 +267,7 @@ function corsOrigins(raw: string): '*' | readonly string[] | null {
   const out: string[] = [];
   for (const part of value.split(',')) {
     const origin = part.trim();
-    let parsed: URL | null = null;
-    try {
-      parsed = new URL(origin);
-    } catch {
-      parsed = null;
-    }
+    const parsed = URL.canParse(origin) ? new URL(origin) : null;
     // The Origin header is compared as sent: only the exact serialized origin can ever match.
     if (parsed === null || parsed.origin === 'null' || parsed.origin !== origin) {
       throw new ConfigError(`--cors-origins: "${origin}" is not an origin such as https://game.example.com (scheme, host, optional port, no path or trailing slash)`);
@@ -433,6 +431,7 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
     corsOrigins: corsOrigins(get('cors-origins')),
     compressMinBytes: intIn('compress-min-bytes', get('compress-min-bytes'), 0, 16 * 1024 * 1024),
     maxStreams: intIn('max-streams', get('max-streams'), 0, 1_000_000),
+    adminMaxStreams: intIn('admin-max-streams', get('admin-max-streams'), 0, 10_000),
     streamHeartbeatMs: intIn('stream-heartbeat-ms', get('stream-heartbeat-ms'), 1000, 300_000),
     streamJitterMs: intIn('stream-jitter-ms', get('stream-jitter-ms'), 0, 600_000),
     streamTokenTtlS: intIn('stream-token-ttl', get('stream-token-ttl'), 10, 86_400),

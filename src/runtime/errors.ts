@@ -59,7 +59,7 @@ export const ERROR_STATUS = {
    * (docs/openfeature.md, "Errors").
    */
   too_many_requests: 429,
-  /** This delivery loop already holds --max-streams open event streams; Retry-After says when to try again. */
+  /** This delivery loop holds --max-streams open event streams (the admin listener: --admin-max-streams); Retry-After says when to try again. */
   too_many_streams: 503,
   /** Another connection holds the store's write lock past --store-busy-timeout; retry (Retry-After). */
   store_busy: 503,

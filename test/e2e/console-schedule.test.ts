@@ -106,6 +106,7 @@ describe('the console on a clock', () => {
     expect((await adm<{ revisions: unknown[] }>('GET', 'environments/live/content/Shop')).revisions).toHaveLength(1);
 
     await entry.getByRole('button', { name: `Cancel ${id}` }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: `Yes, cancel ${id}` }).click();
     await page.getByRole('status').filter({ hasText: `Cancelled ${id}.` }).waitFor();
     await timeline.getByRole('listitem', { name: `cancelled change ${id}` }).waitFor();
     const cancelled = await adm<{ status: string; cancelReason: string }>('GET', `environments/live/schedules/${id}`);

@@ -203,6 +203,7 @@ describe('a live-ops session in Chromium', () => {
     await shot('content-error');
     await setEditor('Content JSONC', '{\n  // prices are in coins\n  "theme": "light",\n  "coins": 10\n}');
     await page.getByRole('button', { name: 'Save content' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Yes, save content' }).click();
     await page.getByRole('status').filter({ hasText: 'Saved revision 1' }).waitFor();
     const stored = await adm('GET', 'environments/staging/content/Shop');
     expect((stored.json.revisions as { text: string }[])[0]?.text).toContain('// prices are in coins');
@@ -211,12 +212,14 @@ describe('a live-ops session in Chromium', () => {
   it('shows a refused mapping per rule, saves a valid one and previews two users in different variants', async () => {
     await setEditor('Mapping JSON', JSON.stringify({ rules: [{ segment: 'ab', variants: [{ name: 'dark', mod: [0, 600], patch: { theme: 'dark' } }, { name: 'blue', mod: [500, 999], patch: { theme: 'blue' } }] }] }));
     await page.getByRole('button', { name: 'Save mapping' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Yes, save mapping' }).click();
     const problems = page.getByRole('alert', { name: 'Mapping problems' });
     await problems.waitFor();
     expect(await problems.getByRole('region', { name: 'Rule 0' }).textContent()).toContain('rules[0].variants');
     const mapping = { rules: [{ segment: 'ab', variants: [{ name: 'dark', mod: [0, 499], patch: { theme: 'dark' } }, { name: 'blue', mod: [500, 999], patch: { theme: 'blue' } }] }] };
     await setEditor('Mapping JSON', JSON.stringify(mapping, null, 2));
     await page.getByRole('button', { name: 'Save mapping' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Yes, save mapping' }).click();
     await page.getByRole('status').filter({ hasText: 'Mapping saved: 1 rules' }).waitFor();
     const table = page.getByRole('table', { name: 'A/B tests: mod ranges over 0-999' });
     expect(await table.getByRole('row', { name: /dark/ }).textContent()).toContain('0-499');
@@ -257,6 +260,7 @@ describe('a live-ops session in Chromium', () => {
     await page.getByRole('heading', { name: 'Edit (newest: revision 1)' }).waitFor();
     await setEditor('Content JSONC', '{\n  // prices are in coins\n  "theme": "light",\n  "coins": 25\n}');
     await page.getByRole('button', { name: 'Save content' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Yes, save content' }).click();
     await page.getByRole('status').filter({ hasText: 'Saved revision 2' }).waitFor();
     await page.getByLabel('Compare revision').selectOption('1');
     await page.getByLabel('with revision').selectOption('2');
@@ -266,6 +270,7 @@ describe('a live-ops session in Chromium', () => {
     expect(await diff.getByLabel('added').count()).toBe(1);
     await shot('content-history');
     await page.getByRole('button', { name: 'Roll back to revision 1' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Yes, roll back to revision 1' }).click();
     await page.getByRole('status').filter({ hasText: 'revision 3 is a copy of revision 1' }).waitFor();
     const key = await adm('POST', 'environments/staging/keys');
     const served = await call(srv.url, '/api/v1/config/Shop', { key: key.json.key as string });
@@ -286,6 +291,7 @@ describe('a live-ops session in Chromium', () => {
     expect(JSON.stringify((await adm('GET', 'environments/staging/keys')).json)).not.toContain(apiKey);
     await shot('keys');
     await page.getByRole('button', { name: `Revoke key ${keyId}` }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: `Yes, revoke ${keyId}` }).click();
     await page.getByRole('status').filter({ hasText: `Key ${keyId} revoked.` }).waitFor();
     const refused = await call(srv.url, '/api/v1/config/Shop', { key: apiKey });
     expect(refused.status).toBe(401);
@@ -301,6 +307,7 @@ describe('a live-ops session in Chromium', () => {
     const hooks = (await adm('GET', 'webhooks')).json.webhooks as { events: string[] }[];
     expect(hooks[0]?.events).toEqual(['content.updated', 'mapping.updated', 'environment.synced']);
     await page.getByRole('button', { name: 'Delete webhook http://127.0.0.1:9/hook' }).click();
+    await page.getByRole('alertdialog').getByRole('button', { name: 'Yes, delete webhook' }).click();
     await page.getByRole('status').filter({ hasText: 'deleted' }).waitFor();
     expect((await adm('GET', 'webhooks')).json.webhooks).toEqual([]);
   });

@@ -60,7 +60,7 @@ const raw: Record<'delivery' | 'admin', unknown> = {} as Record<'delivery' | 'ad
 const observed: Observed[] = [];
 
 beforeAll(async () => {
-  srv = await startServer({ admin: true, bundle: BUNDLE, args: ['--max-body', '2000', '--stream-jitter-ms', '0', '--schedule-max-pending', '6', '--preview-max-ops', '1'] });
+  srv = await startServer({ admin: true, bundle: BUNDLE, args: ['--max-body', '2000', '--stream-jitter-ms', '0', '--schedule-max-pending', '6', '--preview-max-ops', '1', '--admin-max-streams', '1'] });
   tight = await startServer({ bundle: BUNDLE, args: ['--max-streams', '0', '--max-pending', '1', '--max-combine-ids', '1', '--threads', '1'] });
   for (const name of ['delivery', 'admin'] as const) {
     // No token: the reference is public on the admin listener.
@@ -248,6 +248,12 @@ describe('OpenAPI documents', () => {
     await admin('GET', 'webhooks/dead-letters?limit=5');
     await admin('DELETE', `webhooks/${hook.id}`);
     await admin('GET', 'audit?limit=5');
+    // The event stream: open (200), then one more than --admin-max-streams 1 (503 too_many_streams).
+    const abort = new AbortController();
+    const stream = await fetch(`${srv.adminUrl}/admin/v1/events`, { headers: AUTH, signal: abort.signal });
+    await check('admin', 'GET', stream, '/admin/v1/events');
+    await admin('GET', 'events');
+    abort.abort();
     await admin('POST', 'environments/live/content/Promo/preview', JSON.stringify({ u: 'player-1', p: { vip: true }, v: '1.0.0' }));
     await admin('POST', 'environments/live/content/Nope/preview', JSON.stringify({ u: 'player-1' }));
     await admin('GET', 'environments/live/experiments');

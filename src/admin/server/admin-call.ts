@@ -77,6 +77,8 @@ export interface AdminCall {
   readonly principal: Principal;
   /** What the audit log records as the actor of this call. */
   readonly actor: string;
+  /** The person's comment on this write (X-Rcd-Comment, audit-comment.ts), stored in its audit entries; null: none. */
+  readonly comment: string | null;
   /** Ids of the webhook deliveries the write added to the outbox: released once the change is live. */
   readonly announced: string[];
 }

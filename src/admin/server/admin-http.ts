@@ -71,7 +71,7 @@ export function sendError(log: (line: string) => void, res: ServerResponse, fail
   if (err instanceof RcdError) {
     answer = responseForError(err);
     if (err.code === 'unauthorized') headers['www-authenticate'] = 'Bearer realm="rcd-admin"';
-    if (err.code === 'store_busy' || err.code === 'overloaded') headers['retry-after'] = STORE_BUSY_RETRY_AFTER_S;
+    if (err.code === 'store_busy' || err.code === 'overloaded' || err.code === 'too_many_streams') headers['retry-after'] = STORE_BUSY_RETRY_AFTER_S;
     if (err.code === 'method_not_allowed') {
       const allow = (err.details as { allow?: string[] } | undefined)?.allow;
       if (allow !== undefined) headers.allow = allow.join(', ');

@@ -42,6 +42,8 @@ import { SAME_PRIORITY, type BulkRunner } from '../../runtime/priority.js';
 import { DEFAULT_SCHEDULER_OPTIONS, Scheduler, type SchedulerOptions, type WriteOutcome } from './scheduler.js';
 import { DEFAULT_PREVIEW_LIMITS, PreviewGate, type PreviewLimits } from './preview-gate.js';
 import { LazyExposureReader, type ExposureSource } from '../../exposures/reader.js';
+import { AdminEvents, isEventsPath, openEventStream, type AdminStreamLimits } from './admin-events.js';
+import { COMMENT_HEADER, commentOf, withComment } from './audit-comment.js';
 
 export const DEFAULT_ADMIN_MAX_BODY = 10 * 1024 * 1024;
 
@@ -74,7 +76,11 @@ export interface AdminServerOptions {
   readonly previews?: PreviewLimits;
   /** The exposure database the experiments' readout reads (opened at the first read); none recorded when null or absent. */
   readonly exposures?: ExposureSource | null;
+  /** The event stream's bounds (admin-events.ts); DEFAULT_ADMIN_STREAMS when absent. */
+  readonly streams?: AdminStreamLimits;
 }
+
+export const DEFAULT_ADMIN_STREAMS: AdminStreamLimits = { maxStreams: 100, heartbeatMs: 15_000 };
 
 export interface AdminServer {
   readonly port: number;
@@ -97,6 +103,7 @@ interface Shared {
   readonly state: AdminStateStore;
   readonly dispatcher: WebhookDispatcher;
   readonly writes: WriteQueue;
+  readonly events: AdminEvents;
 }
 
 interface AdminRouteEntry {
@@ -144,6 +151,7 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
     state: opts.state,
     dispatcher,
     writes: new WriteQueue(),
+    events: new AdminEvents(opts.state, opts.streams ?? DEFAULT_ADMIN_STREAMS, opts.log),
   };
   scheduler = new Scheduler(opts.store, scheduleOptions, opts.log, (handler) => runSystemWrite(shared, handler));
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
@@ -174,6 +182,8 @@ export async function startAdminServer(opts: AdminServerOptions): Promise<AdminS
         closing = (async () => {
           // First: its lease released, another node of the store applies what falls due from now on.
           await scheduler?.close();
+          // Open event streams end with a `closing` event: the server does not wait for them.
+          shared.events.close();
           const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
           server.closeIdleConnections();
           // In-flight admin calls get a moment to finish; then the remaining sockets are cut.
@@ -202,10 +212,14 @@ async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerRe
     const principal = await principalOf(shared, presented);
 
     const url = new URL(req.url ?? '/', 'http://admin.invalid');
+    if (isEventsPath(url.pathname)) {
+      await openEventStream(shared.events, req.method ?? 'GET', url.searchParams, res, principal, principal.bootstrap ? null : adminTokenDigest(presented));
+      return;
+    }
     const { handler: entry, params } = shared.router.match(req.method ?? 'GET', url.pathname);
     authorise(principal, entry.role, entry.scope, params[0]);
     const body = await readBody(req, shared.maxBody);
-    const call: AdminCall = { params, query: url.searchParams, body, principal, actor: actorOf(req, principal), announced: [] };
+    const call: AdminCall = { params, query: url.searchParams, body, principal, actor: actorOf(req, principal), comment: entry.write ? commentOf(req.headers[COMMENT_HEADER]) : null, announced: [] };
     if (!entry.write) {
       const result = await entry.handler(shared.ctx, call);
       sendJson(res, result.status, result.body, null);
@@ -272,7 +286,7 @@ function publishSoon(publishLocal: (() => Promise<unknown>) | undefined): void {
 
 /** A write the server makes itself (scheduled changes that fell due), through the same path as an admin call's. */
 function runSystemWrite(shared: Shared, handler: AdminHandler): Promise<WriteOutcome> {
-  const call: AdminCall = { params: [], query: new URLSearchParams(), body: Buffer.alloc(0), principal: SCHEDULER, actor: SCHEDULER.name, announced: [] };
+  const call: AdminCall = { params: [], query: new URLSearchParams(), body: Buffer.alloc(0), principal: SCHEDULER, actor: SCHEDULER.name, comment: null, announced: [] };
   return shared.writes.run(() => runWrite(shared, handler, call), Lane.Urgent);
 }
 
@@ -301,9 +315,12 @@ async function runWrite(shared: Shared, handler: AdminHandler, call: AdminCall):
       unpublished = err instanceof Error ? err : new Error(String(err));
     }
   }
-  const entries = result.audits ?? [{ actor: call.actor, tokenId: call.principal.tokenId, action: change.action, env: change.env, target: change.target, detail: change.detail }];
+  const own = result.audits ?? [{ actor: call.actor, tokenId: call.principal.tokenId, action: change.action, env: change.env, target: change.target, detail: change.detail }];
+  const entries = withComment(own, call.comment, call.actor, call.principal.tokenId);
   try {
     await shared.state.appendAudits(entries);
+    // The event stream sends what the audit log holds: now, not at its next read.
+    shared.events.kick();
   } catch (err) {
     // The change is committed and live; refusing the answer now would invite a duplicate retry.
     shared.log(`admin: audit entry for ${change.action} not written: ${(err as Error).message}`);

@@ -1,11 +1,13 @@
 /**
- * The staged rollouts of an environment (or of one item) as cards, newest first, re-read every few
- * seconds while shown so a step that applies, or a kill, shows without a reload.
+ * The staged rollouts of an environment (or of one item) as cards, newest first, re-read when the
+ * admin event stream names the environment (and item) and every few seconds while shown, so a step
+ * that applies, or a kill, shows without a reload.
  */
 import { useState } from 'preact/hooks';
 import { api, seg, type Rollout } from '../api.js';
 import { ErrorBox } from './messages.js';
 import { RolloutCard } from './rollout-card.js';
+import { useFollow } from './use-follow.js';
 import { useLiveLoad } from './use-live-load.js';
 import { useNow } from './use-now.js';
 
@@ -16,6 +18,7 @@ export function RolloutList({ env, id, refresh, onChange }: { env: string; id?: 
   const query = id === undefined ? '' : `?id=${encodeURIComponent(id)}`;
   const [tick, setTick] = useState(0);
   const list = useLiveLoad(() => api<{ rollouts: Rollout[] }>('GET', `environments/${seg(env)}/rollouts${query}`), [env, query, refresh, tick], ROLLOUT_REFRESH_MS);
+  useFollow(() => setTick((n) => n + 1), env, id);
   const nowMs = useNow(1_000);
   const rollouts = list.data?.rollouts ?? [];
   return (

@@ -7,6 +7,8 @@ import { api, type AuditEntry } from '../api.js';
 import { Choice } from '../parts/choice.js';
 import { ErrorBox } from '../parts/messages.js';
 import { Table } from '../parts/table.js';
+import { useFollow } from '../parts/use-follow.js';
+import { commentOf } from '../parts/audit-comment.js';
 import { when } from '../parts/when.js';
 
 const PAGE = 200;
@@ -31,6 +33,8 @@ export function Audit(): preact.JSX.Element {
     }
   }
   useEffect(() => void load(null), []);
+  // New entries appear at the top as they are written (the newest page is read again).
+  useFollow(() => void load(null));
 
   const actions = [...new Set(entries.map((e) => e.action))].sort();
   const envs = [...new Set(entries.map((e) => e.env).filter((e): e is string => e !== null))].sort();
@@ -56,7 +60,7 @@ export function Audit(): preact.JSX.Element {
         </button>
       </div>
       <ErrorBox error={error} />
-      <Table caption={`${shown.length} of ${entries.length} loaded entries`} columns={['When', 'Actor', 'Action', 'Environment', 'Target', 'Detail']}>
+      <Table caption={`${shown.length} of ${entries.length} loaded entries`} columns={['When', 'Actor', 'Action', 'Environment', 'Target', 'Comment', 'Detail']}>
         {shown.map((e) => (
           <tr key={e.id}>
             <td>{when(e.at)}</td>
@@ -64,6 +68,7 @@ export function Audit(): preact.JSX.Element {
             <th scope="row">{e.action}</th>
             <td>{e.env ?? ''}</td>
             <td>{e.target ?? ''}</td>
+            <td>{commentOf(e.detail)}</td>
             <td>
               <code>{e.detail === null ? '' : JSON.stringify(e.detail)}</code>
             </td>
@@ -78,3 +83,4 @@ export function Audit(): preact.JSX.Element {
     </section>
   );
 }
+

@@ -2,11 +2,13 @@
  * One content item: the JSONC editor (checked with the server's rules before saving), its revision
  * history with a diff between any two revisions and rollback, and its mapping with the preview.
  */
-import { useEffect, useState } from 'preact/hooks';
-import { api, ApiError, seg, type ContentDetail } from '../api.js';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, ApiError, apiWrite, seg, type ContentDetail } from '../api.js';
 import { Editor, jsoncDiagnostics } from '../editor.js';
 import { jsoncProblem } from '../jsonc-check.js';
-import { Confirm } from '../parts/confirm.js';
+import { useConfirmWrite } from '../parts/confirm-write.js';
+import { useFollow } from '../parts/use-follow.js';
+import { ItemActivity } from '../parts/item-activity.js';
 import { Diff } from '../parts/diff.js';
 import { ErrorBox } from '../parts/messages.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
@@ -29,14 +31,24 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
       throw err;
     }
   }, [path]);
+  useFollow(detail.reload, env, id);
   const item = detail.data;
   const newest = item?.revisions[item.revisions.length - 1];
   const [text, setText] = useState(NEW_TEXT);
   const [minApp, setMinApp] = useState('');
   const outcome = useOutcome();
+  const confirm = useConfirmWrite();
+  // The revision the editor started from: a revision saved meanwhile (live, by someone else) does
+  // not replace text being edited; the editor follows the newest only while it holds no edit.
+  const [base, setBase] = useState(newest);
+  const edited = base !== undefined ? text !== base.text : text !== NEW_TEXT;
+  /** Set by this editor's own save: the revision it made is the one to follow. */
+  const adopt = useRef(false);
 
   useEffect(() => {
-    if (newest !== undefined) {
+    if (newest !== undefined && (!edited || adopt.current)) {
+      adopt.current = false;
+      setBase(newest);
       setText(newest.text);
       setMinApp(newest.minAppVersion ?? '');
     }
@@ -44,14 +56,20 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
 
   const problem = jsoncProblem(text);
 
-  async function save(e: Event): Promise<void> {
+  function save(e: Event): void {
     e.preventDefault();
     if (problem !== null) return;
-    await outcome.attempt(async () => {
-      const q = minApp.trim() === '' ? '' : `?minAppVersion=${encodeURIComponent(minApp.trim())}`;
-      const r = await api<{ revision: number; changed: boolean; hash: string }>('PUT', path + q, text);
-      detail.reload();
-      return r.changed ? `Saved revision ${r.revision} (hash ${r.hash.slice(0, 12)}).` : 'No change: the newest revision already has this text.';
+    const q = minApp.trim() === '' ? '' : `?minAppVersion=${encodeURIComponent(minApp.trim())}`;
+    confirm.ask({
+      question: `Save ${id} in ${env} as ${newest === undefined ? 'its first revision' : `revision ${newest.number + 1}`}${q === '' ? '' : ` (minimum app version ${minApp.trim()})`}? Every player of ${env} gets it at once.`,
+      yes: 'Yes, save content',
+      run: (comment) =>
+        outcome.attempt(async () => {
+          const r = await apiWrite<{ revision: number; changed: boolean; hash: string }>('PUT', path + q, comment, text);
+          adopt.current = true;
+          detail.reload();
+          return r.changed ? `Saved revision ${r.revision} (hash ${r.hash.slice(0, 12)}).` : 'No change: the newest revision already has this text.';
+        }),
     });
   }
 
@@ -61,9 +79,15 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
         {id} <span class="muted">in {env}</span>
       </h2>
       <ErrorBox error={detail.error} />
-      <form onSubmit={(e) => void save(e)} aria-labelledby="edit-title">
+      <form onSubmit={(e) => save(e)} aria-labelledby="edit-title">
         <h3 id="edit-title">{newest === undefined ? 'New content' : `Edit (newest: revision ${newest.number})`}</h3>
-        <Editor label="Content JSONC" initial={newest?.text ?? NEW_TEXT} resetKey={newest?.revId ?? 0} onChange={setText} check={jsoncDiagnostics} />
+        <Editor label="Content JSONC" initial={base?.text ?? NEW_TEXT} resetKey={base?.revId ?? 0} onChange={setText} check={jsoncDiagnostics} />
+        {newest !== undefined && base?.revId !== newest.revId && (
+          <p role="status" class="error">
+            Revision {newest.number} was saved while you edited{base === undefined ? '' : ` revision ${base.number}`}: saving stores your text as revision {newest.number + 1}. Compare
+            them in the revision history below.
+          </p>
+        )}
         {problem !== null ? (
           <p role="alert" class="error" id="jsonc-problem">
             Invalid JSONC at line {problem.line}, column {problem.column}: {problem.reason}
@@ -81,9 +105,11 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
             Save content
           </button>
         </div>
+        {confirm.dialog}
         <OutcomeLines outcome={outcome} />
       </form>
       {item !== null && item !== undefined && <History item={item} path={path} onChange={detail.reload} />}
+      {item !== null && item !== undefined && <ItemActivity env={env} id={id} />}
       {item !== null && item !== undefined && <MappingPanel env={env} item={item} onChange={detail.reload} />}
       {item !== null && item !== undefined && item.mapping !== null && <KillSwitch env={env} item={item} onChange={detail.reload} />}
       {item !== null && item !== undefined && <ItemRollouts env={env} item={item} onChange={detail.reload} />}
@@ -111,16 +137,15 @@ function ItemSchedule({ env, id, text }: { env: string; id: string; text: string
 function KillSwitch({ env, item, onChange }: { env: string; item: ContentDetail; onChange: () => void }): preact.JSX.Element {
   const rules = item.mapping?.rules ?? [];
   const [target, setTarget] = useState('all');
-  const [confirming, setConfirming] = useState(false);
+  const confirm = useConfirmWrite();
   const outcome = useOutcome();
   const rule = target === 'all' ? null : Number(target);
   const what = rule === null ? 'every rule of the mapping' : `rule ${rule} (${rules[rule]?.segment ?? ''})`;
 
-  async function kill(): Promise<void> {
+  async function kill(comment: string): Promise<void> {
     await outcome.attempt(async () => {
       const body = rule === null ? {} : { rule, segment: rules[rule]?.segment };
-      const r = await api<{ ruleCount: number; cancelled: string[] }>('POST', `environments/${seg(env)}/content/${seg(item.id)}/kill`, body);
-      setConfirming(false);
+      const r = await apiWrite<{ ruleCount: number; cancelled: string[] }>('POST', `environments/${seg(env)}/content/${seg(item.id)}/kill`, comment, body);
       onChange();
       return `Killed ${what}: ${r.ruleCount} rules still apply; ${r.cancelled.length} scheduled change(s) cancelled.`;
     });
@@ -141,20 +166,16 @@ function KillSwitch({ env, item, onChange }: { env: string; item: ContentDetail;
             ))}
           </select>
         </label>
-        <button type="button" onClick={() => setConfirming(true)}>
+        <button
+          type="button"
+          onClick={() =>
+            confirm.ask({ question: `Disable ${what} of ${item.id} for every player now, and cancel every scheduled change of ${item.id}?`, yes: `Yes, kill ${what}`, run: kill })
+          }
+        >
           Kill switch…
         </button>
       </div>
-      {confirming && (
-        <Confirm
-          id="kill-confirm"
-          question={`Disable ${what} of ${item.id} for every player now, and cancel every scheduled change of ${item.id}?`}
-          yes={`Yes, kill ${what}`}
-          no="Keep it"
-          onYes={() => void kill()}
-          onNo={() => setConfirming(false)}
-        />
-      )}
+      {confirm.dialog}
       <OutcomeLines outcome={outcome} />
     </section>
   );
@@ -166,6 +187,7 @@ function History({ item, path, onChange }: { item: ContentDetail; path: string; 
   const [a, setA] = useState(Math.max(1, last - 1));
   const [b, setB] = useState(last);
   const outcome = useOutcome();
+  const confirm = useConfirmWrite();
   useEffect(() => {
     setA(Math.max(1, last - 1));
     setB(last);
@@ -173,11 +195,16 @@ function History({ item, path, onChange }: { item: ContentDetail; path: string; 
   const ra = revs.find((r) => r.number === a);
   const rb = revs.find((r) => r.number === b);
 
-  async function rollback(n: number): Promise<void> {
-    await outcome.attempt(async () => {
-      const r = await api<{ revision: number; changed: boolean }>('POST', `${path}/rollback?to=${n}`);
-      onChange();
-      return r.changed ? `Rolled back: revision ${r.revision} is a copy of revision ${n}.` : `Revision ${n} is already the newest.`;
+  function rollback(n: number): void {
+    confirm.ask({
+      question: `Roll ${item.id} in ${item.envId} back to revision ${n}? Its text is copied as revision ${last + 1}, and every player gets it at once.`,
+      yes: `Yes, roll back to revision ${n}`,
+      run: (comment) =>
+        outcome.attempt(async () => {
+          const r = await apiWrite<{ revision: number; changed: boolean }>('POST', `${path}/rollback?to=${n}`, comment);
+          onChange();
+          return r.changed ? `Rolled back: revision ${r.revision} is a copy of revision ${n}.` : `Revision ${n} is already the newest.`;
+        }),
     });
   }
 
@@ -200,7 +227,7 @@ function History({ item, path, onChange }: { item: ContentDetail; path: string; 
             <td>{when(r.createdAt)}</td>
             <td>
               {r.number !== last && (
-                <button type="button" onClick={() => void rollback(r.number)} aria-label={`Roll back to revision ${r.number}`}>
+                <button type="button" onClick={() => rollback(r.number)} aria-label={`Roll back to revision ${r.number}`}>
                   Roll back
                 </button>
               )}
@@ -208,6 +235,7 @@ function History({ item, path, onChange }: { item: ContentDetail; path: string; 
           </tr>
         ))}
       </Table>
+      {confirm.dialog}
       <OutcomeLines outcome={outcome} />
       <div class="row">
         <label>

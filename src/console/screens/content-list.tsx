@@ -4,11 +4,13 @@ import { api, seg, type ContentSummary } from '../api.js';
 import { ErrorBox } from '../parts/messages.js';
 import { Table } from '../parts/table.js';
 import { useLoad } from '../parts/use-load.js';
+import { useFollow } from '../parts/use-follow.js';
 import { when } from '../parts/when.js';
 import { EnvNav } from './env-nav.js';
 
 export function ContentList({ env }: { env: string }): preact.JSX.Element {
   const list = useLoad(() => api<{ content: ContentSummary[] }>('GET', `environments/${seg(env)}/content`), [env]);
+  useFollow(list.reload, env);
   const [query, setQuery] = useState('');
   const [newId, setNewId] = useState('');
   const q = query.toLowerCase();

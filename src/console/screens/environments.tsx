@@ -5,10 +5,12 @@ import { Confirm } from '../parts/confirm.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
 import { Table } from '../parts/table.js';
 import { useLoad } from '../parts/use-load.js';
+import { useFollow } from '../parts/use-follow.js';
 import { when } from '../parts/when.js';
 
 export function Environments(): preact.JSX.Element {
   const list = useLoad(() => api<{ environments: Environment[] }>('GET', 'environments'), []);
+  useFollow(list.reload);
   const [name, setName] = useState('');
   const outcome = useOutcome();
   const [confirming, setConfirming] = useState<Environment | null>(null);

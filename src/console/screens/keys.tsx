@@ -1,6 +1,8 @@
 /** API keys of one environment: create (the key is shown once), list, revoke. */
 import { useState } from 'preact/hooks';
-import { api, seg, type Key } from '../api.js';
+import { api, apiWrite, seg, type Key } from '../api.js';
+import { useConfirmWrite } from '../parts/confirm-write.js';
+import { useFollow } from '../parts/use-follow.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
 import { Table } from '../parts/table.js';
 import { useLoad } from '../parts/use-load.js';
@@ -9,6 +11,8 @@ import { EnvNav } from './env-nav.js';
 
 export function Keys({ env }: { env: string }): preact.JSX.Element {
   const list = useLoad(() => api<{ keys: Key[] }>('GET', `environments/${seg(env)}/keys`), [env]);
+  useFollow(list.reload, env);
+  const confirm = useConfirmWrite();
   const [created, setCreated] = useState<{ id: string; key: string } | null>(null);
   const outcome = useOutcome();
 
@@ -19,9 +23,9 @@ export function Keys({ env }: { env: string }): preact.JSX.Element {
     });
   }
 
-  async function revoke(id: string): Promise<void> {
+  async function revoke(id: string, comment: string): Promise<void> {
     await outcome.attempt(async () => {
-      await api('DELETE', `environments/${seg(env)}/keys/${seg(id)}`);
+      await apiWrite('DELETE', `environments/${seg(env)}/keys/${seg(id)}`, comment);
       list.reload();
       return `Key ${id} revoked.`;
     });
@@ -44,6 +48,7 @@ export function Keys({ env }: { env: string }): preact.JSX.Element {
           </label>
         </div>
       )}
+      {confirm.dialog}
       <OutcomeLines outcome={outcome} loadError={list.error} />
       <Table caption="Keys" columns={['Key id', 'Created', 'Last used', 'Revoked', 'Actions']}>
         {(list.data?.keys ?? []).map((k) => (
@@ -54,7 +59,11 @@ export function Keys({ env }: { env: string }): preact.JSX.Element {
             <td>{when(k.revokedAt)}</td>
             <td>
               {k.revokedAt === null && (
-                <button type="button" onClick={() => void revoke(k.id)} aria-label={`Revoke key ${k.id}`}>
+                <button
+                  type="button"
+                  onClick={() => confirm.ask({ question: `Revoke key ${k.id} of ${env}? Every client using it is refused from its next request.`, yes: `Yes, revoke ${k.id}`, run: (c) => revoke(k.id, c) })}
+                  aria-label={`Revoke key ${k.id}`}
+                >
                   Revoke
                 </button>
               )}

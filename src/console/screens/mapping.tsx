@@ -3,11 +3,12 @@
  * rule, the preview of one user context (the server evaluates it with the delivery code), and how
  * each A/B test splits the mods 0-999.
  */
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Diagnostic } from '@codemirror/lint';
-import { api, ApiError, seg, type ContentDetail, type Mapping, type MappingProblem, type Preview } from '../api.js';
+import { api, ApiError, apiWrite, seg, type ContentDetail, type Mapping, type MappingProblem, type Preview } from '../api.js';
 import { Editor } from '../editor.js';
 import { lineColumn, locateJsonError } from '../../store/json-errors.js';
+import { useConfirmWrite } from '../parts/confirm-write.js';
 import { ErrorBox } from '../parts/messages.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
 import { Table } from '../parts/table.js';
@@ -33,11 +34,23 @@ export function MappingPanel({ env, item, onChange }: { env: string; item: Conte
   const [text, setText] = useState(stored);
   const [problems, setProblems] = useState<MappingProblem[]>([]);
   const outcome = useOutcome();
-  useEffect(() => setText(stored), [stored]);
+  const confirm = useConfirmWrite();
+  // The mapping the editor started from: one changed meanwhile (live: a kill switch, a rollout step,
+  // someone else) does not replace rules being edited; the editor follows it while it holds no edit.
+  const [base, setBase] = useState(stored);
+  const adopt = useRef(false);
+  useEffect(() => {
+    if (text === base || adopt.current) {
+      adopt.current = false;
+      setBase(stored);
+      setText(stored);
+    }
+  }, [stored]);
 
-  async function save(): Promise<void> {
+  async function save(comment: string): Promise<void> {
     try {
-      const r = await api<{ mappingId: number; ruleCount: number }>('PUT', `${path}/mapping`, text);
+      const r = await apiWrite<{ mappingId: number; ruleCount: number }>('PUT', `${path}/mapping`, comment, text);
+      adopt.current = true;
       outcome.setStatus(`Mapping saved: ${r.ruleCount} rules (mapping ${r.mappingId}).`);
       setProblems([]);
       outcome.setError(null);
@@ -51,9 +64,10 @@ export function MappingPanel({ env, item, onChange }: { env: string; item: Conte
     }
   }
 
-  async function remove(): Promise<void> {
+  async function remove(comment: string): Promise<void> {
     await outcome.attempt(async () => {
-      await api('DELETE', `${path}/mapping`);
+      await apiWrite('DELETE', `${path}/mapping`, comment);
+      adopt.current = true;
       onChange();
       return 'Mapping deleted.';
     });
@@ -69,22 +83,35 @@ export function MappingPanel({ env, item, onChange }: { env: string; item: Conte
   return (
     <section aria-labelledby="mapping-title">
       <h3 id="mapping-title">Mapping</h3>
-      <Editor label="Mapping JSON" initial={stored} resetKey={stored} onChange={setText} check={jsonDiagnostics} />
+      <Editor label="Mapping JSON" initial={base} resetKey={base} onChange={setText} check={jsonDiagnostics} />
+      {base !== stored && (
+        <p role="status" class="error">
+          The mapping was changed while you edited it (its rules now: {item.mapping === null ? 'none' : item.mapping.rules.length}): saving replaces it with yours.
+        </p>
+      )}
       {parseProblem !== undefined && (
         <p role="alert" class="error">
           Invalid JSON: {parseProblem.message}
         </p>
       )}
       <div class="row">
-        <button type="button" onClick={() => void save()} disabled={parseProblem !== undefined}>
+        <button
+          type="button"
+          onClick={() => confirm.ask({ question: `Save the mapping of ${item.id} in ${env}? Every player of ${env} gets its rules at once.`, yes: 'Yes, save mapping', run: save })}
+          disabled={parseProblem !== undefined}
+        >
           Save mapping
         </button>
         {item.mapping !== null && (
-          <button type="button" onClick={() => void remove()}>
+          <button
+            type="button"
+            onClick={() => confirm.ask({ question: `Delete the mapping of ${item.id} in ${env}? Every player gets the content without rules at once.`, yes: 'Yes, delete mapping', run: remove })}
+          >
             Delete mapping
           </button>
         )}
       </div>
+      {confirm.dialog}
       <OutcomeLines outcome={outcome} />
       {problems.length > 0 && (
         <div role="alert" class="error" aria-label="Mapping problems">

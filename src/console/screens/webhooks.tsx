@@ -1,6 +1,7 @@
 /** Webhooks: register (the secret is shown once), list, delete. */
 import { useState } from 'preact/hooks';
-import { api, seg, type Webhook } from '../api.js';
+import { api, apiWrite, seg, type Webhook } from '../api.js';
+import { useConfirmWrite } from '../parts/confirm-write.js';
 import { CheckGroup } from '../parts/check-group.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
 import { Table } from '../parts/table.js';
@@ -11,6 +12,7 @@ const EVENTS = ['content.updated', 'content.deleted', 'mapping.updated', 'enviro
 
 export function Webhooks(): preact.JSX.Element {
   const list = useLoad(() => api<{ webhooks: Webhook[] }>('GET', 'webhooks'), []);
+  const confirm = useConfirmWrite();
   const [url, setUrl] = useState('');
   const [events, setEvents] = useState<string[]>([...EVENTS]);
   const [secret, setSecret] = useState<string | null>(null);
@@ -26,9 +28,9 @@ export function Webhooks(): preact.JSX.Element {
     });
   }
 
-  async function remove(id: string): Promise<void> {
+  async function remove(id: string, comment: string): Promise<void> {
     await outcome.attempt(async () => {
-      await api('DELETE', `webhooks/${seg(id)}`);
+      await apiWrite('DELETE', `webhooks/${seg(id)}`, comment);
       list.reload();
       return `Webhook ${id} deleted.`;
     });
@@ -51,6 +53,7 @@ export function Webhooks(): preact.JSX.Element {
           </label>
         </div>
       )}
+      {confirm.dialog}
       <OutcomeLines outcome={outcome} loadError={list.error} />
       <Table caption="Webhooks" columns={['URL', 'Events', 'Created', 'Actions']}>
         {(list.data?.webhooks ?? []).map((w) => (
@@ -59,7 +62,11 @@ export function Webhooks(): preact.JSX.Element {
             <td>{w.events.join(', ')}</td>
             <td>{when(w.createdAt)}</td>
             <td>
-              <button type="button" onClick={() => void remove(w.id)} aria-label={`Delete webhook ${w.url}`}>
+              <button
+                type="button"
+                onClick={() => confirm.ask({ question: `Delete the webhook to ${w.url}? It gets no more change notices.`, yes: 'Yes, delete webhook', run: (c) => remove(w.id, c) })}
+                aria-label={`Delete webhook ${w.url}`}
+              >
                 Delete
               </button>
             </td>
