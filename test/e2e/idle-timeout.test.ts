@@ -7,25 +7,20 @@
  */
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { UNANSWERED_INPUTS, healthHead } from '../helpers/http-inputs.js';
-import { findNginx, startNginx, type NginxProcess } from '../helpers/nginx.js';
+import { startBehindNginx, type NginxProcess } from '../helpers/nginx.js';
 import { rawExchange } from '../helpers/raw.js';
-import { call, startServer, type ServerProcess } from '../helpers/server-process.js';
+import { call, type ServerProcess } from '../helpers/server-process.js';
 
 const KEY = 'idle-timeout-key-1';
 const BUNDLE = { environments: { prod: { keys: [KEY], content: { Shop: { json: { items: ['sword'] } } } } } };
 
-const NGINX = findNginx();
 let server: ServerProcess;
 let nginx: NginxProcess;
 let port: number;
 
 beforeAll(async () => {
-  if (NGINX === null) {
-    throw new Error('nginx is not installed: these tests run a real nginx in front of rcd (apt-get install nginx; .ci/run installs it)');
-  }
-  server = await startServer({ bundle: BUNDLE });
+  ({ server, nginx } = await startBehindNginx(BUNDLE));
   port = Number(new URL(server.url).port);
-  nginx = await startNginx(NGINX, port);
 }, 60_000);
 afterAll(async () => {
   await nginx?.stop();

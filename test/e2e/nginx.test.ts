@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_STATUS } from '../../src/runtime/errors.js';
 import { rawExchange, responsesIn, type RawOutcome } from '../helpers/raw.js';
 import { CLOSED_INPUTS, UNANSWERED_INPUTS, combinePath, contentPost, healthHead, splitInto } from '../helpers/http-inputs.js';
-import { RECOMMENDED_CONF, findNginx, startNginx, type NginxProcess } from '../helpers/nginx.js';
-import { call, errorCode, startServer, type ServerProcess } from '../helpers/server-process.js';
+import { RECOMMENDED_CONF, findNginx, startBehindNginx, type NginxProcess } from '../helpers/nginx.js';
+import { call, errorCode, type ServerProcess } from '../helpers/server-process.js';
 import { decoded, rawCall } from '../helpers/http-raw.js';
 import { request } from 'node:http';
 
@@ -40,12 +40,8 @@ let nginx: NginxProcess;
 let port: number;
 
 beforeAll(async () => {
-  if (NGINX === null) {
-    throw new Error('nginx is not installed: these tests run a real nginx in front of rcd (apt-get install nginx; .ci/run installs it)');
-  }
   // --max-body at its default (65536), which the recommended client_max_body_size (64k) matches.
-  server = await startServer({ bundle: BUNDLE });
-  nginx = await startNginx(NGINX, Number(new URL(server.url).port));
+  ({ server, nginx } = await startBehindNginx(BUNDLE));
   port = nginx.port;
 }, 60_000);
 afterAll(async () => {
