@@ -3,9 +3,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // The suite in two parts. A file runs in `npm run test:slow` (`vitest run --mode slow`) when what it
 // proves takes time by its nature: benchmark-harness runs and the npm install of the checkout, the
 // Chromium run of a feature whose Node run is in `npm test`, fleets of nodes on one store and store
-// outages, behaviour on the wall clock (changes falling due, heartbeats lapsing), and repetitions that
-// hunt a rare race; every other file (unit, conformance, and at least one end-to-end file per feature)
-// runs in `npm test` (`vitest run`). The fast part includes every test file and excludes SLOW_FILES;
+// outages, behaviour on the wall clock (changes falling due, heartbeats lapsing, timeouts at their
+// production length), and repetitions that hunt a rare race; every other file (unit, conformance, and
+// at least one end-to-end file per feature) runs in `npm test` (`vitest run`). The fast part includes every test file and excludes SLOW_FILES;
 // the slow part includes exactly SLOW_FILES, so each file runs in one part and a new file in `npm test`
 // unless it is listed here; test/unit/suite-parts.test.ts checks both through vitest itself. CI
 // (.ci/run) runs both parts.
