@@ -3,9 +3,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // The suite in two parts. A file runs in `npm run test:slow` (`vitest run --mode slow`) when what it
 // proves takes time by its nature: benchmark-harness runs and the npm install of the checkout, the
 // Chromium run of a feature whose Node run is in `npm test`, fleets of nodes on one store and store
-// outages, behaviour on the wall clock (changes falling due, heartbeats lapsing), and repetitions that
-// hunt a rare race; every other file (unit, conformance, and at least one end-to-end file per feature)
-// runs in `npm test` (`vitest run`). The fast part includes every test file and excludes SLOW_FILES;
+// outages, behaviour on the wall clock (changes falling due, heartbeats lapsing, timeouts at their
+// production length), and repetitions that hunt a rare race; every other file (unit, conformance, and
+// at least one end-to-end file per feature) runs in `npm test` (`vitest run`). The fast part includes every test file and excludes SLOW_FILES;
 // the slow part includes exactly SLOW_FILES, so each file runs in one part and a new file in `npm test`
 // unless it is listed here; test/unit/suite-parts.test.ts checks both through vitest itself. CI
 // (.ci/run) runs both parts.
@@ -53,6 +53,15 @@ export const SLOW_FILES: readonly string[] = [
   // the graceful stop in npm test).
   'test/e2e/hostile.test.ts',
   'test/e2e/quick-restarts.test.ts',
+  // Timeouts on the wall clock at their production length: the listener's 10 s idle timeout, direct
+  // and behind nginx (http-layer and nginx keep every other input in npm test), and the systemd unit's
+  // stop, whose drain runs to the 10 s --shutdown-timeout of deploy/systemd/rcd.env (systemd checks the
+  // unit in npm test; failures and readiness keep the graceful stop and the drain).
+  'test/e2e/idle-timeout.test.ts',
+  'test/e2e/systemd-stop.test.ts',
+  // A store outage: readiness past --ready-store-outage while a real PostgreSQL is stopped (readiness
+  // keeps starting and draining in npm test).
+  'test/e2e/readiness-outage.test.ts',
 ];
 
 // `npm test` runs its files two at a time, except the files below, which run one at a time after the
@@ -74,7 +83,7 @@ export const ALONE_FILES: readonly string[] = [
   'test/e2e/regex-conditions.test.ts',
   'test/unit/mapping/condition/regex.test.ts',
   // Retries and refusals timed against Retry-After and the retry schedule, a node's catch-up wait, and
-  // readiness while starting, draining and past a store outage of a set length.
+  // readiness polled every few ms while starting and draining.
   'test/e2e/client-retry.test.ts',
   'test/e2e/openfeature-node.test.ts',
   'test/e2e/admin-webhooks.test.ts',
@@ -82,8 +91,6 @@ export const ALONE_FILES: readonly string[] = [
   'test/unit/admin/server/server.test.ts',
   'test/unit/admin/server/webhooks.test.ts',
   'test/unit/control/nodes.test.ts',
-  // A stop within systemd's TimeoutStopSec.
-  'test/e2e/systemd.test.ts',
   // Loop-delay lines under CPU hogs on every core; clocks, stalls, wake-ups and context switches.
   'test/e2e/loop-delay-log.test.ts',
   'test/unit/metrics/clock.test.ts',

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser.js';
-import { describeClientSdk, KEY, type Environment } from '../helpers/client-sdk-suite.js';
+import { describeClientSdk, type Environment } from '../helpers/client-sdk-suite.js';
 import { ROOT } from '../helpers/server-process.js';
 
 function chromiumEnvironment(): Environment {
@@ -52,11 +52,11 @@ window.harness = createHarness(sdk, (name) => name.startsWith('ls:') ? sdk.local
       await browser?.close();
       await new Promise<void>((resolve) => pages?.close(() => resolve()));
     },
-    driver: (baseUrl) => {
+    driver: (baseUrl, apiKey) => {
       const call = <T,>(method: string, ...args: unknown[]): Promise<T> =>
         page.evaluate(([m, a]) => (globalThis as unknown as { harness: Record<string, (...x: unknown[]) => unknown> }).harness[m]!(...a), [method, args] as const) as Promise<T>;
       return {
-        create: (o) => call('create', { ...o, baseUrl, apiKey: KEY }),
+        create: (o) => call('create', { ...o, baseUrl, apiKey }),
         refresh: (id) => call('refresh', id),
         refreshTwice: (id) => call('refreshTwice', id),
         subscribe: (id) => call('subscribe', id),

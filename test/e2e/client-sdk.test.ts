@@ -23,8 +23,8 @@ function nodeEnvironment(): Environment {
       harness = createHarness(sdk, (name) => directoryStorage(join(dir, name)));
     },
     tearDown: () => Promise.resolve(),
-    driver: (baseUrl) => ({
-      create: (o) => Promise.resolve(harness.create({ ...o, baseUrl, apiKey: KEY })),
+    driver: (baseUrl, apiKey) => ({
+      create: (o) => Promise.resolve(harness.create({ ...o, baseUrl, apiKey })),
       refresh: (id) => harness.refresh(id),
       refreshTwice: (id) => harness.refreshTwice(id),
       subscribe: (id) => Promise.resolve(harness.subscribe(id)),

@@ -2,7 +2,8 @@
  * The supported deployment: a real nginx (Debian package) with docs/nginx/rcd.conf, exactly as
  * docs/deployment.md tells operators to install it, in front of the real rcd. The delivery API works
  * through it for HTTP/1.0 and HTTP/1.1 clients, heads up to 16 KiB however split, and every input
- * rcd's own parser leaves unanswered gets an answer (or a close) at once.
+ * rcd's own parser leaves unanswered gets an answer (or a close) at once. A request on an upstream
+ * connection idle past rcd's 10 s idle timeout is checked by idle-timeout.test.ts (npm run test:slow).
  *
  * nginx is required: `.ci/run` installs it; a machine without it fails here with a clear message.
  */
@@ -11,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_STATUS } from '../../src/runtime/errors.js';
 import { rawExchange, responsesIn, type RawOutcome } from '../helpers/raw.js';
 import { CLOSED_INPUTS, UNANSWERED_INPUTS, combinePath, contentPost, healthHead, splitInto } from '../helpers/http-inputs.js';
-import { RECOMMENDED_CONF, findNginx, startNginx, type NginxProcess } from '../helpers/nginx.js';
-import { call, errorCode, startServer, type ServerProcess } from '../helpers/server-process.js';
+import { RECOMMENDED_CONF, findNginx, startBehindNginx, type NginxProcess } from '../helpers/nginx.js';
+import { call, errorCode, type ServerProcess } from '../helpers/server-process.js';
 import { decoded, rawCall } from '../helpers/http-raw.js';
 import { request } from 'node:http';
 
@@ -39,12 +40,8 @@ let nginx: NginxProcess;
 let port: number;
 
 beforeAll(async () => {
-  if (NGINX === null) {
-    throw new Error('nginx is not installed: these tests run a real nginx in front of rcd (apt-get install nginx; .ci/run installs it)');
-  }
   // --max-body at its default (65536), which the recommended client_max_body_size (64k) matches.
-  server = await startServer({ bundle: BUNDLE });
-  nginx = await startNginx(NGINX, Number(new URL(server.url).port));
+  ({ server, nginx } = await startBehindNginx(BUNDLE));
   port = nginx.port;
 }, 60_000);
 afterAll(async () => {
@@ -211,13 +208,6 @@ describe('the delivery API through nginx (HTTP/1.1 clients)', () => {
       expect([refused.status, bodyJson(refused).error?.code]).toEqual([431, 'header_too_large']);
     }
   });
-
-  it('answers a POST after its keep-alive connection to rcd sat idle past rcd\'s 10 s idle timeout', async () => {
-    expect((await call(nginx.url, '/api/v1/config/Shop', prod)).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 11_000));
-    const after = await call(nginx.url, '/api/v1/config/Shop', prod);
-    expect(after.status).toBe(200);
-  }, 30_000);
 });
 
 describe('HTTP/1.0 clients of nginx', () => {

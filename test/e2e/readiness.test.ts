@@ -1,37 +1,30 @@
 /**
  * GET /readyz on the delivery port through a server's life: 503 starting while a bundle is imported
  * (the port is bound before the import), 200 once it serves, 503 draining from SIGTERM while a
- * request is still in flight, and 503 store_unavailable once a real PostgreSQL has been stopped for
- * longer than --ready-store-outage (then 200 again when it returns). /healthz stays liveness.
+ * request is still in flight. 503 store_unavailable once a real PostgreSQL has been stopped for
+ * longer than --ready-store-outage is checked by readiness-outage.test.ts (npm run test:slow: a store
+ * outage). /healthz stays liveness.
  */
 import { spawnSync } from 'node:child_process';
 import { rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, call, errorCode, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
-import { createDatabase, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
+import { BIN, call, errorCode, readinessOf, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 import { freePort } from '../helpers/free-port.js';
 import { until } from '../helpers/until.js';
 
 const KEY = 'key-ready-1';
 const KEY_LATE = 'key-ready-late';
 const running: ServerProcess[] = [];
-let pg: RunningPostgres | null = null;
 
 const dirs: string[] = [];
 
 afterAll(async () => {
   for (const s of running.splice(0).reverse()) await s.dispose();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-  await pg?.destroy();
 });
 
-
-async function ready(base: string): Promise<{ status: number; code: string | undefined }> {
-  const r = await call(base, '/readyz', { method: 'GET', key: null, contentType: null });
-  return { status: r.status, code: errorCode(r) };
-}
 
 /** Sends `text` on a raw connection and resolves with everything read until `done` matches. */
 function readUntil(socket: Socket, done: RegExp | ((got: string) => boolean), ms: number): Promise<string> {
@@ -78,7 +71,7 @@ describe('readiness', () => {
     // Poll from the moment the port answers until the server printed "listening on".
     while (srv === null && Date.now() < deadline) {
       try {
-        const r = await ready(`http://127.0.0.1:${port}`);
+        const r = await readinessOf(`http://127.0.0.1:${port}`);
         seen.push(r.status === 200 ? 'ready' : (r.code ?? String(r.status)));
       } catch {
         // Not bound yet.
@@ -92,7 +85,7 @@ describe('readiness', () => {
     const first = seen.indexOf('ready');
     if (first !== -1) expect(seen.slice(first).every((x) => x === 'ready')).toBe(true);
     expect(seen.filter((x) => x !== 'ready' && x !== 'starting')).toEqual([]);
-    expect(await ready(s.url)).toEqual({ status: 200, code: undefined });
+    expect(await readinessOf(s.url)).toEqual({ status: 200, code: undefined });
     expect((await call(s.url, '/api/v1/config/item7', { key: KEY })).json).toEqual({ n: 7, pad: 'x'.repeat(40) });
   }, 90_000);
 
@@ -142,7 +135,7 @@ describe('readiness', () => {
     const srv = await startServer({ bundle: { environments: { prod: { keys: [KEY], content: { Shop: { json: { a: 1 } } } } } }, args: ['--shutdown-timeout', '20000'] });
     running.push(srv);
     const port = Number(new URL(srv.url).port);
-    expect(await ready(srv.url)).toEqual({ status: 200, code: undefined });
+    expect(await readinessOf(srv.url)).toEqual({ status: 200, code: undefined });
     // A request whose body is half sent: in flight until the rest arrives.
     const body = '{"u":"p1","p":{},"v":"1.0.0"}';
     const slow = await open(port);
@@ -175,30 +168,4 @@ describe('readiness', () => {
     const code = srv.child.exitCode ?? (await new Promise<number | null>((resolve) => srv.child.once('exit', (c) => resolve(c))));
     expect(code).toBe(0);
   }, 60_000);
-
-  it('503 store_unavailable once the store is unreachable longer than --ready-store-outage; /healthz stays 200', async () => {
-    pg = await startPostgres();
-    const storeUrl = (await createDatabase(pg.url)).url;
-    const srv = await startServer({
-      store: storeUrl,
-      bundle: { environments: { prod: { keys: [KEY], content: { Shop: { json: { a: 1 } } } } } },
-      // One delivery loop: the answer fetched below is then in the front cache that answers during the outage.
-      args: ['--ready-store-outage', '1500', '--http-threads', '1'],
-    });
-    running.push(srv);
-    expect(await ready(srv.url)).toEqual({ status: 200, code: undefined });
-    expect((await call(srv.url, '/api/v1/config/Shop', { key: KEY })).json).toEqual({ a: 1 });
-    await pg.stop();
-    const downAt = Date.now();
-    await until('/readyz to report the store', async () => (await ready(srv.url)).code === 'store_unavailable', 20_000);
-    // Not before the bound (the store check runs every second, so the outage is noticed up to 1 s late).
-    expect(Date.now() - downAt).toBeGreaterThanOrEqual(1500);
-    const health = await call(srv.url, '/healthz', { method: 'GET', key: null, contentType: null });
-    expect(health.status).toBe(200);
-    expect(health.json).toMatchObject({ status: 'degraded', store: 'unavailable' });
-    // Delivery goes on from what is loaded (the front cache).
-    expect((await call(srv.url, '/api/v1/config/Shop', { key: KEY })).json).toEqual({ a: 1 });
-    await pg.start();
-    await until('/readyz to be 200 again', async () => (await ready(srv.url)).status === 200, 20_000);
-  }, 120_000);
 });

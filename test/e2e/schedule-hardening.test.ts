@@ -1,21 +1,28 @@
 /**
  * Scheduled changes that reach across environments, the kill switch against a pending sync, and
- * rollouts that must keep their stickiness, on one real `rcd serve`: SQLite, and the scope and
- * kill-against-sync cases on PostgreSQL too (docs/schedule.md).
+ * rollouts that must keep their stickiness, on one real `rcd serve` a store: SQLite, and the scope and
+ * kill-against-sync cases on PostgreSQL too (docs/schedule.md). Each test works in environments and
+ * tokens of its own (`fresh`), so the tests share the server and nothing else.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parseAnswer, type Answer } from '../helpers/answers.js';
 import { createDatabase } from '../helpers/postgres.js';
 import { call, startServer, type ServerProcess } from '../helpers/server-process.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
-const running: ServerProcess[] = [];
+const servers = new Map<'sqlite' | 'postgres', Promise<ServerProcess>>();
 const databases: { drop: () => Promise<void> }[] = [];
 
-afterEach(async () => {
-  for (const s of running.splice(0).reverse()) await s.dispose();
+afterAll(async () => {
+  for (const s of servers.values()) await (await s).dispose();
   for (const d of databases.splice(0)) await d.drop();
 });
+
+let names = 0;
+/** A name no other test of this file uses, for its environments and tokens. */
+function fresh(): string {
+  return `t${++names}`;
+}
 
 interface ScheduleAnswer extends Answer {
   readonly env?: string;
@@ -29,16 +36,24 @@ interface ScheduleAnswer extends Answer {
   readonly token?: string;
 }
 
-async function start(store: 'sqlite' | 'postgres'): Promise<ServerProcess> {
+/** The file's server on `store`, started by the first test that asks for it. */
+function start(store: 'sqlite' | 'postgres'): Promise<ServerProcess> {
+  let srv = servers.get(store);
+  if (srv === undefined) {
+    srv = startOn(store);
+    servers.set(store, srv);
+  }
+  return srv;
+}
+
+async function startOn(store: 'sqlite' | 'postgres'): Promise<ServerProcess> {
   let url: string | undefined;
   if (store === 'postgres') {
     const db = await createDatabase();
     databases.push(db);
     url = db.url;
   }
-  const srv = await startServer({ admin: true, ...(url === undefined ? {} : { store: url }) });
-  running.push(srv);
-  return srv;
+  return startServer({ admin: true, ...(url === undefined ? {} : { store: url }) });
 }
 
 async function adm(srv: ServerProcess, method: string, path: string, body?: unknown, auth: Record<string, string> = AUTH): Promise<{ status: number; json: ScheduleAnswer }> {
@@ -67,83 +82,91 @@ function isoIn(ms: number): string {
 
 const RULED = { rules: [{ segment: 'hard-mode', patch: { difficulty: 'hard' } }] };
 
-/** Environments `enva` and `envb` (and `envc`), each holding Game with a live rule; a delivery key of envb. */
-async function twoEnvironments(srv: ServerProcess): Promise<string> {
-  for (const env of ['enva', 'envb', 'envc']) {
+/** Environments `<p>a` and `<p>b` (and `<p>c`), each holding Game with a live rule; a delivery key of `<p>b`. */
+async function twoEnvironments(srv: ServerProcess, p: string): Promise<string> {
+  for (const env of [`${p}a`, `${p}b`, `${p}c`]) {
     await ok(srv, 'PUT', `environments/${env}`);
     await ok(srv, 'PUT', `environments/${env}/content/Game`, '{"difficulty":"normal"}');
     await ok(srv, 'PUT', `environments/${env}/content/Game/mapping`, RULED);
   }
-  return (await ok(srv, 'POST', 'environments/envb/keys')).key ?? '';
+  return (await ok(srv, 'POST', `environments/${p}b/keys`)).key ?? '';
 }
 
 for (const store of ['sqlite', 'postgres'] as const) {
   describe(`a sync into another environment (${store})`, () => {
     it('is moved and cancelled only with every environment it writes in scope, and listed in the one it writes', async () => {
       const srv = await start(store);
-      await twoEnvironments(srv);
+      const p = fresh();
+      const [A, B, C] = [`${p}a`, `${p}b`, `${p}c`];
+      await twoEnvironments(srv, p);
       const at = isoIn(3_600_000);
-      const sync = await ok(srv, 'POST', 'environments/enva/schedules', { at, ops: [{ op: 'sync', to: 'envb', ids: ['Game'] }] });
-      const full = await ok(srv, 'POST', 'environments/enva/schedules', { at, ops: [{ op: 'sync', to: 'envb' }] });
-      const onlyA = await token(srv, 'a-editor', ['enva']);
+      const sync = await ok(srv, 'POST', `environments/${A}/schedules`, { at, ops: [{ op: 'sync', to: B, ids: ['Game'] }] });
+      const full = await ok(srv, 'POST', `environments/${A}/schedules`, { at, ops: [{ op: 'sync', to: B }] });
+      const onlyA = await token(srv, `${p}-a-editor`, [A]);
       for (const id of [sync.id, full.id]) {
-        const moved = await adm(srv, 'PATCH', `environments/enva/schedules/${id}`, { at: isoIn(60_000) }, onlyA);
+        const moved = await adm(srv, 'PATCH', `environments/${A}/schedules/${id}`, { at: isoIn(60_000) }, onlyA);
         expect(moved.status).toBe(403);
         expect(moved.json.error?.code).toBe('forbidden_scope');
-        const cancelled = await adm(srv, 'DELETE', `environments/enva/schedules/${id}`, undefined, onlyA);
+        const cancelled = await adm(srv, 'DELETE', `environments/${A}/schedules/${id}`, undefined, onlyA);
         expect(cancelled.json.error?.code).toBe('forbidden_scope');
-        const after = await ok(srv, 'GET', `environments/enva/schedules/${id}`);
+        const after = await ok(srv, 'GET', `environments/${A}/schedules/${id}`);
         expect([after.status, after.at]).toEqual(['pending', at]);
       }
       // With both in scope, it moves.
-      const both = await token(srv, 'ab-editor', ['enva', 'envb']);
-      expect((await adm(srv, 'PATCH', `environments/enva/schedules/${sync.id}`, { at: isoIn(7_200_000) }, both)).status).toBe(200);
-      // envb's list holds the syncs coming into it, marked by their own environment and `into`.
-      const intoB = await ok(srv, 'GET', 'environments/envb/schedules');
+      const both = await token(srv, `${p}-ab-editor`, [A, B]);
+      expect((await adm(srv, 'PATCH', `environments/${A}/schedules/${sync.id}`, { at: isoIn(7_200_000) }, both)).status).toBe(200);
+      // B's list holds the syncs coming into it, marked by their own environment and `into`.
+      const intoB = await ok(srv, 'GET', `environments/${B}/schedules`);
       expect(intoB.schedules?.map((s) => [s.id, s.env, s.into, s.allItems])).toEqual([
-        [full.id, 'enva', ['envb'], true],
-        [sync.id, 'enva', ['envb'], false],
+        [full.id, A, [B], true],
+        [sync.id, A, [B], false],
       ]);
-      expect((await ok(srv, 'GET', 'environments/envb/schedules?id=game')).schedules?.map((s) => s.id)).toEqual([full.id, sync.id]);
-      expect((await ok(srv, 'GET', 'environments/envc/schedules')).schedules).toEqual([]);
-      const readerOfB = { authorization: `Bearer ${(await ok(srv, 'POST', 'tokens', { name: 'b-reader', role: 'read', environments: ['envb'] })).token ?? ''}` };
+      expect((await ok(srv, 'GET', `environments/${B}/schedules?id=game`)).schedules?.map((s) => s.id)).toEqual([full.id, sync.id]);
+      expect((await ok(srv, 'GET', `environments/${C}/schedules`)).schedules).toEqual([]);
+      const readerOfB = { authorization: `Bearer ${(await ok(srv, 'POST', 'tokens', { name: `${p}-b-reader`, role: 'read', environments: [B] })).token ?? ''}` };
       expect((await adm(srv, 'GET', 'schedules', undefined, readerOfB)).json.schedules?.map((s) => s.id)).toEqual([full.id, sync.id]);
     }, 60_000);
 
     it('is cancelled by the kill switch when it would copy the killed rule back, and the kill names it', async () => {
       const srv = await start(store);
-      const key = await twoEnvironments(srv);
+      const p = fresh();
+      const [A, B, C] = [`${p}a`, `${p}b`, `${p}c`];
+      const key = await twoEnvironments(srv, p);
       const hard = async (): Promise<boolean> => (((await call(srv.url, '/api/v1/config/Game/dynamic', { key, body: '{"u":"p1"}' })).json as { data: { difficulty: string } }).data.difficulty === 'hard');
       expect(await hard()).toBe(true);
       const dueMs = 4000;
-      const intoB = await ok(srv, 'POST', 'environments/enva/schedules', { at: isoIn(dueMs), ops: [{ op: 'sync', to: 'envb' }] });
-      // A sync of every item out of envb does not write envb: the kill leaves it.
-      const outOfB = await ok(srv, 'POST', 'environments/envb/schedules', { at: isoIn(3_600_000), ops: [{ op: 'sync', to: 'envc' }] });
-      const killed = await ok(srv, 'POST', 'environments/envb/content/Game/kill', {});
+      const intoB = await ok(srv, 'POST', `environments/${A}/schedules`, { at: isoIn(dueMs), ops: [{ op: 'sync', to: B }] });
+      // A sync of every item out of B does not write B: the kill leaves it.
+      const outOfB = await ok(srv, 'POST', `environments/${B}/schedules`, { at: isoIn(3_600_000), ops: [{ op: 'sync', to: C }] });
+      const killed = await ok(srv, 'POST', `environments/${B}/content/Game/kill`, {});
       expect(killed.cancelled).toEqual([intoB.id]);
       expect(await hard()).toBe(false);
-      expect((await ok(srv, 'GET', `environments/enva/schedules/${intoB.id}`)).status).toBe('cancelled');
-      expect((await ok(srv, 'GET', `environments/envb/schedules/${outOfB.id}`)).status).toBe('pending');
+      expect((await ok(srv, 'GET', `environments/${A}/schedules/${intoB.id}`)).status).toBe('cancelled');
+      expect((await ok(srv, 'GET', `environments/${B}/schedules/${outOfB.id}`)).status).toBe('pending');
       // Past the sync's time (and an applier pass), the rule is still killed.
       await new Promise((r) => setTimeout(r, dueMs + 1500));
       expect(await hard()).toBe(false);
-      const mapping = (await ok(srv, 'GET', 'environments/envb/content/Game')).mapping as { rules: { disabled?: boolean }[] };
+      const mapping = (await ok(srv, 'GET', `environments/${B}/content/Game`)).mapping as { rules: { disabled?: boolean }[] };
       expect(mapping.rules[0]?.disabled).toBe(true);
     }, 60_000);
   });
 }
 
 describe('rollout stickiness', () => {
+  /** The environment of the test running (the file's tests run one after another). */
+  let env = '';
+
   async function live(): Promise<ServerProcess> {
     const srv = await start('sqlite');
-    await ok(srv, 'PUT', 'environments/live');
+    env = fresh();
+    await ok(srv, 'PUT', `environments/${env}`);
     return srv;
   }
 
   async function rolloutOn(srv: ServerProcess, rule: Record<string, unknown>, steps: { percent: number; at: string }[]): Promise<{ status: number; json: ScheduleAnswer }> {
-    await ok(srv, 'PUT', 'environments/live/content/Game', '{"difficulty":"normal"}');
-    await ok(srv, 'PUT', 'environments/live/content/Game/mapping', { rules: [{ segment: 'new-curve', patch: { difficulty: 'adaptive' }, ...rule }] });
-    return adm(srv, 'POST', 'environments/live/rollouts', { id: 'Game', rule: 0, steps });
+    await ok(srv, 'PUT', `environments/${env}/content/Game`, '{"difficulty":"normal"}');
+    await ok(srv, 'PUT', `environments/${env}/content/Game/mapping`, { rules: [{ segment: 'new-curve', patch: { difficulty: 'adaptive' }, ...rule }] });
+    return adm(srv, 'POST', `environments/${env}/rollouts`, { id: 'Game', rule: 0, steps });
   }
 
   it('refuses a move that puts a step past the next one, or before the one before it', async () => {
@@ -155,7 +178,7 @@ describe('rollout stickiness', () => {
     ]);
     expect(made.status).toBe(201);
     const [first, second, third] = (made.json.steps ?? []).map((s) => s.scheduleId);
-    const move = (id: string | undefined, ms: number): Promise<{ status: number; json: ScheduleAnswer }> => adm(srv, 'PATCH', `environments/live/schedules/${id ?? ''}`, { at: isoIn(ms) });
+    const move = (id: string | undefined, ms: number): Promise<{ status: number; json: ScheduleAnswer }> => adm(srv, 'PATCH', `environments/${env}/schedules/${id ?? ''}`, { at: isoIn(ms) });
     const after = await move(first, 9_000_000);
     expect(after.status).toBe(409);
     expect(after.json.error?.code).toBe('rollout_step_order');
@@ -173,20 +196,20 @@ describe('rollout stickiness', () => {
     expect(shrink.json.error?.code).toBe('rollout_shrinks');
     const everyone = await rolloutOn(srv, {}, [{ percent: 10, at: isoIn(3_600_000) }]);
     expect(everyone.json.error?.code).toBe('rollout_shrinks');
-    expect((await ok(srv, 'GET', 'environments/live/schedules')).schedules).toEqual([]);
+    expect((await ok(srv, 'GET', `environments/${env}/schedules`)).schedules).toEqual([]);
     // From the current range up, it is accepted.
     expect((await rolloutOn(srv, { mod: [0, 499] }, [{ percent: 50, at: isoIn(3_600_000) }, { percent: 100, at: isoIn(7_200_000) }])).status).toBe(201);
   }, 60_000);
 
   it('reads cancelled once every step was cancelled with its creator\'s token', async () => {
     const srv = await live();
-    const editor = await token(srv, 'roller', ['live']);
-    await ok(srv, 'PUT', 'environments/live/content/Game', '{"difficulty":"normal"}');
-    await ok(srv, 'PUT', 'environments/live/content/Game/mapping', { rules: [{ segment: 'new-curve', disabled: true, patch: { difficulty: 'adaptive' } }] });
-    const made = await adm(srv, 'POST', 'environments/live/rollouts', { id: 'Game', rule: 0, steps: [{ percent: 10, at: isoIn(3_600_000) }, { percent: 50, at: isoIn(7_200_000) }] }, editor);
+    const editor = await token(srv, `${env}-roller`, [env]);
+    await ok(srv, 'PUT', `environments/${env}/content/Game`, '{"difficulty":"normal"}');
+    await ok(srv, 'PUT', `environments/${env}/content/Game/mapping`, { rules: [{ segment: 'new-curve', disabled: true, patch: { difficulty: 'adaptive' } }] });
+    const made = await adm(srv, 'POST', `environments/${env}/rollouts`, { id: 'Game', rule: 0, steps: [{ percent: 10, at: isoIn(3_600_000) }, { percent: 50, at: isoIn(7_200_000) }] }, editor);
     expect(made.status).toBe(201);
-    await ok(srv, 'DELETE', 'tokens/roller');
-    const view = await ok(srv, 'GET', `environments/live/rollouts/${made.json.id ?? ''}`);
+    await ok(srv, 'DELETE', `tokens/${env}-roller`);
+    const view = await ok(srv, 'GET', `environments/${env}/rollouts/${made.json.id ?? ''}`);
     expect(view.steps?.map((s) => s.status)).toEqual(['cancelled', 'cancelled']);
     expect(view.status).toBe('cancelled');
   }, 60_000);
@@ -203,10 +226,12 @@ describe('rollout stickiness', () => {
 describe('a full sync in a listing', () => {
   it('says it writes every item', async () => {
     const srv = await start('sqlite');
-    await twoEnvironments(srv);
-    await ok(srv, 'POST', 'environments/enva/schedules', { at: isoIn(3_600_000), ops: [{ op: 'sync', to: 'envb' }] });
-    await ok(srv, 'POST', 'environments/enva/schedules', { at: isoIn(3_600_000), ops: [{ op: 'sync', to: 'envb', ids: ['Game'] }] });
-    const listed = (await ok(srv, 'GET', 'environments/enva/schedules')).schedules ?? [];
+    const p = fresh();
+    const [A, B] = [`${p}a`, `${p}b`];
+    await twoEnvironments(srv, p);
+    await ok(srv, 'POST', `environments/${A}/schedules`, { at: isoIn(3_600_000), ops: [{ op: 'sync', to: B }] });
+    await ok(srv, 'POST', `environments/${A}/schedules`, { at: isoIn(3_600_000), ops: [{ op: 'sync', to: B, ids: ['Game'] }] });
+    const listed = (await ok(srv, 'GET', `environments/${A}/schedules`)).schedules ?? [];
     expect(listed.map((s) => [s.allItems, s.items])).toEqual([
       [true, []],
       [false, ['Game']],

@@ -2,7 +2,9 @@
  * The client SDK suite, one environment at a time: the SDK against the real server process, the
  * requests each scenario causes counted by the client's own fetch (test/helpers/client-harness.mjs).
  * test/e2e/client-sdk.test.ts runs it in Node (`npm test`), test/e2e/client-sdk-chromium.test.ts in
- * Chromium (`npm run test:slow`): the same scenarios and assertions in both.
+ * Chromium (`npm run test:slow`): the same scenarios and assertions in both. The scenarios share one
+ * server, each in an environment of its own with its own key (`live` and its copies `s1`...), and
+ * start their own only to stop it or to start it with other limits.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -11,21 +13,29 @@ import type { HarnessClientOptions, HarnessRequest, HarnessResult, Harness } fro
 import { BIN, startServer, type ServerProcess } from './server-process.js';
 
 export const KEY = 'client-sdk-key-1';
+/** The copies of `live` in the shared server's bundle, one a scenario. */
+const COPIES = Array.from({ length: 8 }, (_, i) => `s${i + 1}`);
 export const CONTEXT = { u: 'player-1', p: { vip: true }, v: '1.5.0' };
 
-export function bundle(extra: Record<string, unknown> = {}): unknown {
+/** Environment `live` (key KEY) holding the suite's content and `extra`, and an identical one for each of `copies`. */
+export function bundle(extra: Record<string, unknown> = {}, copies: readonly string[] = []): unknown {
+  return { environments: Object.fromEntries(['live', ...copies].map((env) => [env, environment(env, extra)])) };
+}
+
+/** The delivery key of environment `env` of bundle(): KEY for `live`. */
+function keyOf(env: string): string {
+  return env === 'live' ? KEY : `client-sdk-key-${env}`;
+}
+
+function environment(env: string, extra: Record<string, unknown>): unknown {
   return {
-    environments: {
-      live: {
-        keys: [KEY],
-        content: {
-          Settings: { json: { difficulty: 'normal', lives: 3 } },
-          Shop: { json: { items: ['sword'], price: 10 } },
-          Promo: { json: { banner: 'none' }, mapping: { rules: [{ segment: 'vip', when: { vip: true }, patch: { banner: 'gold' } }] } },
-          Levels: { revisions: [{ json: { level: 1 } }, { json: { level: 2 }, minAppVersion: '2.0.0' }] },
-          ...extra,
-        },
-      },
+    keys: [keyOf(env)],
+    content: {
+      Settings: { json: { difficulty: 'normal', lives: 3 } },
+      Shop: { json: { items: ['sword'], price: 10 } },
+      Promo: { json: { banner: 'none' }, mapping: { rules: [{ segment: 'vip', when: { vip: true }, patch: { banner: 'gold' } }] } },
+      Levels: { revisions: [{ json: { level: 1 } }, { json: { level: 2 }, minAppVersion: '2.0.0' }] },
+      ...extra,
     },
   };
 }
@@ -58,7 +68,8 @@ export interface Environment {
   origin(): string | null;
   setUp(): Promise<void>;
   tearDown(): Promise<void>;
-  driver(baseUrl: string): Driver;
+  /** The harness speaking to `baseUrl` with `apiKey`. */
+  driver(baseUrl: string, apiKey: string): Driver;
 }
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
@@ -87,26 +98,51 @@ function dataOf(values: Awaited<ReturnType<Driver['values']>>): Record<string, u
 /** Declares the suite's tests for one environment (Node or Chromium). */
 export function describeClientSdk(env: Environment): void {
   describe(`client SDK in ${env.name}`, () => {
+    /** The server of the scenario running: the shared one, or one of its own. */
     let srv: ServerProcess | undefined;
+    /** The environment the scenario reads and edits. */
+    let live = 'live';
+    let shared: Promise<ServerProcess> | undefined;
+    let own: ServerProcess | undefined;
     let n = 0;
+    let copies = 0;
     /** A fresh storage name per client set, so tests share nothing. */
     const storage = (): string => `cache-${env.name}-${++n}`;
+    const corsArgs = (): string[] => {
+      const cors = env.origin();
+      return cors === null ? [] : ['--cors-origins', cors];
+    };
 
     beforeAll(() => env.setUp());
-    afterAll(() => env.tearDown());
+    afterAll(async () => {
+      await (await shared)?.dispose();
+      await env.tearDown();
+    });
     afterEach(async () => {
-      await srv?.dispose();
-      srv = undefined;
+      await own?.dispose();
+      own = undefined;
     });
 
+    /** A server of the scenario's own (to stop it, or with other limits), environment `live`. */
     async function start(args: string[] = [], extra: Record<string, unknown> = {}): Promise<Driver> {
-      const cors = env.origin();
-      srv = await startServer({ admin: true, bundle: bundle(extra), args: [...(cors === null ? [] : ['--cors-origins', cors]), ...args] });
-      return env.driver(srv.url);
+      own = await startServer({ admin: true, bundle: bundle(extra), args: [...corsArgs(), ...args] });
+      srv = own;
+      live = 'live';
+      return env.driver(srv.url, KEY);
+    }
+
+    /** The shared server (the change stream without jitter), in an environment no other scenario uses. */
+    async function share(): Promise<Driver> {
+      shared ??= startServer({ admin: true, bundle: bundle({}, COPIES), args: [...corsArgs(), '--stream-jitter-ms', '0'] });
+      srv = await shared;
+      const copy = COPIES[copies++];
+      if (copy === undefined) throw new Error(`more scenarios share the server than its ${COPIES.length} copies of live`);
+      live = copy;
+      return env.driver(srv.url, keyOf(live));
     }
 
     it('cold start: exactly one catalog and one combine, then every value and its meta', async () => {
-      const d = await start();
+      const d = await share();
       const c = await d.create({ storage: storage(), context: CONTEXT });
       const r = await d.refresh(c);
       expect(r).toEqual({ changed: ALL, fromCache: false });
@@ -121,7 +157,7 @@ export function describeClientSdk(env: Environment): void {
     });
 
     it('warm start with nothing changed: catalog 304 and the mapped ids revalidated 304, no content bytes', async () => {
-      const d = await start();
+      const d = await share();
       for (const kind of env.storages) await warmStart(d, kind + storage());
     });
 
@@ -140,10 +176,10 @@ export function describeClientSdk(env: Environment): void {
     }
 
     it('one edit: exactly that id is fetched again (with the mapped ids), and reported changed', async () => {
-      const d = await start();
+      const d = await share();
       const c = await d.create({ storage: storage(), context: CONTEXT });
       await d.refresh(c);
-      await admin(srv!, 'PUT', 'environments/live/content/Settings', '{"difficulty":"hard","lives":3}');
+      await admin(srv!, 'PUT', `environments/${live}/content/Settings`, '{"difficulty":"hard","lives":3}');
 
       const r = await d.refresh(c);
       expect(r).toEqual({ changed: ['Settings'], fromCache: false });
@@ -154,10 +190,10 @@ export function describeClientSdk(env: Environment): void {
     });
 
     it('a mapping edit (same h) is picked up by the d revalidation; the next refresh is all 304', async () => {
-      const d = await start();
+      const d = await share();
       const c = await d.create({ storage: storage(), context: CONTEXT });
       await d.refresh(c);
-      await admin(srv!, 'PUT', 'environments/live/content/Promo/mapping', JSON.stringify({ rules: [{ segment: 'vip2', when: { vip: true }, patch: { banner: 'silver' } }] }));
+      await admin(srv!, 'PUT', `environments/${live}/content/Promo/mapping`, JSON.stringify({ rules: [{ segment: 'vip2', when: { vip: true }, patch: { banner: 'silver' } }] }));
 
       const r = await d.refresh(c);
       expect(r).toEqual({ changed: ['Promo'], fromCache: false });
@@ -193,7 +229,7 @@ export function describeClientSdk(env: Environment): void {
     });
 
     it('never more than one refresh in flight: two calls share one catalog request', async () => {
-      const d = await start();
+      const d = await share();
       const c = await d.create({ storage: storage(), context: CONTEXT });
       const [a, b] = await d.refreshTwice(c);
       expect(a).toEqual(b);
@@ -201,7 +237,7 @@ export function describeClientSdk(env: Environment): void {
     });
 
     it('the change stream triggers a refresh that fetches exactly what changed', async () => {
-      const d = await start(['--stream-jitter-ms', '0']);
+      const d = await share();
       const c = await d.create({ storage: storage(), context: CONTEXT });
       await d.refresh(c);
       await d.subscribe(c);
@@ -209,7 +245,7 @@ export function describeClientSdk(env: Environment): void {
       // The ready event names the catalog the client holds: nothing to fetch.
       expect((await d.log(c)).map((e) => e.kind)).toEqual(['catalog', 'combine', 'events']);
 
-      await admin(srv!, 'PUT', 'environments/live/content/Shop', '{"items":["sword","shield"],"price":12}');
+      await admin(srv!, 'PUT', `environments/${live}/content/Shop`, '{"items":["sword","shield"],"price":12}');
       await expect.poll(async () => (await d.results(c)).slice(1).some((r) => r.changed.includes('Shop')), { timeout: 10_000 }).toBe(true);
       const after = (await d.log(c)).slice(3);
       expect(after.map((e) => [e.kind, e.status])).toEqual([['catalog', 200], ['combine', 200]]);
@@ -218,18 +254,18 @@ export function describeClientSdk(env: Environment): void {
 
       // A mapping edit leaves the catalog as it was; the event names the id and the d revalidation fetches it.
       const seen = (await d.results(c)).length;
-      await admin(srv!, 'PUT', 'environments/live/content/Promo/mapping', JSON.stringify({ rules: [{ segment: 'vip3', when: { vip: true }, patch: { banner: 'ruby' } }] }));
+      await admin(srv!, 'PUT', `environments/${live}/content/Promo/mapping`, JSON.stringify({ rules: [{ segment: 'vip3', when: { vip: true }, patch: { banner: 'ruby' } }] }));
       await expect.poll(async () => (await d.results(c)).slice(seen).some((r) => r.changed.includes('Promo')), { timeout: 10_000 }).toBe(true);
       expect(dataOf(await d.values(c, ['Promo']))).toEqual({ Promo: { banner: 'ruby' } });
       await d.close(c);
     });
 
     it('first launch with client defaults: their values before any request, then only what changed since the export is fetched', async () => {
-      const d = await start();
-      const exported = await rcdExport(['--client-defaults', 'live', '--app-version', '1.5.0', '--admin-url', srv!.adminUrl!]);
+      const d = await share();
+      const exported = await rcdExport(['--client-defaults', live, '--app-version', '1.5.0', '--admin-url', srv!.adminUrl!]);
       expect(exported.code, exported.stderr).toBe(0);
       const defaults = JSON.parse(exported.stdout) as unknown;
-      await admin(srv!, 'PUT', 'environments/live/content/Settings', '{"difficulty":"easy","lives":9}');
+      await admin(srv!, 'PUT', `environments/${live}/content/Settings`, '{"difficulty":"easy","lives":9}');
 
       const c = await d.create({ storage: storage(), context: CONTEXT, defaults });
       const before = await d.values(c, ALL);
@@ -247,7 +283,7 @@ export function describeClientSdk(env: Environment): void {
 
     it('first launch with client defaults and the server down: the defaults, and the error', async () => {
       const d = await start();
-      const exported = await rcdExport(['--client-defaults', 'live', '--app-version', '1.5.0', '--admin-url', srv!.adminUrl!]);
+      const exported = await rcdExport(['--client-defaults', live, '--app-version', '1.5.0', '--admin-url', srv!.adminUrl!]);
       await srv!.stop();
       const c = await d.create({ storage: storage(), context: CONTEXT, defaults: JSON.parse(exported.stdout) as unknown, backoff: { baseMs: 60_000 } });
       const r = await d.refresh(c);

@@ -9,7 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { ROOT, tempDir } from './server-process.js';
+import { ROOT, startServer, tempDir, type ServerProcess } from './server-process.js';
 import { freePort } from './free-port.js';
 
 export const RECOMMENDED_CONF = join(ROOT, 'docs', 'nginx', 'rcd.conf');
@@ -131,5 +131,20 @@ export async function startNginx(
         rmSync(dir, { recursive: true, force: true });
       },
     };
+  }
+}
+
+/** A real rcd serving `bundle` and a real nginx in front of it; fails saying how to install nginx when none is. */
+export async function startBehindNginx(bundle: unknown): Promise<{ server: ServerProcess; nginx: NginxProcess }> {
+  const binary = findNginx();
+  if (binary === null) {
+    throw new Error('nginx is not installed: these tests run a real nginx in front of rcd (apt-get install nginx; .ci/run installs it)');
+  }
+  const server = await startServer({ bundle });
+  try {
+    return { server, nginx: await startNginx(binary, Number(new URL(server.url).port)) };
+  } catch (err) {
+    await server.dispose();
+    throw err;
   }
 }

@@ -208,6 +208,12 @@ export async function healthOf(srv: { readonly url: string }): Promise<{ status?
   return (await call(srv.url, '/healthz', { method: 'GET', key: null, contentType: null })).json as { status?: string; store?: string };
 }
 
+/** A server's /readyz at `base`: its status, and the error code while not ready (starting, draining, store_unavailable). */
+export async function readinessOf(base: string): Promise<{ status: number; code: string | undefined }> {
+  const r = await call(base, '/readyz', { method: 'GET', key: null, contentType: null });
+  return { status: r.status, code: errorCode(r) };
+}
+
 /** The stable error code of an error reply. */
 export function errorCode(r: Reply): string | undefined {
   return (r.json as { error?: { code?: string } } | undefined)?.error?.code;
