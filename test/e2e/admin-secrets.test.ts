@@ -26,8 +26,11 @@ let receiver: Server;
 let receiverUrl: string;
 const hits: Hit[] = [];
 const dirs: string[] = [];
+/** A server with the defaults, for the tests that only speak to one: the Bearer scheme, the key rule. */
+let plain: ServerProcess;
 
 beforeAll(async () => {
+  plain = await startServer({ admin: true });
   receiver = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -42,6 +45,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await plain?.dispose();
   receiver.closeAllConnections();
   await new Promise<void>((r) => receiver.close(() => r()));
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -151,16 +155,11 @@ describe('admin token and webhook key at start', () => {
   });
 
   it('takes the Bearer scheme in any case and refuses other schemes', async () => {
-    const srv = await startServer({ admin: true });
-    try {
-      for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
-        expect(await withAuth(srv, `${scheme} ${TOKEN}`)).toEqual({ status: 200, code: undefined });
-      }
-      for (const bad of [`Basic ${TOKEN}`, `Bearer${TOKEN}`, 'Bearer', 'Bearer    ', `Token ${TOKEN}`, `Bearer ${TOKEN}x`]) {
-        expect(await withAuth(srv, bad)).toEqual({ status: 401, code: 'unauthorized' });
-      }
-    } finally {
-      await srv.dispose();
+    for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
+      expect(await withAuth(plain, `${scheme} ${TOKEN}`)).toEqual({ status: 200, code: undefined });
+    }
+    for (const bad of [`Basic ${TOKEN}`, `Bearer${TOKEN}`, 'Bearer', 'Bearer    ', `Token ${TOKEN}`, `Bearer ${TOKEN}x`]) {
+      expect(await withAuth(plain, bad)).toEqual({ status: 401, code: 'unauthorized' });
     }
   });
 });
@@ -263,22 +262,18 @@ describe('webhook secrets at rest', () => {
 
 describe('API keys an operator chooses', () => {
   it('follow the store rule (8-256 visible ASCII) through the admin API, and a duplicate is 409', async () => {
-    const srv = await startServer({ admin: true });
-    try {
-      await adm(srv, 'PUT', 'environments/dev');
-      await adm(srv, 'PUT', 'environments/prod');
-      expect((await adm(srv, 'POST', 'environments/dev/keys', { key: 'eight-ch' })).status).toBe(201);
-      expect((await adm(srv, 'POST', 'environments/dev/keys', { key: 'k'.repeat(256) })).status).toBe(201);
-      for (const bad of ['seven-c', 'k'.repeat(257), 'has space-in-it', 'caf\u00e9-key-1', 42]) {
-        const r = await adm(srv, 'POST', 'environments/dev/keys', { key: bad });
-        expect([bad, r.status, r.json.error?.code]).toEqual([bad, 400, 'invalid_body']);
-      }
-      for (const env of ['dev', 'prod']) {
-        const dup = await adm(srv, 'POST', `environments/${env}/keys`, { key: 'eight-ch' });
-        expect([env, dup.status, dup.json.error?.code]).toEqual([env, 409, 'conflict']);
-      }
-    } finally {
-      await srv.dispose();
+    const srv = plain;
+    await adm(srv, 'PUT', 'environments/dev');
+    await adm(srv, 'PUT', 'environments/prod');
+    expect((await adm(srv, 'POST', 'environments/dev/keys', { key: 'eight-ch' })).status).toBe(201);
+    expect((await adm(srv, 'POST', 'environments/dev/keys', { key: 'k'.repeat(256) })).status).toBe(201);
+    for (const bad of ['seven-c', 'k'.repeat(257), 'has space-in-it', 'caf\u00e9-key-1', 42]) {
+      const r = await adm(srv, 'POST', 'environments/dev/keys', { key: bad });
+      expect([bad, r.status, r.json.error?.code]).toEqual([bad, 400, 'invalid_body']);
+    }
+    for (const env of ['dev', 'prod']) {
+      const dup = await adm(srv, 'POST', `environments/${env}/keys`, { key: 'eight-ch' });
+      expect([env, dup.status, dup.json.error?.code]).toEqual([env, 409, 'conflict']);
     }
   });
 });

@@ -5,17 +5,16 @@
  *
  * RCD_UPDATE_SCREENSHOTS=1 also writes the screenshots of docs/console.md into docs/console/.
  */
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser.js';
 import { openConsolePage } from '../helpers/console-page.js';
-import { call, errorCode, ROOT, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { call, errorCode, ROOT, startServer, type ServerProcess } from '../helpers/server-process.js';
 import { userMod, userUid } from '../../src/shared/identity.js';
 
 const TOKEN = 'test-admin-token';
-const SHOTS = tempDir('rcd-console-shots-');
 
 let srv: ServerProcess;
 let browser: Browser;
@@ -38,13 +37,11 @@ function userIn(lo: number, hi: number): string {
   }
 }
 
+/** The page as docs/console.md shows it, written only when RCD_UPDATE_SCREENSHOTS=1 (no assertion reads it). */
 async function shot(name: string): Promise<void> {
-  const file = join(SHOTS, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
-  if (process.env.RCD_UPDATE_SCREENSHOTS === '1') {
-    mkdirSync(join(ROOT, 'docs', 'console'), { recursive: true });
-    copyFileSync(file, join(ROOT, 'docs', 'console', `${name}.png`));
-  }
+  if (process.env.RCD_UPDATE_SCREENSHOTS !== '1') return;
+  mkdirSync(join(ROOT, 'docs', 'console'), { recursive: true });
+  await page.screenshot({ path: join(ROOT, 'docs', 'console', `${name}.png`), fullPage: true });
 }
 
 // Browser-side code is written as text: this file is type-checked for Node (no DOM types).

@@ -7,7 +7,7 @@
 import Database from 'better-sqlite3';
 import { request } from 'node:http';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLE, KEY } from '../helpers/failure-bundle.js';
 import { call, errorCode, startServer, type ServerProcess } from '../helpers/server-process.js';
 
@@ -34,9 +34,21 @@ describe('overload', () => {
   });
 });
 
+/**
+ * One server for the corrupt mapping and the streamed body: the body test asks only for `Fine`, which
+ * has no mapping, and the corrupt-data test's bodies are far under the limit, so neither sees the other.
+ */
+let shared: ServerProcess;
+beforeAll(async () => {
+  shared = await startServer({ bundle: BUNDLE, args: ['--max-body', '1000'] });
+});
+afterAll(async () => {
+  await shared?.dispose();
+});
+
 describe('internal faults', () => {
   it('answers 500 internal without details when stored data is corrupt, and keeps serving the rest', async () => {
-    server = await startServer({ bundle: BUNDLE });
+    const server = shared;
     // Damage the stored mapping behind the server's back (as a bad manual edit of the file would).
     const db = new Database(join(server.dir, 'rcd.db'));
     db.prepare("UPDATE mappings SET json = '{\"rules\": 5}'").run();
@@ -51,14 +63,13 @@ describe('internal faults', () => {
     expect(fine.status).toBe(200);
     const plain = await call(server.url, '/api/v1/config/Mapped', { key: KEY, body: '{}' });
     expect(plain.json).toEqual({ a: 1 });
-    await expect.poll(() => server!.stderr()).toMatch(/error/);
+    await expect.poll(() => server.stderr()).toMatch(/error/);
   });
 });
 
 describe('streamed bodies', () => {
   it('cuts off a chunked body that grows past --max-body with 413', async () => {
-    server = await startServer({ bundle: BUNDLE, args: ['--max-body', '1000'] });
-    const url = new URL(server.url);
+    const url = new URL(shared.url);
     const result = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = request(
         { host: url.hostname, port: url.port, path: '/api/v1/config/Fine', method: 'POST', headers: { 'x-api-key': KEY, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } },

@@ -68,13 +68,13 @@ function peakRss(srv: ServerProcess): number {
   return Number(m[1]) * 1024;
 }
 
-/** Environment `live` with a key, `Game` (a mapping whose rule tests the attribute `tags`) and `Plain`. */
-async function seed(srv: ServerProcess): Promise<string> {
-  await ok(srv, 'PUT', 'environments/live');
-  const { key } = (await ok(srv, 'POST', 'environments/live/keys')) as { key: string };
-  await ok(srv, 'PUT', 'environments/live/content/Game', '{"difficulty":"normal"}');
-  await ok(srv, 'PUT', 'environments/live/content/Game/mapping', { rules: [{ segment: 'vip', when: { tags: 'vip' }, patch: { difficulty: 'hard' } }] });
-  await ok(srv, 'PUT', 'environments/live/content/Plain', '{"a":1}');
+/** Environment `env` with a key, `Game` (a mapping whose rule tests the attribute `tags`) and `Plain`. */
+async function seed(srv: ServerProcess, env = 'live'): Promise<string> {
+  await ok(srv, 'PUT', `environments/${env}`);
+  const { key } = (await ok(srv, 'POST', `environments/${env}/keys`)) as { key: string };
+  await ok(srv, 'PUT', `environments/${env}/content/Game`, '{"difficulty":"normal"}');
+  await ok(srv, 'PUT', `environments/${env}/content/Game/mapping`, { rules: [{ segment: 'vip', when: { tags: 'vip' }, patch: { difficulty: 'hard' } }] });
+  await ok(srv, 'PUT', `environments/${env}/content/Plain`, '{"a":1}');
   return key;
 }
 
@@ -148,16 +148,26 @@ function contentCases(server: () => ServerProcess): void {
   });
 }
 
+/**
+ * One SQLite server for the content cases (environment `live`) and the delivery routes (environment
+ * `routes`, a key of its own): each describe checks its server's health and peak RSS after its own
+ * inputs, whichever ran first.
+ */
+let sqlite: ServerProcess;
+beforeAll(async () => {
+  sqlite = await startServer({ admin: true });
+});
+afterAll(async () => {
+  await sqlite?.dispose();
+});
+
 describe('deeply nested and oversized content (SQLite)', () => {
   let srv: ServerProcess;
   let key: string;
 
   beforeAll(async () => {
-    srv = await startServer({ admin: true });
+    srv = sqlite;
     key = await seed(srv);
-  });
-  afterAll(async () => {
-    await srv.dispose();
   });
 
   contentCases(() => srv);
@@ -247,11 +257,8 @@ describe('a deeply nested p on every delivery route (SQLite)', () => {
   let key: string;
 
   beforeAll(async () => {
-    srv = await startServer({ admin: true });
-    key = await seed(srv);
-  });
-  afterAll(async () => {
-    await srv.dispose();
+    srv = sqlite;
+    key = await seed(srv, 'routes');
   });
 
   const combine = '/api/v1/combine?c=' + encodeURIComponent(JSON.stringify(['Game', 'Plain']));

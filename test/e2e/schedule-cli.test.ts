@@ -97,13 +97,15 @@ describe('rcd schedule', () => {
   });
 
   it('refuses a time without an offset before sending anything (exit 2), and passes the server\'s refusals on (exit 1)', async () => {
-    const local = await rcd(['schedule', 'rm', '--env', 'live', '--id', 'Shop', '--at', '2030-01-01T00:00:00']);
+    const [local, past, missing] = await Promise.all([
+      rcd(['schedule', 'rm', '--env', 'live', '--id', 'Shop', '--at', '2030-01-01T00:00:00']),
+      rcd(['schedule', 'rm', '--env', 'live', '--id', 'Shop', '--at', '2020-01-01T00:00:00Z']),
+      rcd(['schedule', 'mapping-rm', '--env', 'live', '--id', 'Nope', '--at', isoIn(60_000)]),
+    ]);
     expect(local.code).toBe(2);
     expect(local.stderr).toContain('RFC 3339');
-    const past = await rcd(['schedule', 'rm', '--env', 'live', '--id', 'Shop', '--at', '2020-01-01T00:00:00Z']);
     expect(past.code).toBe(1);
     expect(past.stderr).toContain('invalid_body, HTTP 400');
-    const missing = await rcd(['schedule', 'mapping-rm', '--env', 'live', '--id', 'Nope', '--at', isoIn(60_000)]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('content_not_found, HTTP 404');
   });
@@ -121,13 +123,18 @@ describe('rcd rollout, rcd kill, rcd preview', () => {
     const t2 = isoIn(7_200_000);
     const created = await json<{ id: string; steps: { mod: number[] }[] }>(['rollout', 'create', '--env', 'live', '--id', 'Game', '--rule', '0', '--steps', `50@${t1},100@${t2}`]);
     expect(created.steps.map((s) => s.mod)).toEqual([[0, 499], [0, 999]]);
-    const listed = await rcd(['rollout', 'ls', '--env', 'live']);
+    // The listing, two previews (which change nothing) and a usage error, at the same time.
+    const [listed, later, now, usage] = await Promise.all([
+      rcd(['rollout', 'ls', '--env', 'live']),
+      json<{ answer: { data: unknown } }>(['preview', '--env', 'live', '--id', 'Game', '--at', isoIn(8_000_000), '--context', '{"u":"p1"}']),
+      json<{ answer: { data: unknown } }>(['preview', '--env', 'live', '--id', 'Game', '--context', '{"u":"p1"}']),
+      rcd(['kill', '--env', 'live', '--id', 'Game', '--segment', 'x']),
+    ]);
     expect(listed.stdout).toContain(created.id);
     // Previewed after the last step, everyone has it; now, nobody does.
-    const later = await json<{ answer: { data: unknown } }>(['preview', '--env', 'live', '--id', 'Game', '--at', isoIn(8_000_000), '--context', '{"u":"p1"}']);
     expect(later.answer.data).toEqual({ curve: 'new' });
-    const now = await json<{ answer: { data: unknown } }>(['preview', '--env', 'live', '--id', 'Game', '--context', '{"u":"p1"}']);
     expect(now.answer.data).toEqual({ curve: 'old' });
+    expect(usage.code).toBe(2);
     const advanced = await json<{ steps: { status: string }[] }>(['rollout', 'advance', created.id, '--env', 'live']);
     expect(advanced.steps.map((s) => s.status)).toEqual(['applied', 'pending']);
     const killed = await json<{ rule: number; cancelled: string[] }>(['kill', '--env', 'live', '--id', 'Game', '--rule', '0', '--segment', 'new-curve']);
@@ -139,7 +146,5 @@ describe('rcd rollout, rcd kill, rcd preview', () => {
       expect(r.data).toEqual({ curve: 'old' });
       expect(r.meta.seg).toEqual([]);
     }
-    const usage = await rcd(['kill', '--env', 'live', '--id', 'Game', '--segment', 'x']);
-    expect(usage.code).toBe(2);
   });
 });

@@ -11,7 +11,6 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { AdminClient, AdminClientError, DEFAULT_ADMIN_URL, seg } from './client.js';
 import { formatTable } from './table.js';
 import { readAdminToken } from '../token.js';
-import { clientDefaults } from '../../store/bundle/client-defaults.js';
 import { flag, out, parseArgs, positional, sub, UsageError, type CliIO, type Ctx, type Parsed } from './context.js';
 import { SCHEDULE_COMMANDS, SCHEDULE_HELP } from './schedule-commands.js';
 import { EXPERIMENT_COMMANDS, EXPERIMENT_HELP } from './experiment-commands.js';
@@ -342,7 +341,13 @@ async function importCommand(ctx: Ctx): Promise<void> {
 async function exportCommand(ctx: Ctx): Promise<void> {
   const bundle = await ctx.client.request('GET', 'export');
   const env = ctx.args.flags.get('client-defaults');
-  const out = env === undefined ? bundle : clientDefaults(bundle, env, ctx.args.flags.get('app-version') ?? null, new Date());
+  let out = bundle;
+  if (env !== undefined) {
+    // Loaded here, not at the top: it brings the bundle checks and the mapping compiler (zod among
+    // them), which every other management command would otherwise load at each start.
+    const { clientDefaults } = await import('../../store/bundle/client-defaults.js');
+    out = clientDefaults(bundle, env, ctx.args.flags.get('app-version') ?? null, new Date());
+  }
   const text = JSON.stringify(out, null, 2) + '\n';
   const file = ctx.args.flags.get('out');
   if (file === undefined) {
