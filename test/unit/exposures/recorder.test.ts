@@ -5,6 +5,7 @@ import { QUEUED_ROWS, QUEUE_SLOTS, type ExposureBatch } from '../../../src/expos
 import { experimentHash } from '../../../src/exposures/naming.js';
 import { L_EXPOSURES_DROPPED, L_EXPOSURES_NOTED, newLoopCounters } from '../../../src/metrics/layout.js';
 import { userUid } from '../../../src/shared/identity.js';
+import { columnsOf, type BatchColumns } from './as-loop.js';
 
 interface Bench {
   readonly x: ExposureRecorder;
@@ -35,10 +36,10 @@ function stage(x: ExposureRecorder, owner: object, experiment: string, variant: 
   stageExposure(x, owner, environment, experiment, experimentHash(experiment), variant, userUid(player), player, v, p);
 }
 
-/** Every batch the writer's end holds now (posted before the call). */
-function batches(writer: MessagePort): ExposureBatch[] {
-  const out: ExposureBatch[] = [];
-  for (let m = receiveMessageOnPort(writer); m !== undefined; m = receiveMessageOnPort(writer)) out.push(m.message as ExposureBatch);
+/** Every batch the writer's end holds now (posted before the call), as plain columns. */
+function batches(writer: MessagePort): BatchColumns[] {
+  const out: BatchColumns[] = [];
+  for (let m = receiveMessageOnPort(writer); m !== undefined; m = receiveMessageOnPort(writer)) out.push(columnsOf(m.message as ExposureBatch));
   return out;
 }
 
@@ -57,7 +58,6 @@ describe('a loop\'s exposure recorder', () => {
     const [batch, more] = batches(writer);
     expect(more).toBeUndefined();
     expect(batch).toMatchObject({
-      type: 'exposures',
       environments: ['live', 'live', 'staging'],
       experiments: ['Shop:banner', 'pricing', 'Shop:banner'],
       variants: ['A', 'B', 'B'],
@@ -192,9 +192,9 @@ describe('a loop\'s exposure recorder', () => {
     const r = {};
     stage(x, r, 'e', 'A', 'last');
     settleStaged(x, r, true, true);
-    const received: ExposureBatch[] = [];
-    const closed = new Promise<ExposureBatch[]>((resolve) => writer.once('close', () => resolve(received.slice())));
-    writer.on('message', (m: ExposureBatch) => received.push(m));
+    const received: BatchColumns[] = [];
+    const closed = new Promise<BatchColumns[]>((resolve) => writer.once('close', () => resolve(received.slice())));
+    writer.on('message', (m: ExposureBatch) => received.push(columnsOf(m)));
     stopRecorder(x);
     expect((await closed).map((b) => b.players)).toEqual([['last']]);
     expect(x.timer).toBeNull();
