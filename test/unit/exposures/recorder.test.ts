@@ -74,6 +74,35 @@ describe('a loop\'s exposure recorder', () => {
     expect(counters[L_EXPOSURES_DROPPED]).toBe(0);
   });
 
+  it('names each text of a batch once, the rows as indexes into them', () => {
+    const { x, writer } = bench({ dimensions: ['country'] });
+    for (const player of ['p1', 'p2', 'p3']) {
+      const r = {};
+      stage(x, r, 'Shop:banner', 'A', player, '1.0.0', { country: 'DE' });
+      stage(x, r, 'pricing', 'B', player, '1.0.0', { country: 'DE' });
+      settleStaged(x, r, true, true);
+    }
+    sendExposures(x);
+    const m = receiveMessageOnPort(writer)!.message as ExposureBatch;
+    expect([...m.texts].sort()).toEqual(['1.0.0', 'A', 'B', 'Shop:banner', 'live', 'pricing', '{"country":"DE"}']);
+    expect(m.players).toEqual(['p1', 'p1', 'p2', 'p2', 'p3', 'p3']);
+    expect(columnsOf(m)).toMatchObject({ experiments: ['Shop:banner', 'pricing', 'Shop:banner', 'pricing', 'Shop:banner', 'pricing'], variants: ['A', 'B', 'A', 'B', 'A', 'B'] });
+  });
+
+  it('takes a request whose rows pass a batch\'s size whole, in one batch', () => {
+    const { x, writer } = bench({ queue: 1_000_000, filterSlots: 0 });
+    const r = {};
+    const n = BATCH_ROWS + 500;
+    for (let i = 0; i < n; i++) stage(x, r, 'e' + i, i % 2 === 0 ? 'A' : 'B', 'p');
+    settleStaged(x, r, true, true);
+    const [batch, more] = batches(writer);
+    expect(more).toBeUndefined();
+    expect(batch!.players).toHaveLength(n);
+    expect(batch!.experiments[n - 1]).toBe('e' + (n - 1));
+    expect(batch!.variants.slice(-2)).toEqual(n % 2 === 0 ? ['A', 'B'] : ['B', 'A']);
+    expect(batch!.at).toHaveLength(n);
+  });
+
   it('notes nothing for an answer that failed, and drops a repeat the filter holds', () => {
     const { x, writer } = bench();
     const failed = {};
