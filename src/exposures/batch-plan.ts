@@ -56,26 +56,57 @@ export function planBatch(rows: readonly ExposureRow[]): BatchPlan {
   return { firsts, changes };
 }
 
+interface Count {
+  readonly environment: string;
+  readonly experiment: string;
+  readonly variant: string;
+  readonly hourMs: number;
+  players: number;
+  firstMs: number;
+  lastMs: number;
+}
+
 /**
  * The counts one write adds: per (environment, experiment, variant, hour), the inserted rows, the
- * first and the last of their times; in key order (the lock order of the counts table).
+ * first and the last of their times; in key order (the lock order of the counts table). The rows come
+ * in key order (a plan's firsts): a run of one (environment, experiment) looks only through its own
+ * few counts. Rows in any other order are counted right too, each run after the first of its key
+ * looking from where that key's counts start.
  */
 export function countsOf(inserted: readonly ExposureRow[]): HourCount[] {
-  const byKey = new Map<string, { environment: string; experiment: string; variant: string; hourMs: number; players: number; firstMs: number; lastMs: number }>();
+  const counts: Count[] = [];
+  /** (environment, experiment), each text after its length, -> the index of its first count. */
+  const runs = new Map<string, number>();
+  let environment: string | null = null;
+  let experiment = '';
+  let from = 0;
   for (const row of inserted) {
+    if (row.environment !== environment || row.experiment !== experiment) {
+      environment = row.environment;
+      experiment = row.experiment;
+      const key = `${environment.length}:${environment}${experiment}`;
+      const start = runs.get(key);
+      from = start ?? counts.length;
+      if (start === undefined) runs.set(key, from);
+    }
     const hourMs = hourOf(row.atMs);
-    // Each text after its length: no separator a text could hold.
-    const key = `${row.environment.length}:${row.environment}${row.experiment.length}:${row.experiment}${row.variant.length}:${row.variant}${hourMs}`;
-    const count = byKey.get(key);
-    if (count === undefined) {
-      byKey.set(key, { environment: row.environment, experiment: row.experiment, variant: row.variant, hourMs, players: 1, firstMs: row.atMs, lastMs: row.atMs });
+    let count: Count | null = null;
+    for (let k = from; k < counts.length; k++) {
+      const c = counts[k]!;
+      if (c.variant === row.variant && c.hourMs === hourMs && c.experiment === experiment && c.environment === environment) {
+        count = c;
+        break;
+      }
+    }
+    if (count === null) {
+      counts.push({ environment, experiment, variant: row.variant, hourMs, players: 1, firstMs: row.atMs, lastMs: row.atMs });
     } else {
       count.players++;
       if (row.atMs < count.firstMs) count.firstMs = row.atMs;
       if (row.atMs > count.lastMs) count.lastMs = row.atMs;
     }
   }
-  return [...byKey.values()].sort(compareCounts);
+  return counts.sort(compareCounts);
 }
 
 function compareCounts(a: HourCount, b: HourCount): number {

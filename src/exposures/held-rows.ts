@@ -3,7 +3,7 @@
  * first, and how far into the oldest the writes got. A write takes rows from the front and removes
  * them only once they are written (or given up), so a failed write leaves them in place.
  */
-import type { ExposureBatch } from './protocol.js';
+import { NO_TEXT, type ExposureBatch } from './protocol.js';
 import type { ExposureRow } from './db.js';
 
 export class HeldRows {
@@ -54,14 +54,17 @@ export class HeldRows {
   }
 }
 
-function rowOf(batch: ExposureBatch, i: number): ExposureRow {
+/** Row `i` of a batch, its texts looked up. */
+export function rowOf(batch: ExposureBatch, i: number): ExposureRow {
+  const texts = batch.texts;
+  const appVersion = batch.appVersions[i]!;
   return {
-    environment: batch.environments[i]!,
-    experiment: batch.experiments[i]!,
+    environment: texts[batch.environments[i]!]!,
+    experiment: texts[batch.experiments[i]!]!,
     player: batch.players[i]!,
-    variant: batch.variants[i]!,
-    appVersion: batch.appVersions[i] ?? null,
-    dimensions: batch.dimensions[i] ?? '{}',
+    variant: texts[batch.variants[i]!]!,
+    appVersion: appVersion === NO_TEXT ? null : texts[appVersion]!,
+    dimensions: texts[batch.dimensions[i]!]!,
     // Whole milliseconds: the counts table keeps them as integers.
     atMs: Math.floor(batch.at[i]!),
   };

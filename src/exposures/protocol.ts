@@ -6,22 +6,31 @@
 import type { MessagePort } from 'node:worker_threads';
 
 /**
- * Exposures a loop noted, one row per index in every column. A row is (environment, experiment,
- * player): the player's `u` exactly as sent, the variant the rules chose, the node's clock when the
- * answer was given, the app version `v` (null without one) and the dimensions named by
+ * Exposures a loop noted, one row per index of `players` and of every column. A row is (environment,
+ * experiment, player): the player's `u` exactly as sent, the variant the rules chose, the node's clock
+ * when the answer was given, the app version `v` (none without one) and the dimensions named by
  * --exposure-dimensions as one JSON object text (`{}` when none is named or present).
+ *
+ * The players are strings; every other text of a row (its environment, experiment, variant, app
+ * version and dimensions) is an index into `texts`, which holds each such text of the batch once:
+ * a batch repeats a few names over many rows, and a message copies each string it holds.
  */
 export interface ExposureBatch {
   readonly type: 'exposures';
-  readonly environments: readonly string[];
-  readonly experiments: readonly string[];
-  readonly variants: readonly string[];
+  readonly texts: readonly string[];
   readonly players: readonly string[];
-  readonly appVersions: readonly (string | null)[];
-  readonly dimensions: readonly string[];
+  readonly environments: Int32Array;
+  readonly experiments: Int32Array;
+  readonly variants: Int32Array;
+  /** NO_TEXT for a row without an app version. */
+  readonly appVersions: Int32Array;
+  readonly dimensions: Int32Array;
   /** Milliseconds since the epoch, the loop's clock when it answered. */
   readonly at: Float64Array;
 }
+
+/** The index of no text (a row without an app version). */
+export const NO_TEXT = -1;
 
 /** What a loop is given to record exposures (src/server.ts makes one per loop): its port to the writer and the writer's queue counter. */
 export interface ExposureLink {

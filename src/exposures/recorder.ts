@@ -21,7 +21,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { L_EXPOSURES_DROPPED, L_EXPOSURES_NOTED, type LoopCounters } from '../metrics/layout.js';
 import { dimensionsText } from './dimensions.js';
 import * as repeatFilter from './filter.js';
-import { QUEUED_ROWS, type ExposureBatch, type ExposureLink } from './protocol.js';
+import { NO_TEXT, QUEUED_ROWS, type ExposureBatch, type ExposureLink } from './protocol.js';
 
 // The functions a request calls, as this module's own consts (src/delivery/wire/README.md, "Module consts").
 const { isRepeat, remember, slotOf } = repeatFilter;
@@ -40,16 +40,24 @@ export const SEND_MS = 50;
 /** Rows that are sent at once, without waiting for SEND_MS. */
 export const BATCH_ROWS = 2048;
 
-/** Rows noted and not sent yet, one column per field of ExposureBatch, plus each row's filter slot. */
+/**
+ * Rows noted and not sent yet: the next ExposureBatch's texts and columns as the loop fills them (the
+ * first `n` entries of each typed column; a column grows when a request's rows pass its end), plus
+ * each row's filter slot. Reused from one batch to the next: a send copies what it posts.
+ */
 interface Rows {
-  readonly environments: string[];
-  readonly experiments: string[];
-  readonly variants: string[];
+  n: number;
+  readonly texts: string[];
+  /** The index of each text in `texts`. */
+  readonly textIds: Map<string, number>;
   readonly players: string[];
-  readonly appVersions: (string | null)[];
-  readonly dimensions: string[];
-  readonly at: number[];
-  readonly slots: number[];
+  environments: Int32Array;
+  experiments: Int32Array;
+  variants: Int32Array;
+  appVersions: Int32Array;
+  dimensions: Int32Array;
+  at: Float64Array;
+  slots: Int32Array;
 }
 
 export interface ExposureRecorder {
@@ -59,7 +67,7 @@ export interface ExposureRecorder {
   readonly dimensionNames: readonly string[];
   readonly filter: repeatFilter.RepeatFilter;
   readonly counters: LoopCounters;
-  rows: Rows;
+  readonly rows: Rows;
   /** The pending send (SEND_MS after the first row of a batch), or null. */
   timer: NodeJS.Timeout | null;
   /**
@@ -112,7 +120,49 @@ export function newExposureRecorder(link: ExposureLink, settings: RecorderSettin
 }
 
 function newRows(): Rows {
-  return { environments: [], experiments: [], variants: [], players: [], appVersions: [], dimensions: [], at: [], slots: [] };
+  return {
+    n: 0,
+    texts: [],
+    textIds: new Map(),
+    players: [],
+    environments: new Int32Array(BATCH_ROWS),
+    experiments: new Int32Array(BATCH_ROWS),
+    variants: new Int32Array(BATCH_ROWS),
+    appVersions: new Int32Array(BATCH_ROWS),
+    dimensions: new Int32Array(BATCH_ROWS),
+    at: new Float64Array(BATCH_ROWS),
+    slots: new Int32Array(BATCH_ROWS),
+  };
+}
+
+/** The index of `text` in the batch's texts, added if new. */
+function textOf(rows: Rows, text: string): number {
+  let id = rows.textIds.get(text);
+  if (id === undefined) {
+    id = rows.texts.length;
+    rows.texts.push(text);
+    rows.textIds.set(text, id);
+  }
+  return id;
+}
+
+function grownInts(a: Int32Array): Int32Array {
+  const b = new Int32Array(a.length * 2);
+  b.set(a);
+  return b;
+}
+
+/** Doubles the typed columns (a request's rows passed their end). */
+function grow(rows: Rows): void {
+  rows.environments = grownInts(rows.environments);
+  rows.experiments = grownInts(rows.experiments);
+  rows.variants = grownInts(rows.variants);
+  rows.appVersions = grownInts(rows.appVersions);
+  rows.dimensions = grownInts(rows.dimensions);
+  rows.slots = grownInts(rows.slots);
+  const at = new Float64Array(rows.at.length * 2);
+  at.set(rows.at);
+  rows.at = at;
 }
 
 /**
@@ -179,42 +229,62 @@ export function settleStaged(x: ExposureRecorder, owner: object, answered: boole
 }
 
 function commitStaged(x: ExposureRecorder, n: number): void {
-  const dimensions = dimensionsText(x.dimensionNames, x.stagedP!);
+  const rows = x.rows;
+  const environment = x.stagedEnvironment;
+  // The texts a request's rows share, looked up once.
+  const environmentId = textOf(rows, environment);
+  const v = appVersionId(rows, x.stagedAppVersion);
+  const dimensions = textOf(rows, dimensionsText(x.dimensionNames, x.stagedP!));
   const at = Date.now();
   for (let i = 0; i < n; i++) {
-    appendRow(x, x.stagedEnvironment, x.stagedExperiments[i]!, x.stagedVariants[i]!, x.stagedPlayer, x.stagedAppVersion, dimensions, at, x.stagedSlots[i]!);
+    appendRow(x, environment, x.stagedExperiments[i]!, x.stagedVariants[i]!, x.stagedPlayer, environmentId, v, dimensions, at, x.stagedSlots[i]!);
   }
   rowsAdded(x);
+}
+
+/** The app version's text index, NO_TEXT for none ("" as sent). */
+function appVersionId(rows: Rows, v: string): number {
+  return v === '' ? NO_TEXT : textOf(rows, v);
 }
 
 /** Commits the exposures of a request answered well after the render pool worked for it. */
 export function commitHeld(x: ExposureRecorder, held: HeldExposures): void {
+  const rows = x.rows;
+  const environmentId = textOf(rows, held.environment);
+  const v = appVersionId(rows, held.appVersion);
+  const dimensions = textOf(rows, held.dimensions);
   const at = Date.now();
   for (let i = 0; i < held.experiments.length; i++) {
-    appendRow(x, held.environment, held.experiments[i]!, held.variants[i]!, held.player, held.appVersion, held.dimensions, at, held.slots[i]!);
+    appendRow(x, held.environment, held.experiments[i]!, held.variants[i]!, held.player, environmentId, v, dimensions, at, held.slots[i]!);
   }
   rowsAdded(x);
 }
 
-/** Queues one row, unless the filter holds it by now (a row noted twice in one answer, or meanwhile). */
-function appendRow(x: ExposureRecorder, environment: string, experiment: string, variant: string, player: string, v: string, dimensions: string, at: number, slot: number): void {
+/**
+ * Queues one row, unless the filter holds it by now (a row noted twice in one answer, or meanwhile);
+ * `environmentId`, `v` and `dimensions` are the text indexes of its environment, app version and
+ * dimensions.
+ */
+function appendRow(x: ExposureRecorder, environment: string, experiment: string, variant: string, player: string, environmentId: number, v: number, dimensions: number, at: number, slot: number): void {
   const filter = x.filter;
   if (isRepeat(filter, slot, environment, experiment, variant, player)) return;
   remember(filter, slot, environment, experiment, variant, player);
   const rows = x.rows;
-  rows.environments.push(environment);
-  rows.experiments.push(experiment);
-  rows.variants.push(variant);
+  const i = rows.n++;
+  if (i === rows.at.length) grow(rows);
   rows.players.push(player);
-  rows.appVersions.push(v === '' ? null : v);
-  rows.dimensions.push(dimensions);
-  rows.at.push(at);
-  rows.slots.push(slot);
+  rows.environments[i] = environmentId;
+  rows.appVersions[i] = v;
+  rows.dimensions[i] = dimensions;
+  rows.experiments[i] = textOf(rows, experiment);
+  rows.variants[i] = textOf(rows, variant);
+  rows.at[i] = at;
+  rows.slots[i] = slot;
 }
 
 /** After rows were added: send now when a batch is full, else within SEND_MS. */
 function rowsAdded(x: ExposureRecorder): void {
-  const waiting = x.rows.at.length;
+  const waiting = x.rows.n;
   if (waiting >= BATCH_ROWS) sendExposures(x);
   else if (waiting > 0 && x.timer === null) {
     x.timer = setTimeout(sendExposures, SEND_MS, x);
@@ -232,29 +302,38 @@ export function sendExposures(x: ExposureRecorder): void {
     x.timer = null;
   }
   const rows = x.rows;
-  const n = rows.at.length;
+  const n = rows.n;
   if (n === 0) return;
-  x.rows = newRows();
   const kept = reserveRows(x.queued, x.queueLimit, n);
   if (kept < n) {
     // The newest rows go. Their slots forget them: the player's next exposure is queued again.
-    for (let i = kept; i < n; i++) repeatFilter.forget(x.filter, rows.slots[i]!, rows.environments[i]!, rows.experiments[i]!, rows.variants[i]!, rows.players[i]!);
+    const texts = rows.texts;
+    for (let i = kept; i < n; i++) {
+      repeatFilter.forget(x.filter, rows.slots[i]!, texts[rows.environments[i]!]!, texts[rows.experiments[i]!]!, texts[rows.variants[i]!]!, rows.players[i]!);
+    }
     x.counters[L_EXPOSURES_DROPPED]! += n - kept;
-    if (kept === 0) return;
-    for (const column of [rows.environments, rows.experiments, rows.variants, rows.players, rows.appVersions, rows.dimensions, rows.at]) column.length = kept;
+    rows.players.length = kept;
   }
-  x.counters[L_EXPOSURES_NOTED]! += kept;
-  const batch: ExposureBatch = {
-    type: 'exposures',
-    environments: rows.environments,
-    experiments: rows.experiments,
-    variants: rows.variants,
-    players: rows.players,
-    appVersions: rows.appVersions,
-    dimensions: rows.dimensions,
-    at: Float64Array.from(rows.at),
-  };
-  x.port.postMessage(batch);
+  if (kept > 0) {
+    x.counters[L_EXPOSURES_NOTED]! += kept;
+    const batch: ExposureBatch = {
+      type: 'exposures',
+      texts: rows.texts,
+      players: rows.players,
+      environments: rows.environments.slice(0, kept),
+      experiments: rows.experiments.slice(0, kept),
+      variants: rows.variants.slice(0, kept),
+      appVersions: rows.appVersions.slice(0, kept),
+      dimensions: rows.dimensions.slice(0, kept),
+      at: rows.at.slice(0, kept),
+    };
+    // A message is a copy: the columns are filled again from the start.
+    x.port.postMessage(batch);
+  }
+  rows.n = 0;
+  rows.players.length = 0;
+  rows.texts.length = 0;
+  rows.textIds.clear();
 }
 
 /**

@@ -5,7 +5,7 @@
  * does. The writer thread and its client run compiled from dist/ (worker threads run JavaScript).
  */
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { QUEUED_ROWS, type ExposureBatch } from '../../../src/exposures/protocol.js';
+import { NO_TEXT, QUEUED_ROWS, type ExposureBatch } from '../../../src/exposures/protocol.js';
 import type { ExposureRow } from '../../../src/exposures/db.js';
 import type { ExposureLink } from '../../../src/exposures/protocol.js';
 import type { ExposureWriterThread } from '../../../src/exposures/writer-client.js';
@@ -18,16 +18,49 @@ export async function writerClient(): Promise<typeof ExposureWriterThread> {
   return m.ExposureWriterThread;
 }
 
+/** A loop's batch of `rows`: each text but the players once in `texts`. */
 export function batchOf(rows: readonly ExposureRow[]): ExposureBatch {
+  const texts: string[] = [];
+  const id = (text: string): number => {
+    let i = texts.indexOf(text);
+    if (i < 0) i = texts.push(text) - 1;
+    return i;
+  };
+  const ids = (f: (r: ExposureRow) => number): Int32Array => Int32Array.from(rows.map(f));
   return {
     type: 'exposures',
-    environments: rows.map((r) => r.environment),
-    experiments: rows.map((r) => r.experiment),
-    variants: rows.map((r) => r.variant),
+    texts,
     players: rows.map((r) => r.player),
-    appVersions: rows.map((r) => r.appVersion),
-    dimensions: rows.map((r) => r.dimensions),
+    environments: ids((r) => id(r.environment)),
+    experiments: ids((r) => id(r.experiment)),
+    variants: ids((r) => id(r.variant)),
+    appVersions: ids((r) => (r.appVersion === null ? NO_TEXT : id(r.appVersion))),
+    dimensions: ids((r) => id(r.dimensions)),
     at: Float64Array.from(rows.map((r) => r.atMs)),
+  };
+}
+
+/** A batch as plain columns, its texts looked up (what a test compares). */
+export interface BatchColumns {
+  readonly environments: string[];
+  readonly experiments: string[];
+  readonly variants: string[];
+  readonly players: string[];
+  readonly appVersions: (string | null)[];
+  readonly dimensions: string[];
+  readonly at: Float64Array;
+}
+
+export function columnsOf(batch: ExposureBatch): BatchColumns {
+  const text = (i: number): string => batch.texts[i]!;
+  return {
+    environments: [...batch.environments].map(text),
+    experiments: [...batch.experiments].map(text),
+    variants: [...batch.variants].map(text),
+    players: [...batch.players],
+    appVersions: [...batch.appVersions].map((i) => (i === NO_TEXT ? null : text(i))),
+    dimensions: [...batch.dimensions].map(text),
+    at: batch.at,
   };
 }
 

@@ -21,6 +21,38 @@ describe('the repeat filter', () => {
     expect(isRepeat(f, slot, 'live', 'Shop:banner', 'A', 'p1')).toBe(false);
   });
 
+  it('keeps two rows of one set, forgets the older for a third, and never holds two variants of one player', () => {
+    const f = newRepeatFilter(1024);
+    const h = experimentHash('e');
+    // Three players whose rows fall in one set.
+    const players: string[] = [];
+    const slot = slotOf(f, userUid('p0'), h);
+    for (let i = 0; players.length < 3; i++) if (slotOf(f, userUid('p' + i), h) === slot) players.push('p' + i);
+    const [a, b, c] = players as [string, string, string];
+    remember(f, slot, 'live', 'e', 'A', a);
+    remember(f, slot, 'live', 'e', 'A', b);
+    expect(isRepeat(f, slot, 'live', 'e', 'A', a)).toBe(true);
+    expect(isRepeat(f, slot, 'live', 'e', 'A', b)).toBe(true);
+    remember(f, slot, 'live', 'e', 'A', c);
+    expect(isRepeat(f, slot, 'live', 'e', 'A', a)).toBe(false);
+    expect(isRepeat(f, slot, 'live', 'e', 'A', b)).toBe(true);
+    expect(isRepeat(f, slot, 'live', 'e', 'A', c)).toBe(true);
+    // c moves to B then C then back to B: each is queued (the writer keeps the newest other variant).
+    remember(f, slot, 'live', 'e', 'B', c);
+    expect(isRepeat(f, slot, 'live', 'e', 'A', c)).toBe(false);
+    expect(isRepeat(f, slot, 'live', 'e', 'A', b)).toBe(true);
+    remember(f, slot, 'live', 'e', 'C', c);
+    expect(isRepeat(f, slot, 'live', 'e', 'B', c)).toBe(false);
+    // b's row, older, and c's move in its newer slot: b moving pushes c's out, never two of b.
+    remember(f, slot, 'live', 'e', 'B', b);
+    expect(isRepeat(f, slot, 'live', 'e', 'A', b)).toBe(false);
+    expect(isRepeat(f, slot, 'live', 'e', 'B', b)).toBe(true);
+    expect(isRepeat(f, slot, 'live', 'e', 'C', c)).toBe(true);
+    forget(f, slot, 'live', 'e', 'C', c);
+    expect(isRepeat(f, slot, 'live', 'e', 'C', c)).toBe(false);
+    expect(isRepeat(f, slot, 'live', 'e', 'B', b)).toBe(true);
+  });
+
   it('with 0 slots holds nothing: no exposure is a repeat', () => {
     const f = newRepeatFilter(0);
     const slot = slotOf(f, 123, 456);
@@ -30,7 +62,7 @@ describe('the repeat filter', () => {
     expect(f.table).toHaveLength(0);
   });
 
-  it('never drops a first exposure and drops a repeat while its slot holds it (fuzzed against a Set)', () => {
+  it('never drops a first exposure and drops a repeat while its set holds it (fuzzed against a Set)', () => {
     const rng = new Rng(75);
     const next = (): number => rng.next();
     const environments = ['live', 'staging'];
@@ -43,7 +75,10 @@ describe('the repeat filter', () => {
     for (const slots of [0, 16, 1024, 65536]) {
       const f = newRepeatFilter(slots);
       const queued = new Set<string>();
-      const lastInSlot = new Map<number, string>();
+      /** (environment, experiment, player) -> the variant last queued. */
+      const newest = new Map<string, string>();
+      /** A set's rows as the filter should hold them, newer first: [player key, variant]. */
+      const sets = new Map<number, [string, string][]>();
       let firsts = 0;
       let dropped = 0;
       let wrongDrops = 0;
@@ -56,20 +91,24 @@ describe('the repeat filter', () => {
         const player = players[p]!;
         const environment = next() < 0.95 ? environments[p % environments.length]! : environments[Math.floor(next() * environments.length)]!;
         const variant = next() < 0.9 ? variants[p % variants.length]! : variants[Math.floor(next() * variants.length)]!;
-        const key = environment + '|' + experiment + '|' + variant + '|' + player;
+        const playerKey = environment + '|' + experiment + '|' + player;
+        const key = playerKey + '|' + variant;
         const slot = slotOf(f, uids[p]!, hashes[e]!);
+        const set = sets.get(slot) ?? [];
         if (isRepeat(f, slot, environment, experiment, variant, player)) {
-          // Dropped: only ever a row queued before, and only the one its slot last took.
-          if (!queued.has(key) || lastInSlot.get(slot) !== key) wrongDrops++;
+          // Dropped: only ever a row queued before, the newest variant queued for its player, held by its set.
+          if (!queued.has(key) || newest.get(playerKey) !== variant || !set.some(([k, v]) => k === playerKey && v === variant)) wrongDrops++;
           dropped++;
           continue;
         }
         if (!queued.has(key)) firsts++;
-        // Queued although its slot's last row is this one: a repeat the filter should have dropped.
-        if (slot !== NO_SLOT && lastInSlot.get(slot) === key) missedRepeats++;
+        // Queued although its set holds this row: a repeat the filter should have dropped.
+        if (slot !== NO_SLOT && set.some(([k, v]) => k === playerKey && v === variant)) missedRepeats++;
         queued.add(key);
+        newest.set(playerKey, variant);
         remember(f, slot, environment, experiment, variant, player);
-        lastInSlot.set(slot, key);
+        // The set's newer row is replaced when it is this player's, else it moves to the older slot.
+        sets.set(slot, set.length > 0 && set[0]![0] === playerKey ? [[playerKey, variant], ...set.slice(1)] : [[playerKey, variant], ...set.slice(0, 1)]);
       }
       expect(wrongDrops).toBe(0);
       expect(missedRepeats).toBe(0);

@@ -5,6 +5,7 @@ import { QUEUED_ROWS, QUEUE_SLOTS, type ExposureBatch } from '../../../src/expos
 import { experimentHash } from '../../../src/exposures/naming.js';
 import { L_EXPOSURES_DROPPED, L_EXPOSURES_NOTED, newLoopCounters } from '../../../src/metrics/layout.js';
 import { userUid } from '../../../src/shared/identity.js';
+import { columnsOf, type BatchColumns } from './as-loop.js';
 
 interface Bench {
   readonly x: ExposureRecorder;
@@ -35,10 +36,10 @@ function stage(x: ExposureRecorder, owner: object, experiment: string, variant: 
   stageExposure(x, owner, environment, experiment, experimentHash(experiment), variant, userUid(player), player, v, p);
 }
 
-/** Every batch the writer's end holds now (posted before the call). */
-function batches(writer: MessagePort): ExposureBatch[] {
-  const out: ExposureBatch[] = [];
-  for (let m = receiveMessageOnPort(writer); m !== undefined; m = receiveMessageOnPort(writer)) out.push(m.message as ExposureBatch);
+/** Every batch the writer's end holds now (posted before the call), as plain columns. */
+function batches(writer: MessagePort): BatchColumns[] {
+  const out: BatchColumns[] = [];
+  for (let m = receiveMessageOnPort(writer); m !== undefined; m = receiveMessageOnPort(writer)) out.push(columnsOf(m.message as ExposureBatch));
   return out;
 }
 
@@ -57,7 +58,6 @@ describe('a loop\'s exposure recorder', () => {
     const [batch, more] = batches(writer);
     expect(more).toBeUndefined();
     expect(batch).toMatchObject({
-      type: 'exposures',
       environments: ['live', 'live', 'staging'],
       experiments: ['Shop:banner', 'pricing', 'Shop:banner'],
       variants: ['A', 'B', 'B'],
@@ -72,6 +72,35 @@ describe('a loop\'s exposure recorder', () => {
     expect(queued[QUEUED_ROWS]).toBe(3);
     expect(counters[L_EXPOSURES_NOTED]).toBe(3);
     expect(counters[L_EXPOSURES_DROPPED]).toBe(0);
+  });
+
+  it('names each text of a batch once, the rows as indexes into them', () => {
+    const { x, writer } = bench({ dimensions: ['country'] });
+    for (const player of ['p1', 'p2', 'p3']) {
+      const r = {};
+      stage(x, r, 'Shop:banner', 'A', player, '1.0.0', { country: 'DE' });
+      stage(x, r, 'pricing', 'B', player, '1.0.0', { country: 'DE' });
+      settleStaged(x, r, true, true);
+    }
+    sendExposures(x);
+    const m = receiveMessageOnPort(writer)!.message as ExposureBatch;
+    expect([...m.texts].sort()).toEqual(['1.0.0', 'A', 'B', 'Shop:banner', 'live', 'pricing', '{"country":"DE"}']);
+    expect(m.players).toEqual(['p1', 'p1', 'p2', 'p2', 'p3', 'p3']);
+    expect(columnsOf(m)).toMatchObject({ experiments: ['Shop:banner', 'pricing', 'Shop:banner', 'pricing', 'Shop:banner', 'pricing'], variants: ['A', 'B', 'A', 'B', 'A', 'B'] });
+  });
+
+  it('takes a request whose rows pass a batch\'s size whole, in one batch', () => {
+    const { x, writer } = bench({ queue: 1_000_000, filterSlots: 0 });
+    const r = {};
+    const n = BATCH_ROWS + 500;
+    for (let i = 0; i < n; i++) stage(x, r, 'e' + i, i % 2 === 0 ? 'A' : 'B', 'p');
+    settleStaged(x, r, true, true);
+    const [batch, more] = batches(writer);
+    expect(more).toBeUndefined();
+    expect(batch!.players).toHaveLength(n);
+    expect(batch!.experiments[n - 1]).toBe('e' + (n - 1));
+    expect(batch!.variants.slice(-2)).toEqual(n % 2 === 0 ? ['A', 'B'] : ['B', 'A']);
+    expect(batch!.at).toHaveLength(n);
   });
 
   it('notes nothing for an answer that failed, and drops a repeat the filter holds', () => {
@@ -192,9 +221,9 @@ describe('a loop\'s exposure recorder', () => {
     const r = {};
     stage(x, r, 'e', 'A', 'last');
     settleStaged(x, r, true, true);
-    const received: ExposureBatch[] = [];
-    const closed = new Promise<ExposureBatch[]>((resolve) => writer.once('close', () => resolve(received.slice())));
-    writer.on('message', (m: ExposureBatch) => received.push(m));
+    const received: BatchColumns[] = [];
+    const closed = new Promise<BatchColumns[]>((resolve) => writer.once('close', () => resolve(received.slice())));
+    writer.on('message', (m: ExposureBatch) => received.push(columnsOf(m)));
     stopRecorder(x);
     expect((await closed).map((b) => b.players)).toEqual([['last']]);
     expect(x.timer).toBeNull();
