@@ -7,6 +7,8 @@ import { api, ApiError, seg, type ContentDetail } from '../api.js';
 import { Editor, jsoncDiagnostics } from '../editor.js';
 import { jsoncProblem } from '../jsonc-check.js';
 import { Confirm } from '../parts/confirm.js';
+import { useConflictGate } from '../parts/conflict-warning.js';
+import { FieldError, fieldAttrs, unplaced } from '../parts/field-error.js';
 import { Diff } from '../parts/diff.js';
 import { ErrorBox } from '../parts/messages.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
@@ -33,6 +35,7 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
   const [text, setText] = useState(NEW_TEXT);
   const [minApp, setMinApp] = useState('');
   const outcome = useOutcome();
+  const gate = useConflictGate();
 
   useEffect(() => {
     if (newest !== undefined) {
@@ -46,11 +49,15 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
   async function save(e: Event): Promise<void> {
     e.preventDefault();
     if (problem !== null) return;
-    await outcome.attempt(async () => {
-      const q = minApp.trim() === '' ? '' : `?minAppVersion=${encodeURIComponent(minApp.trim())}`;
-      const r = await api<{ revision: number; changed: boolean; hash: string }>('PUT', path + q, text);
-      detail.reload();
-      return r.changed ? `Saved revision ${r.revision} (hash ${r.hash.slice(0, 12)}).` : 'No change: the newest revision already has this text.';
+    // A save that would make pending scheduled changes fail (one pinned to the newest revision) is named first.
+    const put = { op: 'content.put', id, text, minAppVersion: minApp.trim() === '' ? null : minApp.trim() };
+    await gate.guard(env, { ops: [put] }, `Saving ${id}`, async () => {
+      await outcome.attempt(async () => {
+        const q = minApp.trim() === '' ? '' : `?minAppVersion=${encodeURIComponent(minApp.trim())}`;
+        const r = await api<{ revision: number; changed: boolean; hash: string }>('PUT', path + q, text);
+        detail.reload();
+        return r.changed ? `Saved revision ${r.revision} (hash ${r.hash.slice(0, 12)}).` : 'No change: the newest revision already has this text.';
+      });
     });
   }
 
@@ -72,15 +79,18 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
             Valid JSONC.
           </p>
         )}
+        <FieldError id="content-text-error" form="content" field="text" error={outcome.error} />
         <div class="row">
           <label>
-            Minimum app version <input value={minApp} onInput={(e) => setMinApp(e.currentTarget.value)} placeholder="X.Y.Z (optional)" />
+            Minimum app version <input value={minApp} onInput={(e) => setMinApp(e.currentTarget.value)} placeholder="X.Y.Z (optional)" {...fieldAttrs('content-min-app-error', 'content', 'minAppVersion', outcome.error)} />
           </label>
           <button type="submit" disabled={problem !== null} aria-describedby="jsonc-problem">
             Save content
           </button>
         </div>
-        <OutcomeLines outcome={outcome} />
+        <FieldError id="content-min-app-error" form="content" field="minAppVersion" error={outcome.error} />
+        {gate.warning}
+        <OutcomeLines outcome={{ ...outcome, error: unplaced('content', outcome.error) }} />
       </form>
       {item !== null && item !== undefined && <History item={item} path={path} onChange={detail.reload} />}
       {item !== null && item !== undefined && <MappingPanel env={env} item={item} onChange={detail.reload} />}

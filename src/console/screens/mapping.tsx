@@ -5,10 +5,12 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import type { Diagnostic } from '@codemirror/lint';
-import { api, ApiError, seg, type ContentDetail, type Mapping, type MappingProblem, type Preview } from '../api.js';
+import { api, ApiError, seg, type ContentDetail, type Mapping, type MappingProblem } from '../api.js';
 import { Editor } from '../editor.js';
 import { lineColumn, locateJsonError } from '../../store/json-errors.js';
+import type { PreviewAt } from '../changes-api.js';
 import { ErrorBox } from '../parts/messages.js';
+import { PreviewChanges } from '../parts/preview-changes.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
 import { Table } from '../parts/table.js';
 import { bothZones, instantOf, TimeInput, type Zone } from '../schedule-ui.js';
@@ -154,7 +156,7 @@ function PreviewForm({ path }: { path: string }): preact.JSX.Element {
   const [atValue, setAtValue] = useState('');
   const [zone, setZone] = useState<Zone>('local');
   const [shownAt, setShownAt] = useState<string | null>(null);
-  const [result, setResult] = useState<Preview | null>(null);
+  const [result, setResult] = useState<PreviewAt | null>(null);
   const [error, setError] = useState<unknown>(null);
 
   async function run(e: Event): Promise<void> {
@@ -174,7 +176,7 @@ function PreviewForm({ path }: { path: string }): preact.JSX.Element {
       return;
     }
     try {
-      setResult(await api<Preview>('POST', `${path}/preview${at === null ? '' : `?at=${encodeURIComponent(at)}`}`, body));
+      setResult(await api<PreviewAt>('POST', `${path}/preview${at === null ? '' : `?at=${encodeURIComponent(at)}`}`, body));
       setShownAt(at);
       setError(null);
     } catch (err) {
@@ -211,6 +213,7 @@ function PreviewForm({ path }: { path: string }): preact.JSX.Element {
             {shownAt === null ? 'Now' : `As it will be at ${bothZones(shownAt)} (nothing stored)`}: uid {result.uid}, <strong>mod {result.mod}</strong>, revision{' '}
             {result.revision}
           </p>
+          {shownAt !== null && <PreviewChanges preview={result} />}
           <Table caption="Rules for this user" columns={['Rule', 'Applied', 'Variant (A/B group)', 'Switched off']}>
             {result.rules.map((r) => (
               <tr key={r.index}>
