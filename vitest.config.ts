@@ -22,6 +22,8 @@ export const SLOW_FILES: readonly string[] = [
   'test/e2e/browser.test.ts',
   'test/e2e/openfeature-web.test.ts',
   'test/e2e/console-schedule.test.ts',
+  // The console's scheduled changes read, edited and in the way of a save (schedule-changes in npm test).
+  'test/e2e/console-changes.test.ts',
   // Fleets of nodes and store outages (test/unit/control covers the node protocol in npm test).
   'test/e2e/nodes.test.ts',
   'test/e2e/fleet-postgres.test.ts',
