@@ -9,13 +9,12 @@
  *
  * RCD_UPDATE_SCREENSHOTS=1 also writes docs/console/schedule-change-diff.png (docs/console.md).
  */
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser.js';
-import { openConsolePage } from '../helpers/console-page.js';
-import { ROOT, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
+import { consoleShot, openConsolePage, pasteIntoEditor } from '../helpers/console-page.js';
+import { startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 
 const TOKEN = 'test-admin-token';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -43,27 +42,11 @@ function utcInput(ms: number): string {
 }
 
 async function shot(name: string): Promise<void> {
-  const file = join(SHOTS, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
-  if (process.env.RCD_UPDATE_SCREENSHOTS === '1') {
-    mkdirSync(join(ROOT, 'docs', 'console'), { recursive: true });
-    copyFileSync(file, join(ROOT, 'docs', 'console', `${name}.png`));
-  }
+  await consoleShot(page, SHOTS, name);
 }
 
-/** Replaces the text of a CodeMirror editor (they live in shadow roots) by a paste, as a designer does. */
 async function setEditor(label: string, text: string): Promise<void> {
-  const box = page.getByRole('textbox', { name: label });
-  await box.click();
-  await page.keyboard.press('Control+A');
-  await page.evaluate(`(() => {
-    const data = new DataTransfer();
-    data.setData('text/plain', ${JSON.stringify(text)});
-    for (const host of document.querySelectorAll('.editor')) {
-      const el = host.shadowRoot?.querySelector('[aria-label=${JSON.stringify(label)}]');
-      if (el) el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
-    }
-  })()`);
+  await pasteIntoEditor(page, label, text);
 }
 
 beforeAll(async () => {

@@ -233,4 +233,11 @@ describe.each(['sqlite', 'postgres'] as const)('scheduled changes read and edite
     expect(game.revisions).toHaveLength(1);
     expect((await ok<{ schedules: { status: string }[] }>(srv, 'GET', 'environments/live/schedules?status=pending')).schedules).toHaveLength(2);
   }, 60_000);
+
+  it('the conflict check names a scheduled rule edit a mapping save would make fail', async () => {
+    const srv = await serve(kind);
+    const rule = await schedule(srv, 3_600_000, [{ op: 'rule.set', id: 'Game', rule: 0, segment: 'hard', mod: [0, 99], disabled: false }], 'ten percent');
+    const check = await ok<Check>(srv, 'POST', 'environments/live/schedules/check', { ops: [{ op: 'mapping.put', id: 'Game', mapping: { rules: [{ segment: 'easy', patch: { level: 0 } }] } }] });
+    expect(check.conflicts.map((c) => [c.id, c.note, c.error?.code])).toEqual([[rule, 'ten percent', 'target_changed']]);
+  }, 60_000);
 });

@@ -9,6 +9,7 @@ import { api, ApiError, seg, type ContentDetail, type Mapping, type MappingProbl
 import { Editor } from '../editor.js';
 import { lineColumn, locateJsonError } from '../../store/json-errors.js';
 import type { PreviewAt } from '../changes-api.js';
+import { useConflictGate } from '../parts/conflict-warning.js';
 import { ErrorBox } from '../parts/messages.js';
 import { PreviewChanges } from '../parts/preview-changes.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
@@ -35,9 +36,15 @@ export function MappingPanel({ env, item, onChange }: { env: string; item: Conte
   const [text, setText] = useState(stored);
   const [problems, setProblems] = useState<MappingProblem[]>([]);
   const outcome = useOutcome();
+  const gate = useConflictGate();
   useEffect(() => setText(stored), [stored]);
 
+  // A mapping that would make pending scheduled changes fail (a rule a scheduled rule edit names) is named first.
   async function save(): Promise<void> {
+    await gate.guard(env, { ops: [{ op: 'mapping.put', id: item.id, mapping: JSON.parse(text) as unknown }] }, `Saving the mapping of ${item.id}`, write);
+  }
+
+  async function write(): Promise<void> {
     try {
       const r = await api<{ mappingId: number; ruleCount: number }>('PUT', `${path}/mapping`, text);
       outcome.setStatus(`Mapping saved: ${r.ruleCount} rules (mapping ${r.mappingId}).`);
@@ -87,6 +94,7 @@ export function MappingPanel({ env, item, onChange }: { env: string; item: Conte
           </button>
         )}
       </div>
+      {gate.warning}
       <OutcomeLines outcome={outcome} />
       {problems.length > 0 && (
         <div role="alert" class="error" aria-label="Mapping problems">
