@@ -26,6 +26,8 @@ export const SLOW_FILES: readonly string[] = [
   'test/e2e/console-rollouts.test.ts',
   // The console's live screens and confirmations (the event stream's Node run: admin-events).
   'test/e2e/console-live.test.ts',
+  // The console's scheduled changes read, edited and in the way of a save (schedule-changes in npm test).
+  'test/e2e/console-changes.test.ts',
   // Fleets of nodes and store outages (test/unit/control covers the node protocol in npm test).
   'test/e2e/nodes.test.ts',
   'test/e2e/fleet-postgres.test.ts',

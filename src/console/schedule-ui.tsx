@@ -12,9 +12,12 @@
 import { useState } from 'preact/hooks';
 import { api, apiWrite, seg, type Schedule, type ScheduleStatus } from './api.js';
 import { Editor, jsoncDiagnostics } from './editor.js';
+import { ChangeWrites } from './parts/change-writes.js';
 import { CheckGroup } from './parts/check-group.js';
 import { useConfirmWrite } from './parts/confirm-write.js';
 import { useFollow } from './parts/use-follow.js';
+import { useConflictGate } from './parts/conflict-warning.js';
+import { FieldError, fieldAttrs, unplaced } from './parts/field-error.js';
 import { OutcomeLines, useOutcome } from './parts/outcome.js';
 import { useLoad } from './parts/use-load.js';
 import { BROWSER_ZONE, instantIn, offsetTextAt, splitValue, timeProblem, WallTimeCheck } from './parts/wall-time-check.js';
@@ -178,6 +181,7 @@ export function Timeline({ env, id, refresh }: { env: string; id?: string; refre
               {outcomeOf(s)}; scheduled by {s.createdBy} <code>{s.id}</code>
               {s.rollout !== null && <span>, step {(s.rollout.step ?? 0) + 1} of rollout {s.rollout.id}</span>}
             </p>
+            <ChangeWrites env={env} schedule={s} onEdited={list.reload} />
             {(s.status === 'pending' || s.status === 'paused') && (
               <div class="row">
                 {moving === s.id ? (
@@ -229,25 +233,42 @@ export function ScheduleForm({ env, id, initialText, onScheduled }: { env: strin
   const [base, setBase] = useState('');
   const [note, setNote] = useState('');
   const outcome = useOutcome();
+  const gate = useConflictGate();
+  const fid = (field: string): string => `schedule-${id ?? 'env'}-${field}-error`;
+
+  function request(): { at: string; ops: Record<string, unknown>[] } {
+    const at = instantOf(value, zone);
+    if (at === null) throw new Error(timeProblem(value, zoneName(zone)) ?? 'choose the time the change takes effect');
+    const target = (id ?? item).trim();
+    let op: Record<string, unknown>;
+    if (kind === 'content.put') op = { op: kind, id: target, text };
+    else if (kind === 'mapping.put') op = { op: kind, id: target, mapping: JSON.parse(mapping) as unknown };
+    else if (kind === 'content.rollback') op = { op: kind, id: target, to: Number(revision) };
+    else op = { op: kind, id: target };
+    if (base.trim() !== '') op.baseRevision = Number(base);
+    return { at, ops: [op] };
+  }
 
   async function submit(e: Event): Promise<void> {
     e.preventDefault();
-    const scheduled = await outcome.attempt(async () => {
-      const at = instantOf(value, zone);
-      if (at === null) throw new Error(timeProblem(value, zoneName(zone)) ?? 'choose the time the change takes effect');
-      const target = (id ?? item).trim();
-      let op: Record<string, unknown>;
-      if (kind === 'content.put') op = { op: kind, id: target, text };
-      else if (kind === 'mapping.put') op = { op: kind, id: target, mapping: JSON.parse(mapping) as unknown };
-      else if (kind === 'content.rollback') op = { op: kind, id: target, to: Number(revision) };
-      else op = { op: kind, id: target };
-      if (base.trim() !== '') op.baseRevision = Number(base);
-      const made = await api<Schedule>('POST', `environments/${seg(env)}/schedules`, { at, ops: [op], ...(note.trim() === '' ? {} : { note: note.trim() }) });
-      onScheduled();
-      return `Scheduled ${made.id} for ${bothZones(made.at)}.`;
+    let write: { at: string; ops: Record<string, unknown>[] };
+    try {
+      write = request();
+    } catch (err) {
+      outcome.setError(err);
+      outcome.setStatus('');
+      return;
+    }
+    // Pending changes it would make fail are named first, and it waits for the choice.
+    await gate.guard(env, write, 'Scheduling this change', async () => {
+      const scheduled = await outcome.attempt(async () => {
+        const made = await api<Schedule>('POST', `environments/${seg(env)}/schedules`, { ...write, ...(note.trim() === '' ? {} : { note: note.trim() }) });
+        onScheduled();
+        return `Scheduled ${made.id} for ${bothZones(made.at)}.`;
+      });
+      // A failed attempt leaves no sentence of an earlier one standing beside its error.
+      if (!scheduled) outcome.setStatus('');
     });
-    // A failed attempt leaves no sentence of an earlier one standing beside its error.
-    if (!scheduled) outcome.setStatus('');
   }
 
   return (
@@ -266,28 +287,36 @@ export function ScheduleForm({ env, id, initialText, onScheduled }: { env: strin
         </label>
         {id === undefined && (
           <label>
-            Content id <input value={item} onInput={(e) => setItem(e.currentTarget.value)} required />
+            Content id <input value={item} onInput={(e) => setItem(e.currentTarget.value)} required {...fieldAttrs(fid('id'), 'schedule', 'id', outcome.error)} />
           </label>
         )}
         <TimeInput label="Takes effect at" value={value} zone={zone} onValue={setValue} onZone={setZone} />
       </div>
+      <FieldError id={fid('id')} form="schedule" field="id" error={outcome.error} />
+      <FieldError id={fid('at')} form="schedule" field="at" error={outcome.error} />
       {kind === 'content.put' && <Editor label="JSONC of the scheduled change" initial={initialText ?? '{\n}\n'} resetKey={initialText ?? ''} onChange={setText} check={jsoncDiagnostics} />}
+      <FieldError id={fid('text')} form="schedule" field="text" error={outcome.error} />
       {kind === 'mapping.put' && <Editor label="Rules of the scheduled change (JSON)" initial={mapping} resetKey="mapping" onChange={setMapping} check={() => []} />}
+      <FieldError id={fid('mapping')} form="schedule" field="mapping" error={outcome.error} />
       <div class="row">
         {kind === 'content.rollback' && (
           <label>
-            Revision to restore <input type="number" min={1} value={revision} onInput={(e) => setRevision(e.currentTarget.value)} required />
+            Revision to restore <input type="number" min={1} value={revision} onInput={(e) => setRevision(e.currentTarget.value)} required {...fieldAttrs(fid('revision'), 'schedule', 'revision', outcome.error)} />
           </label>
         )}
         <label>
-          Only if still at revision <input type="number" min={0} value={base} onInput={(e) => setBase(e.currentTarget.value)} placeholder="(optional)" />
+          Only if still at revision <input type="number" min={0} value={base} onInput={(e) => setBase(e.currentTarget.value)} placeholder="(optional)" {...fieldAttrs(fid('base'), 'schedule', 'base', outcome.error)} />
         </label>
         <label>
-          Note <input value={note} onInput={(e) => setNote(e.currentTarget.value)} maxLength={1000} placeholder="e.g. Halloween on" />
+          Note <input value={note} onInput={(e) => setNote(e.currentTarget.value)} maxLength={1000} placeholder="e.g. Halloween on" {...fieldAttrs(fid('note'), 'schedule', 'note', outcome.error)} />
         </label>
         <button type="submit">Schedule change</button>
       </div>
-      <OutcomeLines outcome={outcome} />
+      {['revision', 'base', 'note'].map((f) => (
+        <FieldError key={f} id={fid(f)} form="schedule" field={f} error={outcome.error} />
+      ))}
+      {gate.warning}
+      <OutcomeLines outcome={{ ...outcome, error: unplaced('schedule', outcome.error) }} />
     </form>
   );
 }

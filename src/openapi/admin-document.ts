@@ -4,6 +4,7 @@
  */
 import type { ErrorCode } from '../runtime/errors.js';
 import { ADMIN_ROUTES } from '../admin/server/handlers.js';
+import './change-schemas.js';
 import { JSON_TYPE, REF, errorResponse, operation, pathParam, pick, queryParam, type Json, type Op } from './operation.js';
 
 const ADMIN_COMMON: readonly ErrorCode[] = ['unauthorized', 'internal'];
@@ -31,6 +32,7 @@ const REHEARSAL_ERRORS: readonly ErrorCode[] = [
   'too_many_schedules',
 ];
 const ROLLOUT_PARAM = pathParam('rid', 'rollout id (ro_ + 20 hex)');
+const SCHEDULE_PARAM = pathParam('sid', 'schedule id (sch_ + 20 hex)');
 
 function SCHEDULE_FILTERS(acrossEnvironments: boolean): Json[] {
   return [
@@ -97,7 +99,7 @@ export function adminDocument(schemas: Record<string, Json>): Json {
         summary: 'What the delivery API answers a user context, now or as the item will be at a time (a read: nothing written or audited)',
         params: [queryParam('at', { type: 'string' }, 'RFC 3339 time with an offset: the item with its pending scheduled changes due by then applied (docs/schedule.md)')],
         body: { schema: REF('PreviewContext') },
-        ok: { '200': ['the answer and the rules as this user meets them', 'Preview'] },
+        ok: { '200': ['the answer and the rules as this user meets them (with at=, the changes folded in and the answer now)', 'PreviewAt'] },
         errors: [...ADMIN_COMMON, 'invalid_json', 'invalid_body', 'invalid_query', 'not_found', 'content_not_found', 'preview_too_large', 'store_unavailable'],
       }, 'admin'),
     },
@@ -119,11 +121,29 @@ export function adminDocument(schemas: Record<string, Json>): Json {
       post: write('Schedule a change (checked now as the write itself would be)', { '201': ['scheduled', 'Schedule'] }, [...JSON_BODY_ERRORS, ...REHEARSAL_ERRORS], undefined, { schema: REF('ScheduleBody') }),
       get: read('Scheduled changes of the environment, oldest due first', 'ScheduleList', ['invalid_query'], SCHEDULE_FILTERS(false)),
     },
+    // Before {sid}: a literal segment is matched before a parameter.
+    '/admin/v1/environments/{env}/schedules/check': {
+      parameters: [ENV_PARAM],
+      post: operation({
+        summary: 'Which pending changes a write would make fail later (a dry run: nothing written or audited)',
+        body: { schema: REF('ConflictCheckBody') },
+        ok: { '200': ['the conflicts', 'ConflictCheck'] },
+        errors: [...ADMIN_COMMON, ...JSON_BODY_ERRORS, 'invalid_content', 'invalid_request', 'not_found', 'conflict', 'preview_too_large', 'store_unavailable'],
+      }, 'admin'),
+    },
     '/admin/v1/environments/{env}/schedules/{sid}': {
-      parameters: [ENV_PARAM, pathParam('sid', 'schedule id (sch_ + 20 hex)')],
+      parameters: [ENV_PARAM, SCHEDULE_PARAM],
       get: read('One scheduled change, with its texts and mappings', 'Schedule', ['not_found']),
       patch: write('Move a pending or paused change (checked again at its new time)', { '200': ['moved', 'Schedule'] }, [...JSON_BODY_ERRORS, ...REHEARSAL_ERRORS, 'conflict', 'rollout_step_order'], undefined, { schema: REF('ScheduleMove') }),
       delete: write('Cancel a pending or paused change', { '200': ['cancelled', 'Schedule'] }, ['not_found', 'conflict']),
+    },
+    '/admin/v1/environments/{env}/schedules/{sid}/writes': {
+      parameters: [ENV_PARAM, SCHEDULE_PARAM],
+      get: read('What a change writes, item by item: now, just before its time and after it (a read in memory: nothing written)', 'ScheduleWrites', ['not_found', 'preview_too_large', 'store_unavailable']),
+    },
+    '/admin/v1/environments/{env}/schedules/{sid}/ops': {
+      parameters: [ENV_PARAM, SCHEDULE_PARAM],
+      put: write('Replace the ops (and note) of a pending or paused change, checked as when it is scheduled', { '200': ['edited', 'Schedule'] }, [...JSON_BODY_ERRORS, ...REHEARSAL_ERRORS, 'conflict'], undefined, { schema: REF('ScheduleEdit') }),
     },
     '/admin/v1/environments/{env}/rollouts': {
       parameters: [ENV_PARAM],
@@ -232,7 +252,7 @@ export function adminDocument(schemas: Record<string, Json>): Json {
         'ContentList', 'ContentPut', 'ContentDetail', 'ContentDeleted', 'Mapping', 'MappingPut', 'MappingDeleted', 'SyncBody', 'SyncReport',
         'Bundle', 'ImportReport', 'WebhookBody', 'WebhookCreated', 'WebhookList', 'WebhookDeleted', 'DeadLetters', 'AuditList',
         'TokenBody', 'TokenCreated', 'TokenList', 'TokenRevoked', 'Preview', 'PreviewContext', 'UserContext', 'Segment',
-        'ChangeOp', 'ScheduleBody', 'ScheduleMove', 'Schedule', 'ScheduleList', 'RolloutBody', 'RolloutResume', 'Rollout', 'RolloutList', 'KillBody', 'Killed',
+        'ChangeOp', 'ScheduleBody', 'ScheduleMove', 'Schedule', 'ScheduleList', 'ChangeRef', 'PreviewAt', 'ScheduleWrites', 'ScheduleEdit', 'ConflictCheckBody', 'ConflictCheck', 'RolloutBody', 'RolloutResume', 'Rollout', 'RolloutList', 'KillBody', 'Killed',
         'ExperimentList', 'Experiment',
       ]),
       securitySchemes: { adminToken: { type: 'http', scheme: 'bearer' } },

@@ -23,14 +23,14 @@ import { MAX_ROLLOUT_STEPS, SCHEDULE_STATUSES } from '../store/schedule/rows.js'
 /** Every schema named in the documents' components, by component name. */
 export const registry = z.registry<{ id: string }>();
 
-function named<T extends z.ZodType>(id: string, schema: T, description?: string): T {
+export function named<T extends z.ZodType>(id: string, schema: T, description?: string): T {
   const described = description === undefined ? schema : schema.describe(description);
   registry.add(described, { id });
   return described;
 }
 
-const HASH = z.string().regex(/^[0-9a-f]{32}$/);
-const TIME = z.string().describe('ISO-8601 time');
+export const HASH = z.string().regex(/^[0-9a-f]{32}$/);
+export const TIME = z.string().describe('ISO-8601 time');
 
 export const ErrorEnvelope = named(
   'Error',
@@ -327,8 +327,8 @@ export const AuditList = named(
 
 // ---- scheduled changes, rollouts, the kill switch (docs/schedule.md) ----
 
-const INSTANT = z.string().describe('RFC 3339 time with an offset, e.g. 2026-10-31T00:00:00Z');
-const SCHEDULE_ERROR = z.strictObject({ code: z.string(), message: z.string() }).nullable();
+export const INSTANT = z.string().describe('RFC 3339 time with an offset, e.g. 2026-10-31T00:00:00Z');
+export const SCHEDULE_ERROR = z.strictObject({ code: z.string(), message: z.string() }).nullable();
 
 export const ChangeOp = named('ChangeOp', ChangeOpSchema, 'One admin write of a scheduled change (docs/schedule.md, "Ops")');
 export const ScheduleBody = named(
@@ -337,7 +337,7 @@ export const ScheduleBody = named(
   'A change set and the time it takes effect',
 );
 export const ScheduleMove = named('ScheduleMove', z.strictObject({ at: INSTANT }), 'Only the time moves: a change\'s ops are not edited');
-const scheduleShape = {
+export const scheduleShape = {
   id: z.string().regex(/^sch_[0-9a-f]{20}$/),
   env: z.string(),
   at: TIME,

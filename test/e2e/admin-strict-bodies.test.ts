@@ -66,6 +66,8 @@ const BODIES: Record<string, Record<string, unknown> | null | 'own'> = {
   'POST environments/:env/schedules': { at: FUTURE, ops: [{ op: 'content.put', id: 'Game', json: { color: 'blue' } }] },
   'PATCH environments/:env/schedules/:sid': { at: FUTURE },
   'DELETE environments/:env/schedules/:sid': null,
+  'PUT environments/:env/schedules/:sid/ops': { ops: [{ op: 'content.put', id: 'Game', json: { color: 'blue' } }] },
+  'POST environments/:env/schedules/check': { ops: [{ op: 'content.put', id: 'Game', json: { color: 'blue' } }] },
   'POST environments/:env/rollouts': { id: 'Game', rule: 1, steps: [{ percent: 50, at: FUTURE }] },
   'POST environments/:env/rollouts/:rid/pause': null,
   'POST environments/:env/rollouts/:rid/resume': { overdue: 'apply' },

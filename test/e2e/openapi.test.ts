@@ -281,6 +281,9 @@ describe('OpenAPI documents', () => {
     await admin('GET', `environments/live/schedules/${sch.id}`);
     await admin('PATCH', `environments/live/schedules/${sch.id}`, JSON.stringify({ at: inTwo }));
     await admin('POST', `environments/live/content/Sched/preview?at=${encodeURIComponent(inTwo)}`, '{"u":"p1"}');
+    await admin('GET', `environments/live/schedules/${sch.id}/writes`);
+    await admin('PUT', `environments/live/schedules/${sch.id}/ops`, JSON.stringify({ ops: [{ op: 'content.put', id: 'Sched', json: { a: 5 } }] }));
+    await admin('POST', 'environments/live/schedules/check', JSON.stringify({ ops: [{ op: 'content.put', id: 'Sched', json: { a: 6 } }] }));
     // A second op pending: past --preview-max-ops 1.
     const two = (await (await admin('POST', 'environments/live/schedules', JSON.stringify({ at: inHour, ops: [{ op: 'content.put', id: 'Sched', json: { a: 4 } }] }))).json()) as { id: string };
     await admin('POST', `environments/live/content/Sched/preview?at=${encodeURIComponent(inTwo)}`, '{"u":"p1"}');

@@ -10,15 +10,16 @@ import { RcdError } from '../../runtime/errors.js';
 import { decodeUtf8 } from '../../shared/json-body.js';
 import { isPlainObject } from '../../shared/json.js';
 import { appVersionProblem, plainKeyProblem } from '../../store/ids.js';
-import type { ContentRef, MappingResult, PutContentResult, Store } from '../../store/types.js';
+import type { ContentDetail, ContentRef, MappingResult, PutContentResult, Store } from '../../store/types.js';
 import { inScope } from './access.js';
 import { webhookPayload } from './webhooks.js';
 import { previewContent } from './preview.js';
 import { parseInstant } from '../../shared/instant.js';
-import { contentAt } from '../../store/schedule/replay.js';
+import { contentNowAndAt } from '../../store/schedule/replay.js';
 import type { ScheduleRow } from '../../store/schedule/rows.js';
 import { cancelledEvents } from './schedule-view.js';
 import { SCHEDULE_ROUTES } from './schedule-handlers.js';
+import { CHANGE_ROUTES, replayedView } from './change-handlers.js';
 import { EXPERIMENT_ROUTES } from './experiment-handlers.js';
 import { exportBundle, importBundle, prepareImportWrite, syncEnvironment } from './bundle-handlers.js';
 import { addWebhook, deleteWebhook, listAudit, listDeadLetters, listWebhooks, prepareWebhook } from './webhook-handlers.js';
@@ -223,16 +224,29 @@ async function previewMapping(ctx: AdminContext, call: AdminCall): Promise<Admin
   // The delivery API's user context, with no member it does not know (a misspelt `p` would preview another user).
   if (isPlainObject(body)) refuseUnknownFields(body, USER_CONTEXT_FIELDS);
   const atText = call.query.get('at');
-  let detail;
   if (atText === null) {
-    detail = await ctx.store.getContent(env, id);
-  } else {
-    const atMs = parseInstant(atText);
-    if (atMs === null) throw new RcdError('invalid_query', 'at must be an RFC 3339 time with an offset, e.g. 2026-10-31T00:00:00Z');
-    detail = await ctx.previews.run(() => ctx.store.snapshotStep(() => contentAt(env, id, atMs, ctx.previews.limits.maxOps)));
+    const detail = await ctx.store.getContent(env, id);
+    if (detail === undefined) throw new RcdError('content_not_found', `no content "${id}" in environment "${env}"`);
+    return read(previewContent(detail, body));
   }
-  if (detail === undefined) throw new RcdError('content_not_found', `no content "${id}" in environment "${env}"${atText === null ? '' : ` at ${atText}`}`);
-  return read(previewContent(detail, body));
+  const atMs = parseInstant(atText);
+  if (atMs === null) throw new RcdError('invalid_query', 'at must be an RFC 3339 time with an offset, e.g. 2026-10-31T00:00:00Z');
+  const { now, at, changes } = await ctx.previews.run(() => ctx.store.snapshotStep(() => contentNowAndAt(env, id, atMs, ctx.previews.limits.maxOps)));
+  if (at === undefined) throw new RcdError('content_not_found', `no content "${id}" in environment "${env}" at ${atText}`);
+  // Beside the answer at that time: the pending changes folded in, and the answer now to compare with.
+  return read({ ...previewContent(at, body), changes: replayedView(changes), now: previewNow(now, body) });
+}
+
+/** The answer now for the same user context, or null when nothing answers it now (no item, no revision for its app version). */
+function previewNow(detail: ContentDetail | undefined, body: unknown): { answer: unknown; revision: number; hash: string } | null {
+  if (detail === undefined) return null;
+  try {
+    const p = previewContent(detail, body);
+    return { answer: p.answer, revision: p.revision, hash: p.hash };
+  } catch (err) {
+    if (err instanceof RcdError && err.code === 'content_not_found') return null;
+    throw err;
+  }
 }
 
 // ---- the table ------------------------------------------------------------------------------
@@ -267,5 +281,6 @@ export const ADMIN_ROUTES: readonly AdminRoute[] = [
   route('GET', 'tokens', listTokens, false, 'admin', 'all'),
   route('DELETE', 'tokens/:name', revokeToken, true, 'admin', 'all'),
   ...SCHEDULE_ROUTES,
+  ...CHANGE_ROUTES,
   ...EXPERIMENT_ROUTES,
 ];

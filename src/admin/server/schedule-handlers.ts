@@ -36,14 +36,14 @@ const MAX_LIST = 1000;
 const DEFAULT_LIST = 100;
 const MAX_NOTE = 1000;
 
-function parseAt(raw: unknown, field: string): number {
+export function parseAt(raw: unknown, field: string): number {
   if (typeof raw !== 'string') throw new RcdError('invalid_body', `${field} must be an RFC 3339 time with an offset, e.g. 2026-10-31T00:00:00Z`);
   const ms = parseInstant(raw);
   if (ms === null) throw new RcdError('invalid_body', `${field} ${JSON.stringify(raw)} is not an RFC 3339 time with an offset (e.g. 2026-10-31T00:00:00Z or 2026-10-31T02:00:00+02:00)`);
   return ms;
 }
 
-function parseNote(raw: unknown): string {
+export function parseNote(raw: unknown): string {
   if (raw === undefined || raw === null) return '';
   if (typeof raw !== 'string' || raw.length > MAX_NOTE) throw new RcdError('invalid_body', `note must be a string of at most ${MAX_NOTE} characters`);
   return raw;
@@ -51,7 +51,7 @@ function parseNote(raw: unknown): string {
 
 
 /** A scheduled change writes with its creator's rights: every environment it writes must be in the caller's scope now. */
-function requireTargetsInScope(principal: Principal, envs: readonly string[]): void {
+export function requireTargetsInScope(principal: Principal, envs: readonly string[]): void {
   for (const env of envs) {
     if (!inScope(principal, env)) throw new RcdError('forbidden_scope', `token "${principal.name}" may not act on environment "${env}"`);
   }

@@ -9,6 +9,8 @@ import { jsoncProblem } from '../jsonc-check.js';
 import { useConfirmWrite } from '../parts/confirm-write.js';
 import { useFollow } from '../parts/use-follow.js';
 import { ItemActivity } from '../parts/item-activity.js';
+import { useConflictGate } from '../parts/conflict-warning.js';
+import { FieldError, fieldAttrs, unplaced } from '../parts/field-error.js';
 import { Diff } from '../parts/diff.js';
 import { ErrorBox } from '../parts/messages.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
@@ -44,6 +46,7 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
   const edited = base !== undefined ? text !== base.text : text !== NEW_TEXT;
   /** Set by this editor's own save: the revision it made is the one to follow. */
   const adopt = useRef(false);
+  const gate = useConflictGate();
 
   useEffect(() => {
     if (newest !== undefined && (!edited || adopt.current)) {
@@ -60,16 +63,22 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
     e.preventDefault();
     if (problem !== null) return;
     const q = minApp.trim() === '' ? '' : `?minAppVersion=${encodeURIComponent(minApp.trim())}`;
-    confirm.ask({
-      question: `Save ${id} in ${env} as ${newest === undefined ? 'its first revision' : `revision ${newest.number + 1}`}${q === '' ? '' : ` (minimum app version ${minApp.trim()})`}? Every player of ${env} gets it at once.`,
-      yes: 'Yes, save content',
-      run: (comment) =>
-        outcome.attempt(async () => {
-          const r = await apiWrite<{ revision: number; changed: boolean; hash: string }>('PUT', path + q, comment, text);
-          adopt.current = true;
-          detail.reload();
-          return r.changed ? `Saved revision ${r.revision} (hash ${r.hash.slice(0, 12)}).` : 'No change: the newest revision already has this text.';
-        }),
+    // A save that would make pending scheduled changes fail (one pinned to the newest revision) is
+    // named first; then the confirmation says what goes live, with an optional comment for the audit.
+    const put = { op: 'content.put', id, text, minAppVersion: minApp.trim() === '' ? null : minApp.trim() };
+    void gate.guard(env, { ops: [put] }, `Saving ${id}`, () => {
+      confirm.ask({
+        question: `Save ${id} in ${env} as ${newest === undefined ? 'its first revision' : `revision ${newest.number + 1}`}${q === '' ? '' : ` (minimum app version ${minApp.trim()})`}? Every player of ${env} gets it at once.`,
+        yes: 'Yes, save content',
+        run: (comment) =>
+          outcome.attempt(async () => {
+            const r = await apiWrite<{ revision: number; changed: boolean; hash: string }>('PUT', path + q, comment, text);
+            adopt.current = true;
+            detail.reload();
+            return r.changed ? `Saved revision ${r.revision} (hash ${r.hash.slice(0, 12)}).` : 'No change: the newest revision already has this text.';
+          }),
+      });
+      return Promise.resolve();
     });
   }
 
@@ -97,16 +106,19 @@ export function ContentItem({ env, id }: { env: string; id: string }): preact.JS
             Valid JSONC.
           </p>
         )}
+        <FieldError id="content-text-error" form="content" field="text" error={outcome.error} />
         <div class="row">
           <label>
-            Minimum app version <input value={minApp} onInput={(e) => setMinApp(e.currentTarget.value)} placeholder="X.Y.Z (optional)" />
+            Minimum app version <input value={minApp} onInput={(e) => setMinApp(e.currentTarget.value)} placeholder="X.Y.Z (optional)" {...fieldAttrs('content-min-app-error', 'content', 'minAppVersion', outcome.error)} />
           </label>
           <button type="submit" disabled={problem !== null} aria-describedby="jsonc-problem">
             Save content
           </button>
         </div>
+        <FieldError id="content-min-app-error" form="content" field="minAppVersion" error={outcome.error} />
+        {gate.warning}
         {confirm.dialog}
-        <OutcomeLines outcome={outcome} />
+        <OutcomeLines outcome={{ ...outcome, error: unplaced('content', outcome.error) }} />
       </form>
       {item !== null && item !== undefined && <History item={item} path={path} onChange={detail.reload} />}
       {item !== null && item !== undefined && <ItemActivity env={env} id={id} />}

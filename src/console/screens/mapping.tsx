@@ -5,11 +5,14 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Diagnostic } from '@codemirror/lint';
-import { api, ApiError, apiWrite, seg, type ContentDetail, type Mapping, type MappingProblem, type Preview } from '../api.js';
+import { api, ApiError, apiWrite, seg, type ContentDetail, type Mapping, type MappingProblem } from '../api.js';
 import { Editor } from '../editor.js';
 import { lineColumn, locateJsonError } from '../../store/json-errors.js';
 import { useConfirmWrite } from '../parts/confirm-write.js';
+import type { PreviewAt } from '../changes-api.js';
+import { useConflictGate } from '../parts/conflict-warning.js';
 import { ErrorBox } from '../parts/messages.js';
+import { PreviewChanges } from '../parts/preview-changes.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
 import { Table } from '../parts/table.js';
 import { bothZones, instantOf, TimeInput, type Zone } from '../schedule-ui.js';
@@ -47,7 +50,18 @@ export function MappingPanel({ env, item, onChange }: { env: string; item: Conte
     }
   }, [stored]);
 
-  async function save(comment: string): Promise<void> {
+  const gate = useConflictGate();
+
+  // A mapping that would make pending scheduled changes fail (a rule a scheduled rule edit names) is
+  // named first; then the confirmation says what goes live, with an optional comment for the audit.
+  async function save(): Promise<void> {
+    await gate.guard(env, { ops: [{ op: 'mapping.put', id: item.id, mapping: JSON.parse(text) as unknown }] }, `Saving the mapping of ${item.id}`, () => {
+      confirm.ask({ question: `Save the mapping of ${item.id} in ${env}? Every player of ${env} gets its rules at once.`, yes: 'Yes, save mapping', run: write });
+      return Promise.resolve();
+    });
+  }
+
+  async function write(comment: string): Promise<void> {
     try {
       const r = await apiWrite<{ mappingId: number; ruleCount: number }>('PUT', `${path}/mapping`, comment, text);
       adopt.current = true;
@@ -97,7 +111,7 @@ export function MappingPanel({ env, item, onChange }: { env: string; item: Conte
       <div class="row">
         <button
           type="button"
-          onClick={() => confirm.ask({ question: `Save the mapping of ${item.id} in ${env}? Every player of ${env} gets its rules at once.`, yes: 'Yes, save mapping', run: save })}
+          onClick={() => void save()}
           disabled={parseProblem !== undefined}
         >
           Save mapping
@@ -111,6 +125,7 @@ export function MappingPanel({ env, item, onChange }: { env: string; item: Conte
           </button>
         )}
       </div>
+      {gate.warning}
       {confirm.dialog}
       <OutcomeLines outcome={outcome} />
       {problems.length > 0 && (
@@ -181,7 +196,7 @@ function PreviewForm({ path }: { path: string }): preact.JSX.Element {
   const [atValue, setAtValue] = useState('');
   const [zone, setZone] = useState<Zone>('local');
   const [shownAt, setShownAt] = useState<string | null>(null);
-  const [result, setResult] = useState<Preview | null>(null);
+  const [result, setResult] = useState<PreviewAt | null>(null);
   const [error, setError] = useState<unknown>(null);
 
   async function run(e: Event): Promise<void> {
@@ -201,7 +216,7 @@ function PreviewForm({ path }: { path: string }): preact.JSX.Element {
       return;
     }
     try {
-      setResult(await api<Preview>('POST', `${path}/preview${at === null ? '' : `?at=${encodeURIComponent(at)}`}`, body));
+      setResult(await api<PreviewAt>('POST', `${path}/preview${at === null ? '' : `?at=${encodeURIComponent(at)}`}`, body));
       setShownAt(at);
       setError(null);
     } catch (err) {
@@ -238,6 +253,7 @@ function PreviewForm({ path }: { path: string }): preact.JSX.Element {
             {shownAt === null ? 'Now' : `As it will be at ${bothZones(shownAt)} (nothing stored)`}: uid {result.uid}, <strong>mod {result.mod}</strong>, revision{' '}
             {result.revision}
           </p>
+          {shownAt !== null && <PreviewChanges preview={result} />}
           <Table caption="Rules for this user" columns={['Rule', 'Applied', 'Variant (A/B group)', 'Switched off']}>
             {result.rules.map((r) => (
               <tr key={r.index}>

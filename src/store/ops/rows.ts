@@ -90,6 +90,8 @@ export interface Rows {
   settleApplied(applied: readonly AppliedRow[], settledAt: string): number;
   /** Moves a pending or paused schedule; returns how many rows changed. */
   moveSchedule(scheduleId: string, dueMs: number): number;
+  /** Replaces the ops, note and items of a pending or paused schedule; returns how many rows changed. */
+  editSchedule(scheduleId: string, ops: string, note: string, items: readonly ScheduleItem[]): number;
   /** Changes status `from` to `to`; returns how many rows changed. */
   setScheduleStatus(scheduleId: string, from: ScheduleRow['status'], to: ScheduleRow['status']): number;
   countOpen(): number;

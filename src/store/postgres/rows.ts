@@ -28,11 +28,15 @@ export class PgRows extends PgContentRows implements AsyncRows {
       ],
       { prepare: true },
     );
+    await this.insertItems(row.schedule_id, items);
+  }
+
+  private async insertItems(scheduleId: string, items: readonly ScheduleItem[]): Promise<void> {
     if (items.length === 0) return;
     await this.tx.unsafe(
       `INSERT INTO schedule_items (schedule_id, env_id, id_lower)
        SELECT $1, e, k FROM unnest($2::text[], $3::text[]) AS u(e, k) ON CONFLICT DO NOTHING`,
-      [row.schedule_id, items.map((i) => i.envId), items.map((i) => i.idLower)],
+      [scheduleId, items.map((i) => i.envId), items.map((i) => i.idLower)],
     );
   }
 
@@ -140,6 +144,14 @@ export class PgRows extends PgContentRows implements AsyncRows {
 
   async moveSchedule(scheduleId: string, dueMs: number): Promise<number> {
     const rows = await this.tx.unsafe(`UPDATE schedules SET due_ms = $1 WHERE schedule_id = $2 AND status IN ('pending', 'paused')`, [dueMs, scheduleId]);
+    return rows.count;
+  }
+
+  async editSchedule(scheduleId: string, ops: string, note: string, items: readonly ScheduleItem[]): Promise<number> {
+    const rows = await this.tx.unsafe(`UPDATE schedules SET ops = $1, note = $2 WHERE schedule_id = $3 AND status IN ('pending', 'paused')`, [ops, note, scheduleId]);
+    if (rows.count === 0) return 0;
+    await this.tx.unsafe('DELETE FROM schedule_items WHERE schedule_id = $1', [scheduleId]);
+    await this.insertItems(scheduleId, items);
     return rows.count;
   }
 

@@ -352,6 +352,26 @@ export function* moveSchedule(envId: string, scheduleId: string, dueMs: number, 
   return { ...row, due_ms: dueMs };
 }
 
+/**
+ * Replaces the ops (and, when given, the note) of an open change, checked as when it was scheduled:
+ * rehearsed at its time after the pending changes of its items due before it. A rollout's step is
+ * not edited here (its rollout owns its ops): conflict.
+ */
+export function* editSchedule(envId: string, scheduleId: string, ops: readonly ChangeOp[], note: string | null, guard: ScheduleGuard): Step<ScheduleRow> {
+  const row = yield* requireSchedule(envId, scheduleId);
+  guarded(row, guard);
+  guard(targetEnvironments(ops));
+  requireOpen(row);
+  if (row.rollout_id !== null) {
+    throw new RcdError('conflict', `scheduled change ${scheduleId} is step ${(row.step ?? 0) + 1} of rollout ${row.rollout_id}; a rollout's steps change through the rollout`, { rollout: row.rollout_id });
+  }
+  const items = itemsOf(envId, ops);
+  yield* rehearse(envId, ops, items, row.due_ms, scheduleId);
+  const edited = { ...row, ops: JSON.stringify(ops), note: note ?? row.note };
+  yield* call('editSchedule', scheduleId, edited.ops, edited.note, items);
+  return edited;
+}
+
 /** Revoking a token cancels what it scheduled (a change is applied with its creator's rights). */
 export function* cancelOfToken(tokenId: string): Step<ScheduleRow[]> {
   return yield* cancelRows(yield* call('openOfToken', tokenId), 'token revoked');

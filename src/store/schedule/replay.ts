@@ -43,23 +43,39 @@ function* replayBefore(envId: string, items: readonly ScheduleItem[], dueMs: num
   yield* replay(yield* call('pendingTouching', envId, keys, dueMs, beforeId));
 }
 
+/** What replaying one pending change did: applied (error null) or refused, and skipped. */
+export interface Replayed {
+  readonly row: ScheduleRow;
+  readonly error: RcdError | null;
+}
+
 /**
  * Applies pending changes in order, as they will apply: all together (applyAll), or, when one of
  * them would be refused, one by one, each in its own savepoint, the refused ones skipped.
  */
-function* replay(rows: readonly ScheduleRow[]): Step<void> {
-  if (rows.length === 0) return;
-  if (yield* together('replay_all', () => applyAll(rows.map(changeSetOf)))) return;
+export function* replay(rows: readonly ScheduleRow[]): Step<Replayed[]> {
+  if (rows.length === 0) return [];
+  if (yield* together('replay_all', () => applyAll(rows.map(changeSetOf)))) return rows.map((row) => ({ row, error: null }));
+  return yield* replayEach(rows);
+}
+
+/** The changes one by one, each in its own savepoint: a refused one is rolled back alone and skipped. */
+export function* replayEach(rows: readonly ScheduleRow[]): Step<Replayed[]> {
+  const out: Replayed[] = [];
   for (const earlier of rows) {
     yield* call('savepoint', 'replay');
+    let error: RcdError | null = null;
     try {
       yield* applyOps(earlier.env_id, JSON.parse(earlier.ops) as ChangeOp[]);
     } catch (err) {
       if (!isRefusal(err)) throw err;
+      error = err;
       yield* call('rollbackTo', 'replay');
     }
     yield* call('releaseSavepoint', 'replay');
+    out.push({ row: earlier, error });
   }
+  return out;
 }
 
 /**
@@ -99,14 +115,38 @@ export function* contentAt(envId: string, id: string, atMs: number, maxOps: numb
   return yield* inMemory(contentAtInMemory(envId, id, atMs, maxOps));
 }
 
+/**
+ * contentAt, with the item as it is now (read first, from the same snapshot) and the pending
+ * changes replayed to reach `atMs`, each with whether it applied or would be refused.
+ */
+export function* contentNowAndAt(envId: string, id: string, atMs: number, maxOps: number): Step<{ now: ContentDetail | undefined; at: ContentDetail | undefined; changes: Replayed[] }> {
+  return yield* inMemory(
+    (function* () {
+      const now = yield* contentDetailOf(envId, id);
+      const changes = yield* replayDue(envId, id, atMs, maxOps);
+      return { now, at: yield* contentDetailOf(envId, id), changes };
+    })(),
+  );
+}
+
 function* contentAtInMemory(envId: string, id: string, atMs: number, maxOps: number): Step<ContentDetail | undefined> {
+  yield* replayDue(envId, id, atMs, maxOps);
+  return yield* contentDetailOf(envId, id);
+}
+
+/** Replays the item's pending changes due by `atMs` (at most `maxOps` ops of them, else preview_too_large). */
+function* replayDue(envId: string, id: string, atMs: number, maxOps: number): Step<Replayed[]> {
   // Every change due at atMs counts: '\u{10ffff}' sorts after every schedule id.
   const pending = yield* call('pendingTouching', envId, [contentIdKey(id)], atMs, '\u{10ffff}');
+  requireReplayable(pending, maxOps, `apply before ${isoOf(atMs)}`, 'preview an earlier time');
+  return yield* replay(pending);
+}
+
+/** Refuses (preview_too_large) a replay of more than `maxOps` ops: `what` and `instead` complete the message. */
+export function requireReplayable(pending: readonly ScheduleRow[], maxOps: number, what: string, instead: string): void {
   let ops = 0;
   for (const row of pending) ops += (JSON.parse(row.ops) as unknown[]).length;
   if (ops > maxOps) {
-    throw new RcdError('preview_too_large', `${pending.length} pending changes of ${ops} ops apply before ${isoOf(atMs)}, more than a preview replays (--preview-max-ops ${maxOps}); preview an earlier time`, { changes: pending.length, ops, maxOps });
+    throw new RcdError('preview_too_large', `${pending.length} pending changes of ${ops} ops ${what}, more than a preview replays (--preview-max-ops ${maxOps}); ${instead}`, { changes: pending.length, ops, maxOps });
   }
-  yield* replay(pending);
-  return yield* contentDetailOf(envId, id);
 }

@@ -27,6 +27,8 @@ export class SqliteRows extends StoreSql implements Rows {
   private readonly openOfTokenStmt: Statement<ScheduleRow>;
   private readonly settleStmt: Statement<never>;
   private readonly moveStmt: Statement<never>;
+  private readonly editStmt: Statement<never>;
+  private readonly clearItemsStmt: Statement<never>;
   private readonly statusStmt: Statement<never>;
   private readonly countOpenStmt: Statement<{ n: number }>;
   private readonly nextDueStmt: Statement<{ due: number | null }>;
@@ -77,6 +79,8 @@ export class SqliteRows extends StoreSql implements Rows {
         WHERE schedule_id = @id AND status IN (SELECT value FROM json_each(@from))`,
     );
     this.moveStmt = db.prepare(`UPDATE schedules SET due_ms = ? WHERE schedule_id = ? AND status IN ('pending', 'paused')`);
+    this.editStmt = db.prepare(`UPDATE schedules SET ops = ?, note = ? WHERE schedule_id = ? AND status IN ('pending', 'paused')`);
+    this.clearItemsStmt = db.prepare('DELETE FROM schedule_items WHERE schedule_id = ?');
     this.statusStmt = db.prepare('UPDATE schedules SET status = ? WHERE schedule_id = ? AND status = ?');
     this.countOpenStmt = db.prepare(`SELECT count(*) AS n FROM schedules WHERE status IN ('pending', 'paused')`);
     this.nextDueStmt = db.prepare(`SELECT min(due_ms) AS due FROM schedules WHERE status = 'pending'`);
@@ -208,6 +212,14 @@ export class SqliteRows extends StoreSql implements Rows {
 
   moveSchedule(scheduleId: string, dueMs: number): number {
     return this.moveStmt.run(dueMs, scheduleId).changes;
+  }
+
+  editSchedule(scheduleId: string, ops: string, note: string, items: readonly ScheduleItem[]): number {
+    const changed = this.editStmt.run(ops, note, scheduleId).changes;
+    if (changed === 0) return 0;
+    this.clearItemsStmt.run(scheduleId);
+    for (const item of items) this.insertItemStmt.run(scheduleId, item.envId, item.idLower);
+    return changed;
   }
 
   setScheduleStatus(scheduleId: string, from: ScheduleStatus, to: ScheduleStatus): number {
