@@ -93,6 +93,8 @@ export const ALONE_FILES: readonly string[] = [
   'test/unit/admin/server/server.test.ts',
   'test/unit/admin/server/webhooks.test.ts',
   'test/unit/control/nodes.test.ts',
+  // A graceful stop that open admin event streams do not hold up.
+  'test/e2e/admin-events.test.ts',
   // Loop-delay lines under CPU hogs on every core; clocks, stalls, wake-ups and context switches.
   'test/e2e/loop-delay-log.test.ts',
   'test/unit/metrics/clock.test.ts',
