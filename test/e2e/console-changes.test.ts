@@ -153,6 +153,8 @@ describe('scheduled changes in the console: read, edited, previewed, in the way 
 
     await page.getByRole('button', { name: 'Save content' }).click();
     await page.getByRole('alertdialog').getByRole('button', { name: 'Go ahead anyway' }).click();
+    // Past the warning, the save is confirmed as every live write is.
+    await page.getByRole('button', { name: 'Yes, save content' }).click();
     await page.getByRole('status').filter({ hasText: 'Saved revision 2' }).waitFor();
     expect((await adm<{ revisions: unknown[] }>('GET', 'environments/live/content/Shop')).revisions).toHaveLength(2);
   });
