@@ -113,7 +113,14 @@ describe('a rollout steered from the console', () => {
 
   it('paused past its second step, resumes only through the warning, applying that step on request', async () => {
     await card().getByRole('button', { name: 'Pause rollout' }).click();
+    // A live write: confirmed first, naming what changes, with a comment for the audit log.
+    const asked = card().getByRole('alertdialog');
+    expect(await asked.textContent()).toContain('Pause the rollout of Game, rule 0 (new-curve)?');
+    await asked.getByLabel('Comment for the audit log (optional)').fill('event delayed by an hour');
+    await asked.getByRole('button', { name: 'Yes, pause it' }).click();
     await card().getByRole('heading').filter({ hasText: 'paused' }).waitFor();
+    const audit = await adm<{ entries: { action: string; detail: { comment?: string } | null }[] }>('GET', 'audit?limit=5');
+    expect(audit.entries.find((e) => e.action.includes('pause'))?.detail?.comment).toBe('event delayed by an hour');
     const view = await adm<RolloutAnswer>('GET', `environments/live/rollouts/${rolloutId}`);
     expect(view.status).toBe('paused');
     const due = Date.parse(view.steps[1]!.dueAt);

@@ -171,7 +171,7 @@ describe('a live-ops session in Chromium', () => {
     await page.getByRole('button', { name: 'Delete environment scratch' }).click();
     const confirm = page.getByRole('alertdialog');
     expect(await confirm.textContent()).toContain('Delete environment scratch? 0 content items and 0 keys');
-    await confirm.getByRole('button', { name: 'Cancel' }).click();
+    await confirm.getByRole('button', { name: 'Go back' }).click();
     expect((await adm('GET', 'environments')).json.environments).toHaveLength(3);
     await page.getByRole('button', { name: 'Delete environment scratch' }).click();
     await page.getByRole('button', { name: 'Yes, delete scratch' }).click();
@@ -246,10 +246,14 @@ describe('a live-ops session in Chromium', () => {
     expect((await adm('GET', 'environments/prod/content')).json.content).toEqual([]);
     await shot('promote');
     expect(await unnamedControls()).toEqual([]);
+    await page.getByLabel('Comment for the audit log (optional)').fill('release 1.4 content');
     await page.getByRole('button', { name: 'Confirm promotion to prod' }).click();
     await page.getByRole('status').filter({ hasText: 'Promoted staging to prod: 1 items' }).waitFor();
     const prod = await adm('GET', 'environments/prod/content/Shop');
     expect(prod.json.mapping).not.toBeNull();
+    // The promotion's comment is in the audit log with it.
+    const audit = (await adm('GET', 'audit?limit=5')).json as { entries: { action: string; detail: { comment?: string } | null }[] };
+    expect(audit.entries.find((e) => e.action === 'environment.sync')?.detail?.comment).toBe('release 1.4 content');
   });
 
   it('diffs two revisions and rolls back', async () => {

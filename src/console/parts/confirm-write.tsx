@@ -6,7 +6,7 @@
 import { useState } from 'preact/hooks';
 
 /** The audit log keeps at most this many characters of a comment (src/admin/server/audit-comment.ts). */
-const MAX_COMMENT = 500;
+export const MAX_COMMENT = 500;
 
 export interface Question {
   /** What changes, in words: "Save content Shop in live as a new revision?" */

@@ -5,11 +5,13 @@
  * while it was paused does not apply that step silently: the card says so and asks whether to apply
  * it now, skip to the next step or reschedule the steps left (the server refuses a plain resume
  * then, with `rollout_step_overdue`, so a step falling due while the page is open is asked about too).
+ * Every action is a live write: it is confirmed first, naming what changes, with an optional comment
+ * for the audit log (the overdue choice carries its comment field itself).
  */
 import { useState } from 'preact/hooks';
-import { api, ApiError, seg, type Rollout } from '../api.js';
+import { apiWrite, ApiError, seg, type Rollout } from '../api.js';
 import { bothZones, instantOf, TimeInput, zoneName, type Zone } from '../schedule-ui.js';
-import { Confirm } from './confirm.js';
+import { MAX_COMMENT, useConfirmWrite } from './confirm-write.js';
 import { relativeTime } from './experiment-format.js';
 import { OutcomeLines, useOutcome } from './outcome.js';
 import { dueText, headline, nextStep, overdueSteps, progress, rolloutState, shareText, stateSentence, targetName } from './rollout-words.js';
@@ -20,7 +22,9 @@ type Action = 'pause' | 'resume' | 'advance' | 'rollback';
 
 export function RolloutCard({ env, rollout: r, nowMs, onChange }: { env: string; rollout: Rollout; nowMs: number; onChange: () => void }): preact.JSX.Element {
   const outcome = useOutcome();
-  const [asking, setAsking] = useState<'overdue' | 'rollback' | 'advance' | null>(null);
+  const confirm = useConfirmWrite();
+  const [asking, setAsking] = useState<'overdue' | null>(null);
+  const [overdueComment, setOverdueComment] = useState('');
   const [later, setLater] = useState('');
   const [zone, setZone] = useState<Zone>('local');
   const state = rolloutState(r);
@@ -28,16 +32,17 @@ export function RolloutCard({ env, rollout: r, nowMs, onChange }: { env: string;
   const next = nextStep(r);
   const late = overdueSteps(r, nowMs);
 
-  async function act(action: Action, body?: object): Promise<void> {
+  async function act(action: Action, body: object | undefined, comment: string): Promise<void> {
     await outcome.attempt(async () => {
       try {
-        const after = await api<Rollout>('POST', `environments/${seg(env)}/rollouts/${seg(r.id)}/${action}`, body);
+        const after = await apiWrite<Rollout>('POST', `environments/${seg(env)}/rollouts/${seg(r.id)}/${action}`, comment, body);
         setAsking(null);
         onChange();
         return `Rollout of ${r.contentId}, ${targetName(r)}: ${rolloutState(after)}; ${headline(after).toLowerCase()}.`;
       } catch (err) {
         // A step fell due while the page showed none: ask, as for one shown late.
         if (err instanceof ApiError && err.code === 'rollout_step_overdue') {
+          setOverdueComment(comment);
           setAsking('overdue');
           onChange();
           return 'A step\'s time passed while the rollout was paused: choose what to do with it below.';
@@ -53,7 +58,7 @@ export function RolloutCard({ env, rollout: r, nowMs, onChange }: { env: string;
       outcome.setError(new Error(timeProblem(later, zoneName(zone)) ?? 'choose the new time of the next step'));
       return;
     }
-    await act('resume', { overdue: 'reschedule', at });
+    await act('resume', { overdue: 'reschedule', at }, overdueComment);
   }
 
   const firstLate = late[0];
@@ -89,46 +94,68 @@ export function RolloutCard({ env, rollout: r, nowMs, onChange }: { env: string;
       </Table>
       <div class="row">
         {r.status === 'active' && (
-          <button type="button" onClick={() => void act('pause')}>
+          <button
+            type="button"
+            onClick={() =>
+              confirm.ask({
+                question: `Pause the rollout of ${r.contentId}, ${targetName(r)}? Its next step waits until it is resumed; the players it serves now keep their share.`,
+                yes: 'Yes, pause it',
+                run: (c) => act('pause', undefined, c),
+              })
+            }
+          >
             Pause rollout
           </button>
         )}
         {r.status === 'active' && next !== null && (
-          <button type="button" onClick={() => setAsking('advance')}>
+          <button
+            type="button"
+            onClick={() =>
+              confirm.ask({
+                question: `Apply step ${next.number} of ${r.contentId} now: ${targetName(r)} to ${shareText(next.step.percent)} of players, for every player at once?`,
+                yes: `Yes, go to ${shareText(next.step.percent)} now`,
+                run: (c) => act('advance', undefined, c),
+              })
+            }
+          >
             Advance to the next step now
           </button>
         )}
         {r.status === 'paused' && (
-          <button type="button" onClick={() => (late.length > 0 ? setAsking('overdue') : void act('resume', { overdue: 'refuse' }))}>
+          <button
+            type="button"
+            onClick={() => {
+              if (late.length > 0) {
+                setOverdueComment('');
+                setAsking('overdue');
+              } else {
+                confirm.ask({
+                  question: `Resume the rollout of ${r.contentId}, ${targetName(r)}?${next === null ? '' : ` Its next step (${shareText(next.step.percent)}) applies at its time.`}`,
+                  yes: 'Yes, resume it',
+                  run: (c) => act('resume', { overdue: 'refuse' }, c),
+                });
+              }
+            }}
+          >
             Resume rollout
           </button>
         )}
         {(r.status === 'active' || r.status === 'paused' || (r.status === 'completed' && !r.killed)) && (
-          <button type="button" onClick={() => setAsking('rollback')}>
+          <button
+            type="button"
+            onClick={() =>
+              confirm.ask({
+                question: `Roll back the rollout of ${r.contentId}: cancel its steps left and put ${targetName(r)} back as it was before (${r.before.disabled ? 'off' : r.before.mod === null ? 'every player' : `mods ${r.before.mod[0]}-${r.before.mod[1]}`}), now?`,
+                yes: 'Yes, roll it back',
+                run: (c) => act('rollback', undefined, c),
+              })
+            }
+          >
             Roll back rollout
           </button>
         )}
       </div>
-      {asking === 'advance' && next !== null && (
-        <Confirm
-          id={`advance-${r.id}`}
-          question={`Apply step ${next.number} of ${r.contentId} now: ${targetName(r)} to ${shareText(next.step.percent)} of players, for every player at once?`}
-          yes={`Yes, go to ${shareText(next.step.percent)} now`}
-          no="Keep the plan"
-          onYes={() => void act('advance')}
-          onNo={() => setAsking(null)}
-        />
-      )}
-      {asking === 'rollback' && (
-        <Confirm
-          id={`rollback-${r.id}`}
-          question={`Roll back the rollout of ${r.contentId}: cancel its steps left and put ${targetName(r)} back as it was before (${r.before.disabled ? 'off' : r.before.mod === null ? 'every player' : `mods ${r.before.mod[0]}-${r.before.mod[1]}`}), now?`}
-          yes="Yes, roll it back"
-          no="Keep it"
-          onYes={() => void act('rollback')}
-          onNo={() => setAsking(null)}
-        />
-      )}
+      {confirm.dialog}
       {asking === 'overdue' && (
         <div role="alertdialog" aria-labelledby={`overdue-${r.id}`} class="confirm warning">
           <p id={`overdue-${r.id}`}>
@@ -137,12 +164,16 @@ export function RolloutCard({ env, rollout: r, nowMs, onChange }: { env: string;
               : `Step ${firstLate.number} (${shareText(firstLate.step.percent)}) was due ${relativeTime(Date.parse(firstLate.step.dueAt), nowMs)}, while the rollout was paused.`}{' '}
             Resuming as planned would apply it at once. What should happen to it?
           </p>
+          <label>
+            Comment for the audit log (optional){' '}
+            <input value={overdueComment} maxLength={MAX_COMMENT} onInput={(e) => setOverdueComment(e.currentTarget.value)} placeholder="why, e.g. the event starts late" />
+          </label>
           <div class="row">
-            <button type="button" onClick={() => void act('resume', { overdue: 'apply' })}>
+            <button type="button" onClick={() => void act('resume', { overdue: 'apply' }, overdueComment)}>
               Apply it now{firstLate === undefined ? '' : ` (${shareText(firstLate.step.percent)})`}
             </button>
             {canSkip && (
-              <button type="button" onClick={() => void act('resume', { overdue: 'skip' })}>
+              <button type="button" onClick={() => void act('resume', { overdue: 'skip' }, overdueComment)}>
                 Skip it: go on with the next step at its time
               </button>
             )}

@@ -1,7 +1,7 @@
-/** Environments: the list with item and key counts, create, delete (confirmed; forced when it holds content). */
+/** Environments: the list with item and key counts, create, delete (confirmed, with a comment for the audit log; forced when it holds content). */
 import { useState } from 'preact/hooks';
-import { api, seg, type Environment } from '../api.js';
-import { Confirm } from '../parts/confirm.js';
+import { api, apiWrite, seg, type Environment } from '../api.js';
+import { useConfirmWrite } from '../parts/confirm-write.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
 import { Table } from '../parts/table.js';
 import { useLoad } from '../parts/use-load.js';
@@ -13,7 +13,7 @@ export function Environments(): preact.JSX.Element {
   useFollow(list.reload);
   const [name, setName] = useState('');
   const outcome = useOutcome();
-  const [confirming, setConfirming] = useState<Environment | null>(null);
+  const confirm = useConfirmWrite();
 
   async function create(e: Event): Promise<void> {
     e.preventDefault();
@@ -25,10 +25,9 @@ export function Environments(): preact.JSX.Element {
     });
   }
 
-  async function remove(env: Environment): Promise<void> {
+  async function remove(env: Environment, comment: string): Promise<void> {
     await outcome.attempt(async () => {
-      await api('DELETE', `environments/${seg(env.id)}${env.contentCount > 0 ? '?force=true' : ''}`);
-      setConfirming(null);
+      await apiWrite('DELETE', `environments/${seg(env.id)}${env.contentCount > 0 ? '?force=true' : ''}`, comment);
       list.reload();
       return `Environment ${env.id} deleted.`;
     });
@@ -44,16 +43,7 @@ export function Environments(): preact.JSX.Element {
         <button type="submit">Create environment</button>
       </form>
       <OutcomeLines outcome={outcome} loadError={list.error} />
-      {confirming !== null && (
-        <Confirm
-          id="confirm-title"
-          question={`Delete environment ${confirming.id}? ${confirming.contentCount} content items and ${confirming.keyCount} keys go with it.`}
-          yes={`Yes, delete ${confirming.id}`}
-          no="Cancel"
-          onYes={() => void remove(confirming)}
-          onNo={() => setConfirming(null)}
-        />
-      )}
+      {confirm.dialog}
       <Table caption="Environments" columns={['Id', 'Content items', 'Keys', 'Created', 'Actions']}>
         {(list.data?.environments ?? []).map((env) => (
           <tr key={env.id}>
@@ -70,7 +60,17 @@ export function Environments(): preact.JSX.Element {
               <a href={`#/env/${seg(env.id)}/experiments`} aria-label={`Experiments of ${env.id}`}>
                 Experiments
               </a>{' '}
-              <button type="button" onClick={() => setConfirming(env)} aria-label={`Delete environment ${env.id}`}>
+              <button
+                type="button"
+                onClick={() =>
+                  confirm.ask({
+                    question: `Delete environment ${env.id}? ${env.contentCount} content items and ${env.keyCount} keys go with it.`,
+                    yes: `Yes, delete ${env.id}`,
+                    run: (c) => remove(env, c),
+                  })
+                }
+                aria-label={`Delete environment ${env.id}`}
+              >
                 Delete
               </button>
             </td>

@@ -1,7 +1,8 @@
-/** Promote: plan a sync from one environment to another, see each item's diff, then confirm. */
+/** Promote: plan a sync from one environment to another, see each item's diff, then confirm (with a comment for the audit log). */
 import { useState } from 'preact/hooks';
-import { api, seg, type Environment, type PlanItem } from '../api.js';
+import { api, apiWrite, seg, type Environment, type PlanItem } from '../api.js';
 import { Choice } from '../parts/choice.js';
+import { MAX_COMMENT } from '../parts/confirm-write.js';
 import { Diff } from '../parts/diff.js';
 import { ErrorBox, Status } from '../parts/messages.js';
 import { useOutcome } from '../parts/outcome.js';
@@ -19,6 +20,7 @@ export function Promote(): preact.JSX.Element {
   const [to, setTo] = useState('');
   const [ids, setIds] = useState('');
   const [plan, setPlan] = useState<PlanItem[] | null>(null);
+  const [comment, setComment] = useState('');
   const outcome = useOutcome();
   const source = from || names[0] || '';
   const target = to || names.find((n) => n !== source) || '';
@@ -43,7 +45,8 @@ export function Promote(): preact.JSX.Element {
 
   async function confirm(): Promise<void> {
     await outcome.attempt(async () => {
-      const r = await api<{ items: { action: string }[] }>('POST', `environments/${seg(source)}/sync`, body(false));
+      const r = await apiWrite<{ items: { action: string }[] }>('POST', `environments/${seg(source)}/sync`, comment, body(false));
+      setComment('');
       const moved = r.items.filter((i) => i.action !== 'unchanged').length;
       setPlan(null);
       return `Promoted ${source} to ${target}: ${moved} items created or updated.`;
@@ -83,6 +86,10 @@ export function Promote(): preact.JSX.Element {
               )}
             </section>
           ))}
+          <label>
+            Comment for the audit log (optional){' '}
+            <input value={comment} maxLength={MAX_COMMENT} onInput={(e) => setComment(e.currentTarget.value)} placeholder="why, e.g. release 1.4 content" />
+          </label>{' '}
           <button type="button" onClick={() => void confirm()} disabled={changes.length === 0}>
             Confirm promotion to {target}
           </button>
