@@ -13,7 +13,7 @@ import { rmSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser.js';
-import { consoleShot, openConsolePage, pasteIntoEditor } from '../helpers/console-page.js';
+import { consoleShot, openConsolePage, pasteIntoEditor, signIn } from '../helpers/console-page.js';
 import { startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 
 const TOKEN = 'test-admin-token';
@@ -57,10 +57,7 @@ beforeAll(async () => {
   halloween = (await adm<{ id: string }>('POST', 'environments/live/schedules', { at: isoIn(7_200_000), note: 'Halloween on', ops: [{ op: 'content.put', id: 'Shop', text: '{\n  "theme": "halloween",\n  "pumpkins": 3\n}' }] })).id;
   browser = await launchChromium();
   page = await openConsolePage(browser, cspViolations);
-  await page.goto(`${srv.adminUrl}/console/`);
-  await page.getByLabel('Admin token').fill(TOKEN);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Environments' }).waitFor();
+  await signIn(page, srv.adminUrl!, TOKEN);
 }, 60_000);
 
 afterAll(async () => {

@@ -15,7 +15,7 @@ import type { Browser, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { userMod, userUid } from '../../src/shared/identity.js';
 import { launchChromium } from '../helpers/browser.js';
-import { openConsolePage } from '../helpers/console-page.js';
+import { openConsolePage, signIn } from '../helpers/console-page.js';
 import { call, ROOT, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 
 const TOKEN = 'test-admin-token';
@@ -77,13 +77,6 @@ async function expose(item: string, perVariant: Record<string, number>): Promise
   }
 }
 
-async function signIn(server: ServerProcess): Promise<void> {
-  await page.goto(`${server.adminUrl}/console/`);
-  await page.getByLabel('Admin token').fill(TOKEN);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Environments' }).waitFor();
-}
-
 function experiment(name: string): Locator {
   return page.getByRole('region', { name: `Experiment ${name}` });
 }
@@ -130,7 +123,7 @@ afterAll(async () => {
 
 describe('the Experiments page', () => {
   it('re-reads on its own, shows the counts in place, and warns of the skewed split only', async () => {
-    await signIn(srv);
+    await signIn(page, srv.adminUrl!, TOKEN);
     await page.getByRole('link', { name: 'live', exact: true }).click();
     await page.getByRole('navigation', { name: 'Environment live' }).getByRole('link', { name: 'Experiments' }).click();
     await page.getByRole('heading', { name: 'Experiments of live' }).waitFor();
@@ -206,7 +199,7 @@ describe('the Experiments page', () => {
   });
 
   it('on a server without --exposures, lists the experiments and says how to record them', async () => {
-    await signIn(plain);
+    await signIn(page, plain.adminUrl!, TOKEN);
     await page.getByRole('link', { name: 'Experiments of live' }).click();
     await page.getByRole('heading', { name: 'Experiments of live' }).waitFor();
     const note = page.getByRole('note');

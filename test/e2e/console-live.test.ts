@@ -9,7 +9,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser.js';
-import { openConsolePage } from '../helpers/console-page.js';
+import { openConsolePage, signIn } from '../helpers/console-page.js';
 import { startServer, type ServerProcess } from '../helpers/server-process.js';
 
 const TOKEN = 'test-admin-token';
@@ -23,13 +23,6 @@ const cspViolations: string[] = [];
 async function adm<T>(method: string, path: string, body?: string | object): Promise<T> {
   const res = await fetch(`${srv.adminUrl}/admin/v1/${path}`, { method, headers: AUTH, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
   return (await res.json()) as T;
-}
-
-async function signIn(token: string): Promise<void> {
-  await page.goto(`${srv.adminUrl}/console/`);
-  await page.getByLabel('Admin token').fill(token);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Environments' }).waitFor();
 }
 
 async function schedule(at: number, text: string, id = 'Shop'): Promise<string> {
@@ -65,7 +58,7 @@ describe('the console, live', () => {
   });
 
   it('a change applied while its item\'s page is open shows as applied without a reload, and loses its Cancel button', async () => {
-    await signIn(TOKEN);
+    await signIn(page, srv.adminUrl!, TOKEN);
     await page.goto(`${srv.adminUrl}/console/#/env/live/content/Shop`);
     await page.getByRole('heading', { name: 'Edit (newest: revision 1)' }).waitFor();
     await page.getByRole('status').filter({ hasText: '● Live' }).waitFor();
@@ -130,7 +123,7 @@ describe('the console, live', () => {
   it('a person signed in with a token of their own is named in the audit log, with their comment', async () => {
     const made = await adm<{ token: string }>('POST', 'tokens', { name: 'alice', role: 'editor', environments: '*' });
     await page.getByRole('button', { name: 'Sign out' }).click();
-    await signIn(made.token);
+    await signIn(page, srv.adminUrl!, made.token);
     await page.goto(`${srv.adminUrl}/console/#/env/live/content/Shop`);
     await page.getByRole('heading', { name: /Edit \(newest: revision/ }).waitFor();
     await page.getByRole('button', { name: 'Roll back to revision 1' }).click();

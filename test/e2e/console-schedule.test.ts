@@ -8,7 +8,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser.js';
-import { openConsolePage } from '../helpers/console-page.js';
+import { openConsolePage, pasteIntoEditor, signIn } from '../helpers/console-page.js';
 import { call, startServer, type ServerProcess } from '../helpers/server-process.js';
 
 const TOKEN = 'test-admin-token';
@@ -30,19 +30,9 @@ function utcInput(ms: number): string {
   return new Date(Math.ceil((Date.now() + ms) / 1000) * 1000).toISOString().slice(0, 19);
 }
 
-/** Replaces the text of a CodeMirror editor (they live in shadow roots) by a paste, as a designer does. */
+/** Replaces the text of a CodeMirror editor by a paste, as a designer does. */
 async function setEditor(label: string, text: string): Promise<void> {
-  const box = page.getByRole('textbox', { name: label });
-  await box.click();
-  await page.keyboard.press('Control+A');
-  await page.evaluate(`(() => {
-    const data = new DataTransfer();
-    data.setData('text/plain', ${JSON.stringify(text)});
-    for (const host of document.querySelectorAll('.editor')) {
-      const el = host.shadowRoot?.querySelector('[aria-label=${JSON.stringify(label)}]');
-      if (el) el.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
-    }
-  })()`);
+  await pasteIntoEditor(page, label, text);
 }
 
 beforeAll(async () => {
@@ -52,10 +42,7 @@ beforeAll(async () => {
   await adm('PUT', 'environments/live/content/Shop', '{"theme":"default"}');
   browser = await launchChromium();
   page = await openConsolePage(browser, cspViolations);
-  await page.goto(`${srv.adminUrl}/console/`);
-  await page.getByLabel('Admin token').fill(TOKEN);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Environments' }).waitFor();
+  await signIn(page, srv.adminUrl!, TOKEN);
 }, 60_000);
 
 afterAll(async () => {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser.js';
-import { openConsolePage } from '../helpers/console-page.js';
+import { openConsolePage, pasteIntoEditor } from '../helpers/console-page.js';
 import { call, errorCode, ROOT, startServer, type ServerProcess } from '../helpers/server-process.js';
 import { userMod, userUid } from '../../src/shared/identity.js';
 
@@ -45,17 +45,6 @@ async function shot(name: string): Promise<void> {
 }
 
 // Browser-side code is written as text: this file is type-checked for Node (no DOM types).
-/** A paste of `text` into the editor named `label` (editors live in shadow roots). */
-function pasteInto(label: string, text: string): string {
-  return `(() => {
-    const data = new DataTransfer();
-    data.setData('text/plain', ${JSON.stringify(text)});
-    for (const host of document.querySelectorAll('.editor')) {
-      const box = host.shadowRoot?.querySelector('[aria-label=${JSON.stringify(label)}]');
-      if (box) box.dispatchEvent(new ClipboardEvent('paste', { clipboardData: data, bubbles: true, cancelable: true }));
-    }
-  })()`;
-}
 const UNNAMED = `(() => {
   const out = [];
   for (const el of document.querySelectorAll('button, input, select, textarea, a[href], [role=textbox]')) {
@@ -68,16 +57,9 @@ const UNNAMED = `(() => {
 const FOCUSED_LABEL = `document.activeElement?.labels?.[0]?.textContent?.trim() ?? ''`;
 const STORED_TOKEN = `sessionStorage.getItem('rcd.adminToken')`;
 
-/**
- * Replaces the text of a CodeMirror editor the way a designer does: focus, select all, paste.
- * (keyboard.insertText goes through contenteditable, where Chromium turns runs of spaces into
- * no-break spaces; a paste reaches the editor as plain text.)
- */
+/** Replaces the text of a CodeMirror editor the way a designer does (helpers/console-page.ts). */
 async function setEditor(label: string, text: string): Promise<void> {
-  const box = page.getByRole('textbox', { name: label });
-  await box.click();
-  await page.keyboard.press('Control+A');
-  await page.evaluate(pasteInto(label, text));
+  await pasteIntoEditor(page, label, text);
 }
 
 /** Every focusable control on the page has an accessible name (label, aria-label(ledby) or text). */
