@@ -1,24 +1,19 @@
 /**
  * The staged rollouts of an environment (or of one item) as cards, newest first, re-read when the
- * admin event stream names the environment (and item) and every few seconds while shown, so a step
- * that applies, or a kill, shows without a reload.
+ * admin event stream names the environment (and item), or every few seconds while the stream is down
+ * (use-follow.ts), so a step that applies, or a kill, shows without a reload.
  */
-import { useState } from 'preact/hooks';
 import { api, seg, type Rollout } from '../api.js';
 import { ErrorBox } from './messages.js';
 import { RolloutCard } from './rollout-card.js';
 import { useFollow } from './use-follow.js';
-import { useLiveLoad } from './use-live-load.js';
+import { useLoad } from './use-load.js';
 import { useNow } from './use-now.js';
-
-/** How often the cards re-read their rollouts. */
-const ROLLOUT_REFRESH_MS = 2_000;
 
 export function RolloutList({ env, id, refresh, onChange }: { env: string; id?: string; refresh: number; onChange: () => void }): preact.JSX.Element {
   const query = id === undefined ? '' : `?id=${encodeURIComponent(id)}`;
-  const [tick, setTick] = useState(0);
-  const list = useLiveLoad(() => api<{ rollouts: Rollout[] }>('GET', `environments/${seg(env)}/rollouts${query}`), [env, query, refresh, tick], ROLLOUT_REFRESH_MS);
-  useFollow(() => setTick((n) => n + 1), env, id);
+  const list = useLoad(() => api<{ rollouts: Rollout[] }>('GET', `environments/${seg(env)}/rollouts${query}`), [env, query, refresh]);
+  useFollow(list.reload, env, id);
   const nowMs = useNow(1_000);
   const rollouts = list.data?.rollouts ?? [];
   return (
@@ -33,7 +28,7 @@ export function RolloutList({ env, id, refresh, onChange }: { env: string; id?: 
           rollout={r}
           nowMs={nowMs}
           onChange={() => {
-            setTick((n) => n + 1);
+            list.reload();
             onChange();
           }}
         />
