@@ -147,4 +147,42 @@ describe('rcd rollout, rcd kill, rcd preview', () => {
       expect(r.meta.seg).toEqual([]);
     }
   });
+  it('resumes a rollout paused past a step\'s time as --overdue says: refuse exits 1 naming the code, reschedule moves the steps left', async () => {
+    await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/Late`, { method: 'PUT', headers: AUTH, body: '{"curve":"old"}' });
+    await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/Late/mapping`, {
+      method: 'PUT',
+      headers: AUTH,
+      body: JSON.stringify({ rules: [{ segment: 'late-curve', disabled: true, patch: { curve: 'new' } }] }),
+    });
+    // Made and paused through the API at once, so the first step's time passes while it is paused.
+    const made = (await (
+      await fetch(`${srv.adminUrl}/admin/v1/environments/live/rollouts`, {
+        method: 'POST',
+        headers: AUTH,
+        body: JSON.stringify({ id: 'Late', rule: 0, steps: [{ percent: 10, at: isoIn(2_500) }, { percent: 50, at: isoIn(3_600_000) }] }),
+      })
+    ).json()) as { id: string };
+    const paused = (await (await fetch(`${srv.adminUrl}/admin/v1/environments/live/rollouts/${made.id}/pause`, { method: 'POST', headers: AUTH })).json()) as {
+      status: string;
+      steps: { dueAt: string }[];
+    };
+    expect(paused.status).toBe('paused');
+    const [badChoice, atAlone, atWithSkip] = await Promise.all([
+      rcd(['rollout', 'resume', made.id, '--env', 'live', '--overdue', 'later']),
+      rcd(['rollout', 'resume', made.id, '--env', 'live', '--at', isoIn(600_000)]),
+      rcd(['rollout', 'resume', made.id, '--env', 'live', '--overdue', 'skip', '--at', isoIn(600_000)]),
+    ]);
+    for (const usage of [badChoice, atAlone, atWithSkip]) expect(usage.code).toBe(2);
+    await until('the first step\'s time to pass', () => Date.now() > Date.parse(paused.steps[0]!.dueAt) + 300, 10_000);
+    const refused = await rcd(['rollout', 'resume', made.id, '--env', 'live', '--overdue', 'refuse']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('rollout_step_overdue, HTTP 409');
+    expect((await json<{ status: string }>(['rollout', 'get', made.id, '--env', 'live'])).status).toBe('paused');
+    const at = new Date(Date.now() + 600_000).toISOString();
+    const moved = await json<{ status: string; steps: { status: string; dueAt: string }[] }>(['rollout', 'resume', made.id, '--env', 'live', '--overdue', 'reschedule', '--at', at]);
+    expect(moved.status).toBe('active');
+    expect(moved.steps.map((s) => s.status)).toEqual(['pending', 'pending']);
+    expect(moved.steps[0]!.dueAt).toBe(at);
+    expect(Date.parse(moved.steps[1]!.dueAt) - Date.parse(at)).toBe(Date.parse(paused.steps[1]!.dueAt) - Date.parse(paused.steps[0]!.dueAt));
+  });
 });

@@ -25,7 +25,11 @@ rcd schedule cancel SID --env ENV
   rollout: `rcd rollout create --env ENV --id ID --rule N [--variant V] [--start N] --steps P@T,P@T,... [--note TEXT]
                                      e.g. --steps 5@2026-11-30T09:00:00Z,25@2026-12-02T09:00:00Z,100@2026-12-04T09:00:00Z
 rcd rollout ls --env ENV [--id ID]
-rcd rollout get|pause|resume|advance|rollback RID --env ENV`,
+rcd rollout get|pause|resume|advance|rollback RID --env ENV
+rcd rollout resume RID --env ENV --overdue apply|refuse|skip|reschedule [--at T]
+                                     steps whose time passed while paused: apply them now (the
+                                     default), refuse (exit 1 naming them), skip them, or reschedule
+                                     the first at T and the later ones by as much`,
   kill: `rcd kill --env ENV --id ID [--rule N [--segment S]]
                                      disables the rule (every rule without --rule) and cancels the
                                      item's scheduled changes, at once`,
@@ -233,9 +237,29 @@ async function rolloutCommand(ctx: Ctx): Promise<void> {
     out(ctx, res, () => rolloutLines(res.rollouts));
   } else {
     const path = `${base}/${seg(positional(ctx, 1, 'RID'))}`;
-    const res = await ctx.client.request<RolloutRow>(action === 'get' ? 'GET' : 'POST', action === 'get' ? path : `${path}/${action}`);
+    const body = action === 'resume' ? resumeBody(ctx) : undefined;
+    const res = await ctx.client.request<RolloutRow>(action === 'get' ? 'GET' : 'POST', action === 'get' ? path : `${path}/${action}`, body);
     out(ctx, res, () => rolloutLines([res]));
   }
+}
+
+const OVERDUE = ['apply', 'refuse', 'skip', 'reschedule'] as const;
+
+/** A resume's body from --overdue and --at (docs/schedule.md, "Resuming past a step's time"); none without them. */
+function resumeBody(ctx: Ctx): string | undefined {
+  const overdue = ctx.args.flags.get('overdue');
+  const hasAt = ctx.args.flags.has('at');
+  if (overdue === undefined) {
+    if (hasAt) throw new UsageError('--at goes with --overdue reschedule');
+    return undefined;
+  }
+  if (!(OVERDUE as readonly string[]).includes(overdue)) throw new UsageError(`--overdue takes ${OVERDUE.join(', ')}, got ${JSON.stringify(overdue)}`);
+  if (overdue === 'reschedule') {
+    if (!hasAt) throw new UsageError('--overdue reschedule needs --at T: when the first held step applies');
+    return JSON.stringify({ overdue, at: instant(ctx, 'at') });
+  }
+  if (hasAt) throw new UsageError('--at goes with --overdue reschedule');
+  return JSON.stringify({ overdue });
 }
 
 async function killCommand(ctx: Ctx): Promise<void> {
