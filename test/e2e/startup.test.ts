@@ -117,7 +117,7 @@ describe('a store whose folder cannot be made', () => {
     expect(file.stderr).toMatch(/^rcd: error: .*not-a-dir/m);
   });
 
-  it('makes the missing folders of a store path, private to the owner', async () => {
+  it('makes the missing folders of a store path, private to the owner', () => {
     const { dir, nested } = held;
     expect(statSync(nested).isDirectory()).toBe(true);
     expect(statSync(join(dir, 'a')).mode & 0o777).toBe(0o700);
