@@ -245,7 +245,8 @@ describe('rotation on SIGHUP', () => {
     writeFileSync(file('live.key'), keyOf.keyPem);
   };
   beforeAll(async () => {
-    certs = Array.from({ length: ROTATIONS + 1 }, (_, i) => issueLeaf(pki, `rotation${i}`));
+    // Six certificates, each with its own serial: the three the file issued for serving, three more.
+    certs = [leaf1, leaf2, leaf3, ...Array.from({ length: ROTATIONS - 2 }, (_, i) => issueLeaf(pki, `rotation${i}`))];
     install(certs[0] as Leaf);
     const adminTls = ['--admin-tls-cert', file('live.pem'), '--admin-tls-key', file('live.key'), '--admin-tls-ca', file('chain.pem')];
     const metricsTls = ['--metrics-tls-cert', file('live.pem'), '--metrics-tls-key', file('live.key'), '--metrics-tls-ca', file('chain.pem')];
