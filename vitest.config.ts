@@ -55,6 +55,8 @@ export const SLOW_FILES: readonly string[] = [
   // the graceful stop in npm test).
   'test/e2e/hostile.test.ts',
   'test/e2e/quick-restarts.test.ts',
+  // Repetitions: eight starts each sent SIGTERM the moment they print "listening on" (startup keeps one in npm test).
+  'test/e2e/stop-at-listening.test.ts',
   // Timeouts on the wall clock at their production length: the listener's 10 s idle timeout, direct
   // and behind nginx (http-layer and nginx keep every other input in npm test), and the systemd unit's
   // stop, whose drain runs to the 10 s --shutdown-timeout of deploy/systemd/rcd.env (systemd checks the

@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { Webhook } from 'standardwebhooks';
-import { chmodSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
@@ -16,6 +16,8 @@ import { BIN, startServer, tempDir, type ServerProcess } from '../helpers/server
 import { parseAnswer, type Answer } from '../helpers/answers.js';
 
 const TOKEN = 'test-admin-token';
+/** The token of the shared server `plain`, configured with blanks around it (RCD_ADMIN_TOKEN below). */
+const PLAIN_TOKEN = `${TOKEN}-padded`;
 
 interface Hit {
   readonly body: string;
@@ -26,11 +28,15 @@ let receiver: Server;
 let receiverUrl: string;
 const hits: Hit[] = [];
 const dirs: string[] = [];
-/** A server with the defaults, for the tests that only speak to one: the Bearer scheme, the key rule. */
+/**
+ * A server with the defaults but for its admin token, which has blanks around it, for the tests that
+ * only speak to one: the token's trimming, the Bearer scheme, the key rule; its webhook key is the
+ * one a restored store comes with.
+ */
 let plain: ServerProcess;
 
 beforeAll(async () => {
-  plain = await startServer({ admin: true });
+  plain = await startServer({ admin: true, env: { RCD_ADMIN_TOKEN: `  ${PLAIN_TOKEN} \t` } });
   receiver = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -74,9 +80,13 @@ async function withAuth(srv: ServerProcess, authorization: string): Promise<{ st
 
 /** Runs `rcd serve` expecting it to refuse to start; resolves with its exit code and output. */
 function serveExpectingExit(dir: string, env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const args = [BIN, 'serve', '--store', `sqlite:${join(dir, 'rcd.db')}`, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--admin-host', '127.0.0.1', '--threads', '1', '--seed-demo', 'false', '--metrics', 'false'];
+  return rcd(dir, ['serve', '--store', `sqlite:${join(dir, 'rcd.db')}`, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--admin-host', '127.0.0.1', '--threads', '1', '--seed-demo', 'false', '--metrics', 'false'], env);
+}
+
+/** Runs `rcd ARGS` in `dir` to its end; resolves with its exit code and output. */
+function rcd(dir: string, args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, args, { cwd: dir, env: { ...process.env, RCD_LOG_FORMAT: 'pretty', ...env }, timeout: 20_000 }, (err, stdout, stderr) => {
+    execFile(process.execPath, [BIN, ...args], { cwd: dir, env: { ...process.env, RCD_LOG_FORMAT: 'pretty', ...env }, timeout: 20_000 }, (err, stdout, stderr) => {
       const code = err === null ? 0 : typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : -1;
       resolve({ code, stdout, stderr });
     });
@@ -144,21 +154,17 @@ describe('admin token and webhook key at start', () => {
   });
 
   it('trims the configured token the way it trims the presented one', async () => {
-    const srv = await startServer({ admin: true, env: { RCD_ADMIN_TOKEN: `  ${TOKEN}-padded \t` } });
-    try {
-      expect(await withAuth(srv, `Bearer ${TOKEN}-padded`)).toEqual({ status: 200, code: undefined });
-      expect(await withAuth(srv, `Bearer   ${TOKEN}-padded  `)).toEqual({ status: 200, code: undefined });
-      expect(await withAuth(srv, `Bearer ${TOKEN}`)).toEqual({ status: 401, code: 'unauthorized' });
-    } finally {
-      await srv.dispose();
-    }
+    const srv = plain;
+    expect(await withAuth(srv, `Bearer ${PLAIN_TOKEN}`)).toEqual({ status: 200, code: undefined });
+    expect(await withAuth(srv, `Bearer   ${PLAIN_TOKEN}  `)).toEqual({ status: 200, code: undefined });
+    expect(await withAuth(srv, `Bearer ${TOKEN}`)).toEqual({ status: 401, code: 'unauthorized' });
   });
 
   it('takes the Bearer scheme in any case and refuses other schemes', async () => {
     for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) {
-      expect(await withAuth(plain, `${scheme} ${TOKEN}`)).toEqual({ status: 200, code: undefined });
+      expect(await withAuth(plain, `${scheme} ${PLAIN_TOKEN}`)).toEqual({ status: 200, code: undefined });
     }
-    for (const bad of [`Basic ${TOKEN}`, `Bearer${TOKEN}`, 'Bearer', 'Bearer    ', `Token ${TOKEN}`, `Bearer ${TOKEN}x`]) {
+    for (const bad of [`Basic ${PLAIN_TOKEN}`, `Bearer${PLAIN_TOKEN}`, 'Bearer', 'Bearer    ', `Token ${PLAIN_TOKEN}`, `Bearer ${PLAIN_TOKEN}x`]) {
       expect(await withAuth(plain, bad)).toEqual({ status: 401, code: 'unauthorized' });
     }
   });
@@ -183,9 +189,12 @@ describe('the data directory', () => {
   });
 
   it('tightens store files a restore left readable by others', async () => {
+    // The restore: a store `rcd import` wrote and the webhook key of another rcd, both left 0644.
     const dir = ownDir();
-    const first = await startServer({ dir, admin: true });
-    await first.stop();
+    writeFileSync(join(dir, 'bundle.json'), '{"environments":{}}');
+    const imported = await rcd(dir, ['import', join(dir, 'bundle.json'), '--store', `sqlite:${join(dir, 'rcd.db')}`], {});
+    expect(imported.code, imported.stderr).toBe(0);
+    copyFileSync(join(plain.dir, 'webhook-key'), join(dir, 'webhook-key'));
     chmodSync(join(dir, 'rcd.db'), 0o644);
     chmodSync(join(dir, 'webhook-key'), 0o644);
     const again = await startServer({ dir, admin: true });
@@ -263,16 +272,16 @@ describe('webhook secrets at rest', () => {
 describe('API keys an operator chooses', () => {
   it('follow the store rule (8-256 visible ASCII) through the admin API, and a duplicate is 409', async () => {
     const srv = plain;
-    await adm(srv, 'PUT', 'environments/dev');
-    await adm(srv, 'PUT', 'environments/prod');
-    expect((await adm(srv, 'POST', 'environments/dev/keys', { key: 'eight-ch' })).status).toBe(201);
-    expect((await adm(srv, 'POST', 'environments/dev/keys', { key: 'k'.repeat(256) })).status).toBe(201);
+    await adm(srv, 'PUT', 'environments/dev', undefined, PLAIN_TOKEN);
+    await adm(srv, 'PUT', 'environments/prod', undefined, PLAIN_TOKEN);
+    expect((await adm(srv, 'POST', 'environments/dev/keys', { key: 'eight-ch' }, PLAIN_TOKEN)).status).toBe(201);
+    expect((await adm(srv, 'POST', 'environments/dev/keys', { key: 'k'.repeat(256) }, PLAIN_TOKEN)).status).toBe(201);
     for (const bad of ['seven-c', 'k'.repeat(257), 'has space-in-it', 'caf\u00e9-key-1', 42]) {
-      const r = await adm(srv, 'POST', 'environments/dev/keys', { key: bad });
+      const r = await adm(srv, 'POST', 'environments/dev/keys', { key: bad }, PLAIN_TOKEN);
       expect([bad, r.status, r.json.error?.code]).toEqual([bad, 400, 'invalid_body']);
     }
     for (const env of ['dev', 'prod']) {
-      const dup = await adm(srv, 'POST', `environments/${env}/keys`, { key: 'eight-ch' });
+      const dup = await adm(srv, 'POST', `environments/${env}/keys`, { key: 'eight-ch' }, PLAIN_TOKEN);
       expect([env, dup.status, dup.json.error?.code]).toEqual([env, 409, 'conflict']);
     }
   });

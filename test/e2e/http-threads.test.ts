@@ -5,7 +5,7 @@
  * whole process with a non-zero code (never a server quietly serving on fewer loops).
  */
 import { connect, type Socket } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { field, parseAnswer, type Answer } from '../helpers/answers.js';
 import { rmSync } from 'node:fs';
 import { call, serveUntilExit as serveToExit, startServer, tempDir, type Exit, type ServerProcess } from '../helpers/server-process.js';
@@ -28,6 +28,18 @@ const BUNDLE = {
 const servers: ServerProcess[] = [];
 afterEach(async () => {
   for (const s of servers.splice(0)) await s.dispose();
+});
+
+/**
+ * The server of two loops with BUNDLE and the admin API that the tests share which only read, write
+ * in an environment of their own, or hold its port; a test that stops the process starts its own.
+ */
+let shared: ServerProcess;
+beforeAll(async () => {
+  shared = await startServer({ bundle: BUNDLE, admin: true, args: LOOPS });
+});
+afterAll(async () => {
+  await shared?.dispose();
 });
 
 async function start(opts: Parameters<typeof startServer>[0] = {}): Promise<ServerProcess> {
@@ -142,7 +154,7 @@ async function admin(srv: ServerProcess, method: string, path: string, body?: st
 
 describe('connections on one port', () => {
   it('land on every loop, and every loop serves the same directory', async () => {
-    const srv = await start({ bundle: BUNDLE });
+    const srv = shared;
     const seen = new Map<number, number>();
     const seqs = new Set<number>();
     // 40 fresh connections: the kernel hashes each to one of the listeners (all on one loop: 2^-39).
@@ -159,7 +171,7 @@ describe('connections on one port', () => {
   });
 
   it('content is served from every loop (each renders its misses on its own pool share)', async () => {
-    const srv = await start({ bundle: BUNDLE });
+    const srv = shared;
     for (const c of await connectionPerLoop(srv.url, 2)) {
       const plain = await c.request('POST', '/api/v1/config/fine', { 'X-Api-Key': KEY }, '{}');
       expect(plain.status, plain.body).toBe(200);
@@ -174,7 +186,7 @@ describe('connections on one port', () => {
 
 describe('live at once on every loop', () => {
   it('after each admin write answers, the very next request on each loop sees it', async () => {
-    const srv = await start({ admin: true });
+    const srv = shared;
     await admin(srv, 'PUT', 'environments/live');
     const created = await admin(srv, 'POST', 'environments/live/keys');
     const key = field(created.key, 'key');
@@ -222,7 +234,7 @@ describe('the port', () => {
     [2, 1],
     [1, 2],
   ])('a server of %i loops holds it: another of %i loops exits 1 with one line, the first serves on', async (first, second) => {
-    const srv = await start({ bundle: BUNDLE, args: ['--http-threads', String(first)] });
+    const srv = first === 2 ? shared : await start({ bundle: BUNDLE, args: ['--http-threads', String(first)] });
     const port = Number(new URL(srv.url).port);
     const run = await serveUntilExit(port, second);
     expect(run.code).toBe(1);

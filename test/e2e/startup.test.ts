@@ -4,17 +4,33 @@
  * store whose folder cannot be made, and a memory store never writes key files.
  */
 import Database from 'better-sqlite3';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { BIN, call, serveUntilExit as serveToExit, startServer, tempDir, type Exit, type ServerProcess } from '../helpers/server-process.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { call, serveUntilExit as serveToExit, startServer, tempDir, type Exit, type ServerProcess } from '../helpers/server-process.js';
 import { freePort } from '../helpers/free-port.js';
+import { stopAtListening } from '../helpers/stop-at-listening.js';
 
 const cleanup: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const fn of cleanup.splice(0).reverse()) await fn();
+});
+
+/**
+ * An rcd the tests share: its store three folders down in a directory of its own (folders it made),
+ * its delivery listener on a port chosen here (the port another rcd then finds taken).
+ */
+let held: { server: ServerProcess; dir: string; nested: string; port: number };
+beforeAll(async () => {
+  const dir = tempDir();
+  const nested = join(dir, 'a', 'b', 'c');
+  const port = await freePort();
+  held = { server: await startServer({ store: `sqlite:${join(nested, 'rcd.db')}`, dir, args: ['--port', String(port)] }), dir, nested, port };
+});
+afterAll(async () => {
+  await held?.server.dispose();
+  if (held !== undefined) rmSync(held.dir, { recursive: true, force: true });
 });
 
 /** `rcd serve` on 127.0.0.1 with one worker thread, to its end (test/helpers/server-process.ts). */
@@ -66,9 +82,7 @@ describe('a listener that cannot start stops the whole process', () => {
   });
 
   it('delivery port taken by another rcd: exit 1 with one line, before seeding or listening', async () => {
-    const port = await freePort();
-    const first: ServerProcess = await startServer({ args: ['--port', String(port)] });
-    cleanup.push(() => first.dispose());
+    const { server: first, port } = held;
     expect(new URL(first.url).port).toBe(String(port));
 
     const dir = ownDir();
@@ -103,11 +117,8 @@ describe('a store whose folder cannot be made', () => {
     expect(file.stderr).toMatch(/^rcd: error: .*not-a-dir/m);
   });
 
-  it('makes the missing folders of a store path, private to the owner', async () => {
-    const dir = ownDir();
-    const nested = join(dir, 'a', 'b', 'c');
-    const srv = await startServer({ store: `sqlite:${join(nested, 'rcd.db')}`, dir });
-    cleanup.push(() => srv.dispose());
+  it('makes the missing folders of a store path, private to the owner', () => {
+    const { dir, nested } = held;
     expect(statSync(nested).isDirectory()).toBe(true);
     expect(statSync(join(dir, 'a')).mode & 0o777).toBe(0o700);
     expect(statSync(nested).mode & 0o777).toBe(0o700);
@@ -143,27 +154,10 @@ describe('a memory store', () => {
 });
 
 describe('a stop signal the moment the server is up', () => {
-  it('SIGTERM as soon as "listening on" is printed: a clean stop, exit 0, every time', async () => {
-    for (let i = 0; i < 8; i++) {
-      const dir = ownDir();
-      const child = spawn(process.execPath, [BIN, 'serve', '--store', 'memory:', '--data-dir', dir, '--host', '127.0.0.1', '--port', '0', '--admin-port', '0', '--threads', '1'], {
-        env: { ...process.env, RCD_ADMIN_TOKEN: 'test-admin-token', RCD_METRICS: 'false', RCD_LOG_FORMAT: 'pretty' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let out = '';
-      let err = '';
-      let signalled = false;
-      child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-      child.stdout.setEncoding('utf8').on('data', (d: string) => {
-        out += d;
-        if (!signalled && /(?<!admin )listening on/.test(out)) {
-          signalled = true;
-          child.kill('SIGTERM');
-        }
-      });
-      const [code, signal] = await new Promise<[number | null, string | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
-      expect({ code, signal }, `stdout:\n${out}\nstderr:\n${err}`).toEqual({ code: 0, signal: null });
-      expect(out).toContain('stopped');
-    }
-  }, 60_000);
+  // test/e2e/stop-at-listening.test.ts repeats this start and stop eight times (npm run test:slow).
+  it('SIGTERM as soon as "listening on" is printed: a clean stop, exit 0', async () => {
+    const run = await stopAtListening(ownDir());
+    expect({ code: run.code, signal: run.signal }, `stdout:\n${run.stdout}\nstderr:\n${run.stderr}`).toEqual({ code: 0, signal: null });
+    expect(run.stdout).toContain('stopped');
+  });
 });

@@ -130,31 +130,38 @@ function tlsArgs(name: string, extra: string[] = []): string[] {
   return ['--tls-cert', file(`${name}.pem`), '--tls-key', file(`${name}.key`), '--tls-ca', file('chain.pem'), ...extra];
 }
 
-describe('HTTPS with a verified chain', () => {
-  let server: ServerProcess;
-  beforeAll(async () => {
-    server = await startServer({ bundle: BUNDLE, args: tlsArgs('leaf1') });
-  });
-  afterAll(async () => {
-    await server?.dispose();
-  });
+/** Request limits the servers compared over HTTP and HTTPS both have, so that refusals are compared too. */
+const LIMITS = ['--max-body', '1024', '--max-combine-ids', '3'];
 
+/**
+ * The HTTPS server with leaf1 and its chain that the tests share which only speak to it or hold its
+ * port; a test of rotation, of other certificates or of other flags starts its own.
+ */
+let secure: ServerProcess;
+beforeAll(async () => {
+  secure = await startServer({ bundle: BUNDLE, args: [...LIMITS, ...tlsArgs('leaf1')] });
+});
+afterAll(async () => {
+  await secure?.dispose();
+});
+
+describe('HTTPS with a verified chain', () => {
   it('announces https and the certificate it serves', () => {
-    expect(server.url.startsWith('https://127.0.0.1:')).toBe(true);
-    expect(server.stdout()).toContain(`certificate serial ${leaf1.serial}`);
+    expect(secure.url.startsWith('https://127.0.0.1:')).toBe(true);
+    expect(secure.stdout()).toContain(`certificate serial ${leaf1.serial}`);
   });
 
   it('curl --cacert (the root only) verifies the chain: the intermediate is sent', async () => {
-    const r = await run('curl', ['-sS', '--fail-with-body', '--cacert', rootFile(), '-H', `X-Api-Key: ${KEY}`, '-H', 'Content-Type: application/json', '-d', '{"u":"p1","p":{"tier":"gold"},"v":"1.0.0"}', `${server.url}/api/v1/config/Game/dynamic`]);
+    const r = await run('curl', ['-sS', '--fail-with-body', '--cacert', rootFile(), '-H', `X-Api-Key: ${KEY}`, '-H', 'Content-Type: application/json', '-d', '{"u":"p1","p":{"tier":"gold"},"v":"1.0.0"}', `${secure.url}/api/v1/config/Game/dynamic`]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(parseAnswer(r.stdout).data).toEqual({ difficulty: 'normal', shop: { discount: 20 } });
-    const shown = await run('sh', ['-c', `echo | openssl s_client -connect ${new URL(server.url).host} -showcerts 2>/dev/null`]);
+    const shown = await run('sh', ['-c', `echo | openssl s_client -connect ${new URL(secure.url).host} -showcerts 2>/dev/null`]);
     expect(shown.stdout.match(/-----BEGIN CERTIFICATE-----/g)?.length).toBe(2);
   });
 
   it("Node's fetch verifies the chain with the root as an extra CA, and refuses without it", async () => {
-    const script = `fetch(${JSON.stringify(server.url + '/healthz')}).then(async (r) => console.log(r.status, await r.text()), (e) => { console.log('failed', e.cause?.code ?? e.message); })`;
+    const script = `fetch(${JSON.stringify(secure.url + '/healthz')}).then(async (r) => console.log(r.status, await r.text()), (e) => { console.log('failed', e.cause?.code ?? e.message); })`;
     const trusted = await run(process.execPath, ['-e', script], { ...process.env, NODE_EXTRA_CA_CERTS: rootFile() });
     expect(trusted.stdout).toMatch(/^200 \{"status":"ok","seq":\d+,"loop":0\}/);
     const untrusted = await run(process.execPath, ['-e', script], { ...process.env, NODE_EXTRA_CA_CERTS: '' });
@@ -162,7 +169,7 @@ describe('HTTPS with a verified chain', () => {
   });
 
   it('speaks TLS 1.2 and 1.3 only, AEAD suites with forward secrecy, HTTP/1.1 without ALPN', async () => {
-    const host = new URL(server.url).host;
+    const host = new URL(secure.url).host;
     const handshake = async (args: string[]): Promise<string> => (await run('sh', ['-c', `echo | openssl s_client -connect ${host} ${args.join(' ')} 2>&1`])).stdout;
     expect(await handshake(['-tls1_3'])).toMatch(/New, TLSv1\.3, Cipher is TLS_AES_\d+_GCM_SHA\d+/);
     expect(await handshake(['-tls1_2'])).toMatch(/New, TLSv1\.2, Cipher is ECDHE-RSA-AES\d+-GCM-SHA\d+/);
@@ -171,28 +178,23 @@ describe('HTTPS with a verified chain', () => {
       expect(await handshake(refused)).toMatch(/alert (protocol version|handshake failure)/);
     }
     expect(await handshake(['-alpn', 'h2,http/1.1'])).toContain('No ALPN negotiated');
-    const viaCurl = await run('curl', ['-sS', '--cacert', rootFile(), '-o', '/dev/null', '-w', '%{http_version}', `${server.url}/healthz`]);
+    const viaCurl = await run('curl', ['-sS', '--cacert', rootFile(), '-o', '/dev/null', '-w', '%{http_version}', `${secure.url}/healthz`]);
     expect(viaCurl.stdout).toBe('1.1');
   });
 
   it('resumes TLS 1.2 sessions', async () => {
-    const r = await run('sh', ['-c', `echo | openssl s_client -connect ${new URL(server.url).host} -tls1_2 -reconnect 2>&1`]);
+    const r = await run('sh', ['-c', `echo | openssl s_client -connect ${new URL(secure.url).host} -tls1_2 -reconnect 2>&1`]);
     expect(r.stdout.match(/^Reused, TLSv1\.2/gm)?.length).toBe(5);
   });
 });
 
 describe('every delivery endpoint answers over HTTPS as over HTTP', () => {
   let plain: ServerProcess;
-  let secure: ServerProcess;
   beforeAll(async () => {
-    const limits = ['--max-body', '1024', '--max-combine-ids', '3'];
-    [plain, secure] = await Promise.all([
-      startServer({ bundle: BUNDLE, args: limits }),
-      startServer({ bundle: BUNDLE, args: [...limits, ...tlsArgs('leaf1')] }),
-    ]);
+    plain = await startServer({ bundle: BUNDLE, args: LIMITS });
   });
   afterAll(async () => {
-    await Promise.all([plain?.dispose(), secure?.dispose()]);
+    await plain?.dispose();
   });
 
   const json = { 'x-api-key': KEY, 'content-type': 'application/json' };
@@ -243,7 +245,8 @@ describe('rotation on SIGHUP', () => {
     writeFileSync(file('live.key'), keyOf.keyPem);
   };
   beforeAll(async () => {
-    certs = Array.from({ length: ROTATIONS + 1 }, (_, i) => issueLeaf(pki, `rotation${i}`));
+    // Six certificates, each with its own serial: the three the file issued for serving, three more.
+    certs = [leaf1, leaf2, leaf3, ...Array.from({ length: ROTATIONS - 2 }, (_, i) => issueLeaf(pki, `rotation${i}`))];
     install(certs[0] as Leaf);
     const adminTls = ['--admin-tls-cert', file('live.pem'), '--admin-tls-key', file('live.key'), '--admin-tls-ca', file('chain.pem')];
     const metricsTls = ['--metrics-tls-cert', file('live.pem'), '--metrics-tls-key', file('live.key'), '--metrics-tls-ca', file('chain.pem')];
@@ -475,15 +478,11 @@ describe('start-up refusals: one line, exit 1, nothing listening', () => {
   });
 
   it('the HTTPS port held by another rcd: the second start stops with one line', async () => {
-    const first = await startServer({ args: tlsArgs('leaf1') });
-    try {
-      const port = new URL(first.url).port;
-      const r = await serveUntilExit(['--port', port, ...tlsArgs('leaf1')]);
-      expect(r.code).toBe(1);
-      expect(r.stderr.trimEnd().split('\n')).toEqual([`rcd: error: cannot listen on 127.0.0.1:${port} (the port is in use or not permitted)`]);
-      expect((await send(first.url, '/healthz', { method: 'GET', ca: pki.rootPem })).status).toBe(200);
-    } finally {
-      await first.dispose();
-    }
+    const first = secure;
+    const port = new URL(first.url).port;
+    const r = await serveUntilExit(['--port', port, ...tlsArgs('leaf1')]);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trimEnd().split('\n')).toEqual([`rcd: error: cannot listen on 127.0.0.1:${port} (the port is in use or not permitted)`]);
+    expect((await send(first.url, '/healthz', { method: 'GET', ca: pki.rootPem })).status).toBe(200);
   });
 });
