@@ -15,6 +15,8 @@ import { freePort } from '../helpers/free-port.js';
 const AUTH = { authorization: 'Bearer test-admin-token' };
 const KEY = 'events-test-key-1';
 const OTHER_KEY = 'events-other-env-key';
+/** The environment of the test that restarts a node of the file's store. */
+const FLEET_KEY = 'events-fleet-env-key';
 
 function changes(s: NodeStream): { seq: number; changed?: string[]; all?: boolean; catalog: string; jitterMs: number }[] {
   return s.events.filter((e) => e.event === 'change').map((e) => JSON.parse(e.data) as { seq: number; changed?: string[]; all?: boolean; catalog: string; jitterMs: number });
@@ -50,6 +52,7 @@ beforeAll(async () => {
       environments: {
         web: { keys: [KEY], content: { Shop: { json: { price: 1 } }, News: { json: { n: 1 } } } },
         other: { keys: [OTHER_KEY], content: { Shop: { json: { price: 9 } } } },
+        fleet: { keys: [FLEET_KEY], content: { News: { json: { n: 1 } } } },
       },
     },
   });
@@ -242,12 +245,11 @@ describe('change stream (EventSource in Chromium)', () => {
   }, 40_000);
 
   it("EventSource reconnects by itself after its server restarts and resumes with Last-Event-ID; edits made meanwhile on another node arrive", async () => {
-    const fleetDir = tempDir();
+    // node1 joins the file's store, whose first node is the other node here (environment fleet).
     const port = await freePort();
-    const bundle = { environments: { web: { keys: [KEY], content: { News: { json: { n: 1 } } } } } };
     const args = ['--port', String(port), '--cors-origins', page.origin];
-    let node1 = await startServer({ dir: fleetDir, admin: true, args, bundle });
-    const node2 = await startServer({ dir: fleetDir, admin: true });
+    let node1 = await startServer({ dir, admin: true, args });
+    const node2 = srv;
     const tab = await browser.newPage();
     try {
       await tab.goto(page.origin + '/game.html');
@@ -257,7 +259,7 @@ describe('change stream (EventSource in Chromium)', () => {
           const { token } = (await r.json()) as { token: string };
           return base + '/api/v1/env/events?token=' + encodeURIComponent(token);
         },
-        [node1.url, KEY] as const,
+        [node1.url, FLEET_KEY] as const,
       );
       await tab.evaluate((u) => {
         const w = globalThis as unknown as { got: { type: string; id: string; data: string }[] };
@@ -282,13 +284,13 @@ describe('change stream (EventSource in Chromium)', () => {
         }
       };
       await waitFor((g) => g.some((e) => e.type === 'ready'));
-      await adm(node2, 'PUT', 'environments/web/content/News', '{"n":2}');
+      await adm(node2, 'PUT', 'environments/fleet/content/News', '{"n":2}');
       const seen = await waitFor((g) => g.some((e) => e.type === 'change'));
       const lastId = Number(seen.at(-1)!.id);
 
-      await node1.stop();
-      await adm(node2, 'PUT', 'environments/web/content/News', '{"n":3}');
-      node1 = await startServer({ dir: fleetDir, admin: true, args });
+      await node1.dispose();
+      await adm(node2, 'PUT', 'environments/fleet/content/News', '{"n":3}');
+      node1 = await startServer({ dir, admin: true, args });
       // The browser reconnects on its own (retry: 3000) with Last-Event-ID: without it the server
       // would only send `ready`; with it, what happened since is announced first.
       const after = await waitFor((g) => g.filter((e) => e.type === 'ready').length === 2);
@@ -300,7 +302,6 @@ describe('change stream (EventSource in Chromium)', () => {
       expect(Number(resumed.at(-1)!.id)).toBeGreaterThan(lastId);
     } finally {
       await tab.close();
-      await node2.dispose();
       await node1.dispose();
     }
   }, 60_000);
