@@ -35,11 +35,25 @@ interface PageEventSource {
   close(): void;
 }
 
-/** A port free right now (the restarted server must come back on the same one). */
-
 let dir: string;
 let srv: ServerProcess;
 let page: PageServer;
+/** The store's second node, started by the first test that needs it; the test that stops it starts it again. */
+let second: Promise<ServerProcess> | undefined;
+/** The second node's port, chosen once: a restarted node comes back on the same one. */
+let secondPort: number | undefined;
+
+function secondArgs(): string[] {
+  return ['--port', String(secondPort), '--cors-origins', page.origin];
+}
+
+function secondNode(): Promise<ServerProcess> {
+  second ??= freePort().then((port) => {
+    secondPort = port;
+    return startServer({ dir, admin: true, args: secondArgs() });
+  });
+  return second;
+}
 
 beforeAll(async () => {
   dir = tempDir();
@@ -59,6 +73,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  // A second node that failed to start has nothing to stop.
+  await second?.then((node) => node.dispose(), () => undefined);
   await srv?.dispose();
   await page?.close();
 });
@@ -102,31 +118,27 @@ describe('change stream (Node client)', () => {
     await s.until(() => s.events.some((e) => e.event === 'ready'));
     const last = s.events.at(-1)!.id!;
     s.close();
-    const node2 = await startServer({ dir, admin: true });
-    try {
-      await adm(srv, 'PUT', 'environments/web/content/News', '{"n":2}');
-      await adm(srv, 'DELETE', 'environments/web/content/Shop');
-      for (const base of [srv.url, node2.url]) {
-        const resumed = new NodeStream(base + '/api/v1/env/events', { 'x-api-key': KEY, 'last-event-id': last });
-        try {
-          await resumed.until(() => resumed.events.some((e) => e.event === 'ready'));
-          expect(changes(resumed).map((c) => c.changed)).toEqual([['News'], ['Shop']]);
-          const ids = resumed.events.map((e) => Number(e.id));
-          expect(ids).toEqual([...ids].sort((a, b) => a - b));
-        } finally {
-          resumed.close();
-        }
-      }
-      // A client further behind than this node's log is told to re-fetch everything.
-      const behind = new NodeStream(node2.url + '/api/v1/env/events', { 'x-api-key': KEY, 'last-event-id': '0' });
+    const node2 = await secondNode();
+    await adm(srv, 'PUT', 'environments/web/content/News', '{"n":2}');
+    await adm(srv, 'DELETE', 'environments/web/content/Shop');
+    for (const base of [srv.url, node2.url]) {
+      const resumed = new NodeStream(base + '/api/v1/env/events', { 'x-api-key': KEY, 'last-event-id': last });
       try {
-        await behind.until(() => behind.events.some((e) => e.event === 'ready'));
-        expect(changes(behind)).toMatchObject([{ all: true }]);
+        await resumed.until(() => resumed.events.some((e) => e.event === 'ready'));
+        expect(changes(resumed).map((c) => c.changed)).toEqual([['News'], ['Shop']]);
+        const ids = resumed.events.map((e) => Number(e.id));
+        expect(ids).toEqual([...ids].sort((a, b) => a - b));
       } finally {
-        behind.close();
+        resumed.close();
       }
+    }
+    // A client further behind than this node's log is told to re-fetch everything.
+    const behind = new NodeStream(node2.url + '/api/v1/env/events', { 'x-api-key': KEY, 'last-event-id': '0' });
+    try {
+      await behind.until(() => behind.events.some((e) => e.event === 'ready'));
+      expect(changes(behind)).toMatchObject([{ all: true }]);
     } finally {
-      await node2.dispose();
+      behind.close();
     }
   }, 30_000);
 
@@ -245,10 +257,8 @@ describe('change stream (EventSource in Chromium)', () => {
   }, 40_000);
 
   it("EventSource reconnects by itself after its server restarts and resumes with Last-Event-ID; edits made meanwhile on another node arrive", async () => {
-    // node1 joins the file's store, whose first node is the other node here (environment fleet).
-    const port = await freePort();
-    const args = ['--port', String(port), '--cors-origins', page.origin];
-    let node1 = await startServer({ dir, admin: true, args });
+    // node1 is the store's second node, and the file's first node the other node here (environment fleet).
+    let node1 = await secondNode();
     const node2 = srv;
     const tab = await browser.newPage();
     try {
@@ -288,9 +298,10 @@ describe('change stream (EventSource in Chromium)', () => {
       const seen = await waitFor((g) => g.some((e) => e.type === 'change'));
       const lastId = Number(seen.at(-1)!.id);
 
-      await node1.dispose();
+      await node1.stop();
       await adm(node2, 'PUT', 'environments/fleet/content/News', '{"n":3}');
-      node1 = await startServer({ dir, admin: true, args });
+      second = startServer({ dir, admin: true, args: secondArgs() });
+      node1 = await second;
       // The browser reconnects on its own (retry: 3000) with Last-Event-ID: without it the server
       // would only send `ready`; with it, what happened since is announced first.
       const after = await waitFor((g) => g.filter((e) => e.type === 'ready').length === 2);
@@ -302,7 +313,6 @@ describe('change stream (EventSource in Chromium)', () => {
       expect(Number(resumed.at(-1)!.id)).toBeGreaterThan(lastId);
     } finally {
       await tab.close();
-      await node1.dispose();
     }
   }, 60_000);
 });
