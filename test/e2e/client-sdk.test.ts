@@ -4,7 +4,7 @@
  * Chromium in test/e2e/client-sdk-chromium.test.ts.
  */
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createHarness, type Harness } from '../helpers/client-harness.mjs';
 import { ALL, bundle, describeClientSdk, KEY, rcdExport, type Environment } from '../helpers/client-sdk-suite.js';
 import { startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
@@ -39,14 +39,25 @@ function nodeEnvironment(): Environment {
 describeClientSdk(nodeEnvironment());
 
 describe('rcd export --client-defaults', () => {
-  let srv: ServerProcess | undefined;
-  afterEach(async () => {
-    await srv?.dispose();
-    srv = undefined;
+  /** One server for both tests, started by the first that needs it; the test that stops it lets the next start another. */
+  let running: Promise<ServerProcess> | undefined;
+  const server = (): Promise<ServerProcess> => (running ??= startServer({ admin: true, bundle: bundle() }));
+  afterAll(async () => {
+    await (await running)?.dispose();
+  });
+
+  it('refuses an unknown environment and a malformed --app-version with exit 1, writing nothing', async () => {
+    const srv = await server();
+    const unknown = await rcdExport(['--client-defaults', 'nope', '--admin-url', srv.adminUrl!]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stdout).toBe('');
+    const bad = await rcdExport(['--client-defaults', 'live', '--app-version', '1.2', '--admin-url', srv.adminUrl!]);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout).toBe('');
   });
 
   it('writes h, d, hash and data per id, the same through the admin API and from the store file', async () => {
-    srv = await startServer({ admin: true, bundle: bundle() });
+    const srv = await server();
     const viaAdmin = await rcdExport(['--client-defaults', 'live', '--admin-url', srv.adminUrl!]);
     expect(viaAdmin.code, viaAdmin.stderr).toBe(0);
     const defaults = JSON.parse(viaAdmin.stdout) as { format: string; env: string; appVersion: string | null; items: Record<string, { h: string; d: boolean; hash: string; data: unknown }> };
@@ -65,19 +76,15 @@ describe('rcd export --client-defaults', () => {
     expect(old.items.Levels).toMatchObject({ h: defaults.items.Levels!.h, data: { level: 1 } });
     expect(old.items.Levels!.hash).not.toBe(old.items.Levels!.h);
 
-    await srv.stop();
-    const fromStore = await rcdExport(['--client-defaults', 'live', '--store', srv.storeUrl]);
-    expect(fromStore.code, fromStore.stderr).toBe(0);
-    expect((JSON.parse(fromStore.stdout) as typeof defaults).items).toEqual(defaults.items);
-  });
-
-  it('refuses an unknown environment and a malformed --app-version with exit 1, writing nothing', async () => {
-    srv = await startServer({ admin: true, bundle: bundle() });
-    const unknown = await rcdExport(['--client-defaults', 'nope', '--admin-url', srv.adminUrl!]);
-    expect(unknown.code).toBe(1);
-    expect(unknown.stdout).toBe('');
-    const bad = await rcdExport(['--client-defaults', 'live', '--app-version', '1.2', '--admin-url', srv.adminUrl!]);
-    expect(bad.code).toBe(1);
-    expect(bad.stdout).toBe('');
+    // Stopped here and removed by this test: a test after it starts another.
+    running = undefined;
+    try {
+      await srv.stop();
+      const fromStore = await rcdExport(['--client-defaults', 'live', '--store', srv.storeUrl]);
+      expect(fromStore.code, fromStore.stderr).toBe(0);
+      expect((JSON.parse(fromStore.stdout) as typeof defaults).items).toEqual(defaults.items);
+    } finally {
+      await srv.dispose();
+    }
   });
 });

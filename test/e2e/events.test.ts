@@ -15,6 +15,8 @@ import { freePort } from '../helpers/free-port.js';
 const AUTH = { authorization: 'Bearer test-admin-token' };
 const KEY = 'events-test-key-1';
 const OTHER_KEY = 'events-other-env-key';
+/** The environment of the test that restarts a node of the file's store. */
+const FLEET_KEY = 'events-fleet-env-key';
 
 function changes(s: NodeStream): { seq: number; changed?: string[]; all?: boolean; catalog: string; jitterMs: number }[] {
   return s.events.filter((e) => e.event === 'change').map((e) => JSON.parse(e.data) as { seq: number; changed?: string[]; all?: boolean; catalog: string; jitterMs: number });
@@ -33,11 +35,25 @@ interface PageEventSource {
   close(): void;
 }
 
-/** A port free right now (the restarted server must come back on the same one). */
-
 let dir: string;
 let srv: ServerProcess;
 let page: PageServer;
+/** The store's second node, started by the first test that needs it; the test that stops it starts it again. */
+let second: Promise<ServerProcess> | undefined;
+/** The second node's port, chosen once: a restarted node comes back on the same one. */
+let secondPort: number | undefined;
+
+function secondArgs(): string[] {
+  return ['--port', String(secondPort), '--cors-origins', page.origin];
+}
+
+function secondNode(): Promise<ServerProcess> {
+  second ??= freePort().then((port) => {
+    secondPort = port;
+    return startServer({ dir, admin: true, args: secondArgs() });
+  });
+  return second;
+}
 
 beforeAll(async () => {
   dir = tempDir();
@@ -50,12 +66,15 @@ beforeAll(async () => {
       environments: {
         web: { keys: [KEY], content: { Shop: { json: { price: 1 } }, News: { json: { n: 1 } } } },
         other: { keys: [OTHER_KEY], content: { Shop: { json: { price: 9 } } } },
+        fleet: { keys: [FLEET_KEY], content: { News: { json: { n: 1 } } } },
       },
     },
   });
 });
 
 afterAll(async () => {
+  // A second node that failed to start has nothing to stop.
+  await second?.then((node) => node.dispose(), () => undefined);
   await srv?.dispose();
   await page?.close();
 });
@@ -99,31 +118,27 @@ describe('change stream (Node client)', () => {
     await s.until(() => s.events.some((e) => e.event === 'ready'));
     const last = s.events.at(-1)!.id!;
     s.close();
-    const node2 = await startServer({ dir, admin: true });
-    try {
-      await adm(srv, 'PUT', 'environments/web/content/News', '{"n":2}');
-      await adm(srv, 'DELETE', 'environments/web/content/Shop');
-      for (const base of [srv.url, node2.url]) {
-        const resumed = new NodeStream(base + '/api/v1/env/events', { 'x-api-key': KEY, 'last-event-id': last });
-        try {
-          await resumed.until(() => resumed.events.some((e) => e.event === 'ready'));
-          expect(changes(resumed).map((c) => c.changed)).toEqual([['News'], ['Shop']]);
-          const ids = resumed.events.map((e) => Number(e.id));
-          expect(ids).toEqual([...ids].sort((a, b) => a - b));
-        } finally {
-          resumed.close();
-        }
-      }
-      // A client further behind than this node's log is told to re-fetch everything.
-      const behind = new NodeStream(node2.url + '/api/v1/env/events', { 'x-api-key': KEY, 'last-event-id': '0' });
+    const node2 = await secondNode();
+    await adm(srv, 'PUT', 'environments/web/content/News', '{"n":2}');
+    await adm(srv, 'DELETE', 'environments/web/content/Shop');
+    for (const base of [srv.url, node2.url]) {
+      const resumed = new NodeStream(base + '/api/v1/env/events', { 'x-api-key': KEY, 'last-event-id': last });
       try {
-        await behind.until(() => behind.events.some((e) => e.event === 'ready'));
-        expect(changes(behind)).toMatchObject([{ all: true }]);
+        await resumed.until(() => resumed.events.some((e) => e.event === 'ready'));
+        expect(changes(resumed).map((c) => c.changed)).toEqual([['News'], ['Shop']]);
+        const ids = resumed.events.map((e) => Number(e.id));
+        expect(ids).toEqual([...ids].sort((a, b) => a - b));
       } finally {
-        behind.close();
+        resumed.close();
       }
+    }
+    // A client further behind than this node's log is told to re-fetch everything.
+    const behind = new NodeStream(node2.url + '/api/v1/env/events', { 'x-api-key': KEY, 'last-event-id': '0' });
+    try {
+      await behind.until(() => behind.events.some((e) => e.event === 'ready'));
+      expect(changes(behind)).toMatchObject([{ all: true }]);
     } finally {
-      await node2.dispose();
+      behind.close();
     }
   }, 30_000);
 
@@ -242,12 +257,9 @@ describe('change stream (EventSource in Chromium)', () => {
   }, 40_000);
 
   it("EventSource reconnects by itself after its server restarts and resumes with Last-Event-ID; edits made meanwhile on another node arrive", async () => {
-    const fleetDir = tempDir();
-    const port = await freePort();
-    const bundle = { environments: { web: { keys: [KEY], content: { News: { json: { n: 1 } } } } } };
-    const args = ['--port', String(port), '--cors-origins', page.origin];
-    let node1 = await startServer({ dir: fleetDir, admin: true, args, bundle });
-    const node2 = await startServer({ dir: fleetDir, admin: true });
+    // node1 is the store's second node, and the file's first node the other node here (environment fleet).
+    let node1 = await secondNode();
+    const node2 = srv;
     const tab = await browser.newPage();
     try {
       await tab.goto(page.origin + '/game.html');
@@ -257,7 +269,7 @@ describe('change stream (EventSource in Chromium)', () => {
           const { token } = (await r.json()) as { token: string };
           return base + '/api/v1/env/events?token=' + encodeURIComponent(token);
         },
-        [node1.url, KEY] as const,
+        [node1.url, FLEET_KEY] as const,
       );
       await tab.evaluate((u) => {
         const w = globalThis as unknown as { got: { type: string; id: string; data: string }[] };
@@ -282,13 +294,14 @@ describe('change stream (EventSource in Chromium)', () => {
         }
       };
       await waitFor((g) => g.some((e) => e.type === 'ready'));
-      await adm(node2, 'PUT', 'environments/web/content/News', '{"n":2}');
+      await adm(node2, 'PUT', 'environments/fleet/content/News', '{"n":2}');
       const seen = await waitFor((g) => g.some((e) => e.type === 'change'));
       const lastId = Number(seen.at(-1)!.id);
 
       await node1.stop();
-      await adm(node2, 'PUT', 'environments/web/content/News', '{"n":3}');
-      node1 = await startServer({ dir: fleetDir, admin: true, args });
+      await adm(node2, 'PUT', 'environments/fleet/content/News', '{"n":3}');
+      second = startServer({ dir, admin: true, args: secondArgs() });
+      node1 = await second;
       // The browser reconnects on its own (retry: 3000) with Last-Event-ID: without it the server
       // would only send `ready`; with it, what happened since is announced first.
       const after = await waitFor((g) => g.filter((e) => e.type === 'ready').length === 2);
@@ -300,8 +313,6 @@ describe('change stream (EventSource in Chromium)', () => {
       expect(Number(resumed.at(-1)!.id)).toBeGreaterThan(lastId);
     } finally {
       await tab.close();
-      await node2.dispose();
-      await node1.dispose();
     }
   }, 60_000);
 });

@@ -26,26 +26,46 @@ interface Answer {
   readonly body: Buffer;
 }
 
-/** Splits what came back on a connection into answers framed by Content-Length (chunked framing fails the test). */
-function splitAnswers(wire: Buffer): Answer[] {
-  const out: Answer[] = [];
-  let at = 0;
-  while (at < wire.length) {
-    const end = wire.indexOf('\r\n\r\n', at);
-    if (end === -1) throw new Error(`an incomplete head at byte ${at}`);
-    const lines = wire.subarray(at, end).toString('latin1').split('\r\n');
-    const status = Number(lines[0]!.split(' ')[1]);
-    const headers = new Map<string, string>();
-    for (const l of lines.slice(1)) {
-      const c = l.indexOf(':');
-      headers.set(l.slice(0, c).trim().toLowerCase(), l.slice(c + 1).trim());
+/**
+ * Reads answers framed by Content-Length off a connection as its bytes arrive (chunked framing fails
+ * the test). The bytes are joined only once enough have arrived to complete the answer in progress,
+ * so each is copied about once however small the socket's reads.
+ */
+class AnswerReader {
+  readonly answers: Answer[] = [];
+  private chunks: Buffer[] = [];
+  private held = 0;
+  /** Bytes to hold before parsing again: the end of the answer whose head was read, or 0 while a head is incomplete. */
+  private need = 0;
+
+  push(data: Buffer): void {
+    this.chunks.push(data);
+    this.held += data.length;
+    if (this.held < this.need) return;
+    let wire = Buffer.concat(this.chunks, this.held);
+    this.need = 0;
+    for (;;) {
+      const end = wire.indexOf('\r\n\r\n');
+      if (end === -1) break;
+      const lines = wire.subarray(0, end).toString('latin1').split('\r\n');
+      const status = Number(lines[0]!.split(' ')[1]);
+      const headers = new Map<string, string>();
+      for (const l of lines.slice(1)) {
+        const c = l.indexOf(':');
+        headers.set(l.slice(0, c).trim().toLowerCase(), l.slice(c + 1).trim());
+      }
+      expect(headers.has('transfer-encoding')).toBe(false);
+      const total = end + 4 + Number(headers.get('content-length'));
+      if (wire.length < total) {
+        this.need = total;
+        break;
+      }
+      this.answers.push({ status, headers, body: wire.subarray(end + 4, total) });
+      wire = wire.subarray(total);
     }
-    expect(headers.has('transfer-encoding')).toBe(false);
-    const length = Number(headers.get('content-length'));
-    out.push({ status, headers, body: wire.subarray(end + 4, end + 4 + length) });
-    at = end + 4 + length;
+    this.chunks = [wire];
+    this.held = wire.length;
   }
-  return out;
 }
 
 function catalogRequest(host: string, gzip: boolean): string {
@@ -60,23 +80,23 @@ function catalogRequest(host: string, gzip: boolean): string {
 function pipelined(base: string, count: number, gzip: boolean, pauseMs: number): Promise<Answer[]> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
+    const reader = new AnswerReader();
     const socket = connect(Number(url.port), url.hostname, () => {
       socket.write(Array.from({ length: count }, () => catalogRequest(url.host, gzip)).join(''));
       socket.pause();
       setTimeout(() => socket.resume(), pauseMs);
     });
     socket.on('data', (d: Buffer) => {
-      chunks.push(d);
       try {
-        const answers = splitAnswers(Buffer.concat(chunks));
-        const last = answers[answers.length - 1];
-        if (answers.length === count && last !== undefined && last.body.length === Number(last.headers.get('content-length'))) {
-          socket.destroy();
-          resolve(answers);
-        }
-      } catch {
-        // Not all there yet.
+        reader.push(d);
+      } catch (err) {
+        socket.destroy();
+        reject(err instanceof Error ? err : new Error(String(err)));
+        return;
+      }
+      if (reader.answers.length === count) {
+        socket.destroy();
+        resolve(reader.answers);
       }
     });
     socket.on('error', reject);

@@ -3,18 +3,20 @@
  * requests each scenario causes counted by the client's own fetch (test/helpers/client-harness.mjs).
  * test/e2e/client-sdk.test.ts runs it in Node (`npm test`), test/e2e/client-sdk-chromium.test.ts in
  * Chromium (`npm run test:slow`): the same scenarios and assertions in both. The scenarios share one
- * server, each in an environment of its own with its own key (`live` and its copies `s1`...), and
- * start their own only to stop it or to start it with other limits.
+ * server, each in an environment of its own with its own key (`live` and its copies `s1`...), start
+ * their own only to start it with other limits, and meet a server that is down at the address of a
+ * listener that has just closed.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { HarnessClientOptions, HarnessRequest, HarnessResult, Harness } from './client-harness.mjs';
+import { freePort } from './free-port.js';
 import { BIN, startServer, type ServerProcess } from './server-process.js';
 
 export const KEY = 'client-sdk-key-1';
 /** The copies of `live` in the shared server's bundle, one a scenario. */
-const COPIES = Array.from({ length: 8 }, (_, i) => `s${i + 1}`);
+const COPIES = Array.from({ length: 10 }, (_, i) => `s${i + 1}`);
 export const CONTEXT = { u: 'player-1', p: { vip: true }, v: '1.5.0' };
 
 /** Environment `live` (key KEY) holding the suite's content and `extra`, and an identical one for each of `copies`. */
@@ -123,7 +125,7 @@ export function describeClientSdk(env: Environment): void {
       own = undefined;
     });
 
-    /** A server of the scenario's own (to stop it, or with other limits), environment `live`. */
+    /** A server of the scenario's own (with other limits), environment `live`. */
     async function start(args: string[] = [], extra: Record<string, unknown> = {}): Promise<Driver> {
       own = await startServer({ admin: true, bundle: bundle(extra), args: [...corsArgs(), ...args] });
       srv = own;
@@ -139,6 +141,11 @@ export function describeClientSdk(env: Environment): void {
       if (copy === undefined) throw new Error(`more scenarios share the server than its ${COPIES.length} copies of live`);
       live = copy;
       return env.driver(srv.url, keyOf(live));
+    }
+
+    /** The harness speaking to a server that is down: nothing listens at its address (a listener there has just closed). */
+    async function down(): Promise<Driver> {
+      return env.driver(`http://127.0.0.1:${await freePort()}`, keyOf(live));
     }
 
     it('cold start: exactly one catalog and one combine, then every value and its meta', async () => {
@@ -208,24 +215,24 @@ export function describeClientSdk(env: Environment): void {
     });
 
     it('server down at start: the cached values are served and the error is reported', async () => {
-      const d = await start();
+      const d = await share();
       const name = storage();
       const first = await d.create({ storage: name, context: CONTEXT });
       await d.refresh(first);
       await d.close(first);
-      await srv!.stop();
 
-      const offline = await d.create({ storage: name, context: CONTEXT, backoff: { baseMs: 60_000 } });
-      const r = await d.refresh(offline);
+      const gone = await down();
+      const offline = await gone.create({ storage: name, context: CONTEXT, backoff: { baseMs: 60_000 } });
+      const r = await gone.refresh(offline);
       expect(r.fromCache).toBe(true);
       expect(r.changed).toEqual([]);
       expect(r.error).toMatchObject({ code: 'network', status: 0 });
-      expect(dataOf(await d.values(offline, ALL))).toEqual(EXPECTED);
+      expect(dataOf(await gone.values(offline, ALL))).toEqual(EXPECTED);
       // Within the backoff a refresh does not touch the network.
-      const again = await d.refresh(offline);
+      const again = await gone.refresh(offline);
       expect(again.error?.code).toBe('backoff');
-      expect((await d.log(offline)).length).toBe(1);
-      await d.close(offline);
+      expect((await gone.log(offline)).length).toBe(1);
+      await gone.close(offline);
     });
 
     it('never more than one refresh in flight: two calls share one catalog request', async () => {
@@ -282,14 +289,14 @@ export function describeClientSdk(env: Environment): void {
     });
 
     it('first launch with client defaults and the server down: the defaults, and the error', async () => {
-      const d = await start();
+      await share();
       const exported = await rcdExport(['--client-defaults', live, '--app-version', '1.5.0', '--admin-url', srv!.adminUrl!]);
-      await srv!.stop();
-      const c = await d.create({ storage: storage(), context: CONTEXT, defaults: JSON.parse(exported.stdout) as unknown, backoff: { baseMs: 60_000 } });
-      const r = await d.refresh(c);
+      const gone = await down();
+      const c = await gone.create({ storage: storage(), context: CONTEXT, defaults: JSON.parse(exported.stdout) as unknown, backoff: { baseMs: 60_000 } });
+      const r = await gone.refresh(c);
       expect(r).toMatchObject({ changed: [], fromCache: true, error: { code: 'network' } });
-      expect(dataOf(await d.values(c, ALL))).toEqual({ ...EXPECTED, Promo: { banner: 'none' } });
-      await d.close(c);
+      expect(dataOf(await gone.values(c, ALL))).toEqual({ ...EXPECTED, Promo: { banner: 'none' } });
+      await gone.close(c);
     });
 
     it('overload: 503 with Retry-After is honoured, then the client retries by itself and succeeds', async () => {
