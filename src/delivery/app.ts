@@ -17,10 +17,9 @@ import {
   handlePreflight,
   handleStreamToken,
   handleWrongMethod,
-  handlerFailed,
+  runHandler,
 } from './routes.js';
 import { Route } from './content-fields.js';
-import { enterUwsCall, leaveUwsCall } from './wire/reply.js';
 import { addOfrepRoutes } from './ofrep/routes.js';
 import type { FrontEndState } from './state.js';
 
@@ -32,68 +31,13 @@ export function isNativeUws(): boolean {
 /** The routes on a new app: HTTPS with `tls`, plain HTTP without (rotation calls it again for a new certificate). */
 export function createApp(state: FrontEndState, tls: TlsMaterial | null): TemplatedApp {
   const app = createUwsApp(tls);
-  // An exception escaping a uWS handler ends the process; handlerFailed contains it to the connection.
-  // enterUwsCall: uWS corked the socket around the handler, so answers are written straight (wire/reply.ts).
-  const plain = (res: HttpResponse, req: HttpRequest): void => {
-    enterUwsCall();
-    try {
-      handleContent(state, res, req, Route.Plain);
-    } catch (err) {
-      handlerFailed(state, res, err);
-    } finally {
-      leaveUwsCall();
-    }
-  };
-  const wrapped = (res: HttpResponse, req: HttpRequest): void => {
-    enterUwsCall();
-    try {
-      handleContent(state, res, req, Route.Wrapped);
-    } catch (err) {
-      handlerFailed(state, res, err);
-    } finally {
-      leaveUwsCall();
-    }
-  };
-  const combine = (res: HttpResponse, req: HttpRequest): void => {
-    enterUwsCall();
-    try {
-      handleContent(state, res, req, Route.Combine);
-    } catch (err) {
-      handlerFailed(state, res, err);
-    } finally {
-      leaveUwsCall();
-    }
-  };
-  const catalog = (res: HttpResponse, req: HttpRequest): void => {
-    enterUwsCall();
-    try {
-      handleCatalog(state, res, req);
-    } catch (err) {
-      handlerFailed(state, res, err);
-    } finally {
-      leaveUwsCall();
-    }
-  };
-  const events = (res: HttpResponse, req: HttpRequest): void => {
-    enterUwsCall();
-    try {
-      handleEvents(state, res, req);
-    } catch (err) {
-      handlerFailed(state, res, err);
-    } finally {
-      leaveUwsCall();
-    }
-  };
-  const streamToken = (res: HttpResponse, req: HttpRequest): void => {
-    enterUwsCall();
-    try {
-      handleStreamToken(state, res, req);
-    } catch (err) {
-      handlerFailed(state, res, err);
-    } finally {
-      leaveUwsCall();
-    }
-  };
+  // Each handler that reads a request runs guarded (runHandler): a throw closes its connection only.
+  const plain = (res: HttpResponse, req: HttpRequest): void => runHandler(handleContent, Route.Plain, state, res, req);
+  const wrapped = (res: HttpResponse, req: HttpRequest): void => runHandler(handleContent, Route.Wrapped, state, res, req);
+  const combine = (res: HttpResponse, req: HttpRequest): void => runHandler(handleContent, Route.Combine, state, res, req);
+  const catalog = (res: HttpResponse, req: HttpRequest): void => runHandler(handleCatalog, undefined, state, res, req);
+  const events = (res: HttpResponse, req: HttpRequest): void => runHandler(handleEvents, undefined, state, res, req);
+  const streamToken = (res: HttpResponse, req: HttpRequest): void => runHandler(handleStreamToken, undefined, state, res, req);
   // The small handlers below answer through the cork path (wire/reply.ts): not worth a try/finally each.
   const health = (res: HttpResponse, req: HttpRequest): void => handleHealth(state, res, req);
   const ready = (res: HttpResponse, req: HttpRequest): void => handleReady(state, res, req);

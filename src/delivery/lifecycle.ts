@@ -14,8 +14,9 @@
  * the callback returns); every write after the handler returned is corked (wire/reply.ts); nothing
  * is written once `done`.
  *
- * A subclass says what its body means (start), what a rendered result does (onRendered) and how its
- * errors look on the wire (writeError); everything else is here once.
+ * A subclass says what its body means (start), how its answers are made (answerOne, keepItem,
+ * answerFound) and how its errors look on the wire (writeError); everything else is here once,
+ * including what a pool result does (onRendered).
  *
  * HOT PATH: every field is set in the constructors, in one order (one hidden class per subclass).
  */
@@ -55,6 +56,8 @@ export abstract class DeliveryRequest implements JobSink {
   declare readonly keyId: string;
   /** Lower-cased content id (single item routes) or "" (combine, bulk). */
   declare readonly idLower: string;
+  /** True for a many-item request (a combine, an OFREP bulk evaluation): its pool results fill slots. */
+  declare readonly many: boolean;
   /** If-None-Match as sent ("" when absent). */
   declare readonly ifNoneMatch: string;
   /** Access-Control-Allow-Origin for this request, or null (no CORS headers). */
@@ -102,6 +105,7 @@ export abstract class DeliveryRequest implements JobSink {
     env: EnvView,
     keyId: string,
     idLower: string,
+    many: boolean,
     ifNoneMatch: string,
     origin: Uint8Array | null,
     declaredLength: boolean,
@@ -113,6 +117,7 @@ export abstract class DeliveryRequest implements JobSink {
     this.env = env;
     this.keyId = keyId;
     this.idLower = idLower;
+    this.many = many;
     this.ifNoneMatch = ifNoneMatch;
     this.origin = origin;
     this.tag = '';
@@ -137,8 +142,14 @@ export abstract class DeliveryRequest implements JobSink {
   /** What the body asks for: answer it, or hand its jobs to the pool. Throws RcdError for a refusal. */
   protected abstract start(text: string): void;
 
-  /** A pool result for `slot`, already cached: `rendered` is null when the worker reported `error`. */
-  protected abstract onRendered(slot: number, rendered: Rendered | null, error: string): void;
+  /** Answers a single-item request with its rendered item. */
+  protected abstract answerOne(rendered: Rendered): void;
+
+  /** Keeps a many-item request's result for `slot`: null when its content was deleted meanwhile. */
+  protected abstract keepItem(slot: number, rendered: Rendered | null): void;
+
+  /** The request's own wording of content_not_found, for an item deleted between routing and rendering. */
+  protected abstract notFoundMessage(): string;
 
   /** Writes an error answer (the request's own error body and headers); returns the body's bytes. */
   protected abstract writeError(code: ErrorCode, message: string, details: unknown, closeConnection: boolean): number;
@@ -265,6 +276,30 @@ export abstract class DeliveryRequest implements JobSink {
     this.onRendered(slot, rendered, result.error);
   }
 
+  /**
+   * A pool result for `slot`, already cached: `rendered` is null when the worker reported `error`.
+   * A single item is answered with it; a many-item request keeps it (a deleted item is one missing
+   * item) and answers once its last result is back. Any other error answers the whole request.
+   */
+  private onRendered(slot: number, rendered: Rendered | null, error: string): void {
+    // Each answer from here reads the connection again (holdConnection) before it is written.
+    if (rendered === null && (!this.many || error !== 'content_not_found')) {
+      this.res.resume();
+      this.answerJobError(error);
+      return;
+    }
+    if (!this.many) {
+      this.res.resume();
+      this.answerOne(rendered!);
+      return;
+    }
+    this.keepItem(slot, rendered);
+    if (--this.remaining === 0) {
+      this.res.resume();
+      this.answerFound();
+    }
+  }
+
   onFailure(_slot: number, err: unknown): void {
     this.state.onInternalError(err);
     if (this.done) return;
@@ -290,11 +325,11 @@ export abstract class DeliveryRequest implements JobSink {
     this.finish();
   }
 
-  /** The answer to a worker's error for this request's item; `notFound` is the request's own wording. */
-  answerJobError(code: string, notFound: string): void {
+  /** The answer to a worker's error for this request's item. */
+  private answerJobError(code: string): void {
     if (code === 'content_not_found') {
       // The content was deleted between routing and rendering: answer as if it had never been there.
-      this.answerError('content_not_found', notFound, false);
+      this.answerError('content_not_found', this.notFoundMessage(), false);
       return;
     }
     if (code === 'store_unavailable') {

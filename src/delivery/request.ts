@@ -64,7 +64,7 @@ export class ContentRequest extends DeliveryRequest {
     origin: Uint8Array | null,
     declaredLength: boolean,
   ) {
-    super(state, res, metricRouteOf(route), env, keyId, idLower, ifNoneMatch, origin, declaredLength);
+    super(state, res, metricRouteOf(route), env, keyId, idLower, route === Route.Combine, ifNoneMatch, origin, declaredLength);
     this.route = route;
     this.query = query;
     this.accept = accept;
@@ -81,24 +81,17 @@ export class ContentRequest extends DeliveryRequest {
     else startSingle(this, ctx);
   }
 
-  protected onRendered(slot: number, rendered: Rendered | null, error: string): void {
-    // Each answer from here reads the connection again (holdConnection) before it is written.
-    if (rendered === null && (this.route !== Route.Combine || error !== 'content_not_found')) {
-      this.res.resume();
-      this.answerJobError(error, NOT_FOUND_MESSAGE);
-      return;
-    }
-    if (this.route !== Route.Combine) {
-      this.res.resume();
-      answerSingle(this, rendered!);
-      return;
-    }
+  protected answerOne(rendered: Rendered): void {
+    answerSingle(this, rendered);
+  }
+
+  protected keepItem(slot: number, rendered: Rendered | null): void {
     if (rendered === null) this.missing!.push(this.entries![slot]!.id);
     this.rendered![slot] = rendered;
-    if (--this.remaining === 0) {
-      this.res.resume();
-      answerCombine(this);
-    }
+  }
+
+  protected notFoundMessage(): string {
+    return NOT_FOUND_MESSAGE;
   }
 
   protected writeError(code: ErrorCode, message: string, details: unknown, closeConnection: boolean): number {
@@ -107,6 +100,7 @@ export class ContentRequest extends DeliveryRequest {
     if (code === 'starting') return sendStarting(this.res, closeConnection, this.origin);
     return sendError(this.res, errorResponse(code, message, details), closeConnection, this.origin);
   }
+
   protected answerFound(): void {
     answerCombine(this);
   }
@@ -114,6 +108,5 @@ export class ContentRequest extends DeliveryRequest {
   protected answerPoolFull(): void {
     this.answerError('overloaded', 'the server is at capacity; retry shortly', false);
   }
-
 }
 

@@ -11,7 +11,7 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { errorResponse } from '../runtime/errors.js';
 import type { KeyView } from './directory.js';
 import { contentIdKey } from '../store/ids.js';
-import { send, sendContent, sendNotModified, sendPreflight } from './wire/reply.js';
+import { enterUwsCall, leaveUwsCall, send, sendContent, sendNotModified, sendPreflight } from './wire/reply.js';
 import { CC_SHARED, JSON_TYPE, STATUS_OK } from './wire/header-values.js';
 import { joinPieces } from './wire/answer-buffer.js';
 import { sendError, sendStarting } from './wire/error-answers.js';
@@ -169,6 +169,25 @@ export function handlerFailed(state: FrontEndState, res: HttpResponse, err: unkn
     res.close();
   } catch {
     // Already closed or aborted: nothing is left to clean up.
+  }
+}
+
+/** A route handler with one argument of its own (a route, or none: `undefined`). */
+export type RouteHandler<A> = (state: FrontEndState, res: HttpResponse, req: HttpRequest, arg: A) => void;
+
+/**
+ * Runs a route handler as uWS calls it. An exception escaping a uWS handler ends the process:
+ * handlerFailed contains it to the connection. uWS corked the socket around the handler, so answers
+ * are written straight (enterUwsCall, wire/reply.ts).
+ */
+export function runHandler<A>(handle: RouteHandler<A>, arg: A, state: FrontEndState, res: HttpResponse, req: HttpRequest): void {
+  enterUwsCall();
+  try {
+    handle(state, res, req, arg);
+  } catch (err) {
+    handlerFailed(state, res, err);
+  } finally {
+    leaveUwsCall();
   }
 }
 

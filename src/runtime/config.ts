@@ -8,6 +8,9 @@ import { LOG_LEVELS, type LogFormat, type LogLevel } from './log.js';
 import { DEFAULT_CONTENT_LIMITS, type ContentLimits } from '../shared/json-limits.js';
 import { parseDimensionNames } from '../exposures/dimensions.js';
 import { parseExposuresUrl } from '../exposures/url.js';
+import { ConfigError, bool, checked, fractionIn, intIn, oneOf, type FlagValues } from './flag-values.js';
+
+export { ConfigError };
 
 export interface ServeConfig {
   readonly storeUrl: string;
@@ -230,34 +233,8 @@ export function httpThreadsFor(cores: number): number {
   return Math.max(1, Math.min(64, Math.floor(cores / 2)));
 }
 
-export class ConfigError extends Error {}
-
 /** A start-up failure the operator fixes (a port in use, a store that cannot be opened): one line, no stack. */
 export class StartupError extends Error {}
-
-function intIn(name: string, raw: string, min: number, max: number): number {
-  if (!/^\d+$/.test(raw)) throw new ConfigError(`--${name} must be an integer, got "${raw}"`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(`--${name} must be between ${min} and ${max}, got ${n}`);
-  return n;
-}
-
-function fractionIn(name: string, raw: string): number {
-  const n = Number(raw);
-  if (raw.trim() === '' || !Number.isFinite(n) || n < 0 || n > 1) throw new ConfigError(`--${name} must be a number from 0 to 1, got "${raw}"`);
-  return n;
-}
-
-function oneOf<T extends string>(name: string, raw: string, allowed: readonly T[]): T {
-  if ((allowed as readonly string[]).includes(raw)) return raw as T;
-  throw new ConfigError(`--${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
-}
-
-function bool(name: string, raw: string): boolean {
-  if (raw === 'true' || raw === '1') return true;
-  if (raw === 'false' || raw === '0') return false;
-  throw new ConfigError(`--${name} must be true or false, got "${raw}"`);
-}
 
 /** `*`, a comma-separated list of origins, or "" (off). Each origin must be in its serialized form. */
 function corsOrigins(raw: string): '*' | readonly string[] | null {
@@ -279,22 +256,12 @@ function corsOrigins(raw: string): '*' | readonly string[] | null {
 
 const [FILTER_SLOTS_MIN, FILTER_SLOTS_MAX] = [1024, 4_194_304];
 
-/** `parse()`, its error (a message naming the flag) as a ConfigError. */
-function checked<T>(flag: string, parse: () => T): T {
-  try {
-    return parse();
-  } catch (err) {
-    const message = (err as Error).message;
-    throw new ConfigError(message.startsWith(`--${flag}`) ? message : `--${flag}: ${message}`);
-  }
-}
-
 /** --exposures and the flags beside it; null when off. */
-function exposuresConfig(get: (k: string) => string, storeUrl: string): ExposuresConfig | null {
+function exposuresConfig(get: FlagValues, storeUrl: string): ExposuresConfig | null {
   const url = get('exposures').trim();
   const dimensions = checked('exposure-dimensions', () => parseDimensionNames(get('exposure-dimensions')));
-  const queue = intIn('exposure-queue', get('exposure-queue'), 1, 10_000_000);
-  const filterSlots = intIn('exposure-filter', get('exposure-filter'), 0, FILTER_SLOTS_MAX);
+  const queue = intIn(get, 'exposure-queue', 1, 10_000_000);
+  const filterSlots = intIn(get, 'exposure-filter', 0, FILTER_SLOTS_MAX);
   if (filterSlots !== 0 && (filterSlots < FILTER_SLOTS_MIN || (filterSlots & (filterSlots - 1)) !== 0)) {
     throw new ConfigError(`--exposure-filter must be 0 or a power of two from ${FILTER_SLOTS_MIN} to ${FILTER_SLOTS_MAX}, got ${filterSlots}`);
   }
@@ -320,7 +287,7 @@ export function resolveOptions(
 }
 
 /** One listener's TLS files from its four options (prefix "tls", "admin-tls" or "metrics-tls"), or null without a certificate. */
-function tlsFiles(prefix: string, get: (k: string) => string): TlsFiles | null {
+function tlsFiles(prefix: string, get: FlagValues): TlsFiles | null {
   const cert = get(`${prefix}-cert`);
   const key = get(`${prefix}-key`);
   const passphraseFile = get(`${prefix}-key-passphrase-file`);
@@ -354,9 +321,9 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
   if (!storeUrl.startsWith('sqlite:') && storeUrl !== 'memory:' && !postgres) {
     throw new ConfigError(`--store must be sqlite:PATH, memory: or postgres://user:password@host:port/database, got "${storeUrl}"`);
   }
-  const maxCombineIds = intIn('max-combine-ids', get('max-combine-ids'), 1, 10_000);
-  const ofrepBulkMaxItems = get('ofrep-bulk-max-items') === '' ? maxCombineIds : intIn('ofrep-bulk-max-items', get('ofrep-bulk-max-items'), 1, 10_000);
-  const maxPendingJobs = intIn('max-pending', get('max-pending'), 1, 1_000_000);
+  const maxCombineIds = intIn(get, 'max-combine-ids', 1, 10_000);
+  const ofrepBulkMaxItems = get('ofrep-bulk-max-items') === '' ? maxCombineIds : intIn(get, 'ofrep-bulk-max-items', 1, 10_000);
+  const maxPendingJobs = intIn(get, 'max-pending', 1, 1_000_000);
   // A combine whose ids all miss the front cache needs one pool job per id, admitted together: with
   // fewer places than ids it could never run and would answer 503 forever. An OFREP bulk evaluation
   // is a combine of the whole environment: the same holds for its items.
@@ -372,9 +339,9 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
         'an OFREP bulk evaluation needs up to one pool job per item at once',
     );
   }
-  const threads = intIn('threads', get('threads'), 1, 64);
+  const threads = intIn(get, 'threads', 1, 64);
   const httpThreads =
-    get('http-threads') === '' ? Math.min(threads, httpThreadsFor(availableParallelism())) : intIn('http-threads', get('http-threads'), 1, 64);
+    get('http-threads') === '' ? Math.min(threads, httpThreadsFor(availableParallelism())) : intIn(get, 'http-threads', 1, 64);
   // Each loop renders its misses on its own share of the pool (a Piscina instance belongs to one thread).
   if (threads < httpThreads) {
     throw new ConfigError(
@@ -383,67 +350,67 @@ export function buildServeConfig(values: Map<string, string>): ServeConfig {
   }
   return Object.freeze({
     storeUrl,
-    pgPoolSize: intIn('pg-pool-size', get('pg-pool-size'), 1, 100),
-    storeBusyTimeoutMs: intIn('store-busy-timeout', get('store-busy-timeout'), 0, 60_000),
-    propagationTimeoutMs: intIn('propagation-timeout', get('propagation-timeout'), 0, 60_000),
-    rejectAmbiguousFraming: bool('reject-ambiguous-framing', get('reject-ambiguous-framing')),
-    changeLogEntries: intIn('change-log-entries', get('change-log-entries'), 1000, 100_000_000),
+    pgPoolSize: intIn(get, 'pg-pool-size', 1, 100),
+    storeBusyTimeoutMs: intIn(get, 'store-busy-timeout', 0, 60_000),
+    propagationTimeoutMs: intIn(get, 'propagation-timeout', 0, 60_000),
+    rejectAmbiguousFraming: bool(get, 'reject-ambiguous-framing'),
+    changeLogEntries: intIn(get, 'change-log-entries', 1000, 100_000_000),
     importFile: get('import') === '' ? null : get('import'),
-    importNice: intIn('import-nice', get('import-nice'), 0, 19),
-    bulkNice: intIn('bulk-nice', get('bulk-nice'), 0, 19),
-    deliveryNice: intIn('delivery-nice', get('delivery-nice'), 0, 39),
+    importNice: intIn(get, 'import-nice', 0, 19),
+    bulkNice: intIn(get, 'bulk-nice', 0, 19),
+    deliveryNice: intIn(get, 'delivery-nice', 0, 39),
     host: get('host'),
-    port: intIn('port', get('port'), 0, 65535),
+    port: intIn(get, 'port', 0, 65535),
     threads,
     httpThreads,
-    maxBodyBytes: intIn('max-body', get('max-body'), 1, 16 * 1024 * 1024),
+    maxBodyBytes: intIn(get, 'max-body', 1, 16 * 1024 * 1024),
     maxCombineIds,
     ofrepBulkMaxItems,
     maxPendingJobs,
-    cacheBytes: intIn('cache-mb', get('cache-mb'), 1, 65536) * 1024 * 1024,
+    cacheBytes: intIn(get, 'cache-mb', 1, 65536) * 1024 * 1024,
     adminHost: get('admin-host'),
-    adminEnabled: bool('admin', get('admin')),
-    adminPort: intIn('admin-port', get('admin-port'), 0, 65535),
+    adminEnabled: bool(get, 'admin'),
+    adminPort: intIn(get, 'admin-port', 0, 65535),
     dataDir: dataDirFor(storeUrl, get('data-dir')),
-    shutdownTimeoutMs: intIn('shutdown-timeout', get('shutdown-timeout'), 0, 600_000),
-    seedDemo: bool('seed-demo', get('seed-demo')),
+    shutdownTimeoutMs: intIn(get, 'shutdown-timeout', 0, 600_000),
+    seedDemo: bool(get, 'seed-demo'),
     tls: tlsFiles('tls', get),
     adminTls: tlsFiles('admin-tls', get),
     webhooks: Object.freeze({
-      attempts: intIn('webhook-attempts', get('webhook-attempts'), 1, 100),
-      retryMinMs: intIn('webhook-retry-min', get('webhook-retry-min'), 10, 3_600_000),
-      retryMaxMs: intIn('webhook-retry-max', get('webhook-retry-max'), 10, 86_400_000),
-      attemptTimeoutMs: intIn('webhook-timeout', get('webhook-timeout'), 100, 120_000),
-      concurrency: intIn('webhook-concurrency', get('webhook-concurrency'), 1, 64),
-      deadLetters: intIn('webhook-dead-letters', get('webhook-dead-letters'), 1, 1_000_000),
-      allowPrivateTargets: bool('webhook-allow-private', get('webhook-allow-private')),
+      attempts: intIn(get, 'webhook-attempts', 1, 100),
+      retryMinMs: intIn(get, 'webhook-retry-min', 10, 3_600_000),
+      retryMaxMs: intIn(get, 'webhook-retry-max', 10, 86_400_000),
+      attemptTimeoutMs: intIn(get, 'webhook-timeout', 100, 120_000),
+      concurrency: intIn(get, 'webhook-concurrency', 1, 64),
+      deadLetters: intIn(get, 'webhook-dead-letters', 1, 1_000_000),
+      allowPrivateTargets: bool(get, 'webhook-allow-private'),
     }),
-    scheduleMaxDays: intIn('schedule-max-days', get('schedule-max-days'), 1, 3660),
-    scheduleMaxPending: intIn('schedule-max-pending', get('schedule-max-pending'), 1, 10_000_000),
+    scheduleMaxDays: intIn(get, 'schedule-max-days', 1, 3660),
+    scheduleMaxPending: intIn(get, 'schedule-max-pending', 1, 10_000_000),
     content: Object.freeze({
-      maxDepth: intIn('max-content-depth', get('max-content-depth'), 1, 1000),
-      maxBytes: intIn('max-content-bytes', get('max-content-bytes'), 1, 256 * 1024 * 1024),
-      maxWriteBytes: intIn('max-write-bytes', get('max-write-bytes'), 1, 1024 * 1024 * 1024),
+      maxDepth: intIn(get, 'max-content-depth', 1, 1000),
+      maxBytes: intIn(get, 'max-content-bytes', 1, 256 * 1024 * 1024),
+      maxWriteBytes: intIn(get, 'max-write-bytes', 1, 1024 * 1024 * 1024),
     }),
-    previewMaxOps: intIn('preview-max-ops', get('preview-max-ops'), 1, 1_000_000),
-    previewConcurrency: intIn('preview-concurrency', get('preview-concurrency'), 1, 64),
-    tlsWatchMs: intIn('tls-watch-interval', get('tls-watch-interval'), 0, 86_400_000),
+    previewMaxOps: intIn(get, 'preview-max-ops', 1, 1_000_000),
+    previewConcurrency: intIn(get, 'preview-concurrency', 1, 64),
+    tlsWatchMs: intIn(get, 'tls-watch-interval', 0, 86_400_000),
     corsOrigins: corsOrigins(get('cors-origins')),
-    compressMinBytes: intIn('compress-min-bytes', get('compress-min-bytes'), 0, 16 * 1024 * 1024),
-    maxStreams: intIn('max-streams', get('max-streams'), 0, 1_000_000),
-    adminMaxStreams: intIn('admin-max-streams', get('admin-max-streams'), 0, 10_000),
-    streamHeartbeatMs: intIn('stream-heartbeat-ms', get('stream-heartbeat-ms'), 1000, 300_000),
-    streamJitterMs: intIn('stream-jitter-ms', get('stream-jitter-ms'), 0, 600_000),
-    streamTokenTtlS: intIn('stream-token-ttl', get('stream-token-ttl'), 10, 86_400),
-    metricsEnabled: bool('metrics', get('metrics')),
+    compressMinBytes: intIn(get, 'compress-min-bytes', 0, 16 * 1024 * 1024),
+    maxStreams: intIn(get, 'max-streams', 0, 1_000_000),
+    adminMaxStreams: intIn(get, 'admin-max-streams', 0, 10_000),
+    streamHeartbeatMs: intIn(get, 'stream-heartbeat-ms', 1000, 300_000),
+    streamJitterMs: intIn(get, 'stream-jitter-ms', 0, 600_000),
+    streamTokenTtlS: intIn(get, 'stream-token-ttl', 10, 86_400),
+    metricsEnabled: bool(get, 'metrics'),
     metricsHost: get('metrics-host'),
-    metricsPort: intIn('metrics-port', get('metrics-port'), 0, 65535),
+    metricsPort: intIn(get, 'metrics-port', 0, 65535),
     metricsTls: tlsFiles('metrics-tls', get),
-    readyStoreOutageMs: intIn('ready-store-outage', get('ready-store-outage'), 0, 86_400_000),
-    logLevel: oneOf('log-level', get('log-level'), LOG_LEVELS),
-    accessLogRate: fractionIn('access-log', get('access-log')),
-    accessLogBuffer: intIn('access-log-buffer', get('access-log-buffer'), 100, 1_000_000),
+    readyStoreOutageMs: intIn(get, 'ready-store-outage', 0, 86_400_000),
+    logLevel: oneOf(get, 'log-level', LOG_LEVELS),
+    accessLogRate: fractionIn(get, 'access-log'),
+    accessLogBuffer: intIn(get, 'access-log-buffer', 100, 1_000_000),
     exposures: exposuresConfig(get, storeUrl),
-    logFormat: get('log-format') === '' ? (process.stdout.isTTY ? 'pretty' : 'json') : oneOf('log-format', get('log-format'), ['json', 'pretty'] as const),
+    logFormat: get('log-format') === '' ? (process.stdout.isTTY ? 'pretty' : 'json') : oneOf(get, 'log-format', ['json', 'pretty'] as const),
   });
 }

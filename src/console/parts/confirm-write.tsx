@@ -3,6 +3,7 @@
  * optional comment for the audit log (sent as X-Rcd-Comment, shown in the Audit log screen), and
  * the buttons that go ahead or back out. One question at a time per place that asks.
  */
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 
 /** The audit log keeps at most this many characters of a comment (src/admin/server/audit-comment.ts). */
@@ -62,4 +63,22 @@ export function useConfirmWrite(): Asking {
       </div>
     );
   return { ask, dialog };
+}
+
+/** A button whose click asks `question` through `confirm` (the write runs once the user says yes). */
+export function ConfirmButton({ confirm, question, label, children }: { confirm: Asking; question: Question; label?: string; children: ComponentChildren }): preact.JSX.Element {
+  return (
+    <button type="button" onClick={() => confirm.ask(question)} aria-label={label}>
+      {children}
+    </button>
+  );
+}
+
+/** A table row's Delete button, named "Delete <what>" for assistive technology, asking first. */
+export function DeleteButton({ confirm, question, what }: { confirm: Asking; question: Question; what: string }): preact.JSX.Element {
+  return (
+    <ConfirmButton confirm={confirm} question={question} label={`Delete ${what}`}>
+      Delete
+    </ConfirmButton>
+  );
 }

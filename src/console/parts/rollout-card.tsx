@@ -11,7 +11,7 @@
 import { useState } from 'preact/hooks';
 import { apiWrite, ApiError, seg, type Rollout } from '../api.js';
 import { bothZones, instantOf, TimeInput, zoneName, type Zone } from '../schedule-ui.js';
-import { MAX_COMMENT, useConfirmWrite } from './confirm-write.js';
+import { ConfirmButton, MAX_COMMENT, useConfirmWrite } from './confirm-write.js';
 import { relativeTime } from './experiment-format.js';
 import { OutcomeLines, useOutcome } from './outcome.js';
 import { dueText, headline, nextStep, overdueSteps, progress, rolloutState, shareText, stateSentence, targetName } from './rollout-words.js';
@@ -94,32 +94,28 @@ export function RolloutCard({ env, rollout: r, nowMs, onChange }: { env: string;
       </Table>
       <div class="row">
         {r.status === 'active' && (
-          <button
-            type="button"
-            onClick={() =>
-              confirm.ask({
-                question: `Pause the rollout of ${r.contentId}, ${targetName(r)}? Its next step waits until it is resumed; the players it serves now keep their share.`,
-                yes: 'Yes, pause it',
-                run: (c) => act('pause', undefined, c),
-              })
-            }
+          <ConfirmButton
+            confirm={confirm}
+            question={{
+              question: `Pause the rollout of ${r.contentId}, ${targetName(r)}? Its next step waits until it is resumed; the players it serves now keep their share.`,
+              yes: 'Yes, pause it',
+              run: (c) => act('pause', undefined, c),
+            }}
           >
             Pause rollout
-          </button>
+          </ConfirmButton>
         )}
         {r.status === 'active' && next !== null && (
-          <button
-            type="button"
-            onClick={() =>
-              confirm.ask({
-                question: `Apply step ${next.number} of ${r.contentId} now: ${targetName(r)} to ${shareText(next.step.percent)} of players, for every player at once?`,
-                yes: `Yes, go to ${shareText(next.step.percent)} now`,
-                run: (c) => act('advance', undefined, c),
-              })
-            }
+          <ConfirmButton
+            confirm={confirm}
+            question={{
+              question: `Apply step ${next.number} of ${r.contentId} now: ${targetName(r)} to ${shareText(next.step.percent)} of players, for every player at once?`,
+              yes: `Yes, go to ${shareText(next.step.percent)} now`,
+              run: (c) => act('advance', undefined, c),
+            }}
           >
             Advance to the next step now
-          </button>
+          </ConfirmButton>
         )}
         {r.status === 'paused' && (
           <button
@@ -141,18 +137,16 @@ export function RolloutCard({ env, rollout: r, nowMs, onChange }: { env: string;
           </button>
         )}
         {(r.status === 'active' || r.status === 'paused' || (r.status === 'completed' && !r.killed)) && (
-          <button
-            type="button"
-            onClick={() =>
-              confirm.ask({
-                question: `Roll back the rollout of ${r.contentId}: cancel its steps left and put ${targetName(r)} back as it was before (${r.before.disabled ? 'off' : r.before.mod === null ? 'every player' : `mods ${r.before.mod[0]}-${r.before.mod[1]}`}), now?`,
-                yes: 'Yes, roll it back',
-                run: (c) => act('rollback', undefined, c),
-              })
-            }
+          <ConfirmButton
+            confirm={confirm}
+            question={{
+              question: `Roll back the rollout of ${r.contentId}: cancel its steps left and put ${targetName(r)} back as it was before (${r.before.disabled ? 'off' : r.before.mod === null ? 'every player' : `mods ${r.before.mod[0]}-${r.before.mod[1]}`}), now?`,
+              yes: 'Yes, roll it back',
+              run: (c) => act('rollback', undefined, c),
+            }}
           >
             Roll back rollout
-          </button>
+          </ConfirmButton>
         )}
       </div>
       {confirm.dialog}

@@ -6,7 +6,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, apiWrite, seg, type ContentDetail } from '../api.js';
 import { Editor, jsoncDiagnostics } from '../editor.js';
 import { jsoncProblem } from '../jsonc-check.js';
-import { useConfirmWrite } from '../parts/confirm-write.js';
+import { ConfirmButton, useConfirmWrite } from '../parts/confirm-write.js';
 import { useFollow } from '../parts/use-follow.js';
 import { ItemActivity } from '../parts/item-activity.js';
 import { useConflictGate } from '../parts/conflict-warning.js';
@@ -178,14 +178,12 @@ function KillSwitch({ env, item, onChange }: { env: string; item: ContentDetail;
             ))}
           </select>
         </label>
-        <button
-          type="button"
-          onClick={() =>
-            confirm.ask({ question: `Disable ${what} of ${item.id} for every player now, and cancel every scheduled change of ${item.id}?`, yes: `Yes, kill ${what}`, run: kill })
-          }
+        <ConfirmButton
+          confirm={confirm}
+          question={{ question: `Disable ${what} of ${item.id} for every player now, and cancel every scheduled change of ${item.id}?`, yes: `Yes, kill ${what}`, run: kill }}
         >
           Kill switch…
-        </button>
+        </ConfirmButton>
       </div>
       {confirm.dialog}
       <OutcomeLines outcome={outcome} />

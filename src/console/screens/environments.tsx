@@ -1,7 +1,7 @@
 /** Environments: the list with item and key counts, create, delete (confirmed, with a comment for the audit log; forced when it holds content). */
 import { useState } from 'preact/hooks';
 import { api, apiWrite, seg, type Environment } from '../api.js';
-import { useConfirmWrite } from '../parts/confirm-write.js';
+import { DeleteButton, useConfirmWrite } from '../parts/confirm-write.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
 import { Table } from '../parts/table.js';
 import { useLoad } from '../parts/use-load.js';
@@ -60,19 +60,15 @@ export function Environments(): preact.JSX.Element {
               <a href={`#/env/${seg(env.id)}/experiments`} aria-label={`Experiments of ${env.id}`}>
                 Experiments
               </a>{' '}
-              <button
-                type="button"
-                onClick={() =>
-                  confirm.ask({
-                    question: `Delete environment ${env.id}? ${env.contentCount} content items and ${env.keyCount} keys go with it.`,
-                    yes: `Yes, delete ${env.id}`,
-                    run: (c) => remove(env, c),
-                  })
-                }
-                aria-label={`Delete environment ${env.id}`}
-              >
-                Delete
-              </button>
+              <DeleteButton
+                confirm={confirm}
+                question={{
+                  question: `Delete environment ${env.id}? ${env.contentCount} content items and ${env.keyCount} keys go with it.`,
+                  yes: `Yes, delete ${env.id}`,
+                  run: (c) => remove(env, c),
+                }}
+                what={`environment ${env.id}`}
+              />
             </td>
           </tr>
         ))}

@@ -1,7 +1,7 @@
 /** API keys of one environment: create (the key is shown once), list, revoke. */
 import { useState } from 'preact/hooks';
 import { api, apiWrite, seg, type Key } from '../api.js';
-import { useConfirmWrite } from '../parts/confirm-write.js';
+import { ConfirmButton, useConfirmWrite } from '../parts/confirm-write.js';
 import { useFollow } from '../parts/use-follow.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
 import { Table } from '../parts/table.js';
@@ -59,13 +59,13 @@ export function Keys({ env }: { env: string }): preact.JSX.Element {
             <td>{when(k.revokedAt)}</td>
             <td>
               {k.revokedAt === null && (
-                <button
-                  type="button"
-                  onClick={() => confirm.ask({ question: `Revoke key ${k.id} of ${env}? Every client using it is refused from its next request.`, yes: `Yes, revoke ${k.id}`, run: (c) => revoke(k.id, c) })}
-                  aria-label={`Revoke key ${k.id}`}
+                <ConfirmButton
+                  confirm={confirm}
+                  question={{ question: `Revoke key ${k.id} of ${env}? Every client using it is refused from its next request.`, yes: `Yes, revoke ${k.id}`, run: (c) => revoke(k.id, c) }}
+                  label={`Revoke key ${k.id}`}
                 >
                   Revoke
-                </button>
+                </ConfirmButton>
               )}
             </td>
           </tr>

@@ -8,7 +8,7 @@ import type { Diagnostic } from '@codemirror/lint';
 import { api, ApiError, apiWrite, seg, type ContentDetail, type Mapping, type MappingProblem } from '../api.js';
 import { Editor } from '../editor.js';
 import { lineColumn, locateJsonError } from '../../store/json-errors.js';
-import { useConfirmWrite } from '../parts/confirm-write.js';
+import { ConfirmButton, useConfirmWrite } from '../parts/confirm-write.js';
 import type { PreviewAt } from '../changes-api.js';
 import { useConflictGate } from '../parts/conflict-warning.js';
 import { ErrorBox } from '../parts/messages.js';
@@ -117,12 +117,12 @@ export function MappingPanel({ env, item, onChange }: { env: string; item: Conte
           Save mapping
         </button>
         {item.mapping !== null && (
-          <button
-            type="button"
-            onClick={() => confirm.ask({ question: `Delete the mapping of ${item.id} in ${env}? Every player gets the content without rules at once.`, yes: 'Yes, delete mapping', run: remove })}
+          <ConfirmButton
+            confirm={confirm}
+            question={{ question: `Delete the mapping of ${item.id} in ${env}? Every player gets the content without rules at once.`, yes: 'Yes, delete mapping', run: remove }}
           >
             Delete mapping
-          </button>
+          </ConfirmButton>
         )}
       </div>
       {gate.warning}

@@ -1,7 +1,7 @@
 /** Webhooks: register (the secret is shown once), list, delete. */
 import { useState } from 'preact/hooks';
 import { api, apiWrite, seg, type Webhook } from '../api.js';
-import { useConfirmWrite } from '../parts/confirm-write.js';
+import { DeleteButton, useConfirmWrite } from '../parts/confirm-write.js';
 import { CheckGroup } from '../parts/check-group.js';
 import { OutcomeLines, useOutcome } from '../parts/outcome.js';
 import { Table } from '../parts/table.js';
@@ -62,13 +62,11 @@ export function Webhooks(): preact.JSX.Element {
             <td>{w.events.join(', ')}</td>
             <td>{when(w.createdAt)}</td>
             <td>
-              <button
-                type="button"
-                onClick={() => confirm.ask({ question: `Delete the webhook to ${w.url}? It gets no more change notices.`, yes: 'Yes, delete webhook', run: (c) => remove(w.id, c) })}
-                aria-label={`Delete webhook ${w.url}`}
-              >
-                Delete
-              </button>
+              <DeleteButton
+                confirm={confirm}
+                question={{ question: `Delete the webhook to ${w.url}? It gets no more change notices.`, yes: 'Yes, delete webhook', run: (c) => remove(w.id, c) }}
+                what={`webhook ${w.url}`}
+              />
             </td>
           </tr>
         ))}

@@ -47,9 +47,8 @@ const SPLIT_MESSAGE = 'this content has an A/B test: the evaluation context need
 const BROKEN_MESSAGE = "this content's mapping cannot be compiled (the server log says why)";
 const NO_STREAMS = Buffer.alloc(0);
 
-/** An OFREP evaluation: one flag, or every flag of the environment (bulk). */
+/** An OFREP evaluation: one flag, or every flag of the environment (bulk: `many`). */
 export class OfrepRequest extends DeliveryRequest {
-  declare readonly route: OfrepRoute;
   /** The flag key as sent (decoded), echoed by error answers; null for a bulk evaluation. */
   declare readonly key: string | null;
   /** Single: the content id as created and the hash of the revision answered. */
@@ -60,8 +59,7 @@ export class OfrepRequest extends DeliveryRequest {
   declare streams: Buffer;
 
   constructor(state: FrontEndState, res: HttpResponse, route: OfrepRoute, env: EnvView, keyId: string, key: string | null, idLower: string, ifNoneMatch: string, origin: Uint8Array | null, declaredLength: boolean) {
-    super(state, res, METRIC_ROUTE[route], env, keyId, idLower, ifNoneMatch, origin, declaredLength);
-    this.route = route;
+    super(state, res, METRIC_ROUTE[route], env, keyId, idLower, route === OfrepRoute.Bulk, ifNoneMatch, origin, declaredLength);
     this.key = key;
     this.id = '';
     this.hash = '';
@@ -71,30 +69,22 @@ export class OfrepRequest extends DeliveryRequest {
 
   protected start(text: string): void {
     const ctx = parseOfrepContext(text);
-    if (this.route === OfrepRoute.Flag) startFlag(this, ctx);
-    else startBulk(this, ctx);
+    if (this.many) startBulk(this, ctx);
+    else startFlag(this, ctx);
   }
 
-  protected onRendered(slot: number, rendered: Rendered | null, error: string): void {
-    // Each answer from here reads the connection again (holdConnection) before it is written.
-    if (this.route === OfrepRoute.Flag) {
-      this.res.resume();
-      if (rendered === null) this.answerJobError(error, NOT_FOUND_MESSAGE);
-      else answerFlag(this, rendered);
-      return;
-    }
+  protected answerOne(rendered: Rendered): void {
+    answerFlag(this, rendered);
+  }
+
+  protected keepItem(slot: number, rendered: Rendered | null): void {
     const item = this.list![slot]!;
     if (rendered !== null) item.item = rendered;
-    else if (error === 'content_not_found') item.failure = failureOf(item.id, 'content_not_found', NOT_FOUND_MESSAGE);
-    else {
-      this.res.resume();
-      this.answerJobError(error, NOT_FOUND_MESSAGE);
-      return;
-    }
-    if (--this.remaining === 0) {
-      this.res.resume();
-      answerBulk(this);
-    }
+    else item.failure = failureOf(item.id, 'content_not_found', NOT_FOUND_MESSAGE);
+  }
+
+  protected notFoundMessage(): string {
+    return NOT_FOUND_MESSAGE;
   }
 
   protected writeError(code: ErrorCode, message: string, _details: unknown, closeConnection: boolean): number {

@@ -15,8 +15,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import type { KeyView } from '../directory.js';
 import { contentIdKey } from '../../store/ids.js';
 import { corsOriginFor } from '../http-policy.js';
-import { enterUwsCall, leaveUwsCall } from '../wire/reply.js';
-import { declaredOver, handlerFailed, headOf, isJsonContentType } from '../routes.js';
+import { declaredOver, headOf, isJsonContentType, runHandler } from '../routes.js';
 import { declaresBodyLength, type RequestHead } from '../wire/request-head.js';
 import type { FrontEndState } from '../state.js';
 import { MetricRoute, Outcome, Phase, S_PHASE, countRequest } from '../../metrics/layout.js';
@@ -117,27 +116,8 @@ type Handler = (res: HttpResponse, req: HttpRequest) => void;
  * another method and for OPTIONS (405 with Allow, or the CORS preflight).
  */
 export function addOfrepRoutes(app: TemplatedApp, state: FrontEndState, postOnly: Handler, preflight: Handler): void {
-  // An exception escaping a uWS handler ends the process; handlerFailed contains it to the connection.
-  const flag = (res: HttpResponse, req: HttpRequest): void => {
-    enterUwsCall();
-    try {
-      evaluate(state, res, req, OfrepRoute.Flag);
-    } catch (err) {
-      handlerFailed(state, res, err);
-    } finally {
-      leaveUwsCall();
-    }
-  };
-  const bulk = (res: HttpResponse, req: HttpRequest): void => {
-    enterUwsCall();
-    try {
-      evaluate(state, res, req, OfrepRoute.Bulk);
-    } catch (err) {
-      handlerFailed(state, res, err);
-    } finally {
-      leaveUwsCall();
-    }
-  };
+  const flag = (res: HttpResponse, req: HttpRequest): void => runHandler(evaluate, OfrepRoute.Flag, state, res, req);
+  const bulk = (res: HttpResponse, req: HttpRequest): void => runHandler(evaluate, OfrepRoute.Bulk, state, res, req);
   // The bulk path with and without a trailing slash; any longer path is a flag key (uWS prefers the
   // exact routes over the wildcard).
   for (const path of [BULK_PATH, FLAG_PREFIX]) app.post(path, bulk).any(path, postOnly).options(path, preflight);
