@@ -294,14 +294,19 @@ describe('the change stream in OFREP format (eventStreams)', () => {
 
 describe('across a restart and with a broken mapping', () => {
   it('the same answers carry the same tags after a restart; a mapping that no longer compiles fails its own flag only', async () => {
-    const server = await startServer({ bundle: BUNDLE, args: ['--ofrep-bulk-max-items', '7'] });
+    // A bulk answer names a change-stream token of the current window (--stream-token-ttl), which is
+    // part of its tag: with day-long windows, and away from a window's end, both answers share one.
+    const args = ['--ofrep-bulk-max-items', '7', '--stream-token-ttl', '86400'];
+    const msToWindowEnd = 86_400_000 - (Date.now() % 86_400_000);
+    if (msToWindowEnd < 60_000) await new Promise((r) => setTimeout(r, msToWindowEnd + 1000));
+    const server = await startServer({ bundle: BUNDLE, args });
     try {
       const context = { targetingKey: 'restart', country: 'DE' };
       const before = await bulk(server.url, context);
       const single = await evaluate(server.url, 'Shop', context);
       await server.stop();
       const db = new Database(join(server.dir, 'rcd.db'));
-      const restarted = await startServer({ dir: server.dir, args: ['--ofrep-bulk-max-items', '7'] });
+      const restarted = await startServer({ dir: server.dir, args });
       try {
         expect((await bulk(restarted.url, context, { 'if-none-match': before.headers.get('etag')! })).status).toBe(304);
         expect((await evaluate(restarted.url, 'Shop', context, { 'if-none-match': single.headers.get('etag')! })).status).toBe(304);
