@@ -3,11 +3,11 @@
  * worker threads. After each admin write answers 2xx, the very next delivery requests (plain,
  * wrapped, catalog, fired together so they spread over the threads) must all see it.
  */
-import { Agent, request } from 'node:http';
+import { Agent } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/server-process.js';
 import { field, parseAnswer, type Answer } from '../helpers/answers.js';
-import { decoded, type RawReply } from '../helpers/http-raw.js';
+import { decoded, exchange, type RawReply } from '../helpers/http-raw.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
 let srv: ServerProcess;
@@ -20,18 +20,7 @@ let key: string;
 const agent = new Agent({ keepAlive: true });
 
 function send(url: string, method: string, headers: Record<string, string>, body: string | undefined): Promise<RawReply> {
-  const all: Record<string, string> = { 'accept-encoding': 'gzip, br', ...headers };
-  if (body !== undefined) all['content-length'] = String(Buffer.byteLength(body));
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method, headers: all, agent }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (d: Buffer) => chunks.push(d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, wire: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+  return exchange(url, method, { 'accept-encoding': 'gzip, br', ...headers }, body, agent);
 }
 
 interface Reply {
