@@ -111,14 +111,19 @@ describe('rcd schedule', () => {
   });
 });
 
+/** Item `id` of `live` ({"curve":"old"}) whose mapping's one rule, `segment`, is switched off: what a rollout turns on. */
+async function itemWithRuleOff(id: string, segment: string): Promise<void> {
+  await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/${id}`, { method: 'PUT', headers: AUTH, body: '{"curve":"old"}' });
+  await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/${id}/mapping`, {
+    method: 'PUT',
+    headers: AUTH,
+    body: JSON.stringify({ rules: [{ segment, disabled: true, patch: { curve: 'new' } }] }),
+  });
+}
+
 describe('rcd rollout, rcd kill, rcd preview', () => {
   it('creates a rollout, previews the item at a time, advances it, and kills the rule', async () => {
-    await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/Game`, { method: 'PUT', headers: AUTH, body: '{"curve":"old"}' });
-    await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/Game/mapping`, {
-      method: 'PUT',
-      headers: AUTH,
-      body: JSON.stringify({ rules: [{ segment: 'new-curve', disabled: true, patch: { curve: 'new' } }] }),
-    });
+    await itemWithRuleOff('Game', 'new-curve');
     const t1 = isoIn(3_600_000);
     const t2 = isoIn(7_200_000);
     const created = await json<{ id: string; steps: { mod: number[] }[] }>(['rollout', 'create', '--env', 'live', '--id', 'Game', '--rule', '0', '--steps', `50@${t1},100@${t2}`]);
@@ -148,12 +153,7 @@ describe('rcd rollout, rcd kill, rcd preview', () => {
     }
   });
   it('resumes a rollout paused past a step\'s time as --overdue says: refuse exits 1 naming the code, reschedule moves the steps left', async () => {
-    await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/Late`, { method: 'PUT', headers: AUTH, body: '{"curve":"old"}' });
-    await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/Late/mapping`, {
-      method: 'PUT',
-      headers: AUTH,
-      body: JSON.stringify({ rules: [{ segment: 'late-curve', disabled: true, patch: { curve: 'new' } }] }),
-    });
+    await itemWithRuleOff('Late', 'late-curve');
     // Made and paused through the API at once, so the first step's time passes while it is paused.
     const made = (await (
       await fetch(`${srv.adminUrl}/admin/v1/environments/live/rollouts`, {
