@@ -107,11 +107,18 @@ export const ALONE_FILES: readonly string[] = [
 
 const GLOBAL_SETUP = ['test/helpers/global-setup.ts'];
 
-/** What every file of both parts runs with: e2e tests spawn the compiled server (dist/). */
+/**
+ * What every file of both parts runs with: e2e tests spawn the compiled server (dist/). A test
+ * process starts with SQLite's URI filenames on, as the server does before its first connection
+ * (src/store/url.ts enableUriFilenames): better-sqlite3 reads SQLITE_USE_URI once, at the process's
+ * first connection, and the `alone` group runs its files in one process, so a file that opens
+ * better-sqlite3 itself must not turn them off for the memory stores of the files after it.
+ */
 const EACH_FILE = {
   testTimeout: 30_000,
   hookTimeout: 60_000,
   pool: 'forks',
+  env: { SQLITE_USE_URI: '1' },
 } as const;
 
 export default defineConfig(({ mode }) => {

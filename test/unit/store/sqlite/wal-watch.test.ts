@@ -6,12 +6,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { watchWal } from '../../../../src/store/sqlite/wal-watch.js';
-import { enableUriFilenames } from '../../../../src/store/url.js';
-
-// This file opens better-sqlite3 itself, in the process the `alone` group shares with the files run
-// after it. SQLite reads SQLITE_USE_URI at a process's first connection, and their memory stores need
-// it on: set it first, as the store module does before its own first open.
-enableUriFilenames();
 
 const dirs: string[] = [];
 afterEach(() => {
