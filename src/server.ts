@@ -20,6 +20,7 @@ import { loopDelayInterval, startLoopDelayLog } from './runtime/loop-delay.js';
 import { claimPort, rotationMigratesHandshakes } from './delivery/listener.js';
 import type { DeliveryLoop } from './delivery/loop.js';
 import { LoopThreads } from './delivery/loop-threads.js';
+import { readAdminSecrets } from './admin/startup-secrets.js';
 import { describeMaterial, loadStartupTls, reloadTlsMaterial, watchTlsFiles, type TlsMaterial } from './runtime/tls.js';
 import { humanLog, logError, logInfo } from './runtime/log.js';
 import { deliveryPriority } from './runtime/priority.js';
@@ -70,6 +71,8 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   const delivery = deliveryPriority(config.deliveryNice, getPriority(0));
   // Before anything starts: a certificate that cannot be served stops the start with one line.
   const startupTls = loadStartupTls(config);
+  // So does an unusable admin token or webhook key file, before any thread loads.
+  readAdminSecrets(config);
   const tls = startupTls.delivery;
   // First: the directory and the pool allocate enough to grow the young generation.
   const holdYoung = !operatorSizedYoungGeneration(process.execArgv, process.env.NODE_OPTIONS);

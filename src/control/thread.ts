@@ -12,17 +12,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { startAdminServer, type AdminServer } from '../admin/server/server.js';
-import { loadSealKey } from '../admin/server/sealed.js';
 import { openAdminState } from '../admin/server/open-state.js';
 import type { AdminStateStore } from '../admin/server/state.js';
-import { resolveAdminToken } from '../admin/token.js';
+import { readAdminSecrets } from '../admin/startup-secrets.js';
 import type { ServeConfig } from '../runtime/config.js';
 import { describeMaterial, loadTlsMaterial, reloadTlsMaterial } from '../runtime/tls.js';
 import { DEMO_ENV, demoBundle, demoKeyPath, newDemoKey, writeDemoKey } from '../runtime/demo.js';
 import { RcdError } from '../runtime/errors.js';
 import { holdYoungGeneration } from '../runtime/heap.js';
 import { configureLog, logError, logInfo } from '../runtime/log.js';
-import { describeStoreUrl, isPostgresUrl, openStore } from '../store/index.js';
+import { describeStoreUrl, openStore } from '../store/index.js';
 import type { Store } from '../store/types.js';
 import { setContentLimits } from '../store/jsonc.js';
 import { Feeds } from './feeds.js';
@@ -136,10 +135,9 @@ async function followExternalWrite(): Promise<void> {
 }
 
 async function open(): Promise<void> {
-  // Before the store opens or anything listens: an unusable admin token or webhook key file stops
-  // the start with one line (the admin state reads the key file again when it opens).
-  const token = config.adminEnabled ? resolveAdminToken(config.dataDir) : null;
-  if (token !== null && (config.storeUrl.startsWith('sqlite:') || isPostgresUrl(config.storeUrl))) loadSealKey(config.dataDir);
+  // Before the store opens or anything listens (the main thread checked them already; the admin
+  // state reads the key file again when it opens).
+  const token = readAdminSecrets(config);
   store = timeStoreWrites(await openStoreRetrying(), init.counters);
   post({ type: 'store-open', readerUrl: store.readerUrl });
   await publish();

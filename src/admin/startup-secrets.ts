@@ -1,0 +1,17 @@
+/**
+ * The admin plane's secrets at start-up: the admin token and, for stores that keep webhooks on disk,
+ * the webhook key file. An unusable one stops the start with one line (ConfigError). The main thread
+ * reads them before any thread starts, so a refused start loads nothing else; the control thread
+ * reads them again when it opens (the files exist by then, so both reads agree).
+ */
+import type { ServeConfig } from '../runtime/config.js';
+import { isPostgresUrl } from '../store/url.js';
+import { loadSealKey } from './server/sealed.js';
+import { resolveAdminToken, type ResolvedAdminToken } from './token.js';
+
+/** The admin token (null with the admin API off), after checking the webhook key file when the store keeps one. */
+export function readAdminSecrets(config: ServeConfig): ResolvedAdminToken | null {
+  const token = config.adminEnabled ? resolveAdminToken(config.dataDir) : null;
+  if (token !== null && (config.storeUrl.startsWith('sqlite:') || isPostgresUrl(config.storeUrl))) loadSealKey(config.dataDir);
+  return token;
+}
