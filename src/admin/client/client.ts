@@ -103,6 +103,7 @@ async function send(url: string, method: string, headers: Record<string, string>
     const req: ClientRequest = request(target, { method, headers } satisfies RequestOptions, (res: IncomingMessage) => {
       resolve({ status: res.statusCode ?? 0, text: readBody(res) });
     });
+    // A connection closed before the answer's head reads as fetch words it.
     req.on('error', (err: Error & { code?: string }) => {
       reject(err.code === 'ECONNRESET' && err.message === 'socket hang up' ? new Error('other side closed') : err);
     });
