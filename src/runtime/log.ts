@@ -16,8 +16,15 @@
  * named by where they live (a file, a key id, a URL without its password), never by their value.
  */
 import { createRequire } from 'node:module';
-import { pino, type Level, type Logger } from 'pino';
+import type { Level, Logger } from 'pino';
 import type { PrettyOptions } from 'pino-pretty';
+
+const require = createRequire(import.meta.url);
+
+/** pino, loaded when a thread first configures a logger: the management commands write plain lines and never load it. */
+function pinoModule(): (typeof import('pino'))['pino'] {
+  return (require('pino') as typeof import('pino')).pino;
+}
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -45,7 +52,6 @@ function prettyMessage(record: Record<string, unknown>, messageKey: string): str
  * not pay its ~50 ms of module loading in every thread that logs.
  */
 function pinoPretty(options: PrettyOptions): NodeJS.WritableStream {
-  const require = createRequire(import.meta.url);
   return (require('pino-pretty') as typeof import('pino-pretty')).build(options);
 }
 
@@ -62,6 +68,7 @@ function prettyStream(fd: 1 | 2): NodeJS.WritableStream {
 
 /** Switches to pino with these settings (each thread that logs calls it: loggers are per thread). */
 export function configureLog(settings: LogSettings): void {
+  const pino = pinoModule();
   const out = settings.format === 'json' ? pino.destination({ fd: 1, sync: true }) : prettyStream(1);
   const err = settings.format === 'json' ? pino.destination({ fd: 2, sync: true }) : prettyStream(2);
   logger = pino(
@@ -95,6 +102,7 @@ function prettyAccess(record: Record<string, unknown>): string {
  * time its request ended, so pino adds none.
  */
 export function accessLogger(logFormat: LogFormat): Logger {
+  const pino = pinoModule();
   const stream =
     logFormat === 'json'
       ? pino.destination({ fd: 1, sync: true })
