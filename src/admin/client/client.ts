@@ -78,6 +78,9 @@ export class AdminClient {
   }
 }
 
+/** How long a request waits without receiving anything (the head, a part of the body) before it fails. */
+const IDLE_TIMEOUT_MS = 300_000;
+
 /** A response whose head has arrived: its status, and its body as text once it has arrived whole. */
 interface Answer {
   readonly status: number;
@@ -103,6 +106,9 @@ async function send(url: string, method: string, headers: Record<string, string>
     const req: ClientRequest = request(target, { method, headers } satisfies RequestOptions, (res: IncomingMessage) => {
       resolve({ status: res.statusCode ?? 0, text: readBody(res) });
     });
+    // A server that stops sending (a stalled process, a dropped network path) fails the request
+    // instead of holding the command forever.
+    req.setTimeout(IDLE_TIMEOUT_MS, () => req.destroy(new Error(`nothing received for ${IDLE_TIMEOUT_MS / 1000} s`)));
     // A connection closed before the answer's head reads as fetch words it.
     req.on('error', (err: Error & { code?: string }) => {
       reject(err.code === 'ECONNRESET' && err.message === 'socket hang up' ? new Error('other side closed') : err);
