@@ -17,8 +17,10 @@ export const SLOW_FILES: readonly string[] = [
   'test/e2e/bench-edits-smoke.test.ts',
   'test/e2e/command.test.ts',
   // Chromium runs of features tested in Node in npm test: the client SDK (client-sdk), CORS (cors),
-  // OpenFeature (openfeature-node), the console's schedule pages (console stays in npm test).
+  // OpenFeature (openfeature-node), the console's schedule pages (console stays in npm test), the
+  // API reference page (openapi).
   'test/e2e/client-sdk-chromium.test.ts',
+  'test/e2e/openapi-page.test.ts',
   'test/e2e/browser.test.ts',
   'test/e2e/openfeature-web.test.ts',
   'test/e2e/console-schedule.test.ts',
