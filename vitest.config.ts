@@ -18,8 +18,9 @@ export const SLOW_FILES: readonly string[] = [
   'test/e2e/command.test.ts',
   // Chromium runs of features tested in Node in npm test: the client SDK (client-sdk), CORS (cors),
   // OpenFeature (openfeature-node), the console's schedule pages (console stays in npm test), the
-  // API reference page (openapi).
+  // API reference page (openapi), the change stream's EventSource (events).
   'test/e2e/client-sdk-chromium.test.ts',
+  'test/e2e/events-chromium.test.ts',
   'test/e2e/openapi-page.test.ts',
   'test/e2e/browser.test.ts',
   'test/e2e/openfeature-web.test.ts',
