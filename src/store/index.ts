@@ -1,5 +1,6 @@
 /**
- * Opening stores by URL, and the read-only revision reader worker threads use.
+ * Opening stores by URL; the read-only revision reader worker threads use is re-exported from
+ * src/store/worker-reader.ts, which a render worker imports directly.
  *
  * - `sqlite:PATH`: a SQLite file (parent directories created, WAL, foreign keys, busy timeout).
  * - `memory:`: a fresh in-memory SQLite database with a unique name, shared with the worker threads
