@@ -407,3 +407,10 @@ export interface Store {
 
   close(): Promise<void>;
 }
+
+export interface OpenStoreOptions {
+  /** How long a write waits for another connection's lock before failing with store_busy (default 5000 ms). */
+  readonly busyTimeoutMs?: number;
+  /** PostgreSQL: connections of the store's pool (default DEFAULT_PG_POOL_SIZE). */
+  readonly poolSize?: number;
+}

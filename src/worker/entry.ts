@@ -12,7 +12,7 @@ import { move, transferableSymbol, valueSymbol, workerData } from 'piscina';
 import { holdYoungGeneration } from '../runtime/heap.js';
 import { setThreadNice } from '../runtime/priority.js';
 import type { Batch, BatchResult, JobResult, WorkerOptions } from '../pool/protocol.js';
-import { isRevisionSource, openWorkerReader } from '../store/index.js';
+import { isRevisionSource, openWorkerReader } from '../store/worker-reader.js';
 import { createCache } from './content-cache.js';
 import { Prefetched, prefetch } from './prefetch.js';
 import { resolveJob, type WorkerState } from './resolve.js';

@@ -12,7 +12,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { ERROR_STATUS, errorResponse } from '../../runtime/errors.js';
-import { openApiDocuments } from '../../openapi/documents.js';
 
 export const OPENAPI_PREFIX = '/openapi';
 
@@ -48,9 +47,13 @@ const INIT = `window.ui = SwaggerUIBundle({
 
 let assets: Map<string, Asset> | null = null;
 
-/** Built on the first request for the reference: most servers never serve it. */
-function loadAssets(): Map<string, Asset> {
+/**
+ * Built on the first request for the reference: most servers never serve it, so the documents'
+ * modules (every schema of the API) load only then.
+ */
+async function loadAssets(): Promise<Map<string, Asset>> {
   if (assets !== null) return assets;
+  const { openApiDocuments } = await import('../../openapi/documents.js');
   const dist = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
   const docs = openApiDocuments();
   const map = new Map<string, Asset>();
@@ -71,9 +74,9 @@ export function isOpenApiPath(url: string | undefined): boolean {
   return url !== undefined && (url === OPENAPI_PREFIX || url.startsWith(OPENAPI_PREFIX + '/') || url.startsWith(OPENAPI_PREFIX + '?'));
 }
 
-export function serveOpenApi(req: IncomingMessage, res: ServerResponse): void {
+export async function serveOpenApi(req: IncomingMessage, res: ServerResponse): Promise<void> {
   const path = new URL(req.url ?? '/', 'http://admin.invalid').pathname;
-  const asset = loadAssets().get(path === OPENAPI_PREFIX ? '/openapi/' : path);
+  const asset = (await loadAssets()).get(path === OPENAPI_PREFIX ? '/openapi/' : path);
   if (asset === undefined) {
     sendError(res, 'not_found', 'no such file under /openapi/');
     return;

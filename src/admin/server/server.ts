@@ -203,7 +203,7 @@ async function handleRequest(shared: Shared, req: IncomingMessage, res: ServerRe
   // The console's files are public and served before authentication; its calls come back here.
   if (serveConsole(req, res, shared.log)) return;
   if (isOpenApiPath(req.url)) {
-    serveOpenApi(req, res);
+    await serveOpenApi(req, res);
     return;
   }
   try {

@@ -8,13 +8,13 @@
  * table (mod → variant) and each seg entry is pre-serialized JSON. Validation collects every problem
  * with its rule index and path; nothing is compiled into use when any exist.
  */
-import semver from 'semver';
 import { RcdError } from '../../runtime/errors.js';
 import { compileCondition } from '../condition/validate.js';
 import { CombinationIndex } from './interning.js';
 import { NO_CHOICE, PATCH_CHOICE, type CompiledMapping, type CompiledRule, type CompiledVariant } from './compiled.js';
 import { applyPatchToValue, compilePatch, PATCH_FAILED, type CompiledPatch } from '../patch/patch.js';
 import { compileVersionRange, type VersionRange } from './version-range.js';
+import { Range } from './semver-classes.js';
 import { childPath, isPlainObject, type MappingProblem } from '../problems.js';
 
 export const MOD_COUNT = 1000;
@@ -181,7 +181,7 @@ function compileRange(raw: unknown, path: string, rule: number, problems: Mappin
     return null;
   }
   try {
-    return compileVersionRange(new semver.Range(raw));
+    return compileVersionRange(new Range(raw));
   } catch {
     problems.push({ rule, path, reason: `"${raw}" is not a valid semver range` });
     return null;

@@ -18,7 +18,7 @@
  *   (beyondKey) sorts between the request versions below and above it;
  * - build metadata takes no part in semver's ordering.
  */
-import semver from 'semver';
+import { SemVer, type Comparator, type Range } from './semver-classes.js';
 import { TOO_WIDE, flatKey, versionKey, versionKeyPart, versionNumber } from '../../shared/app-version.js';
 
 const enum VersionOp {
@@ -42,7 +42,7 @@ export interface VersionRange {
 
 const MAX_PART = 999_999_999;
 
-export function compileVersionRange(range: semver.Range): VersionRange {
+export function compileVersionRange(range: Range): VersionRange {
   const ops: number[] = [];
   const keys: string[] = [];
   const nums: number[] = [];
@@ -60,9 +60,9 @@ export function compileVersionRange(range: semver.Range): VersionRange {
   return { ops: Uint8Array.from(ops), keys, nums: Int32Array.from(nums), setStarts: Int32Array.from(setStarts) };
 }
 
-function compileComparator(comparator: semver.Comparator): [VersionOp, string, number] {
+function compileComparator(comparator: Comparator): [VersionOp, string, number] {
   // semver's ANY comparator (`*`, `x`, ""): its `semver` is a symbol, not a SemVer.
-  if (!(comparator.semver instanceof semver.SemVer)) return [VersionOp.Always, '', TOO_WIDE];
+  if (!(comparator.semver instanceof SemVer)) return [VersionOp.Always, '', TOO_WIDE];
   const c = comparator.semver;
   const below = comparator.operator === '<' || comparator.operator === '<=';
   const above = comparator.operator === '>' || comparator.operator === '>=';

@@ -6,7 +6,8 @@
  * restarting, or out of reach) becomes store_unavailable; a lock held elsewhere past the busy
  * timeout becomes store_busy; anything else is re-thrown as it is.
  */
-import postgres from 'postgres';
+import { createRequire } from 'node:module';
+import type postgres from 'postgres';
 import { RcdError } from '../../runtime/errors.js';
 import { redactPostgresUrl } from '../url.js';
 
@@ -50,9 +51,14 @@ function reconnectDelaySeconds(failures: number): number {
   return Math.min(0.05 * 2 ** Math.max(0, failures - 1), 0.5);
 }
 
+/** The driver, loaded by the first connection: a process on a SQLite store never loads it. */
+function driver(): typeof postgres {
+  return createRequire(import.meta.url)('postgres') as typeof postgres;
+}
+
 export function connect(url: string, opts: PgOptions): Sql {
   checkPostgresUrl(url);
-  return postgres(url, {
+  return driver()(url, {
     max: opts.poolSize,
     connect_timeout: Math.max(1, Math.ceil(opts.connectTimeoutMs / 1000)),
     // Idle connections are closed after a while: a fleet of nodes does not pin the server's slots.
