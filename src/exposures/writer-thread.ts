@@ -17,6 +17,7 @@ import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_thread
 import { configureLog, logError, logInfo, logWarning } from '../runtime/log.js';
 import { EXPOSURE_PLAYERS_MOVED, EXPOSURE_QUEUE_ROWS, EXPOSURE_ROWS_WRITTEN, EXPOSURE_WRITE_FAILURES } from '../metrics/layout.js';
 import { HeldRows } from './held-rows.js';
+import { isWriteAfterClose } from './write-after-close.js';
 import { QUEUED_ROWS, type ExposureMessage } from './protocol.js';
 import { describeExposuresTarget, sqlitePathOf } from './url.js';
 import type { ExposureRow, ExposureWriter, WriteOutcome } from './db.js';
@@ -317,17 +318,11 @@ async function main(): Promise<void> {
 }
 
 /**
- * postgres.js (3.4.x) can send a query's bytes from a setImmediate after its connection closed (a
- * transaction's rollback after the database went away): a TypeError thrown outside any promise
- * (porsager/postgres#1066, #1154), which would end this thread and every exposure after it. The write
- * it belonged to was already rejected (CONNECTION_CLOSED) and is tried again by the pump; the driver's
- * instance keeps the unsent bytes, so it is let go and the next write opens a fresh one. Any other
- * uncaught error ends the thread, as it would without this handler.
+ * The driver's write after its connection closed (write-after-close.ts): the write it belonged to was
+ * already rejected (CONNECTION_CLOSED) and is tried again by the pump; the driver's instance keeps the
+ * unsent bytes, so it is let go and the next write opens a fresh one. Any other uncaught error ends
+ * the thread, as it would without this handler.
  */
-function isWriteAfterClose(err: unknown): boolean {
-  return err instanceof TypeError && /\(reading 'write'\)/.test(err.message) && /nextWrite .*postgres[/\\]src[/\\]connection\.js/.test(err.stack ?? '');
-}
-
 process.on('uncaughtException', (err: unknown) => {
   if (isWriteAfterClose(err)) {
     const abandoned = state.target;
