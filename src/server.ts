@@ -71,8 +71,9 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   const delivery = deliveryPriority(config.deliveryNice, getPriority(0));
   // Before anything starts: a certificate that cannot be served stops the start with one line.
   const startupTls = loadStartupTls(config);
-  // So does an unusable admin token or webhook key file, before any thread loads.
-  readAdminSecrets(config);
+  // So does an unusable admin token or webhook key file, before any thread loads; the control
+  // thread is handed the token.
+  const adminToken = readAdminSecrets(config);
   const tls = startupTls.delivery;
   // First: the directory and the pool allocate enough to grow the young generation.
   const holdYoung = !operatorSizedYoungGeneration(process.execArgv, process.env.NODE_OPTIONS);
@@ -105,7 +106,7 @@ export async function startServer(config: ServeConfig): Promise<RunningServer> {
   const exposures = exposureCounters === null ? null : startExposureWriter(config, exposureCounters, loopCounters);
   const loopThreads = new LoopThreads(config, holdYoung, threadFeeds, loopCounters.slice(1), serverCounters, onFatal, exposures?.links.slice(1) ?? null);
   const control = new ControlThread(
-    { config, holdYoungGeneration: holdYoung, counters: serverCounters },
+    { config, holdYoungGeneration: holdYoung, counters: serverCounters, adminToken },
     channels.map((c) => c.port2),
     onFatal,
   );

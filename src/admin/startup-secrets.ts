@@ -1,8 +1,8 @@
 /**
  * The admin plane's secrets at start-up: the admin token and, for stores that keep webhooks on disk,
  * the webhook key file. An unusable one stops the start with one line (ConfigError). The main thread
- * reads them before any thread starts, so a refused start loads nothing else; the control thread
- * reads them again when it opens (the files exist by then, so both reads agree).
+ * reads them before any thread starts, so a refused start loads nothing else, and hands the token to
+ * the control thread (ControlInit); the admin state reads the webhook key file again when it opens.
  */
 import type { ServeConfig } from '../runtime/config.js';
 import { isPostgresUrl } from '../store/url.js';

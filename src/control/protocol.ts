@@ -16,6 +16,7 @@
  *   updates, so more delivery loops are more feeds.
  */
 import type { MessagePort } from 'node:worker_threads';
+import type { ResolvedAdminToken } from '../admin/token.js';
 import type { ServeConfig } from '../runtime/config.js';
 import type { ErrorCode } from '../runtime/errors.js';
 import type { DirectorySnapshot, RoutingDelta } from '../store/types.js';
@@ -30,6 +31,8 @@ export interface ControlInit {
   readonly holdYoungGeneration: boolean;
   /** Shared with the main thread: store, feed and webhook figures for the metrics and /readyz. */
   readonly counters: ServerCounters;
+  /** The admin token the main thread read before any thread started (src/admin/startup-secrets.ts); null with the admin API off. */
+  readonly adminToken: ResolvedAdminToken | null;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { startAdminServer, type AdminServer } from '../admin/server/server.js';
 import { openAdminState } from '../admin/server/open-state.js';
 import type { AdminStateStore } from '../admin/server/state.js';
-import { readAdminSecrets } from '../admin/startup-secrets.js';
 import type { ServeConfig } from '../runtime/config.js';
 import { describeMaterial, loadTlsMaterial, reloadTlsMaterial } from '../runtime/tls.js';
 import { DEMO_ENV, demoBundle, demoKeyPath, newDemoKey, writeDemoKey } from '../runtime/demo.js';
@@ -135,9 +134,9 @@ async function followExternalWrite(): Promise<void> {
 }
 
 async function open(): Promise<void> {
-  // Before the store opens or anything listens (the main thread checked them already; the admin
-  // state reads the key file again when it opens).
-  const token = readAdminSecrets(config);
+  // Read by the main thread before any thread started (the admin state reads the webhook key file
+  // again when it opens).
+  const token = init.adminToken;
   store = timeStoreWrites(await openStoreRetrying(), init.counters);
   post({ type: 'store-open', readerUrl: store.readerUrl });
   await publish();
