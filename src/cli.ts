@@ -152,17 +152,17 @@ async function exportCommand(args: string[]): Promise<number> {
   try {
     const bundle = await store.exportBundle();
     const env = flags['client-defaults'];
-    const out = typeof env === 'string' ? (await clientDefaultsOf())(bundle, env, typeof flags['app-version'] === 'string' ? flags['app-version'] : null, new Date()) : bundle;
+    let out: unknown = bundle;
+    if (typeof env === 'string') {
+      // Loaded only for --client-defaults: a plain export does not need it.
+      const { clientDefaults } = await import('./store/bundle/client-defaults.js');
+      out = clientDefaults(bundle, env, typeof flags['app-version'] === 'string' ? flags['app-version'] : null, new Date());
+    }
     process.stdout.write(JSON.stringify(out, null, 2) + '\n');
     return 0;
   } finally {
     await store.close();
   }
-}
-
-/** Loaded only for --client-defaults: a plain export does not need it. */
-async function clientDefaultsOf(): Promise<typeof import('./store/bundle/client-defaults.js').clientDefaults> {
-  return (await import('./store/bundle/client-defaults.js')).clientDefaults;
 }
 
 async function migrateCommand(args: string[]): Promise<number> {
