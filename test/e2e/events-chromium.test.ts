@@ -4,7 +4,7 @@
  * the store takes edits. events.test.ts covers the stream in Node in `npm test`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { launchChromium, type PageServer } from '../helpers/browser.js';
 import { EventsStore, FLEET_KEY, KEY, adm } from '../helpers/events-store.js';
 import type { ServerProcess } from '../helpers/server-process.js';
@@ -13,6 +13,20 @@ import type { ServerProcess } from '../helpers/server-process.js';
 interface PageEventSource {
   addEventListener(type: string, listener: (e: unknown) => void): void;
   close(): void;
+}
+
+/** The events the page's EventSource listeners recorded in `globalThis.got`. */
+type Got = { type: string; id: string; data: string }[];
+
+/** Polls the page's recorded events every 100 ms until `pred` holds; fails after `ms` with what arrived. */
+async function eventsOnPage(tab: Page, pred: (g: Got) => boolean, ms: number): Promise<Got> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const g = await tab.evaluate(() => (globalThis as unknown as { got: Got }).got);
+    if (pred(g)) return g;
+    if (Date.now() > deadline) throw new Error('timed out: ' + JSON.stringify(g));
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 let store: EventsStore;
@@ -66,17 +80,7 @@ describe('change stream (EventSource in Chromium)', () => {
         },
         [api, KEY] as const,
       );
-      type Got = { type: string; id: string; data: string }[];
-      const got = (): Promise<Got> => tab.evaluate(() => (globalThis as unknown as { got: Got }).got);
-      const waitFor = async (pred: (g: Got) => boolean): Promise<Got> => {
-        const deadline = Date.now() + 8000;
-        for (;;) {
-          const g = await got();
-          if (pred(g)) return g;
-          if (Date.now() > deadline) throw new Error('timed out: ' + JSON.stringify(g));
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      };
+      const waitFor = (pred: (g: Got) => boolean): Promise<Got> => eventsOnPage(tab, pred, 8000);
       await waitFor((g) => g.some((e) => e.type === 'ready'));
       await adm(srv, 'PUT', 'environments/web/content/News', '{"n":3}');
       const withChange = await waitFor((g) => g.some((e) => e.type === 'change'));
@@ -135,16 +139,7 @@ describe('change stream (EventSource in Chromium)', () => {
           });
         }
       }, url);
-      type Got = { type: string; id: string; data: string }[];
-      const waitFor = async (pred: (g: Got) => boolean, ms = 15_000): Promise<Got> => {
-        const deadline = Date.now() + ms;
-        for (;;) {
-          const g = await tab.evaluate(() => (globalThis as unknown as { got: Got }).got);
-          if (pred(g)) return g;
-          if (Date.now() > deadline) throw new Error('timed out: ' + JSON.stringify(g));
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      };
+      const waitFor = (pred: (g: Got) => boolean): Promise<Got> => eventsOnPage(tab, pred, 15_000);
       await waitFor((g) => g.some((e) => e.type === 'ready'));
       await adm(node2, 'PUT', 'environments/fleet/content/News', '{"n":2}');
       const seen = await waitFor((g) => g.some((e) => e.type === 'change'));
