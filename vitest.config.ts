@@ -138,6 +138,11 @@ export default defineConfig(({ mode }) => {
       globalSetup: GLOBAL_SETUP,
       maxWorkers: 2,
       minWorkers: 1,
+      // A test process runs file after file (the pool's forks are reused, and each group below keeps
+      // the modules its files imported): a fresh process and module graph per file cost more CPU than
+      // most files' own tests. No test file changes the process's environment, working directory,
+      // timers or listeners for the files after it.
+      poolOptions: { forks: { isolate: false } },
       projects: [
         {
           test: {
@@ -145,9 +150,6 @@ export default defineConfig(({ mode }) => {
             name: 'paired',
             include: ['test/**/*.test.ts'],
             exclude: [...configDefaults.exclude, ...SLOW_FILES, ...ALONE_FILES],
-            // A fork runs file after file, its imported modules kept: a fresh process and module
-            // graph per file costs more CPU than most files' own tests. No test file changes the
-            // process's environment, working directory or timers for the files after it.
             isolate: false,
             sequence: { groupOrder: 0 },
           },
@@ -157,7 +159,7 @@ export default defineConfig(({ mode }) => {
             ...EACH_FILE,
             name: 'alone',
             include: [...ALONE_FILES],
-            // After the paired group, in one process, one file after another (modules kept, as above).
+            // After the paired group, in one process, one file after another.
             sequence: { groupOrder: 1 },
             poolOptions: { forks: { singleFork: true } },
             isolate: false,
