@@ -141,7 +141,7 @@ export default defineConfig(({ mode }) => {
       // A test process runs file after file (the pool's forks are reused, and each group below keeps
       // the modules its files imported): a fresh process and module graph per file cost more CPU than
       // most files' own tests. No test file changes the process's environment, working directory,
-      // timers or listeners for the files after it.
+      // timers or listeners for the files after it (test/unit/suite-parts.test.ts checks).
       poolOptions: { forks: { isolate: false } },
       projects: [
         {

@@ -3,8 +3,10 @@
  * `npm test` (`vitest run`, its paired and alone groups) and for `npm run test:slow` (`vitest run
  * --mode slow`), read through its Node API from vitest.config.ts without running them, are disjoint
  * and together are every *.test.ts under test/; SLOW_FILES and ALONE_FILES name only files that exist,
- * each once and in one list; and no file of the paired group measures elapsed time, so that a file
- * bound to a deadline never shares the machine with a second file.
+ * each once and in one list; no file of the paired group measures elapsed time, so that a file
+ * bound to a deadline never shares the machine with a second file; and, since a test process runs
+ * file after file (vitest.config.ts, `isolate: false`), no test file or in-process helper changes
+ * that process for the files after it.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -21,6 +23,19 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
  * of day held under the clock's reading (`firstSeenMs` under `Date.now()`) is a timestamp, not a duration.
  */
 const MEASURES_ELAPSED = /performance\.now\(\)|Date\.now\(\)\s*-\s*[\w(]|[mM]s\)\.toBeLessThan\w*\((?!Date\.now\(\))/;
+
+/**
+ * Source that changes the test process for the files after it: the environment, the working
+ * directory, vitest's fake timers, stubs and module mocks. A process listener is allowed when the
+ * same source removes it (PROCESS_LISTENER_REMOVED).
+ */
+const CHANGES_PROCESS =
+  /process\.env(?:\.\w+|\[[^\]]+\])\s*=(?!=)|delete\s+process\.env|Object\.assign\(\s*process\.env|process\.chdir\(|vi\.(?:useFakeTimers|stubEnv|stubGlobal|mock|doMock)\(/;
+const PROCESS_LISTENER = /process\.(?:on|once|addListener)\(/;
+const PROCESS_LISTENER_REMOVED = /process\.(?:off|removeListener|removeAllListeners)\(/;
+
+/** Files the check skips: helpers that run as processes of their own, and this file (its examples). */
+const UNCHECKED = new Set(['test/helpers/global-setup.ts', 'test/helpers/postgres-process.ts', 'test/unit/suite-parts.test.ts']);
 
 /** The test files vitest runs in `mode`, relative to the checkout, sorted, each with its group's name. */
 async function selected(mode: 'test' | 'slow'): Promise<{ file: string; group: string }[]> {
@@ -64,5 +79,26 @@ describe('npm test and npm run test:slow', () => {
     const listed = new Set([...SLOW_FILES, ...ALONE_FILES]);
     const measuring = onDisk().filter((f) => !listed.has(f) && MEASURES_ELAPSED.test(readFileSync(join(ROOT, f), 'utf8')));
     expect(measuring).toEqual([]);
+  });
+
+  it('no test file or in-process helper changes the test process for the files after it', () => {
+    const helpers = readdirSync(join(ROOT, 'test', 'helpers'))
+      .filter((name) => name.endsWith('.ts') && !name.endsWith('.d.ts'))
+      .map((name) => `test/helpers/${name}`);
+    const changing = [...onDisk(), ...helpers].filter((f) => {
+      if (UNCHECKED.has(f)) return false;
+      const source = readFileSync(join(ROOT, f), 'utf8');
+      return CHANGES_PROCESS.test(source) || (PROCESS_LISTENER.test(source) && !PROCESS_LISTENER_REMOVED.test(source));
+    });
+    expect(changing).toEqual([]);
+  });
+
+  it('the change detector sees what it is meant to', () => {
+    for (const source of ["process.env.RCD_X = '1'", "process.env['A'] = b", 'delete process.env.X', 'process.chdir(dir)', 'vi.useFakeTimers()', "vi.mock('./x.js')"]) {
+      expect(CHANGES_PROCESS.test(source), source).toBe(true);
+    }
+    for (const source of ["process.env.RCD_X === '1'", 'const env = { ...process.env, A: 1 }', 'process.env.NODE_OPTIONS']) {
+      expect(CHANGES_PROCESS.test(source), source).toBe(false);
+    }
   });
 });
