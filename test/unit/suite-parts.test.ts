@@ -34,6 +34,10 @@ const CHANGES_PROCESS =
 const PROCESS_LISTENER = /process\.(?:on|once|addListener)\(/;
 const PROCESS_LISTENER_REMOVED = /process\.(?:off|removeListener|removeAllListeners)\(/;
 
+function changesProcess(source: string): boolean {
+  return CHANGES_PROCESS.test(source) || (PROCESS_LISTENER.test(source) && !PROCESS_LISTENER_REMOVED.test(source));
+}
+
 /** Files the check skips: helpers that run as processes of their own, and this file (its examples). */
 const UNCHECKED = new Set(['test/helpers/global-setup.ts', 'test/helpers/postgres-process.ts', 'test/unit/suite-parts.test.ts']);
 
@@ -82,23 +86,18 @@ describe('npm test and npm run test:slow', () => {
   });
 
   it('no test file or in-process helper changes the test process for the files after it', () => {
-    const helpers = readdirSync(join(ROOT, 'test', 'helpers'))
+    // Every TypeScript module under test/: test files and the helpers they import, wherever they live.
+    const changing = readdirSync(join(ROOT, 'test'), { recursive: true, encoding: 'utf8' })
       .filter((name) => name.endsWith('.ts') && !name.endsWith('.d.ts'))
-      .map((name) => `test/helpers/${name}`);
-    const changing = [...onDisk(), ...helpers].filter((f) => {
-      if (UNCHECKED.has(f)) return false;
-      const source = readFileSync(join(ROOT, f), 'utf8');
-      return CHANGES_PROCESS.test(source) || (PROCESS_LISTENER.test(source) && !PROCESS_LISTENER_REMOVED.test(source));
-    });
+      .map((name) => `test/${name}`)
+      .filter((f) => !UNCHECKED.has(f) && changesProcess(readFileSync(join(ROOT, f), 'utf8')));
     expect(changing).toEqual([]);
   });
 
   it('the change detector sees what it is meant to', () => {
-    for (const source of ["process.env.RCD_X = '1'", "process.env['A'] = b", 'delete process.env.X', 'process.chdir(dir)', 'vi.useFakeTimers()', "vi.mock('./x.js')"]) {
-      expect(CHANGES_PROCESS.test(source), source).toBe(true);
-    }
-    for (const source of ["process.env.RCD_X === '1'", 'const env = { ...process.env, A: 1 }', 'process.env.NODE_OPTIONS']) {
-      expect(CHANGES_PROCESS.test(source), source).toBe(false);
-    }
+    const changing = ["process.env.RCD_X = '1'", "process.env['A'] = b", 'delete process.env.X', 'process.chdir(dir)', 'vi.useFakeTimers()', "vi.mock('./x.js')", "process.on('exit', f)"];
+    for (const source of changing) expect(changesProcess(source), source).toBe(true);
+    const leaving = ["process.env.RCD_X === '1'", 'const env = { ...process.env, A: 1 }', 'process.env.NODE_OPTIONS', "process.on('exit', f); process.off('exit', f)"];
+    for (const source of leaving) expect(changesProcess(source), source).toBe(false);
   });
 });
