@@ -7,15 +7,20 @@
  * switch turns its rule off, `completed` with `killed: true` and `current` saying the rule is off
  * (not `cancelled` with every step applied); one killed midway reads `cancelled`, `killed: true`.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type ServerProcess } from '../helpers/server-process.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
-const running: ServerProcess[] = [];
+let srv: ServerProcess;
 
-afterEach(async () => {
-  for (const s of running.splice(0).reverse()) await s.dispose();
+beforeAll(async () => {
+  srv = await startServer({ admin: true });
 });
+afterAll(async () => {
+  await srv?.dispose();
+});
+
+let names = 0;
 
 interface Step {
   percent: number;
@@ -47,17 +52,19 @@ async function ok(srv: ServerProcess, method: string, path: string, body?: unkno
   return r.json;
 }
 
-/** A server with item Game whose mapping has rule 0 switched off, and a rollout of it: each step `inMs` after the rollout is created. */
-async function rolloutOf(plan: { percent: number; inMs: number }[]): Promise<{ srv: ServerProcess; id: string; path: string }> {
-  const srv = await startServer({ admin: true });
-  running.push(srv);
-  await ok(srv, 'PUT', 'environments/live');
-  await ok(srv, 'PUT', 'environments/live/content/Game', '{"difficulty":"normal"}');
-  await ok(srv, 'PUT', 'environments/live/content/Game/mapping', { rules: [{ segment: 'new-curve', disabled: true, patch: { difficulty: 'adaptive' } }] });
-  const made = await ok(srv, 'POST', 'environments/live/rollouts', { id: 'Game', rule: 0, steps: plan.map((p) => ({ percent: p.percent, at: isoIn(p.inMs) })) });
+/**
+ * An environment of its own on the file's server, with item Game whose mapping has rule 0 switched
+ * off, and a rollout of it: each step `inMs` after the rollout is created.
+ */
+async function rolloutOf(plan: { percent: number; inMs: number }[]): Promise<{ srv: ServerProcess; env: string; id: string; path: string }> {
+  const env = `live${++names}`;
+  await ok(srv, 'PUT', `environments/${env}`);
+  await ok(srv, 'PUT', `environments/${env}/content/Game`, '{"difficulty":"normal"}');
+  await ok(srv, 'PUT', `environments/${env}/content/Game/mapping`, { rules: [{ segment: 'new-curve', disabled: true, patch: { difficulty: 'adaptive' } }] });
+  const made = await ok(srv, 'POST', `environments/${env}/rollouts`, { id: 'Game', rule: 0, steps: plan.map((p) => ({ percent: p.percent, at: isoIn(p.inMs) })) });
   expect(made.current).toEqual({ disabled: true, mod: null, percent: 0 });
   expect(made.killed).toBe(false);
-  return { srv, id: made.id, path: `environments/live/rollouts/${made.id}` };
+  return { srv, env, id: made.id, path: `environments/${env}/rollouts/${made.id}` };
 }
 
 async function until(check: () => Promise<boolean>, ms = 15_000): Promise<void> {
@@ -77,7 +84,9 @@ async function pausedPastFirstStep(srv: ServerProcess, path: string): Promise<Ro
   return paused;
 }
 
-describe('resuming past a step\'s time', () => {
+// Concurrent: each test works in an environment of its own on the shared server, and three of them
+// wait on the wall clock for a step's time to pass, which the others' work then overlaps.
+describe.concurrent('resuming past a step\'s time', () => {
   it('refuses when asked to, names the step, and changes nothing; skip then goes on with the next step at its time', async () => {
     const { srv, path } = await rolloutOf([
       { percent: 10, inMs: 1500 },
@@ -122,31 +131,31 @@ describe('resuming past a step\'s time', () => {
   }, 30_000);
 
   it('a plain resume applies it at once, as before; finished then killed reads completed, killed, rule off', async () => {
-    const { srv, path } = await rolloutOf([{ percent: 100, inMs: 1500 }]);
+    const { srv, env, path } = await rolloutOf([{ percent: 100, inMs: 1500 }]);
     await pausedPastFirstStep(srv, path);
     expect((await ok(srv, 'POST', `${path}/resume`)).status).toBe('active');
     await until(async () => (await ok(srv, 'GET', path)).status === 'completed');
     const done = await ok(srv, 'GET', path);
     expect(done.killed).toBe(false);
     expect(done.current).toEqual({ disabled: false, mod: [0, 999], percent: 100 });
-    await ok(srv, 'POST', 'environments/live/content/Game/kill', { rule: 0 });
+    await ok(srv, 'POST', `environments/${env}/content/Game/kill`, { rule: 0 });
     const killed = await ok(srv, 'GET', path);
     expect(killed.status).toBe('completed');
     expect(killed.killed).toBe(true);
     expect(killed.steps.map((s) => s.status)).toEqual(['applied']);
     expect(killed.current).toEqual({ disabled: true, mod: [0, 999], percent: 0 });
-    const list = await ok(srv, 'GET', 'environments/live/rollouts?id=Game');
+    const list = await ok(srv, 'GET', `environments/${env}/rollouts?id=Game`);
     expect((list as unknown as { rollouts: RolloutAnswer[] }).rollouts[0]).toMatchObject({ status: 'completed', killed: true });
   }, 30_000);
 
   it('killed midway reads cancelled and killed, its rule off', async () => {
-    const { srv, path } = await rolloutOf([
+    const { srv, env, path } = await rolloutOf([
       { percent: 10, inMs: 3_600_000 },
       { percent: 50, inMs: 7_200_000 },
     ]);
     await ok(srv, 'POST', `${path}/advance`);
     expect((await ok(srv, 'GET', path)).current).toEqual({ disabled: false, mod: [0, 99], percent: 10 });
-    await ok(srv, 'POST', 'environments/live/content/Game/kill', { rule: 0 });
+    await ok(srv, 'POST', `environments/${env}/content/Game/kill`, { rule: 0 });
     const killed = await ok(srv, 'GET', path);
     expect(killed).toMatchObject({ status: 'cancelled', killed: true, current: { disabled: true, percent: 0 } });
     expect(killed.steps.map((s) => s.status)).toEqual(['applied', 'cancelled']);

@@ -50,26 +50,33 @@ beforeAll(async () => {
   srv = await startServer({ admin: true });
   await fetch(`${srv.adminUrl}/admin/v1/environments/live`, { method: 'PUT', headers: AUTH });
   key = ((await (await fetch(`${srv.adminUrl}/admin/v1/environments/live/keys`, { method: 'POST', headers: AUTH })).json()) as { key: string }).key;
+  // Shop at revision 2 (a mapping's base below), and Event, which the first test's change edits.
   await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/Shop`, { method: 'PUT', headers: AUTH, body: '{"theme":"default"}' });
+  await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/Shop`, { method: 'PUT', headers: AUTH, body: '{"theme":"summer"}' });
+  await fetch(`${srv.adminUrl}/admin/v1/environments/live/content/Event`, { method: 'PUT', headers: AUTH, body: '{"theme":"default"}' });
 });
 
 afterAll(async () => {
   await srv?.dispose();
 });
 
-describe('rcd schedule', () => {
+// Concurrent: the tests share the server and its environment but each edits items of its own, and
+// two of them wait seconds on the wall clock for a change's or a step's time, which the others'
+// commands then overlap.
+describe.concurrent('rcd schedule', () => {
   it('puts a file at a time; ls shows it pending, then applied; the item changes at that time', async () => {
-    const file = join(srv.dir, 'shop.jsonc');
+    const file = join(srv.dir, 'event.jsonc');
     writeFileSync(file, '{ // Halloween\n "theme": "halloween" }');
-    // Far enough ahead for two CLI runs before it is due on a loaded machine, where each took up to ~2.5 s.
-    const made = await json<{ id: string; status: string; at: string }>(['schedule', 'put', file, '--env', 'live', '--id', 'Shop', '--at', isoIn(8000), '--note', 'Halloween on']);
+    // Far enough ahead for two CLI runs before it is due on a loaded machine, where each took up to
+    // ~2.5 s, beside the other tests' commands.
+    const made = await json<{ id: string; status: string; at: string }>(['schedule', 'put', file, '--env', 'live', '--id', 'Event', '--at', isoIn(10_000), '--note', 'Halloween on']);
     expect(made.status).toBe('pending');
     const table = await rcd(['schedule', 'ls', '--env', 'live', '--status', 'pending']);
     expect(table.code).toBe(0);
     expect(table.stdout).toContain(made.id);
     expect(table.stdout).toContain('Halloween on');
-    expect(await served('Shop')).toEqual({ theme: 'default' });
-    await until('the scheduled theme served', async () => ((await served('Shop')) as { theme: string }).theme === 'halloween', 18_000);
+    expect(await served('Event')).toEqual({ theme: 'default' });
+    await until('the scheduled theme served', async () => ((await served('Event')) as { theme: string }).theme === 'halloween', 18_000);
     expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(made.at));
     const all = await json<{ schedules: { id: string; status: string }[] }>(['schedule', 'ls']);
     expect(all.schedules.find((s) => s.id === made.id)?.status).toBe('applied');
@@ -121,7 +128,7 @@ async function itemWithRuleOff(id: string, segment: string): Promise<void> {
   });
 }
 
-describe('rcd rollout, rcd kill, rcd preview', () => {
+describe.concurrent('rcd rollout, rcd kill, rcd preview', () => {
   it('creates a rollout, previews the item at a time, advances it, and kills the rule', async () => {
     await itemWithRuleOff('Game', 'new-curve');
     const t1 = isoIn(3_600_000);

@@ -92,8 +92,10 @@ async function twoEnvironments(srv: ServerProcess, p: string): Promise<string> {
   return (await ok(srv, 'POST', `environments/${p}b/keys`)).key ?? '';
 }
 
+// Concurrent: these tests share nothing but their store's server, and the kill-switch test waits
+// seconds on the wall clock for a sync's time to pass, which the others' work then overlaps.
 for (const store of ['sqlite', 'postgres'] as const) {
-  describe(`a sync into another environment (${store})`, () => {
+  describe.concurrent(`a sync into another environment (${store})`, () => {
     it('is moved and cancelled only with every environment it writes in scope, and listed in the one it writes', async () => {
       const srv = await start(store);
       const p = fresh();
