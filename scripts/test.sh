@@ -3,17 +3,17 @@
 # `npm run test:slow` runs the rest) with the lint beside it. The client's type declarations come
 # first: the compile and the lint read them. The compile type-checks everything, so a type error
 # stops the run before any test. The lint (eslint and the isolatedModules check, `npm run lint`)
-# needs no compiled code and runs while the tests run: the suite leaves part of a 2-core machine idle
-# (its servers start, wait and stop). Its report follows the tests'; either failing fails the run.
-# Arguments go to vitest: `npm test -- test/e2e/delivery.test.ts`.
+# needs no compiled code, so it starts with the compile, on the core the compile (one thread)
+# leaves idle, and goes on while the tests run. Its report follows the tests'; either failing fails
+# the run. Arguments go to vitest: `npm test -- test/e2e/delivery.test.ts`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 npm run build:types --silent || exit 1
-npm run build:code --silent || exit 1
 lint_log=$(mktemp)
-trap 'rm -f "$lint_log"' EXIT
 npm run lint --silent >"$lint_log" 2>&1 &
 lint=$!
+trap 'kill "$lint" 2>/dev/null; rm -f "$lint_log"' EXIT
+npm run build:code --silent || exit 1
 RCD_TEST_SKIP_BUILD=1 vitest run "$@"
 tested=$?
 wait "$lint"
