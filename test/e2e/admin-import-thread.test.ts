@@ -97,7 +97,7 @@ describe('admin imports in the import thread', () => {
   });
 
   it('refuses imports beyond the 4 being checked with 503 overloaded and Retry-After, and writes the others', async () => {
-    const body = JSON.stringify({ environments: { many: { content: items('Many', 25_000) } } });
+    const body = JSON.stringify({ environments: { many: { content: items('Many', 10_000) } } });
     const replies = await Promise.all(
       Array.from({ length: 8 }, () => fetch(`${admin}/admin/v1/import`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` }, body })),
     );
