@@ -422,8 +422,9 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
     expect(pid, output).toBeDefined();
     const map = `/tmp/perf-${pid!}.map`;
     try {
-      // V8 names each compiled function there, rcd's route handlers among them.
-      expect(readFileSync(map, 'utf8')).toMatch(/ JS:.*handleContent .*routes\.js/);
+      // V8 names each compiled function there, rcd's route handlers among them: delivery loop 0 runs
+      // on the main thread, whose code is dist/src/cli.js and its chunks (scripts/bundle-threads.mjs).
+      expect(readFileSync(map, 'utf8')).toMatch(/ JS:.*handleContent .*dist\/src\/cli\.chunk-[\w-]+\.js/);
     } finally {
       rmSync(map, { force: true });
     }

@@ -1,13 +1,13 @@
 /**
  * The build bundles the entry of every thread rcd starts (scripts/bundle-threads.mjs): each thread
- * then loads one file. This reads the sources for the threads there are (every `new Worker` and
- * Piscina `filename` on a `new URL(..., import.meta.url)`, and the program's cli.js) and the built
- * dist/src for what the build made of them: a thread whose entry is not in the script's list would
- * load its modules one by one, and a file reference the bundling rewrote wrongly would be found only
- * by the server that needs it.
+ * then loads its entry and a few chunks beside it. This reads the sources for the threads there are
+ * (every `new Worker` and Piscina `filename` on a `new URL(..., import.meta.url)`, and the program's
+ * cli.js) and the built dist/src for what the build made of them: a thread whose entry is not in the
+ * script's list would load its modules one by one, and a file reference the bundling rewrote wrongly
+ * would be found only by the server that needs it.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -29,6 +29,13 @@ function threadEntries(): string[] {
   return [...entries].sort();
 }
 
+/** A built entry and the chunks beside it that hold what it loads with import(). */
+function bundleFiles(entry: string): string[] {
+  const file = join(DIST_SRC, entry);
+  const chunk = `${basename(entry, '.js')}.chunk-`;
+  return [file, ...readdirSync(dirname(file)).filter((f) => f.startsWith(chunk) && f.endsWith('.js')).map((f) => join(dirname(file), f))];
+}
+
 describe('thread bundles', () => {
   const entries = threadEntries();
 
@@ -39,20 +46,24 @@ describe('thread bundles', () => {
     expect(entries).toHaveLength(7);
   });
 
-  it('each built entry is one file: it imports no module of dist by a relative path', () => {
+  it('each built entry is bundled: it and its chunks import no module of dist but those chunks', () => {
     for (const entry of entries) {
-      const code = readFileSync(join(DIST_SRC, entry), 'utf8');
-      expect(code.match(/(?:from|import)\s*\(?\s*["']\.{1,2}\//g), entry).toBeNull();
+      const chunk = `./${basename(entry, '.js')}.chunk-`;
+      for (const file of bundleFiles(entry)) {
+        const relative = [...readFileSync(file, 'utf8').matchAll(/(?:from|import)\s*\(?\s*["'](\.{1,2}\/[^"']*)["']/g)].map((m) => m[1]!);
+        expect(relative.filter((path) => !path.startsWith(chunk)), file).toEqual([]);
+      }
     }
   });
 
   it('every file a bundle finds beside it (`new URL(path, import.meta.url)`) is there', () => {
     let found = 0;
     for (const entry of entries) {
-      const file = join(DIST_SRC, entry);
-      for (const m of readFileSync(file, 'utf8').matchAll(/new URL\(["']([^"']+)["'], import\.meta\.url\)/g)) {
-        expect(existsSync(fileURLToPath(new URL(m[1]!, `file://${file}`))), `${entry}: ${m[1]}`).toBe(true);
-        found++;
+      for (const file of bundleFiles(entry)) {
+        for (const m of readFileSync(file, 'utf8').matchAll(/new URL\(["']([^"']+)["'], import\.meta\.url\)/g)) {
+          expect(existsSync(fileURLToPath(new URL(m[1]!, `file://${file}`))), `${file}: ${m[1]}`).toBe(true);
+          found++;
+        }
       }
     }
     // cli.js finds package.json and five thread entries; the control thread, its import thread and the console's files.
