@@ -534,6 +534,18 @@ describe('npm run bench:cost (rcd against the floor: CPU per request and instruc
   }, 150_000);
 });
 
+describe('npm run bench:startup (what a start and a CLI command cost)', () => {
+  it('starts each side in turn and prints the medians and, with a baseline, this/base; a bad option exits 2', async () => {
+    const { code, output } = await runBench(['--baseline', '.', '--starts', '2', '--threads', '1'], 120_000, 'dist/bench/startup/startup.js');
+    expect(code, output).toBe(0);
+    expect(output).toMatch(/^medians of 2 starts, --threads 1$/m);
+    for (const side of ['this', 'baseline']) expect(output).toMatch(new RegExp(`^${side} +serve CPU \\d+\\.\\d{3} s +wall +\\d+ ms +export CPU \\d+\\.\\d{3} s$`, 'm'));
+    expect(output).toMatch(/^verdict: this\/base serve CPU \d+\.\d{3}, wall \d+\.\d{3}, export CPU \d+\.\d{3}$/m);
+    const refused = await runBench(['--starts', '0'], 30_000, 'dist/bench/startup/startup.js');
+    expect([refused.code, refused.output.includes('--starts must be a whole number in 1..50')]).toEqual([2, true]);
+  }, 150_000);
+});
+
 describe('pure-JS XXH32 used by the bench checks and the micro-benchmark', () => {
   it('matches the documented vectors and the xxhash-addon build', () => {
     for (const [input, want] of XXH32_VECTORS) {
