@@ -10,7 +10,7 @@
 // Rollup, because it keeps each module-level `const` a `const`: TurboFan treats such a binding as a
 // constant (a call through it is a known call), which the request path relies on (the modules bind
 // what they call as constants). esbuild turns every top-level declaration of a bundle into a `var`,
-// and the request path then cost ~2% more instructions (bench:cost, callgrind).
+// and the request path then costs more instructions (bench:cost's callgrind count, HISTORY.md).
 //
 // What a module loads with import() (the server's modules from cli.js, the delivery modules from
 // the server) goes into chunks of its own, `<entry>.chunk-<hash>.js` beside the entry, loaded when
@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { rollup } from 'rollup';
 
 /** The threads' entries, relative to dist/src: every `new Worker`/Piscina filename names one. */
-export const THREAD_ENTRIES = [
+const THREAD_ENTRIES = [
   'cli.js',
   'control/thread.js',
   'control/import-worker.js',
@@ -44,6 +44,7 @@ export const THREAD_ENTRIES = [
 const root = fileURLToPath(new URL('..', import.meta.url));
 const distSrc = resolve(root, 'dist/src');
 const NEW_URL = /new URL\(\s*(['"])([^'"]*)\1\s*,\s*import\.meta\.url\s*\)/g;
+const LITERAL_NEW_URL = new RegExp(NEW_URL.source);
 const ANY_NEW_URL = /new URL\([^)]*import\.meta\.url\s*\)/g;
 const SOURCE_MAP_COMMENT = /\n\/\/# sourceMappingURL=\S+\s*$/;
 
@@ -70,7 +71,7 @@ function compiledModules(outDir) {
         const target = resolve(here, ref);
         return `new URL(${quote}${urlReference(outDir, target, ref.endsWith('/'))}${quote}, import.meta.url)`;
       });
-      const unknown = [...code.matchAll(ANY_NEW_URL)].filter((m) => !new RegExp(NEW_URL.source).test(m[0]));
+      const unknown = [...code.matchAll(ANY_NEW_URL)].filter((m) => !LITERAL_NEW_URL.test(m[0]));
       if (unknown.length > 0) this.error(`${relative(root, id)}: ${unknown[0][0]} is not a literal path; it cannot be rewritten for the bundle`);
       const mapFile = `${id}.map`;
       return { code, map: existsSync(mapFile) ? await readFile(mapFile, 'utf8') : null };
@@ -78,9 +79,9 @@ function compiledModules(outDir) {
   };
 }
 
-/** Packages and node's modules stay imports; only dist's own files are bundled. */
+/** Packages and node's modules stay imports; only dist's own files (relative or absolute paths) are bundled. */
 function external(id) {
-  return !id.startsWith('.') && !id.startsWith('/') && !id.startsWith(distSrc);
+  return !id.startsWith('.') && !id.startsWith('/');
 }
 
 for (const entry of THREAD_ENTRIES) {

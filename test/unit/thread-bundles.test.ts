@@ -15,15 +15,12 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SRC = join(ROOT, 'src');
 const DIST_SRC = join(ROOT, 'dist', 'src');
 
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
-}
-
 /** Every thread entry the sources start, relative to src/ as .js: cli.js and each Worker or Piscina file. */
 function threadEntries(): string[] {
   const entries = new Set(['cli.js']);
   const started = /(?:new Worker\(|filename:\s*)new URL\('([^']+)', import\.meta\.url\)/g;
-  for (const file of sourceFiles(SRC)) {
+  const sources = readdirSync(SRC, { recursive: true, encoding: 'utf8' }).filter((name) => name.endsWith('.ts')).map((name) => join(SRC, name));
+  for (const file of sources) {
     for (const m of readFileSync(file, 'utf8').matchAll(started)) entries.add(relative(SRC, resolve(dirname(file), m[1]!)).split('\\').join('/'));
   }
   return [...entries].sort();
