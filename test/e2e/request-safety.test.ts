@@ -126,8 +126,9 @@ describe('pipelined requests', () => {
 });
 
 describe('pipelined behind a request that waits for the render pool', () => {
-  // One render thread and three items of a few MB each: a combine of them takes the pool well over a
-  // second, so a request written 300 ms after it arrives in a read of its own while it is pending.
+  // One render thread and three items of a few MB each: a combine of them keeps the pool busy for a
+  // few hundred ms on a fast machine, so a request written 40 ms after it (a read of its own) arrives
+  // while it is pending.
   const big = (n: number): Record<string, string> => Object.fromEntries(Array.from({ length: 40_000 }, (_, i) => [`k${n}-${i}`, `value ${i} of item ${n}, long enough to weigh`]));
   const heavy: Record<string, { json: unknown }> = { Light: { json: { light: true } } };
   for (let i = 0; i < 3; i++) heavy[`Heavy${i}`] = { json: big(i) };
@@ -141,7 +142,7 @@ describe('pipelined behind a request that waits for the render pool', () => {
   });
 
   it('answers a request sent behind a front-cache miss, in order, once the miss is answered (both pool misses)', async () => {
-    const r = await rawExchange(Number(new URL(slow.url).port), [rawPost(COMBINE, HEADERS, '{}'), rawPost('/api/v1/config/Light', HEADERS, '{}')], { gapMs: 300, waitMs: 30_000, untilResponses: 2 });
+    const r = await rawExchange(Number(new URL(slow.url).port), [rawPost(COMBINE, HEADERS, '{}'), rawPost('/api/v1/config/Light', HEADERS, '{}')], { gapMs: 40, waitMs: 30_000, untilResponses: 2 });
     // The combine's answer came after the second request was written: the two were pipelined.
     expect(r.firstByteMs).toBeGreaterThan(0);
     const answers = responsesIn(r.bytes);
