@@ -42,7 +42,8 @@ async function settle(read: () => number, count: number): Promise<void> {
   await new Promise((r) => setTimeout(r, 700));
 }
 
-describe('access log', () => {
+// Each case has a server of its own and waits out report intervals on it: the three run at once.
+describe.concurrent('access log', () => {
   it('at rate 1: one JSON line per content request with route, status, bytes, duration and key id, never the key', async () => {
     const srv = await startServer({ bundle: BUNDLE, admin: true, env: { RCD_LOG_FORMAT: 'json' }, args: ['--access-log', '1', '--http-threads', '1'] });
     running.push(srv);

@@ -109,7 +109,8 @@ describe('inputs the direct listener does not answer', () => {
   });
 });
 
-describe('bytes, one by one', () => {
+// The three sweeps run at once: each waits out the second its unanswered bytes are given.
+describe.concurrent('bytes, one by one', () => {
   /** The bytes 0..255 for which `make(byte)` is answered within 1 s. */
   async function answeredBytes(make: (byte: number) => Buffer): Promise<number[]> {
     const all = Array.from({ length: 256 }, (_, i) => i);

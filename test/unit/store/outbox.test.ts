@@ -18,7 +18,7 @@ function outbox<R>(entries: NewOutboxEntry[], holdMs = 0): OutboxOf<R> {
   return { holdMs, build: () => entries };
 }
 
-describe.each(STORE_KINDS)('webhook outbox (%s)', (kind) => {
+describe.concurrent.each(STORE_KINDS)('webhook outbox (%s)', (kind) => {
   let store: Store;
   let cleanup: () => Promise<void> | void = () => undefined;
 
@@ -32,7 +32,7 @@ describe.each(STORE_KINDS)('webhook outbox (%s)', (kind) => {
     await cleanup();
   });
 
-  it('adds the entries of a committed write, and none of a refused one', async () => {
+  it.sequential('adds the entries of a committed write, and none of a refused one', async () => {
     await store.putContent('dev', 'A', '{"a":1}', null, outbox([entry()]));
     await expect(store.putContent('dev', 'B', '{not json', null, outbox([entry()]))).rejects.toMatchObject({ code: 'invalid_content' });
     await expect(store.deleteEnvironment('dev', false, outbox([entry()]))).rejects.toMatchObject({ code: 'conflict' });
@@ -44,7 +44,7 @@ describe.each(STORE_KINDS)('webhook outbox (%s)', (kind) => {
     expect(await store.outboxCounts()).toEqual({ pending: 1, dead: 0 });
   });
 
-  it('builds from the write result and the state after it, read in the same transaction', async () => {
+  it.sequential('builds from the write result and the state after it, read in the same transaction', async () => {
     const seen: unknown[] = [];
     await store.importBundle(
       { environments: { dev: { content: { Cfg: { revisions: [{ text: '{"x":1}' }] } } } } },
@@ -60,7 +60,7 @@ describe.each(STORE_KINDS)('webhook outbox (%s)', (kind) => {
     expect(seen).toEqual([1, [1]]);
   });
 
-  it('holds entries until released, then one claimer at a time leases them, oldest first', async () => {
+  it.sequential('holds entries until released, then one claimer at a time leases them, oldest first', async () => {
     const now = Date.now();
     const [a, b, c] = [entry(), entry(), entry()];
     await store.putContent('dev', 'A', '{"a":1}', null, outbox([a, b], 60_000));
@@ -78,7 +78,7 @@ describe.each(STORE_KINDS)('webhook outbox (%s)', (kind) => {
     expect(await store.claimOutbox(now + 30_000, now + 60_000, 10)).toHaveLength(3);
   });
 
-  it('settles: delivered removes, retry counts or not, dead keeps the newest N', async () => {
+  it.sequential('settles: delivered removes, retry counts or not, dead keeps the newest N', async () => {
     const es = [entry(), entry(), entry(), entry()];
     await store.putContent('dev', 'A', '{"a":1}', null, outbox(es));
     const now = Date.now();

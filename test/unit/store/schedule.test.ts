@@ -41,7 +41,7 @@ function put(id: string, json: unknown): ChangeOp {
   return { op: 'content.put', id, text: JSON.stringify(json), minAppVersion: null };
 }
 
-describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
+describe.concurrent.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
   let store: Store;
   let cleanup: () => Promise<void> | void = () => undefined;
 
@@ -66,7 +66,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     return d === undefined ? undefined : JSON.parse(d.revisions[d.revisions.length - 1]!.text) as unknown;
   }
 
-  it('applies a change at its time, not before, exactly once', async () => {
+  it.sequential('applies a change at its time, not before, exactly once', async () => {
     const row = await schedule([put('Shop', { level: 2 })], 400);
     expect(row.status).toBe('pending');
     expect(await store.writeStep(() => applyDue(10))).toEqual([]);
@@ -81,7 +81,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     expect((await store.getContent('live', 'Shop'))!.revisions).toHaveLength(2);
   });
 
-  it('refuses at scheduling what the write would refuse now, and keeps nothing', async () => {
+  it.sequential('refuses at scheduling what the write would refuse now, and keeps nothing', async () => {
     await rejectsWith(schedule([{ op: 'mapping.put', id: 'Shop', mapping: { rules: [{ segment: 's', patch: [{ op: 'remove', path: '/nope' }] }] } }]), 'invalid_mapping');
     await rejectsWith(schedule([{ op: 'mapping.delete', id: 'Nope' }]), 'content_not_found');
     await rejectsWith(schedule([{ op: 'content.rollback', id: 'Shop', to: 7 }]), 'not_found');
@@ -95,7 +95,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     expect(await store.getContent('live', 'Nope')).toBeUndefined();
   });
 
-  it('rehearses a change after the pending changes of its items: one may build on another', async () => {
+  it.sequential('rehearses a change after the pending changes of its items: one may build on another', async () => {
     await schedule([put('Event', { on: true })], 300);
     const mapping = { rules: [{ segment: 'eu', when: { region: 'eu' }, patch: { on: false } }] };
     const later = await schedule([{ op: 'mapping.put', id: 'Event', mapping, baseRevision: 1 }], 600);
@@ -106,7 +106,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     expect((await store.getContent('live', 'Event'))!.mapping).toEqual(mapping);
   });
 
-  it('a change that became invalid by its time fails with its reason, writing nothing; the others apply', async () => {
+  it.sequential('a change that became invalid by its time fails with its reason, writing nothing; the others apply', async () => {
     const colorPatch = { rules: [{ segment: 's', patch: [{ op: 'replace', path: '/color', value: 'x' }] }] };
     const doomed = await schedule([put('Banner', { a: 1 }), { op: 'mapping.put', id: 'Shop', mapping: colorPatch }], 300);
     const pinned = await schedule([{ op: 'content.put', id: 'Shop', text: '{"level":7}', minAppVersion: null, baseRevision: 1 }], 300);
@@ -129,7 +129,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     expect(await newest('live', 'Other')).toEqual({ a: 1 });
   });
 
-  it('rehearses what falls due on each write connection before its time, keeping nothing', async () => {
+  it.sequential('rehearses what falls due on each write connection before its time, keeping nothing', async () => {
     const doomed = await schedule([{ op: 'content.put', id: 'Shop', text: '{"level":7}', minAppVersion: null, baseRevision: 1 }], 400);
     const fine = await schedule([put('Shop', { level: 2 }), put('Banner', { a: 1 })], 400);
     const head = (await store.changesSince(0, 1000)).headSeq;
@@ -154,7 +154,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     expect(await newest('live', 'Shop')).toEqual({ level: 2 });
   });
 
-  it('shows an item as it will be at a time, storing nothing', async () => {
+  it.sequential('shows an item as it will be at a time, storing nothing', async () => {
     await schedule([put('Shop', { level: 2 })], 5_000);
     await schedule([put('Shop', { level: 3 })], 10_000);
     const at = (ms: number): Promise<unknown> =>
@@ -166,7 +166,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     expect(await store.snapshotStep(() => contentAt('live', 'Later', Date.now() + 60_000, 100))).toBeUndefined();
   });
 
-  it('replays a preview in memory: deletes, re-creations, mappings and a failing change as they will apply, at most maxOps ops', async () => {
+  it.sequential('replays a preview in memory: deletes, re-creations, mappings and a failing change as they will apply, at most maxOps ops', async () => {
     await store.putMapping('live', 'Shop', { rules: [{ segment: 'a', patch: { color: 'red' } }] });
     // Pinned to revision 1: refused at its time (the item re-created before it is at revision 2), skipped as the applier will.
     await schedule([{ op: 'content.put', id: 'Shop', text: '{"level":11}', minAppVersion: null, baseRevision: 1 }], 5_000);
@@ -190,7 +190,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     expect(now.mapping).toEqual({ rules: [{ segment: 'a', patch: { color: 'red' } }] });
   });
 
-  it('moves and cancels only open changes; a cancelled one never applies', async () => {
+  it.sequential('moves and cancels only open changes; a cancelled one never applies', async () => {
     const a = await schedule([put('Shop', { level: 2 })], 300);
     const moved = await store.writeStep(() => moveSchedule('live', a.schedule_id, Date.now() + 60_000, LIMITS, () => undefined));
     expect(moved.due_ms).toBeGreaterThan(Date.now() + 50_000);
@@ -202,7 +202,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     expect(await store.writeStep(() => applyDue(10))).toEqual([]);
   });
 
-  it('bounds how many changes wait: too_many_schedules past the limit', async () => {
+  it.sequential('bounds how many changes wait: too_many_schedules past the limit', async () => {
     const limits = { ...LIMITS, maxOpen: 2 };
     const make = (): Promise<ScheduleRow> =>
       store.writeStep(() => createSchedule({ envId: 'live', dueMs: Date.now() + 60_000, ops: [put('Shop', {})], note: '', createdBy: 'cli', tokenId: 't' }, limits));
@@ -211,7 +211,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     await rejectsWith(make(), 'too_many_schedules');
   });
 
-  it('cancels what a token scheduled when it is revoked, and what an environment deletion leaves', async () => {
+  it.sequential('cancels what a token scheduled when it is revoked, and what an environment deletion leaves', async () => {
     const mine = await schedule([put('Shop', { level: 2 })], 60_000, { tokenId: 'tok_gone' });
     const other = await schedule([put('Shop', { level: 3 })], 60_000, { tokenId: 'tok_stays' });
     const cancelled = await store.writeStep(() => cancelOfToken('tok_gone'));
@@ -220,7 +220,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     expect(gone.map((r) => r.schedule_id)).toEqual([other.schedule_id]);
   });
 
-  it('the kill switch disables a rule and cancels the item\'s pending changes in one write', async () => {
+  it.sequential('the kill switch disables a rule and cancels the item\'s pending changes in one write', async () => {
     await store.putMapping('live', 'Shop', MAPPING);
     const pending = await schedule([put('Shop', { level: 9 })], 60_000);
     const result = await store.writeStep(() => kill('live', 'Shop', 1, 'exp1'));
@@ -234,7 +234,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     await rejectsWith(store.writeStep(() => kill('live', 'Nope', null, null)), 'content_not_found');
   });
 
-  it('a rollout widens the range from a fixed start; pause holds it; rollback restores the rule', async () => {
+  it.sequential('a rollout widens the range from a fixed start; pause holds it; rollback restores the rule', async () => {
     await store.putMapping('live', 'Shop', { rules: [{ segment: 'new-curve', disabled: true, patch: { level: 2 } }] });
     const now = Date.now();
     const created = await store.writeStep(() =>
@@ -266,7 +266,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
     expect(view.steps.map((s) => s.status)).toEqual(['applied', 'applied', 'cancelled']);
   });
 
-  it('refuses a rollout whose ranges would not grow from its start or pass mod 999', async () => {
+  it.sequential('refuses a rollout whose ranges would not grow from its start or pass mod 999', async () => {
     await store.putMapping('live', 'Shop', MAPPING);
     const plan = (steps: { percent: number; dueMs: number }[], rule = 0, variant: string | null = null, start: number | null = null): Promise<unknown> =>
       store.writeStep(() => createRollout({ envId: 'live', id: 'Shop', rule, variant, start, steps, note: '', createdBy: 'cli', tokenId: 't' }, LIMITS));
@@ -285,7 +285,7 @@ describe.each(STORE_KINDS)('scheduled changes (%s)', (kind) => {
   });
 });
 
-describe.each(STORE_KINDS)('scheduled changes in bundles (%s)', (kind) => {
+describe.concurrent.each(STORE_KINDS)('scheduled changes in bundles (%s)', (kind) => {
   let store: Store;
   let cleanup: () => Promise<void> | void = () => undefined;
   beforeEach(async () => {
@@ -296,7 +296,7 @@ describe.each(STORE_KINDS)('scheduled changes in bundles (%s)', (kind) => {
     await cleanup();
   });
 
-  it('export carries the open changes and rollouts; an import brings them back once, checked', async () => {
+  it.sequential('export carries the open changes and rollouts; an import brings them back once, checked', async () => {
     const at = (ms: number): string => new Date(Date.now() + ms).toISOString();
     const bundle = {
       environments: { live: { content: { Shop: { json: { level: 1 }, mapping: { rules: [{ segment: 'new', disabled: true, patch: { level: 2 } }] } } } } },
@@ -320,7 +320,7 @@ describe.each(STORE_KINDS)('scheduled changes in bundles (%s)', (kind) => {
     }
   });
 
-  it('refuses a bundle whose change would be refused, naming it, and writes nothing of the bundle', async () => {
+  it.sequential('refuses a bundle whose change would be refused, naming it, and writes nothing of the bundle', async () => {
     const bundle = {
       environments: { live: { content: { Shop: { json: { level: 1 } } } } },
       schedules: [

@@ -33,7 +33,7 @@ function workerReader(url: string): {
 
 // One contract, every store: the same tests against a SQLite file, an in-memory SQLite database and
 // a real PostgreSQL database (created for each test and dropped after it).
-describe.each(STORE_KINDS)('Store (%s)', (kind) => {
+describe.concurrent.each(STORE_KINDS)('Store (%s)', (kind) => {
   let store: Store;
   let cleanup: () => Promise<void> | void = () => undefined;
 
@@ -46,7 +46,7 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
     await cleanup();
   });
 
-  describe('environments', () => {
+  describe.sequential('environments', () => {
     it('creates once, lists with counts, validates ids', async () => {
       expect(await store.putEnvironment('prod')).toBe(true);
       expect(await store.putEnvironment('prod')).toBe(false);
@@ -93,7 +93,7 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
     });
   });
 
-  describe('directory', () => {
+  describe.sequential('directory', () => {
     it('describes every content item as the content API does: revisions, app versions, mapping rule count, dates', async () => {
       await store.putEnvironment('e');
       await store.putEnvironment('f');
@@ -121,7 +121,7 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
     });
   });
 
-  describe('keys', () => {
+  describe.sequential('keys', () => {
     beforeEach(async () => {
       await store.putEnvironment('a');
       await store.putEnvironment('b');
@@ -175,7 +175,7 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
     });
   });
 
-  describe('content', () => {
+  describe.sequential('content', () => {
     beforeEach(async () => {
       await store.putEnvironment('e');
     });
@@ -285,7 +285,7 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
     });
   });
 
-  describe('mappings', () => {
+  describe.sequential('mappings', () => {
     beforeEach(async () => {
       await store.putEnvironment('e');
       await store.putContent('e', 'Game', BASE, null);
@@ -336,7 +336,7 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
     });
   });
 
-  describe('prepared imports (the admin API\'s path: checked in the import thread, written here)', () => {
+  describe.sequential('prepared imports (the admin API\'s path: checked in the import thread, written here)', () => {
     it('writes new items and appends to stored ones; the change log names each item once; a key owned elsewhere refuses it all', async () => {
       await store.putEnvironment('e');
       await store.putContent('e', 'Old', '{"v":1}', null);
@@ -380,7 +380,7 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
     });
   });
 
-  describe('sync', () => {
+  describe.sequential('sync', () => {
     beforeEach(async () => {
       await store.putEnvironment('dev');
       await store.putEnvironment('prod');
@@ -442,7 +442,7 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
     });
   });
 
-  it('revision reader reads by id; a deleted revision reads as undefined', async () => {
+  it.sequential('revision reader reads by id; a deleted revision reads as undefined', async () => {
     await store.putEnvironment('e');
     await store.putContent('e', 'A', '/* c */ {"a": [1, 2]}', null);
     const meta = (await store.loadDirectory()).contents[0]!.revisions[0]!;
@@ -458,7 +458,7 @@ describe.each(STORE_KINDS)('Store (%s)', (kind) => {
     }
   });
 
-  it('methods fail after close', async () => {
+  it.sequential('methods fail after close', async () => {
     await store.close();
     await rejectsWith(store.listEnvironments(), 'internal');
     await rejectsWith(store.loadDirectory(), 'internal');
