@@ -12,6 +12,9 @@ import type { RunningPostgres } from '../../test/helpers/postgres.js';
 export const PARTS = ['steady', 'spike', 'launch', 'outage', 'fleet'] as const;
 export type Part = (typeof PARTS)[number];
 
+export const EXPOSURE_DBS = ['sqlite', 'postgres'] as const;
+export type ExposureDb = (typeof EXPOSURE_DBS)[number];
+
 export const USAGE = `usage: npm run bench:exposures -- [options]
   --parts LIST        which parts run, comma-separated (default all): steady (players already seen:
                       mapped and combine, exposures on against off, side by side), spike (a new player
@@ -25,6 +28,10 @@ export const USAGE = `usage: npm run bench:exposures -- [options]
   --warmup S          seconds of load on both servers before the rounds, not counted (default 3)
   --connections N     wrk connections per server (default 100)
   --outage-s S        seconds the exposure database stays stopped (default 10)
+  --exposure-db KIND  where the exposures-on server of steady and spike records: sqlite (default, a
+                      file of its own) or postgres (a database on the run's throwaway PostgreSQL on
+                      this machine; each round also reports the database's own CPU a request, and
+                      the CPU ratio with it)
   --smoke             a few seconds in all (2,000 players, rounds of 1 s, a 2 s outage): checks that
                       the benchmark runs and that the table is exact; speed targets read n/a
   --check             exit 1 when a target FAILs
@@ -39,6 +46,8 @@ export interface ExposuresOptions {
   readonly warmupSec: number;
   readonly connections: number;
   readonly outageSec: number;
+  /** Where the exposures-on server of the side-by-side parts records. */
+  readonly exposureDb: ExposureDb;
   readonly smoke: boolean;
   readonly check: boolean;
   readonly out: string | null;
@@ -56,6 +65,7 @@ export function parseOptions(argv: string[]): ExposuresOptions {
       warmup: { type: 'string' },
       connections: { type: 'string' },
       'outage-s': { type: 'string' },
+      'exposure-db': { type: 'string' },
       smoke: { type: 'boolean', default: false },
       check: { type: 'boolean', default: false },
       out: { type: 'string' },
@@ -70,6 +80,8 @@ export function parseOptions(argv: string[]): ExposuresOptions {
   const smoke = values.smoke === true;
   const parts = (values.parts ?? PARTS.join(',')).split(',').map((p) => p.trim());
   for (const p of parts) if (!(PARTS as readonly string[]).includes(p)) throw new UsageError(`--parts: unknown part "${p}"; known: ${PARTS.join(', ')}`);
+  const exposureDb = values['exposure-db'] ?? 'sqlite';
+  if (!(EXPOSURE_DBS as readonly string[]).includes(exposureDb)) throw new UsageError(`--exposure-db: "${exposureDb}" is not one of ${EXPOSURE_DBS.join(', ')}`);
   return {
     parts: PARTS.filter((p) => parts.includes(p)),
     players: intOption('players', values.players, smoke ? 2000 : 1_000_000, 10, 100_000_000),
@@ -79,6 +91,7 @@ export function parseOptions(argv: string[]): ExposuresOptions {
     warmupSec: intOption('warmup', values.warmup, smoke ? 1 : 3, 0, 60),
     connections: intOption('connections', values.connections, smoke ? 20 : 100, 3, 10000),
     outageSec: intOption('outage-s', values['outage-s'], smoke ? 2 : 10, 1, 600),
+    exposureDb: exposureDb as ExposureDb,
     smoke,
     check: values.check === true,
     out: values.out ?? null,

@@ -1,8 +1,11 @@
 /**
- * Parts `steady` and `spike`: two servers of this checkout, one recording exposures (SQLite) and one
- * not, loaded at the same time by one wrk each in rounds, as bench:ab loads a change and its baseline,
- * so that whatever the shared machine does lands on both. The figure is exposures on over off, per
- * round: CPU per request (every thread of the process, the writer's included) and req/s.
+ * Parts `steady` and `spike`: two servers of this checkout, one recording exposures (SQLite, or
+ * PostgreSQL with --exposure-db postgres) and one not, loaded at the same time by one wrk each in
+ * rounds, as bench:ab loads a change and its baseline, so that whatever the shared machine does lands
+ * on both. The figure is exposures on over off, per round: CPU per request (every thread of the
+ * process, the writer's included) and req/s. On PostgreSQL the database's own CPU a request is
+ * measured too (database-cpu.ts) and shown beside: the verdict is on rcd's process, what a delivery
+ * node pays when the database is another machine's.
  * - steady: the mapped and combine scenarios' request pools, each cycled through in a warm-up first,
  *   so the players are already seen (each loop's repeat filter answers);
  * - spike: a new player every request (players-script.ts, a fresh prefix per round), on the launch
@@ -13,6 +16,8 @@ import { join } from 'node:path';
 import { BASE_SEED, scenarioByName } from '../harness/scenarios.js';
 import { loadWithCpu, median, writeWrkScript, type WrkLoad } from '../harness/wrk.js';
 import { figureAgainst, type TargetCheck } from '../load/targets.js';
+import { createDatabase } from '../../test/helpers/postgres.js';
+import { postgresCpuMicros, postmasterPid } from './database-cpu.js';
 import { exposureCounters, startExposureServer, type ExposureServer } from './exposure-server.js';
 import { speedVerdict, type PartResult, type RunContext } from './options.js';
 import { writePlayersScript } from './players-script.js';
@@ -20,11 +25,15 @@ import { writePlayersScript } from './players-script.js';
 interface Round {
   readonly off: WrkLoad;
   readonly on: WrkLoad;
+  /** The exposure PostgreSQL's CPU per request of the exposures-on server (µs), null on SQLite. */
+  readonly dbUsPerReq: number | null;
 }
 
 interface Pair {
   readonly off: ExposureServer;
   readonly on: ExposureServer;
+  /** The postmaster of the exposure PostgreSQL, null on SQLite. */
+  readonly postmaster: number | null;
 }
 
 const STEADY_CPU_BOUND = 1.05;
@@ -34,6 +43,7 @@ const SPIKE_REQ_BOUND = 0.85;
 /** Both servers of a pair, one wrk each, loaded at once; any non-2xx answer or socket error fails the run. */
 async function loadBoth(ctx: RunContext, pair: Pair, script: (side: 'off' | 'on') => string, seconds: number): Promise<Round> {
   const track = (c: ChildProcess): void => void ctx.sup.track(c);
+  const db0 = pair.postmaster === null ? 0 : postgresCpuMicros(pair.postmaster);
   const [off, on] = await Promise.all([
     loadWithCpu(pair.off, script('off'), ctx.opts.connections, seconds, track),
     loadWithCpu(pair.on, script('on'), ctx.opts.connections, seconds, track),
@@ -41,13 +51,16 @@ async function loadBoth(ctx: RunContext, pair: Pair, script: (side: 'off' | 'on'
   for (const [label, side] of [['exposures off', off], ['exposures on', on]] as const) {
     if (side.wrk.non2xx > 0 || side.wrk.socketErrors > 0) throw new Error(`${label}: ${side.wrk.non2xx} non-2xx answers and ${side.wrk.socketErrors} socket errors under wrk`);
   }
-  return { off, on };
+  const onRequests = on.wrk.reqPerSec * seconds;
+  const dbUsPerReq = pair.postmaster === null || onRequests === 0 ? null : (postgresCpuMicros(pair.postmaster) - db0) / onRequests;
+  return { off, on, dbUsPerReq };
 }
 
 function roundLine(name: string, i: number, r: Round): string {
+  const db = r.dbUsPerReq === null ? '' : `, the database ${r.dbUsPerReq.toFixed(2)} µs/req (on/off CPU with it ${((r.on.cpuUsPerReq + r.dbUsPerReq) / r.off.cpuUsPerReq).toFixed(3)})`;
   return (
     `${name} round ${i + 1}: off ${r.off.wrk.reqPerSec.toFixed(0)} req/s ${r.off.cpuUsPerReq.toFixed(2)} µs/req, ` +
-    `on ${r.on.wrk.reqPerSec.toFixed(0)} req/s ${r.on.cpuUsPerReq.toFixed(2)} µs/req; on/off CPU ${(r.on.cpuUsPerReq / r.off.cpuUsPerReq).toFixed(3)}, req/s ${(r.on.wrk.reqPerSec / r.off.wrk.reqPerSec).toFixed(3)}`
+    `on ${r.on.wrk.reqPerSec.toFixed(0)} req/s ${r.on.cpuUsPerReq.toFixed(2)} µs/req; on/off CPU ${(r.on.cpuUsPerReq / r.off.cpuUsPerReq).toFixed(3)}, req/s ${(r.on.wrk.reqPerSec / r.off.wrk.reqPerSec).toFixed(3)}${db}`
   );
 }
 
@@ -55,6 +68,8 @@ interface Measured {
   readonly cpuRatio: number;
   readonly reqRatio: number;
   readonly cpuRange: readonly [number, number];
+  /** CPU/request on (rcd and its exposure PostgreSQL) over off, median of the rounds; null on SQLite. */
+  readonly withDbCpuRatio: number | null;
   /** Rows the exposures-on server's loops queued per request in the rounds. */
   readonly rowsPerRequest: number;
   readonly rounds: readonly Round[];
@@ -76,16 +91,32 @@ async function measure(ctx: RunContext, pair: Pair, name: string, script: (round
   const rowsPerRequest = requests > 0 ? (after.queued - before.queued) / requests : 0;
   ctx.say(`${name}: exposures on queued ${(after.queued - before.queued).toFixed(0)} rows in the rounds (${rowsPerRequest.toFixed(3)} a request), wrote ${(after.written - before.written).toFixed(0)}, dropped ${(after.dropped - before.dropped).toFixed(0)}`);
   const cpu = rounds.map((r) => r.on.cpuUsPerReq / r.off.cpuUsPerReq);
-  return { cpuRatio: median(cpu), reqRatio: median(rounds.map((r) => r.on.wrk.reqPerSec / r.off.wrk.reqPerSec)), cpuRange: [Math.min(...cpu), Math.max(...cpu)], rowsPerRequest, rounds };
+  const withDb = pair.postmaster === null ? null : median(rounds.map((r) => (r.on.cpuUsPerReq + (r.dbUsPerReq ?? 0)) / r.off.cpuUsPerReq));
+  return {
+    cpuRatio: median(cpu),
+    reqRatio: median(rounds.map((r) => r.on.wrk.reqPerSec / r.off.wrk.reqPerSec)),
+    cpuRange: [Math.min(...cpu), Math.max(...cpu)],
+    withDbCpuRatio: withDb,
+    rowsPerRequest,
+    rounds,
+  };
 }
 
 async function startPair(ctx: RunContext, part: string): Promise<Pair> {
+  let exposures = `sqlite:${join(ctx.dir, `${part}-exposures.db`)}`;
+  let postmaster: number | null = null;
+  if (ctx.opts.exposureDb === 'postgres') {
+    const pg = await ctx.postgres();
+    exposures = (await createDatabase(pg.url)).url;
+    postmaster = postmasterPid(pg.port);
+  }
   const [off, on] = await Promise.all([
     startExposureServer(ctx.sup, { dir: ctx.dir, bundle: ctx.bundle, label: `${part} exposures off`, exposures: null }),
-    startExposureServer(ctx.sup, { dir: ctx.dir, bundle: ctx.bundle, label: `${part} exposures on`, exposures: `sqlite:${join(ctx.dir, `${part}-exposures.db`)}` }),
+    startExposureServer(ctx.sup, { dir: ctx.dir, bundle: ctx.bundle, label: `${part} exposures on`, exposures }),
   ]);
-  ctx.say(`${part}: exposures off (pid ${off.pid}) and on (pid ${on.pid}, ${on.exposures}), both loaded at once, ${ctx.opts.connections} connections each`);
-  return { off, on };
+  const where = postmaster === null ? exposures : `PostgreSQL on this machine, postmaster pid ${postmaster}`;
+  ctx.say(`${part}: exposures off (pid ${off.pid}) and on (pid ${on.pid}, ${where}), both loaded at once, ${ctx.opts.connections} connections each`);
+  return { off, on, postmaster };
 }
 
 async function stopPair(ctx: RunContext, pair: Pair): Promise<void> {
@@ -95,7 +126,9 @@ async function stopPair(ctx: RunContext, pair: Pair): Promise<void> {
 function cpuCheck(ctx: RunContext, what: string, m: Measured, bound: number): TargetCheck {
   return {
     what: `${what}: CPU/request on/off <= ${bound.toFixed(2)}`,
-    measured: `${figureAgainst(m.cpuRatio, 3, bound, false)} (rounds ${m.cpuRange[0].toFixed(3)}-${m.cpuRange[1].toFixed(3)}, req/s ${m.reqRatio.toFixed(3)})`,
+    measured:
+      `${figureAgainst(m.cpuRatio, 3, bound, false)} (rounds ${m.cpuRange[0].toFixed(3)}-${m.cpuRange[1].toFixed(3)}, req/s ${m.reqRatio.toFixed(3)})` +
+      (m.withDbCpuRatio === null ? '' : `; with the exposure PostgreSQL's own CPU on this machine ${m.withDbCpuRatio.toFixed(3)}`),
     verdict: speedVerdict(ctx.opts, m.cpuRatio <= bound),
   };
 }
@@ -104,10 +137,12 @@ function summary(m: Measured): Record<string, unknown> {
   return {
     cpuRatio: m.cpuRatio,
     reqRatio: m.reqRatio,
+    withDbCpuRatio: m.withDbCpuRatio,
     rowsPerRequest: m.rowsPerRequest,
     rounds: m.rounds.map((r) => ({
       off: { reqPerSec: r.off.wrk.reqPerSec, cpuUsPerReq: r.off.cpuUsPerReq, p99Ms: r.off.wrk.latencyMs.p99 },
       on: { reqPerSec: r.on.wrk.reqPerSec, cpuUsPerReq: r.on.cpuUsPerReq, p99Ms: r.on.wrk.latencyMs.p99 },
+      dbUsPerReq: r.dbUsPerReq,
     })),
   };
 }

@@ -79,6 +79,30 @@ describe('npm run bench:exposures -- --smoke', () => {
     expect(outage.resumedMs).not.toBeNull();
   }, 300_000);
 
+  it('with --exposure-db postgres, the spike records into PostgreSQL and reports the database\'s own CPU beside rcd\'s', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'rcd-bench-exposures-pg-'));
+    try {
+      const { code, output } = await runExposures(['--smoke', '--parts', 'spike', '--exposure-db', 'postgres', '--check', '--out', out], 120_000);
+      if (!wrkAvailable()) {
+        expect(code).toBe(2);
+        return;
+      }
+      expect(code, output).toBe(0);
+      expect(output).toMatch(/^spike: exposures off \(pid \d+\) and on \(pid \d+, PostgreSQL on this machine, postmaster pid \d+\)/m);
+      expect(output).toMatch(/^spike round 1: .*, the database [\d.]+ µs\/req \(on\/off CPU with it [\d.]+\)$/m);
+      expect(output).toMatch(/^verdict: launch spike .*; with the exposure PostgreSQL's own CPU on this machine [\d.]+ {2}n\/a$/m);
+      const file = readdirSync(out).find((f) => /-exposures\.json$/.test(f));
+      const r = JSON.parse(readFileSync(join(out, file!), 'utf8')) as ExposuresResults;
+      const spike = r.parts.find((p) => p.part === 'spike')!.figures as { withDbCpuRatio: number; rowsPerRequest: number; rounds: { dbUsPerReq: number }[] };
+      // Three rows a request went to PostgreSQL, whose backends spent CPU on them.
+      expect(spike.rowsPerRequest).toBeGreaterThan(2.5);
+      expect(spike.rounds[0]!.dbUsPerReq).toBeGreaterThan(0);
+      expect(spike.withDbCpuRatio).toBeGreaterThan(0);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 150_000);
+
   it('refuses bad options with exit code 2', async () => {
     const bad = await runExposures(['--parts', 'nothing'], 30_000);
     expect(bad.code).toBe(2);
@@ -86,5 +110,8 @@ describe('npm run bench:exposures -- --smoke', () => {
     const players = await runExposures(['--players', '0'], 30_000);
     expect(players.code).toBe(2);
     expect(players.output).toContain('--players');
+    const db = await runExposures(['--exposure-db', 'mysql'], 30_000);
+    expect(db.code).toBe(2);
+    expect(db.output).toContain('--exposure-db');
   });
 });
