@@ -97,20 +97,25 @@ class PostgresExposureWriter implements ExposureWriter {
   }
 }
 
-/** A key as one string: its three texts, each after its length (no separator a text could hold). */
-function keyOf(environment: string, experiment: string, player: string): string {
-  return `${environment.length}:${environment}${experiment.length}:${experiment}${player}`;
-}
-
 async function writeRows(tx: Tx, rows: readonly ExposureRow[]): Promise<WriteOutcome> {
   const plan = planBatch(rows);
   const firsts = plan.firsts;
-  const taken = await tx.unsafe<{ environment: string; experiment: string; player: string }[]>(
-    `INSERT INTO rcd_exposures (environment, experiment, player, variant, first_seen, app_version, dimensions)
-     SELECT e, x, p, v, to_timestamp(t / 1000.0), a, d::jsonb
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[]) AS r(e, x, p, v, t, a, d)
-     ON CONFLICT DO NOTHING
-     RETURNING environment, experiment, player`,
+  // The inserts answer only where the table held the key already: the positions (1-based, in
+  // `firsts`) of the rows not taken, usually none in a launch and few once players are seen. The
+  // final SELECT sees what the INSERT returned (one statement, one snapshot), so it never reads a row
+  // back that it wrote.
+  const held = await tx.unsafe<{ i: number }[]>(
+    `WITH r AS (
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[])
+         WITH ORDINALITY AS r(e, x, p, v, t, a, d, i)
+     ), taken AS (
+       INSERT INTO rcd_exposures (environment, experiment, player, variant, first_seen, app_version, dimensions)
+       SELECT e, x, p, v, to_timestamp(t / 1000.0), a, d::jsonb FROM r
+       ON CONFLICT DO NOTHING
+       RETURNING environment, experiment, player
+     )
+     SELECT r.i::int4 AS i FROM r
+      WHERE NOT EXISTS (SELECT 1 FROM taken WHERE taken.environment = r.e AND taken.experiment = r.x AND taken.player = r.p)`,
     [
       firsts.map((r) => r.environment),
       firsts.map((r) => r.experiment),
@@ -122,11 +127,11 @@ async function writeRows(tx: Tx, rows: readonly ExposureRow[]): Promise<WriteOut
     ],
     { prepare: true },
   );
-  const insertedKeys = new Set<string>();
-  for (const t of taken) insertedKeys.add(keyOf(t.environment, t.experiment, t.player));
+  const wasHeld = new Uint8Array(firsts.length);
+  for (const h of held) wasHeld[h.i - 1] = 1;
   const inserted: ExposureRow[] = [];
   const notTaken: ExposureRow[] = [];
-  for (const row of firsts) (insertedKeys.has(keyOf(row.environment, row.experiment, row.player)) ? inserted : notTaken).push(row);
+  for (let i = 0; i < firsts.length; i++) (wasHeld[i] === 1 ? notTaken : inserted).push(firsts[i]!);
   let moved = await moveRows(tx, notTaken);
   for (const round of plan.changes) moved += await moveRows(tx, round);
   const counts = countsOf(inserted);
