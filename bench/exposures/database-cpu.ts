@@ -7,13 +7,12 @@
  * machine paid.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { clockTicksPerSecond } from '../harness/measure.js';
+import { clockTicksPerSecond, procStatFields } from '../harness/measure.js';
 
-/** The fields of /proc/PID/stat after the command name (fields[0] is field 3), or null when it has gone. */
+/** procStatFields, or null for a process that has gone since /proc was listed. */
 function statFields(pid: string): string[] | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return procStatFields(pid);
   } catch {
     return null;
   }
@@ -43,7 +42,6 @@ export function postgresCpuMicros(postmaster: number): number {
     if (!/^\d+$/.test(name)) continue;
     const f = statFields(name);
     if (f === null) continue;
-    // fields[1] is the parent's pid (field 4); utime, stime, cutime, cstime are fields[11..14].
     if (name === own) ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
     else if (f[1] === own) ticks += Number(f[11]) + Number(f[12]);
   }

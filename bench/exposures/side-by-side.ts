@@ -56,8 +56,13 @@ async function loadBoth(ctx: RunContext, pair: Pair, script: (side: 'off' | 'on'
   return { off, on, dbUsPerReq };
 }
 
+/** CPU/request on, the exposure PostgreSQL's included, over off. */
+function withDbRatio(r: Round, dbUsPerReq: number): number {
+  return (r.on.cpuUsPerReq + dbUsPerReq) / r.off.cpuUsPerReq;
+}
+
 function roundLine(name: string, i: number, r: Round): string {
-  const db = r.dbUsPerReq === null ? '' : `, the database ${r.dbUsPerReq.toFixed(2)} µs/req (on/off CPU with it ${((r.on.cpuUsPerReq + r.dbUsPerReq) / r.off.cpuUsPerReq).toFixed(3)})`;
+  const db = r.dbUsPerReq === null ? '' : `, the database ${r.dbUsPerReq.toFixed(2)} µs/req (on/off CPU with it ${withDbRatio(r, r.dbUsPerReq).toFixed(3)})`;
   return (
     `${name} round ${i + 1}: off ${r.off.wrk.reqPerSec.toFixed(0)} req/s ${r.off.cpuUsPerReq.toFixed(2)} µs/req, ` +
     `on ${r.on.wrk.reqPerSec.toFixed(0)} req/s ${r.on.cpuUsPerReq.toFixed(2)} µs/req; on/off CPU ${(r.on.cpuUsPerReq / r.off.cpuUsPerReq).toFixed(3)}, req/s ${(r.on.wrk.reqPerSec / r.off.wrk.reqPerSec).toFixed(3)}${db}`
@@ -91,7 +96,7 @@ async function measure(ctx: RunContext, pair: Pair, name: string, script: (round
   const rowsPerRequest = requests > 0 ? (after.queued - before.queued) / requests : 0;
   ctx.say(`${name}: exposures on queued ${(after.queued - before.queued).toFixed(0)} rows in the rounds (${rowsPerRequest.toFixed(3)} a request), wrote ${(after.written - before.written).toFixed(0)}, dropped ${(after.dropped - before.dropped).toFixed(0)}`);
   const cpu = rounds.map((r) => r.on.cpuUsPerReq / r.off.cpuUsPerReq);
-  const withDb = pair.postmaster === null ? null : median(rounds.map((r) => (r.on.cpuUsPerReq + (r.dbUsPerReq ?? 0)) / r.off.cpuUsPerReq));
+  const withDb = pair.postmaster === null ? null : median(rounds.map((r) => withDbRatio(r, r.dbUsPerReq ?? 0)));
   return {
     cpuRatio: median(cpu),
     reqRatio: median(rounds.map((r) => r.on.wrk.reqPerSec / r.off.wrk.reqPerSec)),

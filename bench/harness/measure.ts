@@ -28,12 +28,19 @@ export interface CpuTimes {
   readonly system: number;
 }
 
-/** utime and stime of the whole process (all threads, not children) in microseconds. */
-export function processCpuTimes(pid: number): CpuTimes {
+/**
+ * The fields of /proc/PID/stat after the command name: fields[0] is field 3 (state), fields[1] the
+ * parent's pid, fields[11..14] utime, stime, cutime and cstime (ticks). Throws when the process is gone.
+ */
+export function procStatFields(pid: number | string): string[] {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name (field 2) is in parentheses and may contain spaces: split after the last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // fields[0] is field 3 (state), so utime (field 14) is fields[11] and stime (field 15) fields[12].
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+/** utime and stime of the whole process (all threads, not children) in microseconds. */
+export function processCpuTimes(pid: number): CpuTimes {
+  const fields = procStatFields(pid);
   const perTick = 1e6 / clockTicksPerSecond();
   return { user: Number(fields[11]) * perTick, system: Number(fields[12]) * perTick };
 }
