@@ -21,6 +21,7 @@ import { postgresCpuMicros, postmasterPid } from './database-cpu.js';
 import { exposureCounters, startExposureServer, type ExposureServer } from './exposure-server.js';
 import { speedVerdict, type PartResult, type RunContext } from './options.js';
 import { writePlayersScript } from './players-script.js';
+import { measureSqliteFloor } from './sqlite-floor.js';
 
 interface Round {
   readonly off: WrkLoad;
@@ -35,6 +36,10 @@ interface Pair {
   /** The postmaster of the exposure PostgreSQL, null on SQLite. */
   readonly postmaster: number | null;
 }
+
+/** New players of the SQLite floor after the spike's rounds (sqlite-floor.ts): three rows each. */
+const FLOOR_PLAYERS = 100_000;
+const FLOOR_PLAYERS_SMOKE = 2_000;
 
 const STEADY_CPU_BOUND = 1.05;
 const SPIKE_CPU_BOUND = 1.2;
@@ -171,6 +176,23 @@ export async function runSteady(ctx: RunContext): Promise<PartResult> {
   return { part: 'steady', figures, checks };
 }
 
+/**
+ * SQLite's own cost of the spike's rows, measured in this process once the rounds are over (the
+ * servers idle), set against the rounds: the least the on/off CPU ratio can be on this machine.
+ */
+function sqliteFloor(ctx: RunContext, m: Measured): Record<string, number> {
+  const floor = measureSqliteFloor(join(ctx.dir, 'spike-floor.db'), ctx.opts.smoke ? FLOOR_PLAYERS_SMOKE : FLOOR_PLAYERS);
+  const offUsPerReq = median(m.rounds.map((r) => r.off.cpuUsPerReq));
+  const usPerRequest = floor.usPerRow * m.rowsPerRequest;
+  const ratio = offUsPerReq > 0 ? 1 + usPerRequest / offUsPerReq : 0;
+  ctx.say(
+    `spike floor: SQLite alone (no rcd: ${floor.rows.toLocaleString('en-US')} rows of new players into a fresh exposure file, one INSERT ... SELECT a transaction ` +
+      `of the writer's size) costs ${floor.usPerRow.toFixed(2)} µs a row; at ${m.rowsPerRequest.toFixed(2)} rows a request that is ${usPerRequest.toFixed(2)} µs ` +
+      `against an exposures-off request's ${offUsPerReq.toFixed(2)} µs: the on/off CPU cannot go below ${ratio.toFixed(3)} here`,
+  );
+  return { rows: floor.rows, usPerRow: floor.usPerRow, usPerRequest, offUsPerReq, ratio };
+}
+
 export async function runSpike(ctx: RunContext): Promise<PartResult> {
   const pair = await startPair(ctx, 'spike');
   try {
@@ -188,8 +210,10 @@ export async function runSpike(ctx: RunContext): Promise<PartResult> {
       measured: figureAgainst(m.reqRatio, 3, SPIKE_REQ_BOUND, true),
       verdict: speedVerdict(ctx.opts, m.reqRatio >= SPIKE_REQ_BOUND),
     };
+    const figures: Record<string, unknown> = summary(m);
+    if (ctx.opts.exposureDb === 'sqlite') figures['sqliteFloor'] = sqliteFloor(ctx, m);
     for (const c of [cpu, req]) ctx.say(`verdict: ${c.what}: ${c.measured}  ${c.verdict}`);
-    return { part: 'spike', figures: summary(m), checks: [cpu, req] };
+    return { part: 'spike', figures, checks: [cpu, req] };
   } finally {
     await stopPair(ctx, pair);
   }

@@ -4,6 +4,9 @@
  * the per-hour counts. The tables are described once, in docs/experiments.md ("The assignment table").
  */
 
+/** Rows the writer thread writes in one transaction at most. */
+export const WRITE_ROWS = 5000;
+
 /** One exposure as written: the key is (environment, experiment, player). */
 export interface ExposureRow {
   readonly environment: string;

@@ -14,11 +14,19 @@ const BUSY_TIMEOUT_MS = 5000;
 
 /** Opens (creating it and its tables if missing) the exposure file; throws when it cannot be opened. */
 export function openSqliteExposureWriter(path: string): ExposureWriter {
+  return new SqliteExposureWriter(openExposureFile(path));
+}
+
+/**
+ * The exposure file as the writer opens it: WAL, synchronous=NORMAL, the tables created if missing.
+ * bench:exposures opens its spike floor's file with it too (bench/exposures/sqlite-floor.ts).
+ */
+export function openExposureFile(path: string): Database {
   const db = openWriter({ kind: 'file', path }, BUSY_TIMEOUT_MS);
   try {
     db.pragma('synchronous = NORMAL');
     db.exec(SQLITE_SCHEMA);
-    return new SqliteExposureWriter(db);
+    return db;
   } catch (err) {
     db.close();
     throw err;

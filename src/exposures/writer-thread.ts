@@ -2,7 +2,7 @@
  * The exposure writer thread (--exposures): receives the loops' batches on one port per loop, holds
  * them (the loops reserve every row on the shared QUEUED_ROWS counter before they post, and drop
  * what would pass --exposure-queue: the rows held here are bounded by it), and writes them to the
- * exposure database in transactions of at most BATCH_ROWS rows, oldest first.
+ * exposure database in transactions of at most WRITE_ROWS rows (db.ts), oldest first.
  *
  * The database down or refusing: the rows stay held and the write is tried again after 100 ms,
  * doubling to 2 s; the loops meanwhile fill the queue and drop (their counters), which this thread
@@ -20,7 +20,7 @@ import { HeldRows } from './held-rows.js';
 import { isWriteAfterClose } from './write-after-close.js';
 import { QUEUED_ROWS, type ExposureMessage } from './protocol.js';
 import { describeExposuresTarget, sqlitePathOf } from './url.js';
-import type { ExposureRow, ExposureWriter, WriteOutcome } from './db.js';
+import { WRITE_ROWS, type ExposureRow, type ExposureWriter, type WriteOutcome } from './db.js';
 import type { WriterCommand, WriterEvent, WriterInit } from './writer-protocol.js';
 
 const lifecycle = parentPort;
@@ -28,8 +28,6 @@ if (lifecycle === null) throw new Error('src/exposures/writer-thread.ts runs as 
 const init = workerData as WriterInit;
 configureLog(init.log);
 
-/** Rows of one transaction at most. */
-const BATCH_ROWS = 5000;
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 2000;
 /**
@@ -186,7 +184,7 @@ function inTime<T>(work: Promise<T>): Promise<T> {
 async function writeOnce(): Promise<boolean> {
   const target = await ensureTarget();
   if (target === null) return false;
-  const rows = held.peek(BATCH_ROWS);
+  const rows = held.peek(WRITE_ROWS);
   let outcome: WriteOutcome;
   try {
     outcome = await inTime(writeSplitting(target, rows));

@@ -77,6 +77,12 @@ describe('npm run bench:exposures -- --smoke', () => {
     const outage = r.parts.find((p) => p.part === 'outage')!.figures as { counters: { dropped: number }; resumedMs: number | null };
     expect(outage.counters.dropped).toBeGreaterThan(0);
     expect(outage.resumedMs).not.toBeNull();
+    // The spike's floor: SQLite's own cost of 2,000 new players' rows, set against the rounds.
+    expect(output).toMatch(/^spike floor: SQLite alone \(no rcd: 6,000 rows .* costs [\d.]+ µs a row; .* the on\/off CPU cannot go below [\d.]+ here$/m);
+    const floor = (r.parts.find((p) => p.part === 'spike')!.figures as { sqliteFloor: { rows: number; usPerRow: number; ratio: number } }).sqliteFloor;
+    expect(floor.rows).toBe(6000);
+    expect(floor.usPerRow).toBeGreaterThan(0);
+    expect(floor.ratio).toBeGreaterThan(1);
   }, 300_000);
 
   it('with --exposure-db postgres, the spike records into PostgreSQL and reports the database\'s own CPU beside rcd\'s', async () => {
@@ -98,6 +104,9 @@ describe('npm run bench:exposures -- --smoke', () => {
       expect(spike.rowsPerRequest).toBeGreaterThan(2.5);
       expect(spike.rounds[0]!.dbUsPerReq).toBeGreaterThan(0);
       expect(spike.withDbCpuRatio).toBeGreaterThan(0);
+      // The floor is SQLite's: a run on PostgreSQL measures the database's CPU instead.
+      expect(output).not.toMatch(/^spike floor:/m);
+      expect((spike as { sqliteFloor?: unknown }).sqliteFloor).toBeUndefined();
     } finally {
       rmSync(out, { recursive: true, force: true });
     }
