@@ -24,7 +24,7 @@ import * as repeatFilter from './filter.js';
 import { NO_TEXT, QUEUED_ROWS, type ExposureBatch, type ExposureLink } from './protocol.js';
 
 // The functions a request calls, as this module's own consts (src/delivery/wire/README.md, "Module consts").
-const { isRepeat, remember, slotOf } = repeatFilter;
+const { isRepeat, remember, slotNow, slotOf } = repeatFilter;
 
 /** The settings of ServeConfig.exposures a loop reads. */
 export interface RecorderSettings {
@@ -82,6 +82,7 @@ export interface ExposureRecorder {
   readonly stagedSlots: number[];
   stagedEnvironment: string;
   stagedPlayer: string;
+  stagedUid: number;
   stagedAppVersion: string;
   stagedP: Record<string, unknown> | null;
 }
@@ -90,6 +91,7 @@ export interface ExposureRecorder {
 export interface HeldExposures {
   readonly environment: string;
   readonly player: string;
+  readonly uid: number;
   readonly appVersion: string;
   readonly dimensions: string;
   readonly experiments: readonly string[];
@@ -114,6 +116,7 @@ export function newExposureRecorder(link: ExposureLink, settings: RecorderSettin
     stagedSlots: [],
     stagedEnvironment: '',
     stagedPlayer: '',
+    stagedUid: 0,
     stagedAppVersion: '',
     stagedP: null,
   };
@@ -191,6 +194,7 @@ export function stageExposure(
     x.stagedCount = 0;
     x.stagedEnvironment = environment;
     x.stagedPlayer = player;
+    x.stagedUid = uid;
     x.stagedAppVersion = v;
     x.stagedP = p;
   }
@@ -215,6 +219,7 @@ export function settleStaged(x: ExposureRecorder, owner: object, answered: boole
     held = {
       environment: x.stagedEnvironment,
       player: x.stagedPlayer,
+      uid: x.stagedUid,
       appVersion: x.stagedAppVersion,
       dimensions: dimensionsText(x.dimensionNames, x.stagedP!),
       experiments: x.stagedExperiments.slice(0, n),
@@ -237,7 +242,7 @@ function commitStaged(x: ExposureRecorder, n: number): void {
   const dimensions = textOf(rows, dimensionsText(x.dimensionNames, x.stagedP!));
   const at = Date.now();
   for (let i = 0; i < n; i++) {
-    appendRow(x, environment, x.stagedExperiments[i]!, x.stagedVariants[i]!, x.stagedPlayer, environmentId, v, dimensions, at, x.stagedSlots[i]!);
+    appendRow(x, environment, x.stagedExperiments[i]!, x.stagedVariants[i]!, x.stagedPlayer, environmentId, v, dimensions, at, x.stagedSlots[i]!, x.stagedUid);
   }
   rowsAdded(x);
 }
@@ -255,7 +260,7 @@ export function commitHeld(x: ExposureRecorder, held: HeldExposures): void {
   const dimensions = textOf(rows, held.dimensions);
   const at = Date.now();
   for (let i = 0; i < held.experiments.length; i++) {
-    appendRow(x, held.environment, held.experiments[i]!, held.variants[i]!, held.player, environmentId, v, dimensions, at, held.slots[i]!);
+    appendRow(x, held.environment, held.experiments[i]!, held.variants[i]!, held.player, environmentId, v, dimensions, at, held.slots[i]!, held.uid);
   }
   rowsAdded(x);
 }
@@ -263,10 +268,23 @@ export function commitHeld(x: ExposureRecorder, held: HeldExposures): void {
 /**
  * Queues one row, unless the filter holds it by now (a row noted twice in one answer, or meanwhile);
  * `environmentId`, `v` and `dimensions` are the text indexes of its environment, app version and
- * dimensions.
+ * dimensions, `staged` the filter slot found when it was staged, `uid` its player's.
  */
-function appendRow(x: ExposureRecorder, environment: string, experiment: string, variant: string, player: string, environmentId: number, v: number, dimensions: number, at: number, slot: number): void {
+function appendRow(
+  x: ExposureRecorder,
+  environment: string,
+  experiment: string,
+  variant: string,
+  player: string,
+  environmentId: number,
+  v: number,
+  dimensions: number,
+  at: number,
+  staged: number,
+  uid: number,
+): void {
   const filter = x.filter;
+  const slot = slotNow(filter, staged, uid);
   if (isRepeat(filter, slot, environment, experiment, variant, player)) return;
   remember(filter, slot, environment, experiment, variant, player);
   const rows = x.rows;

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BATCH_ROWS, SEND_MS, commitHeld, newExposureRecorder, reserveRows, sendExposures, settleStaged, stageExposure, stopRecorder, type ExposureRecorder } from '../../../src/exposures/recorder.js';
 import { QUEUED_ROWS, QUEUE_SLOTS, type ExposureBatch } from '../../../src/exposures/protocol.js';
 import { experimentHash } from '../../../src/exposures/naming.js';
+import { WINDOW_ROWS } from '../../../src/exposures/filter.js';
 import { L_EXPOSURES_DROPPED, L_EXPOSURES_NOTED, newLoopCounters } from '../../../src/metrics/layout.js';
 import { userUid } from '../../../src/shared/identity.js';
 import { columnsOf, type BatchColumns } from './as-loop.js';
@@ -101,6 +102,33 @@ describe('a loop\'s exposure recorder', () => {
     expect(batch!.experiments[n - 1]).toBe('e' + (n - 1));
     expect(batch!.variants.slice(-2)).toEqual(n % 2 === 0 ? ['A', 'B'] : ['B', 'A']);
     expect(batch!.at).toHaveLength(n);
+  });
+
+  it('keeps a row held across the filter stepping aside out of its table, unless its player is a sentinel', () => {
+    const { x, writer } = bench({ queue: 1_000_000, filterSlots: 1024 });
+    const players = Array.from({ length: 400 }, (_, i) => 'held-' + i);
+    const other = players.find((p) => userUid(p) >>> 29 !== 0)!;
+    const sentinel = players.find((p) => userUid(p) >>> 29 === 0)!;
+    // Two requests staged while every row is looked up, held while the render pool works for them.
+    const held = [other, sentinel].map((player) => {
+      const r = {};
+      stage(x, r, 'Launch:price', 'A', player);
+      return settleStaged(x, r, false, false)!;
+    });
+    // Meanwhile a window of new players, no repeat among them: the filter steps aside.
+    for (let i = 0; i < WINDOW_ROWS; i++) {
+      const r = {};
+      stage(x, r, 'Launch:price', 'A', 'new-' + i);
+      settleStaged(x, r, true, true);
+    }
+    expect(x.filter.aside).toBe(true);
+    for (const h of held) commitHeld(x, h);
+    sendExposures(x);
+    const sent = batches(writer).flatMap((b) => b.players);
+    expect(sent.slice(-2)).toEqual([other, sentinel]);
+    // The sentinel's row is in the table; the other player's is not (its later rows are not looked up).
+    expect(x.filter.table.includes(sentinel)).toBe(true);
+    expect(x.filter.table.includes(other)).toBe(false);
   });
 
   it('notes nothing for an answer that failed, and drops a repeat the filter holds', () => {
