@@ -13,6 +13,7 @@
  */
 import { connect, describePgError, isUnreachable, type Sql, type Tx } from '../store/postgres/connection.js';
 import { countsOf, planBatch } from './batch-plan.js';
+import { insertColumns } from './pg-columns.js';
 import { POSTGRES_SCHEMA } from './schema.js';
 import type { ExposureRow, ExposureWriter, WriteOutcome } from './db.js';
 
@@ -104,10 +105,14 @@ async function writeRows(tx: Tx, rows: readonly ExposureRow[]): Promise<WriteOut
   // `firsts`) of the rows not taken, usually none in a launch and few once players are seen. The
   // final SELECT sees what the INSERT returned (one statement, one snapshot), so it never reads a row
   // back that it wrote.
+  // The rows go as array literals built in one pass (pg-columns.ts): the texts they share once, the
+  // rows' texts as indexes into them (0 reads as NULL).
+  const c = insertColumns(firsts);
   const held = await tx.unsafe<{ i: number }[]>(
     `WITH r AS (
-       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[])
-         WITH ORDINALITY AS r(e, x, p, v, t, a, d, i)
+       SELECT ($1::text[])[e] AS e, ($1::text[])[x] AS x, p, ($1::text[])[v] AS v, t, ($1::text[])[a] AS a, ($1::text[])[d] AS d, i
+         FROM unnest($2::int4[], $3::int4[], $4::text[], $5::int4[], $6::float8[], $7::int4[], $8::int4[])
+              WITH ORDINALITY AS r(e, x, p, v, t, a, d, i)
      ), taken AS (
        INSERT INTO rcd_exposures (environment, experiment, player, variant, first_seen, app_version, dimensions)
        SELECT e, x, p, v, to_timestamp(t / 1000.0), a, d::jsonb FROM r
@@ -116,15 +121,7 @@ async function writeRows(tx: Tx, rows: readonly ExposureRow[]): Promise<WriteOut
      )
      SELECT r.i::int4 AS i FROM r
       WHERE NOT EXISTS (SELECT 1 FROM taken WHERE taken.environment = r.e AND taken.experiment = r.x AND taken.player = r.p)`,
-    [
-      firsts.map((r) => r.environment),
-      firsts.map((r) => r.experiment),
-      firsts.map((r) => r.player),
-      firsts.map((r) => r.variant),
-      firsts.map((r) => r.atMs),
-      firsts.map((r) => r.appVersion),
-      firsts.map((r) => r.dimensions),
-    ],
+    [c.texts, c.environments, c.experiments, c.players, c.variants, c.at, c.appVersions, c.dimensions],
     { prepare: true },
   );
   const wasHeld = new Uint8Array(firsts.length);

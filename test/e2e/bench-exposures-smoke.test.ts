@@ -2,6 +2,7 @@
 // subprocess, against real servers (SQLite and a throwaway PostgreSQL it stops and starts), and
 // checks the correctness lines its targets are judged on: the exact rows of the launch and of the
 // fleet, the outage's errors, drop count and resumption. Speed verdicts read n/a in smoke runs.
+// The PostgreSQL writer's insert benchmark (bench/exposures/pg-columns.ts) runs once, small.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -123,4 +124,27 @@ describe('npm run bench:exposures -- --smoke', () => {
     expect(db.code).toBe(2);
     expect(db.output).toContain('--exposure-db');
   });
+});
+
+describe('node dist/bench/exposures/pg-columns.js', () => {
+  it('inserts the same rows both ways into a real PostgreSQL and prints each one\'s CPU a row', async () => {
+    const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [join(root, 'dist/bench/exposures/pg-columns.js'), '--players', '500', '--rounds', '1'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+      let text = '';
+      child.stdout.on('data', (d: Buffer) => (text += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (text += d.toString()));
+      const timer = setTimeout(() => {
+        child.kill('SIGTERM');
+        reject(new Error(`pg-columns.js did not finish in 60 s:\n${text}`));
+      }, 60_000);
+      child.on('exit', (exitCode) => {
+        clearTimeout(timer);
+        resolve({ code: exitCode, output: text });
+      });
+    });
+    expect(code, output).toBe(0);
+    expect(output).toMatch(/^round 1: the driver's arrays \(reference\): [\d.]+ µs a row$/m);
+    expect(output).toMatch(/^round 1: pg-columns\.ts literals \(the writer\): [\d.]+ µs a row$/m);
+    expect(output).toMatch(/^median of 1 round\(s\), 1,500 rows each: the driver's arrays [\d.]+ µs a row, the literals [\d.]+ µs a row \([\d.]+x\)$/m);
+  }, 90_000);
 });
