@@ -1,5 +1,5 @@
 /**
- * An `rcd serve` of this checkout for bench:exposures (bench/harness/processes.ts startServer, the
+ * An `rcd serve` of this checkout (or of --baseline's) for bench:exposures (bench/harness/processes.ts startServer, the
  * launch bundle imported into a SQLite store of its own), with exposures recorded where `exposures`
  * says (`--exposures`, or off when null) and its metrics on a port chosen here, so that the
  * benchmark reads the exposure counters (rcd_exposures_dropped_total and the writer's) as it runs.
@@ -22,13 +22,15 @@ export interface ExposureServerStart {
   readonly exposures: string | null;
   /** More `rcd serve` options (e.g. --exposure-queue). */
   readonly args?: readonly string[];
+  /** The checkout whose server runs (built); this one when absent. */
+  readonly root?: string;
 }
 
 export async function startExposureServer(sup: Supervisor, start: ExposureServerStart): Promise<ExposureServer> {
   const metricsPort = await freePort();
   const args = ['--metrics-port', String(metricsPort), ...(start.exposures === null ? [] : ['--exposures', start.exposures]), ...(start.args ?? [])];
   const store = `sqlite:${join(start.dir, `${start.label.replace(/[^A-Za-z0-9-]/g, '-')}-store.db`)}`;
-  const target = await startServer(sup, { root: repoRoot(), store, bundle: start.bundle, threads: null, label: start.label, args });
+  const target = await startServer(sup, { root: start.root ?? repoRoot(), store, bundle: start.bundle, threads: null, label: start.label, args });
   return { ...target, exposures: start.exposures, metricsUrl: `http://127.0.0.1:${metricsPort}/metrics` };
 }
 

@@ -3,6 +3,8 @@
  * processes, a temp dir, the launch bundle, the throwaway PostgreSQL (started once, when a part
  * first asks for it) and the line printer.
  */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { TargetCheck } from '../load/targets.js';
 import { intOption, UsageError } from '../harness/cli-options.js';
@@ -32,6 +34,12 @@ export const USAGE = `usage: npm run bench:exposures -- [options]
                       file of its own) or postgres (a database on the run's throwaway PostgreSQL on
                       this machine; each round also reports the database's own CPU a request, and
                       the CPU ratio with it)
+  --baseline DIR      another built checkout of rcd (npm run build there): steady and spike then load
+                      it and this checkout, both recording exposures (each into a database of its
+                      own, on --exposure-db), side by side: the figures are this checkout over the
+                      baseline, and no target is judged (the targets are exposures on over off).
+                      This checkout as its own baseline shows the rig's noise. Only with --parts
+                      steady, spike or both
   --smoke             a few seconds in all (2,000 players, rounds of 1 s, a 2 s outage): checks that
                       the benchmark runs and that the table is exact; speed targets read n/a
   --check             exit 1 when a target FAILs
@@ -48,6 +56,8 @@ export interface ExposuresOptions {
   readonly outageSec: number;
   /** Where the exposures-on server of the side-by-side parts records. */
   readonly exposureDb: ExposureDb;
+  /** A built checkout whose server, recording exposures too, takes the exposures-off server's place; null: none. */
+  readonly baseline: string | null;
   readonly smoke: boolean;
   readonly check: boolean;
   readonly out: string | null;
@@ -66,6 +76,7 @@ export function parseOptions(argv: string[]): ExposuresOptions {
       connections: { type: 'string' },
       'outage-s': { type: 'string' },
       'exposure-db': { type: 'string' },
+      baseline: { type: 'string' },
       smoke: { type: 'boolean', default: false },
       check: { type: 'boolean', default: false },
       out: { type: 'string' },
@@ -82,8 +93,17 @@ export function parseOptions(argv: string[]): ExposuresOptions {
   for (const p of parts) if (!(PARTS as readonly string[]).includes(p)) throw new UsageError(`--parts: unknown part "${p}"; known: ${PARTS.join(', ')}`);
   const exposureDb = values['exposure-db'] ?? 'sqlite';
   if (!(EXPOSURE_DBS as readonly string[]).includes(exposureDb)) throw new UsageError(`--exposure-db: "${exposureDb}" is not one of ${EXPOSURE_DBS.join(', ')}`);
+  const chosen = PARTS.filter((p) => parts.includes(p));
+  const baseline = values.baseline === undefined ? null : resolve(values.baseline);
+  if (baseline !== null) {
+    if (!existsSync(join(baseline, 'bin', 'rcd.js')) || !existsSync(join(baseline, 'dist'))) {
+      throw new UsageError(`--baseline ${baseline} is not a built rcd checkout (needs bin/rcd.js and dist/: run npm run build there)`);
+    }
+    const other = chosen.filter((p) => p !== 'steady' && p !== 'spike');
+    if (other.length > 0) throw new UsageError(`--baseline compares the side-by-side parts only: --parts steady, spike or both (not ${other.join(', ')})`);
+  }
   return {
-    parts: PARTS.filter((p) => parts.includes(p)),
+    parts: chosen,
     players: intOption('players', values.players, smoke ? 2000 : 1_000_000, 10, 100_000_000),
     fleetPlayers: intOption('fleet-players', values['fleet-players'], smoke ? 2000 : 100_000, 10, 10_000_000),
     rounds: intOption('rounds', values.rounds, smoke ? 1 : 5, 1, 100),
@@ -92,6 +112,7 @@ export function parseOptions(argv: string[]): ExposuresOptions {
     connections: intOption('connections', values.connections, smoke ? 20 : 100, 3, 10000),
     outageSec: intOption('outage-s', values['outage-s'], smoke ? 2 : 10, 1, 600),
     exposureDb: exposureDb as ExposureDb,
+    baseline,
     smoke,
     check: values.check === true,
     out: values.out ?? null,

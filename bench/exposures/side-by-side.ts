@@ -10,6 +10,10 @@
  *   so the players are already seen (each loop's repeat filter answers);
  * - spike: a new player every request (players-script.ts, a fresh prefix per round), on the launch
  *   item's three experiments: three rows a request for the writer.
+ *
+ * With --baseline the exposures-off server's place is taken by the baseline checkout's, recording
+ * exposures too (into a database of its own): the rounds then compare this checkout with the
+ * baseline, both recording, and no target is judged.
  */
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
@@ -31,11 +35,25 @@ interface Round {
 }
 
 interface Pair {
+  /** The exposures-off server, or the baseline's (recording) with --baseline. */
   readonly off: ExposureServer;
+  /** This checkout's, recording exposures. */
   readonly on: ExposureServer;
-  /** The postmaster of the exposure PostgreSQL, null on SQLite. */
+  /** The postmaster of the exposure PostgreSQL whose CPU is measured; null on SQLite and with --baseline (two servers write to it). */
   readonly postmaster: number | null;
+  /** What the two sides are called in the report. */
+  readonly names: SideNames;
 }
+
+interface SideNames {
+  readonly off: string;
+  readonly on: string;
+  /** The ratio's name: "on/off", or "this/base". */
+  readonly ratio: string;
+}
+
+const ON_OFF: SideNames = { off: 'off', on: 'on', ratio: 'on/off' };
+const THIS_BASE: SideNames = { off: 'base', on: 'this', ratio: 'this/base' };
 
 /** New players of the SQLite floor after the spike's rounds (sqlite-floor.ts): three rows each. */
 const FLOOR_PLAYERS = 100_000;
@@ -53,7 +71,7 @@ async function loadBoth(ctx: RunContext, pair: Pair, script: (side: 'off' | 'on'
     loadWithCpu(pair.off, script('off'), ctx.opts.connections, seconds, track),
     loadWithCpu(pair.on, script('on'), ctx.opts.connections, seconds, track),
   ]);
-  for (const [label, side] of [['exposures off', off], ['exposures on', on]] as const) {
+  for (const [label, side] of [[pair.names.off, off], [pair.names.on, on]] as const) {
     if (side.wrk.non2xx > 0 || side.wrk.socketErrors > 0) throw new Error(`${label}: ${side.wrk.non2xx} non-2xx answers and ${side.wrk.socketErrors} socket errors under wrk`);
   }
   const onRequests = on.wrk.reqPerSec * seconds;
@@ -66,11 +84,11 @@ function withDbRatio(r: Round, dbUsPerReq: number): number {
   return (r.on.cpuUsPerReq + dbUsPerReq) / r.off.cpuUsPerReq;
 }
 
-function roundLine(name: string, i: number, r: Round): string {
-  const db = r.dbUsPerReq === null ? '' : `, the database ${r.dbUsPerReq.toFixed(2)} µs/req (on/off CPU with it ${withDbRatio(r, r.dbUsPerReq).toFixed(3)})`;
+function roundLine(names: SideNames, name: string, i: number, r: Round): string {
+  const db = r.dbUsPerReq === null ? '' : `, the database ${r.dbUsPerReq.toFixed(2)} µs/req (${names.ratio} CPU with it ${withDbRatio(r, r.dbUsPerReq).toFixed(3)})`;
   return (
-    `${name} round ${i + 1}: off ${r.off.wrk.reqPerSec.toFixed(0)} req/s ${r.off.cpuUsPerReq.toFixed(2)} µs/req, ` +
-    `on ${r.on.wrk.reqPerSec.toFixed(0)} req/s ${r.on.cpuUsPerReq.toFixed(2)} µs/req; on/off CPU ${(r.on.cpuUsPerReq / r.off.cpuUsPerReq).toFixed(3)}, req/s ${(r.on.wrk.reqPerSec / r.off.wrk.reqPerSec).toFixed(3)}${db}`
+    `${name} round ${i + 1}: ${names.off} ${r.off.wrk.reqPerSec.toFixed(0)} req/s ${r.off.cpuUsPerReq.toFixed(2)} µs/req, ` +
+    `${names.on} ${r.on.wrk.reqPerSec.toFixed(0)} req/s ${r.on.cpuUsPerReq.toFixed(2)} µs/req; ${names.ratio} CPU ${(r.on.cpuUsPerReq / r.off.cpuUsPerReq).toFixed(3)}, req/s ${(r.on.wrk.reqPerSec / r.off.wrk.reqPerSec).toFixed(3)}${db}`
   );
 }
 
@@ -93,13 +111,13 @@ async function measure(ctx: RunContext, pair: Pair, name: string, script: (round
   for (let i = 0; i < ctx.opts.rounds && !ctx.sup.stopping; i++) {
     const r = await loadBoth(ctx, pair, (side) => script(i, side), ctx.opts.durationSec);
     rounds.push(r);
-    ctx.say(roundLine(name, i, r));
+    ctx.say(roundLine(pair.names, name, i, r));
   }
   const after = await exposureCounters(pair.on);
   // What the writer was given: with players already seen, the loops' repeat filters should pass few rows.
   const requests = rounds.reduce((s, r) => s + r.on.wrk.reqPerSec * ctx.opts.durationSec, 0);
   const rowsPerRequest = requests > 0 ? (after.queued - before.queued) / requests : 0;
-  ctx.say(`${name}: exposures on queued ${(after.queued - before.queued).toFixed(0)} rows in the rounds (${rowsPerRequest.toFixed(3)} a request), wrote ${(after.written - before.written).toFixed(0)}, dropped ${(after.dropped - before.dropped).toFixed(0)}`);
+  ctx.say(`${name}: ${pair.names === ON_OFF ? 'exposures on' : 'this checkout'} queued ${(after.queued - before.queued).toFixed(0)} rows in the rounds (${rowsPerRequest.toFixed(3)} a request), wrote ${(after.written - before.written).toFixed(0)}, dropped ${(after.dropped - before.dropped).toFixed(0)}`);
   const cpu = rounds.map((r) => r.on.cpuUsPerReq / r.off.cpuUsPerReq);
   const withDb = pair.postmaster === null ? null : median(rounds.map((r) => withDbRatio(r, r.dbUsPerReq ?? 0)));
   return {
@@ -112,21 +130,30 @@ async function measure(ctx: RunContext, pair: Pair, name: string, script: (round
   };
 }
 
+/** Where a server of the pair records: a SQLite file of the run's dir named after `name`, or a new database on the run's PostgreSQL. */
+async function exposureTarget(ctx: RunContext, name: string): Promise<string> {
+  if (ctx.opts.exposureDb === 'sqlite') return `sqlite:${join(ctx.dir, `${name}.db`)}`;
+  return (await createDatabase((await ctx.postgres()).url)).url;
+}
+
 async function startPair(ctx: RunContext, part: string): Promise<Pair> {
-  let exposures = `sqlite:${join(ctx.dir, `${part}-exposures.db`)}`;
-  let postmaster: number | null = null;
-  if (ctx.opts.exposureDb === 'postgres') {
-    const pg = await ctx.postgres();
-    exposures = (await createDatabase(pg.url)).url;
-    postmaster = postmasterPid(pg.port);
-  }
+  const baseline = ctx.opts.baseline;
+  const exposures = await exposureTarget(ctx, `${part}-exposures`);
+  const baseExposures = baseline === null ? null : await exposureTarget(ctx, `${part}-baseline-exposures`);
+  const postmaster = ctx.opts.exposureDb === 'postgres' && baseline === null ? postmasterPid((await ctx.postgres()).port) : null;
   const [off, on] = await Promise.all([
-    startExposureServer(ctx.sup, { dir: ctx.dir, bundle: ctx.bundle, label: `${part} exposures off`, exposures: null }),
+    baseline === null
+      ? startExposureServer(ctx.sup, { dir: ctx.dir, bundle: ctx.bundle, label: `${part} exposures off`, exposures: null })
+      : startExposureServer(ctx.sup, { dir: ctx.dir, bundle: ctx.bundle, label: `${part} baseline`, exposures: baseExposures, root: baseline }),
     startExposureServer(ctx.sup, { dir: ctx.dir, bundle: ctx.bundle, label: `${part} exposures on`, exposures }),
   ]);
-  const where = postmaster === null ? exposures : `PostgreSQL on this machine, postmaster pid ${postmaster}`;
-  ctx.say(`${part}: exposures off (pid ${off.pid}) and on (pid ${on.pid}, ${where}), both loaded at once, ${ctx.opts.connections} connections each`);
-  return { off, on, postmaster };
+  const where = (url: string): string => (ctx.opts.exposureDb === 'postgres' ? 'PostgreSQL on this machine' + (postmaster === null ? '' : `, postmaster pid ${postmaster}`) : url);
+  if (baseline === null) {
+    ctx.say(`${part}: exposures off (pid ${off.pid}) and on (pid ${on.pid}, ${where(exposures)}), both loaded at once, ${ctx.opts.connections} connections each`);
+  } else {
+    ctx.say(`${part}: the baseline ${baseline} (pid ${off.pid}, ${where(baseExposures!)}) and this checkout (pid ${on.pid}, ${where(exposures)}), both recording exposures, loaded at once, ${ctx.opts.connections} connections each`);
+  }
+  return { off, on, postmaster, names: baseline === null ? ON_OFF : THIS_BASE };
 }
 
 async function stopPair(ctx: RunContext, pair: Pair): Promise<void> {
@@ -134,6 +161,7 @@ async function stopPair(ctx: RunContext, pair: Pair): Promise<void> {
 }
 
 function cpuCheck(ctx: RunContext, what: string, m: Measured, bound: number): TargetCheck {
+  if (ctx.opts.baseline !== null) return comparison(`${what}: CPU/request this/base`, `${m.cpuRatio.toFixed(3)} (rounds ${m.cpuRange[0].toFixed(3)}-${m.cpuRange[1].toFixed(3)})`);
   return {
     what: `${what}: CPU/request on/off <= ${bound.toFixed(2)}`,
     measured:
@@ -141,6 +169,11 @@ function cpuCheck(ctx: RunContext, what: string, m: Measured, bound: number): Ta
       (m.withDbCpuRatio === null ? '' : `; with the exposure PostgreSQL's own CPU on this machine ${m.withDbCpuRatio.toFixed(3)}`),
     verdict: speedVerdict(ctx.opts, m.cpuRatio <= bound),
   };
+}
+
+/** With --baseline: the figure, no target. */
+function comparison(what: string, measured: string): TargetCheck {
+  return { what, measured, verdict: 'n/a' };
 }
 
 function summary(m: Measured): Record<string, unknown> {
@@ -205,13 +238,17 @@ export async function runSpike(ctx: RunContext): Promise<PartResult> {
     };
     const m = await measure(ctx, pair, 'spike', (round) => script(round));
     const cpu = cpuCheck(ctx, 'launch spike (a new player every request, 3 experiments)', m, SPIKE_CPU_BOUND);
-    const req: TargetCheck = {
-      what: `launch spike: req/s on/off >= ${SPIKE_REQ_BOUND.toFixed(2)}`,
-      measured: figureAgainst(m.reqRatio, 3, SPIKE_REQ_BOUND, true),
-      verdict: speedVerdict(ctx.opts, m.reqRatio >= SPIKE_REQ_BOUND),
-    };
+    const req: TargetCheck =
+      ctx.opts.baseline !== null
+        ? comparison('launch spike: req/s this/base', m.reqRatio.toFixed(3))
+        : {
+            what: `launch spike: req/s on/off >= ${SPIKE_REQ_BOUND.toFixed(2)}`,
+            measured: figureAgainst(m.reqRatio, 3, SPIKE_REQ_BOUND, true),
+            verdict: speedVerdict(ctx.opts, m.reqRatio >= SPIKE_REQ_BOUND),
+          };
     const figures: Record<string, unknown> = summary(m);
-    if (ctx.opts.exposureDb === 'sqlite') figures['sqliteFloor'] = sqliteFloor(ctx, m);
+    // The floor is set against exposures-off requests: none run with --baseline.
+    if (ctx.opts.exposureDb === 'sqlite' && ctx.opts.baseline === null) figures['sqliteFloor'] = sqliteFloor(ctx, m);
     for (const c of [cpu, req]) ctx.say(`verdict: ${c.what}: ${c.measured}  ${c.verdict}`);
     return { part: 'spike', figures, checks: [cpu, req] };
   } finally {

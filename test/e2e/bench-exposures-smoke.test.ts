@@ -123,7 +123,35 @@ describe('npm run bench:exposures -- --smoke', () => {
     const db = await runExposures(['--exposure-db', 'mysql'], 30_000);
     expect(db.code).toBe(2);
     expect(db.output).toContain('--exposure-db');
+    const notBuilt = await runExposures(['--parts', 'spike', '--baseline', outDir], 30_000);
+    expect(notBuilt.code).toBe(2);
+    expect(notBuilt.output).toContain('is not a built rcd checkout');
+    const launch = await runExposures(['--parts', 'spike,launch', '--baseline', root], 30_000);
+    expect(launch.code).toBe(2);
+    expect(launch.output).toContain('--baseline compares the side-by-side parts only');
   });
+
+  it('with --baseline, loads the baseline checkout and this one, both recording, and compares them without a verdict', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'rcd-bench-exposures-base-'));
+    try {
+      // This checkout as its own baseline: the rig's noise.
+      const { code, output } = await runExposures(['--smoke', '--parts', 'spike', '--baseline', root, '--check', '--out', out], 120_000);
+      if (!wrkAvailable()) {
+        expect(code).toBe(2);
+        return;
+      }
+      expect(code, output).toBe(0);
+      expect(output).toMatch(/^spike: the baseline .* \(pid \d+, sqlite:.*baseline-exposures\.db\) and this checkout \(pid \d+, sqlite:.*\), both recording exposures/m);
+      expect(output).toMatch(/^spike round 1: base \d+ req\/s [\d.]+ µs\/req, this \d+ req\/s [\d.]+ µs\/req; this\/base CPU [\d.]+, req\/s [\d.]+$/m);
+      expect(output).toMatch(/^verdict: launch spike .*: CPU\/request this\/base: [\d.]+ \(rounds [\d.]+-[\d.]+\) {2}n\/a$/m);
+      expect(output).toMatch(/^verdict: launch spike: req\/s this\/base: [\d.]+ {2}n\/a$/m);
+      // The floor is set against exposures-off requests, which a comparison has none of.
+      expect(output).not.toMatch(/^spike floor:/m);
+      expect(output).toMatch(/^targets: 0 pass, 0 FAIL, 2 n\/a$/m);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 150_000);
 });
 
 describe('node dist/bench/exposures/pg-columns.js', () => {
