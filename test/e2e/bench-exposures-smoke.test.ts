@@ -18,22 +18,27 @@ const outDir = mkdtempSync(join(tmpdir(), 'rcd-bench-exposures-test-'));
 
 afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
-function runExposures(args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
+/** Runs a built benchmark script of this checkout (`script` under dist/bench/) to its end; rejects after `timeoutMs`. */
+function runScript(script: string, args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(root, 'dist/bench/exposures/exposures.js'), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(root, 'dist/bench', script), ...args], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
     const timer = setTimeout(() => {
       // SIGTERM lets the benchmark stop the servers and PostgreSQL it started.
       child.kill('SIGTERM');
-      reject(new Error(`bench:exposures did not finish in ${timeoutMs} ms:\n${output}`));
+      reject(new Error(`${script} did not finish in ${timeoutMs} ms:\n${output}`));
     }, timeoutMs);
     child.on('exit', (code) => {
       clearTimeout(timer);
       resolve({ code, output });
     });
   });
+}
+
+function runExposures(args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
+  return runScript('exposures/exposures.js', args, timeoutMs);
 }
 
 interface ExposuresResults {
@@ -156,20 +161,7 @@ describe('npm run bench:exposures -- --smoke', () => {
 
 describe('node dist/bench/exposures/pg-columns.js', () => {
   it('inserts the same rows both ways into a real PostgreSQL and prints each one\'s CPU a row', async () => {
-    const { code, output } = await new Promise<{ code: number | null; output: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, [join(root, 'dist/bench/exposures/pg-columns.js'), '--players', '500', '--rounds', '1'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-      let text = '';
-      child.stdout.on('data', (d: Buffer) => (text += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (text += d.toString()));
-      const timer = setTimeout(() => {
-        child.kill('SIGTERM');
-        reject(new Error(`pg-columns.js did not finish in 60 s:\n${text}`));
-      }, 60_000);
-      child.on('exit', (exitCode) => {
-        clearTimeout(timer);
-        resolve({ code: exitCode, output: text });
-      });
-    });
+    const { code, output } = await runScript('exposures/pg-columns.js', ['--players', '500', '--rounds', '1'], 60_000);
     expect(code, output).toBe(0);
     expect(output).toMatch(/^round 1: the driver's arrays \(reference\): [\d.]+ µs a row$/m);
     expect(output).toMatch(/^round 1: pg-columns\.ts literals \(the writer\): [\d.]+ µs a row$/m);
