@@ -10,7 +10,8 @@
 import { parseArgs } from 'node:util';
 import { connect, type Sql, type Tx } from '../../src/store/postgres/connection.js';
 import { WRITE_ROWS, type ExposureRow } from '../../src/exposures/db.js';
-import { insertColumns } from '../../src/exposures/pg-columns.js';
+import { COLUMN_ROWS, columnParameters, insertColumns } from '../../src/exposures/pg-columns.js';
+import { compareKeys } from '../../src/exposures/batch-plan.js';
 import { POSTGRES_SCHEMA } from '../../src/exposures/schema.js';
 import { createDatabase, startPostgres } from '../../test/helpers/postgres.js';
 import { intOption, UsageError } from '../harness/cli-options.js';
@@ -36,12 +37,10 @@ async function insertDriverArrays(tx: Tx, rows: readonly ExposureRow[]): Promise
 
 /** The writer's way: the literals of pg-columns.ts. */
 async function insertLiterals(tx: Tx, rows: readonly ExposureRow[]): Promise<void> {
-  const c = insertColumns(rows);
   await tx.unsafe(
-    `${INSERT} SELECT ($1::text[])[e], ($1::text[])[x], p, ($1::text[])[v], to_timestamp(t / 1000.0), ($1::text[])[a], (($1::text[])[d])::jsonb
-       FROM unnest($2::int4[], $3::int4[], $4::text[], $5::int4[], $6::float8[], $7::int4[], $8::int4[]) AS r(e, x, p, v, t, a, d)
+    `${INSERT} SELECT e, x, p, v, to_timestamp(t / 1000.0), a, d::jsonb FROM (${COLUMN_ROWS}) AS r
      ON CONFLICT DO NOTHING`,
-    [c.texts, c.environments, c.experiments, c.players, c.variants, c.at, c.appVersions, c.dimensions],
+    columnParameters(insertColumns(rows)),
     { prepare: true },
   );
 }
@@ -57,7 +56,7 @@ function launchRows(prefix: string, players: number): ExposureRow[] {
       rows.push({ environment: LAUNCH_ENV, experiment: e.name, player: prefix + i, variant: e.variants[i % e.variants.length]!.name, appVersion: '2.0.0', dimensions: '{}', atMs: at });
     }
   }
-  return rows.sort((a, b) => (a.experiment < b.experiment ? -1 : a.experiment > b.experiment ? 1 : a.player < b.player ? -1 : a.player > b.player ? 1 : 0));
+  return rows.sort(compareKeys);
 }
 
 /** Inserts the rows in transactions of the writer's size; this process's CPU a row, µs. */

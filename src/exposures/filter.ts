@@ -76,13 +76,18 @@ export function newRepeatFilter(slots: number): RepeatFilter {
  * not a sentinel, so that no such row enters the table while it stands aside.
  */
 export function slotNow(filter: RepeatFilter, slot: number, uid: number): number {
-  return filter.aside && uid >>> SENTINEL_SHIFT !== 0 ? NO_SLOT : slot;
+  return passesBy(filter, uid) ? NO_SLOT : slot;
+}
+
+/** Whether the filter stands aside for the player of uid `uid` (it is not a sentinel). */
+function passesBy(filter: RepeatFilter, uid: number): boolean {
+  return filter.aside && uid >>> SENTINEL_SHIFT !== 0;
 }
 
 /** The set of (player's uid, experiment's hash: naming.ts experimentHash) as its newer slot's offset, or NO_SLOT without a filter. */
 export function slotOf(filter: RepeatFilter, uid: number, experimentHash: number): number {
   const mask = filter.mask;
-  if (mask < 0 || (filter.aside && uid >>> SENTINEL_SHIFT !== 0)) return NO_SLOT;
+  if (mask < 0 || passesBy(filter, uid)) return NO_SLOT;
   return ((uid ^ experimentHash) & mask) * SLOT_FIELDS;
 }
 

@@ -61,6 +61,20 @@ function literal(values: { join(separator: string): string }): string {
   return '{' + values.join(',') + '}';
 }
 
+/**
+ * The rows of an InsertColumns as a query reads them, its parameters $1..$8 being columnParameters:
+ * one row each with e, x, p, v (environment, experiment, player, variant), t (ms), a (app version,
+ * NULL for none), d (dimensions) and i (the row's 1-based position).
+ */
+export const COLUMN_ROWS = `SELECT ($1::text[])[e] AS e, ($1::text[])[x] AS x, p, ($1::text[])[v] AS v, t, ($1::text[])[a] AS a, ($1::text[])[d] AS d, i
+  FROM unnest($2::int4[], $3::int4[], $4::text[], $5::int4[], $6::float8[], $7::int4[], $8::int4[])
+       WITH ORDINALITY AS r(e, x, p, v, t, a, d, i)`;
+
+/** The parameters of COLUMN_ROWS, in its order. */
+export function columnParameters(c: InsertColumns): string[] {
+  return [c.texts, c.environments, c.experiments, c.players, c.variants, c.at, c.appVersions, c.dimensions];
+}
+
 /** The columns of `rows`, in their order. */
 export function insertColumns(rows: readonly ExposureRow[]): InsertColumns {
   const n = rows.length;

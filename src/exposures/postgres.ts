@@ -13,7 +13,7 @@
  */
 import { connect, describePgError, isUnreachable, type Sql, type Tx } from '../store/postgres/connection.js';
 import { countsOf, planBatch } from './batch-plan.js';
-import { insertColumns } from './pg-columns.js';
+import { COLUMN_ROWS, columnParameters, insertColumns } from './pg-columns.js';
 import { POSTGRES_SCHEMA } from './schema.js';
 import type { ExposureRow, ExposureWriter, WriteOutcome } from './db.js';
 
@@ -104,16 +104,9 @@ async function writeRows(tx: Tx, rows: readonly ExposureRow[]): Promise<WriteOut
   // The inserts answer only where the table held the key already: the positions (1-based, in
   // `firsts`) of the rows not taken, usually none in a launch and few once players are seen. The
   // final SELECT sees what the INSERT returned (one statement, one snapshot), so it never reads a row
-  // back that it wrote.
-  // The rows go as array literals built in one pass (pg-columns.ts): the texts they share once, the
-  // rows' texts as indexes into them (0 reads as NULL).
-  const c = insertColumns(firsts);
+  // back that it wrote. The rows go as the array literals of pg-columns.ts, read back by its COLUMN_ROWS.
   const held = await tx.unsafe<{ i: number }[]>(
-    `WITH r AS (
-       SELECT ($1::text[])[e] AS e, ($1::text[])[x] AS x, p, ($1::text[])[v] AS v, t, ($1::text[])[a] AS a, ($1::text[])[d] AS d, i
-         FROM unnest($2::int4[], $3::int4[], $4::text[], $5::int4[], $6::float8[], $7::int4[], $8::int4[])
-              WITH ORDINALITY AS r(e, x, p, v, t, a, d, i)
-     ), taken AS (
+    `WITH r AS (${COLUMN_ROWS}), taken AS (
        INSERT INTO rcd_exposures (environment, experiment, player, variant, first_seen, app_version, dimensions)
        SELECT e, x, p, v, to_timestamp(t / 1000.0), a, d::jsonb FROM r
        ON CONFLICT DO NOTHING
@@ -121,7 +114,7 @@ async function writeRows(tx: Tx, rows: readonly ExposureRow[]): Promise<WriteOut
      )
      SELECT r.i::int4 AS i FROM r
       WHERE NOT EXISTS (SELECT 1 FROM taken WHERE taken.environment = r.e AND taken.experiment = r.x AND taken.player = r.p)`,
-    [c.texts, c.environments, c.experiments, c.players, c.variants, c.at, c.appVersions, c.dimensions],
+    columnParameters(insertColumns(firsts)),
     { prepare: true },
   );
   const wasHeld = new Uint8Array(firsts.length);

@@ -3,7 +3,7 @@
 // fuzzed texts full of what an array literal treats specially must come back exactly as sent.
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { arrayElement, insertColumns, type InsertColumns } from '../../../src/exposures/pg-columns.js';
+import { COLUMN_ROWS, arrayElement, columnParameters, insertColumns, type InsertColumns } from '../../../src/exposures/pg-columns.js';
 import type { ExposureRow } from '../../../src/exposures/db.js';
 import { createDatabase } from '../../helpers/postgres.js';
 import { Rng } from '../../helpers/fuzz.js';
@@ -31,15 +31,13 @@ interface Back {
   readonly dimensions: string;
 }
 
-/** The columns as PostgreSQL reads them, row by row in their order (the writer's casts and indexes). */
+/** The columns as PostgreSQL reads them through the writer's own query (COLUMN_ROWS), row by row in their order. */
 async function readBack(c: InsertColumns): Promise<Back[]> {
   return sql.unsafe<Back[]>(
-    `SELECT ($1::text[])[e] AS environment, ($1::text[])[x] AS experiment, p AS player, ($1::text[])[v] AS variant,
-            t AS at, ($1::text[])[a] AS app_version, ($1::text[])[d] AS dimensions
-       FROM unnest($2::int4[], $3::int4[], $4::text[], $5::int4[], $6::float8[], $7::int4[], $8::int4[])
-            WITH ORDINALITY AS r(e, x, p, v, t, a, d, i)
+    `SELECT e AS environment, x AS experiment, p AS player, v AS variant, t AS at, a AS app_version, d AS dimensions
+       FROM (${COLUMN_ROWS}) AS r
       ORDER BY i`,
-    [c.texts, c.environments, c.experiments, c.players, c.variants, c.at, c.appVersions, c.dimensions],
+    columnParameters(c),
     { prepare: true },
   );
 }
