@@ -12,6 +12,7 @@
  * (the writer thread backs off and writes the batch again).
  */
 import { connect, describePgError, isUnreachable, type Sql, type Tx } from '../store/postgres/connection.js';
+import { transaction } from '../store/postgres/transaction.js';
 import { countsOf, planBatch } from './batch-plan.js';
 import { COLUMN_ROWS, columnParameters, insertColumns } from './pg-columns.js';
 import { POSTGRES_SCHEMA } from './schema.js';
@@ -44,7 +45,7 @@ export async function openPostgresExposureWriter(url: string): Promise<ExposureW
 
 /** Creates the exposure tables if missing, under an advisory lock (the readers call it too). */
 export async function ensurePostgresSchema(sql: Sql): Promise<void> {
-  await sql.begin(async (tx) => {
+  await transaction(sql, async (tx) => {
     await tx.unsafe('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
     await tx.unsafe(POSTGRES_SCHEMA);
   });
@@ -83,7 +84,7 @@ class PostgresExposureWriter implements ExposureWriter {
     }
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.sql.begin((tx) => writeRows(tx, rows));
+        return await transaction(this.sql, (tx) => writeRows(tx, rows));
       } catch (err) {
         const code = codeOf(err);
         if ((code === DEADLOCK || code === SERIALIZATION_FAILURE) && attempt < CONFLICT_RETRIES) continue;

@@ -17,7 +17,6 @@ import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_thread
 import { configureLog, logError, logInfo, logWarning } from '../runtime/log.js';
 import { EXPOSURE_PLAYERS_MOVED, EXPOSURE_QUEUE_ROWS, EXPOSURE_ROWS_WRITTEN, EXPOSURE_WRITE_FAILURES } from '../metrics/layout.js';
 import { HeldRows } from './held-rows.js';
-import { isWriteAfterClose } from './write-after-close.js';
 import { QUEUED_ROWS, type ExposureMessage } from './protocol.js';
 import { describeExposuresTarget, sqlitePathOf } from './url.js';
 import { WRITE_ROWS, type ExposureRow, type ExposureWriter, type WriteOutcome } from './db.js';
@@ -68,8 +67,6 @@ const state = {
   droppedLogged: 0,
   refusedLoggedAt: 0,
   refusedSinceLog: 0,
-  /** Ends the wait for the opening or write in flight as timed out (a connection closed under it). */
-  cutShort: null as (() => void) | null,
 };
 const held = new HeldRows();
 const queued = new Int32Array(init.queue);
@@ -171,13 +168,8 @@ function inTime<T>(work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new WriteTimeout()), WRITE_TIMEOUT_MS);
-    // The driver's connection closing under the write (below) ends the wait at once.
-    state.cutShort = () => reject(new WriteTimeout());
   });
-  return Promise.race([work, late]).finally(() => {
-    clearTimeout(timer);
-    state.cutShort = null;
-  });
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }
 
 /** One write of the oldest rows; true when it succeeded. */
@@ -314,25 +306,6 @@ async function main(): Promise<void> {
   await pump();
   await finish(dropTimer);
 }
-
-/**
- * The driver's write after its connection closed (write-after-close.ts): the write it belonged to was
- * already rejected (CONNECTION_CLOSED) and is tried again by the pump; the driver's instance keeps the
- * unsent bytes, so it is let go and the next write opens a fresh one. Any other uncaught error ends
- * the thread, as it would without this handler.
- */
-process.on('uncaughtException', (err: unknown) => {
-  if (isWriteAfterClose(err)) {
-    const abandoned = state.target;
-    state.target = null;
-    abandoned?.writer.close().catch(() => undefined);
-    noteFailure('the connection closed while a write was being sent');
-    state.cutShort?.();
-    return;
-  }
-  post({ type: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
-  process.exit(1);
-});
 
 main().catch((err: unknown) => {
   post({ type: 'failed', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });

@@ -3,9 +3,11 @@
  * and started for real): delivery answers every request from what is loaded, admin writes answer
  * 503 store_unavailable within about a second, /healthz reports the store unreachable, a node
  * started meanwhile says so and keeps retrying; once the database is back, the nodes reconnect,
- * catch up and serve what is written next.
+ * catch up and serve what is written next. A database that stops under a stream of admin writes,
+ * again and again, leaves every node running (a transaction's connection closing under it ends no
+ * thread: src/store/postgres/transaction.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call, errorCode, healthOf, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
 import { until } from '../helpers/until.js';
@@ -22,8 +24,10 @@ beforeAll(async () => {
   pg = await startPostgres();
   storeUrl = (await createDatabase(pg.url)).url;
 }, 60_000);
-afterAll(async () => {
+afterEach(async () => {
   for (const s of running.splice(0).reverse()) await s.dispose();
+});
+afterAll(async () => {
   await pg.destroy();
 });
 
@@ -125,4 +129,46 @@ describe('PostgreSQL outage', () => {
     // grows to 20 s after a few seconds of outage); the rest is slack for a slow machine.
     expect(recoveredMs).toBeLessThan(3000);
   }, 120_000);
+
+  it('nodes stay up when the database stops under admin writes in flight, round after round, and write again once it returns', async () => {
+    const dir = tempDir();
+    const nodes = [await startServer({ dir, admin: true, store: storeUrl, args: SLOW_MACHINE }), await startServer({ dir, admin: true, store: storeUrl, args: SLOW_MACHINE })];
+    running.push(...nodes);
+    expect((await admin(nodes[0]!, 'PUT', 'environments/busy')).status).toBe(201);
+    const keyRes = await fetch(`${nodes[0]!.adminUrl}/admin/v1/environments/busy/keys`, { method: 'POST', headers: AUTH });
+    const key = ((await keyRes.json()) as { key: string }).key;
+    for (let round = 0; round < 8; round++) {
+      let stopping = false;
+      const answered = new Map<number, number>();
+      // Four writers a node, each rewriting an item of its own: transactions are in flight when the database stops.
+      const writers = nodes.flatMap((n, ni) =>
+        [0, 1, 2, 3].map(async (w) => {
+          for (let k = 0; !stopping; k++) {
+            const res = await fetch(`${n.adminUrl}/admin/v1/environments/busy/content/item${ni}${w}`, { method: 'PUT', headers: AUTH, body: `{"k":${k}}`, signal: AbortSignal.timeout(10_000) }).catch(() => null);
+            if (res !== null) {
+              await res.arrayBuffer();
+              answered.set(res.status, (answered.get(res.status) ?? 0) + 1);
+            }
+          }
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 300 + ((round * 137) % 500)));
+      await pg.stop();
+      await new Promise((r) => setTimeout(r, 1000));
+      stopping = true;
+      await Promise.all(writers);
+      for (const n of nodes) expect(n.child.exitCode, `round ${round}: ${n.stderr().slice(-2000)}`).toBeNull();
+      // Only commits and the outage's 503 store_unavailable: no write answered anything else.
+      expect([...answered.keys()].sort(), `round ${round}`).toEqual([200, 503]);
+      await pg.start();
+      await until(`round ${round}: both nodes to report the store available`, async () => (await Promise.all(nodes.map(healthOf))).every((h) => h.status === 'ok'), 15_000);
+    }
+    // Each node writes again, and both serve the write when it answers.
+    for (const [i, n] of nodes.entries()) {
+      const res = await fetch(`${n.adminUrl}/admin/v1/environments/busy/content/last${i}`, { method: 'PUT', headers: AUTH, body: `{"after":${i}}` });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('rcd-propagation')).toBe('2/2');
+      for (const m of nodes) expect((await call(m.url, `/api/v1/config/last${i}`, { key })).json).toEqual({ after: i });
+    }
+  }, 240_000);
 });

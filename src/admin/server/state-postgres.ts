@@ -8,6 +8,7 @@
 import { RcdError } from '../../runtime/errors.js';
 import { OnLost, connect, pgFailure, runOnPool, type Sql, type Tx } from '../../store/postgres/connection.js';
 import { requireLiveTokenPg } from '../../store/postgres/token-guard.js';
+import { transaction } from '../../store/postgres/transaction.js';
 import { guardedView, WRITE_GUARD, type WriteGuard } from '../../store/write-guard.js';
 import { sealSecret } from './sealed.js';
 import type { AdminStateStore, AdminTokenInfo, AuditEntry, NewAdminToken, NewAuditEntry, WebhookEvent, WebhookInfo, WebhookRegistration } from './state.js';
@@ -60,10 +61,10 @@ export class PostgresAdminState implements AdminStateStore {
   private write<T>(fn: (q: Pick<Tx, 'unsafe'>) => Promise<T>): Promise<T> {
     const guard = this[WRITE_GUARD];
     if (guard === null) return fn(this.sql);
-    return this.sql.begin(async (tx) => {
+    return transaction(this.sql, async (tx) => {
       await requireLiveTokenPg(tx, guard);
       return fn(tx);
-    }) as Promise<T>;
+    });
   }
 
   appendAudit(entry: NewAuditEntry): Promise<AuditEntry> {

@@ -12,7 +12,8 @@ import { RcdError } from '../../runtime/errors.js';
 import { redactPostgresUrl } from '../url.js';
 
 export type Sql = postgres.Sql;
-export type Tx = postgres.TransactionSql;
+/** A transaction's statements (transaction.ts): everything a transaction runs goes through its unsafe(). */
+export type Tx = Pick<postgres.TransactionSql, 'unsafe'>;
 
 export interface PgOptions {
   /** Connections of the pool (the LISTEN connection comes on top). */

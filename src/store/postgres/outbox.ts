@@ -4,6 +4,7 @@
  * LOCKED, so the nodes of a fleet share the work and never lease one row twice.
  */
 import type { Sql, Tx } from './connection.js';
+import { transaction } from './transaction.js';
 import { outboxFromRow, type OutboxRow } from '../rows.js';
 import { settleStatements } from '../outbox-settle.js';
 import type { NewOutboxEntry, OutboxEntry, OutboxOutcome } from '../types.js';
@@ -51,7 +52,7 @@ export async function settleOutbox(sql: Sql, id: string, outcome: OutboxOutcome,
     await sql.unsafe(numbered(statements[0]!.text), statements[0]!.params as never[]);
     return;
   }
-  await sql.begin(async (tx) => {
+  await transaction(sql, async (tx) => {
     for (const statement of statements) await tx.unsafe(numbered(statement.text), statement.params as never[]);
   });
 }

@@ -23,6 +23,7 @@
  * notifications of one transaction), delivered at commit to every listening node.
  */
 import type { Sql } from './connection.js';
+import { transaction } from './transaction.js';
 import { RcdError } from '../../runtime/errors.js';
 
 /** The channel every node LISTENs on. */
@@ -240,7 +241,7 @@ export const PG_SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Applies the missing migrations; refuses a database of a newer schema than this rcd knows. */
 export async function migrate(sql: Sql, known: readonly string[] = MIGRATIONS): Promise<void> {
-  await sql.begin(async (tx) => {
+  await transaction(sql, async (tx) => {
     await tx.unsafe('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
     await tx.unsafe('CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)');
     const rows = await tx.unsafe<{ version: number }[]>('SELECT version FROM schema_version');

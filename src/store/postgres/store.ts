@@ -24,6 +24,7 @@ import { StepStore } from '../step-store.js';
 import type { ChangeBatch, ChangeEntry, CommitWatch, ContentSummary, DirectorySnapshot, EnvironmentInfo, ImportReport, KeyDigest, KeyInfo, NodeRecord, OutboxEntry, OutboxOf, OutboxOutcome, RoutingDelta, Store } from '../types.js';
 import { DEFAULT_PG_CONNECT_TIMEOUT_MS, OnLost, connect, describePgError, isUnreachable, pgFailure, runOnPool, type Sql, type Tx } from './connection.js';
 import { PgRows } from './rows.js';
+import { transaction } from './transaction.js';
 import { listContent, listEnvironments, listKeys } from './listings.js';
 import * as routing from './routing.js';
 import * as outboxRows from './outbox.js';
@@ -33,6 +34,8 @@ import { requireLiveTokenPg } from './token-guard.js';
 
 /** Connections of long reads (snapshotStep), besides the pool; more wait for one. */
 const SNAPSHOT_CONNECTIONS = 2;
+/** Reads of several statements: one committed state, no locks a writer waits for. */
+const REPEATABLE_READ = 'ISOLATION LEVEL REPEATABLE READ READ ONLY';
 /** Between two notifications, a node reads the change log anyway: a lost notification heals by then. */
 export const CATCH_UP_MS = 1000;
 /** Reconnection probe backoff: first retry, and the cap it doubles up to. */
@@ -86,7 +89,7 @@ export class PostgresStore extends StepStore implements Store {
     const guard = this[WRITE_GUARD];
     return this.call(
       () =>
-        this.sql.begin(async (tx) => {
+        transaction(this.sql, async (tx) => {
           await tx.unsafe(`SET LOCAL lock_timeout = ${this.busyTimeoutMs}`);
           await tx.unsafe('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK], { prepare: true });
           if (guard !== null) await requireLiveTokenPg(tx, guard);
@@ -97,7 +100,7 @@ export class PostgresStore extends StepStore implements Store {
             await outboxRows.insertOutbox(tx, outbox.build(result, after), now, now + outbox.holdMs);
           }
           return result;
-        }) as Promise<T>,
+        }),
       OnLost.Throw,
     );
   }
@@ -113,7 +116,7 @@ export class PostgresStore extends StepStore implements Store {
   }
 
   leaseStep<T>(step: () => Step<T>): Promise<T> {
-    return this.call(() => this.sql.begin((tx) => runRowsAsync(new PgRows(tx), step())) as Promise<T>, OnLost.Throw);
+    return this.call(() => transaction(this.sql, (tx) => runRowsAsync(new PgRows(tx), step())), OnLost.Throw);
   }
 
   readStep<T>(step: () => Step<T>): Promise<T> {
@@ -132,11 +135,11 @@ export class PostgresStore extends StepStore implements Store {
    */
   snapshotStep<T>(step: () => Step<T>): Promise<T> {
     const sql = (this.snapshots ??= connect(this.readerUrl, { poolSize: SNAPSHOT_CONNECTIONS, connectTimeoutMs: DEFAULT_PG_CONNECT_TIMEOUT_MS }));
-    return this.call(() => sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', (tx) => runRowsAsync(new PgRows(tx), step())) as Promise<T>);
+    return this.call(() => transaction(sql, (tx) => runRowsAsync(new PgRows(tx), step()), REPEATABLE_READ));
   }
 
   private read<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    return this.call(() => this.sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', fn) as Promise<T>);
+    return this.call(() => transaction(this.sql, fn, REPEATABLE_READ));
   }
 
   private markUnreachable(reason: string): void {
