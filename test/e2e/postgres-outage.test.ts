@@ -5,11 +5,13 @@
  * started meanwhile says so and keeps retrying; once the database is back, the nodes reconnect,
  * catch up and serve what is written next. A database that stops under a stream of admin writes,
  * again and again, leaves every node running (a transaction's connection closing under it ends no
- * thread: src/store/postgres/transaction.ts).
+ * thread: src/store/postgres/transaction.ts); connections reset by the network under writes and
+ * reads leave no call unanswered (connection.ts, lostConnectionsClosed).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { call, errorCode, healthOf, startServer, tempDir, type ServerProcess } from '../helpers/server-process.js';
 import { createDatabase, startPostgres, type RunningPostgres } from '../helpers/postgres.js';
+import { startTcpRelay } from '../helpers/tcp-relay.js';
 import { until } from '../helpers/until.js';
 
 const AUTH = { authorization: 'Bearer test-admin-token' };
@@ -169,6 +171,60 @@ describe('PostgreSQL outage', () => {
       expect(res.status).toBe(200);
       expect(res.headers.get('rcd-propagation')).toBe('2/2');
       for (const m of nodes) expect((await call(m.url, `/api/v1/config/last${i}`, { key })).json).toEqual({ after: i });
+    }
+  }, 240_000);
+
+  it('connections reset by the network under admin writes, reads and cache misses: every call answers, and the node goes on', async () => {
+    const relay = await startTcpRelay(storeUrl);
+    try {
+      const dir = tempDir();
+      const node = await startServer({ dir, admin: true, store: relay.url, args: SLOW_MACHINE });
+      running.push(node);
+      expect((await admin(node, 'PUT', 'environments/reset')).status).toBe(201);
+      const keyRes = await fetch(`${node.adminUrl}/admin/v1/environments/reset/keys`, { method: 'POST', headers: AUTH });
+      const key = ((await keyRes.json()) as { key: string }).key;
+      for (let i = 0; i < 4; i++) expect((await admin(node, 'PUT', `environments/reset/content/item${i}`, `{"n":${i},"v":0}`)).status).toBe(200);
+      const unanswered: string[] = [];
+      const statuses = new Map<string, number>();
+      const count = (what: string): void => void statuses.set(what, (statuses.get(what) ?? 0) + 1);
+      for (let round = 0; round < 6; round++) {
+        let stopping = false;
+        // Writers make new revisions; readers of the items then miss the workers' caches (a read of the store).
+        const writers = [0, 1, 2, 3].map(async (w) => {
+          for (let v = 1; !stopping; v++) {
+            const r = await admin(node, 'PUT', `environments/reset/content/item${w}`, `{"n":${w},"v":${v}}`).catch((err: Error) => (unanswered.push(`write: ${err.message.slice(0, 200)}`), null));
+            if (r !== null) count(`write ${r.status} ${r.code ?? ''}`);
+          }
+        });
+        const readers = [0, 1, 2, 3].map(async (w) => {
+          while (!stopping) {
+            const r = await fetch(`${node.url}/api/v1/config/item${w}`, { method: 'POST', headers: { 'x-api-key': key, 'content-type': 'application/json' }, body: '{}', signal: AbortSignal.timeout(10_000) }).catch((err: Error) => (unanswered.push(`delivery: ${err.message}`), null));
+            if (r !== null) {
+              await r.arrayBuffer();
+              count(`delivery ${r.status}`);
+            }
+            const l = await fetch(`${node.adminUrl}/admin/v1/environments/reset/content`, { headers: AUTH, signal: AbortSignal.timeout(10_000) }).catch((err: Error) => (unanswered.push(`admin read: ${err.message}`), null));
+            if (l !== null) count(`admin read ${l.status} ${l.status === 200 ? '' : ((await l.json()) as { error: { code: string } }).error.code}`);
+          }
+        });
+        await new Promise((r) => setTimeout(r, 200 + ((round * 149) % 400)));
+        relay.reset();
+        await new Promise((r) => setTimeout(r, 800));
+        stopping = true;
+        await Promise.all([...writers, ...readers]);
+        expect(unanswered, `round ${round}`).toEqual([]);
+        expect(node.child.exitCode, node.stderr().slice(-2000)).toBeNull();
+        await until(`round ${round}: the store available again`, async () => (await healthOf(node)).status === 'ok', 15_000);
+      }
+      // Answers are commits and reads, or the outage's 503 store_unavailable: nothing else.
+      for (const what of statuses.keys()) expect(what).toMatch(/^(write 200 |write 503 store_unavailable|delivery 200|delivery 503|admin read 200 |admin read 503 store_unavailable)$/);
+      expect(statuses.get('write 200 ')).toBeGreaterThan(0);
+      expect(statuses.get('delivery 200')).toBeGreaterThan(0);
+      const last = await admin(node, 'PUT', 'environments/reset/content/item0', '{"n":0,"last":true}');
+      expect(last.status).toBe(200);
+      expect((await call(node.url, '/api/v1/config/item0', { key })).json).toEqual({ n: 0, last: true });
+    } finally {
+      await relay.stop();
     }
   }, 240_000);
 });

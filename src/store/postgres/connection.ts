@@ -123,18 +123,31 @@ export const enum OnLost {
  * whose session the server ended, hands the shutdown's error (57P01) to its next statement: the
  * server rolled that session's transaction back, so the statement runs again on the next connection,
  * writes included, up to once per connection. A lost connection is tried once more as `onLost` says.
- * Throws the last failure as the driver gave it (pgFailure sorts it).
+ * Throws the last failure as the driver gave it (pgFailure sorts it), once the lost connection closed.
  */
 export async function runOnPool<T>(fn: () => Promise<T>, poolSize: number, onLost: OnLost): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await fn();
     } catch (err) {
+      // Whatever follows a lost connection (this retry, or the caller's next statement) waits for it to close.
+      if (isUnreachable(err)) await lostConnectionsClosed();
       if (isSessionTerminated(err) && attempt < poolSize) continue;
       if (onLost === OnLost.RetryOnce && isUnreachable(err) && attempt === 0) continue;
       throw err;
     }
   }
+}
+
+/**
+ * Resolves once the driver has seen the close of every connection lost so far. postgres.js hears
+ * of a socket's error (ECONNRESET) a phase of the event loop before the socket's close, and until
+ * then it still hands new statements to that connection, where they are never answered nor
+ * rejected. A statement's failure that says its connection was lost is passed on only after this
+ * (a timer runs after the loop's close callbacks), so nothing the failure sets off lands there.
+ */
+export function lostConnectionsClosed(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
 }
 
 /** lock_not_available: the write lock was held elsewhere past lock_timeout. */

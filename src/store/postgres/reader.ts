@@ -10,7 +10,7 @@
  */
 import postgres from 'postgres';
 import type { RevisionSource, RevisionText } from '../types.js';
-import { connect, DEFAULT_PG_CONNECT_TIMEOUT_MS, isUnreachable } from './connection.js';
+import { connect, DEFAULT_PG_CONNECT_TIMEOUT_MS, isUnreachable, lostConnectionsClosed } from './connection.js';
 
 const RETRIES = 2;
 
@@ -24,15 +24,18 @@ export class PostgresRevisionSource implements RevisionSource {
   /**
    * Retries a lost connection (reads are idempotent): a connection idle while the database
    * restarted holds the shutdown's error (57P01) and hands it to the next query, which fails
-   * without reaching the server; the attempts after it open a new connection. A database that is
-   * really down refuses them at once, and the batch answers 503 store_unavailable.
+   * without reaching the server; the attempts after it open a new connection (once the driver has
+   * seen the lost one close: lostConnectionsClosed). A database that is really down refuses them at
+   * once, and the batch answers 503 store_unavailable.
    */
   private async query<T extends object[]>(text: string, params: unknown[]): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
         return await this.sql.unsafe<T>(text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
       } catch (err) {
-        if (!isUnreachable(err) || attempt >= RETRIES) throw err;
+        if (!isUnreachable(err)) throw err;
+        await lostConnectionsClosed();
+        if (attempt >= RETRIES) throw err;
       }
     }
   }

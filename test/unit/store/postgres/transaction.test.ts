@@ -1,16 +1,16 @@
 /**
  * transaction() (src/store/postgres/transaction.ts) on a real PostgreSQL, with connections ended
  * under a running statement: by the server (pg_terminate_backend, as a shutdown does) and by the
- * network (a TCP relay that drops both sides). The transaction rejects with the statement's own
+ * network (a TCP relay that closes or resets the connection). The transaction rejects with the statement's own
  * error, nothing is thrown outside a promise (postgres.js would send its ROLLBACK from a
  * setImmediate with no socket), and the same one-connection pool serves the next statement.
  */
-import { createServer, connect as connectTcp, type Server, type Socket } from 'node:net';
 import postgres from 'postgres';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { OnLost, connect, isUnreachable, runOnPool, type Sql, type Tx } from '../../../../src/store/postgres/connection.js';
 import { endsConnection, transaction } from '../../../../src/store/postgres/transaction.js';
 import { createDatabase } from '../../../helpers/postgres.js';
+import { startTcpRelay } from '../../../helpers/tcp-relay.js';
 import { until } from '../../../helpers/until.js';
 
 let url: string;
@@ -66,34 +66,6 @@ async function pidOf(tx: Tx): Promise<number> {
   return (await tx.unsafe<{ pid: number }[]>('SELECT pg_backend_pid() AS pid'))[0]!.pid;
 }
 
-/** A TCP relay to the database whose connections can all be dropped at once. */
-async function relay(target: URL): Promise<{ url: string; drop: () => void; close: () => Promise<void> }> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((client) => {
-    const upstream = connectTcp(Number(target.port), target.hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on('error', () => undefined).on('close', () => sockets.delete(s));
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const via = new URL(target);
-  via.hostname = '127.0.0.1';
-  via.port = String((server.address() as { port: number }).port);
-  return {
-    url: via.toString(),
-    drop: () => {
-      for (const s of sockets) s.destroy();
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const s of sockets) s.destroy();
-      }),
-  };
-}
-
 describe('transaction() when the connection ends under a statement', () => {
   it('the server ends the session: rejects with the statement\'s error, nothing thrown outside a promise, the pool goes on', async () => {
     const sql = pool();
@@ -136,8 +108,8 @@ describe('transaction() when the connection ends under a statement', () => {
     expect(await admin.unsafe('SELECT id FROM t')).toEqual([]);
   });
 
-  it('the network drops the connection: rejects with an unreachable-class error, nothing thrown outside a promise, the pool goes on', async () => {
-    const r = await relay(new URL(url));
+  it.each(['close', 'reset'] as const)('the network breaks the connection (%s): rejects with an unreachable-class error, nothing thrown outside a promise, the pool goes on', async (how) => {
+    const r = await startTcpRelay(url);
     try {
       const sql = pool(r.url);
       let started = false;
@@ -148,13 +120,13 @@ describe('transaction() when the connection ends under a statement', () => {
       });
       await until('the statement sent', () => started, 5000);
       await new Promise((res) => setTimeout(res, 50));
-      r.drop();
+      r[how]();
       const err = await failureOf(tx);
       expect(isUnreachable(err)).toBe(true);
       expect(thrown).toEqual([]);
       expect(await nextStatement(sql)).toEqual([{ one: 1 }]);
     } finally {
-      await r.close();
+      await r.stop();
     }
   });
 });
