@@ -86,6 +86,8 @@ export const ALONE_FILES: readonly string[] = [
   // A busy store: the write waits the busy timeout and not much longer, delivery answers within 250 ms.
   'test/e2e/store-faults.test.ts',
   'test/unit/store/faults.test.ts',
+  // A silent database: calls given up on within STALL_MS, a given-up transaction answering at once.
+  'test/unit/store/postgres/silence.test.ts',
   // Regex conditions within their time budget.
   'test/e2e/regex-conditions.test.ts',
   'test/unit/mapping/condition/regex.test.ts',

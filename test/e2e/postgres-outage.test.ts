@@ -33,11 +33,11 @@ afterAll(async () => {
   await pg.destroy();
 });
 
-async function admin(srv: ServerProcess, method: string, path: string, body?: string): Promise<{ status: number; code: string | undefined; ms: number }> {
+async function admin(srv: ServerProcess, method: string, path: string, body?: string, timeoutMs = 10_000): Promise<{ status: number; code: string | undefined; ms: number }> {
   const t = Date.now();
   let res: Response;
   try {
-    res = await fetch(`${srv.adminUrl}/admin/v1/${path}`, { method, headers: AUTH, body, signal: AbortSignal.timeout(10_000) });
+    res = await fetch(`${srv.adminUrl}/admin/v1/${path}`, { method, headers: AUTH, body, signal: AbortSignal.timeout(timeoutMs) });
   } catch (err) {
     // Not reached at all: say whether the server is still running and what it last wrote.
     const state = srv.child.exitCode === null && srv.child.signalCode === null ? 'still running' : `exited (code ${srv.child.exitCode}, signal ${srv.child.signalCode})`;
@@ -45,6 +45,13 @@ async function admin(srv: ServerProcess, method: string, path: string, body?: st
   }
   const json = (await res.json()) as { error?: { code?: string } };
   return { status: res.status, code: json.error?.code, ms: Date.now() - t };
+}
+
+/** Creates environment `env` through `srv` and answers a delivery key of it. */
+async function environmentWithKey(srv: ServerProcess, env: string): Promise<string> {
+  expect((await admin(srv, 'PUT', `environments/${env}`)).status).toBe(201);
+  const res = await fetch(`${srv.adminUrl}/admin/v1/environments/${env}/keys`, { method: 'POST', headers: AUTH });
+  return ((await res.json()) as { key: string }).key;
 }
 
 /** Requests in a loop over every item until stopped; counts answers that are not 200 with the right body. */
@@ -78,9 +85,7 @@ describe('PostgreSQL outage', () => {
     const dir = tempDir();
     const a = await startServer({ dir, admin: true, store: storeUrl, args: SLOW_MACHINE });
     running.push(a);
-    expect((await admin(a, 'PUT', 'environments/live')).status).toBe(201);
-    const keyRes = await fetch(`${a.adminUrl}/admin/v1/environments/live/keys`, { method: 'POST', headers: AUTH });
-    const key = ((await keyRes.json()) as { key: string }).key;
+    const key = await environmentWithKey(a, 'live');
     for (let i = 0; i < ITEMS; i++) expect((await admin(a, 'PUT', `environments/live/content/item${i}`, `{"n":${i}}`)).status).toBe(200);
     // Every item served once: loaded on this node (routing, worker caches, front cache).
     for (let i = 0; i < ITEMS; i++) expect((await call(a.url, `/api/v1/config/item${i}`, { key })).status).toBe(200);
@@ -136,9 +141,7 @@ describe('PostgreSQL outage', () => {
     const dir = tempDir();
     const nodes = [await startServer({ dir, admin: true, store: storeUrl, args: SLOW_MACHINE }), await startServer({ dir, admin: true, store: storeUrl, args: SLOW_MACHINE })];
     running.push(...nodes);
-    expect((await admin(nodes[0]!, 'PUT', 'environments/busy')).status).toBe(201);
-    const keyRes = await fetch(`${nodes[0]!.adminUrl}/admin/v1/environments/busy/keys`, { method: 'POST', headers: AUTH });
-    const key = ((await keyRes.json()) as { key: string }).key;
+    const key = await environmentWithKey(nodes[0]!, 'busy');
     for (let round = 0; round < 8; round++) {
       let stopping = false;
       const answered = new Map<number, number>();
@@ -180,9 +183,7 @@ describe('PostgreSQL outage', () => {
       const dir = tempDir();
       const node = await startServer({ dir, admin: true, store: relay.url, args: SLOW_MACHINE });
       running.push(node);
-      expect((await admin(node, 'PUT', 'environments/reset')).status).toBe(201);
-      const keyRes = await fetch(`${node.adminUrl}/admin/v1/environments/reset/keys`, { method: 'POST', headers: AUTH });
-      const key = ((await keyRes.json()) as { key: string }).key;
+      const key = await environmentWithKey(node, 'reset');
       for (let i = 0; i < 4; i++) expect((await admin(node, 'PUT', `environments/reset/content/item${i}`, `{"n":${i},"v":0}`)).status).toBe(200);
       const unanswered: string[] = [];
       const statuses = new Map<string, number>();
@@ -227,4 +228,53 @@ describe('PostgreSQL outage', () => {
       await relay.stop();
     }
   }, 240_000);
+
+  it('a silent partition (nothing answers, nothing closes): the node says so within seconds, answers every call, and goes on within about a second of the network healing', async () => {
+    const relay = await startTcpRelay(storeUrl);
+    try {
+      const dir = tempDir();
+      const node = await startServer({ dir, admin: true, store: relay.url, args: SLOW_MACHINE });
+      running.push(node);
+      const key = await environmentWithKey(node, 'quiet');
+      expect((await admin(node, 'PUT', 'environments/quiet/content/item0', '{"n":0}')).status).toBe(200);
+      expect((await call(node.url, '/api/v1/config/item0', { key })).status).toBe(200);
+
+      relay.freeze();
+      const frozenAt = Date.now();
+      // A write in flight as the network goes silent, and one after it: each answers 503 store_unavailable.
+      const inFlight = admin(node, 'PUT', 'environments/quiet/content/item1', '{"n":1}', 30_000);
+      await until('/healthz to report the store unavailable', async () => (await healthOf(node)).store === 'unavailable', 15_000);
+      const noticedMs = Date.now() - frozenAt;
+      const first = await inFlight;
+      expect([first.status, first.code]).toEqual([503, 'store_unavailable']);
+      const next = await admin(node, 'PUT', 'environments/quiet/content/item2', '{"n":2}');
+      expect([next.status, next.code]).toEqual([503, 'store_unavailable']);
+      expect(next.ms).toBeLessThan(1500);
+      // Delivery goes on from what the node has loaded.
+      expect((await call(node.url, '/api/v1/config/item0', { key })).json).toEqual({ n: 0 });
+
+      // The network heals for new connections; the frozen ones stay silent for good.
+      relay.thaw();
+      const thawedAt = Date.now();
+      await until('/healthz to report the store available', async () => (await healthOf(node)).status === 'ok', 15_000);
+      const recoveredMs = Date.now() - thawedAt;
+      const after = await admin(node, 'PUT', 'environments/quiet/content/item3', '{"n":3}');
+      expect(after.status).toBe(200);
+      // A worker's own connection that went silent is found out by its next read: that request
+      // answers 503 store_unavailable within the bound, and the next one reads on a new connection.
+      const answers: string[] = [];
+      await until('item3 delivered', async () => {
+        const r = await call(node.url, '/api/v1/config/item3', { key });
+        answers.push(r.status === 200 ? JSON.stringify(r.json) : `${r.status} ${errorCode(r)}`);
+        return r.status === 200;
+      }, 15_000);
+      expect(answers.at(-1)).toBe('{"n":3}');
+      for (const a of answers.slice(0, -1)) expect(a).toBe('503 store_unavailable');
+      // Noticed by the heartbeat's 5 s bound (STALL_MS, and a beat); back within the probe's backoff (1 s) and a connection.
+      expect(noticedMs).toBeLessThan(8000);
+      expect(recoveredMs).toBeLessThan(4000);
+    } finally {
+      await relay.stop();
+    }
+  }, 120_000);
 });

@@ -7,6 +7,7 @@
  */
 import { RcdError } from '../../runtime/errors.js';
 import { OnLost, connect, pgFailure, runOnPool, type Sql, type Tx } from '../../store/postgres/connection.js';
+import { answeredWithin, CallsInFlight, STALL_MS } from '../../store/postgres/silence.js';
 import { requireLiveTokenPg } from '../../store/postgres/token-guard.js';
 import { transaction } from '../../store/postgres/transaction.js';
 import { guardedView, WRITE_GUARD, type WriteGuard } from '../../store/write-guard.js';
@@ -26,7 +27,11 @@ interface WebhookRow {
 const ADMIN_POOL_SIZE = 2;
 
 export class PostgresAdminState implements AdminStateStore {
-  private readonly sql: Sql;
+  /** The pool; replaced when the database falls silent (silent()). */
+  private sql: Sql;
+  private readonly url: string;
+  private readonly connectTimeoutMs: number;
+  private readonly inFlight = new CallsInFlight();
   private readonly sealKey: Buffer;
   private readonly log: (line: string) => void;
   private readonly reportedUnreadable = new Set<string>();
@@ -34,6 +39,8 @@ export class PostgresAdminState implements AdminStateStore {
   readonly [WRITE_GUARD]: WriteGuard | null = null;
 
   constructor(url: string, sealKey: Buffer, log: (line: string) => void, connectTimeoutMs: number) {
+    this.url = url;
+    this.connectTimeoutMs = connectTimeoutMs;
     this.sql = connect(url, { poolSize: ADMIN_POOL_SIZE, connectTimeoutMs });
     this.sealKey = sealKey;
     this.log = log;
@@ -44,13 +51,23 @@ export class PostgresAdminState implements AdminStateStore {
    * failure. A lost connection is tried once more for reads and for audit entries: were it lost
    * after the server committed an entry, the entry would be listed twice; not retried, it is lost,
    * and a scheduled change's entry is never written again. Webhook and token writes are not retried.
+   * Every call here is a statement or two: one the database has not answered within STALL_MS means
+   * it went silent, and every call in flight answers store_unavailable (silent()).
    */
-  private async call<T>(fn: () => Promise<T>, onLost: OnLost): Promise<T> {
+  private async call<T>(fn: (signal: AbortSignal) => Promise<T>, onLost: OnLost): Promise<T> {
     try {
-      return await runOnPool(fn, ADMIN_POOL_SIZE, onLost);
+      return await this.inFlight.run((signal) => answeredWithin(runOnPool(() => fn(signal), ADMIN_POOL_SIZE, onLost), STALL_MS, (err) => this.silent(err)));
     } catch (err) {
       throw pgFailure(err);
     }
+  }
+
+  /** Gives up on every call in flight and replaces the pool, whose connections went silent. */
+  private silent(err: Error): void {
+    this.inFlight.giveUp(err);
+    const old = this.sql;
+    this.sql = connect(this.url, { poolSize: ADMIN_POOL_SIZE, connectTimeoutMs: this.connectTimeoutMs });
+    old.end({ timeout: 0 }).catch(() => undefined);
   }
 
   guarded(guard: WriteGuard): AdminStateStore {
@@ -58,13 +75,18 @@ export class PostgresAdminState implements AdminStateStore {
   }
 
   /** `fn` on the pool, or, on a guarded view, in one transaction after the guard's check. */
-  private write<T>(fn: (q: Pick<Tx, 'unsafe'>) => Promise<T>): Promise<T> {
+  private write<T>(fn: (q: Pick<Tx, 'unsafe'>) => Promise<T>, signal: AbortSignal): Promise<T> {
     const guard = this[WRITE_GUARD];
     if (guard === null) return fn(this.sql);
-    return transaction(this.sql, async (tx) => {
-      await requireLiveTokenPg(tx, guard);
-      return fn(tx);
-    });
+    return transaction(
+      this.sql,
+      async (tx) => {
+        await requireLiveTokenPg(tx, guard);
+        return fn(tx);
+      },
+      '',
+      signal,
+    );
   }
 
   appendAudit(entry: NewAuditEntry): Promise<AuditEntry> {
@@ -112,7 +134,7 @@ export class PostgresAdminState implements AdminStateStore {
   }
 
   addWebhook(url: string, events: readonly WebhookEvent[], secret: string): Promise<WebhookRegistration> {
-    return this.call(async () => {
+    return this.call(async (signal) => {
       const id = newWebhookId();
       const createdAt = new Date().toISOString();
       await this.write((q) => q.unsafe('INSERT INTO admin_webhooks (id, url, events, secret_sealed, created_at) VALUES ($1, $2, $3, $4, $5)', [
@@ -121,7 +143,7 @@ export class PostgresAdminState implements AdminStateStore {
         JSON.stringify(events),
         sealSecret(this.sealKey, secret, id),
         createdAt,
-      ]));
+      ]), signal);
       return { id, url, events: [...events], createdAt, secret };
     }, OnLost.Throw);
   }
@@ -139,25 +161,27 @@ export class PostgresAdminState implements AdminStateStore {
   }
 
   deleteWebhook(id: string): Promise<void> {
-    return this.call(async () => {
-      const result = await this.write((q) => q.unsafe('DELETE FROM admin_webhooks WHERE id = $1', [id]));
+    return this.call(async (signal) => {
+      const result = await this.write((q) => q.unsafe('DELETE FROM admin_webhooks WHERE id = $1', [id]), signal);
       if (result.count === 0) throw new RcdError('not_found', `no webhook with id "${id}"`);
     }, OnLost.Throw);
   }
 
-  async createToken(token: NewAdminToken): Promise<AdminTokenInfo> {
+  createToken(token: NewAdminToken): Promise<AdminTokenInfo> {
     const row = newTokenRow(token);
-    try {
-      await this.write((q) => q.unsafe(
-        'INSERT INTO admin_tokens (id, name, digest, role, scope, created_at, created_by, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL)',
-        [row.id, row.name, row.digest, row.role, row.scope, row.created_at, row.created_by],
-      ));
-    } catch (err) {
-      // 23505: unique_violation (the live-name index; a digest collision of 256-bit tokens does not happen).
-      if ((err as { code?: unknown }).code === '23505') throw tokenNameTaken(token.name);
-      throw pgFailure(err);
-    }
-    return tokenFromRow(row);
+    return this.call(async (signal) => {
+      try {
+        await this.write((q) => q.unsafe(
+          'INSERT INTO admin_tokens (id, name, digest, role, scope, created_at, created_by, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL)',
+          [row.id, row.name, row.digest, row.role, row.scope, row.created_at, row.created_by],
+        ), signal);
+      } catch (err) {
+        // 23505: unique_violation (the live-name index; a digest collision of 256-bit tokens does not happen).
+        if ((err as { code?: unknown }).code === '23505') throw tokenNameTaken(token.name);
+        throw err;
+      }
+      return tokenFromRow(row);
+    }, OnLost.Throw);
   }
 
   listTokens(): Promise<AdminTokenInfo[]> {
@@ -168,12 +192,12 @@ export class PostgresAdminState implements AdminStateStore {
   }
 
   revokeToken(name: string): Promise<AdminTokenInfo> {
-    return this.call(async () => {
+    return this.call(async (signal) => {
       const at = new Date().toISOString();
       const rows = await this.write((q) => q.unsafe<TokenRow[]>(
         'UPDATE admin_tokens SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL RETURNING *',
         [at, name],
-      ));
+      ), signal);
       const row = rows[0];
       if (row === undefined) throw new RcdError('not_found', `no live admin token named "${name}"`);
       return tokenFromRow(row);
@@ -188,6 +212,7 @@ export class PostgresAdminState implements AdminStateStore {
   }
 
   async close(): Promise<void> {
+    this.inFlight.giveUp(new RcdError('internal', 'the admin state is closed'));
     await this.sql.end({ timeout: 1 });
   }
 }

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import type postgres from 'postgres';
 import { RcdError } from '../../runtime/errors.js';
 import { redactPostgresUrl } from '../url.js';
+import { DATABASE_STALLED, isStalled } from './silence.js';
 
 export type Sql = postgres.Sql;
 /** A transaction's statements (transaction.ts): everything a transaction runs goes through its unsafe(). */
@@ -91,6 +92,7 @@ const UNREACHABLE_CODES = new Set([
   'CONNECTION_ENDED',
   'CONNECTION_DESTROYED',
   'CONNECT_TIMEOUT',
+  DATABASE_STALLED,
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now (starting up, shutting down)
@@ -133,7 +135,8 @@ export async function runOnPool<T>(fn: () => Promise<T>, poolSize: number, onLos
       // Whatever follows a lost connection (this retry, or the caller's next statement) waits for it to close.
       if (isUnreachable(err)) await lostConnectionsClosed();
       if (isSessionTerminated(err) && attempt < poolSize) continue;
-      if (onLost === OnLost.RetryOnce && isUnreachable(err) && attempt === 0) continue;
+      // A call given up on stays given up on.
+      if (onLost === OnLost.RetryOnce && isUnreachable(err) && !isStalled(err) && attempt === 0) continue;
       throw err;
     }
   }

@@ -11,13 +11,17 @@
 import postgres from 'postgres';
 import type { RevisionSource, RevisionText } from '../types.js';
 import { connect, DEFAULT_PG_CONNECT_TIMEOUT_MS, isUnreachable, lostConnectionsClosed } from './connection.js';
+import { answeredWithin, isStalled, STALL_MS } from './silence.js';
 
 const RETRIES = 2;
 
 export class PostgresRevisionSource implements RevisionSource {
-  private readonly sql: postgres.Sql;
+  private readonly url: string;
+  /** Replaced when the database falls silent (silent()). */
+  private sql: postgres.Sql;
 
   constructor(url: string) {
+    this.url = url;
     this.sql = connect(url, { poolSize: 1, connectTimeoutMs: DEFAULT_PG_CONNECT_TIMEOUT_MS });
   }
 
@@ -26,16 +30,18 @@ export class PostgresRevisionSource implements RevisionSource {
    * restarted holds the shutdown's error (57P01) and hands it to the next query, which fails
    * without reaching the server; the attempts after it open a new connection (once the driver has
    * seen the lost one close: lostConnectionsClosed). A database that is really down refuses them at
-   * once, and the batch answers 503 store_unavailable.
+   * once, and the batch answers 503 store_unavailable. A batch the database has not answered within
+   * STALL_MS (a partition that drops packets) answers that too, and the connection is replaced.
    */
   private async query<T extends object[]>(text: string, params: unknown[]): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.sql.unsafe<T>(text, params as postgres.ParameterOrJSON<never>[], { prepare: true });
+        const sql = this.sql;
+        return await answeredWithin(sql.unsafe<T>(text, params as postgres.ParameterOrJSON<never>[], { prepare: true }), STALL_MS, () => this.silent(sql));
       } catch (err) {
         if (!isUnreachable(err)) throw err;
         await lostConnectionsClosed();
-        if (attempt >= RETRIES) throw err;
+        if (attempt >= RETRIES || isStalled(err)) throw err;
       }
     }
   }
@@ -59,6 +65,13 @@ export class PostgresRevisionSource implements RevisionSource {
     ]);
     for (const r of rows) out.set(r.mapping_id, r.json);
     return out;
+  }
+
+  /** The connection `sql` went silent: a new one serves the next batch (this batch's wait is given up). */
+  private silent(sql: postgres.Sql): void {
+    if (sql !== this.sql) return;
+    this.sql = connect(this.url, { poolSize: 1, connectTimeoutMs: DEFAULT_PG_CONNECT_TIMEOUT_MS });
+    sql.end({ timeout: 0 }).catch(() => undefined);
   }
 
   async close(): Promise<void> {

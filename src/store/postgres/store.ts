@@ -12,6 +12,14 @@
  * for a connection) and starts a probe that retries with backoff; once the database answers, the
  * store is available again and every commit watcher is woken, so each node reads the change log
  * from the sequence it applied and catches up.
+ *
+ * Silence: a database that stops answering without closing anything (a partition that drops
+ * packets) leaves statements waiting until the kernel gives their connections up, for many
+ * minutes. The heartbeat runs on a connection of its own (no other work delays it) and must be
+ * answered within STALL_MS; when it is not, the store counts as unreachable as above, every call in
+ * flight is given up on (503 store_unavailable; a transaction among them rolls back, never commits
+ * later) and the pools are replaced, so the probe and the calls after it never wait behind a silent
+ * connection.
  */
 import { RcdError } from '../../runtime/errors.js';
 import { prepareImport } from '../bundle/bundle.js';
@@ -23,6 +31,7 @@ import { importSchedules, STORE_IMPORT } from '../schedule/bundle.js';
 import { StepStore } from '../step-store.js';
 import type { ChangeBatch, ChangeEntry, CommitWatch, ContentSummary, DirectorySnapshot, EnvironmentInfo, ImportReport, KeyDigest, KeyInfo, NodeRecord, OutboxEntry, OutboxOf, OutboxOutcome, RoutingDelta, Store } from '../types.js';
 import { DEFAULT_PG_CONNECT_TIMEOUT_MS, OnLost, connect, describePgError, isUnreachable, pgFailure, runOnPool, type Sql, type Tx } from './connection.js';
+import { answeredWithin, CallsInFlight, STALL_MS } from './silence.js';
 import { PgRows } from './rows.js';
 import { transaction } from './transaction.js';
 import { listContent, listEnvironments, listKeys } from './listings.js';
@@ -42,9 +51,23 @@ export const CATCH_UP_MS = 1000;
 const PROBE_FIRST_MS = 100;
 const PROBE_MAX_MS = 1000;
 
+/** A commit watcher's LISTEN on the change channel, on the pool of the moment. */
+interface Listener {
+  readonly wake: () => void;
+  readonly onError: (err: unknown) => void;
+  listening: { unlisten(): Promise<void> } | null;
+}
+
 export class PostgresStore extends StepStore implements Store {
   readonly readerUrl: string;
-  private readonly sql: Sql;
+  /** The pool; replaced when the database falls silent (stalled()). */
+  private sql: Sql;
+  /** The heartbeat's own connection, opened by the first heartbeat. */
+  private canary: Sql | null = null;
+  /** Every call waiting for the database: each is given up on when it falls silent. */
+  private readonly inFlight = new CallsInFlight();
+  /** The change channel's listeners (watchCommits): listening again on a new pool once it answers. */
+  private readonly listeners = new Set<Listener>();
   private readonly busyTimeoutMs: number;
   private readonly poolSize: number;
   private closed = false;
@@ -73,11 +96,11 @@ export class PostgresStore extends StepStore implements Store {
    * ended; a read once more on a lost connection, a write not), sorting its failure and tracking
    * reachability.
    */
-  private async call<T>(fn: () => Promise<T>, onLost = OnLost.RetryOnce): Promise<T> {
+  private async call<T>(fn: (signal: AbortSignal) => Promise<T>, onLost = OnLost.RetryOnce): Promise<T> {
     if (this.closed) throw new RcdError('internal', 'the store is closed');
     if (this.unreachable !== null) throw new RcdError('store_unavailable', `the store is unreachable (${this.unreachable}); retrying in the background`);
     try {
-      return await runOnPool(fn, this.poolSize, onLost);
+      return await this.inFlight.run((signal) => runOnPool(() => fn(signal), this.poolSize, onLost));
     } catch (err) {
       if (isUnreachable(err)) this.markUnreachable(describePgError(err));
       throw pgFailure(err);
@@ -88,8 +111,10 @@ export class PostgresStore extends StepStore implements Store {
   private write<T>(fn: (rows: PgRows) => Promise<T>, outbox?: OutboxOf<T>): Promise<T> {
     const guard = this[WRITE_GUARD];
     return this.call(
-      () =>
-        transaction(this.sql, async (tx) => {
+      (signal) =>
+        transaction(
+          this.sql,
+          async (tx) => {
           await tx.unsafe(`SET LOCAL lock_timeout = ${this.busyTimeoutMs}`);
           await tx.unsafe('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK], { prepare: true });
           if (guard !== null) await requireLiveTokenPg(tx, guard);
@@ -100,7 +125,10 @@ export class PostgresStore extends StepStore implements Store {
             await outboxRows.insertOutbox(tx, outbox.build(result, after), now, now + outbox.holdMs);
           }
           return result;
-        }),
+          },
+          '',
+          signal,
+        ),
       OnLost.Throw,
     );
   }
@@ -116,7 +144,7 @@ export class PostgresStore extends StepStore implements Store {
   }
 
   leaseStep<T>(step: () => Step<T>): Promise<T> {
-    return this.call(() => transaction(this.sql, (tx) => runRowsAsync(new PgRows(tx), step())), OnLost.Throw);
+    return this.call((signal) => transaction(this.sql, (tx) => runRowsAsync(new PgRows(tx), step()), '', signal), OnLost.Throw);
   }
 
   readStep<T>(step: () => Step<T>): Promise<T> {
@@ -135,11 +163,11 @@ export class PostgresStore extends StepStore implements Store {
    */
   snapshotStep<T>(step: () => Step<T>): Promise<T> {
     const sql = (this.snapshots ??= connect(this.readerUrl, { poolSize: SNAPSHOT_CONNECTIONS, connectTimeoutMs: DEFAULT_PG_CONNECT_TIMEOUT_MS }));
-    return this.call(() => transaction(sql, (tx) => runRowsAsync(new PgRows(tx), step()), REPEATABLE_READ));
+    return this.call((signal) => transaction(sql, (tx) => runRowsAsync(new PgRows(tx), step()), REPEATABLE_READ, signal));
   }
 
   private read<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    return this.call(() => transaction(this.sql, fn, REPEATABLE_READ));
+    return this.call((signal) => transaction(this.sql, fn, REPEATABLE_READ, signal));
   }
 
   private markUnreachable(reason: string): void {
@@ -159,7 +187,8 @@ export class PostgresStore extends StepStore implements Store {
       // Each pooled connection that was idle across a restart hands its shutdown error (57P01) to
       // its next query, this probe included: those say nothing about the database now, so the
       // probe tries the next connection at once instead of backing off once per dead connection.
-      await runOnPool(() => this.sql.unsafe('SELECT 1'), this.poolSize, OnLost.Throw);
+      const sql = this.sql;
+      await answeredWithin(runOnPool(() => sql.unsafe('SELECT 1'), this.poolSize, OnLost.Throw), STALL_MS, (err) => this.stalled(err));
     } catch (err) {
       this.unreachable = describePgError(err);
       this.probeDelayMs = Math.min(this.probeDelayMs * 2, PROBE_MAX_MS);
@@ -169,6 +198,7 @@ export class PostgresStore extends StepStore implements Store {
     this.probe = null;
     this.probeDelayMs = PROBE_FIRST_MS;
     this.unreachable = null;
+    for (const l of this.listeners) if (l.listening === null) void this.listen(l);
     for (const wake of this.wakers) wake();
   }
 
@@ -210,8 +240,28 @@ export class PostgresStore extends StepStore implements Store {
     return this.call(() => routing.registerNode(this.sql, node));
   }
 
+  /** On the heartbeat's own connection, answered within STALL_MS (silence.ts) or the database counts as silent. */
   heartbeat(nodeId: string, appliedSeq: number, atMs: number): Promise<void> {
-    return this.call(() => routing.heartbeat(this.sql, nodeId, appliedSeq, atMs));
+    this.canary ??= connect(this.readerUrl, { poolSize: 1, connectTimeoutMs: DEFAULT_PG_CONNECT_TIMEOUT_MS });
+    const canary = this.canary;
+    return this.call(() => answeredWithin(routing.heartbeat(canary, nodeId, appliedSeq, atMs), STALL_MS, (err) => this.stalled(err)));
+  }
+
+  /**
+   * The database has not answered within STALL_MS: the store is unreachable, every call in flight is
+   * given up on, and every pool is replaced by a new one (the old ones are ended at once, their
+   * statements refused), so nothing waits behind a connection that went silent.
+   */
+  private stalled(err: Error): void {
+    if (this.closed) return;
+    this.markUnreachable(err.message);
+    this.inFlight.giveUp(err);
+    const old = [this.sql, this.canary, this.snapshots];
+    this.sql = connect(this.readerUrl, { poolSize: this.poolSize, connectTimeoutMs: DEFAULT_PG_CONNECT_TIMEOUT_MS });
+    this.canary = null;
+    this.snapshots = null;
+    for (const pool of old) pool?.end({ timeout: 0 }).catch(() => undefined);
+    for (const l of this.listeners) l.listening = null;
   }
 
   listNodes(): Promise<NodeRecord[]> {
@@ -231,20 +281,31 @@ export class PostgresStore extends StepStore implements Store {
     this.wakers.add(wake);
     const timer = setInterval(wake, CATCH_UP_MS);
     timer.unref();
-    let listening: { unlisten(): Promise<void> } | null = null;
-    try {
-      listening = await this.sql.listen(CHANGE_CHANNEL, () => wake(), () => wake());
-    } catch (err) {
-      // The catch-up timer and the probe still bring changes in; the listener is retried by the driver.
-      onError(err);
-    }
+    const listener: Listener = { wake, onError, listening: null };
+    this.listeners.add(listener);
+    await this.listen(listener);
     return {
       stop: () => {
         clearInterval(timer);
         this.wakers.delete(wake);
-        listening?.unlisten().catch(() => undefined);
+        this.listeners.delete(listener);
+        listener.listening?.unlisten().catch(() => undefined);
       },
     };
+  }
+
+  /** LISTEN for `l` on the current pool; a failure is reported and the catch-up timer goes on. */
+  private async listen(l: Listener): Promise<void> {
+    const sql = this.sql;
+    try {
+      const listening = await sql.listen(CHANGE_CHANNEL, () => l.wake(), () => l.wake());
+      // Replaced meanwhile (stalled()): that pool is ended, and this listener listens again on the new one.
+      if (sql === this.sql && this.listeners.has(l)) l.listening = listening;
+      else listening.unlisten().catch(() => undefined);
+    } catch (err) {
+      // The catch-up timer and the probe still bring changes in; the listener is retried by the driver.
+      l.onError(err);
+    }
   }
 
   listEnvironments(): Promise<EnvironmentInfo[]> {
@@ -319,6 +380,7 @@ export class PostgresStore extends StepStore implements Store {
     this.probe = null;
     this.wakers.clear();
     await this.snapshots?.end({ timeout: 1 });
+    await this.canary?.end({ timeout: 1 });
     await this.sql.end({ timeout: 1 });
   }
 }

@@ -16,6 +16,7 @@
  */
 import type postgres from 'postgres';
 import type { Sql, Tx } from './connection.js';
+import { givenUpReason, orGivenUp } from './silence.js';
 
 /** Errors a socket reports before it closes: every one of them ends the connection. */
 const SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
@@ -33,17 +34,19 @@ export function endsConnection(err: unknown): boolean {
   return e.code === 'CONNECTION_CLOSED' || (typeof e.code === 'string' && SOCKET_CODES.has(e.code));
 }
 
-/** What a transaction's statements found: the error that ended its connection, if one did. */
+/** What a transaction's statements found: the error that ended its connection, if one did; its caller's giving up, if it did. */
 class ConnectionGuard {
   ended: Error | null = null;
+  abandoned: Error | null = null;
 
-  /** The handle `fn` gets: `tx`'s statements, refused once the connection ended. */
+  /** The handle `fn` gets: `tx`'s statements, refused once the connection ended or the caller gave up. */
   handleOf(tx: postgres.TransactionSql): Tx {
     return { unsafe: (query, parameters, options) => this.unsafe(tx, query, parameters, options) } as Tx;
   }
 
   private unsafe(tx: postgres.TransactionSql, query: string, parameters?: postgres.ParameterOrJSON<never>[], options?: postgres.UnsafeQueryOptions): ReturnType<Tx['unsafe']> {
-    if (this.ended !== null) return Promise.reject(this.ended) as unknown as ReturnType<Tx['unsafe']>;
+    const refusal = this.ended ?? this.abandoned;
+    if (refusal !== null) return Promise.reject(refusal) as unknown as ReturnType<Tx['unsafe']>;
     const pending = tx.unsafe(query, parameters, options);
     // Observing the statement starts it, as awaiting it does: the driver sends it a microtask later.
     pending.catch((err: unknown) => this.noteFailure(err));
@@ -70,6 +73,8 @@ async function runGuarded<T>(tx: postgres.TransactionSql, guard: ConnectionGuard
   }
   // A callback that caught the failure and returned would have the driver send COMMIT.
   if (guard.ended !== null) return heldBack();
+  // Given up by its caller, who answered already: rolled back, never committed later.
+  if (guard.abandoned !== null) throw guard.abandoned;
   return result;
 }
 
@@ -77,11 +82,18 @@ async function runGuarded<T>(tx: postgres.TransactionSql, guard: ConnectionGuard
  * Runs `fn` in one transaction on `sql` (`mode`: BEGIN's options, such as an isolation level). `fn`
  * gets a handle whose statements run in the transaction; the transaction commits when `fn` resolves
  * and rolls back when it rejects, as postgres.js's begin() does, except on a connection that ended.
+ *
+ * `signal` lets the caller give up (a database that stopped answering, store.ts): the transaction
+ * rejects at once with the signal's reason; `fn`'s later statements are refused with it, and the
+ * transaction rolls back instead of committing whenever its connection answers again, or is ended.
  */
-export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>, mode = ''): Promise<T> {
+export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>, mode = '', signal?: AbortSignal): Promise<T> {
+  if (signal?.aborted === true) throw givenUpReason(signal);
   const guard = new ConnectionGuard();
+  const run = sql.begin(mode, (tx) => runGuarded(tx, guard, fn)) as Promise<T>;
+  signal?.addEventListener('abort', () => (guard.abandoned = givenUpReason(signal)), { once: true });
   try {
-    return (await sql.begin(mode, (tx) => runGuarded(tx, guard, fn))) as T;
+    return await (signal === undefined ? run : orGivenUp(run, signal));
   } catch (err) {
     throw guard.ended ?? err;
   }
