@@ -110,27 +110,19 @@ export class PostgresStore extends StepStore implements Store {
   /** One transaction under the write lock: `fn`, then the outbox entries it reports (types.ts, OutboxOf). */
   private write<T>(fn: (rows: PgRows) => Promise<T>, outbox?: OutboxOf<T>): Promise<T> {
     const guard = this[WRITE_GUARD];
-    return this.call(
-      (signal) =>
-        transaction(
-          this.sql,
-          async (tx) => {
-          await tx.unsafe(`SET LOCAL lock_timeout = ${this.busyTimeoutMs}`);
-          await tx.unsafe('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK], { prepare: true });
-          if (guard !== null) await requireLiveTokenPg(tx, guard);
-          const result = await fn(new PgRows(tx));
-          if (outbox !== undefined) {
-            const after = outbox.contents === undefined ? [] : (await routing.delta(tx, outbox.contents, 0, 0)).contents;
-            const now = Date.now();
-            await outboxRows.insertOutbox(tx, outbox.build(result, after), now, now + outbox.holdMs);
-          }
-          return result;
-          },
-          '',
-          signal,
-        ),
-      OnLost.Throw,
-    );
+    const locked = async (tx: Tx): Promise<T> => {
+      await tx.unsafe(`SET LOCAL lock_timeout = ${this.busyTimeoutMs}`);
+      await tx.unsafe('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK], { prepare: true });
+      if (guard !== null) await requireLiveTokenPg(tx, guard);
+      const result = await fn(new PgRows(tx));
+      if (outbox !== undefined) {
+        const after = outbox.contents === undefined ? [] : (await routing.delta(tx, outbox.contents, 0, 0)).contents;
+        const now = Date.now();
+        await outboxRows.insertOutbox(tx, outbox.build(result, after), now, now + outbox.holdMs);
+      }
+      return result;
+    };
+    return this.call((signal) => transaction(this.sql, locked, '', signal), OnLost.Throw);
   }
 
   writeStep<T>(step: () => Step<T>, outbox?: OutboxOf<T>): Promise<T> {
